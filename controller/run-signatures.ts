@@ -1,0 +1,72 @@
+// What the controller signs into a run folder (DESIGN §4): the public key, the
+// manifest, and chain heads (periodic ones also go into the chain as ChainHeadSigned).
+// Key custody (a key folder outside every run, mode 0600) is the controller's job and
+// not this file's: these functions take the key as a value.
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
+import { signDsse, type DsseEnvelope } from '../schema/dsse.js';
+import { toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
+import { schemaVersionOf } from '../schema/event-catalog.js';
+import { hashCanonical, type HashString } from '../schema/hash.js';
+import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
+import type { WriterClient } from '../writer/client.js';
+
+export function writePublicKey(runDir: string, keys: Ed25519KeyPair): void {
+  writeFileSync(path.join(runDir, RUN_FILES.publicKey), `${toHex(keys.publicKey)}\n`, { mode: 0o644 });
+}
+
+/** Signs the manifest into manifest.dsse.json (never overwriting one) and returns its hash for StoreOpened. */
+export function writeSignedManifest(runDir: string, manifest: Record<string, unknown>, keys: Ed25519KeyPair): HashString {
+  const file = path.join(runDir, RUN_FILES.manifest);
+  if (existsSync(file)) throw new Error(`${file} exists: a signed manifest is never replaced`);
+  const envelope = signDsse(MANIFEST_PAYLOAD_TYPE, manifest, keys.secretKey, keys.publicKey);
+  writeFileSync(file, `${JSON.stringify(envelope, null, 2)}\n`, { flag: 'wx' });
+  return hashCanonical(manifest);
+}
+
+export function signChainHead(head: ChainHead, keys: Ed25519KeyPair): DsseEnvelope {
+  return signDsse(CHAIN_HEAD_PAYLOAD_TYPE, ChainHead.parse(head), keys.secretKey, keys.publicKey);
+}
+
+/** Appends one signed head to heads.jsonl. */
+export function appendSignedHead(runDir: string, envelope: DsseEnvelope): void {
+  appendFileSync(path.join(runDir, RUN_FILES.heads), `${JSON.stringify(envelope)}\n`);
+}
+
+export interface HeadSigning {
+  readonly runDir: string;
+  readonly keys: Ed25519KeyPair;
+  readonly experimentId: string;
+  /** The experiment's virtual time, for the ChainHeadSigned event. */
+  readonly occurredAt: string;
+  /** Wall clock of the signature. */
+  readonly signedAt: string;
+}
+
+/**
+ * Reads the writer's head, signs it, and records it: a periodic head becomes a line in
+ * heads.jsonl and a SystemEvent.ChainHeadSigned in the chain; a final head only a line
+ * (nothing may follow it in the store).
+ */
+export async function signAndRecordHead(client: WriterClient, kind: ChainHead['kind'], signing: HeadSigning): Promise<ChainHead> {
+  const current = await client.head();
+  const head: ChainHead = { experiment_id: signing.experimentId, seq: current.seq, event_hash: current.event_hash, kind, signed_at: signing.signedAt };
+  const envelope = signChainHead(head, signing.keys);
+  appendSignedHead(signing.runDir, envelope);
+  if (kind === 'periodic') {
+    await client.append([
+      {
+        event_type: 'SystemEvent.ChainHeadSigned',
+        schema_version: schemaVersionOf('SystemEvent.ChainHeadSigned'),
+        occurred_at: signing.occurredAt,
+        actor: 'experiment',
+        causation_id: null,
+        correlation_id: null,
+        idempotency_key: `chain-head-${head.seq}`,
+        payload: { head, envelope },
+      },
+    ]);
+  }
+  return head;
+}

@@ -1,0 +1,138 @@
+// npm run demo -- [--out DIR] [--json]
+// The event store end to end, until the experiment runner exists: a real ds-writer
+// process writes a signed run folder (both roles, a refused request, an idempotent
+// retry, a periodic and a final signed head), then the run is verified from its files.
+// The key is made for this run and kept in memory only; the controller (issue 4) keeps
+// its key in a key folder outside every run.
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
+import { generateKeyPair } from '../../schema/ed25519-keys.js';
+import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
+import type { Actor } from '../../schema/envelope.js';
+import { WriterClient } from '../../writer/client.js';
+import { WriterError, type EventDraft } from '../../writer/protocol.js';
+import { newSocketPath, newToken, spawnWriter } from '../../writer/spawn.js';
+import { verifyDirectory } from '../../writer/verify-store.js';
+
+const USAGE = 'usage: npm run demo -- [--out DIR] [--json]';
+const SUBJECT_ID = 'subject-001';
+const START = Date.parse('2026-07-20T08:00:00.000Z');
+
+const say = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+function draft(type: EventType, actor: Actor, hour: number, payload: Record<string, unknown>, idempotencyKey: string | null = null): EventDraft {
+  return {
+    event_type: type,
+    schema_version: schemaVersionOf(type),
+    occurred_at: new Date(START + hour * 3_600_000).toISOString(),
+    actor,
+    causation_id: null,
+    correlation_id: 'wake-0001',
+    idempotency_key: idempotencyKey,
+    payload,
+  };
+}
+
+async function main(): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { out: { type: 'string' }, json: { type: 'boolean' } } }));
+  } catch (error) {
+    say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const runDir = path.resolve(values.out ?? path.join('runs', `demo-${stamp}`));
+  if (existsSync(runDir) && readdirSync(runDir).length > 0) {
+    say(`demo: ${runDir} is not empty; a run folder is never reused. Pick another --out.`);
+    return 2;
+  }
+  mkdirSync(runDir, { recursive: true });
+  const experimentId = `demo-${stamp}`;
+  const keys = generateKeyPair();
+  writePublicKey(runDir, keys);
+  const manifestSha256 = writeSignedManifest(
+    runDir,
+    { experiment_id: experimentId, subject_id: SUBJECT_ID, purpose: 'event-store demo: not an experiment run', created_at: new Date().toISOString() },
+    keys,
+  );
+  const tokens = { runtime: newToken(), experiment: newToken() };
+  const writer = await spawnWriter({
+    db_path: path.join(runDir, 'events.db'),
+    socket_path: newSocketPath(),
+    mode: 'create',
+    subject_id: SUBJECT_ID,
+    experiment_id: experimentId,
+    manifest_sha256: manifestSha256,
+    tokens,
+    projection: 'event-counts',
+    socket_mode: 0o600,
+  });
+  say(`writer pid ${writer.pid} serving ${runDir}/events.db (StoreOpened at seq ${writer.head.seq})`);
+  const experiment = await WriterClient.connect(writer.socketPath, 'experiment', tokens.experiment);
+  const runtime = await WriterClient.connect(writer.socketPath, 'runtime', tokens.runtime);
+  const signing = { runDir, keys, experimentId, occurredAt: new Date(START + 2 * 3_600_000).toISOString(), signedAt: new Date().toISOString() };
+  try {
+    await experiment.append([
+      draft('ExperimentEvent.WakeScheduled', 'experiment', 0, { wake_id: 'wake-0001', wake_at: new Date(START).toISOString(), budget: { model_calls: 1, tokens: 4_000, tool_calls: 4 } }),
+      draft('ExperimentEvent.WakeStarted', 'experiment', 0, { wake_id: 'wake-0001', visible_to_seq: 3 }),
+    ]);
+    const message = await experiment.append([
+      draft('WorldEvent.MessageReceived', 'experiment', 0, { from: 'reviewer', subject: 'dataset', body: 'The missing dataset will arrive tomorrow.', in_reply_to: null }),
+    ]);
+    const journal = draft('MemoryEvent.JournalEntryWritten', 'runtime', 1, { entry_id: 'page-1', text: 'Waiting for the reviewer dataset.' }, 'journal-page-1');
+    await runtime.append([
+      journal,
+      draft('MemoryEvent.ClaimRecorded', 'runtime', 1, {
+        claim_id: 'claim-1',
+        claim_type: 'FACT',
+        statement: 'The reviewer said the dataset arrives tomorrow.',
+        evidence_event_ids: [message.events[0]!.event_id],
+        confidence: null,
+        alternatives: [],
+      }),
+    ]);
+    const retry = await runtime.append([journal]);
+    say(`retried append with the same idempotency key: deduplicated=${retry.events[0]!.deduplicated}, seq ${retry.events[0]!.seq} (nothing written)`);
+    try {
+      await runtime.append([draft('WorldEvent.DistractorOccurred', 'runtime', 1, { channel: 'news', body: 'a runtime may not write world events' })]);
+      say('demo: the writer accepted a WorldEvent from the runtime role; this must not happen');
+      return 1;
+    } catch (error) {
+      if (!(error instanceof WriterError)) throw error;
+      say(`refused as expected: ${error.code}: ${error.message} (recorded as AppendRejected at seq ${error.rejectionSeq})`);
+    }
+    const periodic = await signAndRecordHead(experiment, 'periodic', signing);
+    say(`signed periodic head at seq ${periodic.seq}`);
+    await experiment.append([draft('ExperimentEvent.WakeEnded', 'experiment', 2, { wake_id: 'wake-0001', outcome: 'completed' })]);
+    const final = await signAndRecordHead(experiment, 'final', signing);
+    say(`signed final head at seq ${final.seq}`);
+  } finally {
+    experiment.close();
+    runtime.close();
+    const exit = await writer.stop();
+    if (exit.code !== 0) say(`writer exited with code ${exit.code} signal ${exit.signal}`);
+  }
+  const report = verifyDirectory(runDir);
+  if (values.json) process.stdout.write(`${JSON.stringify({ run_dir: runDir, verify: report })}\n`);
+  else {
+    process.stdout.write(`run folder: ${runDir}\nverify: ${report.ok ? 'OK' : 'FAILED'} (${report.stores} store, ${report.events} events)\n`);
+    for (const f of report.failures) process.stdout.write(`  ${f.store} seq ${f.seq}: ${f.reason}\n`);
+    process.stdout.write(`check it yourself: npm run verify -- ${path.relative(process.cwd(), runDir) || runDir}\n`);
+  }
+  return report.ok ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    say(`demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exitCode = 1;
+  },
+);

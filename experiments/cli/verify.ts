@@ -1,0 +1,48 @@
+// npm run verify -- DIR [--json] [--open]
+// Checks every events.db and signed file under DIR. Exit 0 only when everything holds,
+// 1 when something failed verification, 2 when the command itself was misused.
+import { parseArgs } from 'node:util';
+import { verifyDirectory, VerifyInputError, type VerifyFailure } from '../../writer/verify-store.js';
+
+const USAGE = 'usage: npm run verify -- DIR [--json] [--open]\n  --open  accept stores without a final signed head (a run in progress) as a warning';
+
+function main(): number {
+  let args;
+  try {
+    args = parseArgs({ allowPositionals: true, options: { json: { type: 'boolean' }, open: { type: 'boolean' }, help: { type: 'boolean' } } });
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${USAGE}\n`);
+    return 2;
+  }
+  if (args.values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const [dir, ...extra] = args.positionals;
+  if (!dir || extra.length > 0) {
+    process.stderr.write(`give exactly one folder to verify\n${USAGE}\n`);
+    return 2;
+  }
+  let report;
+  try {
+    report = verifyDirectory(dir, { allowOpen: args.values.open ?? false });
+  } catch (error) {
+    if (error instanceof VerifyInputError) {
+      process.stderr.write(`verify: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  if (args.values.json) {
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+  } else {
+    const line = (f: VerifyFailure): string => `  ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`;
+    process.stdout.write(`verified ${report.stores} store(s), ${report.events} event(s) under ${dir}\n`);
+    if (report.warnings.length > 0) process.stdout.write(`WARNINGS (${report.warnings.length}):\n${report.warnings.map(line).join('\n')}\n`);
+    if (report.failures.length > 0) process.stdout.write(`FAILED (${report.failures.length}):\n${report.failures.map(line).join('\n')}\n`);
+    else process.stdout.write('OK: canonical text, payload and event hashes, seq contiguity, chain links, StoreOpened first, signatures and signed heads all hold\n');
+  }
+  return report.ok ? 0 : 1;
+}
+
+process.exitCode = main();

@@ -1,0 +1,20 @@
+// A projection folds events into a state, purely: no clock, no randomness, no I/O.
+// The writer applies one inside the transaction that stores the events (spec §12.2),
+// so state and events can never disagree; a refusal rolls the whole append back.
+import type { EventEnvelope } from '../schema/envelope.js';
+
+export interface Projection<S> {
+  readonly name: string;
+  readonly version: string;
+  initial(): S;
+  /** Returns the next state; must not mutate `state`. Throws ProjectionRefusal to refuse. */
+  apply(state: S, event: EventEnvelope): S;
+}
+
+/** An event the projection will not accept (e.g. an illegal state transition). */
+export class ProjectionRefusal extends Error {
+  override readonly name = 'ProjectionRefusal';
+  constructor(readonly seq: number, readonly eventType: string, reason: string) {
+    super(`event ${eventType} at seq ${seq} refused by the projection: ${reason}`);
+  }
+}

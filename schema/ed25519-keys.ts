@@ -1,0 +1,61 @@
+// Ed25519 (RFC 8032) via @noble/ed25519, with its SHA-512 wired from @noble/hashes so
+// the synchronous API works. keyid = sha256 hex of the raw 32-byte public key (DESIGN §4).
+import * as ed from '@noble/ed25519';
+import { sha512 } from '@noble/hashes/sha2.js';
+import { sha256Hex } from './hash.js';
+
+ed.hashes.sha512 = sha512;
+
+export const PUBLIC_KEY_BYTES = 32;
+export const SECRET_KEY_BYTES = 32;
+export const SIGNATURE_BYTES = 64;
+
+export class KeyFormatError extends Error {
+  override readonly name = 'KeyFormatError';
+}
+
+export interface Ed25519KeyPair {
+  readonly secretKey: Uint8Array;
+  readonly publicKey: Uint8Array;
+}
+
+export function generateKeyPair(): Ed25519KeyPair {
+  const { secretKey, publicKey } = ed.keygen();
+  return { secretKey, publicKey };
+}
+
+export function publicKeyOf(secretKey: Uint8Array): Uint8Array {
+  if (secretKey.length !== SECRET_KEY_BYTES) throw new KeyFormatError(`an Ed25519 secret key has ${SECRET_KEY_BYTES} bytes, got ${secretKey.length}`);
+  return ed.getPublicKey(secretKey);
+}
+
+export function keyIdOf(publicKey: Uint8Array): string {
+  return sha256Hex(publicKey);
+}
+
+export function signBytes(message: Uint8Array, secretKey: Uint8Array): Uint8Array {
+  return ed.sign(message, secretKey);
+}
+
+export function verifyBytes(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  if (signature.length !== SIGNATURE_BYTES || publicKey.length !== PUBLIC_KEY_BYTES) return false;
+  try {
+    return ed.verify(signature, message, publicKey);
+  } catch {
+    // noble throws on points that do not decode; for a verifier that is simply "invalid".
+    return false;
+  }
+}
+
+/** Parses the hex form of a public key as shipped in `controller.pub`. */
+export function parsePublicKeyHex(text: string): Uint8Array {
+  const hex = text.trim();
+  if (!/^[0-9a-f]{64}$/.test(hex)) {
+    throw new KeyFormatError(`a public key file holds ${PUBLIC_KEY_BYTES * 2} lowercase hex digits; got ${JSON.stringify(hex.slice(0, 80))}`);
+  }
+  return Buffer.from(hex, 'hex');
+}
+
+export function toHex(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('hex');
+}

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { HashString } from '../hash.js';
+import { defineEvent, EventId, Identifier, LongText, ShortText } from '../event-definition.js';
+
+export const ToolName = z.enum(['files', 'task_board', 'journal']);
+const WorkspacePath = z.string().min(1).max(512);
+const Args = z.record(z.string().max(64), z.union([z.string().max(65_536), z.number(), z.boolean(), z.null()]));
+
+export const ActionProposed = defineEvent('ActionEvent', 'ActionProposed', '1.0.0', z.strictObject({
+  proposal_id: Identifier,
+  tool: ToolName,
+  op: Identifier,
+  args: Args,
+  rationale: LongText,
+}));
+
+/** Every rule checked is recorded with the decision, passed or not (spec §14.2). */
+export const PermissionDecided = defineEvent('ActionEvent', 'PermissionDecided', '1.0.0', z.strictObject({
+  proposal_id: Identifier,
+  decision: z.enum(['allow', 'deny']),
+  rules: z.array(z.strictObject({ rule: Identifier, passed: z.boolean(), detail: ShortText })).min(1).max(32),
+  repeat_of_denied: z.boolean(),
+}));
+
+export const ExecutionIntentRecorded = defineEvent('ActionEvent', 'ExecutionIntentRecorded', '1.0.0', z.strictObject({
+  proposal_id: Identifier,
+  permission_event_id: EventId,
+  op: z.enum(['write', 'modify', 'move', 'delete']),
+  path: WorkspacePath,
+  to_path: WorkspacePath.nullable(),
+  pre_hash: HashString.nullable(),
+  intended_post_hash: HashString.nullable(),
+}));
+
+export const ToolSucceeded = defineEvent('ActionEvent', 'ToolSucceeded', '1.0.0', z.strictObject({
+  intent_event_id: EventId,
+  observed_post_hash: HashString.nullable(),
+}));
+
+export const ToolFailed = defineEvent('ActionEvent', 'ToolFailed', '1.0.0', z.strictObject({
+  intent_event_id: EventId,
+  error: ShortText,
+  observed_hash: HashString.nullable(),
+}));
+
+export const ToolOutcomeUnknown = defineEvent('ActionEvent', 'ToolOutcomeUnknown', '1.0.0', z.strictObject({
+  intent_event_id: EventId,
+  observed_hash: HashString.nullable(),
+  detail: ShortText,
+}));
+
+export const ToolReconciled = defineEvent('ActionEvent', 'ToolReconciled', '1.0.0', z.strictObject({
+  intent_event_id: EventId,
+  outcome: z.enum(['happened', 'did_not_happen']),
+  observed_hash: HashString.nullable(),
+}));

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { defineEvent, EventId, Identifier, LongText, ShortText } from '../event-definition.js';
+
+export const ClaimType = z.enum(['FACT', 'PLAN', 'INFERENCE']);
+
+/** A MemoryClaim (spec §10.3). FACT needs eligible evidence; INFERENCE carries confidence. */
+export const ClaimRecorded = defineEvent('MemoryEvent', 'ClaimRecorded', '1.0.0', z.strictObject({
+  claim_id: Identifier,
+  claim_type: ClaimType,
+  statement: LongText,
+  evidence_event_ids: z.array(EventId).max(64),
+  confidence: z.number().min(0).max(1).nullable(),
+  alternatives: z.array(ShortText).max(16),
+}));
+
+export const JournalEntryWritten = defineEvent('MemoryEvent', 'JournalEntryWritten', '1.0.0', z.strictObject({
+  entry_id: Identifier,
+  text: LongText,
+}));
+
+export const TaskBoardChanged = defineEvent('MemoryEvent', 'TaskBoardChanged', '1.0.0', z.strictObject({
+  task_id: Identifier,
+  op: z.enum(['add', 'update', 'complete', 'remove']),
+  title: ShortText.nullable(),
+  status: z.enum(['todo', 'doing', 'blocked', 'done']).nullable(),
+  priority: z.number().int().min(0).max(9).nullable(),
+  depends_on: z.array(Identifier).max(32),
+}));

@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { ChainHead } from '../chain-head.js';
+import { DsseEnvelope } from '../dsse.js';
+import { HashString } from '../hash.js';
+import { defineEvent, Identifier, LongText, SemVer, ShortText, WriterRole } from '../event-definition.js';
+
+/** First event of every store: binds the chain to one experiment instance and manifest. */
+export const StoreOpened = defineEvent('SystemEvent', 'StoreOpened', '1.0.0', z.strictObject({
+  experiment_id: Identifier,
+  subject_id: Identifier,
+  manifest_sha256: HashString,
+  store_format_version: z.number().int().min(1),
+  event_schema_version: SemVer,
+  writer_version: SemVer,
+  projection: z.strictObject({ name: Identifier, version: SemVer }),
+}), []);
+
+export const APPEND_REJECTION_REASONS = [
+  'bad_message',
+  'schema',
+  'unknown_method',
+  'unauthenticated',
+  'role_forbidden',
+  'limit_exceeded',
+  'head_conflict',
+  'idempotency_conflict',
+  'projection_rejected',
+] as const;
+export const AppendRejectionReason = z.enum(APPEND_REJECTION_REASONS);
+export type AppendRejectionReason = z.infer<typeof AppendRejectionReason>;
+
+/** A refused request: the reason and a hash of the request, never its content. */
+export const AppendRejected = defineEvent('SystemEvent', 'AppendRejected', '1.0.0', z.strictObject({
+  reason: AppendRejectionReason,
+  message: z.string().max(2_000),
+  role: WriterRole.nullable(),
+  method: z.string().max(64).nullable(),
+  request_id: z.string().max(128).nullable(),
+  request_sha256: HashString,
+  request_bytes: z.number().int().min(0),
+  connection_id: z.number().int().min(1),
+}), []);
+
+/** A periodic head signed by the controller, kept in the chain it attests. */
+export const ChainHeadSigned = defineEvent('SystemEvent', 'ChainHeadSigned', '1.0.0', z.strictObject({
+  head: ChainHead,
+  envelope: DsseEnvelope,
+}));
+
+export const ProcessRestarted = defineEvent('SystemEvent', 'ProcessRestarted', '1.0.0', z.strictObject({
+  process: z.enum(['writer', 'runtime']),
+  reason: ShortText,
+  previous_exit: z.strictObject({ code: z.number().int().nullable(), signal: z.string().max(32).nullable() }),
+}));
+
+export const EmergencyStopped = defineEvent('SystemEvent', 'EmergencyStopped', '1.0.0', z.strictObject({
+  operator: ShortText,
+  reason: LongText,
+}));
+
+/** The only way an unknown tool outcome is resolved (DESIGN §7): an operator's statement. */
+export const OperatorResolved = defineEvent('SystemEvent', 'OperatorResolved', '1.0.0', z.strictObject({
+  operator: ShortText,
+  intent_event_id: z.uuid(),
+  resolution: z.enum(['happened', 'did_not_happen']),
+  note: LongText,
+}));

@@ -1,0 +1,12 @@
+// Names of the files in a run folder that independent tools read (docs/format.md).
+export const RUN_FILES = {
+  store: 'events.db',
+  /** The controller's Ed25519 public key, 64 lowercase hex digits. */
+  publicKey: 'controller.pub',
+  /** One DSSE envelope of a signed chain head per line, oldest first. */
+  heads: 'heads.jsonl',
+  manifest: 'manifest.dsse.json',
+  dsseSuffix: '.dsse.json',
+} as const;
+
+export const MANIFEST_PAYLOAD_TYPE = 'application/vnd.digital-subject.manifest+json';

@@ -1,0 +1,178 @@
+// A connection to the writer, for the runtime and the controller. Requests may be
+// pipelined (bounded by maxInFlight); answers are matched by id and validated with zod.
+// A request that times out or loses its connection has an UNKNOWN outcome, and the
+// error says so: for an append, retrying with the same idempotency keys tells which.
+import net from 'node:net';
+import { z } from 'zod';
+import type { WriterRole } from '../schema/event-definition.js';
+import {
+  AppendResult,
+  Head,
+  HelloResult,
+  ReadResult,
+  WriterError,
+  WriterResponse,
+  type EventDraft,
+  type WriterRequest,
+} from './protocol.js';
+
+export interface WriterClientOptions {
+  readonly requestTimeoutMs?: number;
+  readonly maxInFlight?: number;
+  readonly maxResponseBytes?: number;
+}
+
+/** The request may or may not have taken effect. */
+export class WriterUnavailableError extends Error {
+  override readonly name = 'WriterUnavailableError';
+  constructor(readonly reason: 'timeout' | 'disconnected' | 'protocol', message: string) {
+    super(message);
+  }
+}
+
+interface Pending {
+  readonly method: string;
+  readonly resolve: (result: unknown) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+type Params<M extends WriterRequest['method']> = Extract<WriterRequest, { method: M }>['params'];
+
+export class WriterClient {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly waitingForSlot: (() => void)[] = [];
+  private buffer = '';
+  private failure: WriterUnavailableError | null = null;
+  private readonly requestTimeoutMs: number;
+  private readonly maxInFlight: number;
+  private readonly maxResponseBytes: number;
+  hello: HelloResult | null = null;
+
+  private constructor(private readonly socket: net.Socket, options: WriterClientOptions) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.maxInFlight = options.maxInFlight ?? 64;
+    this.maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => this.onData(chunk));
+    socket.on('close', () => this.failAll(new WriterUnavailableError('disconnected', 'connection to the writer closed')));
+    socket.on('error', (error) => this.failAll(new WriterUnavailableError('disconnected', `connection to the writer failed: ${error.message}`)));
+  }
+
+  static async connect(socketPath: string, role: WriterRole, token: string, options: WriterClientOptions = {}): Promise<WriterClient> {
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      const s = net.createConnection(socketPath);
+      s.once('connect', () => resolve(s));
+      s.once('error', (error) => reject(new WriterUnavailableError('disconnected', `cannot connect to the writer at ${socketPath}: ${error.message}`)));
+    });
+    const client = new WriterClient(socket, options);
+    client.hello = HelloResult.parse(await client.request('hello', { role, token }));
+    return client;
+  }
+
+  async append(events: EventDraft[], expectHead: Head | null = null): Promise<AppendResult> {
+    return AppendResult.parse(await this.request('append', { events, expect_head: expectHead }));
+  }
+
+  async read(params: Params<'read'>): Promise<ReadResult> {
+    return ReadResult.parse(await this.request('read', params));
+  }
+
+  async head(): Promise<Head> {
+    return Head.parse(await this.request('head', {}));
+  }
+
+  /** Sends any line as-is; for tests of how the writer treats malformed input. */
+  async rawRequest(line: string, id: number): Promise<unknown> {
+    return this.send(line, id, 'raw');
+  }
+
+  close(): void {
+    this.socket.end();
+  }
+
+  private async request<M extends WriterRequest['method']>(method: M, params: Params<M>): Promise<unknown> {
+    while (this.pending.size >= this.maxInFlight) await new Promise<void>((resolve) => this.waitingForSlot.push(resolve));
+    const id = this.nextId++;
+    return this.send(JSON.stringify({ id, method, params }), id, method);
+  }
+
+  private send(line: string, id: number, method: string): Promise<unknown> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        this.releaseSlot();
+        reject(new WriterUnavailableError('timeout', `writer did not answer ${method} #${id} within ${this.requestTimeoutMs} ms; its outcome is unknown`));
+      }, this.requestTimeoutMs);
+      this.pending.set(id, { method, resolve, reject, timer });
+      this.socket.write(`${line}\n`);
+    });
+  }
+
+  private onData(chunk: string): void {
+    this.buffer += chunk;
+    if (this.buffer.length > this.maxResponseBytes) {
+      this.failAll(new WriterUnavailableError('protocol', `writer sent a message over ${this.maxResponseBytes} bytes`));
+      this.socket.destroy();
+      return;
+    }
+    let newline: number;
+    while ((newline = this.buffer.indexOf('\n')) !== -1) {
+      const line = this.buffer.slice(0, newline);
+      this.buffer = this.buffer.slice(newline + 1);
+      this.onResponse(line);
+    }
+  }
+
+  private onResponse(line: string): void {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line);
+    } catch {
+      this.failAll(new WriterUnavailableError('protocol', 'writer sent a line that is not JSON'));
+      this.socket.destroy();
+      return;
+    }
+    const parsed = WriterResponse.safeParse(raw);
+    if (!parsed.success) {
+      this.failAll(new WriterUnavailableError('protocol', `writer sent a malformed response: ${z.prettifyError(parsed.error)}`));
+      this.socket.destroy();
+      return;
+    }
+    const response = parsed.data;
+    const id = typeof response.id === 'number' ? response.id : Number.NaN;
+    const pending = this.pending.get(id);
+    if (!pending) {
+      // An answer to a request we could not name (e.g. unparseable input): surface it
+      // to the oldest waiter rather than dropping it.
+      const oldest = this.pending.entries().next();
+      if (oldest.done || response.ok) return;
+      return this.settle(oldest.value[0], oldest.value[1], response);
+    }
+    this.settle(id, pending, response);
+  }
+
+  private settle(id: number, pending: Pending, response: WriterResponse): void {
+    this.pending.delete(id);
+    clearTimeout(pending.timer);
+    this.releaseSlot();
+    if (response.ok) pending.resolve(response.result);
+    else pending.reject(new WriterError(response.error.code, response.error.message, response.error.details, response.error.rejection_seq));
+  }
+
+  private releaseSlot(): void {
+    this.waitingForSlot.shift()?.();
+  }
+
+  private failAll(error: WriterUnavailableError): void {
+    this.failure ??= error;
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(new WriterUnavailableError(error.reason, `${error.message}; ${pending.method} #${id} has an unknown outcome`));
+    }
+    this.pending.clear();
+    for (const wake of this.waitingForSlot.splice(0)) wake();
+  }
+}

@@ -1,0 +1,49 @@
+// Builds an envelope's JCS text and hashes without a generic canonicaliser: the hot
+// path of every append. Equality with canonicalJson() is asserted by
+// test/envelope-text.test.ts; the verifier always uses the generic one, so a bug here
+// would be caught as "stored text is not canonical", never silently accepted.
+//
+// Correct only because every envelope string field is printable ASCII or a fixed
+// format (uuid, ISO time, hash, enum), so JSON.stringify emits exactly JCS for it, and
+// because the keys below are in JCS (UTF-16 code unit) order.
+import { canonicalJson } from '../schema/canonical-json.js';
+import type { Actor } from '../schema/envelope.js';
+import { hashText, type HashString } from '../schema/hash.js';
+
+export interface EnvelopeFields {
+  readonly event_id: string;
+  readonly subject_id: string;
+  readonly seq: number;
+  readonly event_type: string;
+  readonly schema_version: string;
+  readonly occurred_at: string;
+  readonly recorded_at: string;
+  readonly actor: Actor;
+  readonly causation_id: string | null;
+  readonly correlation_id: string | null;
+  readonly idempotency_key: string | null;
+  readonly previous_event_hash: HashString;
+  readonly payload: Record<string, unknown>;
+}
+
+export interface BuiltEnvelope {
+  readonly text: string;
+  readonly payloadHash: HashString;
+  readonly eventHash: HashString;
+  readonly payloadBytes: number;
+}
+
+const s = JSON.stringify;
+
+export function buildEnvelopeText(f: EnvelopeFields): BuiltEnvelope {
+  const payloadText = canonicalJson(f.payload);
+  const payloadHash = hashText(payloadText);
+  const head = `{"actor":${s(f.actor)},"causation_id":${s(f.causation_id)},"correlation_id":${s(f.correlation_id)},`;
+  const tail =
+    `"event_id":${s(f.event_id)},"event_type":${s(f.event_type)},"idempotency_key":${s(f.idempotency_key)},` +
+    `"occurred_at":${s(f.occurred_at)},"payload":${payloadText},"payload_hash":"${payloadHash}",` +
+    `"previous_event_hash":"${f.previous_event_hash}","recorded_at":${s(f.recorded_at)},` +
+    `"schema_version":${s(f.schema_version)},"seq":${f.seq},"subject_id":${s(f.subject_id)}}`;
+  const eventHash = hashText(head + tail);
+  return { text: `${head}"event_hash":"${eventHash}",${tail}`, payloadHash, eventHash, payloadBytes: Buffer.byteLength(payloadText) };
+}

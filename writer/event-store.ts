@@ -1,0 +1,300 @@
+// events.db: the hash-chained, append-only store, and the projection committed with it.
+// Only the writer process constructs this class (DESIGN §2). Every append is one
+// BEGIN IMMEDIATE transaction holding the events, the projected state and
+// last_applied_event_seq (spec §12.2); the in-memory head and state move only after
+// the commit succeeded.
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { canonicalJson } from '../schema/canonical-json.js';
+import type { EventEnvelope } from '../schema/envelope.js';
+import { computeEventHash, eventIdFor } from '../schema/envelope-hash.js';
+import { EVENT_SCHEMA_VERSION, eventDefinition } from '../schema/event-catalog.js';
+import { GENESIS_HASH, hashText, type HashString } from '../schema/hash.js';
+import { ProjectionRefusal, type Projection } from '../projector/projection.js';
+import { buildEnvelopeText } from './envelope-text.js';
+import { WriterError, type AppendResult, type EventDraft, type Head } from './protocol.js';
+import { CREATE_STORE_SQL, STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
+
+export const WRITER_VERSION = '0.1.0';
+
+export interface StoreIdentity {
+  readonly subject_id: string;
+  readonly experiment_id: string;
+  readonly manifest_sha256: HashString;
+}
+
+export class StoreOpenError extends Error {
+  override readonly name = 'StoreOpenError';
+  constructor(readonly code: 'store_exists' | 'store_missing' | 'not_a_store' | 'identity_mismatch' | 'projection_mismatch' | 'corrupt' | 'pragma', message: string) {
+    super(message);
+  }
+}
+
+export interface EventStoreOptions {
+  readonly path: string;
+  readonly identity: StoreIdentity;
+  readonly projection: Projection<unknown>;
+  /** Wall clock for recorded_at (and occurred_at of writer-internal events). */
+  readonly now: () => string;
+}
+
+interface StoredRow {
+  readonly seq: number;
+  readonly envelope: string;
+}
+
+export class EventStore {
+  private readonly db: Database.Database;
+  private headSeq = 0;
+  private headHash: HashString = GENESIS_HASH;
+  private state: unknown;
+  private readonly insertEvent: Database.Statement<[number, string, string, string | null, string]>;
+  private readonly upsertProjection: Database.Statement<[string, string, string, string, number]>;
+  private readonly byKey: Database.Statement<[string], StoredRow>;
+  private readonly readPageStmt: Database.Statement<[number, number], { envelope: string }>;
+  private readonly readByTypeStmts = new Map<number, Database.Statement<unknown[], { envelope: string }>>();
+
+  private constructor(private readonly options: EventStoreOptions, create: boolean) {
+    const { path, projection } = options;
+    if (create && existsSync(path)) throw new StoreOpenError('store_exists', `refusing to create ${path}: a file is already there (a store is never overwritten)`);
+    if (!create && !existsSync(path)) throw new StoreOpenError('store_missing', `no store at ${path}; start the writer in create mode to make one`);
+    this.db = new Database(path, { timeout: 1_000 });
+    try {
+      this.configureConnection();
+      if (create) {
+        this.db.exec(CREATE_STORE_SQL);
+        this.db.pragma(`application_id = ${STORE_APPLICATION_ID}`);
+        this.db.pragma(`user_version = ${STORE_FORMAT_VERSION}`);
+      } else {
+        this.checkIsStore();
+      }
+      this.insertEvent = this.db.prepare('INSERT INTO events (seq, event_id, event_type, idempotency_key, envelope) VALUES (?, ?, ?, ?, ?)');
+      this.upsertProjection = this.db.prepare(
+        `INSERT INTO projection (id, name, version, state, state_hash, last_applied_event_seq) VALUES (1, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version, state = excluded.state,
+           state_hash = excluded.state_hash, last_applied_event_seq = excluded.last_applied_event_seq`,
+      );
+      this.byKey = this.db.prepare('SELECT seq, envelope FROM events WHERE idempotency_key = ?');
+      this.readPageStmt = this.db.prepare('SELECT envelope FROM events WHERE seq >= ? ORDER BY seq LIMIT ?');
+      if (create) {
+        this.state = projection.initial();
+        this.appendInternal('SystemEvent.StoreOpened', {
+          experiment_id: options.identity.experiment_id,
+          subject_id: options.identity.subject_id,
+          manifest_sha256: options.identity.manifest_sha256,
+          store_format_version: STORE_FORMAT_VERSION,
+          event_schema_version: EVENT_SCHEMA_VERSION,
+          writer_version: WRITER_VERSION,
+          projection: { name: projection.name, version: projection.version },
+        });
+      } else {
+        this.loadHeadAndState();
+      }
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
+  }
+
+  static create(options: EventStoreOptions): EventStore {
+    return new EventStore(options, true);
+  }
+
+  static open(options: EventStoreOptions): EventStore {
+    return new EventStore(options, false);
+  }
+
+  head(): Head {
+    return { seq: this.headSeq, event_hash: this.headHash };
+  }
+
+  projectedState(): unknown {
+    return this.state;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /**
+   * Appends a batch atomically. Drafts must already be validated for schema and role.
+   * An idempotency key that exists makes the batch a replay: every event in it must
+   * match what was stored under its key, and nothing is written.
+   */
+  append(drafts: readonly EventDraft[], expectHead: Head | null): AppendResult {
+    const replay = this.findReplay(drafts);
+    if (replay) return replay;
+    if (expectHead && (expectHead.seq !== this.headSeq || expectHead.event_hash !== this.headHash)) {
+      throw new WriterError('head_conflict', `expected head seq ${expectHead.seq} but the store is at seq ${this.headSeq}`, { current_head: this.head() });
+    }
+    return this.commit(drafts);
+  }
+
+  /** Events only the writer itself produces (StoreOpened, AppendRejected). */
+  appendInternal(eventType: 'SystemEvent.StoreOpened' | 'SystemEvent.AppendRejected', payload: Record<string, unknown>): AppendResult {
+    const definition = eventDefinition(eventType);
+    if (!definition) throw new Error(`catalogue lacks ${eventType}`);
+    definition.payload.parse(payload);
+    const now = this.options.now();
+    return this.commit([
+      {
+        event_type: eventType,
+        schema_version: definition.schemaVersion,
+        occurred_at: now,
+        actor: 'experiment',
+        causation_id: null,
+        correlation_id: null,
+        idempotency_key: null,
+        payload,
+      },
+    ]);
+  }
+
+  /** Raw envelope texts from `fromSeq`, at most `limit`, optionally only some types. */
+  readPage(fromSeq: number, limit: number, types: readonly string[] | undefined): { texts: string[]; nextSeq: number } {
+    let rows: { envelope: string }[];
+    if (types && types.length > 0) {
+      let stmt = this.readByTypeStmts.get(types.length);
+      if (!stmt) {
+        stmt = this.db.prepare(`SELECT envelope FROM events WHERE seq >= ? AND event_type IN (${types.map(() => '?').join(',')}) ORDER BY seq LIMIT ?`);
+        this.readByTypeStmts.set(types.length, stmt);
+      }
+      rows = stmt.all(fromSeq, ...types, limit);
+    } else {
+      rows = this.readPageStmt.all(fromSeq, limit);
+    }
+    const texts = rows.map((r) => r.envelope);
+    const nextSeq = texts.length === limit ? (JSON.parse(texts[texts.length - 1]!) as EventEnvelope).seq + 1 : this.headSeq + 1;
+    return { texts, nextSeq: Math.max(nextSeq, fromSeq) };
+  }
+
+  private commit(drafts: readonly EventDraft[]): AppendResult {
+    const recordedAt = this.options.now();
+    const projection = this.options.projection;
+    const run = this.db.transaction(() => {
+      let seq = this.headSeq;
+      let previous = this.headHash;
+      let state = this.state;
+      const appended: AppendResult['events'] = [];
+      for (const draft of drafts) {
+        seq += 1;
+        const fields = {
+          event_id: eventIdFor(this.options.identity.subject_id, seq),
+          subject_id: this.options.identity.subject_id,
+          seq,
+          event_type: draft.event_type,
+          schema_version: draft.schema_version,
+          occurred_at: draft.occurred_at,
+          recorded_at: recordedAt,
+          actor: draft.actor,
+          causation_id: draft.causation_id,
+          correlation_id: draft.correlation_id,
+          idempotency_key: draft.idempotency_key,
+          previous_event_hash: previous,
+          payload: draft.payload,
+        };
+        const built = buildEnvelopeText(fields);
+        this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
+        const envelope: EventEnvelope = { ...fields, payload_hash: built.payloadHash, event_hash: built.eventHash };
+        try {
+          state = projection.apply(state, envelope);
+        } catch (error) {
+          if (error instanceof ProjectionRefusal) throw new WriterError('projection_rejected', error.message, { seq, event_type: draft.event_type });
+          throw error;
+        }
+        appended.push({ seq, event_id: fields.event_id, event_hash: built.eventHash, deduplicated: false });
+        previous = built.eventHash;
+      }
+      const stateText = canonicalJson(state);
+      this.upsertProjection.run(projection.name, projection.version, stateText, hashText(stateText), seq);
+      return { appended, state, seq, previous };
+    });
+    const done = run.immediate();
+    this.headSeq = done.seq;
+    this.headHash = done.previous;
+    this.state = done.state;
+    return { events: done.appended, head: this.head() };
+  }
+
+  private findReplay(drafts: readonly EventDraft[]): AppendResult | null {
+    const keys = drafts.map((d) => d.idempotency_key).filter((k): k is string => k !== null);
+    if (keys.length === 0) return null;
+    if (new Set(keys).size !== keys.length) {
+      throw new WriterError('idempotency_conflict', 'the batch uses one idempotency_key for two events', null);
+    }
+    const found = drafts.map((d) => (d.idempotency_key === null ? undefined : this.byKey.get(d.idempotency_key)));
+    if (found.every((row) => row === undefined)) return null;
+    const events: AppendResult['events'] = [];
+    drafts.forEach((draft, i) => {
+      const row = found[i];
+      if (!row) {
+        throw new WriterError(
+          'idempotency_conflict',
+          `event ${i} of the batch is new while others repeat stored idempotency keys; a retried batch must repeat every event with its key`,
+          { index: i },
+        );
+      }
+      const stored = JSON.parse(row.envelope) as EventEnvelope;
+      const payloadHash = hashText(canonicalJson(draft.payload));
+      if (stored.event_type !== draft.event_type || stored.actor !== draft.actor || stored.payload_hash !== payloadHash) {
+        throw new WriterError('idempotency_conflict', `idempotency_key ${JSON.stringify(draft.idempotency_key)} was used at seq ${row.seq} for a different event`, {
+          idempotency_key: draft.idempotency_key,
+          seq: row.seq,
+          event_hash: stored.event_hash,
+        });
+      }
+      events.push({ seq: row.seq, event_id: stored.event_id, event_hash: stored.event_hash, deduplicated: true });
+    });
+    return { events, head: this.head() };
+  }
+
+  private configureConnection(): void {
+    // Exclusive locking before WAL: no shared-memory index, and no other connection can
+    // read or write the file while the writer holds it.
+    this.db.pragma('locking_mode = EXCLUSIVE');
+    const mode = this.db.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') throw new StoreOpenError('pragma', `could not switch ${this.options.path} to WAL (journal_mode is ${String(mode)})`);
+    this.db.pragma('synchronous = FULL');
+    const sync = this.db.pragma('synchronous', { simple: true });
+    if (sync !== 2) throw new StoreOpenError('pragma', `synchronous is ${String(sync)} after setting FULL (2)`);
+    this.db.pragma('recursive_triggers = ON');
+  }
+
+  private checkIsStore(): void {
+    const appId = this.db.pragma('application_id', { simple: true });
+    const format = this.db.pragma('user_version', { simple: true });
+    if (appId !== STORE_APPLICATION_ID) throw new StoreOpenError('not_a_store', `${this.options.path} is not an event store (application_id ${String(appId)})`);
+    if (format !== STORE_FORMAT_VERSION) {
+      throw new StoreOpenError('not_a_store', `${this.options.path} has store format ${String(format)}; this writer reads format ${STORE_FORMAT_VERSION}`);
+    }
+  }
+
+  private loadHeadAndState(): void {
+    const first = this.db.prepare('SELECT envelope FROM events WHERE seq = 1').get() as { envelope: string } | undefined;
+    const last = this.db.prepare('SELECT seq, envelope FROM events ORDER BY seq DESC LIMIT 1').get() as StoredRow | undefined;
+    if (!first || !last) throw new StoreOpenError('corrupt', `${this.options.path} holds no StoreOpened event`);
+    const opened = JSON.parse(first.envelope) as EventEnvelope;
+    const { identity } = this.options;
+    const p = opened.payload;
+    if (opened.event_type !== 'SystemEvent.StoreOpened' || p.experiment_id !== identity.experiment_id || p.subject_id !== identity.subject_id || p.manifest_sha256 !== identity.manifest_sha256) {
+      throw new StoreOpenError('identity_mismatch', `${this.options.path} belongs to experiment ${String(p.experiment_id)} / subject ${String(p.subject_id)} / manifest ${String(p.manifest_sha256)}, not to the one this writer was started for`);
+    }
+    const tail = JSON.parse(last.envelope) as EventEnvelope;
+    if (tail.seq !== last.seq || computeEventHash(tail) !== tail.event_hash) {
+      throw new StoreOpenError('corrupt', `the last event (seq ${last.seq}) does not hash to its event_hash; run npm run verify on this store`);
+    }
+    const row = this.db.prepare('SELECT name, version, state, state_hash, last_applied_event_seq FROM projection WHERE id = 1').get() as
+      | { name: string; version: string; state: string; state_hash: string; last_applied_event_seq: number }
+      | undefined;
+    const projection = this.options.projection;
+    if (!row || row.name !== projection.name || row.version !== projection.version) {
+      throw new StoreOpenError('projection_mismatch', `the stored projection is ${row ? `${row.name}@${row.version}` : 'missing'}, the writer runs ${projection.name}@${projection.version}; rebuild it by replay instead of mixing versions`);
+    }
+    if (row.last_applied_event_seq !== last.seq || hashText(row.state) !== row.state_hash) {
+      throw new StoreOpenError('corrupt', `the projection (last_applied_event_seq ${row.last_applied_event_seq}) is out of step with the events (head ${last.seq}) or its hash does not match`);
+    }
+    this.headSeq = last.seq;
+    this.headHash = tail.event_hash;
+    this.state = JSON.parse(row.state);
+  }
+}

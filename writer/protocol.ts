@@ -1,0 +1,168 @@
+// The writer's wire protocol: newline-delimited JSON over a Unix domain socket, one
+// request → one response, matched by `id`. Runtime and controller import this file
+// (and client.ts / spawn.ts), never the writer's internals. No message carries SQL.
+import { z } from 'zod';
+import { Actor, CorrelationId, EventEnvelope, EventTypeName, IdempotencyKey, JsonObject } from '../schema/envelope.js';
+import { Identifier, SemVer, WriterRole } from '../schema/event-definition.js';
+import { AppendRejectionReason } from '../schema/events/system-events.js';
+import { HashString } from '../schema/hash.js';
+
+/** Limits every writer enforces; a request over one is refused with `limit_exceeded`. */
+export const WRITER_LIMITS = {
+  maxLineBytes: 8 * 1024 * 1024,
+  maxPayloadBytes: 64 * 1024,
+  maxBatchEvents: 1_000,
+  maxReadPage: 1_000,
+  maxReadTypes: 64,
+  /** Rejections one connection may cause before the writer drops it (each is an event). */
+  maxRejectionsPerConnection: 1_000,
+  maxConnections: 64,
+  helloTimeoutMs: 5_000,
+} as const;
+
+export const RequestId = z.union([z.string().min(1).max(128), z.number().int().min(0)]);
+
+export const Head = z.strictObject({ seq: z.number().int().min(0), event_hash: HashString });
+export type Head = z.infer<typeof Head>;
+
+/**
+ * What a caller supplies. The writer fills in seq, subject_id, event_id (derived from
+ * subject and seq, so reruns of one seed give the same ids), hashes and recorded_at.
+ */
+export const EventDraft = z.strictObject({
+  event_type: EventTypeName,
+  schema_version: SemVer,
+  occurred_at: z.iso.datetime(),
+  actor: Actor,
+  causation_id: z.uuid().nullable(),
+  correlation_id: CorrelationId.nullable(),
+  idempotency_key: IdempotencyKey.nullable(),
+  payload: JsonObject,
+});
+export type EventDraft = z.infer<typeof EventDraft>;
+
+export const HelloRequest = z.strictObject({
+  id: RequestId,
+  method: z.literal('hello'),
+  params: z.strictObject({ role: WriterRole, token: z.string().min(16).max(256) }),
+});
+export const AppendRequest = z.strictObject({
+  id: RequestId,
+  method: z.literal('append'),
+  params: z.strictObject({
+    events: z.array(EventDraft).min(1),
+    expect_head: Head.nullable().optional(),
+  }),
+});
+export const ReadRequest = z.strictObject({
+  id: RequestId,
+  method: z.literal('read'),
+  params: z.strictObject({
+    from_seq: z.number().int().min(1),
+    limit: z.number().int().min(1),
+    types: z.array(EventTypeName).optional(),
+  }),
+});
+export const HeadRequest = z.strictObject({
+  id: RequestId,
+  method: z.literal('head'),
+  params: z.strictObject({}),
+});
+export const WriterRequest = z.discriminatedUnion('method', [HelloRequest, AppendRequest, ReadRequest, HeadRequest]);
+export type WriterRequest = z.infer<typeof WriterRequest>;
+export type WriterMethod = WriterRequest['method'];
+export const WRITER_METHODS: readonly WriterMethod[] = ['hello', 'append', 'read', 'head'];
+
+export const AppendedEvent = z.strictObject({
+  seq: z.number().int().min(1),
+  event_id: z.uuid(),
+  event_hash: HashString,
+  /** true when the idempotency key already existed: nothing was written for it. */
+  deduplicated: z.boolean(),
+});
+export const AppendResult = z.strictObject({ events: z.array(AppendedEvent), head: Head });
+export type AppendResult = z.infer<typeof AppendResult>;
+
+export const ReadResult = z.strictObject({
+  events: z.array(EventEnvelope),
+  /** Seq to ask for next; equals head.seq + 1 when the caller has read everything. */
+  next_seq: z.number().int().min(1),
+  head: Head,
+});
+export type ReadResult = z.infer<typeof ReadResult>;
+
+export const HelloResult = z.strictObject({
+  role: WriterRole,
+  connection_id: z.number().int().min(1),
+  subject_id: z.string(),
+  experiment_id: z.string(),
+  head: Head,
+  limits: z.strictObject({
+    maxLineBytes: z.number(),
+    maxPayloadBytes: z.number(),
+    maxBatchEvents: z.number(),
+    maxReadPage: z.number(),
+  }),
+});
+export type HelloResult = z.infer<typeof HelloResult>;
+
+export const WriterErrorCode = z.union([AppendRejectionReason, z.enum(['internal'])]);
+export type WriterErrorCode = z.infer<typeof WriterErrorCode>;
+
+export const WriterErrorBody = z.strictObject({
+  code: WriterErrorCode,
+  message: z.string(),
+  /** e.g. the current head for head_conflict, the original event for idempotency_conflict. */
+  details: JsonObject.nullable(),
+  /** seq of the SystemEvent.AppendRejected that recorded this refusal, when one was written. */
+  rejection_seq: z.number().int().min(1).nullable(),
+});
+export type WriterErrorBody = z.infer<typeof WriterErrorBody>;
+
+export const WriterResponse = z.union([
+  z.strictObject({ id: RequestId.nullable(), ok: z.literal(true), result: z.unknown() }),
+  z.strictObject({ id: RequestId.nullable(), ok: z.literal(false), error: WriterErrorBody }),
+]);
+export type WriterResponse = z.infer<typeof WriterResponse>;
+
+/** Typed error on both sides of the socket. */
+export class WriterError extends Error {
+  override readonly name = 'WriterError';
+  constructor(
+    readonly code: WriterErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> | null = null,
+    readonly rejectionSeq: number | null = null,
+  ) {
+    super(message);
+  }
+  toBody(): WriterErrorBody {
+    return { code: this.code, message: this.message, details: this.details, rejection_seq: this.rejectionSeq };
+  }
+}
+
+/** Messages on the Node IPC channel between a writer process and its parent. */
+export const WriterStartConfig = z.strictObject({
+  type: z.literal('start'),
+  db_path: z.string().min(1),
+  socket_path: z.string().min(1).max(100),
+  /** Create a new store (refused if one exists) or open an existing one (refused if none). */
+  mode: z.enum(['create', 'open']),
+  subject_id: Identifier,
+  experiment_id: Identifier,
+  manifest_sha256: HashString,
+  tokens: z.strictObject({ runtime: z.string().min(16).max(256), experiment: z.string().min(16).max(256) }),
+  projection: z.string().min(1).max(64),
+  /** Socket file mode; the controller widens it when runtime and writer run under different uids. */
+  socket_mode: z.number().int().min(0).max(0o777),
+});
+export type WriterStartConfig = z.infer<typeof WriterStartConfig>;
+
+export const WriterParentMessage = z.discriminatedUnion('type', [WriterStartConfig, z.strictObject({ type: z.literal('shutdown') })]);
+export type WriterParentMessage = z.infer<typeof WriterParentMessage>;
+
+export const WriterChildMessage = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('ready'), pid: z.number().int(), socket_path: z.string(), head: Head }),
+  z.strictObject({ type: z.literal('fatal'), code: z.string(), message: z.string() }),
+]);
+export type WriterChildMessage = z.infer<typeof WriterChildMessage>;

@@ -1,0 +1,249 @@
+// The writer's local socket: newline-delimited JSON, one response per request, in
+// order. Requests are handled synchronously one at a time, so appends from all
+// connections are serialised by construction. Every refusal is answered with a typed
+// error and recorded as SystemEvent.AppendRejected (reason + hash of the request).
+import { timingSafeEqual } from 'node:crypto';
+import { chmodSync, existsSync, unlinkSync } from 'node:fs';
+import net from 'node:net';
+import { z } from 'zod';
+import type { WriterRole } from '../schema/event-definition.js';
+import { hashText } from '../schema/hash.js';
+import { validateDrafts } from './draft-validation.js';
+import type { EventStore, StoreIdentity } from './event-store.js';
+import { WRITER_LIMITS, WRITER_METHODS, WriterError, WriterRequest, type HelloResult, type WriterResponse } from './protocol.js';
+
+export interface WriterServerOptions {
+  readonly store: EventStore;
+  readonly identity: StoreIdentity;
+  readonly tokens: Readonly<Record<WriterRole, string>>;
+  readonly socketPath: string;
+  readonly socketMode: number;
+  readonly log: (line: string) => void;
+}
+
+export interface WriterServer {
+  close(): Promise<void>;
+}
+
+const MAX_MESSAGE_CHARS = 2_000;
+
+interface RequestContext {
+  readonly line: Buffer | null;
+  readonly method: string | null;
+  /** The request's id when it had a usable one, echoed so the caller can match the answer. */
+  readonly id: string | number | null;
+}
+
+const NO_REQUEST: RequestContext = { line: null, method: null, id: null };
+
+function usableId(value: unknown): string | number | null {
+  if (typeof value === 'string' && value.length > 0 && value.length <= 128) return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  return null;
+}
+
+class Connection {
+  role: WriterRole | null = null;
+  rejections = 0;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private closed = false;
+  private readonly helloTimer: NodeJS.Timeout;
+
+  constructor(
+    readonly id: number,
+    private readonly socket: net.Socket,
+    private readonly options: WriterServerOptions,
+  ) {
+    this.helloTimer = setTimeout(() => {
+      if (this.role === null) this.refuse(new WriterError('unauthenticated', `no hello within ${WRITER_LIMITS.helloTimeoutMs} ms`), NO_REQUEST, true);
+    }, WRITER_LIMITS.helloTimeoutMs);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('drain', () => socket.resume());
+    socket.on('error', (error) => options.log(`connection ${id}: ${error.message}`));
+    socket.on('close', () => {
+      this.closed = true;
+      clearTimeout(this.helloTimer);
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    let start = 0;
+    while (!this.closed) {
+      const newline = chunk.indexOf(10, start);
+      if (newline === -1) {
+        const rest = chunk.subarray(start);
+        this.pendingBytes += rest.length;
+        if (this.pendingBytes > WRITER_LIMITS.maxLineBytes) this.overflow(this.pendingBytes);
+        else if (rest.length > 0) this.pending.push(rest);
+        return;
+      }
+      const piece = chunk.subarray(start, newline);
+      const line = this.pending.length > 0 ? Buffer.concat([...this.pending, piece]) : piece;
+      this.pending = [];
+      this.pendingBytes = 0;
+      start = newline + 1;
+      if (line.length > WRITER_LIMITS.maxLineBytes) return this.overflow(line.length);
+      if (line.length > 0) this.handleLine(line);
+    }
+  }
+
+  private overflow(bytes: number): void {
+    // Past the limit we cannot find the next message boundary safely: refuse and hang up.
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.refuse(
+      new WriterError('limit_exceeded', `message exceeds ${WRITER_LIMITS.maxLineBytes} bytes (at least ${bytes}); connection closed`, { limit: 'maxLineBytes' }),
+      NO_REQUEST,
+      true,
+    );
+  }
+
+  private handleLine(line: Buffer): void {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line.toString('utf8'));
+    } catch {
+      return this.refuse(new WriterError('bad_message', 'message is not JSON'), { line, method: null, id: null });
+    }
+    const envelope = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+    const method = typeof envelope.method === 'string' ? envelope.method.slice(0, 64) : null;
+    const ctx: RequestContext = { line, method, id: usableId(envelope.id) };
+    if (method === null || !(WRITER_METHODS as readonly string[]).includes(method)) {
+      return this.refuse(new WriterError('unknown_method', `unknown method ${JSON.stringify(method)}; methods: ${WRITER_METHODS.join(', ')}`), ctx);
+    }
+    const parsed = WriterRequest.safeParse(raw);
+    if (!parsed.success) return this.refuse(new WriterError('schema', `request does not match the ${method} schema: ${z.prettifyError(parsed.error)}`), ctx);
+    const request = parsed.data;
+    try {
+      if (request.method === 'hello') return this.hello(request.id, request.params.role, request.params.token, ctx);
+      if (this.role === null) throw new WriterError('unauthenticated', `say hello before ${request.method}`);
+      const { store } = this.options;
+      switch (request.method) {
+        case 'append': {
+          const drafts = validateDrafts(request.params.events, this.role);
+          return this.send({ id: request.id, ok: true, result: store.append(drafts, request.params.expect_head ?? null) });
+        }
+        case 'read': {
+          const { from_seq, limit, types } = request.params;
+          if (limit > WRITER_LIMITS.maxReadPage) throw new WriterError('limit_exceeded', `read limit ${limit} exceeds the page limit ${WRITER_LIMITS.maxReadPage}`, { limit: 'maxReadPage' });
+          if (types && types.length > WRITER_LIMITS.maxReadTypes) throw new WriterError('limit_exceeded', `at most ${WRITER_LIMITS.maxReadTypes} types per read`, { limit: 'maxReadTypes' });
+          const page = store.readPage(from_seq, limit, types);
+          // Envelopes are spliced in as stored: already canonical JSON, no re-serialising.
+          const head = JSON.stringify(store.head());
+          return this.sendText(`{"id":${JSON.stringify(request.id)},"ok":true,"result":{"events":[${page.texts.join(',')}],"next_seq":${page.nextSeq},"head":${head}}}`);
+        }
+        case 'head':
+          return this.send({ id: request.id, ok: true, result: store.head() });
+        default: {
+          const unhandled: never = request;
+          throw new Error(`unhandled method ${JSON.stringify(unhandled)}`);
+        }
+      }
+    } catch (error) {
+      if (error instanceof WriterError) return this.refuse(error, ctx);
+      const message = error instanceof Error ? error.message : String(error);
+      this.options.log(`connection ${this.id}: internal error on ${request.method} ${String(request.id)}: ${message}`);
+      return this.send({ id: request.id, ok: false, error: new WriterError('internal', `internal error, nothing was written: ${message}`).toBody() });
+    }
+  }
+
+  private hello(id: string | number, role: WriterRole, token: string, ctx: RequestContext): void {
+    if (this.role !== null) return this.refuse(new WriterError('bad_message', `already authenticated as ${this.role}`), ctx);
+    const expected = Buffer.from(this.options.tokens[role]);
+    const given = Buffer.from(token);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+      return this.refuse(new WriterError('unauthenticated', `wrong token for role ${role}`), ctx, true);
+    }
+    this.role = role;
+    clearTimeout(this.helloTimer);
+    const result: HelloResult = {
+      role,
+      connection_id: this.id,
+      subject_id: this.options.identity.subject_id,
+      experiment_id: this.options.identity.experiment_id,
+      head: this.options.store.head(),
+      limits: {
+        maxLineBytes: WRITER_LIMITS.maxLineBytes,
+        maxPayloadBytes: WRITER_LIMITS.maxPayloadBytes,
+        maxBatchEvents: WRITER_LIMITS.maxBatchEvents,
+        maxReadPage: WRITER_LIMITS.maxReadPage,
+      },
+    };
+    this.send({ id, ok: true, result });
+  }
+
+  /** Answers with a typed error and records the refusal as SystemEvent.AppendRejected. */
+  refuse(error: WriterError, ctx: RequestContext, hangUp = false): void {
+    this.rejections += 1;
+    const dropping = hangUp || this.rejections >= WRITER_LIMITS.maxRejectionsPerConnection;
+    let message = error.message;
+    if (!hangUp && dropping) message += `; this connection reached ${WRITER_LIMITS.maxRejectionsPerConnection} refusals and is closed`;
+    let rejectionSeq: number | null = null;
+    try {
+      const recorded = this.options.store.appendInternal('SystemEvent.AppendRejected', {
+        reason: error.code === 'internal' ? 'bad_message' : error.code,
+        message: message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS - 40)}… (+${message.length - MAX_MESSAGE_CHARS + 40} chars)` : message,
+        role: this.role,
+        method: ctx.method,
+        request_id: ctx.id === null ? null : String(ctx.id),
+        request_sha256: hashText(ctx.line ?? Buffer.alloc(0)),
+        request_bytes: ctx.line?.length ?? 0,
+        connection_id: this.id,
+      });
+      rejectionSeq = recorded.head.seq;
+    } catch (recordError) {
+      const why = recordError instanceof Error ? recordError.message : String(recordError);
+      message += ` (the refusal could not be recorded in the store: ${why})`;
+      this.options.log(`connection ${this.id}: could not record refusal ${error.code}: ${why}`);
+    }
+    this.send({ id: ctx.id, ok: false, error: { code: error.code, message, details: error.details, rejection_seq: rejectionSeq } });
+    if (dropping) {
+      this.options.log(`connection ${this.id}: closed after refusal (${error.code}): ${message}`);
+      this.socket.end();
+      this.closed = true;
+    }
+  }
+
+  private send(response: WriterResponse): void {
+    this.sendText(JSON.stringify(response));
+  }
+
+  private sendText(text: string): void {
+    if (this.closed) return;
+    if (!this.socket.write(`${text}\n`)) this.socket.pause();
+  }
+}
+
+export async function startWriterServer(options: WriterServerOptions): Promise<WriterServer> {
+  const connections = new Set<net.Socket>();
+  let nextId = 1;
+  if (existsSync(options.socketPath)) unlinkSync(options.socketPath);
+  const server = net.createServer((socket) => {
+    const id = nextId++;
+    if (connections.size >= WRITER_LIMITS.maxConnections) {
+      options.log(`connection ${id} refused: ${WRITER_LIMITS.maxConnections} connections already open`);
+      const refused = new Connection(id, socket, options);
+      refused.refuse(new WriterError('limit_exceeded', `the writer serves at most ${WRITER_LIMITS.maxConnections} connections`, { limit: 'maxConnections' }), NO_REQUEST, true);
+      return;
+    }
+    connections.add(socket);
+    socket.on('close', () => connections.delete(socket));
+    new Connection(id, socket, options);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.socketPath, () => resolve());
+  });
+  chmodSync(options.socketPath, options.socketMode);
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of connections) socket.end();
+        server.close(() => resolve());
+        setTimeout(() => {
+          for (const socket of connections) socket.destroy();
+        }, 1_000).unref();
+      }),
+  };
+}

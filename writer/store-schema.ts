@@ -1,0 +1,40 @@
+// The SQL layout of events.db (DESIGN §4). The triggers guard against accidents by
+// anyone holding the file; tampering by someone who drops them is caught by the chain.
+export const STORE_FORMAT_VERSION = 1;
+/** PRAGMA application_id: "DSS1", so the writer never mistakes another file for a store. */
+export const STORE_APPLICATION_ID = 0x44535331;
+
+export const CREATE_STORE_SQL = `
+CREATE TABLE events (
+  seq             INTEGER PRIMARY KEY,
+  event_id        TEXT NOT NULL UNIQUE,
+  event_type      TEXT NOT NULL,
+  idempotency_key TEXT UNIQUE,
+  envelope        TEXT NOT NULL
+) STRICT;
+CREATE INDEX events_by_type ON events (event_type, seq);
+
+CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE refused'); END;
+
+CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'events is append-only: DELETE refused'); END;
+
+-- INSERT OR REPLACE deletes the clashing row without firing delete triggers (unless
+-- recursive_triggers is on), so refuse any insert that would clash at all.
+CREATE TRIGGER events_refuse_overwrite BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq)
+  OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
+  OR (NEW.idempotency_key IS NOT NULL AND EXISTS (SELECT 1 FROM events WHERE idempotency_key = NEW.idempotency_key))
+BEGIN SELECT RAISE(ABORT, 'events is append-only: seq, event_id or idempotency_key exists'); END;
+
+-- The projection of all events up to last_applied_event_seq, committed with them.
+CREATE TABLE projection (
+  id                     INTEGER PRIMARY KEY CHECK (id = 1),
+  name                   TEXT NOT NULL,
+  version                TEXT NOT NULL,
+  state                  TEXT NOT NULL,
+  state_hash             TEXT NOT NULL,
+  last_applied_event_seq INTEGER NOT NULL
+) STRICT;
+`;

@@ -1,0 +1,352 @@
+// Verifies run folders from their files alone (DESIGN §4): every events.db under a
+// folder, every DSSE file, against the controller's public key. It lists every failure
+// it finds with its seq and never stops at the first; it only reads.
+import Database from 'better-sqlite3';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { canonicalJson } from '../schema/canonical-json.js';
+import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
+import { verifyDsse } from '../schema/dsse.js';
+import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
+import { EventEnvelope } from '../schema/envelope.js';
+import { computeEventHash, computePayloadHash, eventIdFor } from '../schema/envelope-hash.js';
+import { eventDefinition } from '../schema/event-catalog.js';
+import { GENESIS_HASH, hashCanonical, hashText } from '../schema/hash.js';
+import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
+import { STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
+
+export interface VerifyFailure {
+  /** The events.db or signed file the failure is about, relative to the verified folder. */
+  readonly store: string;
+  readonly seq: number | null;
+  readonly reason: string;
+}
+
+export interface VerifyReport {
+  readonly ok: boolean;
+  readonly stores: number;
+  readonly events: number;
+  readonly failures: VerifyFailure[];
+  /** Things that are not failures but must not pass unseen (e.g. an open store). */
+  readonly warnings: VerifyFailure[];
+}
+
+export interface VerifyOptions {
+  /** Accept stores that have no final signed head yet (a run in progress): a warning, not a failure. */
+  readonly allowOpen?: boolean;
+}
+
+export class VerifyInputError extends Error {
+  override readonly name = 'VerifyInputError';
+}
+
+const MAX_FAILURES_PER_FILE = 1_000;
+const MAX_WALK_DEPTH = 8;
+const MAX_WALK_ENTRIES = 100_000;
+
+interface Found {
+  readonly stores: string[];
+  readonly signedFiles: string[];
+}
+
+function walk(root: string): Found {
+  const found: Found = { stores: [], signedFiles: [] };
+  let seen = 0;
+  const visit = (dir: string, depth: number): void => {
+    if (depth > MAX_WALK_DEPTH) throw new VerifyInputError(`${dir} is nested deeper than ${MAX_WALK_DEPTH} levels below ${root}; verify a narrower folder`);
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      seen += 1;
+      if (seen > MAX_WALK_ENTRIES) throw new VerifyInputError(`more than ${MAX_WALK_ENTRIES} entries under ${root}; verify a narrower folder`);
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory() && entry.name !== 'node_modules' && !entry.name.startsWith('.')) visit(full, depth + 1);
+      else if (entry.isFile() && entry.name === RUN_FILES.store) found.stores.push(full);
+      else if (entry.isFile() && (entry.name.endsWith(RUN_FILES.dsseSuffix) || entry.name === RUN_FILES.heads)) found.signedFiles.push(full);
+    }
+  };
+  visit(root, 0);
+  return found;
+}
+
+/** The controller key that governs a file: controller.pub in its folder or the nearest one above, within root. */
+function keyFileFor(file: string, root: string): string | null {
+  let dir = path.dirname(file);
+  for (;;) {
+    const candidate = path.join(dir, RUN_FILES.publicKey);
+    if (existsSync(candidate)) return candidate;
+    if (path.resolve(dir) === path.resolve(root)) return null;
+    const parent = path.dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+class FailureList {
+  readonly failures: VerifyFailure[] = [];
+  private readonly counts = new Map<string, number>();
+  constructor(private readonly root: string) {}
+  add(file: string, seq: number | null, reason: string): void {
+    const store = path.relative(this.root, file) || path.basename(file);
+    const count = (this.counts.get(store) ?? 0) + 1;
+    this.counts.set(store, count);
+    if (count <= MAX_FAILURES_PER_FILE) this.failures.push({ store, seq, reason });
+  }
+  /** Says how many failures were not listed, so a long list is never cut silently. */
+  finish(): VerifyFailure[] {
+    for (const [store, count] of this.counts) {
+      if (count > MAX_FAILURES_PER_FILE) this.failures.push({ store, seq: null, reason: `${count - MAX_FAILURES_PER_FILE} more failures in this file were not listed (limit ${MAX_FAILURES_PER_FILE})` });
+    }
+    return this.failures;
+  }
+}
+
+interface StoreFacts {
+  readonly experimentId: string | null;
+  readonly manifestSha256: string | null;
+  readonly lastSeq: number;
+  readonly hashAt: (seq: number) => string | null;
+}
+
+function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq: number; payload: unknown }[]): { facts: StoreFacts; events: number; close: () => void } | null {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true, timeout: 500 });
+    db.pragma('application_id', { simple: true });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    failures.add(file, null, /locked|busy/i.test(message) ? 'store is locked: a writer is still running on it; stop it before verifying' : `cannot open the store: ${message}`);
+    return null;
+  }
+  const appId = db.pragma('application_id', { simple: true });
+  const format = db.pragma('user_version', { simple: true });
+  if (appId !== STORE_APPLICATION_ID || format !== STORE_FORMAT_VERSION) {
+    failures.add(file, null, `not an event store of format ${STORE_FORMAT_VERSION} (application_id ${String(appId)}, user_version ${String(format)})`);
+    db.close();
+    return null;
+  }
+
+  let expectedSeq = 1;
+  let previousHash: string | null = GENESIS_HASH;
+  let events = 0;
+  let subjectId: string | null = null;
+  let experimentId: string | null = null;
+  let manifestSha256: string | null = null;
+  let lastSeq = 0;
+  const rows = db.prepare('SELECT seq, event_id, event_type, idempotency_key, envelope FROM events ORDER BY seq').iterate() as IterableIterator<{
+    seq: number;
+    event_id: string;
+    event_type: string;
+    idempotency_key: string | null;
+    envelope: string;
+  }>;
+  for (const row of rows) {
+    events += 1;
+    lastSeq = row.seq;
+    const at = (reason: string): void => failures.add(file, row.seq, reason);
+    if (row.seq !== expectedSeq) {
+      at(row.seq > expectedSeq ? `seq gap: expected seq ${expectedSeq}, found ${row.seq} (${row.seq - expectedSeq} missing)` : `seq out of order: expected ${expectedSeq}, found ${row.seq}`);
+    }
+    expectedSeq = row.seq + 1;
+
+    let raw: unknown;
+    try {
+      raw = JSON.parse(row.envelope);
+    } catch {
+      at('stored envelope is not JSON');
+      previousHash = null;
+      continue;
+    }
+    let canonical: string | null = null;
+    try {
+      canonical = canonicalJson(raw);
+    } catch (error) {
+      at(`stored envelope has no canonical form: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (canonical !== null && canonical !== row.envelope) at('stored text is not the canonical (RFC 8785) form of the envelope');
+    const parsed = EventEnvelope.safeParse(raw);
+    if (!parsed.success) {
+      at(`envelope does not match the schema: ${z.prettifyError(parsed.error)}`);
+      previousHash = null;
+      continue;
+    }
+    const env = parsed.data;
+    if (env.seq !== row.seq) at(`envelope says seq ${env.seq} but is stored at seq ${row.seq} (rows moved or swapped)`);
+    if (env.event_id !== row.event_id || env.event_type !== row.event_type || env.idempotency_key !== row.idempotency_key) {
+      at('indexed columns (event_id, event_type, idempotency_key) differ from the envelope');
+    }
+    if (previousHash === null) at('chain link unchecked: the previous event could not be read');
+    else if (env.previous_event_hash !== previousHash) {
+      at(row.seq === 1 ? 'seq 1 must link to the genesis hash (sha256: and 64 zeros)' : `chain link broken: previous_event_hash is not the event_hash of seq ${row.seq - 1}`);
+    }
+    if (computePayloadHash(env.payload) !== env.payload_hash) at('payload_hash does not match the payload (payload edited?)');
+    if (computeEventHash(env) !== env.event_hash) at('event_hash does not match the envelope (event edited?)');
+
+    const definition = eventDefinition(env.event_type);
+    if (!definition) at(`unknown event type ${env.event_type}`);
+    else if (definition.schemaVersion !== env.schema_version) at(`schema_version ${env.schema_version} of ${env.event_type} is not the ${definition.schemaVersion} this verifier understands`);
+    else {
+      const payload = definition.payload.safeParse(env.payload);
+      if (!payload.success) at(`payload does not match the ${env.event_type} schema: ${z.prettifyError(payload.error)}`);
+    }
+
+    if (row.seq === 1) {
+      if (env.event_type !== 'SystemEvent.StoreOpened') at(`the first event is ${env.event_type}, not SystemEvent.StoreOpened`);
+      else {
+        subjectId = env.subject_id;
+        experimentId = String(env.payload.experiment_id);
+        manifestSha256 = String(env.payload.manifest_sha256);
+      }
+    } else if (env.event_type === 'SystemEvent.StoreOpened') at('a second SystemEvent.StoreOpened: another chain was spliced in');
+    if (subjectId !== null && env.subject_id !== subjectId) at(`subject_id ${env.subject_id} differs from the store's ${subjectId}`);
+    if (env.event_id !== eventIdFor(env.subject_id, env.seq)) at('event_id is not the one derived from subject_id and seq');
+    if (env.event_type === 'SystemEvent.ChainHeadSigned') chainHeadEvents.push({ seq: env.seq, payload: env.payload });
+    // Link the next event to what is stored here, so one edit is reported once.
+    previousHash = env.event_hash;
+  }
+  if (events === 0) failures.add(file, null, 'the store holds no events (StoreOpened missing)');
+
+  const projection = db.prepare('SELECT state, state_hash, last_applied_event_seq FROM projection WHERE id = 1').get() as
+    | { state: string; state_hash: string; last_applied_event_seq: number }
+    | undefined;
+  if (!projection) failures.add(file, null, 'no projection row: events and state were not committed together');
+  else {
+    if (projection.last_applied_event_seq !== lastSeq) {
+      failures.add(file, lastSeq, `projection last_applied_event_seq ${projection.last_applied_event_seq} differs from the last event seq ${lastSeq}`);
+    }
+    if (hashText(projection.state) !== projection.state_hash) failures.add(file, null, 'projection state does not hash to its state_hash');
+  }
+
+  const lookup = db.prepare('SELECT envelope FROM events WHERE seq = ?');
+  const hashAt = (seq: number): string | null => {
+    const hit = lookup.get(seq) as { envelope: string } | undefined;
+    if (!hit) return null;
+    try {
+      return (JSON.parse(hit.envelope) as { event_hash?: string }).event_hash ?? null;
+    } catch {
+      return null;
+    }
+  };
+  return { facts: { experimentId, manifestSha256, lastSeq, hashAt }, events, close: () => db.close() };
+}
+
+/** Checks a signed chain head against the store it names. */
+function checkHead(file: string, where: number | null, head: ChainHead, facts: StoreFacts, failures: FailureList): void {
+  if (facts.experimentId !== null && head.experiment_id !== facts.experimentId) {
+    failures.add(file, head.seq, `signed head names experiment ${head.experiment_id}, the store belongs to ${facts.experimentId}`);
+  }
+  const stored = facts.hashAt(head.seq);
+  if (stored === null) failures.add(file, head.seq, `signed head at seq ${head.seq} but the store ends at seq ${facts.lastSeq} (tail truncated?)${where === null ? '' : ` [line ${where}]`}`);
+  else if (stored !== head.event_hash) failures.add(file, head.seq, `signed head hash differs from the stored event at seq ${head.seq} (history rewritten?)`);
+}
+
+function readKey(file: string, root: string, failures: FailureList): Uint8Array | null {
+  const keyFile = keyFileFor(file, root);
+  if (!keyFile) {
+    failures.add(file, null, `no ${RUN_FILES.publicKey} beside it or above it: its signatures cannot be checked`);
+    return null;
+  }
+  try {
+    return parsePublicKeyHex(readFileSync(keyFile, 'utf8'));
+  } catch (error) {
+    failures.add(keyFile, null, error instanceof Error ? error.message : String(error));
+    return null;
+  }
+}
+
+function verifyHeadsFile(file: string, key: Uint8Array, facts: StoreFacts | null, failures: FailureList, warnings: FailureList, allowOpen: boolean): void {
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  let finalHead: ChainHead | null = null;
+  lines.forEach((line, index) => {
+    const lineNo = index + 1;
+    let envelope: unknown;
+    try {
+      envelope = JSON.parse(line);
+    } catch {
+      return failures.add(file, null, `line ${lineNo} is not JSON`);
+    }
+    const verified = verifyDsse(envelope, CHAIN_HEAD_PAYLOAD_TYPE, key);
+    if (!verified.ok) return failures.add(file, null, `line ${lineNo}: ${verified.reason}`);
+    const head = ChainHead.safeParse(verified.body);
+    if (!head.success) return failures.add(file, null, `line ${lineNo}: signed body is not a chain head: ${z.prettifyError(head.error)}`);
+    if (finalHead) failures.add(file, head.data.seq, `line ${lineNo}: a head signed after the final head`);
+    if (head.data.kind === 'final') finalHead = head.data;
+    if (facts) checkHead(file, lineNo, head.data, facts, failures);
+  });
+  if (!facts) return;
+  const final = finalHead as ChainHead | null;
+  if (final === null) {
+    const reason = 'no final signed head: a truncated tail could not be detected';
+    if (allowOpen) warnings.add(file, facts.lastSeq, `${reason} (accepted: --open)`);
+    else failures.add(file, facts.lastSeq, reason);
+  } else if (facts.lastSeq > final.seq) {
+    failures.add(file, final.seq + 1, `events after the final signed head (seq ${final.seq}); the store goes on to seq ${facts.lastSeq}`);
+  }
+}
+
+export function verifyDirectory(root: string, options: VerifyOptions = {}): VerifyReport {
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new VerifyInputError(`${root} is not a folder; give the run or study folder to verify`);
+  const failures = new FailureList(root);
+  const warnings = new FailureList(root);
+  const found = walk(root);
+  if (found.stores.length === 0) failures.add(root, null, `no ${RUN_FILES.store} under ${root}`);
+  let events = 0;
+  const storeFacts = new Map<string, StoreFacts>();
+  const closers: (() => void)[] = [];
+  try {
+    for (const file of found.stores) {
+      const chainHeadEvents: { seq: number; payload: unknown }[] = [];
+      const result = verifyStore(file, failures, chainHeadEvents);
+      if (!result) continue;
+      closers.push(result.close);
+      events += result.events;
+      storeFacts.set(path.dirname(file), result.facts);
+      const key = readKey(file, root, failures);
+      if (!key) continue;
+      for (const event of chainHeadEvents) {
+        const payload = event.payload as { head: unknown; envelope: unknown };
+        const verified = verifyDsse(payload.envelope, CHAIN_HEAD_PAYLOAD_TYPE, key);
+        if (!verified.ok) failures.add(file, event.seq, `ChainHeadSigned: ${verified.reason}`);
+        else if (canonicalJson(verified.body) !== canonicalJson(payload.head)) failures.add(file, event.seq, 'ChainHeadSigned: the signed body differs from the head in the event');
+        else checkHead(file, null, ChainHead.parse(verified.body), result.facts, failures);
+      }
+      const dir = path.dirname(file);
+      if (!existsSync(path.join(dir, RUN_FILES.heads))) {
+        const reason = `no ${RUN_FILES.heads}: no signed head covers this store`;
+        if (options.allowOpen) warnings.add(file, result.facts.lastSeq, `${reason} (accepted: --open)`);
+        else failures.add(file, result.facts.lastSeq, reason);
+      }
+      if (!existsSync(path.join(dir, RUN_FILES.manifest))) failures.add(file, 1, `no ${RUN_FILES.manifest}: the manifest hash in StoreOpened cannot be checked`);
+    }
+
+    for (const file of found.signedFiles) {
+      const key = readKey(file, root, failures);
+      if (!key) continue;
+      const facts = storeFacts.get(path.dirname(file)) ?? null;
+      if (path.basename(file) === RUN_FILES.heads) {
+        verifyHeadsFile(file, key, facts, failures, warnings, options.allowOpen ?? false);
+        continue;
+      }
+      let envelope: unknown;
+      try {
+        envelope = JSON.parse(readFileSync(file, 'utf8'));
+      } catch {
+        failures.add(file, null, 'not JSON');
+        continue;
+      }
+      const isManifest = path.basename(file) === RUN_FILES.manifest;
+      const declaredType = typeof envelope === 'object' && envelope !== null ? String((envelope as { payloadType?: unknown }).payloadType) : '';
+      const verified = verifyDsse(envelope, isManifest ? MANIFEST_PAYLOAD_TYPE : declaredType, key);
+      if (!verified.ok) {
+        failures.add(file, null, verified.reason);
+        continue;
+      }
+      if (isManifest && facts && facts.manifestSha256 !== hashCanonical(verified.body)) {
+        failures.add(file, 1, `the signed manifest hashes to ${hashCanonical(verified.body)}, StoreOpened names ${String(facts.manifestSha256)}`);
+      }
+    }
+  } finally {
+    for (const close of closers) close();
+  }
+  const listed = failures.finish();
+  return { ok: listed.length === 0, stores: found.stores.length, events, failures: listed, warnings: warnings.finish() };
+}
