@@ -108,6 +108,16 @@ export class EventStore {
     return { seq: this.headSeq, event_hash: this.headHash };
   }
 
+  /** The connection's durability settings as SQLite reports them (not as we asked). */
+  connectionSettings(): { journal_mode: unknown; synchronous: unknown; locking_mode: unknown; recursive_triggers: unknown } {
+    return {
+      journal_mode: this.db.pragma('journal_mode', { simple: true }),
+      synchronous: this.db.pragma('synchronous', { simple: true }),
+      locking_mode: this.db.pragma('locking_mode', { simple: true }),
+      recursive_triggers: this.db.pragma('recursive_triggers', { simple: true }),
+    };
+  }
+
   projectedState(): unknown {
     return this.state;
   }

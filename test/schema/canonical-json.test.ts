@@ -1,0 +1,57 @@
+import { describe, expect, test } from 'vitest';
+import { canonicalJson, NotJsonError } from '../../schema/canonical-json.js';
+import { GENESIS_HASH, hashCanonical, hashText, HashString } from '../../schema/hash.js';
+
+describe('RFC 8785 canonical JSON', () => {
+  test('sorts keys by UTF-16 code units and drops insignificant whitespace', () => {
+    // RFC 8785 §3.2.3 sorting example, abridged: "\u20ac" sorts after "\r" and "1", and
+    // "\ud83d\ude00" (an astral character) sorts by its surrogate pair, before "\ufb33".
+    const input = { '\u20ac': 'Euro Sign', '\r': 'Carriage Return', '\ufb33': 'Hebrew Letter Dalet With Dagesh', '1': 'One', '\ud83d\ude00': 'Emoji: Grinning Face', '\u0080': 'Control', '\u00f6': 'Latin Small Letter O With Diaeresis' };
+    // Read the order from the text: parsing it back would put the integer-like key first.
+    const text = canonicalJson(input);
+    const order = ['\r', '1', '\u0080', '\u00f6', '\u20ac', '\ud83d\ude00', '\ufb33'].map((k) => text.indexOf(`${JSON.stringify(k)}:`));
+    expect(order.every((at) => at > 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(text.startsWith('{"\\r":"Carriage Return","1":"One",')).toBe(true);
+  });
+
+  test('serialises numbers the ECMAScript way (RFC 8785 §3.2.2.3)', () => {
+    expect(canonicalJson([1e21, 1e-7, 0.000001, -0, 100, 4.5, 2 ** 53])).toBe('[1e+21,1e-7,0.000001,0,100,4.5,9007199254740992]');
+  });
+
+  test('escapes only what JSON requires', () => {
+    expect(canonicalJson({ s: '\u0000\u001f"\\/é€😀' })).toBe('{"s":"\\u0000\\u001f\\"\\\\/é€😀"}');
+  });
+
+  test.each([
+    ['undefined member', { a: undefined }, '$.a'],
+    ['NaN', { a: Number.NaN }, '$.a'],
+    ['Infinity', [Number.POSITIVE_INFINITY], '$[0]'],
+    ['a Date', { when: new Date(0) }, '$.when'],
+    ['a Map', { m: new Map() }, '$.m'],
+    ['a bigint', { n: 1n }, '$.n'],
+    ['a function', { f: () => 1 }, '$.f'],
+  ])('refuses %s instead of silently changing it', (_name, value, where) => {
+    expect(() => canonicalJson(value)).toThrow(NotJsonError);
+    expect(() => canonicalJson(value)).toThrow(where);
+  });
+
+  test('refuses lone surrogates, which have no UTF-8 form', () => {
+    expect(() => canonicalJson({ s: '\ud800' })).toThrow(/surrogate/i);
+  });
+});
+
+describe('sha256 hash strings', () => {
+  test('known vectors', () => {
+    expect(hashText('')).toBe('sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(hashText('abc')).toBe('sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(hashCanonical({ b: 1, a: 2 })).toBe(hashText('{"a":2,"b":1}'));
+  });
+
+  test('format is checked', () => {
+    expect(HashString.safeParse(GENESIS_HASH).success).toBe(true);
+    expect(HashString.safeParse(`sha256:${'A'.repeat(64)}`).success).toBe(false);
+    expect(HashString.safeParse(`sha256:${'0'.repeat(63)}`).success).toBe(false);
+    expect(HashString.safeParse('0'.repeat(64)).success).toBe(false);
+  });
+});

@@ -1,0 +1,130 @@
+// The store in-process on a real SQLite file: the transaction boundary of spec §12.2.
+import Database from 'better-sqlite3';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { eventCountsProjection, type EventCounts } from '../../projector/event-counts.js';
+import { ProjectionRefusal, type Projection } from '../../projector/projection.js';
+import { hashCanonical } from '../../schema/hash.js';
+import { EventStore, StoreOpenError, type EventStoreOptions } from '../../writer/event-store.js';
+import { WriterError } from '../../writer/protocol.js';
+import { journalDraft, messageDraft, tempDir } from '../support/writer-fixture.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function options(projection: Projection<unknown> = eventCountsProjection as Projection<unknown>): EventStoreOptions {
+  const dir = tempDir();
+  dirs.push(dir);
+  return {
+    path: path.join(dir, 'events.db'),
+    identity: { subject_id: 'subject-001', experiment_id: 'exp-store-001', manifest_sha256: hashCanonical({ m: 1 }) },
+    projection,
+    now: () => '2026-11-29T12:00:00.000Z',
+  };
+}
+
+/** Refuses the third journal entry it sees; everything else is counted. */
+const pickyProjection: Projection<unknown> = {
+  name: 'event-counts',
+  version: '1.0.0',
+  initial: () => eventCountsProjection.initial(),
+  apply(state, event) {
+    if (event.event_type === 'MemoryEvent.JournalEntryWritten' && (event.payload as { text: string }).text === 'refuse me') {
+      throw new ProjectionRefusal(event.seq, event.event_type, 'journal entry not allowed here');
+    }
+    if ((event.payload as { text?: string }).text === 'crash me') throw new TypeError('projection bug');
+    return eventCountsProjection.apply(state as EventCounts, event);
+  },
+};
+
+function storedRows(file: string): { seq: number; projectionSeq: number; state: EventCounts } {
+  const db = new Database(file, { readonly: true });
+  const seq = (db.prepare('SELECT max(seq) AS seq FROM events').get() as { seq: number }).seq;
+  const row = db.prepare('SELECT state, last_applied_event_seq FROM projection').get() as { state: string; last_applied_event_seq: number };
+  db.close();
+  return { seq, projectionSeq: row.last_applied_event_seq, state: JSON.parse(row.state) as EventCounts };
+}
+
+describe('events and their projection commit together', () => {
+  test('the projection is stored with last_applied_event_seq in the append transaction', () => {
+    const opts = options();
+    const store = EventStore.create(opts);
+    store.append([messageDraft(), journalDraft('a')], null);
+    store.close();
+    const rows = storedRows(opts.path);
+    expect(rows).toEqual({ seq: 3, projectionSeq: 3, state: { total: 3, last_seq: 3, by_type: { 'SystemEvent.StoreOpened': 1, 'WorldEvent.MessageReceived': 1, 'MemoryEvent.JournalEntryWritten': 1 } } });
+  });
+
+  test('a projection refusal rolls the whole batch back: no event, no state change', () => {
+    const opts = options(pickyProjection);
+    const store = EventStore.create(opts);
+    store.append([journalDraft('fine')], null);
+    const before = store.head();
+    expect(() => store.append([journalDraft('ok 1'), journalDraft('refuse me'), journalDraft('ok 2')], null)).toThrow(WriterError);
+    try {
+      store.append([journalDraft('refuse me')], null);
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'projection_rejected', details: { seq: 3 } });
+    }
+    expect(store.head()).toEqual(before);
+    const after = store.append([journalDraft('ok 3')], null);
+    expect(after.events[0]!.seq).toBe(3);
+    store.close();
+    expect(storedRows(opts.path)).toMatchObject({ seq: 3, projectionSeq: 3, state: { total: 3 } });
+  });
+
+  test('a projection that crashes also rolls back, and the store stays usable', () => {
+    const opts = options(pickyProjection);
+    const store = EventStore.create(opts);
+    expect(() => store.append([journalDraft('a'), journalDraft('crash me')], null)).toThrow(TypeError);
+    expect(store.head().seq).toBe(1);
+    store.append([journalDraft('b')], null);
+    store.close();
+    expect(storedRows(opts.path)).toMatchObject({ seq: 2, projectionSeq: 2 });
+  });
+});
+
+describe('opening a store', () => {
+  test('never overwrites, never opens what is missing, never opens another run', () => {
+    const opts = options();
+    EventStore.create(opts).close();
+    expect(() => EventStore.create(opts)).toThrow(expect.objectContaining({ code: 'store_exists' }) as unknown as Error);
+    expect(() => EventStore.open({ ...opts, path: `${opts.path}.missing` })).toThrow(StoreOpenError);
+    expect(() => EventStore.open({ ...opts, identity: { ...opts.identity, experiment_id: 'exp-other' } })).toThrow(/belongs to experiment exp-store-001/);
+    const reopened = EventStore.open(opts);
+    expect(reopened.head().seq).toBe(1);
+    reopened.close();
+  });
+
+  test('refuses a projection of another version instead of mixing them', () => {
+    const opts = options();
+    EventStore.create(opts).close();
+    const v2 = { ...eventCountsProjection, version: '2.0.0' } as Projection<unknown>;
+    expect(() => EventStore.open({ ...opts, projection: v2 })).toThrow(/event-counts@1.0.0.*event-counts@2.0.0/);
+  });
+
+  test('refuses a file that is not a store', () => {
+    const opts = options();
+    const db = new Database(opts.path);
+    db.exec('CREATE TABLE t (x)');
+    db.close();
+    expect(() => EventStore.open(opts)).toThrow(/is not an event store/);
+  });
+
+  test('sets WAL and synchronous=FULL, and holds the file exclusively', () => {
+    const opts = options();
+    const store = EventStore.create(opts);
+    // synchronous 2 = FULL: better-sqlite3 would otherwise leave a WAL connection at NORMAL.
+    expect(store.connectionSettings()).toEqual({ journal_mode: 'wal', synchronous: 2, locking_mode: 'exclusive', recursive_triggers: 1 });
+    const other = new Database(opts.path, { timeout: 100 });
+    expect(() => other.prepare('SELECT count(*) FROM events').get()).toThrow(/locked|busy/i);
+    other.close();
+    store.close();
+    const after = new Database(opts.path, { readonly: true });
+    expect(after.pragma('journal_mode', { simple: true })).toBe('wal');
+    after.close();
+  });
+});
