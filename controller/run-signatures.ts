@@ -40,8 +40,8 @@ export interface HeadSigning {
   readonly experimentId: string;
   /** The experiment's virtual time, for the ChainHeadSigned event. */
   readonly occurredAt: string;
-  /** Wall clock of the signature. */
-  readonly signedAt: string;
+  /** Wall clock, read when the head is signed. */
+  readonly now: () => string;
 }
 
 /**
@@ -51,7 +51,7 @@ export interface HeadSigning {
  */
 export async function signAndRecordHead(client: WriterClient, kind: ChainHead['kind'], signing: HeadSigning): Promise<ChainHead> {
   const current = await client.head();
-  const head: ChainHead = { experiment_id: signing.experimentId, seq: current.seq, event_hash: current.event_hash, kind, signed_at: signing.signedAt };
+  const head: ChainHead = { experiment_id: signing.experimentId, seq: current.seq, event_hash: current.event_hash, kind, signed_at: signing.now() };
   const envelope = signChainHead(head, signing.keys);
   appendSignedHead(signing.runDir, envelope);
   if (kind === 'periodic') {

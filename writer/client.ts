@@ -159,7 +159,7 @@ export class WriterClient {
     clearTimeout(pending.timer);
     this.releaseSlot();
     if (response.ok) pending.resolve(response.result);
-    else pending.reject(new WriterError(response.error.code, response.error.message, response.error.details, response.error.rejection_seq));
+    else pending.reject(new WriterError(response.error.code, response.error.message, response.error.details, { rejectionSeq: response.error.rejection_seq }));
   }
 
   private releaseSlot(): void {

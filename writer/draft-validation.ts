@@ -1,6 +1,7 @@
 // Checks an append request before it reaches the store: limits, known event types,
 // the caller's role, the actor it may claim, and the payload against its schema.
 import { z } from 'zod';
+import { canonicalJson, NotJsonError } from '../schema/canonical-json.js';
 import type { Actor } from '../schema/envelope.js';
 import type { WriterRole } from '../schema/event-definition.js';
 import { eventDefinition } from '../schema/event-catalog.js';
@@ -12,14 +13,18 @@ const ACTORS_BY_ROLE: Record<WriterRole, readonly Actor[]> = {
   experiment: ['experiment', 'user'],
 };
 
-export function validateDrafts(drafts: readonly EventDraft[], role: WriterRole): EventDraft[] {
+/** A draft that passed every check, with its payload's canonical text computed once. */
+export type ValidatedDraft = EventDraft & { readonly payloadText: string };
+
+export function validateDrafts(drafts: readonly EventDraft[], role: WriterRole): ValidatedDraft[] {
   if (drafts.length > WRITER_LIMITS.maxBatchEvents) {
     throw new WriterError('limit_exceeded', `a batch holds at most ${WRITER_LIMITS.maxBatchEvents} events; got ${drafts.length}`, { limit: 'maxBatchEvents' });
   }
   return drafts.map((draft, index) => {
+    // event_type passed the envelope's pattern but may still be one the catalogue lacks.
     const at = `event ${index} (${draft.event_type})`;
     const definition = eventDefinition(draft.event_type);
-    if (!definition) throw new WriterError('schema', `${at}: unknown event type`, { index });
+    if (!definition) throw new WriterError('schema', `${at}: unknown event type`, { index }, { recordNote: `event ${index}: unknown event type` });
     if (!definition.writers.includes(role)) {
       throw new WriterError('role_forbidden', `${at}: role ${role} may not append ${definition.category} events of this type`, { index });
     }
@@ -29,12 +34,26 @@ export function validateDrafts(drafts: readonly EventDraft[], role: WriterRole):
     if (draft.schema_version !== definition.schemaVersion) {
       throw new WriterError('schema', `${at}: schema_version ${draft.schema_version} is not the catalogue's ${definition.schemaVersion}`, { index });
     }
-    const payloadBytes = Buffer.byteLength(JSON.stringify(draft.payload));
+    // Size first, before the schema walks a payload of any size.
+    let payloadText: string;
+    try {
+      payloadText = canonicalJson(draft.payload);
+    } catch (error) {
+      if (!(error instanceof NotJsonError)) throw error;
+      throw new WriterError('schema', `${at}: payload has no canonical JSON form: ${error.message}`, { index }, { recordNote: `event ${index}: payload has no canonical JSON form` });
+    }
+    const payloadBytes = Buffer.byteLength(payloadText);
     if (payloadBytes > WRITER_LIMITS.maxPayloadBytes) {
       throw new WriterError('limit_exceeded', `${at}: payload is ${payloadBytes} bytes; the limit is ${WRITER_LIMITS.maxPayloadBytes}`, { index, limit: 'maxPayloadBytes' });
     }
+    // Payload schemas only validate (strict objects, no defaults or transforms), so the
+    // payload stored and hashed is exactly the one the caller sent.
     const parsed = definition.payload.safeParse(draft.payload);
-    if (!parsed.success) throw new WriterError('schema', `${at}: payload does not match its schema: ${z.prettifyError(parsed.error)}`, { index });
-    return { ...draft, payload: parsed.data as Record<string, unknown> };
+    if (!parsed.success) {
+      throw new WriterError('schema', `${at}: payload does not match its schema: ${z.prettifyError(parsed.error)}`, { index }, {
+        recordNote: `event ${index}: payload does not match the ${definition.type} schema`,
+      });
+    }
+    return { ...draft, payloadText };
   });
 }

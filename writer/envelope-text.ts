@@ -6,7 +6,6 @@
 // Correct only because every envelope string field is printable ASCII or a fixed
 // format (uuid, ISO time, hash, enum), so JSON.stringify emits exactly JCS for it, and
 // because the keys below are in JCS (UTF-16 code unit) order.
-import { canonicalJson } from '../schema/canonical-json.js';
 import type { Actor } from '../schema/envelope.js';
 import { hashText, type HashString } from '../schema/hash.js';
 
@@ -23,20 +22,18 @@ export interface EnvelopeFields {
   readonly correlation_id: string | null;
   readonly idempotency_key: string | null;
   readonly previous_event_hash: HashString;
-  readonly payload: Record<string, unknown>;
 }
 
 export interface BuiltEnvelope {
   readonly text: string;
   readonly payloadHash: HashString;
   readonly eventHash: HashString;
-  readonly payloadBytes: number;
 }
 
 const s = JSON.stringify;
 
-export function buildEnvelopeText(f: EnvelopeFields): BuiltEnvelope {
-  const payloadText = canonicalJson(f.payload);
+/** `payloadText` must be the JCS text of the payload (canonicalJson). */
+export function buildEnvelopeText(f: EnvelopeFields, payloadText: string): BuiltEnvelope {
   const payloadHash = hashText(payloadText);
   const head = `{"actor":${s(f.actor)},"causation_id":${s(f.causation_id)},"correlation_id":${s(f.correlation_id)},`;
   const tail =
@@ -45,5 +42,5 @@ export function buildEnvelopeText(f: EnvelopeFields): BuiltEnvelope {
     `"previous_event_hash":"${f.previous_event_hash}","recorded_at":${s(f.recorded_at)},` +
     `"schema_version":${s(f.schema_version)},"seq":${f.seq},"subject_id":${s(f.subject_id)}}`;
   const eventHash = hashText(head + tail);
-  return { text: `${head}"event_hash":"${eventHash}",${tail}`, payloadHash, eventHash, payloadBytes: Buffer.byteLength(payloadText) };
+  return { text: `${head}"event_hash":"${eventHash}",${tail}`, payloadHash, eventHash };
 }

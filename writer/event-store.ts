@@ -12,6 +12,7 @@ import { EVENT_SCHEMA_VERSION, eventDefinition } from '../schema/event-catalog.j
 import { GENESIS_HASH, hashText, type HashString } from '../schema/hash.js';
 import { ProjectionRefusal, type Projection } from '../projector/projection.js';
 import { buildEnvelopeText } from './envelope-text.js';
+import type { ValidatedDraft } from './draft-validation.js';
 import { WriterError, type AppendResult, type EventDraft, type Head } from './protocol.js';
 import { CREATE_STORE_SQL, STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
 
@@ -37,6 +38,9 @@ export interface EventStoreOptions {
   /** Wall clock for recorded_at (and occurred_at of writer-internal events). */
   readonly now: () => string;
 }
+
+/** A retry must repeat these draft fields exactly (and the payload) to be a retry. */
+const REPLAY_FIELDS = ['event_type', 'schema_version', 'occurred_at', 'actor', 'causation_id', 'correlation_id'] as const satisfies readonly (keyof EventDraft & keyof EventEnvelope)[];
 
 interface StoredRow {
   readonly seq: number;
@@ -131,7 +135,7 @@ export class EventStore {
    * An idempotency key that exists makes the batch a replay: every event in it must
    * match what was stored under its key, and nothing is written.
    */
-  append(drafts: readonly EventDraft[], expectHead: Head | null): AppendResult {
+  append(drafts: readonly ValidatedDraft[], expectHead: Head | null): AppendResult {
     const replay = this.findReplay(drafts);
     if (replay) return replay;
     if (expectHead && (expectHead.seq !== this.headSeq || expectHead.event_hash !== this.headHash)) {
@@ -156,6 +160,7 @@ export class EventStore {
         correlation_id: null,
         idempotency_key: null,
         payload,
+        payloadText: canonicalJson(payload),
       },
     ]);
   }
@@ -178,7 +183,7 @@ export class EventStore {
     return { texts, nextSeq: Math.max(nextSeq, fromSeq) };
   }
 
-  private commit(drafts: readonly EventDraft[]): AppendResult {
+  private commit(drafts: readonly ValidatedDraft[]): AppendResult {
     const recordedAt = this.options.now();
     const projection = this.options.projection;
     const run = this.db.transaction(() => {
@@ -201,11 +206,10 @@ export class EventStore {
           correlation_id: draft.correlation_id,
           idempotency_key: draft.idempotency_key,
           previous_event_hash: previous,
-          payload: draft.payload,
         };
-        const built = buildEnvelopeText(fields);
+        const built = buildEnvelopeText(fields, draft.payloadText);
         this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
-        const envelope: EventEnvelope = { ...fields, payload_hash: built.payloadHash, event_hash: built.eventHash };
+        const envelope: EventEnvelope = { ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash };
         try {
           state = projection.apply(state, envelope);
         } catch (error) {
@@ -226,7 +230,7 @@ export class EventStore {
     return { events: done.appended, head: this.head() };
   }
 
-  private findReplay(drafts: readonly EventDraft[]): AppendResult | null {
+  private findReplay(drafts: readonly ValidatedDraft[]): AppendResult | null {
     const keys = drafts.map((d) => d.idempotency_key).filter((k): k is string => k !== null);
     if (keys.length === 0) return null;
     if (new Set(keys).size !== keys.length) {
@@ -245,13 +249,15 @@ export class EventStore {
         );
       }
       const stored = JSON.parse(row.envelope) as EventEnvelope;
-      const payloadHash = hashText(canonicalJson(draft.payload));
-      if (stored.event_type !== draft.event_type || stored.actor !== draft.actor || stored.payload_hash !== payloadHash) {
-        throw new WriterError('idempotency_conflict', `idempotency_key ${JSON.stringify(draft.idempotency_key)} was used at seq ${row.seq} for a different event`, {
-          idempotency_key: draft.idempotency_key,
-          seq: row.seq,
-          event_hash: stored.event_hash,
-        });
+      const differing: string[] = REPLAY_FIELDS.filter((field) => stored[field] !== draft[field]);
+      if (stored.payload_hash !== hashText(draft.payloadText)) differing.push('payload');
+      if (differing.length > 0) {
+        throw new WriterError(
+          'idempotency_conflict',
+          `idempotency_key ${JSON.stringify(draft.idempotency_key)} was used at seq ${row.seq} for a different event (differs in ${differing.join(', ')})`,
+          { index: i, idempotency_key: draft.idempotency_key, seq: row.seq, event_hash: stored.event_hash, differing },
+          { recordNote: `an idempotency key was reused at seq ${row.seq} for a different event (differs in ${differing.join(', ')})` },
+        );
       }
       events.push({ seq: row.seq, event_id: stored.event_id, event_hash: stored.event_hash, deduplicated: true });
     });

@@ -25,12 +25,15 @@ function tell(message: WriterChildMessage): void {
   send!(message);
 }
 
-function fail(code: string, message: string): never {
+let failed = false;
+/** Reports a start-up failure to the parent exactly once, then exits non-zero. */
+function fail(code: string, message: string): void {
+  if (failed) return;
+  failed = true;
   log(`fatal ${code}: ${message}`);
   tell({ type: 'fatal', code, message });
   // Give the IPC message a moment to leave before exiting.
   setTimeout(() => process.exit(1), 50);
-  throw new Error(message);
 }
 
 let store: EventStore | null = null;
@@ -52,8 +55,8 @@ async function start(config: WriterStartConfig): Promise<void> {
     const options = { path: config.db_path, identity, projection: projectionNamed(config.projection), now: () => new Date().toISOString() };
     store = config.mode === 'create' ? EventStore.create(options) : EventStore.open(options);
   } catch (error) {
-    if (error instanceof StoreOpenError) fail(error.code, error.message);
-    fail('open_failed', error instanceof Error ? error.message : String(error));
+    if (error instanceof StoreOpenError) return fail(error.code, error.message);
+    return fail('open_failed', error instanceof Error ? error.message : String(error));
   }
   server = await startWriterServer({ store, identity, tokens: config.tokens, socketPath: config.socket_path, socketMode: config.socket_mode, log });
   log(`serving ${config.db_path} on ${config.socket_path} at head seq ${store.head().seq}`);

@@ -16,6 +16,8 @@ export const WRITER_LIMITS = {
   maxReadTypes: 64,
   /** Rejections one connection may cause before the writer drops it (each is an event). */
   maxRejectionsPerConnection: 1_000,
+  /** Refusals one writer process records as events; past it they are answered and logged only. */
+  maxRecordedRejections: 10_000,
   maxConnections: 64,
   helloTimeoutMs: 5_000,
 } as const;
@@ -106,7 +108,7 @@ export const HelloResult = z.strictObject({
 });
 export type HelloResult = z.infer<typeof HelloResult>;
 
-export const WriterErrorCode = z.union([AppendRejectionReason, z.enum(['internal'])]);
+export const WriterErrorCode = AppendRejectionReason;
 export type WriterErrorCode = z.infer<typeof WriterErrorCode>;
 
 export const WriterErrorBody = z.strictObject({
@@ -128,16 +130,22 @@ export type WriterResponse = z.infer<typeof WriterResponse>;
 /** Typed error on both sides of the socket. */
 export class WriterError extends Error {
   override readonly name = 'WriterError';
+  readonly rejectionSeq: number | null;
+  /**
+   * What the store's AppendRejected record says. Refusals are recorded by reason and
+   * request hash, never by content, so a message that quotes the request (a key, a
+   * zod issue naming an unknown field) gives a content-free note here instead.
+   */
+  readonly recordNote: string;
   constructor(
     readonly code: WriterErrorCode,
     message: string,
     readonly details: Record<string, unknown> | null = null,
-    readonly rejectionSeq: number | null = null,
+    more: { readonly rejectionSeq?: number | null; readonly recordNote?: string } = {},
   ) {
     super(message);
-  }
-  toBody(): WriterErrorBody {
-    return { code: this.code, message: this.message, details: this.details, rejection_seq: this.rejectionSeq };
+    this.rejectionSeq = more.rejectionSeq ?? null;
+    this.recordNote = more.recordNote ?? message;
   }
 }
 

@@ -7,6 +7,7 @@ import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { z } from 'zod';
 import type { WriterRole } from '../schema/event-definition.js';
+import type { AppendRejectionReason } from '../schema/events/system-events.js';
 import { hashText } from '../schema/hash.js';
 import { validateDrafts } from './draft-validation.js';
 import type { EventStore, StoreIdentity } from './event-store.js';
@@ -54,6 +55,8 @@ class Connection {
     readonly id: number,
     private readonly socket: net.Socket,
     private readonly options: WriterServerOptions,
+    /** Shared by all connections: reconnecting does not reset it. */
+    private readonly budget: { recorded: number },
   ) {
     this.helloTimer = setTimeout(() => {
       if (this.role === null) this.refuse(new WriterError('unauthenticated', `no hello within ${WRITER_LIMITS.helloTimeoutMs} ms`), NO_REQUEST, true);
@@ -110,10 +113,16 @@ class Connection {
     const method = typeof envelope.method === 'string' ? envelope.method.slice(0, 64) : null;
     const ctx: RequestContext = { line, method, id: usableId(envelope.id) };
     if (method === null || !(WRITER_METHODS as readonly string[]).includes(method)) {
-      return this.refuse(new WriterError('unknown_method', `unknown method ${JSON.stringify(method)}; methods: ${WRITER_METHODS.join(', ')}`), ctx);
+      return this.refuse(
+        new WriterError('unknown_method', `unknown method ${JSON.stringify(method)}; methods: ${WRITER_METHODS.join(', ')}`, null, { recordNote: 'unknown method' }),
+        { ...ctx, method: null },
+      );
     }
     const parsed = WriterRequest.safeParse(raw);
-    if (!parsed.success) return this.refuse(new WriterError('schema', `request does not match the ${method} schema: ${z.prettifyError(parsed.error)}`), ctx);
+    if (!parsed.success) {
+      const error = new WriterError('schema', `request does not match the ${method} schema: ${z.prettifyError(parsed.error)}`, null, { recordNote: `request does not match the ${method} schema` });
+      return this.refuse(error, ctx);
+    }
     const request = parsed.data;
     try {
       if (request.method === 'hello') return this.hello(request.id, request.params.role, request.params.token, ctx);
@@ -142,9 +151,11 @@ class Connection {
       }
     } catch (error) {
       if (error instanceof WriterError) return this.refuse(error, ctx);
+      // A bug or a failing disk: the transaction rolled back. Say so to the caller, the
+      // log and (if the store still takes writes) the store.
       const message = error instanceof Error ? error.message : String(error);
       this.options.log(`connection ${this.id}: internal error on ${request.method} ${String(request.id)}: ${message}`);
-      return this.send({ id: request.id, ok: false, error: new WriterError('internal', `internal error, nothing was written: ${message}`).toBody() });
+      return this.refuse(new WriterError('internal', `internal error, nothing was written: ${message}`, null, { recordNote: `internal error on ${request.method}; nothing was written` }), ctx);
     }
   }
 
@@ -177,27 +188,41 @@ class Connection {
   refuse(error: WriterError, ctx: RequestContext, hangUp = false): void {
     this.rejections += 1;
     const dropping = hangUp || this.rejections >= WRITER_LIMITS.maxRejectionsPerConnection;
-    let message = error.message;
-    if (!hangUp && dropping) message += `; this connection reached ${WRITER_LIMITS.maxRejectionsPerConnection} refusals and is closed`;
+    const dropNote = !hangUp && dropping ? `; this connection reached ${WRITER_LIMITS.maxRejectionsPerConnection} refusals and is closed` : '';
+    let message = error.message + dropNote;
+    const note = error.recordNote + dropNote;
     let rejectionSeq: number | null = null;
-    try {
-      const recorded = this.options.store.appendInternal('SystemEvent.AppendRejected', {
-        reason: error.code === 'internal' ? 'bad_message' : error.code,
-        message: message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS - 40)}… (+${message.length - MAX_MESSAGE_CHARS + 40} chars)` : message,
+    const record = (reason: AppendRejectionReason, text: string): number =>
+      this.options.store.appendInternal('SystemEvent.AppendRejected', {
+        reason,
+        message: text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 40)}… (+${text.length - MAX_MESSAGE_CHARS + 40} chars)` : text,
         role: this.role,
         method: ctx.method,
         request_id: ctx.id === null ? null : String(ctx.id),
         request_sha256: hashText(ctx.line ?? Buffer.alloc(0)),
         request_bytes: ctx.line?.length ?? 0,
         connection_id: this.id,
-      });
-      rejectionSeq = recorded.head.seq;
+      }).head.seq;
+    try {
+      if (this.budget.recorded < WRITER_LIMITS.maxRecordedRejections) {
+        rejectionSeq = record(error.code, note);
+        this.budget.recorded += 1;
+        if (this.budget.recorded === WRITER_LIMITS.maxRecordedRejections) {
+          record('limit_exceeded', `this writer has recorded ${WRITER_LIMITS.maxRecordedRejections} refusals; until it restarts, further refusals are answered and logged but not recorded`);
+        }
+      } else {
+        message += ` (not recorded in the store: this writer's limit of ${WRITER_LIMITS.maxRecordedRejections} recorded refusals is reached)`;
+        this.options.log(`connection ${this.id}: refusal ${error.code} not recorded (limit reached): ${message}`);
+      }
     } catch (recordError) {
       const why = recordError instanceof Error ? recordError.message : String(recordError);
       message += ` (the refusal could not be recorded in the store: ${why})`;
       this.options.log(`connection ${this.id}: could not record refusal ${error.code}: ${why}`);
     }
-    this.send({ id: ctx.id, ok: false, error: { code: error.code, message, details: error.details, rejection_seq: rejectionSeq } });
+    // Recording the refusal moved the head: a conflict reports the head as it is now,
+    // so a caller can retry with it.
+    const details = error.code === 'head_conflict' ? { ...error.details, current_head: this.options.store.head() } : error.details;
+    this.send({ id: ctx.id, ok: false, error: { code: error.code, message, details, rejection_seq: rejectionSeq } });
     if (dropping) {
       this.options.log(`connection ${this.id}: closed after refusal (${error.code}): ${message}`);
       this.socket.end();
@@ -215,21 +240,38 @@ class Connection {
   }
 }
 
+function someoneListens(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createConnection(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+}
+
 export async function startWriterServer(options: WriterServerOptions): Promise<WriterServer> {
   const connections = new Set<net.Socket>();
+  const budget = { recorded: 0 };
   let nextId = 1;
-  if (existsSync(options.socketPath)) unlinkSync(options.socketPath);
+  if (existsSync(options.socketPath)) {
+    if (await someoneListens(options.socketPath)) {
+      throw new Error(`socket ${options.socketPath} is served by a running process (another writer?); refusing to take it over`);
+    }
+    unlinkSync(options.socketPath); // left behind by a writer that died
+  }
   const server = net.createServer((socket) => {
     const id = nextId++;
     if (connections.size >= WRITER_LIMITS.maxConnections) {
       options.log(`connection ${id} refused: ${WRITER_LIMITS.maxConnections} connections already open`);
-      const refused = new Connection(id, socket, options);
+      const refused = new Connection(id, socket, options, budget);
       refused.refuse(new WriterError('limit_exceeded', `the writer serves at most ${WRITER_LIMITS.maxConnections} connections`, { limit: 'maxConnections' }), NO_REQUEST, true);
       return;
     }
     connections.add(socket);
     socket.on('close', () => connections.delete(socket));
-    new Connection(id, socket, options);
+    new Connection(id, socket, options, budget);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -9,10 +9,12 @@ CREATE TABLE events (
   seq             INTEGER PRIMARY KEY,
   event_id        TEXT NOT NULL UNIQUE,
   event_type      TEXT NOT NULL,
-  idempotency_key TEXT UNIQUE,
+  idempotency_key TEXT,
   envelope        TEXT NOT NULL
 ) STRICT;
 CREATE INDEX events_by_type ON events (event_type, seq);
+-- Partial: most events carry no key, and their inserts then leave this index alone.
+CREATE UNIQUE INDEX events_by_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE refused'); END;

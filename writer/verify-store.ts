@@ -195,6 +195,7 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
         subjectId = env.subject_id;
         experimentId = String(env.payload.experiment_id);
         manifestSha256 = String(env.payload.manifest_sha256);
+        if (env.payload.subject_id !== env.subject_id) at(`StoreOpened names subject ${String(env.payload.subject_id)} but its envelope says ${env.subject_id}`);
       }
     } else if (env.event_type === 'SystemEvent.StoreOpened') at('a second SystemEvent.StoreOpened: another chain was spliced in');
     if (subjectId !== null && env.subject_id !== subjectId) at(`subject_id ${env.subject_id} differs from the store's ${subjectId}`);
@@ -300,6 +301,14 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
       closers.push(result.close);
       events += result.events;
       storeFacts.set(path.dirname(file), result.facts);
+      const dir = path.dirname(file);
+      if (!existsSync(path.join(dir, RUN_FILES.heads))) {
+        const reason = `no ${RUN_FILES.heads}: no signed head covers this store`;
+        if (options.allowOpen) warnings.add(file, result.facts.lastSeq, `${reason} (accepted: --open)`);
+        else failures.add(file, result.facts.lastSeq, reason);
+      }
+      if (!existsSync(path.join(dir, RUN_FILES.manifest))) failures.add(file, 1, `no ${RUN_FILES.manifest}: the manifest hash in StoreOpened cannot be checked`);
+      if (chainHeadEvents.length === 0) continue;
       const key = readKey(file, root, failures);
       if (!key) continue;
       for (const event of chainHeadEvents) {
@@ -309,13 +318,6 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
         else if (canonicalJson(verified.body) !== canonicalJson(payload.head)) failures.add(file, event.seq, 'ChainHeadSigned: the signed body differs from the head in the event');
         else checkHead(file, null, ChainHead.parse(verified.body), result.facts, failures);
       }
-      const dir = path.dirname(file);
-      if (!existsSync(path.join(dir, RUN_FILES.heads))) {
-        const reason = `no ${RUN_FILES.heads}: no signed head covers this store`;
-        if (options.allowOpen) warnings.add(file, result.facts.lastSeq, `${reason} (accepted: --open)`);
-        else failures.add(file, result.facts.lastSeq, reason);
-      }
-      if (!existsSync(path.join(dir, RUN_FILES.manifest))) failures.add(file, 1, `no ${RUN_FILES.manifest}: the manifest hash in StoreOpened cannot be checked`);
     }
 
     for (const file of found.signedFiles) {
@@ -340,8 +342,14 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
         failures.add(file, null, verified.reason);
         continue;
       }
-      if (isManifest && facts && facts.manifestSha256 !== hashCanonical(verified.body)) {
-        failures.add(file, 1, `the signed manifest hashes to ${hashCanonical(verified.body)}, StoreOpened names ${String(facts.manifestSha256)}`);
+      if (isManifest && facts) {
+        if (facts.manifestSha256 !== hashCanonical(verified.body)) {
+          failures.add(file, 1, `the signed manifest hashes to ${hashCanonical(verified.body)}, StoreOpened names ${String(facts.manifestSha256)}`);
+        }
+        const manifest = verified.body as { experiment_id?: unknown };
+        if (manifest.experiment_id !== undefined && manifest.experiment_id !== facts.experimentId) {
+          failures.add(file, 1, `the signed manifest is for experiment ${String(manifest.experiment_id)}, the store for ${String(facts.experimentId)}`);
+        }
       }
     }
   } finally {

@@ -75,7 +75,7 @@ async function main(): Promise<number> {
   say(`writer pid ${writer.pid} serving ${runDir}/events.db (StoreOpened at seq ${writer.head.seq})`);
   const experiment = await WriterClient.connect(writer.socketPath, 'experiment', tokens.experiment);
   const runtime = await WriterClient.connect(writer.socketPath, 'runtime', tokens.runtime);
-  const signing = { runDir, keys, experimentId, occurredAt: new Date(START + 2 * 3_600_000).toISOString(), signedAt: new Date().toISOString() };
+  const signing = { runDir, keys, experimentId, occurredAt: new Date(START + 2 * 3_600_000).toISOString(), now: () => new Date().toISOString() };
   try {
     await experiment.append([
       draft('ExperimentEvent.WakeScheduled', 'experiment', 0, { wake_id: 'wake-0001', wake_at: new Date(START).toISOString(), budget: { model_calls: 1, tokens: 4_000, tool_calls: 4 } }),

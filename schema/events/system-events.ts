@@ -25,6 +25,8 @@ export const APPEND_REJECTION_REASONS = [
   'head_conflict',
   'idempotency_conflict',
   'projection_rejected',
+  /** The writer failed on the request (a bug or a broken disk); nothing was written. */
+  'internal',
 ] as const;
 export const AppendRejectionReason = z.enum(APPEND_REJECTION_REASONS);
 export type AppendRejectionReason = z.infer<typeof AppendRejectionReason>;

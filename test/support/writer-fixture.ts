@@ -69,8 +69,8 @@ async function launch(prepared: Prepared, mode: 'create' | 'open'): Promise<Writ
     },
     async signHead(kind) {
       experimentClient ??= await fixture.connect('experiment');
-      const now = new Date().toISOString();
-      return signAndRecordHead(experimentClient, kind, { runDir: dir, keys, experimentId: identity.experiment_id, occurredAt: now, signedAt: now });
+      const now = (): string => new Date().toISOString();
+      return signAndRecordHead(experimentClient, kind, { runDir: dir, keys, experimentId: identity.experiment_id, occurredAt: now(), now });
     },
     async restart() {
       await stop();

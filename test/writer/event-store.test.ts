@@ -7,10 +7,16 @@ import { eventCountsProjection, type EventCounts } from '../../projector/event-c
 import { ProjectionRefusal, type Projection } from '../../projector/projection.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { EventStore, StoreOpenError, type EventStoreOptions } from '../../writer/event-store.js';
-import { WriterError } from '../../writer/protocol.js';
+import { validateDrafts, type ValidatedDraft } from '../../writer/draft-validation.js';
+import { WriterError, type EventDraft } from '../../writer/protocol.js';
 import { journalDraft, messageDraft, tempDir } from '../support/writer-fixture.js';
 
 const dirs: string[] = [];
+
+/** Drafts as the socket server hands them to the store: validated for the role that owns their actor. */
+function valid(...drafts: EventDraft[]): ValidatedDraft[] {
+  return drafts.flatMap((d) => validateDrafts([d], d.actor === 'runtime' ? 'runtime' : 'experiment'));
+}
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
@@ -52,7 +58,7 @@ describe('events and their projection commit together', () => {
   test('the projection is stored with last_applied_event_seq in the append transaction', () => {
     const opts = options();
     const store = EventStore.create(opts);
-    store.append([messageDraft(), journalDraft('a')], null);
+    store.append(valid(messageDraft(), journalDraft('a')), null);
     store.close();
     const rows = storedRows(opts.path);
     expect(rows).toEqual({ seq: 3, projectionSeq: 3, state: { total: 3, last_seq: 3, by_type: { 'SystemEvent.StoreOpened': 1, 'WorldEvent.MessageReceived': 1, 'MemoryEvent.JournalEntryWritten': 1 } } });
@@ -61,16 +67,16 @@ describe('events and their projection commit together', () => {
   test('a projection refusal rolls the whole batch back: no event, no state change', () => {
     const opts = options(pickyProjection);
     const store = EventStore.create(opts);
-    store.append([journalDraft('fine')], null);
+    store.append(valid(journalDraft('fine')), null);
     const before = store.head();
-    expect(() => store.append([journalDraft('ok 1'), journalDraft('refuse me'), journalDraft('ok 2')], null)).toThrow(WriterError);
+    expect(() => store.append(valid(journalDraft('ok 1'), journalDraft('refuse me'), journalDraft('ok 2')), null)).toThrow(WriterError);
     try {
-      store.append([journalDraft('refuse me')], null);
+      store.append(valid(journalDraft('refuse me')), null);
     } catch (error) {
       expect(error).toMatchObject({ code: 'projection_rejected', details: { seq: 3 } });
     }
     expect(store.head()).toEqual(before);
-    const after = store.append([journalDraft('ok 3')], null);
+    const after = store.append(valid(journalDraft('ok 3')), null);
     expect(after.events[0]!.seq).toBe(3);
     store.close();
     expect(storedRows(opts.path)).toMatchObject({ seq: 3, projectionSeq: 3, state: { total: 3 } });
@@ -79,9 +85,9 @@ describe('events and their projection commit together', () => {
   test('a projection that crashes also rolls back, and the store stays usable', () => {
     const opts = options(pickyProjection);
     const store = EventStore.create(opts);
-    expect(() => store.append([journalDraft('a'), journalDraft('crash me')], null)).toThrow(TypeError);
+    expect(() => store.append(valid(journalDraft('a'), journalDraft('crash me')), null)).toThrow(TypeError);
     expect(store.head().seq).toBe(1);
-    store.append([journalDraft('b')], null);
+    store.append(valid(journalDraft('b')), null);
     store.close();
     expect(storedRows(opts.path)).toMatchObject({ seq: 2, projectionSeq: 2 });
   });
