@@ -13,6 +13,8 @@ export interface EventCounts {
 export const eventCountsProjection: Projection<EventCounts> = {
   name: 'event-counts',
   version: '1.0.0',
+  // No state machine in this projection.
+  stateMachineVersion: '0.0.0',
   initial: () => ({ total: 0, last_seq: 0, by_type: {} }),
   apply: (state, event: EventEnvelope) => ({
     total: state.total + 1,

@@ -5,7 +5,10 @@ import type { EventEnvelope } from '../schema/envelope.js';
 
 export interface Projection<S> {
   readonly name: string;
+  /** projector_version: bump on any change to what apply() computes. */
   readonly version: string;
+  /** state_machine_version: bump on any change to a transition table. */
+  readonly stateMachineVersion: string;
   initial(): S;
   /** Returns the next state; must not mutate `state`. Throws ProjectionRefusal to refuse. */
   apply(state: S, event: EventEnvelope): S;

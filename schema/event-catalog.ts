@@ -16,6 +16,9 @@ export const EVENT_SCHEMA_VERSION = '1.0.0';
 const DEFINITIONS = [
   system.StoreOpened,
   system.AppendRejected,
+  system.SubjectInitialized,
+  system.Paused,
+  system.Resumed,
   system.ChainHeadSigned,
   system.ProcessRestarted,
   system.EmergencyStopped,
@@ -35,6 +38,7 @@ const DEFINITIONS = [
   action.ToolOutcomeUnknown,
   action.ToolReconciled,
   memory.ClaimRecorded,
+  memory.FocusUpdated,
   memory.JournalEntryWritten,
   memory.TaskBoardChanged,
   plan.PlanRevisionProposed,

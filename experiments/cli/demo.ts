@@ -79,7 +79,7 @@ async function main(): Promise<number> {
   try {
     await experiment.append([
       draft('ExperimentEvent.WakeScheduled', 'experiment', 0, { wake_id: 'wake-0001', wake_at: new Date(START).toISOString(), budget: { model_calls: 1, tokens: 4_000, tool_calls: 4 } }),
-      draft('ExperimentEvent.WakeStarted', 'experiment', 0, { wake_id: 'wake-0001', visible_to_seq: 3 }),
+      draft('ExperimentEvent.WakeStarted', 'experiment', 0, { wake_id: 'wake-0001', visible_to_seq: 3, budget: { model_calls: 1, tokens: 4_000, tool_calls: 4 } }),
     ]);
     const message = await experiment.append([
       draft('WorldEvent.MessageReceived', 'experiment', 0, { from: 'reviewer', subject: 'dataset', body: 'The missing dataset will arrive tomorrow.', in_reply_to: null }),

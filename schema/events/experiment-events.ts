@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineEvent, EventId, Identifier, ShortText, Timestamp } from '../event-definition.js';
 
-const Budget = z.strictObject({
+export const Budget = z.strictObject({
   model_calls: z.number().int().min(0),
   tokens: z.number().int().min(0),
   tool_calls: z.number().int().min(0),
@@ -13,9 +13,11 @@ export const WakeScheduled = defineEvent('ExperimentEvent', 'WakeScheduled', '1.
   budget: Budget,
 }));
 
+/** The wake's budget is granted here, identical for every group (spec §5.2). */
 export const WakeStarted = defineEvent('ExperimentEvent', 'WakeStarted', '1.0.0', z.strictObject({
   wake_id: Identifier,
   visible_to_seq: z.number().int().min(1),
+  budget: Budget,
 }));
 
 export const WakeEnded = defineEvent('ExperimentEvent', 'WakeEnded', '1.0.0', z.strictObject({

@@ -13,6 +13,12 @@ export const ClaimRecorded = defineEvent('MemoryEvent', 'ClaimRecorded', '1.0.0'
   alternatives: z.array(ShortText).max(16),
 }));
 
+/** What the subject attends to and waits for (spec §9.1 current_state), as it decides. */
+export const FocusUpdated = defineEvent('MemoryEvent', 'FocusUpdated', '1.0.0', z.strictObject({
+  attention_target: ShortText.nullable(),
+  waiting_condition: ShortText.nullable(),
+}));
+
 export const JournalEntryWritten = defineEvent('MemoryEvent', 'JournalEntryWritten', '1.0.0', z.strictObject({
   entry_id: Identifier,
   text: LongText,

@@ -6,6 +6,8 @@ export const PlanRevisionProposed = defineEvent('PlanEvent', 'PlanRevisionPropos
   proposal_id: Identifier,
   reason: LongText,
   goal_id: Identifier,
+  goal_description: LongText,
+  deadline_at: z.iso.datetime().nullable(),
   steps: z.array(z.strictObject({ task_id: Identifier, title: ShortText })).min(1).max(32),
 }));
 

@@ -43,6 +43,26 @@ export const AppendRejected = defineEvent('SystemEvent', 'AppendRejected', '1.0.
   connection_id: z.number().int().min(1),
 }), []);
 
+const InitialTask = z.strictObject({
+  task_id: Identifier,
+  title: ShortText,
+  priority: z.number().int().min(0).max(9),
+  depends_on: z.array(Identifier).max(32),
+});
+
+/** The scenario's initial conditions (spec §6.3), identical for every group. */
+export const SubjectInitialized = defineEvent('SystemEvent', 'SubjectInitialized', '1.0.0', z.strictObject({
+  identity: z.strictObject({ name: ShortText, description: LongText }),
+  identity_schema_version: SemVer,
+  goal: z.strictObject({ goal_id: Identifier, description: LongText, deadline_at: z.iso.datetime().nullable() }),
+  tasks: z.array(InitialTask).max(64),
+  journal_first_page: z.strictObject({ entry_id: Identifier, text: LongText }),
+}));
+
+/** An operator pause (spec §16.2): recorded, never an experimental effect. */
+export const Paused = defineEvent('SystemEvent', 'Paused', '1.0.0', z.strictObject({ operator: ShortText, reason: LongText }));
+export const Resumed = defineEvent('SystemEvent', 'Resumed', '1.0.0', z.strictObject({ operator: ShortText, reason: LongText }));
+
 /** A periodic head signed by the controller, kept in the chain it attests. */
 export const ChainHeadSigned = defineEvent('SystemEvent', 'ChainHeadSigned', '1.0.0', z.strictObject({
   head: ChainHead,

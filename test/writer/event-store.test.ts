@@ -36,6 +36,7 @@ function options(projection: Projection<unknown> = eventCountsProjection as Proj
 const pickyProjection: Projection<unknown> = {
   name: 'event-counts',
   version: '1.0.0',
+  stateMachineVersion: '0.0.0',
   initial: () => eventCountsProjection.initial(),
   apply(state, event) {
     if (event.event_type === 'MemoryEvent.JournalEntryWritten' && (event.payload as { text: string }).text === 'refuse me') {
