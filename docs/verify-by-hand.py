@@ -10,8 +10,8 @@ Python 3.8+ standard library only. See docs/format.md ("Verify by hand").
   sqlite3 events.db "select envelope from events order by seq" | python3 verify-by-hand.py chain
       check every envelope (one per line, as sqlite3 prints them): stored text is
       canonical, payload_hash, event_hash, seq contiguity, chain links, genesis,
-      StoreOpened first, event_id derivation; prints one line per event, exits 1 on
-      any failure
+      StoreOpened first (and naming its own subject_id), one subject_id, event_id
+      derivation; prints one line per event, exits 1 on any failure
 
 Signatures are not checked here: use openssl (docs/format.md shows the commands).
 """
@@ -97,12 +97,22 @@ def sha256(text):
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+MAX_SEQ = 0xFFFFFFFFFFFF  # the largest seq the 12 leading hex digits of an event_id can hold
+
+
 def event_id_for(subject_id, seq):
-    h = list(hashlib.sha256(f"ds-event-id\n{subject_id}\n{seq}".encode("utf-8")).hexdigest()[:32])
-    h[12] = "8"
-    h[16] = "%x" % ((int(h[16], 16) & 0x3) | 0x8)
-    h = "".join(h)
-    return f"{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    """UUIDv8 ssssssss-ssss-8hhh-Vhhh-hhhhhhhhhhhh (schema/envelope-hash.ts eventIdFor).
+
+    s = seq as 12 hex digits; h = hex digits 0..2, 4..6 and 7..18 of
+    sha256("ds-event-id\n" + subject_id + "\n" + decimal(seq)); V = 8 + (hex digit 3 & 3).
+    None when seq is outside 1..MAX_SEQ (no event can be stored there).
+    """
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= MAX_SEQ:
+        return None
+    s = "%012x" % seq
+    h = hashlib.sha256(f"ds-event-id\n{subject_id}\n{seq}".encode("utf-8")).hexdigest()
+    variant = "%x" % ((int(h[3], 16) & 0x3) | 0x8)
+    return f"{s[0:8]}-{s[8:12]}-8{h[0:3]}-{variant}{h[4:7]}-{h[7:19]}"
 
 
 ENVELOPE_KEYS = sorted([
@@ -113,6 +123,7 @@ ENVELOPE_KEYS = sorted([
 
 def check_chain(lines):
     failures = 0
+    count = 0
     expected_seq = 1
     previous = GENESIS
     subject = None
@@ -121,10 +132,16 @@ def check_chain(lines):
         if not text:
             continue
         problems = []
+        count += 1
         try:
             env = parse(text)
         except ValueError as error:
             print(f"seq ?: not JSON ({error})")
+            failures += 1
+            previous = None
+            continue
+        if not isinstance(env, dict):
+            print("seq ?: not a JSON object")
             failures += 1
             previous = None
             continue
@@ -156,23 +173,29 @@ def check_chain(lines):
         if seq == 1:
             if env.get("event_type") != "SystemEvent.StoreOpened":
                 problems.append("the first event is not SystemEvent.StoreOpened")
+            elif not isinstance(env.get("payload"), dict) or env["payload"].get("subject_id") != env.get("subject_id"):
+                problems.append("StoreOpened payload.subject_id differs from its envelope subject_id")
             subject = env.get("subject_id")
         elif env.get("event_type") == "SystemEvent.StoreOpened":
             problems.append("a second SystemEvent.StoreOpened")
         if subject is not None and env.get("subject_id") != subject:
             problems.append("subject_id differs from seq 1")
-        if isinstance(seq, int) and env.get("event_id") != event_id_for(env.get("subject_id"), seq):
-            problems.append("event_id is not the one derived from subject_id and seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            derived = event_id_for(env.get("subject_id"), seq)
+            if derived is None:
+                problems.append(f"seq {seq} is outside 1..{MAX_SEQ}: no event_id can be derived")
+            elif env.get("event_id") != derived:
+                problems.append("event_id is not the one derived from subject_id and seq")
         previous = env.get("event_hash")
         if problems:
             failures += 1
             print(f"seq {seq}: FAIL " + "; ".join(problems))
         else:
             print(f"seq {seq}: ok {env.get('event_type')} {env.get('event_hash')}")
-    if expected_seq == 1:
+    if count == 0:
         print("no events")
         return 1
-    print(f"{expected_seq - 1} events, {failures} with failures")
+    print(f"{count} events, {failures} with failures")
     return 1 if failures else 0
 
 

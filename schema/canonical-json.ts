@@ -19,6 +19,9 @@ function assertPlainJson(value: unknown, path: string, depth: number): void {
   if (value === null) return;
   switch (typeof value) {
     case 'string':
+      // A lone surrogate has no UTF-8 form, so no canonical bytes (RFC 8785 §3.2.2.2).
+      if (!value.isWellFormed()) throw new NotJsonError(path, 'a string with a lone surrogate');
+      return;
     case 'boolean':
       return;
     case 'number':
@@ -34,6 +37,7 @@ function assertPlainJson(value: unknown, path: string, depth: number): void {
         throw new NotJsonError(path, `an instance of ${proto?.constructor?.name ?? 'unknown'}`);
       }
       for (const [key, member] of Object.entries(value)) {
+        if (!key.isWellFormed()) throw new NotJsonError(path, 'an object key with a lone surrogate');
         assertPlainJson(member, `${path}.${key}`, depth + 1);
       }
       return;

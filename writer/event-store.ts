@@ -2,7 +2,8 @@
 // Only the writer process constructs this class (DESIGN §2). Every append is one
 // BEGIN IMMEDIATE transaction holding the events, the projected state and
 // last_applied_event_seq (spec §12.2); the in-memory head and state move only after
-// the commit succeeded.
+// the commit succeeded. Every K events (and on a clean close) the same transaction also
+// writes a snapshot: a cache for restore drills, never a source of truth (spec §12.1).
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { canonicalJson } from '../schema/canonical-json.js';
@@ -12,6 +13,7 @@ import { EVENT_SCHEMA_VERSION, eventDefinition } from '../schema/event-catalog.j
 import { GENESIS_HASH, hashText, type HashString } from '../schema/hash.js';
 import { ProjectionRefusal, type Projection } from '../projector/projection.js';
 import { buildEnvelopeText } from './envelope-text.js';
+import { describeDifference, formatVersions, versionDifferences, versionsOf, type ProjectionVersions } from './projection-versions.js';
 import type { ValidatedDraft } from './draft-validation.js';
 import { WriterError, type AppendResult, type EventDraft, type Head } from './protocol.js';
 import { CREATE_STORE_SQL, STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
@@ -37,6 +39,13 @@ export interface EventStoreOptions {
   readonly projection: Projection<unknown>;
   /** Wall clock for recorded_at (and occurred_at of writer-internal events). */
   readonly now: () => string;
+  /** K, in events: a committed batch that reaches or passes a multiple of K writes a snapshot at its last seq. */
+  readonly snapshotEvery: number;
+}
+
+/** Whether a batch that moved the head from `fromSeq` to `toSeq` reached or passed a multiple of `every`. */
+export function crossesSnapshotBoundary(fromSeq: number, toSeq: number, every: number): boolean {
+  return Math.floor(toSeq / every) > Math.floor(fromSeq / every);
 }
 
 /** A retry must repeat these draft fields exactly (and the payload) to be a retry. */
@@ -53,13 +62,18 @@ export class EventStore {
   private headHash: HashString = GENESIS_HASH;
   private state: unknown;
   private readonly insertEvent: Database.Statement<[number, string, string, string | null, string]>;
-  private readonly upsertProjection: Database.Statement<[string, string, string, string, number]>;
+  private readonly upsertProjection: Database.Statement<[string, string, string, string, string, string, number]>;
+  private readonly upsertSnapshot: Database.Statement<[number, string, string, string, string, string, string]>;
+  private readonly snapshotHashAt: Database.Statement<[number], { state_hash: string }>;
+  private readonly versions: ProjectionVersions;
   private readonly byKey: Database.Statement<[string], StoredRow>;
   private readonly readPageStmt: Database.Statement<[number, number], { envelope: string }>;
   private readonly readByTypeStmts = new Map<number, Database.Statement<unknown[], { envelope: string }>>();
 
   private constructor(private readonly options: EventStoreOptions, create: boolean) {
     const { path, projection } = options;
+    if (!Number.isSafeInteger(options.snapshotEvery) || options.snapshotEvery < 1) throw new Error(`snapshotEvery must be a whole number of events >= 1, got ${options.snapshotEvery}`);
+    this.versions = versionsOf(projection);
     if (create && existsSync(path)) throw new StoreOpenError('store_exists', `refusing to create ${path}: a file is already there (a store is never overwritten)`);
     if (!create && !existsSync(path)) throw new StoreOpenError('store_missing', `no store at ${path}; start the writer in create mode to make one`);
     this.db = new Database(path, { timeout: 1_000 });
@@ -74,10 +88,19 @@ export class EventStore {
       }
       this.insertEvent = this.db.prepare('INSERT INTO events (seq, event_id, event_type, idempotency_key, envelope) VALUES (?, ?, ?, ?, ?)');
       this.upsertProjection = this.db.prepare(
-        `INSERT INTO projection (id, name, version, state, state_hash, last_applied_event_seq) VALUES (1, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version, state = excluded.state,
-           state_hash = excluded.state_hash, last_applied_event_seq = excluded.last_applied_event_seq`,
+        `INSERT INTO projection (id, name, version, state_machine_version, event_schema_version, state, state_hash, last_applied_event_seq)
+         VALUES (1, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version,
+           state_machine_version = excluded.state_machine_version, event_schema_version = excluded.event_schema_version,
+           state = excluded.state, state_hash = excluded.state_hash, last_applied_event_seq = excluded.last_applied_event_seq`,
       );
+      // A row already at this seq can only be stale or forged (snapshots are not
+      // protected): the state computed here replaces it rather than failing the append.
+      this.upsertSnapshot = this.db.prepare(
+        `INSERT OR REPLACE INTO snapshots (seq, projection, projector_version, state_machine_version, event_schema_version, state, state_hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      );
+      this.snapshotHashAt = this.db.prepare('SELECT state_hash FROM snapshots WHERE seq = ?');
       this.byKey = this.db.prepare('SELECT seq, envelope FROM events WHERE idempotency_key = ?');
       this.readPageStmt = this.db.prepare('SELECT envelope FROM events WHERE seq >= ? ORDER BY seq LIMIT ?');
       if (create) {
@@ -126,8 +149,29 @@ export class EventStore {
     return this.state;
   }
 
+  /**
+   * Clean shutdown: snapshots the head unless a snapshot of this very state is already
+   * there, then closes the file. The file is closed even when the snapshot fails.
+   */
   close(): void {
-    this.db.close();
+    if (!this.db.open) return;
+    try {
+      this.snapshotHead();
+    } finally {
+      this.db.close();
+    }
+  }
+
+  private snapshotHead(): void {
+    const stateText = canonicalJson(this.state);
+    const stateHash = hashText(stateText);
+    if (this.snapshotHashAt.get(this.headSeq)?.state_hash === stateHash) return;
+    this.db.transaction(() => this.writeSnapshot(this.headSeq, stateText, stateHash)).immediate();
+  }
+
+  private writeSnapshot(seq: number, stateText: string, stateHash: HashString): void {
+    const v = this.versions;
+    this.upsertSnapshot.run(seq, v.projection, v.projector_version, v.state_machine_version, v.event_schema_version, stateText, stateHash);
   }
 
   /**
@@ -220,7 +264,10 @@ export class EventStore {
         previous = built.eventHash;
       }
       const stateText = canonicalJson(state);
-      this.upsertProjection.run(projection.name, projection.version, stateText, hashText(stateText), seq);
+      const stateHash = hashText(stateText);
+      const v = this.versions;
+      this.upsertProjection.run(v.projection, v.projector_version, v.state_machine_version, v.event_schema_version, stateText, stateHash, seq);
+      if (crossesSnapshotBoundary(this.headSeq, seq, this.options.snapshotEvery)) this.writeSnapshot(seq, stateText, stateHash);
       return { appended, state, seq, previous };
     });
     const done = run.immediate();
@@ -299,12 +346,25 @@ export class EventStore {
     if (tail.seq !== last.seq || computeEventHash(tail) !== tail.event_hash) {
       throw new StoreOpenError('corrupt', `the last event (seq ${last.seq}) does not hash to its event_hash; run npm run verify on this store`);
     }
-    const row = this.db.prepare('SELECT name, version, state, state_hash, last_applied_event_seq FROM projection WHERE id = 1').get() as
-      | { name: string; version: string; state: string; state_hash: string; last_applied_event_seq: number }
+    const row = this.db
+      .prepare('SELECT name, version, state_machine_version, event_schema_version, state, state_hash, last_applied_event_seq FROM projection WHERE id = 1')
+      .get() as
+      | { name: string; version: string; state_machine_version: string; event_schema_version: string; state: string; state_hash: string; last_applied_event_seq: number }
       | undefined;
-    const projection = this.options.projection;
-    if (!row || row.name !== projection.name || row.version !== projection.version) {
-      throw new StoreOpenError('projection_mismatch', `the stored projection is ${row ? `${row.name}@${row.version}` : 'missing'}, the writer runs ${projection.name}@${projection.version}; rebuild it by replay instead of mixing versions`);
+    if (!row) throw new StoreOpenError('projection_mismatch', `${this.options.path} has no stored projection; rebuild it by replay (npm run replay) instead of starting from nothing`);
+    const recorded: ProjectionVersions = {
+      projection: row.name,
+      projector_version: row.version,
+      state_machine_version: row.state_machine_version,
+      event_schema_version: row.event_schema_version,
+    };
+    const differences = versionDifferences('stored projection', recorded, this.versions);
+    if (differences.length > 0) {
+      // Continuing would fold new events into a state computed under other versions (spec §12.6).
+      throw new StoreOpenError(
+        'projection_mismatch',
+        `the stored projection is ${formatVersions(recorded)}, the writer runs ${formatVersions(this.versions)} (${differences.map(describeDifference).join('; ')}); rebuild it by replay instead of mixing versions`,
+      );
     }
     if (row.last_applied_event_seq !== last.seq || hashText(row.state) !== row.state_hash) {
       throw new StoreOpenError('corrupt', `the projection (last_applied_event_seq ${row.last_applied_event_seq}) is out of step with the events (head ${last.seq}) or its hash does not match`);

@@ -149,6 +149,13 @@ export class WriterError extends Error {
   }
 }
 
+/**
+ * What callers put in `snapshot_every` unless they have a reason not to: a restore after
+ * a crash then replays at most about K events plus one batch, and the snapshot itself
+ * (the state text is already computed for the projection row) costs one row per K events.
+ */
+export const DEFAULT_SNAPSHOT_EVERY_EVENTS = 1_000;
+
 /** Messages on the Node IPC channel between a writer process and its parent. */
 export const WriterStartConfig = z.strictObject({
   type: z.literal('start'),
@@ -163,6 +170,8 @@ export const WriterStartConfig = z.strictObject({
   projection: z.string().min(1).max(64),
   /** Socket file mode; the controller widens it when runtime and writer run under different uids. */
   socket_mode: z.number().int().min(0).max(0o777),
+  /** K, in events: the writer snapshots the projected state every K events and at a clean stop. */
+  snapshot_every: z.number().int().min(1),
 });
 export type WriterStartConfig = z.infer<typeof WriterStartConfig>;
 

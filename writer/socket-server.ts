@@ -38,7 +38,7 @@ interface RequestContext {
 const NO_REQUEST: RequestContext = { line: null, method: null, id: null };
 
 function usableId(value: unknown): string | number | null {
-  if (typeof value === 'string' && value.length > 0 && value.length <= 128) return value;
+  if (typeof value === 'string' && value.length > 0 && value.length <= 128 && value.isWellFormed()) return value;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
   return null;
 }

@@ -30,13 +30,30 @@ WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq)
   OR (NEW.idempotency_key IS NOT NULL AND EXISTS (SELECT 1 FROM events WHERE idempotency_key = NEW.idempotency_key))
 BEGIN SELECT RAISE(ABORT, 'events is append-only: seq, event_id or idempotency_key exists'); END;
 
--- The projection of all events up to last_applied_event_seq, committed with them.
+-- The projection of all events up to last_applied_event_seq, committed with them, and
+-- the versions that computed it (DESIGN §5): \`version\` is the projector_version.
 CREATE TABLE projection (
   id                     INTEGER PRIMARY KEY CHECK (id = 1),
   name                   TEXT NOT NULL,
   version                TEXT NOT NULL,
+  state_machine_version  TEXT NOT NULL,
+  event_schema_version   TEXT NOT NULL,
   state                  TEXT NOT NULL,
   state_hash             TEXT NOT NULL,
   last_applied_event_seq INTEGER NOT NULL
+) STRICT;
+
+-- Snapshots are a cache (spec §12.1): the projected state after the event at \`seq\`,
+-- with the versions that computed it. Deliberately not append-only-protected: losing or
+-- rewriting them loses nothing, a restore checks state against state_hash and the
+-- versions before using one, and the writer overwrites a stale row at a seq it snapshots.
+CREATE TABLE snapshots (
+  seq                   INTEGER PRIMARY KEY,
+  projection            TEXT NOT NULL,
+  projector_version     TEXT NOT NULL,
+  state_machine_version TEXT NOT NULL,
+  event_schema_version  TEXT NOT NULL,
+  state                 TEXT NOT NULL,
+  state_hash            TEXT NOT NULL
 ) STRICT;
 `;

@@ -10,7 +10,7 @@ import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
-import { computeEventHash, computePayloadHash, eventIdFor } from '../schema/envelope-hash.js';
+import { computeEventHash, computePayloadHash, eventIdFor, MAX_SEQ } from '../schema/envelope-hash.js';
 import { eventDefinition } from '../schema/event-catalog.js';
 import { GENESIS_HASH, hashCanonical, hashText } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
@@ -199,7 +199,8 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
       }
     } else if (env.event_type === 'SystemEvent.StoreOpened') at('a second SystemEvent.StoreOpened: another chain was spliced in');
     if (subjectId !== null && env.subject_id !== subjectId) at(`subject_id ${env.subject_id} differs from the store's ${subjectId}`);
-    if (env.event_id !== eventIdFor(env.subject_id, env.seq)) at('event_id is not the one derived from subject_id and seq');
+    if (env.seq > MAX_SEQ) at(`seq ${env.seq} is beyond the largest seq an event id can carry (${MAX_SEQ})`);
+    else if (env.event_id !== eventIdFor(env.subject_id, env.seq)) at('event_id is not the one derived from subject_id and seq');
     if (env.event_type === 'SystemEvent.ChainHeadSigned') chainHeadEvents.push({ seq: env.seq, payload: env.payload });
     // Link the next event to what is stored here, so one edit is reported once.
     previousHash = env.event_hash;

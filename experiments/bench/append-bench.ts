@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { eventIdFor } from '../../schema/envelope-hash.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { WriterClient } from '../../writer/client.js';
-import { WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
 import { CREATE_STORE_SQL } from '../../writer/store-schema.js';
 
@@ -261,6 +261,7 @@ async function withWriter<T>(dir: string, name: string, maxInFlight: number, run
     tokens,
     projection: 'event-counts',
     socket_mode: 0o600,
+    snapshot_every: DEFAULT_SNAPSHOT_EVERY_EVENTS,
   });
   let client: WriterClient | null = null;
   try {

@@ -12,7 +12,7 @@ import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
 import type { Actor } from '../../schema/envelope.js';
 import { WriterClient } from '../../writer/client.js';
-import { WriterError, type EventDraft } from '../../writer/protocol.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WriterError, type EventDraft } from '../../writer/protocol.js';
 import { newSocketPath, newToken, spawnWriter } from '../../writer/spawn.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 
@@ -71,6 +71,7 @@ async function main(): Promise<number> {
     tokens,
     projection: 'event-counts',
     socket_mode: 0o600,
+    snapshot_every: DEFAULT_SNAPSHOT_EVERY_EVENTS,
   });
   say(`writer pid ${writer.pid} serving ${runDir}/events.db (StoreOpened at seq ${writer.head.seq})`);
   const experiment = await WriterClient.connect(writer.socketPath, 'experiment', tokens.experiment);
@@ -84,7 +85,7 @@ async function main(): Promise<number> {
     const message = await experiment.append([
       draft('WorldEvent.MessageReceived', 'experiment', 0, { from: 'reviewer', subject: 'dataset', body: 'The missing dataset will arrive tomorrow.', in_reply_to: null }),
     ]);
-    const journal = draft('MemoryEvent.JournalEntryWritten', 'runtime', 1, { entry_id: 'page-1', text: 'Waiting for the reviewer dataset.' }, 'journal-page-1');
+    const journal = draft('MemoryEvent.JournalEntryWritten', 'runtime', 1, { proposal_id: 'proposal-1', entry_id: 'page-2', text: 'Waiting for the reviewer dataset.' }, 'journal-page-1');
     await runtime.append([
       journal,
       draft('MemoryEvent.ClaimRecorded', 'runtime', 1, {
@@ -122,7 +123,8 @@ async function main(): Promise<number> {
   else {
     process.stdout.write(`run folder: ${runDir}\nverify: ${report.ok ? 'OK' : 'FAILED'} (${report.stores} store, ${report.events} events)\n`);
     for (const f of report.failures) process.stdout.write(`  ${f.store} seq ${f.seq}: ${f.reason}\n`);
-    process.stdout.write(`check it yourself: npm run verify -- ${path.relative(process.cwd(), runDir) || runDir}\n`);
+    const shown = path.relative(process.cwd(), runDir) || runDir;
+    process.stdout.write(`check it yourself: npm run verify -- ${shown}\nrestore drill (state from snapshot + events == from events alone): npm run restore -- ${shown}\n`);
   }
   return report.ok ? 0 : 1;
 }

@@ -19,12 +19,15 @@ export const FocusUpdated = defineEvent('MemoryEvent', 'FocusUpdated', '1.0.0', 
   waiting_condition: ShortText.nullable(),
 }));
 
+/** Journal and task board are tools: each change executes an allowed ActionProposed. */
 export const JournalEntryWritten = defineEvent('MemoryEvent', 'JournalEntryWritten', '1.0.0', z.strictObject({
+  proposal_id: Identifier,
   entry_id: Identifier,
   text: LongText,
 }));
 
 export const TaskBoardChanged = defineEvent('MemoryEvent', 'TaskBoardChanged', '1.0.0', z.strictObject({
+  proposal_id: Identifier,
   task_id: Identifier,
   op: z.enum(['add', 'update', 'complete', 'remove']),
   title: ShortText.nullable(),

@@ -37,7 +37,9 @@ describe('RFC 8785 canonical JSON', () => {
   });
 
   test('refuses lone surrogates, which have no UTF-8 form', () => {
-    expect(() => canonicalJson({ s: '\ud800' })).toThrow(/surrogate/i);
+    expect(() => canonicalJson({ s: '\ud800' })).toThrow(NotJsonError);
+    expect(() => canonicalJson({ s: 'a\udc00b' })).toThrow(/\$\.s is a string with a lone surrogate/);
+    expect(() => canonicalJson({ '\ud800': 1 })).toThrow(/key with a lone surrogate/);
   });
 });
 

@@ -8,7 +8,7 @@ import { generateKeyPair, type Ed25519KeyPair } from '../../schema/ed25519-keys.
 import type { ChainHead } from '../../schema/chain-head.js';
 import type { HashString } from '../../schema/hash.js';
 import { WriterClient } from '../../writer/client.js';
-import type { EventDraft } from '../../writer/protocol.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter, type WriterProcess } from '../../writer/spawn.js';
 
 export interface RunIdentity {
@@ -24,6 +24,8 @@ export interface WriterFixture {
   readonly keys: Ed25519KeyPair;
   readonly tokens: { runtime: string; experiment: string };
   readonly identity: RunIdentity;
+  /** K of the running writer: it snapshots every K events and when stopped. */
+  readonly snapshotEvery: number;
   connect(role: 'runtime' | 'experiment'): Promise<WriterClient>;
   signHead(kind: ChainHead['kind']): Promise<ChainHead>;
   /** Stops the writer (closing clients) and starts a new one on the same store. */
@@ -42,13 +44,14 @@ interface Prepared {
   readonly keys: Ed25519KeyPair;
   readonly tokens: { runtime: string; experiment: string };
   readonly identity: RunIdentity;
+  readonly snapshotEvery: number;
 }
 
 async function launch(prepared: Prepared, mode: 'create' | 'open'): Promise<WriterFixture> {
-  const { dir, keys, tokens, identity } = prepared;
+  const { dir, keys, tokens, identity, snapshotEvery } = prepared;
   const dbPath = path.join(dir, 'events.db');
   const socketPath = path.join(dir, 'writer.sock');
-  const writer = await spawnWriter({ db_path: dbPath, socket_path: socketPath, mode, ...identity, tokens, projection: 'event-counts', socket_mode: 0o600 });
+  const writer = await spawnWriter({ db_path: dbPath, socket_path: socketPath, mode, ...identity, tokens, projection: 'event-counts', socket_mode: 0o600, snapshot_every: snapshotEvery });
   const clients: WriterClient[] = [];
   let experimentClient: WriterClient | null = null;
   const stop = async (): Promise<void> => {
@@ -62,6 +65,7 @@ async function launch(prepared: Prepared, mode: 'create' | 'open'): Promise<Writ
     keys,
     tokens,
     identity,
+    snapshotEvery,
     async connect(role) {
       const client = await WriterClient.connect(socketPath, role, tokens[role]);
       clients.push(client);
@@ -86,18 +90,18 @@ async function launch(prepared: Prepared, mode: 'create' | 'open'): Promise<Writ
 }
 
 /** A new run folder with key, signed manifest and a freshly created store. */
-export async function startWriterFixture(dir = tempDir()): Promise<WriterFixture> {
+export async function startWriterFixture(dir = tempDir(), snapshotEvery = DEFAULT_SNAPSHOT_EVERY_EVENTS): Promise<WriterFixture> {
   const keys = generateKeyPair();
   writePublicKey(dir, keys);
   const experimentId = 'exp-test-001';
   const manifest_sha256 = writeSignedManifest(dir, { experiment_id: experimentId, subject_id: 'subject-001', purpose: 'test' }, keys);
   const identity = { subject_id: 'subject-001', experiment_id: experimentId, manifest_sha256 };
-  return launch({ dir, keys, tokens: { runtime: newToken(), experiment: newToken() }, identity }, 'create');
+  return launch({ dir, keys, tokens: { runtime: newToken(), experiment: newToken() }, identity, snapshotEvery }, 'create');
 }
 
 /** A new writer on an existing store (e.g. a copy of a sealed run, or after a crash). */
-export async function reopenWriterFixture(dir: string, like: Pick<WriterFixture, 'keys' | 'tokens' | 'identity'>): Promise<WriterFixture> {
-  return launch({ dir, keys: like.keys, tokens: like.tokens, identity: like.identity }, 'open');
+export async function reopenWriterFixture(dir: string, like: Pick<WriterFixture, 'keys' | 'tokens' | 'identity' | 'snapshotEvery'>): Promise<WriterFixture> {
+  return launch({ dir, keys: like.keys, tokens: like.tokens, identity: like.identity, snapshotEvery: like.snapshotEvery }, 'open');
 }
 
 let counter = 0;
@@ -125,14 +129,14 @@ export function journalDraft(text: string, overrides: Partial<EventDraft> = {}):
     causation_id: null,
     correlation_id: 'wake-0001',
     idempotency_key: null,
-    payload: { entry_id: 'entry-1', text },
+    payload: { proposal_id: 'proposal-1', entry_id: 'entry-1', text },
     ...overrides,
   };
 }
 
 /** A sealed run: events from both roles, a periodic head, more events, a final head; writer stopped. */
-export async function writeSealedRun(dir = tempDir(), eventsPerPhase = 5): Promise<WriterFixture> {
-  const fixture = await startWriterFixture(dir);
+export async function writeSealedRun(dir = tempDir(), eventsPerPhase = 5, snapshotEvery = DEFAULT_SNAPSHOT_EVERY_EVENTS): Promise<WriterFixture> {
+  const fixture = await startWriterFixture(dir, snapshotEvery);
   const experiment = await fixture.connect('experiment');
   const runtime = await fixture.connect('runtime');
   for (let i = 0; i < eventsPerPhase; i++) {

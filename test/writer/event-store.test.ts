@@ -29,6 +29,7 @@ function options(projection: Projection<unknown> = eventCountsProjection as Proj
     identity: { subject_id: 'subject-001', experiment_id: 'exp-store-001', manifest_sha256: hashCanonical({ m: 1 }) },
     projection,
     now: () => '2026-11-29T12:00:00.000Z',
+    snapshotEvery: 1_000,
   };
 }
 

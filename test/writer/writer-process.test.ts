@@ -19,7 +19,7 @@ import { AppendRejected } from '../../schema/events/system-events.js';
 import { GENESIS_HASH, hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { WriterClient, WriterUnavailableError } from '../../writer/client.js';
-import { WRITER_LIMITS, WriterChildMessage, WriterError, type AppendResult, type EventDraft, type Head, type WriterErrorCode } from '../../writer/protocol.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, WriterChildMessage, WriterError, type AppendResult, type EventDraft, type Head, type WriterErrorCode } from '../../writer/protocol.js';
 import { spawnWriter, WriterStartError } from '../../writer/spawn.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { journalDraft, messageDraft, reopenWriterFixture, startWriterFixture, tempDir, type WriterFixture } from '../support/writer-fixture.js';
@@ -839,6 +839,7 @@ describe('ds-writer: exclusivity, identity and the file', () => {
       tokens: f.tokens,
       projection: 'event-counts',
       socket_mode: 0o600,
+      snapshot_every: DEFAULT_SNAPSHOT_EVERY_EVENTS,
       ...overrides,
     };
   }
@@ -987,6 +988,7 @@ describe('ds-writer: start-up failure', () => {
         tokens: { runtime: 'r'.repeat(24), experiment: 'e'.repeat(24) },
         projection: 'event-counts',
         socket_mode: 0o600,
+        snapshot_every: DEFAULT_SNAPSHOT_EVERY_EVENTS,
       });
       expect(await withTimeout(exited, 15_000, 'the writer to exit')).toBe(1);
       const fatals = messages.map((m) => WriterChildMessage.parse(m)).filter((m) => m.type === 'fatal');

@@ -1,0 +1,55 @@
+// The lifecycle state machine (spec §11.1) as an explicit table: (from, trigger) → the
+// states the projector may move to. Anything not listed is an illegal transition and
+// the event that implies it is refused at append time.
+import { z } from 'zod';
+
+export const LIFECYCLE_STATES = ['CREATED', 'DORMANT', 'AWAKE', 'RECOVERING', 'PAUSED', 'STOPPED'] as const;
+export const LifecycleState = z.enum(LIFECYCLE_STATES);
+export type LifecycleState = z.infer<typeof LifecycleState>;
+
+export const LIFECYCLE_TRIGGERS = [
+  'SystemEvent.SubjectInitialized',
+  'ExperimentEvent.WakeStarted',
+  'ExperimentEvent.WakeEnded',
+  'ActionEvent.ToolOutcomeUnknown',
+  'SystemEvent.OperatorResolved',
+  'SystemEvent.Paused',
+  'SystemEvent.Resumed',
+  'SystemEvent.EmergencyStopped',
+] as const;
+export type LifecycleTrigger = (typeof LIFECYCLE_TRIGGERS)[number];
+
+type Row = readonly [from: LifecycleState, trigger: LifecycleTrigger, to: readonly LifecycleState[]];
+
+const ROWS: readonly Row[] = [
+  ['CREATED', 'SystemEvent.SubjectInitialized', ['DORMANT']],
+  ['DORMANT', 'ExperimentEvent.WakeStarted', ['AWAKE']],
+  ['AWAKE', 'ExperimentEvent.WakeEnded', ['DORMANT']],
+  // An unconfirmable side effect: read-only until an operator resolves it (DESIGN §7).
+  ['DORMANT', 'ActionEvent.ToolOutcomeUnknown', ['RECOVERING']],
+  ['AWAKE', 'ActionEvent.ToolOutcomeUnknown', ['RECOVERING']],
+  ['RECOVERING', 'ActionEvent.ToolOutcomeUnknown', ['RECOVERING']],
+  // Wakes still happen while recovering (the schedule is shared); the subject only observes.
+  ['RECOVERING', 'ExperimentEvent.WakeStarted', ['RECOVERING']],
+  ['RECOVERING', 'ExperimentEvent.WakeEnded', ['RECOVERING']],
+  // Resolving the last unknown outcome returns to where the schedule is.
+  ['RECOVERING', 'SystemEvent.OperatorResolved', ['RECOVERING', 'AWAKE', 'DORMANT']],
+  ['DORMANT', 'SystemEvent.Paused', ['PAUSED']],
+  ['AWAKE', 'SystemEvent.Paused', ['PAUSED']],
+  ['RECOVERING', 'SystemEvent.Paused', ['PAUSED']],
+  ['PAUSED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']],
+  ['CREATED', 'SystemEvent.EmergencyStopped', ['STOPPED']],
+  ['DORMANT', 'SystemEvent.EmergencyStopped', ['STOPPED']],
+  ['AWAKE', 'SystemEvent.EmergencyStopped', ['STOPPED']],
+  ['RECOVERING', 'SystemEvent.EmergencyStopped', ['STOPPED']],
+  ['PAUSED', 'SystemEvent.EmergencyStopped', ['STOPPED']],
+];
+
+const TABLE: ReadonlyMap<string, ReadonlySet<LifecycleState>> = new Map(ROWS.map(([from, trigger, to]) => [`${from}|${trigger}`, new Set(to)]));
+
+/** The lifecycle transition table as data, for docs and tests. */
+export const LIFECYCLE_TABLE = ROWS;
+
+export function lifecycleAllows(from: LifecycleState, trigger: LifecycleTrigger, to: LifecycleState): boolean {
+  return TABLE.get(`${from}|${trigger}`)?.has(to) ?? false;
+}

@@ -1,0 +1,93 @@
+// Forged copies of a real store, for replay and restore tests: the edits a tamperer (or
+// a build with other versions) could leave in events.db.
+import Database from 'better-sqlite3';
+import { cpSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { canonicalJson } from '../../schema/canonical-json.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+import { tempDir } from './writer-fixture.js';
+
+/** Copies of one run folder, removed together. */
+export class RunCopies {
+  private readonly dirs: string[] = [];
+  constructor(private readonly source: string) {}
+  copy(): string {
+    const dir = tempDir('ds-forged-');
+    this.dirs.push(dir);
+    cpSync(this.source, dir, { recursive: true });
+    return dir;
+  }
+  removeAll(): void {
+    for (const dir of this.dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function storeOf(dir: string): string {
+  return path.join(dir, RUN_FILES.store);
+}
+
+/** Opens the copy's store writable with the append-only triggers dropped, as a tamperer would. */
+export function tamper(dir: string, edit: (db: Database.Database) => void): void {
+  const db = new Database(storeOf(dir));
+  try {
+    db.exec('DROP TRIGGER IF EXISTS events_refuse_update; DROP TRIGGER IF EXISTS events_refuse_delete; DROP TRIGGER IF EXISTS events_refuse_overwrite;');
+    edit(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** Rewrites the stored envelope at `seq` (its hashes left as they were: replay does not check them). */
+export function editEnvelope(db: Database.Database, seq: number, change: (env: EventEnvelope) => EventEnvelope): void {
+  const row = db.prepare('SELECT envelope FROM events WHERE seq = ?').get(seq) as { envelope: string };
+  const edited = change(JSON.parse(row.envelope) as EventEnvelope);
+  db.prepare('UPDATE events SET envelope = ? WHERE seq = ?').run(canonicalJson(edited), seq);
+}
+
+export interface SnapshotRow {
+  readonly seq: number;
+  readonly projection: string;
+  readonly projector_version: string;
+  readonly state_machine_version: string;
+  readonly event_schema_version: string;
+  readonly state: string;
+  readonly state_hash: string;
+}
+
+export function readSnapshots(file: string): SnapshotRow[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT * FROM snapshots ORDER BY seq').all() as SnapshotRow[];
+  } finally {
+    db.close();
+  }
+}
+
+export interface ProjectionRow {
+  readonly name: string;
+  readonly version: string;
+  readonly state_machine_version: string;
+  readonly event_schema_version: string;
+  readonly state: string;
+  readonly state_hash: string;
+  readonly last_applied_event_seq: number;
+}
+
+export function readProjectionRow(file: string): ProjectionRow {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT name, version, state_machine_version, event_schema_version, state, state_hash, last_applied_event_seq FROM projection').get() as ProjectionRow;
+  } finally {
+    db.close();
+  }
+}
+
+export function seqsOfType(file: string, eventType: string): number[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    return (db.prepare('SELECT seq FROM events WHERE event_type = ? ORDER BY seq').all(eventType) as { seq: number }[]).map((r) => r.seq);
+  } finally {
+    db.close();
+  }
+}
