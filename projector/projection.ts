@@ -12,6 +12,8 @@ export interface Projection<S> {
   initial(): S;
   /** Returns the next state; must not mutate `state`. Throws ProjectionRefusal to refuse. */
   apply(state: S, event: EventEnvelope): S;
+  /** Same result as folding apply() over `events`; lets a projection copy its state once per batch. */
+  applyAll?(state: S, events: readonly EventEnvelope[]): S;
 }
 
 /** An event the projection will not accept (e.g. an illegal state transition). */

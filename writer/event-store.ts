@@ -11,6 +11,7 @@ import type { EventEnvelope } from '../schema/envelope.js';
 import { computeEventHash, eventIdFor } from '../schema/envelope-hash.js';
 import { EVENT_SCHEMA_VERSION, eventDefinition } from '../schema/event-catalog.js';
 import { GENESIS_HASH, hashText, type HashString } from '../schema/hash.js';
+import { evidenceEligibility } from '../projector/evidence.js';
 import { ProjectionRefusal, type Projection } from '../projector/projection.js';
 import { buildEnvelopeText } from './envelope-text.js';
 import { describeDifference, formatVersions, versionDifferences, versionsOf, type ProjectionVersions } from './projection-versions.js';
@@ -67,6 +68,7 @@ export class EventStore {
   private readonly snapshotHashAt: Database.Statement<[number], { state_hash: string }>;
   private readonly versions: ProjectionVersions;
   private readonly byKey: Database.Statement<[string], StoredRow>;
+  private readonly byEventId: Database.Statement<[string], StoredRow>;
   private readonly readPageStmt: Database.Statement<[number, number], { envelope: string }>;
   private readonly readByTypeStmts = new Map<number, Database.Statement<unknown[], { envelope: string }>>();
 
@@ -102,6 +104,7 @@ export class EventStore {
       );
       this.snapshotHashAt = this.db.prepare('SELECT state_hash FROM snapshots WHERE seq = ?');
       this.byKey = this.db.prepare('SELECT seq, envelope FROM events WHERE idempotency_key = ?');
+      this.byEventId = this.db.prepare('SELECT seq, envelope FROM events WHERE event_id = ?');
       this.readPageStmt = this.db.prepare('SELECT envelope FROM events WHERE seq >= ? ORDER BY seq LIMIT ?');
       if (create) {
         this.state = projection.initial();
@@ -233,8 +236,8 @@ export class EventStore {
     const run = this.db.transaction(() => {
       let seq = this.headSeq;
       let previous = this.headHash;
-      let state = this.state;
       const appended: AppendResult['events'] = [];
+      const envelopes: EventEnvelope[] = [];
       for (const draft of drafts) {
         seq += 1;
         const fields = {
@@ -251,17 +254,21 @@ export class EventStore {
           idempotency_key: draft.idempotency_key,
           previous_event_hash: previous,
         };
+        // Evidence is looked up inside the transaction, so a FACT may cite an event
+        // appended earlier in the same batch.
+        if (draft.event_type === 'MemoryEvent.ClaimRecorded') this.checkFactEvidence(draft.payload, seq);
         const built = buildEnvelopeText(fields, draft.payloadText);
         this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
-        const envelope: EventEnvelope = { ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash };
-        try {
-          state = projection.apply(state, envelope);
-        } catch (error) {
-          if (error instanceof ProjectionRefusal) throw new WriterError('projection_rejected', error.message, { seq, event_type: draft.event_type });
-          throw error;
-        }
+        envelopes.push({ ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash });
         appended.push({ seq, event_id: fields.event_id, event_hash: built.eventHash, deduplicated: false });
         previous = built.eventHash;
+      }
+      let state: unknown;
+      try {
+        state = projection.applyAll ? projection.applyAll(this.state, envelopes) : envelopes.reduce((s, e) => projection.apply(s, e), this.state);
+      } catch (error) {
+        if (error instanceof ProjectionRefusal) throw new WriterError('projection_rejected', error.message, { seq: error.seq, event_type: error.eventType });
+        throw error;
       }
       const stateText = canonicalJson(state);
       const stateHash = hashText(stateText);
@@ -275,6 +282,19 @@ export class EventStore {
     this.headHash = done.previous;
     this.state = done.state;
     return { events: done.appended, head: this.head() };
+  }
+
+  /** A FACT must rest on eligible events already in the store (DESIGN §6.7, spec §17.2). */
+  private checkFactEvidence(payload: Record<string, unknown>, seq: number): void {
+    if (payload.claim_type !== 'FACT') return;
+    const cited = payload.evidence_event_ids as readonly string[];
+    if (cited.length === 0) throw new WriterError('evidence_rejected', `the FACT at seq ${seq} cites no evidence`, { seq });
+    for (const eventId of cited) {
+      const row = this.byEventId.get(eventId);
+      if (!row) throw new WriterError('evidence_rejected', `the FACT at seq ${seq} cites event ${eventId}, which is not in the store`, { seq, event_id: eventId });
+      const verdict = evidenceEligibility(JSON.parse(row.envelope) as EventEnvelope);
+      if (!verdict.eligible) throw new WriterError('evidence_rejected', `the FACT at seq ${seq} cites event ${eventId} (seq ${row.seq}): ${verdict.reason}`, { seq, event_id: eventId });
+    }
   }
 
   private findReplay(drafts: readonly ValidatedDraft[]): AppendResult | null {

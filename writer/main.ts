@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { projectionNamed } from '../projector/registry.js';
 import { EventStore, StoreOpenError } from './event-store.js';
 import { WriterParentMessage, type WriterChildMessage, type WriterStartConfig } from './protocol.js';
-import { startWriterServer, type WriterServer } from './socket-server.js';
+import { someoneListens, startWriterServer, type WriterServer } from './socket-server.js';
 
 process.title = 'ds-writer';
 const START_TIMEOUT_MS = 10_000;
@@ -59,6 +59,9 @@ async function stop(reason: string): Promise<void> {
 
 async function start(config: WriterStartConfig): Promise<void> {
   const identity = { subject_id: config.subject_id, experiment_id: config.experiment_id, manifest_sha256: config.manifest_sha256 };
+  if (await someoneListens(config.socket_path)) {
+    return fail('socket_in_use', `socket ${config.socket_path} is served by a running process (another writer?); refusing to take it over`);
+  }
   try {
     const options = {
       path: config.db_path,

@@ -23,6 +23,8 @@ import { StoreReadError, StoreReader, type StoredProjection } from './store-read
 
 export type ReplayMode = 'strict' | 'migrate' | 'use-recorded';
 
+const REPLAY_CHUNK_EVENTS = 1_024;
+
 export interface ReplayOptions {
   /** Stop after the event at this seq (default: the last one). */
   readonly toSeq?: number;
@@ -184,15 +186,24 @@ export function replayFrom(reader: StoreReader, options: ReplayOptions = {}): Re
   if (fromSnapshotSeq === null) state = projection.initial();
   let expectedSeq = afterSeq + 1;
   let migrated = 0;
+  // Events go to the projection in chunks, so a projection that copies its state per
+  // call (applyAll) copies once per chunk; memory stays bounded by the chunk.
+  const chunk: EventEnvelope[] = [];
+  const flush = (): void => {
+    state = projection.applyAll ? projection.applyAll(state, chunk) : chunk.reduce((s, e) => projection.apply(s, e), state);
+    chunk.length = 0;
+  };
   // Bounded by the query: the rows with seq in (afterSeq, toSeq].
   for (const row of reader.iterateEvents(afterSeq, toSeq)) {
     if (row.seq !== expectedSeq) throw new StoreReadError('corrupt', `seq ${expectedSeq} is missing from ${reader.path} (next stored is ${row.seq}); run npm run verify on it`);
     const stored = parseStoredEvent(reader, row.seq, row.envelope);
     const event = mode === 'migrate' ? migrateEvent(stored, upcasters) : stored;
     if (event !== stored) migrated += 1;
-    state = projection.apply(state, event);
+    chunk.push(event);
+    if (chunk.length >= REPLAY_CHUNK_EVENTS) flush();
     expectedSeq += 1;
   }
+  flush();
   if (expectedSeq !== toSeq + 1) throw new StoreReadError('corrupt', `seq ${expectedSeq} is missing from ${reader.path}; run npm run verify on it`);
 
   return {

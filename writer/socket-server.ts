@@ -240,7 +240,8 @@ class Connection {
   }
 }
 
-function someoneListens(socketPath: string): Promise<boolean> {
+/** Whether a live process serves `socketPath`; checked before a store is created, so a refused start leaves nothing behind. */
+export function someoneListens(socketPath: string): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = net.createConnection(socketPath);
     probe.once('connect', () => {

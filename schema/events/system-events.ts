@@ -25,6 +25,8 @@ export const APPEND_REJECTION_REASONS = [
   'head_conflict',
   'idempotency_conflict',
   'projection_rejected',
+  /** A FACT that cites no event, an event not in the store, or one that is not evidence. */
+  'evidence_rejected',
   /** The writer failed on the request (a bug or a broken disk); nothing was written. */
   'internal',
 ] as const;

@@ -862,7 +862,9 @@ describe('ds-writer: exclusivity, identity and the file', () => {
     expect(error.message).toMatch(/locked|busy/i);
     // Same socket path as the running writer: the failed start must not take it over either.
     const error2 = await expectStartFails({ socket_path: f.writer.socketPath });
-    expect(error2.message).toMatch(/locked|busy/i);
+    // Refused before it touches the store: the live socket is checked first.
+    expect(error2.code).toBe('socket_in_use');
+    expect(error2.message).toMatch(/is served by a running process/);
 
     expect(() => process.kill(f.writer.pid, 0)).not.toThrow();
     expect(await client.head()).toEqual(before);
