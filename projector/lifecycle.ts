@@ -37,7 +37,9 @@ const ROWS: readonly Row[] = [
   ['DORMANT', 'SystemEvent.Paused', ['PAUSED']],
   ['AWAKE', 'SystemEvent.Paused', ['PAUSED']],
   ['RECOVERING', 'SystemEvent.Paused', ['PAUSED']],
-  ['PAUSED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']],
+  // A wake may end while paused (the schedule goes on); resuming returns to where it is.
+  ['PAUSED', 'ExperimentEvent.WakeEnded', ['PAUSED']],
+  ['PAUSED', 'SystemEvent.Resumed', ['DORMANT', 'AWAKE', 'RECOVERING']],
   ['CREATED', 'SystemEvent.EmergencyStopped', ['STOPPED']],
   ['DORMANT', 'SystemEvent.EmergencyStopped', ['STOPPED']],
   ['AWAKE', 'SystemEvent.EmergencyStopped', ['STOPPED']],

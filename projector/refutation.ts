@@ -26,7 +26,10 @@ export function refuteEvent(state: SubjectState, eventId: string, refutingEventI
       throw new ProjectionRefusal(at.seq, at.event_type, `more than ${SUBJECT_LIMITS.maxRefutedEvents} refuted events`);
     }
     state.refuted_events[refuted] = refutingEventId;
-    for (const claimId of own(state.evidence_dependents, refuted) ?? []) {
+    // The refuted event may be a FACT's own ClaimRecorded event: that FACT goes too.
+    const factItself = own(state.fact_claim_events, refuted);
+    const direct = factItself === undefined ? [] : [factItself];
+    for (const claimId of [...direct, ...(own(state.evidence_dependents, refuted) ?? [])]) {
       const claim = own(state.claims, claimId);
       if (!claim || claim.status === 'refuted') continue;
       claim.status = 'refuted';
@@ -36,8 +39,9 @@ export function refuteEvent(state: SubjectState, eventId: string, refutingEventI
   }
 }
 
-/** Indexes a new FACT under its evidence; returns the refutation it is born with, if any. */
-export function indexFact(state: SubjectState, claimId: string, evidenceEventIds: readonly string[]): { refuting_event_id: string; via_event_id: string } | null {
+/** Indexes a new FACT under its evidence and its own event; returns the refutation it is born with, if any. */
+export function indexFact(state: SubjectState, claimId: string, claimEventId: string, evidenceEventIds: readonly string[]): { refuting_event_id: string; via_event_id: string } | null {
+  state.fact_claim_events[claimEventId] = claimId;
   let bornRefuted: { refuting_event_id: string; via_event_id: string } | null = null;
   for (const eventId of evidenceEventIds) {
     const dependents = own(state.evidence_dependents, eventId);

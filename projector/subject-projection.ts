@@ -32,9 +32,10 @@ function moveCognition(state: SubjectState, trigger: CognitiveTrigger, refuse: R
   state.cognitive_state = next;
 }
 
-/** Runtime events belong to a wake: the subject acts only while awake (or observes while recovering). */
+/** Runtime events belong to a wake: the subject acts only while awake (or observes while recovering), never while paused. */
 function requireWake(state: SubjectState, refuse: Refuse, options: { sideEffect: boolean }): string {
   if (state.current_wake_id === null) refuse.because(`no wake is in progress (lifecycle ${state.lifecycle_state})`);
+  if (state.lifecycle_state !== 'AWAKE' && state.lifecycle_state !== 'RECOVERING') refuse.because(`lifecycle ${state.lifecycle_state}: the subject does not act`);
   if (options.sideEffect && state.lifecycle_state !== 'AWAKE') refuse.because(`lifecycle ${state.lifecycle_state} is read-only: no side effects`);
   return state.current_wake_id;
 }
@@ -54,7 +55,10 @@ function consumeAllowedProposal(state: SubjectState, proposalId: string, tool: '
 }
 
 function closeIntent(state: SubjectState, intentEventId: string, refuse: Refuse): void {
-  if (!own(state.open_intents, intentEventId)) refuse.because(`no open execution intent ${intentEventId}`);
+  const intent = own(state.open_intents, intentEventId);
+  if (!intent) refuse.because(`no open execution intent ${intentEventId}`);
+  // An unknown outcome is resolved only by an operator's statement (DESIGN §7).
+  if (intent.outcome !== 'pending') refuse.because(`intent ${intentEventId} has an unknown outcome: only SystemEvent.OperatorResolved may close it`);
   delete state.open_intents[intentEventId];
 }
 
@@ -113,7 +117,7 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       moveLifecycle(state, e.event_type, 'PAUSED', refuse);
       return true;
     case 'SystemEvent.Resumed':
-      moveLifecycle(state, e.event_type, hasUnknownOutcome(state) ? 'RECOVERING' : 'DORMANT', refuse);
+      moveLifecycle(state, e.event_type, hasUnknownOutcome(state) ? 'RECOVERING' : state.current_wake_id !== null ? 'AWAKE' : 'DORMANT', refuse);
       return true;
     case 'SystemEvent.EmergencyStopped':
       moveLifecycle(state, e.event_type, 'STOPPED', refuse);
@@ -140,7 +144,8 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
     }
     case 'ExperimentEvent.WakeEnded': {
       if (state.current_wake_id !== e.payload.wake_id) refuse.because(`wake ${e.payload.wake_id} is not the one in progress (${String(state.current_wake_id)})`);
-      moveLifecycle(state, e.event_type, state.lifecycle_state === 'RECOVERING' ? 'RECOVERING' : 'DORMANT', refuse);
+      const to: LifecycleState = state.lifecycle_state === 'RECOVERING' || state.lifecycle_state === 'PAUSED' ? state.lifecycle_state : 'DORMANT';
+      moveLifecycle(state, e.event_type, to, refuse);
       moveCognition(state, e.event_type, refuse);
       state.current_wake_id = null;
       state.proposals = {};
@@ -161,7 +166,7 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       if (own(state.proposals, p.proposal_id)) refuse.because(`proposal ${p.proposal_id} exists in this wake`);
       if (Object.keys(state.proposals).length >= SUBJECT_LIMITS.maxProposalsPerWake) refuse.because(`more than ${SUBJECT_LIMITS.maxProposalsPerWake} proposals in one wake`);
       moveCognition(state, e.event_type, refuse);
-      state.proposals[p.proposal_id] = { tool: p.tool, op: p.op, fingerprint: actionFingerprint(p.tool, p.op, p.args), decision: 'pending', executed: false };
+      state.proposals[p.proposal_id] = { tool: p.tool, op: p.op, fingerprint: actionFingerprint(p.tool, p.op, p.args), decision: 'pending', decision_event_id: null, executed: false };
       return true;
     }
     case 'ActionEvent.PermissionDecided': {
@@ -182,6 +187,7 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
         state.denied_actions[proposal.fingerprint] = { proposal_id: p.proposal_id, seq: event.seq, repeats: 0 };
       }
       proposal.decision = p.decision;
+      proposal.decision_event_id = event.event_id;
       moveCognition(state, p.decision === 'allow' ? 'ActionEvent.PermissionDecided:allow' : 'ActionEvent.PermissionDecided:deny', refuse);
       return true;
     }
@@ -189,6 +195,9 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       requireWake(state, refuse, { sideEffect: true });
       const p = e.payload;
       consumeAllowedProposal(state, p.proposal_id, 'files', refuse);
+      if (own(state.proposals, p.proposal_id)!.decision_event_id !== p.permission_event_id) {
+        refuse.because(`permission_event_id ${p.permission_event_id} is not the decision on proposal ${p.proposal_id}`);
+      }
       if (Object.keys(state.open_intents).length >= SUBJECT_LIMITS.maxOpenIntents) refuse.because(`more than ${SUBJECT_LIMITS.maxOpenIntents} open execution intents`);
       moveCognition(state, e.event_type, refuse);
       state.open_intents[event.event_id] = {
@@ -332,7 +341,7 @@ function recordClaim(state: SubjectState, event: EventEnvelope, p: PayloadOf<'Me
   if (p.claim_type === 'FACT' && p.evidence_event_ids.length === 0) refuse.because('a FACT needs evidence_event_ids');
   if (p.claim_type === 'INFERENCE' && p.confidence === null) refuse.because('an INFERENCE carries a confidence');
   moveCognition(state, event.event_type as CognitiveTrigger, refuse);
-  const bornRefuted = p.claim_type === 'FACT' ? indexFact(state, p.claim_id, p.evidence_event_ids) : null;
+  const bornRefuted = p.claim_type === 'FACT' ? indexFact(state, p.claim_id, event.event_id, p.evidence_event_ids) : null;
   state.claims[p.claim_id] = {
     claim_type: p.claim_type,
     statement: p.statement,

@@ -42,6 +42,8 @@ export const Proposal = z.strictObject({
   /** sha256 of JCS({tool, op, args}): the same action proposed again has the same one. */
   fingerprint: HashString,
   decision: z.enum(['pending', 'allow', 'deny']),
+  /** The PermissionDecided event; an execution intent must name it. */
+  decision_event_id: Nullable(Id),
   executed: z.boolean(),
 });
 
@@ -111,6 +113,8 @@ export const SubjectState = z.strictObject({
   refuted_events: z.record(Id, Id),
   /** event_id → ids of FACT claims resting on it: the justification index refutation walks. */
   evidence_dependents: z.record(Id, z.array(Id)),
+  /** ClaimRecorded event_id → its FACT claim, so refuting that event downgrades the FACT itself. */
+  fact_claim_events: z.record(Id, Id),
   plan_proposals: z.record(Id, PlanProposal),
   plan_revisions: z.strictObject({ accepted: z.number().int(), rejected: z.number().int() }),
 });
@@ -140,6 +144,7 @@ export function initialSubjectState(): SubjectState {
     claims: {},
     refuted_events: {},
     evidence_dependents: {},
+    fact_claim_events: {},
     plan_proposals: {},
     plan_revisions: { accepted: 0, rejected: 0 },
   };

@@ -267,7 +267,13 @@ export class EventStore {
       try {
         state = projection.applyAll ? projection.applyAll(this.state, envelopes) : envelopes.reduce((s, e) => projection.apply(s, e), this.state);
       } catch (error) {
-        if (error instanceof ProjectionRefusal) throw new WriterError('projection_rejected', error.message, { seq: error.seq, event_type: error.eventType });
+        if (error instanceof ProjectionRefusal) {
+          // The reason may quote ids from the payload: the caller gets it, the store's record does not.
+          const index = error.seq - this.headSeq - 1;
+          throw new WriterError('projection_rejected', error.message, { seq: error.seq, index, event_type: error.eventType }, {
+            recordNote: `event ${index} of the batch (${error.eventType}) was refused by the ${projection.name} projection`,
+          });
+        }
         throw error;
       }
       const stateText = canonicalJson(state);
@@ -287,13 +293,20 @@ export class EventStore {
   /** A FACT must rest on eligible events already in the store (DESIGN §6.7, spec §17.2). */
   private checkFactEvidence(payload: Record<string, unknown>, seq: number): void {
     if (payload.claim_type !== 'FACT') return;
+    const index = seq - this.headSeq - 1;
+    const refuse = (message: string, note: string, details: Record<string, unknown>): never => {
+      throw new WriterError('evidence_rejected', message, { index, ...details }, { recordNote: `event ${index} of the batch: a FACT ${note}` });
+    };
     const cited = payload.evidence_event_ids as readonly string[];
-    if (cited.length === 0) throw new WriterError('evidence_rejected', `the FACT at seq ${seq} cites no evidence`, { seq });
+    if (cited.length === 0) refuse(`the FACT (event ${index} of the batch) cites no evidence`, 'cites no evidence', {});
     for (const eventId of cited) {
       const row = this.byEventId.get(eventId);
-      if (!row) throw new WriterError('evidence_rejected', `the FACT at seq ${seq} cites event ${eventId}, which is not in the store`, { seq, event_id: eventId });
-      const verdict = evidenceEligibility(JSON.parse(row.envelope) as EventEnvelope);
-      if (!verdict.eligible) throw new WriterError('evidence_rejected', `the FACT at seq ${seq} cites event ${eventId} (seq ${row.seq}): ${verdict.reason}`, { seq, event_id: eventId });
+      if (!row) return refuse(`the FACT (event ${index} of the batch) cites event ${eventId}, which is not in the store`, 'cites an event that is not in the store', { event_id: eventId });
+      const stored = JSON.parse(row.envelope) as EventEnvelope;
+      const verdict = evidenceEligibility(stored);
+      if (!verdict.eligible) {
+        refuse(`the FACT (event ${index} of the batch) cites event ${eventId} (seq ${row.seq}): ${verdict.reason}`, `cites an event that is not evidence (${stored.event_type} at seq ${row.seq})`, { event_id: eventId });
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 // The SQL layout of events.db (DESIGN §4). The triggers guard against accidents by
 // anyone holding the file; tampering by someone who drops them is caught by the chain.
-export const STORE_FORMAT_VERSION = 1;
+// 2: snapshots table, version columns on the projection row, partial idempotency index.
+export const STORE_FORMAT_VERSION = 2;
 /** PRAGMA application_id: "DSS1", so the writer never mistakes another file for a store. */
 export const STORE_APPLICATION_ID = 0x44535331;
 
