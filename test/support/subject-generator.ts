@@ -5,6 +5,7 @@
 // a valid stream into an illegal one, with the index where the projection must refuse.
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
+import type { HashString } from '../../schema/hash.js';
 import type { EventDraft } from '../../writer/protocol.js';
 import { chain, d, SUBJECT_ID, SubjectStream, type Budget, type Tool } from './subject-events.js';
 
@@ -116,6 +117,8 @@ class Generator {
   private readonly claims = new Map<string, ShadowClaim>();
   private readonly refutable: string[] = [];
   private readonly factEvents: string[] = [];
+  /** ClaimRecorded events of every type: a correction may name a claim directly. */
+  private readonly claimEvents: string[] = [];
   private readonly directlyRefuted = new Set<string>();
   private readonly plans = new Map<string, { goalId: string; steps: string[] }>();
   private planCount = 0;
@@ -133,7 +136,7 @@ class Generator {
 
   private fresh(prefix: string): string {
     this.counter += 1;
-    return `${prefix}-${this.counter}`;
+    return `${prefix}-g${this.counter}`;
   }
 
   private freshId(prefix: string, taken: (id: string) => boolean): string {
@@ -192,10 +195,12 @@ class Generator {
           [pending ? 2 : 0, () => this.closeIntent(false)],
         ])();
       case 'PAUSED':
+        // A paused subject does not act; the world and the schedule go on (a wake may end).
         return t.weighted<() => void>([
           [3, () => this.resume()],
           [2, () => this.world()],
           [1, () => this.noise()],
+          [this.wake !== null ? 2 : 0, () => this.endWake()],
         ])();
       default:
         break;
@@ -218,6 +223,7 @@ class Generator {
           [1, () => this.world()],
           [1, () => this.noise()],
           [1, () => this.endWake()],
+          [1, () => this.pause()],
         ])();
       case 'DELIBERATING':
       case 'REFLECTING':
@@ -225,7 +231,7 @@ class Generator {
           [2, () => this.model()],
           [this.proposals.size < 60 ? 5 : 0, () => this.propose()],
           [3, () => this.claim()],
-          [1, () => this.push(d.focus(this.tape.pick(['report', 'inbox', null]), this.tape.pick(['dataset', null])))],
+          [1, () => this.focus()],
           [this.plans.size < 15 ? 1 : 0, () => this.proposePlan()],
           [this.plans.size > 0 ? 2 : 0, () => this.decidePlan()],
           [1, () => this.endWake()],
@@ -234,12 +240,14 @@ class Generator {
           [pending ? 1 : 0, () => this.closeIntent(true)],
           [unknown ? 1 : 0, () => this.resolve()],
           [1, () => (this.tape.int(10) === 9 ? this.stop() : this.world())],
+          [1, () => this.pause()],
         ])();
       case 'AWAITING_PERMISSION':
         return t.weighted<() => void>([
           [6, () => this.decide()],
           [1, () => this.endWake()],
           [1, () => this.world()],
+          [1, () => this.pause()],
         ])();
       case 'EXECUTING':
         return t.weighted<() => void>([
@@ -248,6 +256,7 @@ class Generator {
           [1, () => this.endWake()],
           [1, () => this.world()],
           [unknown ? 1 : 0, () => this.resolve()],
+          [1, () => this.pause()],
         ])();
       case 'IDLE':
         throw new Error('shadow: IDLE inside a wake');
@@ -283,7 +292,7 @@ class Generator {
         const targets: string[] = [];
         if (this.refutable.length > 0 && !t.chance(10)) {
           const n = 1 + t.int(3);
-          for (let i = 0; i < n; i++) targets.push(t.pick(this.refutable));
+          for (let i = 0; i < n; i++) targets.push(this.claimEvents.length > 0 && t.chance(15) ? t.pick(this.claimEvents) : t.pick(this.refutable));
         }
         e = this.push(d.information(targets), targets.length > 0);
         for (const id of targets) this.directlyRefuted.add(id);
@@ -312,7 +321,7 @@ class Generator {
 
   private resume(): void {
     this.push(d.resumed());
-    this.lifecycle = this.unknownIntents().length > 0 ? 'RECOVERING' : 'DORMANT';
+    this.lifecycle = this.unknownIntents().length > 0 ? 'RECOVERING' : this.wake !== null ? 'AWAKE' : 'DORMANT';
   }
 
   private stop(): void {
@@ -365,7 +374,7 @@ class Generator {
     const id = this.freshId('p', (x) => this.proposals.has(x));
     const tool = t.pick(['files', 'task_board', 'journal'] as const);
     const op = tool === 'files' ? 'write' : tool === 'task_board' ? 'change' : 'append';
-    const args = tool === 'files' ? { path: t.pick(['a.md', 'b.md', 'constructor.md']) } : tool === 'task_board' ? { task: t.pick(['x', 'y']) } : {};
+    const args: Record<string, string> = tool === 'files' ? { path: t.pick(['a.md', 'b.md', 'constructor.md']) } : tool === 'task_board' ? { task: t.pick(['x', 'y']) } : {};
     this.push(d.actionProposed(id, tool, op, args));
     this.proposals.set(id, { tool, key: canonicalJson({ tool, op, args }), decision: 'pending', executed: false, permissionEventId: null });
     this.cognitive = 'AWAITING_PERMISSION';
@@ -443,7 +452,7 @@ class Generator {
       [4, 'succeeded'],
       [1, 'failed'],
       [this.cognitive === 'EXECUTING' ? 0 : 2, 'reconciled'],
-      [mayBeUnknown ? 1 : 0, 'unknown'],
+      [mayBeUnknown ? 3 : 0, 'unknown'],
     ] as const);
     switch (kind) {
       case 'succeeded': {
@@ -500,7 +509,13 @@ class Generator {
     }
     const e = this.push(d.claim(id, type, evidence, type === 'INFERENCE' ? { confidence: t.int(11) / 10 } : {}));
     this.claims.set(id, { type, eventId: e.event_id, evidence });
+    this.claimEvents.push(e.event_id);
     if (type === 'FACT') this.factEvents.push(e.event_id);
+    this.cognitive = 'REFLECTING';
+  }
+
+  private focus(): void {
+    this.push(d.focus(this.tape.pick(['report', 'inbox', null]), this.tape.pick(['dataset', null])));
     this.cognitive = 'REFLECTING';
   }
 
@@ -541,10 +556,11 @@ class Generator {
 
   private expected(): Expected {
     // JTMS closure: evidence always precedes the FACT citing it, so one pass in seq order.
+    // A FACT is out when its own record or anything it rests on is refuted.
     const refuted = new Set(this.directlyRefuted);
     const claims: Record<string, { type: string; status: 'active' | 'refuted' }> = {};
     for (const [id, c] of this.claims) {
-      const isRefuted = c.type === 'FACT' && c.evidence.some((e) => refuted.has(e));
+      const isRefuted = c.type === 'FACT' && (refuted.has(c.eventId) || c.evidence.some((e) => refuted.has(e)));
       if (isRefuted) refuted.add(c.eventId);
       claims[id] = { type: c.type, status: isRefuted ? 'refuted' : 'active' };
     }
@@ -645,6 +661,16 @@ export function corruptions(drafts: readonly EventDraft[], seed: number): Corrup
     seqOf: contiguous,
     refuseAt: i + 1,
   }));
+  add('an intent naming another permission event', choose(at('ActionEvent.ExecutionIntentRecorded')), (i) => ({
+    drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { permission_event_id: '00000000-0000-8000-8000-000000000000' })),
+    seqOf: contiguous,
+    refuseAt: i,
+  }));
+  add('ToolSucceeded closing an unknown outcome', choose(at('ActionEvent.ToolOutcomeUnknown')), (i) => ({
+    drafts: insertAt(drafts, i + 1, d.toolSucceeded(String(payload(drafts[i]!).intent_event_id))),
+    seqOf: contiguous,
+    refuseAt: i + 1,
+  }));
   add('a tool outcome reported twice', choose(at('ActionEvent.ToolSucceeded')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
   add('OperatorResolved twice', choose(at('SystemEvent.OperatorResolved')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
   add('a plan accepted twice', choose(at('PlanEvent.PlanRevisionAccepted')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
@@ -683,6 +709,15 @@ export function corruptions(drafts: readonly EventDraft[], seed: number): Corrup
   return out;
 }
 
-export function sealCorruption(c: Corruption): EventEnvelope[] {
-  return chain(c.drafts, SUBJECT_ID, c.seqOf);
+/**
+ * The corrupted stream as envelopes. Its first `refuseAt` events are exactly the valid
+ * stream's (`valid`), so they are reused; the rest is sealed onto the valid chain.
+ */
+export function sealCorruption(c: Corruption, valid: readonly EventEnvelope[]): EventEnvelope[] {
+  const prefix = valid.slice(0, c.refuseAt);
+  for (let i = 0; i < prefix.length; i++) {
+    if (prefix[i]!.seq !== c.seqOf(i) || prefix[i]!.event_type !== c.drafts[i]!.event_type) throw new Error(`corruption ${c.kind} changed the prefix at ${i}`);
+  }
+  const tail = chain(c.drafts.slice(c.refuseAt), SUBJECT_ID, (i) => c.seqOf(c.refuseAt + i), prefix.length === 0 ? undefined : (prefix[prefix.length - 1]!.event_hash as HashString));
+  return [...prefix, ...tail];
 }
