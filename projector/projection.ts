@@ -14,6 +14,11 @@ export interface Projection<S> {
   apply(state: S, event: EventEnvelope): S;
   /** Same result as folding apply() over `events`; lets a projection copy its state once per batch. */
   applyAll?(state: S, events: readonly EventEnvelope[]): S;
+  /**
+   * Same result as apply(), written into `state`, for a caller that owns its state and
+   * discards it on a refusal (replay). Never used by the writer, which must not half-apply.
+   */
+  applyInPlace?(state: S, event: EventEnvelope): void;
 }
 
 /** An event the projection will not accept (e.g. an illegal state transition). */

@@ -382,7 +382,10 @@ export function subjectStateHash(state: SubjectState): string {
   return hashText(canonicalJson(state));
 }
 
-export const subjectProjection: Projection<SubjectState> & { applyAll(state: SubjectState, events: readonly EventEnvelope[]): SubjectState } = {
+export const subjectProjection: Projection<SubjectState> & {
+  applyAll(state: SubjectState, events: readonly EventEnvelope[]): SubjectState;
+  applyInPlace(state: SubjectState, event: EventEnvelope): void;
+} = {
   name: 'subject',
   version: SUBJECT_PROJECTOR_VERSION,
   stateMachineVersion: STATE_MACHINE_VERSION,
@@ -397,6 +400,7 @@ export const subjectProjection: Projection<SubjectState> & { applyAll(state: Sub
     for (const event of events) evolve(next, event);
     return next;
   },
+  applyInPlace: evolve,
 };
 
 /** For replay, which owns its state: evolves in place, one event at a time. */

@@ -130,6 +130,11 @@ function checkEventVersions(reader: StoreReader, afterSeq: number, toSeq: number
   return { refused, accepted, missing };
 }
 
+/**
+ * Parses a stored envelope with a structural check only: replay trusts a store that
+ * `npm run verify` passed (schemas, hashes, chain) and would otherwise spend most of its
+ * time re-validating every field; what it does check is what it relies on.
+ */
 function parseStoredEvent(reader: StoreReader, seq: number, text: string): EventEnvelope {
   let raw: unknown;
   try {
@@ -137,11 +142,34 @@ function parseStoredEvent(reader: StoreReader, seq: number, text: string): Event
   } catch {
     throw new StoreReadError('corrupt', `the envelope at seq ${seq} of ${reader.path} is not JSON; run npm run verify on it`);
   }
-  const parsed = EventEnvelope.safeParse(raw);
-  if (!parsed.success || parsed.data.seq !== seq) {
+  const e = raw as Partial<Record<keyof EventEnvelope, unknown>> | null;
+  if (
+    e === null ||
+    typeof e !== 'object' ||
+    e.seq !== seq ||
+    typeof e.event_type !== 'string' ||
+    typeof e.schema_version !== 'string' ||
+    typeof e.event_id !== 'string' ||
+    typeof e.occurred_at !== 'string' ||
+    typeof e.payload !== 'object' ||
+    e.payload === null ||
+    Array.isArray(e.payload)
+  ) {
     throw new StoreReadError('corrupt', `the envelope at seq ${seq} of ${reader.path} is not a valid envelope for that seq; run npm run verify on it`);
   }
-  return parsed.data;
+  return raw as EventEnvelope;
+}
+
+type VersionVerdict = 'as-recorded' | 'upcast' | 'refuse';
+
+/** What replay does with events of one type and schema version (decided once per pair). */
+function versionVerdict(eventType: string, schemaVersion: string, mode: ReplayMode, upcasters: UpcasterRegistry): VersionVerdict {
+  if (mode === 'use-recorded') return 'as-recorded';
+  const definition = eventDefinition(eventType);
+  if (!definition) return 'refuse';
+  if (definition.schemaVersion === schemaVersion) return 'as-recorded';
+  if (mode === 'strict') return 'refuse';
+  return upcasters.has(upcasterKey(eventType, schemaVersion)) ? 'upcast' : 'refuse';
 }
 
 /** Replays on an open reader (restore drills run several replays on one). */
@@ -176,18 +204,24 @@ export function replayFrom(reader: StoreReader, options: ReplayOptions = {}): Re
   }
 
   const afterSeq = fromSnapshotSeq ?? 0;
-  const events = checkEventVersions(reader, afterSeq, toSeq, mode, upcasters);
-  refused.push(...events.refused);
-  accepted.push(...events.accepted);
-  if (refused.length > 0) throw new VersionMismatchError(refused);
-  if (events.missing.length > 0) throw new MissingUpcasterError(events.missing);
+  // Event versions are checked while streaming (one pass over the store); the full
+  // summary query runs only to explain a refusal, listing every difference at once.
+  const refuseWithSummary = (): never => {
+    const summary = checkEventVersions(reader, afterSeq, toSeq, mode, upcasters);
+    if (refused.length + summary.refused.length > 0) throw new VersionMismatchError([...refused, ...summary.refused]);
+    if (summary.missing.length > 0) throw new MissingUpcasterError(summary.missing);
+    throw new StoreReadError('corrupt', `${reader.path}: an event version was refused while streaming but the summary finds none; run npm run verify on it`);
+  };
+  if (refused.length > 0) refuseWithSummary();
 
   const { projection } = plan;
   if (fromSnapshotSeq === null) state = projection.initial();
   let expectedSeq = afterSeq + 1;
   let migrated = 0;
-  // Events go to the projection in chunks, so a projection that copies its state per
-  // call (applyAll) copies once per chunk; memory stays bounded by the chunk.
+  const verdicts = new Map<string, VersionVerdict>();
+  const upcastGroups = new Map<string, { event_type: string; schema_version: string; expected: string; events: number; first_seq: number }>();
+  // Replay owns its state (fresh, or parsed from a snapshot), so a projection that can
+  // evolve in place does; otherwise events go in chunks, so applyAll copies once per chunk.
   const chunk: EventEnvelope[] = [];
   const flush = (): void => {
     state = projection.applyAll ? projection.applyAll(state, chunk) : chunk.reduce((s, e) => projection.apply(s, e), state);
@@ -196,15 +230,33 @@ export function replayFrom(reader: StoreReader, options: ReplayOptions = {}): Re
   // Bounded by the query: the rows with seq in (afterSeq, toSeq].
   for (const row of reader.iterateEvents(afterSeq, toSeq)) {
     if (row.seq !== expectedSeq) throw new StoreReadError('corrupt', `seq ${expectedSeq} is missing from ${reader.path} (next stored is ${row.seq}); run npm run verify on it`);
-    const stored = parseStoredEvent(reader, row.seq, row.envelope);
-    const event = mode === 'migrate' ? migrateEvent(stored, upcasters) : stored;
-    if (event !== stored) migrated += 1;
-    chunk.push(event);
-    if (chunk.length >= REPLAY_CHUNK_EVENTS) flush();
+    let event = parseStoredEvent(reader, row.seq, row.envelope);
+    const key = `${event.event_type}@${event.schema_version}`;
+    let verdict = verdicts.get(key);
+    if (verdict === undefined) {
+      verdict = versionVerdict(event.event_type, event.schema_version, mode, upcasters);
+      verdicts.set(key, verdict);
+    }
+    if (verdict === 'refuse') refuseWithSummary();
+    if (verdict === 'upcast') {
+      const group = upcastGroups.get(key);
+      if (group) group.events += 1;
+      else upcastGroups.set(key, { event_type: event.event_type, schema_version: event.schema_version, expected: eventDefinition(event.event_type)!.schemaVersion, events: 1, first_seq: row.seq });
+      event = migrateEvent(event, upcasters);
+      migrated += 1;
+    }
+    if (projection.applyInPlace) projection.applyInPlace(state, event);
+    else {
+      chunk.push(event);
+      if (chunk.length >= REPLAY_CHUNK_EVENTS) flush();
+    }
     expectedSeq += 1;
   }
-  flush();
+  if (chunk.length > 0) flush();
   if (expectedSeq !== toSeq + 1) throw new StoreReadError('corrupt', `seq ${expectedSeq} is missing from ${reader.path}; run npm run verify on it`);
+  for (const g of upcastGroups.values()) {
+    accepted.push({ where: `events of type ${g.event_type} (${g.events}, first at seq ${g.first_seq})`, field: 'schema_version', recorded: g.schema_version, expected: g.expected });
+  }
 
   return {
     state,

@@ -1,5 +1,6 @@
-// npm run bench: what the writer process costs over raw SQLite doing the same durable
-// work. Four cases, side by side in one run so they share one machine state:
+// The append half of `npm run bench` (bench.ts runs it, then replay-bench.ts): what the
+// writer process costs over raw SQLite doing the same durable work. Four cases, side by
+// side in one run so they share one machine state:
 //   raw_single     better-sqlite3 in-process, one row per BEGIN IMMEDIATE (durable commit)
 //   append_single  the real ds-writer, one event per append, each answer awaited
 //   raw_batched    better-sqlite3, B rows per transaction
@@ -8,28 +9,28 @@
 // payload and envelope of every event).
 // It is a measurement, not a test: it exits 0 when an aim is missed and says MISSED.
 //
-//   npm run bench -- [--events N] [--batch B] [--rounds R] [--json]
+//   npm run bench -- [--events N] [--batch B] [--rounds R] ...
 //     N single-commit events per case and round (batched cases run 20 N), B events per
 //     batch, R interleaved rounds whose median is reported.
 //
-// With --json, stdout carries exactly one JSON object; everything else goes to stderr
-// (the writer child logs to stderr too; the project's .npmrc silences npm's banner).
+// Logs go to stderr (the writer child logs to stderr too); bench.ts prints the table or,
+// with --json, the one JSON object.
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { eventIdFor } from '../../schema/envelope-hash.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { WriterClient } from '../../writer/client.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
 import { CREATE_STORE_SQL } from '../../writer/store-schema.js';
+import { aim, formatRate, log, median, positiveInt, roundTo, type Aim } from './bench-util.js';
 
 /** Minimum ours/raw throughput ratios the writer is meant to reach. */
-const AIMS = { append_single: 0.5, append_batched: 0.25 } as const;
+export const APPEND_AIMS = { append_single: 0.5, append_batched: 0.25 } as const;
 
 const DEFAULT_SINGLE_EVENTS = 1_500;
 const DEFAULT_BATCH_SIZE = 100;
@@ -51,52 +52,25 @@ const EXPERIMENT_ID = 'exp-bench-001';
 const EVENT_TYPE = 'WorldEvent.MessageReceived';
 const FILLER = 'The dataset will follow once the reviewers have signed off on the protocol. ';
 
-interface BenchParams {
+export interface AppendBenchParams {
   readonly singleEvents: number;
   readonly batchedEvents: number;
   readonly batchSize: number;
   readonly rounds: number;
-  readonly json: boolean;
-}
-
-function log(line: string): void {
-  process.stderr.write(`[bench] ${line}\n`);
 }
 
 // ---------------------------------------------------------------------------------
-// Flags
+// Flags (bench.ts parses the command line; UsageError on a bad value)
 
-function usageExit(message: string): never {
-  process.stderr.write(`${message}\nusage: npm run bench -- [--events N] [--batch B] [--rounds R] [--json]\n`);
-  process.exit(2);
-}
+export const APPEND_USAGE = '[--events N] [--batch B] [--rounds R]';
 
-function positiveInt(flag: string, text: string | undefined, fallback: number, max: number): number {
-  if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text)) usageExit(`--${flag} expects a positive integer, got ${JSON.stringify(text)}`);
-  const value = Number(text);
-  if (value < 1 || value > max) usageExit(`--${flag} must be between 1 and ${max}, got ${value}`);
-  return value;
-}
-
-function parseParams(argv: string[]): BenchParams {
-  let values: { events?: string; batch?: string; rounds?: string; json?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { events: { type: 'string' }, batch: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'boolean', default: false } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    usageExit(error instanceof Error ? error.message : String(error));
-  }
+export function appendParams(values: { events?: string; batch?: string; rounds?: string }): AppendBenchParams {
   const singleEvents = positiveInt('events', values.events, DEFAULT_SINGLE_EVENTS, 1_000_000);
   const batchSize = positiveInt('batch', values.batch, DEFAULT_BATCH_SIZE, WRITER_LIMITS.maxBatchEvents);
   const rounds = positiveInt('rounds', values.rounds, DEFAULT_ROUNDS, 100);
   // Whole batches only, so both batched cases commit exactly the same rows.
   const batchedEvents = Math.ceil((singleEvents * BATCHED_EVENTS_FACTOR) / batchSize) * batchSize;
-  return { singleEvents, batchedEvents, batchSize, rounds, json: values.json === true };
+  return { singleEvents, batchedEvents, batchSize, rounds };
 }
 
 // ---------------------------------------------------------------------------------
@@ -354,7 +328,7 @@ type Round = Record<CaseName, Timed>;
 
 /** One pass over every case, each on a fresh store; the round's files go when it ends so
  * disk use stays at one round's worth. */
-async function runRound(parentDir: string, roundNumber: number, params: BenchParams, bodyChars: number): Promise<Round> {
+async function runRound(parentDir: string, roundNumber: number, params: AppendBenchParams, bodyChars: number): Promise<Round> {
   const dir = mkdtempSync(path.join(parentDir, `r${roundNumber}-`));
   try {
     return await runCases(dir, roundNumber, params, bodyChars);
@@ -363,7 +337,7 @@ async function runRound(parentDir: string, roundNumber: number, params: BenchPar
   }
 }
 
-async function runCases(dir: string, roundNumber: number, params: BenchParams, bodyChars: number): Promise<Round> {
+async function runCases(dir: string, roundNumber: number, params: AppendBenchParams, bodyChars: number): Promise<Round> {
   const file = (name: string): string => path.join(dir, `${name}.db`);
   const report = (name: CaseName, result: Timed): Timed => {
     log(`round ${roundNumber}: ${name.padEnd(26)} ${formatRate(result.eventsPerSecond).padStart(9)} /s  (${result.events} in ${result.elapsedMs.toFixed(0)} ms)`);
@@ -376,32 +350,33 @@ async function runCases(dir: string, roundNumber: number, params: BenchParams, b
   return { raw_single: rawSingle, append_single: appendSingle, raw_batched: rawBatched, append_batched: appendBatched };
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 function medianRate(rounds: readonly Round[], name: CaseName): number {
   return median(rounds.map((r) => r[name].eventsPerSecond));
 }
 
-function roundTo(value: number, digits = 0): number {
-  const scale = 10 ** digits;
-  return Math.round(value * scale) / scale;
+export type AppendRatioName = keyof typeof APPEND_AIMS;
+
+export interface AppendBenchResult {
+  /** raw, ours, ratios, aims, params: the keys `npm run bench -- --json` had before replay joined. */
+  readonly report: {
+    readonly raw: Record<string, number>;
+    readonly ours: Record<string, number>;
+    readonly ratios: Record<AppendRatioName, number>;
+    readonly aims: Record<AppendRatioName, Aim>;
+    readonly params: Record<string, unknown>;
+  };
+  /** Unrounded, for the aim lines. */
+  readonly ratios: Record<AppendRatioName, number>;
+  /** The append section of the table, without the aim lines (bench.ts prints every aim together). */
+  readonly tableLines: string[];
 }
 
-function formatRate(value: number): string {
-  return Math.round(value).toLocaleString('en-US');
-}
-
-async function main(): Promise<void> {
-  const params = parseParams(process.argv.slice(2));
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'ds-bench-'));
+export async function runAppendBench(params: AppendBenchParams, parentDir: string): Promise<AppendBenchResult> {
+  const dir = mkdtempSync(path.join(parentDir, 'append-'));
   // Envelope length grows with the digits of seq (and of the `note N` subject); mid-run is close enough.
   const bodyChars = bodyCharsForTarget(params.batchedEvents / 2);
   try {
-    log(`temp dir ${dir}; ${params.rounds} rounds of ${params.singleEvents} single commits and ${params.batchedEvents} batched events (batches of ${params.batchSize})`);
+    log(`append: ${params.rounds} rounds of ${params.singleEvents} single commits and ${params.batchedEvents} batched events (batches of ${params.batchSize})`);
     const sha256HashesPerSecond = benchSha256(HASH_ITERATIONS);
     log(`sha256 of ${ENVELOPE_TARGET_BYTES} B: ${formatRate(sha256HashesPerSecond)} hashes/s`);
     const rounds: Round[] = [];
@@ -413,11 +388,9 @@ async function main(): Promise<void> {
       append_batched: rate('append_batched') / rate('raw_batched'),
     };
     const aims = {
-      append_single: { min_ratio: AIMS.append_single, met: ratios.append_single >= AIMS.append_single },
-      append_batched: { min_ratio: AIMS.append_batched, met: ratios.append_batched >= AIMS.append_batched },
+      append_single: aim(ratios.append_single, APPEND_AIMS.append_single),
+      append_batched: aim(ratios.append_batched, APPEND_AIMS.append_batched),
     };
-    const aimNames = Object.keys(aims) as (keyof typeof aims)[];
-    const missed = aimNames.filter((name) => !aims[name].met);
     const first = rounds[0]!;
     const report = {
       raw: {
@@ -454,11 +427,6 @@ async function main(): Promise<void> {
       },
     };
 
-    if (params.json) {
-      process.stdout.write(`${JSON.stringify(report)}\n`);
-      for (const name of missed) log(`MISSED aim ${name}: ratio ${ratios[name].toFixed(3)} < ${aims[name].min_ratio}`);
-      return;
-    }
     const table: [string, number, string][] = [
       ['raw_single', rate('raw_single'), 'events/s  1 row per durable commit'],
       ['append_single', rate('append_single'), 'events/s  1 event per append, each awaited'],
@@ -466,28 +434,14 @@ async function main(): Promise<void> {
       ['append_batched', rate('append_batched'), `events/s  ${params.batchSize} per append, ${APPENDS_IN_FLIGHT} appends in flight`],
       ['sha256 700 B', sha256HashesPerSecond, 'hashes/s  informational: node:crypto'],
     ];
-    const out: string[] = [
-      '',
+    const tableLines: string[] = [
       `append benchmark: median of ${params.rounds} rounds; envelopes ${first.append_single.envelopeBytes} B (raw rows ${first.raw_single.envelopeBytes} B);`,
       `${params.singleEvents} single-commit events, ${params.batchedEvents} batched events per case and round`,
       '',
     ];
-    for (const [name, value, unit] of table) out.push(`  ${name.padEnd(20)} ${formatRate(value).padStart(10)}  ${unit}`);
-    out.push('');
-    for (const name of aimNames) {
-      const aim = aims[name];
-      out.push(`  ratio ${name.padEnd(14)} ${ratios[name].toFixed(3).padStart(7)}   aim >= ${aim.min_ratio.toFixed(2)}   ${aim.met ? 'met' : 'MISSED'}`);
-    }
-    out.push('');
-    for (const name of missed) out.push(`MISSED: ${name} reaches ${ratios[name].toFixed(3)} of raw; the aim is >= ${aims[name].min_ratio}`);
-    if (missed.length === 0) out.push('all aims met');
-    process.stdout.write(`${out.join('\n')}\n`);
+    for (const [name, value, unit] of table) tableLines.push(`  ${name.padEnd(20)} ${formatRate(value).padStart(10)}  ${unit}`);
+    return { report, ratios, tableLines };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-main().catch((error: unknown) => {
-  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  process.exitCode = 1;
-});
