@@ -74,6 +74,30 @@ export interface StoredEventRow {
   readonly envelope: string;
 }
 
+/**
+ * Opens an events.db read-only and checks it is a store of this build's format. Throws
+ * StoreReadError: 'locked' while a writer holds it, 'not_a_store' otherwise.
+ */
+export function openStoreReadOnly(file: string): Database.Database {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true, timeout: 500 });
+    // The first read is where a writer's exclusive lock shows up.
+    db.pragma('application_id', { simple: true });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/locked|busy/i.test(message)) throw new StoreReadError('locked', `${file} is locked: a writer is still running on it; stop it (or copy the run folder) first`);
+    throw new StoreReadError('not_a_store', `cannot open ${file}: ${message}`);
+  }
+  const appId = db.pragma('application_id', { simple: true });
+  const format = db.pragma('user_version', { simple: true });
+  if (appId !== STORE_APPLICATION_ID || format !== STORE_FORMAT_VERSION) {
+    db.close();
+    throw new StoreReadError('not_a_store', `${file} is not an event store of format ${STORE_FORMAT_VERSION} (application_id ${String(appId)}, user_version ${String(format)})`);
+  }
+  return db;
+}
+
 export class StoreReader {
   private constructor(
     readonly path: string,
@@ -82,36 +106,11 @@ export class StoreReader {
 
   /** Opens `file` read-only and checks it is a store of the format this build reads. */
   static open(file: string): StoreReader {
-    let db: Database.Database;
-    try {
-      db = new Database(file, { readonly: true, fileMustExist: true, timeout: 500 });
-      // The first read is where a writer's exclusive lock shows up.
-      db.pragma('application_id', { simple: true });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (/locked|busy/i.test(message)) throw new StoreReadError('locked', `${file} is locked: a writer is still running on it; stop it (or copy the run folder) first`);
-      throw new StoreReadError('not_a_store', `cannot open ${file}: ${message}`);
-    }
-    const reader = new StoreReader(file, db);
-    try {
-      reader.checkFormat();
-    } catch (error) {
-      db.close();
-      throw error;
-    }
-    return reader;
+    return new StoreReader(file, openStoreReadOnly(file));
   }
 
   close(): void {
     this.db.close();
-  }
-
-  private checkFormat(): void {
-    const appId = this.db.pragma('application_id', { simple: true });
-    const format = this.db.pragma('user_version', { simple: true });
-    if (appId !== STORE_APPLICATION_ID || format !== STORE_FORMAT_VERSION) {
-      throw new StoreReadError('not_a_store', `${this.path} is not an event store of format ${STORE_FORMAT_VERSION} (application_id ${String(appId)}, user_version ${String(format)})`);
-    }
   }
 
   /** The last seq (0 for an empty table). */

@@ -1,7 +1,7 @@
 // Verifies run folders from their files alone (DESIGN §4): every events.db under a
 // folder, every DSSE file, against the controller's public key. It lists every failure
 // it finds with its seq and never stops at the first; it only reads.
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -14,7 +14,7 @@ import { computeEventHash, computePayloadHash, eventIdFor, MAX_SEQ } from '../sc
 import { eventDefinition } from '../schema/event-catalog.js';
 import { GENESIS_HASH, hashCanonical, hashText } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
-import { STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
+import { openStoreReadOnly, StoreReadError } from './store-reader.js';
 
 export interface VerifyFailure {
   /** The events.db or signed file the failure is about, relative to the verified folder. */
@@ -110,18 +110,10 @@ interface StoreFacts {
 function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq: number; payload: unknown }[]): { facts: StoreFacts; events: number; close: () => void } | null {
   let db: Database.Database;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true, timeout: 500 });
-    db.pragma('application_id', { simple: true });
+    db = openStoreReadOnly(file);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    failures.add(file, null, /locked|busy/i.test(message) ? 'store is locked: a writer is still running on it; stop it before verifying' : `cannot open the store: ${message}`);
-    return null;
-  }
-  const appId = db.pragma('application_id', { simple: true });
-  const format = db.pragma('user_version', { simple: true });
-  if (appId !== STORE_APPLICATION_ID || format !== STORE_FORMAT_VERSION) {
-    failures.add(file, null, `not an event store of format ${STORE_FORMAT_VERSION} (application_id ${String(appId)}, user_version ${String(format)})`);
-    db.close();
+    if (!(error instanceof StoreReadError)) throw error;
+    failures.add(file, null, error.code === 'locked' ? 'store is locked: a writer is still running on it; stop it before verifying' : error.message);
     return null;
   }
 

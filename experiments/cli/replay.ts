@@ -3,11 +3,11 @@
 // compares it with what the store holds at that seq. Exit 0 on a match (or when nothing
 // is stored at --to-seq to compare with), 1 on a mismatch or a corrupt store, 2 on
 // misuse or a refused replay (recorded versions differ and no mode was chosen).
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { formatVersions } from '../../writer/projection-versions.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { resolveStorePath } from '../../writer/store-reader.js';
+import { parseCommandLine } from './command-line.js';
 import { reportStoreCommandError } from './store-command-errors.js';
 
 const USAGE = `usage: npm run replay -- DIR [--to-seq N] [--json] [--migrate | --use-recorded]
@@ -20,26 +20,13 @@ exit: 0 match (or nothing stored at N), 1 mismatch or corrupt store, 2 misuse or
 const Seq = z.string().regex(/^[1-9][0-9]*$/, 'expected a whole number >= 1').transform(Number).pipe(z.number().int().min(1));
 
 function main(): number {
-  let args;
-  try {
-    args = parseArgs({
-      allowPositionals: true,
-      options: { json: { type: 'boolean' }, 'to-seq': { type: 'string' }, migrate: { type: 'boolean' }, 'use-recorded': { type: 'boolean' }, help: { type: 'boolean' } },
-    });
-  } catch (error) {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  const { values } = args;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const [target, ...extra] = args.positionals;
-  if (!target || extra.length > 0) {
-    process.stderr.write(`give exactly one run folder or events.db\n${USAGE}\n`);
-    return 2;
-  }
+  const cli = parseCommandLine(
+    USAGE,
+    { json: { type: 'boolean' }, 'to-seq': { type: 'string' }, migrate: { type: 'boolean' }, 'use-recorded': { type: 'boolean' } },
+    'run folder or events.db',
+  );
+  if (!cli.ok) return cli.exitCode;
+  const { values, target } = cli;
   if (values.migrate && values['use-recorded']) {
     process.stderr.write(`--migrate and --use-recorded exclude each other: one replay either upcasts to this build or runs the recorded build\n${USAGE}\n`);
     return 2;

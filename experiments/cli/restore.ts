@@ -3,10 +3,10 @@
 // that checks (or from seq 1), replay from seq 1 as well, and require
 // restored == full replay == stored projection. Exit 0 iff they match; 1 when they do
 // not or the store is corrupt; 2 on misuse or a refused replay (version mismatch).
-import { parseArgs } from 'node:util';
 import { formatVersions } from '../../writer/projection-versions.js';
 import { restoreDrill } from '../../writer/restore.js';
 import { resolveStorePath } from '../../writer/store-reader.js';
+import { parseCommandLine } from './command-line.js';
 import { reportStoreCommandError } from './store-command-errors.js';
 
 const USAGE = `usage: npm run restore -- DIR [--json]
@@ -14,23 +14,10 @@ const USAGE = `usage: npm run restore -- DIR [--json]
 exit: 0 restored == full replay == stored projection, 1 they differ or the store is corrupt, 2 misuse or refused replay`;
 
 function main(): number {
-  let args;
-  try {
-    args = parseArgs({ allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean' } } });
-  } catch (error) {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (args.values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const [target, ...extra] = args.positionals;
-  if (!target || extra.length > 0) {
-    process.stderr.write(`give exactly one run folder or events.db\n${USAGE}\n`);
-    return 2;
-  }
-  const json = args.values.json ?? false;
+  const cli = parseCommandLine(USAGE, { json: { type: 'boolean' } }, 'run folder or events.db');
+  if (!cli.ok) return cli.exitCode;
+  const { target } = cli;
+  const json = cli.values.json ?? false;
   let report;
   try {
     report = restoreDrill(resolveStorePath(target));

@@ -1,31 +1,18 @@
 // npm run verify -- DIR [--json] [--open]
 // Checks every events.db and signed file under DIR. Exit 0 only when everything holds,
 // 1 when something failed verification, 2 when the command itself was misused.
-import { parseArgs } from 'node:util';
 import { verifyDirectory, VerifyInputError, type VerifyFailure } from '../../writer/verify-store.js';
+import { parseCommandLine } from './command-line.js';
 
 const USAGE = 'usage: npm run verify -- DIR [--json] [--open]\n  --open  accept stores without a final signed head (a run in progress) as a warning';
 
 function main(): number {
-  let args;
-  try {
-    args = parseArgs({ allowPositionals: true, options: { json: { type: 'boolean' }, open: { type: 'boolean' }, help: { type: 'boolean' } } });
-  } catch (error) {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${USAGE}\n`);
-    return 2;
-  }
-  if (args.values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const [dir, ...extra] = args.positionals;
-  if (!dir || extra.length > 0) {
-    process.stderr.write(`give exactly one folder to verify\n${USAGE}\n`);
-    return 2;
-  }
+  const cli = parseCommandLine(USAGE, { json: { type: 'boolean' }, open: { type: 'boolean' } }, 'folder to verify');
+  if (!cli.ok) return cli.exitCode;
+  const { values, target: dir } = cli;
   let report;
   try {
-    report = verifyDirectory(dir, { allowOpen: args.values.open ?? false });
+    report = verifyDirectory(dir, { allowOpen: values.open ?? false });
   } catch (error) {
     if (error instanceof VerifyInputError) {
       process.stderr.write(`verify: ${error.message}\n`);
@@ -33,7 +20,7 @@ function main(): number {
     }
     throw error;
   }
-  if (args.values.json) {
+  if (values.json) {
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } else {
     const line = (f: VerifyFailure): string => `  ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`;

@@ -1,0 +1,28 @@
+// The shape shared by commands that take one folder (or file) and flags: usage on
+// --help (exit 0), a usable message and exit 2 on anything else that is not a call.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
+
+export type CommandLine<O extends Options> = { readonly ok: true; readonly values: Values<O>; readonly target: string } | { readonly ok: false; readonly exitCode: number };
+
+export function parseCommandLine<O extends Options>(usage: string, options: O, target: string): CommandLine<O> {
+  let args;
+  try {
+    args = parseArgs({ allowPositionals: true, options: { ...options, help: { type: 'boolean' } } });
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${usage}\n`);
+    return { ok: false, exitCode: 2 };
+  }
+  if ((args.values as { help?: boolean }).help) {
+    process.stdout.write(`${usage}\n`);
+    return { ok: false, exitCode: 0 };
+  }
+  const [first, ...extra] = args.positionals;
+  if (!first || extra.length > 0) {
+    process.stderr.write(`give exactly one ${target}\n${usage}\n`);
+    return { ok: false, exitCode: 2 };
+  }
+  return { ok: true, values: args.values as Values<O>, target: first };
+}
