@@ -871,6 +871,7 @@ describe('refutation is first-class (RFC-0000 §12.5, JTMS-style)', () => {
     expect(state.claims.f2?.status).toBe('refuted');
     expect(state.refuted_events[f1.event_id]).toBe(correction.event_id);
     expect(state.claims.f1?.status).toBe('refuted');
+    expect(state.claims.f1?.refuted_by).toEqual({ refuting_event_id: correction.event_id, via_event_id: f1.event_id });
   });
 });
 

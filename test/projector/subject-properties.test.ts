@@ -12,7 +12,11 @@ import { assertValidChain } from '../support/subject-events.js';
 import { corruptions, generateStream, sealCorruption, type Generated } from '../support/subject-generator.js';
 
 const P = subjectProjection;
-const RUNS = 100;
+/**
+ * 100 runs; a failing run is shrunk for at most 20 s (shrinking 800-choice tapes can take
+ * minutes) and then reported with the smallest counterexample found so far.
+ */
+const FC = { numRuns: 100, interruptAfterTimeLimit: 20_000, markInterruptAsFailure: true } as const;
 
 /** A tape of choices (about three per event); up to 800 of them drive a stream of at most 200 events. */
 const tapeArb = fc.array(fc.nat({ max: 1_000_000 }), { minLength: 0, maxLength: 800, size: 'max' });
@@ -49,7 +53,7 @@ describe('projecting random valid streams', () => {
         for (const e of g.events) types.add(e.event_type);
         longest = Math.max(longest, g.events.length);
       }),
-      { numRuns: RUNS, seed: 42 },
+      { ...FC, seed: 42 },
     );
     expect(longest).toBeGreaterThan(100);
     for (const type of [
@@ -74,17 +78,19 @@ describe('projecting random valid streams', () => {
       fc.property(streamArb, (g) => {
         expect(subjectStateHash(project(g.events))).toBe(subjectStateHash(project(structuredClone(g.events))));
       }),
-      { numRuns: RUNS },
+      FC,
     );
   });
 
-  test('(b) one by one == applyAll == evolveInPlace == snapshot (JSON round trip) + tail', () => {
+  test('(b) one by one == applyAll == evolveInPlace/applyInPlace == snapshot (JSON round trip) + tail', () => {
     fc.assert(
       fc.property(streamArb, fc.nat(), (g, cut) => {
         const batch = project(g.events);
         const oneByOne = g.events.reduce((st, e) => P.apply(st, e), P.initial());
         const inPlace = initialSubjectState();
         for (const e of g.events) evolveInPlace(inPlace, e);
+        const viaApplyInPlace = P.initial();
+        for (const e of g.events) P.applyInPlace(viaApplyInPlace, e);
         const k = cut % (g.events.length + 1);
         const restored = P.applyAll(viaSnapshot(project(g.events.slice(0, k))), g.events.slice(k));
         const hash = subjectStateHash(batch);
@@ -93,9 +99,10 @@ describe('projecting random valid streams', () => {
         expect(subjectStateHash(restored)).toBe(hash);
         expect(oneByOne).toEqual(batch);
         expect(inPlace).toEqual(batch);
+        expect(viaApplyInPlace).toEqual(batch);
         expect(restored).toEqual(batch);
       }),
-      { numRuns: RUNS },
+      FC,
     );
   });
 
@@ -112,7 +119,7 @@ describe('projecting random valid streams', () => {
         expect(state.last_applied_event_seq).toBe(g.events[g.events.length - 1]!.seq);
         expect(state.last_applied_event_seq).toBe(g.events.length);
       }),
-      { numRuns: RUNS },
+      FC,
     );
   });
 
@@ -133,7 +140,7 @@ describe('projecting random valid streams', () => {
         P.applyAll(mid, g.events.slice(g.events.length >> 1));
         expect(subjectStateHash(mid)).toBe(hash);
       }),
-      { numRuns: RUNS },
+      FC,
     );
   });
 
@@ -178,7 +185,7 @@ describe('projecting random valid streams', () => {
           expect(s.refuted_events[c.claim_event_id]).toBeDefined();
         }
       }),
-      { numRuns: RUNS },
+      FC,
     );
   });
 });
@@ -216,7 +223,7 @@ describe('one corrupted event is refused exactly where it is', () => {
           expect((whole as ProjectionRefusal).eventType, c.kind).toBe(bad.event_type);
         }
       }),
-      { numRuns: RUNS },
+      FC,
     );
     for (const kind of [
       'WakeStarted twice',

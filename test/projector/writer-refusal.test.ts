@@ -89,6 +89,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (!w) return;
   w.runtime.close();
   w.experiment.close();
   if (!stopped) await w.writer.stop();

@@ -153,10 +153,6 @@ class Generator {
     if (left < 0) this.budget.overruns[kind] += -left;
   }
 
-  private get thinking(): boolean {
-    return this.cognitive === 'DELIBERATING' || this.cognitive === 'REFLECTING';
-  }
-
   private pendingIntents(): string[] {
     return [...this.intents].filter(([, o]) => o === 'pending').map(([id]) => id);
   }
