@@ -156,7 +156,9 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       const wake = requireWake(state, refuse, { sideEffect: false });
       if (e.payload.wake_id !== wake) refuse.because(`model call for wake ${e.payload.wake_id} during wake ${wake}`);
       moveCognition(state, e.event_type, refuse);
-      spend(state, 'model_calls', 1);
+      // budget_exhausted records a call the runtime did not make: nothing was spent.
+      const called = e.event_type === 'ModelOutputEvent.ModelAnswered' || e.payload.failure !== 'budget_exhausted';
+      if (called) spend(state, 'model_calls', 1);
       if (e.event_type === 'ModelOutputEvent.ModelAnswered') spend(state, 'tokens', e.payload.usage.prompt_tokens + e.payload.usage.completion_tokens);
       return true;
     }

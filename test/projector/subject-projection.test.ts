@@ -884,13 +884,17 @@ describe('budget (spec §5.2): model calls already happened, so overruns are cou
     s.push(d.wakeStarted('w1', budget));
     s.push(d.modelAnswered('w1', { prompt_tokens: 100, completion_tokens: 50 }));
     s.push(d.modelAnswered('w1', { prompt_tokens: 100, completion_tokens: 50 }));
-    const state = acceptedNext(s, d.modelCallFailed('w1', 'budget_exhausted'));
-    expect(state.resource_budget).toEqual({
+    const afterTimeout = acceptedNext(s, d.modelCallFailed('w1', 'timeout'));
+    expect(afterTimeout.resource_budget).toEqual({
       wake_id: 'w1',
       granted: budget,
       remaining: { model_calls: 0, tokens: 0, tool_calls: 0 },
       overruns: { model_calls: 2, tokens: 100, tool_calls: 0 },
     });
+    // A call refused for want of budget was never made: it is recorded, not counted.
+    s.push(d.modelCallFailed('w1', 'timeout'));
+    const state = acceptedNext(s, d.modelCallFailed('w1', 'budget_exhausted'));
+    expect(state.resource_budget.overruns).toEqual({ model_calls: 3, tokens: 100, tool_calls: 0 });
     s.push(d.wakeEnded('w1', 'budget_exhausted'));
     const fresh = acceptedNext(s, d.wakeStarted('w2', BUDGET));
     expect(fresh.resource_budget).toEqual({ wake_id: 'w2', granted: BUDGET, remaining: BUDGET, overruns: { model_calls: 0, tokens: 0, tool_calls: 0 } });

@@ -353,13 +353,16 @@ class Generator {
   private model(): void {
     const t = this.tape;
     if (t.chance(20)) {
-      this.push(d.modelCallFailed(this.wake!, t.pick(['timeout', 'http_error', 'refusal', 'schema_violation', 'budget_exhausted'] as const)));
+      const failure = t.pick(['timeout', 'http_error', 'refusal', 'schema_violation', 'budget_exhausted'] as const);
+      this.push(d.modelCallFailed(this.wake!, failure));
+      // A call refused for want of budget was never made.
+      if (failure !== 'budget_exhausted') this.spend('model_calls', 1);
     } else {
       const usage = { prompt_tokens: t.int(400), completion_tokens: t.int(200) };
       this.push(d.modelAnswered(this.wake!, usage));
       this.spend('tokens', usage.prompt_tokens + usage.completion_tokens);
+      this.spend('model_calls', 1);
     }
-    this.spend('model_calls', 1);
     this.cognitive = 'DELIBERATING';
   }
 
