@@ -9,7 +9,7 @@
 // the caller chose explicitly: `migrate` (upcast old events, build a new projection under
 // this build) or `useRecorded` (run the projector version that recorded the store). The
 // differences a chosen mode accepts are returned, never dropped.
-import type { Projection } from '../projector/projection.js';
+import { ProjectionRefusal, type Projection } from '../projector/projection.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { eventDefinition } from '../schema/event-catalog.js';
@@ -245,10 +245,17 @@ export function replayFrom(reader: StoreReader, options: ReplayOptions = {}): Re
       event = migrateEvent(event, upcasters);
       migrated += 1;
     }
-    if (projection.applyInPlace) projection.applyInPlace(state, event);
-    else {
-      chunk.push(event);
-      if (chunk.length >= REPLAY_CHUNK_EVENTS) flush();
+    try {
+      if (projection.applyInPlace) projection.applyInPlace(state, event);
+      else {
+        chunk.push(event);
+        if (chunk.length >= REPLAY_CHUNK_EVENTS) flush();
+      }
+    } catch (error) {
+      // A refusal is the projection's verdict; anything else means a payload it could not
+      // read, which only a store that fails verification can hold.
+      if (error instanceof ProjectionRefusal) throw error;
+      throw new StoreReadError('corrupt', `the event at seq ${row.seq} of ${reader.path} could not be projected (${error instanceof Error ? error.message : String(error)}); run npm run verify on it`);
     }
     expectedSeq += 1;
   }

@@ -5,6 +5,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { eventCountsProjection } from '../../projector/event-counts.js';
+import { subjectProjection } from '../../projector/subject-projection.js';
 import type { Projection } from '../../projector/projection.js';
 import { BUILT_IN_UPCASTERS, upcasterKey, type Upcaster } from '../../schema/upcasters.js';
 import type { ProjectionCatalog } from '../../writer/projection-catalog.js';
@@ -228,5 +229,46 @@ describe('versioned replay: recorded versions differ from this build', () => {
     tamper(dir, (db) => db.prepare("UPDATE events SET envelope = '{not json' WHERE seq = 7").run());
     expect(() => replayStore(storeOf(dir))).toThrow(StoreReadError);
     expect(() => replayStore(storeOf(dir))).toThrow(/seq 7 .* is not JSON/);
+  });
+});
+
+describe('a payload the projection cannot read', () => {
+  test('ends the replay with a typed corrupt-store error naming the seq, not a crash', async () => {
+    const dir = tempDir();
+    try {
+      const f = await startWriterFixture(dir);
+      const experiment = await f.connect('experiment');
+      await experiment.append([
+        {
+          event_type: 'WorldEvent.InformationPublished',
+          schema_version: '1.0.0',
+          occurred_at: '2026-07-20T08:00:00.000Z',
+          actor: 'experiment',
+          causation_id: null,
+          correlation_id: null,
+          idempotency_key: null,
+          payload: { source: 'a later source', body: 'nothing to refute', refutes_event_ids: [] },
+        },
+      ]);
+      await f.stop();
+      // Relabel the store as a Subject store, then drop a field the Subject projection reads.
+      tamper(dir, (db) => {
+        db.prepare("UPDATE projection SET name = 'subject', version = ?, state_machine_version = ?").run(subjectProjection.version, subjectProjection.stateMachineVersion);
+        const row = db.prepare('SELECT envelope FROM events WHERE seq = 2').get() as { envelope: string };
+        const env = JSON.parse(row.envelope) as { payload: Record<string, unknown> };
+        delete env.payload.refutes_event_ids;
+        db.prepare('UPDATE events SET envelope = ? WHERE seq = 2').run(JSON.stringify(env));
+      });
+      let caught: unknown;
+      try {
+        replayStore(storeOf(dir));
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(StoreReadError);
+      expect(caught).toMatchObject({ code: 'corrupt', message: expect.stringMatching(/the event at seq 2 of .* could not be projected/) });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
