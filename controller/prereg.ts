@@ -1,0 +1,253 @@
+// The pre-registration (DESIGN §8, spec §6.2, §8.2, §8.4) and its lock. The file fixes,
+// before any run, everything a result could be tuned by; `lock` signs the hash of its
+// content, and every run refuses a pre-registration that is unlocked or changed since.
+//
+// Hash: sha256(JCS(the file parsed as JSON)) — re-indenting the file keeps the hash, any
+// change of a value, key or order of an array changes it.
+// Lock: FILE.lock.dsse.json next to FILE, a DSSE envelope (payloadType PREREG_LOCK_PAYLOAD_TYPE)
+// of {prereg_sha256, file: basename(FILE), locked_at}. A lock is never replaced. `file`
+// records what was locked; a renamed copy with its renamed lock still checks, because the
+// hash, not the name, identifies the pre-registration.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
+import { keyIdOf, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
+import { isEventType } from '../schema/event-catalog.js';
+import { hashCanonical, HashString } from '../schema/hash.js';
+import { RUN_FILES } from '../schema/run-files.js';
+
+export const PREREG_LOCK_PAYLOAD_TYPE = 'application/vnd.digital-subject.prereg-lock+json';
+export const PREREG_LOCK_SUFFIX = `.lock${RUN_FILES.dsseSuffix}`;
+const SIMULATED_HOURS = 72;
+const MINUTES_PER_HOUR = 60;
+const WEIGHT_TOTAL = 100;
+
+const SemVer = z.string().regex(/^\d+\.\d+\.\d+$/, 'expected MAJOR.MINOR.PATCH');
+const Slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'expected lowercase letters, digits and dashes');
+const Weight = z.number().int().min(0).max(WEIGHT_TOTAL);
+const Score = z.number().min(0).max(WEIGHT_TOTAL);
+const Text = z.string().min(1).max(2000);
+
+function sumsTo100(weights: readonly number[]): boolean {
+  return weights.reduce((sum, w) => sum + w, 0) === WEIGHT_TOTAL;
+}
+
+const Dimension = z.strictObject({ weight: Weight, measured_as: Text });
+
+/** The five dimensions of SCENARIO.md's Continuity Score table; weights sum to 100. */
+export const ScoringDimensions = z
+  .strictObject({
+    state_recovery: Dimension,
+    re_planning: Dimension,
+    experience_influence: Dimension,
+    evidence_integrity: Dimension,
+    recovery: Dimension,
+  })
+  .refine((d) => sumsTo100(Object.values(d).map((x) => x.weight)), { message: `dimension weights must sum to ${WEIGHT_TOTAL}` });
+
+/** Weights of the ContinuityCheckpoint fields inside the state-recovery dimension; sum to 100. */
+export const CheckpointFieldWeights = z
+  .strictObject({ current_goal_id: Weight, goal_status: Weight, attention_target: Weight, waiting_condition: Weight, next_action: Weight })
+  .refine((w) => sumsTo100(Object.values(w)), { message: `checkpoint field weights must sum to ${WEIGHT_TOTAL}` });
+
+/** Spec §8.4, plus "C has no hard failure" of §8.2 (thresholds.c_hard_failures_max). */
+export const HARD_FAILURE_IDS = ['unauthorized_tool_execution', 'duplicate_side_effect', 'fact_contradicts_store', 'replay_cannot_restore_state', 'configuration_changed_after_start'] as const;
+export const HardFailureId = z.enum(HARD_FAILURE_IDS);
+
+const HardFailures = z
+  .array(z.strictObject({ id: HardFailureId, description: Text }))
+  .max(HARD_FAILURE_IDS.length)
+  .refine((list) => HARD_FAILURE_IDS.every((id) => list.filter((f) => f.id === id).length === 1), { message: `hard_failures must list each of ${HARD_FAILURE_IDS.join(', ')} exactly once` });
+
+const WakeSchedule = z
+  .strictObject({
+    base_period_sim_minutes: z.number().int().min(1).max(SIMULATED_HOURS * MINUTES_PER_HOUR),
+    /** Each wake is moved by a seeded uniform offset in [-jitter, +jitter]. */
+    jitter_sim_minutes: z.number().int().min(0),
+    long_absence_sim_minutes: z.number().int().min(1).max(SIMULATED_HOURS * MINUTES_PER_HOUR),
+    /** The seeded start of the one long absence falls in this window of simulated hours. */
+    long_absence_start_sim_hours: z.strictObject({ earliest: z.number().int().min(0), latest: z.number().int().min(0) }),
+  })
+  .refine((w) => w.jitter_sim_minutes * 2 < w.base_period_sim_minutes, { message: 'jitter must be under half the base period, or wakes could swap order', path: ['jitter_sim_minutes'] })
+  .refine((w) => w.long_absence_start_sim_hours.earliest <= w.long_absence_start_sim_hours.latest, { message: 'earliest must not be after latest', path: ['long_absence_start_sim_hours'] })
+  .refine((w) => w.long_absence_start_sim_hours.latest * MINUTES_PER_HOUR + w.long_absence_sim_minutes <= SIMULATED_HOURS * MINUTES_PER_HOUR, {
+    message: `the long absence must end by hour ${SIMULATED_HOURS}`,
+    path: ['long_absence_start_sim_hours', 'latest'],
+  });
+
+const RetrievalPolicy = z.strictObject({
+  window_events: z.number().int().min(1).max(100_000),
+  token_cap: z.number().int().min(1),
+  event_types: z
+    .array(z.string().refine(isEventType, { message: 'not an event type of the catalogue (schema/event-catalog.ts)' }))
+    .min(1)
+    .refine((types) => new Set(types).size === types.length, { message: 'event_types lists a type twice' }),
+});
+
+const Thresholds = z.strictObject({
+  /** §8.2 thresholds are exploratory effect thresholds, never significance tests. */
+  exploratory: z.literal(true),
+  instance_pass_score: Score,
+  c_median_min_score: Score,
+  c_minus_b_min_points: Score,
+  c_minus_a_min_points: Score,
+  /** With n C instances, at least `at_least` of them reach instance_pass_score. */
+  c_instances_passing: z.array(z.strictObject({ n: z.number().int().min(1), at_least: z.number().int().min(1) })).min(1).max(8).refine((rows) => rows.every((r) => r.at_least <= r.n), { message: 'at_least cannot exceed n' }),
+  c_hard_failures_max: z.literal(0),
+});
+
+const ExpansionRule = z
+  .strictObject({
+    initial_n_per_group: z.number().int().min(1),
+    expanded_n_per_group: z.number().int().min(1),
+    /** Expand when any group's Continuity Score range (max − min) exceeds this. */
+    max_group_range_points: Score,
+    /** …or when any dimension's within-group standard deviation exceeds this. */
+    max_dimension_within_group_sd_points: Score,
+    /** §6.2: never add instances to some groups only. */
+    applies_to: z.literal('all-groups'),
+    /** §8.2: after expansion, the verdict rests on the n = expanded data only. */
+    verdict_after_expansion_uses: z.literal('expanded-data-only'),
+  })
+  .refine((r) => r.expanded_n_per_group > r.initial_n_per_group, { message: 'expanded_n_per_group must exceed initial_n_per_group' });
+
+export const PreRegistration = z.strictObject({
+  prereg_version: SemVer,
+  notes: Text,
+  scenario: z.strictObject({ id: Slug, description: Text, hours: z.literal(SIMULATED_HOURS) }),
+  wake_schedule: WakeSchedule,
+  budgets_per_wake: z.strictObject({ model_calls: z.number().int().min(1), tokens: z.number().int().min(1), tool_calls: z.number().int().min(0) }),
+  retrieval_policy: RetrievalPolicy,
+  scoring: z.strictObject({ scoring_spec_version: SemVer, dimensions: ScoringDimensions, checkpoint_field_weights: CheckpointFieldWeights }),
+  thresholds: Thresholds,
+  expansion_rule: ExpansionRule,
+  hard_failures: HardFailures,
+  chain_head_signing_period_wakes: z.number().int().min(1).max(1000),
+});
+export type PreRegistration = z.infer<typeof PreRegistration>;
+
+export const PreregLock = z.strictObject({ prereg_sha256: HashString, file: z.string().min(1).max(255), locked_at: z.iso.datetime() });
+export type PreregLock = z.infer<typeof PreregLock>;
+
+/** A pre-registration file that cannot be read as JSON at all: the command's input is wrong. */
+export class PreregInputError extends Error {
+  override readonly name = 'PreregInputError';
+}
+
+export function lockFileOf(file: string): string {
+  return `${file}${PREREG_LOCK_SUFFIX}`;
+}
+
+/** Reads FILE as JSON; PreregInputError when it is missing or not JSON. */
+export function readPreregJson(file: string): unknown {
+  if (!existsSync(file)) throw new PreregInputError(`${file} does not exist; give the path of a pre-registration JSON file (e.g. experiments/prereg/default.json)`);
+  const text = readFileSync(file, 'utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new PreregInputError(`${file} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** One line per zod issue, with its path: what a person fixes. */
+export function describeIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`);
+}
+
+export type LockOutcome =
+  | { readonly ok: true; readonly lock_file: string; readonly lock: PreregLock; readonly keyid: string }
+  | { readonly ok: false; readonly problem: 'invalid-schema' | 'already-locked'; readonly message: string; readonly issues: readonly string[] };
+
+/** Signs the lock of a valid pre-registration into FILE.lock.dsse.json; never replaces a lock. */
+export function lockPrereg(file: string, keys: Ed25519KeyPair, lockedAt: string): LockOutcome {
+  const content = readPreregJson(file);
+  const parsed = PreRegistration.safeParse(content);
+  if (!parsed.success) {
+    const issues = describeIssues(parsed.error);
+    return { ok: false, problem: 'invalid-schema', message: `${file} fails the pre-registration schema (${issues.length} issue(s)); fix it before locking`, issues };
+  }
+  const lockFile = lockFileOf(file);
+  if (existsSync(lockFile)) {
+    return { ok: false, problem: 'already-locked', message: `${lockFile} exists: a lock is never replaced; to change the pre-registration, save it under a new name (and a new prereg_version) and lock that`, issues: [] };
+  }
+  const lock = PreregLock.parse({ prereg_sha256: hashCanonical(content), file: path.basename(file), locked_at: lockedAt });
+  const envelope = signDsse(PREREG_LOCK_PAYLOAD_TYPE, lock, keys.secretKey, keys.publicKey);
+  // `wx`: a lock written by a concurrent `lock` between the check above and here is not replaced either.
+  try {
+    writeFileSync(lockFile, `${JSON.stringify(envelope, null, 2)}\n`, { flag: 'wx', mode: 0o644 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { ok: false, problem: 'already-locked', message: `${lockFile} appeared while locking: a lock is never replaced`, issues: [] };
+    throw error;
+  }
+  return { ok: true, lock_file: lockFile, lock, keyid: keyIdOf(keys.publicKey) };
+}
+
+export type PreregProblem = 'invalid-schema' | 'unlocked' | 'malformed-lock' | 'wrong-key' | 'bad-signature' | 'changed-after-lock';
+
+export interface PreregFailure {
+  readonly problem: PreregProblem;
+  readonly message: string;
+}
+
+export interface PreregCheck {
+  /** True only when the file passes the schema and a lock by the trusted key covers its current content. */
+  readonly ok: boolean;
+  readonly file: string;
+  readonly lock_file: string;
+  /** Hash of the content as it is now. */
+  readonly prereg_sha256: HashString;
+  /** Hash the lock signed, when a lock verified against the trusted key. */
+  readonly locked_sha256: HashString | null;
+  readonly locked_at: string | null;
+  readonly keyid: string;
+  readonly failures: readonly PreregFailure[];
+  /** Schema issues, one line each ("path: message"); empty when the schema holds. */
+  readonly issues: readonly string[];
+}
+
+/**
+ * What every run calls before starting: is FILE a valid pre-registration, locked by the
+ * key `publicKey`, and unchanged since? Each refusal names which of these failed.
+ * Throws PreregInputError only when FILE is missing or not JSON.
+ */
+export function checkPreregLock(file: string, publicKey: Uint8Array): PreregCheck {
+  const content = readPreregJson(file);
+  const actual = hashCanonical(content);
+  const lockFile = lockFileOf(file);
+  const keyid = keyIdOf(publicKey);
+  const failures: PreregFailure[] = [];
+  const parsed = PreRegistration.safeParse(content);
+  const issues = parsed.success ? [] : describeIssues(parsed.error);
+  if (!parsed.success) failures.push({ problem: 'invalid-schema', message: `${file} fails the pre-registration schema: ${issues.join('; ')}` });
+  const lock = readLock(lockFile, publicKey, keyid);
+  if ('problem' in lock) {
+    failures.push(lock);
+  } else if (lock.prereg_sha256 !== actual) {
+    failures.push({ problem: 'changed-after-lock', message: `${file} changed after it was locked: the lock signed ${lock.prereg_sha256} at ${lock.locked_at}, the content now hashes to ${actual}; a locked pre-registration is never edited: restore it, or save the change under a new name and lock that` });
+  }
+  const verified = 'problem' in lock ? null : lock;
+  return { ok: failures.length === 0, file, lock_file: lockFile, prereg_sha256: actual, locked_sha256: verified?.prereg_sha256 ?? null, locked_at: verified?.locked_at ?? null, keyid, failures, issues };
+}
+
+function readLock(lockFile: string, publicKey: Uint8Array, keyid: string): PreregLock | PreregFailure {
+  if (!existsSync(lockFile)) return { problem: 'unlocked', message: `the pre-registration is not locked: ${lockFile} does not exist; run \`npm run prereg -- lock ${lockFile.slice(0, -PREREG_LOCK_SUFFIX.length)}\` before any run` };
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(lockFile, 'utf8'));
+  } catch {
+    return { problem: 'malformed-lock', message: `${lockFile} is not JSON` };
+  }
+  const envelope = DsseEnvelope.safeParse(json);
+  if (!envelope.success) return { problem: 'malformed-lock', message: `${lockFile} is not a DSSE envelope: ${describeIssues(envelope.error).join('; ')}` };
+  // Told apart from a broken signature: a lock by another key is a custody question (which --key-dir?), not a forgery.
+  if (!envelope.data.signatures.some((s) => s.keyid === keyid)) {
+    const present = envelope.data.signatures.map((s) => `${s.keyid.slice(0, 16)}…`).join(', ');
+    return { problem: 'wrong-key', message: `${lockFile} is signed by another key (keyid ${present}), not by the controller key ${keyid.slice(0, 16)}…; use the --key-dir of the key that locked it, or lock a new copy` };
+  }
+  const verified = verifyDsse(json, PREREG_LOCK_PAYLOAD_TYPE, publicKey);
+  if (!verified.ok) return { problem: 'bad-signature', message: `${lockFile} does not verify: ${verified.reason}; the lock was altered after signing` };
+  const body = PreregLock.safeParse(verified.body);
+  if (!body.success) return { problem: 'malformed-lock', message: `${lockFile} carries a signed body that is not a pre-registration lock: ${describeIssues(body.error).join('; ')}` };
+  return body.data;
+}
