@@ -1,0 +1,236 @@
+// The instance manifest (issue 4 item 5, DESIGN §4 and §8, spec §6.4): the reproducibility
+// metadata of one experiment instance, signed into the run folder as manifest.dsse.json
+// before the first wake; SystemEvent.StoreOpened carries sha256(JCS(manifest)).
+//
+// Pure: buildInstanceManifest reads no clock, file or environment; started_at comes in as
+// data. Nothing here is wired into a process yet.
+//
+// Fairness (spec §5.2, §7.1): the ONLY group-dependent fields are `group_blind_id`,
+// `capabilities` and `group_config_hash` (= sha256(JCS(capabilities))). Everything else of
+// the A/B/C instances of one replicate — plan hashes, seed, pre-registration hash, model,
+// versions, isolation — must be identical; manifestsDifferOnlyByGroup lists the differing
+// leaf paths so a fairness check can assert exactly that. `started_at` is the one
+// per-instance field that may also differ (wall clock at instance start, when the three
+// instances are not started in the same millisecond); it is data, not configuration.
+//
+// experiment_id: one per batch (spec §6.4's "exp-20260720-001"), the SAME for A/B/C of a
+// replicate, so it is not a group field and never reveals the group. An instance is named
+// by (experiment_id, replicate, group_blind_id). Binding a store to its own instance does
+// not need a per-instance id: StoreOpened carries this manifest's hash, which differs per
+// instance because group_blind_id does.
+//
+// random_seed: spec §6.4 shows a number; the project's seeds are strings (controller/
+// experiment-plan.ts Seed), so the manifest records the seed string the plan was built from.
+import { z } from 'zod';
+import { ExperimentPlan } from './experiment-plan.js';
+import { PreRegistration } from './prereg.js';
+import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
+import { canonicalJson } from '../schema/canonical-json.js';
+import { verifyDsse } from '../schema/dsse.js';
+import { EVENT_SCHEMA_VERSION } from '../schema/event-catalog.js';
+import { Identifier, SemVer } from '../schema/event-definition.js';
+import { hashCanonical, HashString } from '../schema/hash.js';
+import { MANIFEST_PAYLOAD_TYPE } from '../schema/run-files.js';
+import { WRITER_VERSION } from '../writer/event-store.js';
+
+/** Version of the runtime as a whole; kept equal to package.json "version" (a test checks). */
+export const RUNTIME_VERSION = '0.1.0';
+export const MANIFEST_VERSION = '1.0.0';
+
+/** The fields that may (and must be the only ones to) differ between groups of one replicate. */
+export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_hash'] as const;
+/** Per-instance data that may differ between groups without being configuration. */
+export const PER_INSTANCE_FIELDS = ['started_at'] as const;
+
+/**
+ * The group switches (DESIGN §1): A false/false, B true/false, C true/true. Re-planning
+ * without persistent state is no group of the study and is refused.
+ */
+export const Capabilities = z
+  .strictObject({ persistent_state: z.boolean(), autonomous_replanning: z.boolean() })
+  .refine((c) => !c.autonomous_replanning || c.persistent_state, { message: 'autonomous_replanning requires persistent_state (no group has one without the other)' });
+export type Capabilities = z.infer<typeof Capabilities>;
+
+export const GROUP_CAPABILITIES = {
+  A: { persistent_state: false, autonomous_replanning: false },
+  B: { persistent_state: true, autonomous_replanning: false },
+  C: { persistent_state: true, autonomous_replanning: true },
+} as const satisfies Record<'A' | 'B' | 'C', Capabilities>;
+
+/** A blind id must not be a bare group letter (spec §8.5): that would unblind on sight. */
+export const GroupBlindId = Identifier.refine((id) => !/^[abc]$/i.test(id), { message: 'a blind id must not be a group letter' });
+
+export const Isolation = z.discriminatedUnion('mode', [
+  z.strictObject({ mode: z.literal('separate-uids') }),
+  /** Not started as root (issue 4 item 7): still runs, and says why here and on screen. */
+  z.strictObject({ mode: z.literal('same-uid'), reason: z.string().min(1).max(500) }),
+]);
+export type Isolation = z.infer<typeof Isolation>;
+
+export const ModelAdapter = z.enum(['reference', 'openai', 'replay']);
+
+export const ModelParams = z.strictObject({
+  temperature: z.number().min(0).max(2),
+  top_p: z.number().gt(0).max(1),
+  seed: z.number().int().nullable(),
+  max_tokens: z.number().int().min(1),
+});
+
+export const ModelInfo = z.strictObject({
+  adapter: ModelAdapter,
+  model_id: z.string().min(1).max(200),
+  /** The model build or server fingerprint, when the adapter can name one. */
+  build: z.string().min(1).max(200).nullable(),
+  params: ModelParams,
+});
+export type ModelInfo = z.infer<typeof ModelInfo>;
+
+export const ManifestVersions = z.strictObject({ runtime: SemVer, writer: SemVer, event_schema: SemVer, projector: SemVer, state_machine: SemVer });
+
+export const InstanceManifest = z
+  .strictObject({
+    manifest_version: SemVer,
+    // spec §6.4
+    experiment_id: Identifier,
+    group_blind_id: GroupBlindId,
+    group_config_hash: HashString,
+    wake_schedule_hash: HashString,
+    retrieval_policy_hash: HashString,
+    random_seed: z.string().min(1).max(128),
+    intervention_script_version: SemVer,
+    scoring_spec_version: SemVer,
+    runtime_version: SemVer,
+    event_schema_version: SemVer,
+    projector_version: SemVer,
+    state_machine_version: SemVer,
+    model_id: z.string().min(1).max(200),
+    started_at: z.iso.datetime(),
+    // issue 4 item 5 / DESIGN §8
+    replicate: z.number().int().min(1),
+    prereg_sha256: HashString,
+    scenario_hash: HashString,
+    intervention_plan_hash: HashString,
+    capabilities: Capabilities,
+    isolation: Isolation,
+    model: ModelInfo,
+    versions: ManifestVersions,
+  })
+  .superRefine((m, ctx) => {
+    if (m.group_config_hash !== hashCanonical(m.capabilities)) ctx.addIssue({ code: 'custom', path: ['group_config_hash'], message: 'group_config_hash must be sha256(JCS(capabilities))' });
+    if (m.model_id !== m.model.model_id) ctx.addIssue({ code: 'custom', path: ['model_id'], message: 'model_id must equal model.model_id' });
+    const pairs = [
+      ['runtime_version', 'runtime'],
+      ['event_schema_version', 'event_schema'],
+      ['projector_version', 'projector'],
+      ['state_machine_version', 'state_machine'],
+    ] as const;
+    for (const [flat, nested] of pairs) {
+      if (m[flat] !== m.versions[nested]) ctx.addIssue({ code: 'custom', path: [flat], message: `${flat} must equal versions.${nested}` });
+    }
+  });
+export type InstanceManifest = z.infer<typeof InstanceManifest>;
+
+export interface InstanceManifestInput {
+  readonly experimentId: string;
+  readonly groupBlindId: string;
+  readonly capabilities: Capabilities;
+  /** 1-based index of the replicate (batch) within the experiment. */
+  readonly replicate: number;
+  readonly plan: ExperimentPlan;
+  readonly prereg: PreRegistration;
+  /** The retrieval policy the runtime is given; must be the pre-registered one. */
+  readonly retrievalPolicy: PreRegistration['retrieval_policy'];
+  readonly model: ModelInfo;
+  readonly isolation: Isolation;
+  /** ISO-8601 UTC wall clock at instance start. */
+  readonly startedAt: string;
+}
+
+export class ManifestError extends Error {
+  override readonly name = 'ManifestError';
+}
+
+/** sha256(JCS(pre-registration)): the hash the lock signs (controller/prereg.ts). */
+export function preregSha256(prereg: PreRegistration): HashString {
+  return hashCanonical(PreRegistration.parse(prereg));
+}
+
+export function buildInstanceManifest(input: InstanceManifestInput): InstanceManifest {
+  const prereg = PreRegistration.parse(input.prereg);
+  const plan = ExperimentPlan.parse(input.plan);
+  const capabilities = Capabilities.parse(input.capabilities);
+  if (canonicalJson(input.retrievalPolicy) !== canonicalJson(prereg.retrieval_policy)) {
+    throw new ManifestError('the retrieval policy differs from the pre-registered one (prereg.retrieval_policy); a run uses the pre-registered policy only');
+  }
+  const model = ModelInfo.parse(input.model);
+  const versions = { runtime: RUNTIME_VERSION, writer: WRITER_VERSION, event_schema: EVENT_SCHEMA_VERSION, projector: SUBJECT_PROJECTOR_VERSION, state_machine: STATE_MACHINE_VERSION };
+  return InstanceManifest.parse({
+    manifest_version: MANIFEST_VERSION,
+    experiment_id: input.experimentId,
+    group_blind_id: input.groupBlindId,
+    group_config_hash: hashCanonical(capabilities),
+    wake_schedule_hash: plan.schedule_hash,
+    retrieval_policy_hash: hashCanonical(prereg.retrieval_policy),
+    random_seed: plan.seed,
+    intervention_script_version: plan.intervention_script_version,
+    scoring_spec_version: prereg.scoring.scoring_spec_version,
+    runtime_version: versions.runtime,
+    event_schema_version: versions.event_schema,
+    projector_version: versions.projector,
+    state_machine_version: versions.state_machine,
+    model_id: model.model_id,
+    started_at: input.startedAt,
+    replicate: input.replicate,
+    prereg_sha256: preregSha256(prereg),
+    scenario_hash: plan.scenario_hash,
+    intervention_plan_hash: plan.intervention_plan_hash,
+    capabilities,
+    isolation: input.isolation,
+    model,
+    versions,
+  });
+}
+
+/** The hash StoreOpened carries; equal to what writeSignedManifest returns. */
+export function manifestSha256(manifest: InstanceManifest): HashString {
+  return hashCanonical(manifest);
+}
+
+function leafDifferences(a: unknown, b: unknown, at: string, out: string[]): void {
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (isObj(a) && isObj(b)) {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) leafDifferences(a[key], b[key], at === '' ? key : `${at}.${key}`, out);
+    return;
+  }
+  if (a === undefined || b === undefined ? a !== b : canonicalJson(a) !== canonicalJson(b)) out.push(at === '' ? '(root)' : at);
+}
+
+/**
+ * The dotted leaf paths at which two manifests differ, sorted. For the A/B/C manifests of
+ * one replicate every path must start with a GROUP_FIELDS key (or be a PER_INSTANCE_FIELDS
+ * key); anything else is a group-dependent difference that voids the batch.
+ */
+export function manifestsDifferOnlyByGroup(a: InstanceManifest, b: InstanceManifest): string[] {
+  const out: string[] = [];
+  leafDifferences(a, b, '', out);
+  return out.sort();
+}
+
+/** The differing paths that are neither group fields nor per-instance data: must be empty. */
+export function nonGroupDifferences(a: InstanceManifest, b: InstanceManifest): string[] {
+  const allowed = new Set<string>([...GROUP_FIELDS, ...PER_INSTANCE_FIELDS]);
+  return manifestsDifferOnlyByGroup(a, b).filter((p) => !allowed.has(p.split('.')[0]!));
+}
+
+export type SignedManifestCheck =
+  | { readonly ok: true; readonly manifest: InstanceManifest; readonly sha256: HashString }
+  | { readonly ok: false; readonly reason: string };
+
+/** Checks a manifest.dsse.json envelope (already JSON-parsed) against the controller key and the schema. */
+export function checkSignedManifest(envelope: unknown, publicKey: Uint8Array): SignedManifestCheck {
+  const verified = verifyDsse(envelope, MANIFEST_PAYLOAD_TYPE, publicKey);
+  if (!verified.ok) return { ok: false, reason: verified.reason };
+  const parsed = InstanceManifest.safeParse(verified.body);
+  if (!parsed.success) return { ok: false, reason: `the signed body is not an instance manifest: ${z.prettifyError(parsed.error)}` };
+  return { ok: true, manifest: parsed.data, sha256: hashCanonical(verified.body) };
+}
