@@ -78,7 +78,7 @@ export function loadOrCreateControllerKey(keyDir: string = defaultKeyDir(), opti
   const secretFile = path.join(dir, KEY_FILES.secret);
   if (!existsSync(dir) || !existsSync(secretFile)) {
     if (options.create === false) {
-      throw new KeyStoreError('missing', `no controller key in ${dir} (expected ${KEY_FILES.secret}); run \`npm run prereg -- lock\` or the controller once with --key-dir ${dir} to make one, or pass the --key-dir that holds it`);
+      throw new KeyStoreError('missing', `no controller key in ${dir} (expected ${KEY_FILES.secret}); a key is made on first use by \`npm run prereg -- lock FILE --key-dir ${dir}\`; or pass the --key-dir that holds the controller's key`);
     }
     mkdirSync(dir, { recursive: true, mode: KEY_DIR_MODE });
     checkFolder(dir);
