@@ -1,9 +1,7 @@
 // The pre-registration schema, its lock, and every forged lock that `check` must catch,
 // on real files with real signatures; the CLI's exit codes and --json shape.
-import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, type PreregCheck } from '../../controller/prereg.js';
@@ -11,8 +9,8 @@ import { signDsse, type DsseEnvelope } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { tempDir } from '../support/writer-fixture.js';
+import { runCli } from '../support/cli.js';
 
-const run = promisify(execFile);
 const DEFAULT_FILE = path.resolve('experiments/prereg/default.json');
 const LOCKED_AT = '2026-07-20T00:00:00.000Z';
 let root: string;
@@ -207,11 +205,7 @@ describe('forged pre-registrations and locks are refused, saying which', () => {
 });
 
 describe('npm run prereg', () => {
-  const cli = (args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'experiments/cli/prereg.ts', ...args]).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-    );
+  const cli = (args: string[]) => runCli('prereg', args);
 
   test('lock then check: exit 0, one JSON object each; a second lock exits 1', async () => {
     const file = copyDefault();

@@ -1,14 +1,12 @@
 // `npm run replay` and `npm run restore` as a user runs them: exit codes, the one JSON
 // object of --json, and the messages of refusals, on a store written by the real writer.
-import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { editEnvelope, readProjectionRow, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
+import { runCli, type CliResult } from '../support/cli.js';
 import { tempDir, writeSealedRun, type WriterFixture } from '../support/writer-fixture.js';
 
-const run = promisify(execFile);
 let sealed: WriterFixture;
 let copies: RunCopies;
 let headSeq: number;
@@ -27,17 +25,8 @@ afterAll(() => {
   if (sealed) rmSync(sealed.dir, { recursive: true, force: true });
 });
 
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 function cli(script: 'replay' | 'restore', args: string[]): Promise<CliResult> {
-  return run(process.execPath, ['--import', 'tsx', `experiments/cli/${script}.ts`, ...args]).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-  );
+  return runCli(script, args);
 }
 
 /** --json must print exactly one JSON object, on one line. */

@@ -1,10 +1,8 @@
 // Every check of `npm run verify` against a forged copy of a real sealed run: each
 // forgery must be caught and named with its seq.
 import Database from 'better-sqlite3';
-import { execFile } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { signChainHead, writeSignedManifest } from '../../controller/run-signatures.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
@@ -14,9 +12,9 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { computeEventHash, computePayloadHash } from '../../schema/envelope-hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory, type VerifyReport } from '../../writer/verify-store.js';
+import { runCli } from '../support/cli.js';
 import { journalDraft, reopenWriterFixture, tempDir, writeSealedRun, type WriterFixture } from '../support/writer-fixture.js';
 
-const run = promisify(execFile);
 let sealed: WriterFixture;
 let lastSeq: number;
 let periodicHeadSeq: number;
@@ -258,11 +256,7 @@ describe('forged signatures are caught', () => {
 });
 
 describe('npm run verify', () => {
-  const cli = (args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'experiments/cli/verify.ts', ...args]).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-    );
+  const cli = (args: string[]) => runCli('verify', args);
 
   test('exit 0 and one JSON object for a good run', async () => {
     const result = await cli([sealed.dir, '--json']);
