@@ -404,8 +404,3 @@ export const subjectProjection: Projection<SubjectState> & {
   },
   applyInPlace: evolve,
 };
-
-/** For replay, which owns its state: evolves in place, one event at a time. */
-export function evolveInPlace(state: SubjectState, event: EventEnvelope): void {
-  evolve(state, event);
-}

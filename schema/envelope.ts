@@ -39,6 +39,3 @@ export const EventEnvelope = z.strictObject({
   event_hash: HashString,
 });
 export type EventEnvelope = z.infer<typeof EventEnvelope>;
-
-/** Key order of the envelope in JCS (lexicographic), used by the fast serialiser. */
-export const ENVELOPE_KEYS = Object.keys(EventEnvelope.shape).sort() as (keyof EventEnvelope)[];

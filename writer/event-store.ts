@@ -148,10 +148,6 @@ export class EventStore {
     };
   }
 
-  projectedState(): unknown {
-    return this.state;
-  }
-
   /**
    * Clean shutdown: snapshots the head unless a snapshot of this very state is already
    * there, then closes the file. The file is closed even when the snapshot fails.

@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { COGNITIVE_STATES, COGNITIVE_TABLE, cognitiveNext, type CognitiveState, type CognitiveTrigger } from '../../projector/cognition.js';
 import { LIFECYCLE_TABLE, lifecycleAllows, type LifecycleState, type LifecycleTrigger } from '../../projector/lifecycle.js';
 import { ProjectionRefusal } from '../../projector/projection.js';
-import { evolveInPlace, subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
+import { subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
 import { SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventDraft } from '../../writer/protocol.js';
@@ -198,7 +198,7 @@ describe('a whole run of the standard scenario', () => {
     const viaApply = events.slice(20).reduce((st, e) => P.apply(st, e), frozen);
     const viaAll = P.applyAll(frozen, events.slice(20));
     const inPlace = structuredClone(prefix);
-    for (const e of events.slice(20)) evolveInPlace(inPlace, e);
+    for (const e of events.slice(20)) subjectProjection.applyInPlace(inPlace, e);
     expect(frozen).toEqual(prefix);
     expect(viaAll).toEqual(viaApply);
     expect(inPlace).toEqual(viaApply);

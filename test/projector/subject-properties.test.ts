@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { ProjectionRefusal } from '../../projector/projection.js';
-import { evolveInPlace, subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
+import { subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
 import { initialSubjectState, SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
@@ -88,7 +88,7 @@ describe('projecting random valid streams', () => {
         const batch = project(g.events);
         const oneByOne = g.events.reduce((st, e) => P.apply(st, e), P.initial());
         const inPlace = initialSubjectState();
-        for (const e of g.events) evolveInPlace(inPlace, e);
+        for (const e of g.events) subjectProjection.applyInPlace(inPlace, e);
         const viaApplyInPlace = P.initial();
         for (const e of g.events) P.applyInPlace(viaApplyInPlace, e);
         const k = cut % (g.events.length + 1);

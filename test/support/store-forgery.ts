@@ -6,7 +6,7 @@ import path from 'node:path';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { tempDir } from './writer-fixture.js';
+import { tempDir, writeSealedRun, type WriterFixture } from './writer-fixture.js';
 
 /** Copies of one run folder, removed together. */
 export class RunCopies {
@@ -90,4 +90,29 @@ export function seqsOfType(file: string, eventType: string): number[] {
   } finally {
     db.close();
   }
+}
+
+/** A sealed run written by the real writer (snapshots every 4 events), with its head and stored hash, to copy and forge. */
+export interface ForgeableRun {
+  readonly sealed: WriterFixture;
+  readonly copies: RunCopies;
+  readonly headSeq: number;
+  readonly storedHash: string;
+  cleanup(): void;
+}
+
+export async function forgeableSealedRun(): Promise<ForgeableRun> {
+  const sealed = await writeSealedRun(tempDir(), 5, 4);
+  const copies = new RunCopies(sealed.dir);
+  const row = readProjectionRow(sealed.dbPath);
+  return {
+    sealed,
+    copies,
+    headSeq: row.last_applied_event_seq,
+    storedHash: row.state_hash,
+    cleanup() {
+      copies.removeAll();
+      rmSync(sealed.dir, { recursive: true, force: true });
+    },
+  };
 }

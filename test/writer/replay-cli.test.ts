@@ -3,26 +3,23 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { editEnvelope, readProjectionRow, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
+import { editEnvelope, forgeableSealedRun, storeOf, tamper, type ForgeableRun, type RunCopies } from '../support/store-forgery.js';
 import { runCli, type CliResult } from '../support/cli.js';
-import { tempDir, writeSealedRun, type WriterFixture } from '../support/writer-fixture.js';
+import type { WriterFixture } from '../support/writer-fixture.js';
 
+let run: ForgeableRun | undefined;
 let sealed: WriterFixture;
 let copies: RunCopies;
 let headSeq: number;
 let storedHash: string;
 
 beforeAll(async () => {
-  sealed = await writeSealedRun(tempDir(), 5, 4);
-  copies = new RunCopies(sealed.dir);
-  const row = readProjectionRow(sealed.dbPath);
-  headSeq = row.last_applied_event_seq;
-  storedHash = row.state_hash;
+  run = await forgeableSealedRun();
+  ({ sealed, copies, headSeq, storedHash } = run);
 });
 
 afterAll(() => {
-  copies?.removeAll();
-  if (sealed) rmSync(sealed.dir, { recursive: true, force: true });
+  run?.cleanup();
 });
 
 function cli(script: 'replay' | 'restore', args: string[]): Promise<CliResult> {

@@ -2,32 +2,28 @@
 // writer: snapshots are a cache, so a corrupt one is reported and skipped, losing all
 // of them changes nothing, and restored == full replay == stored projection is what
 // the drill proves — or, for a consistently forged snapshot, disproves.
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { hashText } from '../../schema/hash.js';
 import { VersionMismatchError } from '../../writer/replay-errors.js';
 import { restoreDrill } from '../../writer/restore.js';
-import { readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
-import { tempDir, writeSealedRun, type WriterFixture } from '../support/writer-fixture.js';
+import { forgeableSealedRun, readSnapshots, storeOf, tamper, type ForgeableRun, type RunCopies } from '../support/store-forgery.js';
+import type { WriterFixture } from '../support/writer-fixture.js';
 
+let run: ForgeableRun | undefined;
 let sealed: WriterFixture;
 let copies: RunCopies;
 let headSeq: number;
 let storedHash: string;
 
 beforeAll(async () => {
-  sealed = await writeSealedRun(tempDir(), 5, 4);
-  copies = new RunCopies(sealed.dir);
-  const row = readProjectionRow(sealed.dbPath);
-  headSeq = row.last_applied_event_seq;
-  storedHash = row.state_hash;
+  run = await forgeableSealedRun();
+  ({ sealed, copies, headSeq, storedHash } = run);
   expect(readSnapshots(sealed.dbPath).map((s) => s.seq)).toEqual([4, 8, 12, 16, headSeq]);
 });
 
 afterAll(() => {
-  copies?.removeAll();
-  if (sealed) rmSync(sealed.dir, { recursive: true, force: true });
+  run?.cleanup();
 });
 
 /** Edits a snapshot's state and keeps its stored hash, as a careless tamperer (or a torn write) would leave it. */
