@@ -1,5 +1,6 @@
 // What the controller signs into a run folder (DESIGN §4): the public key, the
-// manifest, and chain heads (periodic ones also go into the chain as ChainHeadSigned).
+// manifest, and chain heads (periodic ones also go into the chain as ChainHeadSigned;
+// the final one names the SystemEvent.StoreSealed that ends the store).
 // Key custody (a key folder outside every run, mode 0600) is the controller's job and
 // not this file's: these functions take the key as a value.
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
@@ -44,29 +45,52 @@ export interface HeadSigning {
   readonly now: () => string;
 }
 
+/** A head was asked of the wrong function: a final head exists only as the seal's. */
+export class HeadSigningError extends Error {
+  override readonly name = 'HeadSigningError';
+  constructor(readonly code: 'final_needs_seal', message: string) {
+    super(message);
+  }
+}
+
 /**
- * Reads the writer's head, signs it, and records it: a periodic head becomes a line in
- * heads.jsonl and a SystemEvent.ChainHeadSigned in the chain; a final head only a line
- * (nothing may follow it in the store).
+ * Reads the writer's head, signs it as a periodic head, and records it: a line in
+ * heads.jsonl and a SystemEvent.ChainHeadSigned in the chain. A final head is refused
+ * (nothing is written): it must name the seal, which only sealAndSignFinalHead makes.
  */
 export async function signAndRecordHead(client: WriterClient, kind: ChainHead['kind'], signing: HeadSigning): Promise<ChainHead> {
+  if (kind !== 'periodic') {
+    throw new HeadSigningError('final_needs_seal', 'a final head must name the SystemEvent.StoreSealed that ends the store: use sealAndSignFinalHead, not signAndRecordHead');
+  }
   const current = await client.head();
   const head: ChainHead = { experiment_id: signing.experimentId, seq: current.seq, event_hash: current.event_hash, kind, signed_at: signing.now() };
   const envelope = signChainHead(head, signing.keys);
   appendSignedHead(signing.runDir, envelope);
-  if (kind === 'periodic') {
-    await client.append([
-      {
-        event_type: 'SystemEvent.ChainHeadSigned',
-        schema_version: schemaVersionOf('SystemEvent.ChainHeadSigned'),
-        occurred_at: signing.occurredAt,
-        actor: 'experiment',
-        causation_id: null,
-        correlation_id: null,
-        idempotency_key: `chain-head-${head.seq}`,
-        payload: { head, envelope },
-      },
-    ]);
-  }
+  await client.append([
+    {
+      event_type: 'SystemEvent.ChainHeadSigned',
+      schema_version: schemaVersionOf('SystemEvent.ChainHeadSigned'),
+      occurred_at: signing.occurredAt,
+      actor: 'experiment',
+      causation_id: null,
+      correlation_id: null,
+      idempotency_key: `chain-head-${head.seq}`,
+      payload: { head, envelope },
+    },
+  ]);
+  return head;
+}
+
+/**
+ * Ends the run's store: reads the head, asks the writer to seal exactly that head
+ * (`head_conflict` if anything was appended in between, `sealed` if it already is), signs
+ * the head at the SystemEvent.StoreSealed as the `final` head and appends it to
+ * heads.jsonl, whose last line it then is. The client must have role `experiment`.
+ */
+export async function sealAndSignFinalHead(client: WriterClient, signing: HeadSigning, reason: string): Promise<ChainHead> {
+  const seen = await client.head();
+  const sealed = await client.seal(seen, reason);
+  const head: ChainHead = { experiment_id: signing.experimentId, seq: sealed.seq, event_hash: sealed.event_hash, kind: 'final', signed_at: signing.now() };
+  appendSignedHead(signing.runDir, signChainHead(head, signing.keys));
   return head;
 }

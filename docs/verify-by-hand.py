@@ -11,7 +11,8 @@ Python 3.8+ standard library only. See docs/format.md ("Verify by hand").
       check every envelope (one per line, as sqlite3 prints them): stored text is
       canonical, payload_hash, event_hash, seq contiguity, chain links, genesis,
       StoreOpened first (and naming its own subject_id), one subject_id, event_id
-      derivation; prints one line per event, exits 1 on any failure
+      derivation, at most one StoreSealed and nothing after it; prints one line per
+      event and whether the chain is sealed, exits 1 on any failure
 
 Signatures are not checked here: use openssl (docs/format.md shows the commands).
 """
@@ -127,6 +128,7 @@ def check_chain(lines):
     expected_seq = 1
     previous = GENESIS
     subject = None
+    sealed_at = None
     for line in lines:
         text = line.rstrip("\n")
         if not text:
@@ -178,6 +180,15 @@ def check_chain(lines):
             subject = env.get("subject_id")
         elif env.get("event_type") == "SystemEvent.StoreOpened":
             problems.append("a second SystemEvent.StoreOpened")
+        # The seal ends the store: a second one, or anything after it, was inserted
+        # outside the writer (which refuses it, as does a trigger in events.db).
+        if sealed_at is not None:
+            if env.get("event_type") == "SystemEvent.StoreSealed":
+                problems.append(f"a second SystemEvent.StoreSealed (sealed at seq {sealed_at})")
+            else:
+                problems.append(f"follows SystemEvent.StoreSealed at seq {sealed_at}: nothing may follow the seal")
+        elif env.get("event_type") == "SystemEvent.StoreSealed":
+            sealed_at = seq
         if subject is not None and env.get("subject_id") != subject:
             problems.append("subject_id differs from seq 1")
         if isinstance(seq, int) and not isinstance(seq, bool):
@@ -195,7 +206,8 @@ def check_chain(lines):
     if count == 0:
         print("no events")
         return 1
-    print(f"{count} events, {failures} with failures")
+    print(f"{count} events, {failures} with failures; "
+          + (f"sealed at seq {sealed_at}" if sealed_at is not None else "not sealed (no SystemEvent.StoreSealed)"))
     return 1 if failures else 0
 
 

@@ -45,6 +45,9 @@ const ROWS: readonly Row[] = [
   ['AWAKE', 'SystemEvent.EmergencyStopped', ['STOPPED']],
   ['RECOVERING', 'SystemEvent.EmergencyStopped', ['STOPPED']],
   ['PAUSED', 'SystemEvent.EmergencyStopped', ['STOPPED']],
+  // An operator may resume an emergency-stopped instance (`--resume`, issue 4 item 9).
+  // The stop ended any wake, so it resumes between wakes.
+  ['STOPPED', 'SystemEvent.Resumed', ['DORMANT']],
 ];
 
 const TABLE: ReadonlyMap<string, ReadonlySet<LifecycleState>> = new Map(ROWS.map(([from, trigger, to]) => [`${from}|${trigger}`, new Set(to)]));

@@ -316,13 +316,16 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       for (const refuted of e.payload.refutes_event_ids) refuteEvent(state, refuted, event.event_id, event);
       return e.payload.refutes_event_ids.length > 0;
     // What happens in the world reaches the subject only when it observes it; and the
-    // checkpoint is a read-only scoring view that never writes back (spec §9.4).
+    // checkpoint is a read-only scoring view that never writes back (spec §9.4). The seal
+    // ends the store, not the subject: the writer (and a trigger) keep anything from
+    // following it, so the projector need not remember it.
     case 'WorldEvent.MessageReceived':
     case 'WorldEvent.GoalChanged':
     case 'WorldEvent.FileChangedExternally':
     case 'WorldEvent.DistractorOccurred':
     case 'SystemEvent.AppendRejected':
     case 'SystemEvent.ChainHeadSigned':
+    case 'SystemEvent.StoreSealed':
     case 'SystemEvent.ProcessRestarted':
     case 'ExperimentEvent.WakeScheduled':
     case 'ExperimentEvent.InterventionDelivered':

@@ -16,6 +16,7 @@ export const EVENT_SCHEMA_VERSION = '1.0.0';
 const DEFINITIONS = [
   system.StoreOpened,
   system.AppendRejected,
+  system.StoreSealed,
   system.SubjectInitialized,
   system.Paused,
   system.Resumed,

@@ -10,6 +10,7 @@ import {
   Head,
   HelloResult,
   ReadResult,
+  SealResult,
   WriterError,
   WriterResponse,
   type EventDraft,
@@ -81,6 +82,14 @@ export class WriterClient {
 
   async head(): Promise<Head> {
     return Head.parse(await this.request('head', {}));
+  }
+
+  /**
+   * Seals the store if it is still at `expectHead` (else `head_conflict`; `sealed` if it
+   * already is) and returns the head at SystemEvent.StoreSealed. Role `experiment` only.
+   */
+  async seal(expectHead: Head, reason: string): Promise<SealResult> {
+    return SealResult.parse(await this.request('seal', { expect_head: expectHead, reason }));
   }
 
   /** Sends any line as-is; for tests of how the writer treats malformed input. */

@@ -4,9 +4,12 @@
 // last_applied_event_seq (spec §12.2); the in-memory head and state move only after
 // the commit succeeded. Every K events (and on a clean close) the same transaction also
 // writes a snapshot: a cache for restore drills, never a source of truth (spec §12.1).
+// A store ends with SystemEvent.StoreSealed; after it nothing is appended, by this class
+// and by a trigger in the file.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { canonicalJson } from '../schema/canonical-json.js';
+import type { WriterRole } from '../schema/event-definition.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { computeEventHash, eventIdFor } from '../schema/envelope-hash.js';
 import { EVENT_SCHEMA_VERSION, eventDefinition } from '../schema/event-catalog.js';
@@ -42,7 +45,15 @@ export interface EventStoreOptions {
   readonly now: () => string;
   /** K, in events: a committed batch that reaches or passes a multiple of K writes a snapshot at its last seq. */
   readonly snapshotEvery: number;
+  /**
+   * Called inside the transaction of every caller's append batch, after all of its rows
+   * are written and just before the commit; never for the writer's own events or seals.
+   * For the crash drill (writer/main.ts), which kills the process here.
+   */
+  readonly beforeAppendCommit?: () => void;
 }
+
+type InternalEventType = 'SystemEvent.StoreOpened' | 'SystemEvent.AppendRejected' | 'SystemEvent.StoreSealed';
 
 /** Whether a batch that moved the head from `fromSeq` to `toSeq` reached or passed a multiple of `every`. */
 export function crossesSnapshotBoundary(fromSeq: number, toSeq: number, every: number): boolean {
@@ -62,6 +73,8 @@ export class EventStore {
   private headSeq = 0;
   private headHash: HashString = GENESIS_HASH;
   private state: unknown;
+  /** Head at SystemEvent.StoreSealed once the store is sealed. */
+  private sealedHead: Head | null = null;
   private readonly insertEvent: Database.Statement<[number, string, string, string | null, string]>;
   private readonly upsertProjection: Database.Statement<[string, string, string, string, string, string, number]>;
   private readonly upsertSnapshot: Database.Statement<[number, string, string, string, string, string, string]>;
@@ -138,6 +151,29 @@ export class EventStore {
     return { seq: this.headSeq, event_hash: this.headHash };
   }
 
+  /** The head at SystemEvent.StoreSealed, or null while the store takes appends. */
+  sealed(): Head | null {
+    return this.sealedHead === null ? null : { ...this.sealedHead };
+  }
+
+  /** Refuses with code `sealed` once the store is sealed; every path that writes events calls it first. */
+  assertNotSealed(): void {
+    if (this.sealedHead === null) return;
+    throw new WriterError('sealed', `the store was sealed at seq ${this.sealedHead.seq}; nothing more may be appended`, { sealed_head: { ...this.sealedHead } });
+  }
+
+  /**
+   * Appends SystemEvent.StoreSealed in one transaction, if the store is still at
+   * `expectHead`; from then on every append is refused. Returns the head at the seal.
+   */
+  seal(expectHead: Head, reason: string, sealedBy: WriterRole): Head {
+    this.assertNotSealed();
+    this.checkExpectedHead(expectHead);
+    const result = this.commitInternal('SystemEvent.StoreSealed', { reason, sealed_by: sealedBy });
+    this.sealedHead = result.head;
+    return this.head();
+  }
+
   /** The connection's durability settings as SQLite reports them (not as we asked). */
   connectionSettings(): { journal_mode: unknown; synchronous: unknown; locking_mode: unknown; recursive_triggers: unknown } {
     return {
@@ -179,16 +215,27 @@ export class EventStore {
    * match what was stored under its key, and nothing is written.
    */
   append(drafts: readonly ValidatedDraft[], expectHead: Head | null): AppendResult {
+    // Even a retry that would write nothing is refused: after the seal, no append succeeds.
+    this.assertNotSealed();
     const replay = this.findReplay(drafts);
     if (replay) return replay;
-    if (expectHead && (expectHead.seq !== this.headSeq || expectHead.event_hash !== this.headHash)) {
-      throw new WriterError('head_conflict', `expected head seq ${expectHead.seq} but the store is at seq ${this.headSeq}`, { current_head: this.head() });
-    }
-    return this.commit(drafts);
+    if (expectHead) this.checkExpectedHead(expectHead);
+    return this.commit(drafts, this.options.beforeAppendCommit);
   }
 
-  /** Events only the writer itself produces (StoreOpened, AppendRejected). */
-  appendInternal(eventType: 'SystemEvent.StoreOpened' | 'SystemEvent.AppendRejected', payload: Record<string, unknown>): AppendResult {
+  private checkExpectedHead(expectHead: Head): void {
+    if (expectHead.seq !== this.headSeq || expectHead.event_hash !== this.headHash) {
+      throw new WriterError('head_conflict', `expected head seq ${expectHead.seq} but the store is at seq ${this.headSeq}`, { current_head: this.head() });
+    }
+  }
+
+  /** Events only the writer itself produces (StoreOpened, AppendRejected); StoreSealed goes through seal(). */
+  appendInternal(eventType: Exclude<InternalEventType, 'SystemEvent.StoreSealed'>, payload: Record<string, unknown>): AppendResult {
+    this.assertNotSealed();
+    return this.commitInternal(eventType, payload);
+  }
+
+  private commitInternal(eventType: InternalEventType, payload: Record<string, unknown>): AppendResult {
     const definition = eventDefinition(eventType);
     if (!definition) throw new Error(`catalogue lacks ${eventType}`);
     definition.payload.parse(payload);
@@ -226,7 +273,7 @@ export class EventStore {
     return { texts, nextSeq: Math.max(nextSeq, fromSeq) };
   }
 
-  private commit(drafts: readonly ValidatedDraft[]): AppendResult {
+  private commit(drafts: readonly ValidatedDraft[], beforeCommit?: () => void): AppendResult {
     const recordedAt = this.options.now();
     const projection = this.options.projection;
     const run = this.db.transaction(() => {
@@ -277,6 +324,7 @@ export class EventStore {
       const v = this.versions;
       this.upsertProjection.run(v.projection, v.projector_version, v.state_machine_version, v.event_schema_version, stateText, stateHash, seq);
       if (crossesSnapshotBoundary(this.headSeq, seq, this.options.snapshotEvery)) this.writeSnapshot(seq, stateText, stateHash);
+      beforeCommit?.();
       return { appended, state, seq, previous };
     });
     const done = run.immediate();
@@ -398,8 +446,15 @@ export class EventStore {
     if (row.last_applied_event_seq !== last.seq || hashText(row.state) !== row.state_hash) {
       throw new StoreOpenError('corrupt', `the projection (last_applied_event_seq ${row.last_applied_event_seq}) is out of step with the events (head ${last.seq}) or its hash does not match`);
     }
+    // The trigger keeps anything from following the seal; a store where something does
+    // was edited outside the writer, and appending to it would bury that.
+    const seals = this.db.prepare("SELECT seq FROM events WHERE event_type = 'SystemEvent.StoreSealed' ORDER BY seq LIMIT 2").all() as { seq: number }[];
+    if (seals.length > 1 || (seals.length === 1 && seals[0]!.seq !== last.seq)) {
+      throw new StoreOpenError('corrupt', `SystemEvent.StoreSealed at seq ${seals.map((r) => r.seq).join(' and ')} is not the one last event (head ${last.seq}); run npm run verify on this store`);
+    }
     this.headSeq = last.seq;
     this.headHash = tail.event_hash;
+    this.sealedHead = seals.length === 1 ? { seq: last.seq, event_hash: tail.event_hash } : null;
     this.state = JSON.parse(row.state);
   }
 }

@@ -2,11 +2,13 @@
 // an IPC channel; receives its configuration (including role tokens, which must never
 // appear in argv) as one `start` message, opens events.db, serves the socket, and
 // answers `ready` or `fatal`. It exits when told to, on SIGTERM/SIGINT, or when its
-// parent goes away: an orphaned writer must not keep holding the store.
+// parent goes away: an orphaned writer must not keep holding the store. For the
+// controller's writer-crash intervention it can be armed to SIGKILL itself inside the
+// Nth append transaction, before the commit.
 import { z } from 'zod';
 import { projectionNamed } from '../projector/registry.js';
 import { EventStore, StoreOpenError } from './event-store.js';
-import { WriterParentMessage, type WriterChildMessage, type WriterStartConfig } from './protocol.js';
+import { WriterParentMessage, type ArmCrashMessage, type WriterChildMessage, type WriterStartConfig } from './protocol.js';
 import { someoneListens, startWriterServer, type WriterServer } from './socket-server.js';
 
 process.title = 'ds-writer';
@@ -40,10 +42,38 @@ let store: EventStore | null = null;
 let server: WriterServer | null = null;
 let stopping = false;
 
+/** The armed crash drill: fire during append batch number `at`, counting from when it was armed. */
+let crash: { readonly at: number; seen: number } | null = null;
+
+function armCrash(message: ArmCrashMessage): void {
+  crash = { at: message.during_append_number, seen: 0 };
+  log(`crash drill armed: SIGKILL inside append transaction number ${crash.at} from now, before its commit`);
+  tell({ type: 'crash_armed', during_append_number: crash.at });
+}
+
+function disarmCrash(): void {
+  if (crash) log(`crash drill disarmed after ${crash.seen} of ${crash.at} append transactions`);
+  crash = null;
+  tell({ type: 'crash_armed', during_append_number: null });
+}
+
+/** Runs inside every caller's append transaction, after its rows are written, before the commit. */
+function beforeAppendCommit(): void {
+  if (!crash) return;
+  crash.seen += 1;
+  if (crash.seen < crash.at) return;
+  // stderr is synchronous for files and pipes on Linux, so this line is out before the kill.
+  log(`crash drill fires: SIGKILL inside append transaction number ${crash.at}; the batch is not committed`);
+  // SIGKILL to ourselves is delivered before kill(2) returns: no commit, no cleanup, no
+  // exit handler; SQLite's WAL recovery on the next open drops the uncommitted frames.
+  process.kill(process.pid, 'SIGKILL');
+}
+
 async function stop(reason: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  log(`stopping: ${reason}`);
+  const refused = server?.refusedAfterSeal() ?? 0;
+  log(`stopping: ${reason}${store?.sealed() ? ` (store sealed; ${refused} request(s) refused since the seal, none recorded)` : ''}`);
   await server?.close();
   try {
     // Takes the shutdown snapshot at the head. Failing it loses nothing (snapshots are a
@@ -58,6 +88,8 @@ async function stop(reason: string): Promise<void> {
 }
 
 async function start(config: WriterStartConfig): Promise<void> {
+  // events.db (and SQLite's -wal/-shm) readable by the writer's uid only (DESIGN §2): SQLite creates them 0666 & ~umask.
+  process.umask(0o077);
   const identity = { subject_id: config.subject_id, experiment_id: config.experiment_id, manifest_sha256: config.manifest_sha256 };
   if (await someoneListens(config.socket_path)) {
     return fail('socket_in_use', `socket ${config.socket_path} is served by a running process (another writer?); refusing to take it over`);
@@ -69,6 +101,7 @@ async function start(config: WriterStartConfig): Promise<void> {
       projection: projectionNamed(config.projection),
       now: () => new Date().toISOString(),
       snapshotEvery: config.snapshot_every,
+      beforeAppendCommit,
     };
     store = config.mode === 'create' ? EventStore.create(options) : EventStore.open(options);
   } catch (error) {
@@ -76,8 +109,9 @@ async function start(config: WriterStartConfig): Promise<void> {
     return fail('open_failed', error instanceof Error ? error.message : String(error));
   }
   server = await startWriterServer({ store, identity, tokens: config.tokens, socketPath: config.socket_path, socketMode: config.socket_mode, log });
-  log(`serving ${config.db_path} on ${config.socket_path} at head seq ${store.head().seq}`);
-  tell({ type: 'ready', pid: process.pid, socket_path: config.socket_path, head: store.head() });
+  const sealed = store.sealed();
+  log(`serving ${config.db_path} on ${config.socket_path} at head seq ${store.head().seq}${sealed ? ` (sealed at seq ${sealed.seq}: reads only, every append is refused)` : ''}`);
+  tell({ type: 'ready', pid: process.pid, socket_path: config.socket_path, head: store.head(), sealed: sealed !== null });
 }
 
 const startTimer = setTimeout(() => fail('no_config', `no start message within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
@@ -93,6 +127,12 @@ process.on('message', (raw: unknown) => {
       return;
     case 'shutdown':
       void stop('parent asked');
+      return;
+    case 'arm_crash':
+      armCrash(message);
+      return;
+    case 'disarm_crash':
+      disarmCrash();
       return;
     default: {
       const unhandled: never = message;

@@ -3,8 +3,8 @@
 // (and client.ts / spawn.ts), never the writer's internals. No message carries SQL.
 import { z } from 'zod';
 import { Actor, CorrelationId, EventEnvelope, EventTypeName, IdempotencyKey, JsonObject } from '../schema/envelope.js';
-import { Identifier, SemVer, WriterRole } from '../schema/event-definition.js';
-import { AppendRejectionReason } from '../schema/events/system-events.js';
+import { Identifier, SemVer, ShortText, WriterRole } from '../schema/event-definition.js';
+import { APPEND_REJECTION_REASONS } from '../schema/events/system-events.js';
 import { HashString } from '../schema/hash.js';
 
 /** Limits every writer enforces; a request over one is refused with `limit_exceeded`. */
@@ -70,10 +70,24 @@ export const HeadRequest = z.strictObject({
   method: z.literal('head'),
   params: z.strictObject({}),
 });
-export const WriterRequest = z.discriminatedUnion('method', [HelloRequest, AppendRequest, ReadRequest, HeadRequest]);
+/**
+ * Ends the store (issue 4 item 6): the writer appends SystemEvent.StoreSealed and refuses
+ * every append from then on. `expect_head` is required: the controller seals exactly the
+ * head it has seen, so nothing it did not see can slip in before the final head.
+ */
+export const SealRequest = z.strictObject({
+  id: RequestId,
+  method: z.literal('seal'),
+  params: z.strictObject({ expect_head: Head, reason: ShortText }),
+});
+export const WriterRequest = z.discriminatedUnion('method', [HelloRequest, AppendRequest, ReadRequest, HeadRequest, SealRequest]);
 export type WriterRequest = z.infer<typeof WriterRequest>;
 export type WriterMethod = WriterRequest['method'];
-export const WRITER_METHODS: readonly WriterMethod[] = ['hello', 'append', 'read', 'head'];
+export const WRITER_METHODS: readonly WriterMethod[] = ['hello', 'append', 'read', 'head', 'seal'];
+
+/** Answer to `seal`: the head at the StoreSealed event, which the final signed head must name. */
+export const SealResult = Head;
+export type SealResult = z.infer<typeof SealResult>;
 
 export const AppendedEvent = z.strictObject({
   seq: z.number().int().min(1),
@@ -99,6 +113,14 @@ export const HelloResult = z.strictObject({
   subject_id: z.string(),
   experiment_id: z.string(),
   head: Head,
+  /** The head at SystemEvent.StoreSealed when the store is sealed (nothing can be appended), else null. */
+  sealed: Head.nullable(),
+  /**
+   * Requests this writer process refused since the seal (appends and seals get code
+   * `sealed`). None of them is in the store, since nothing may follow the seal: this
+   * count and the writer's log are their only trace. Not kept across writer restarts.
+   */
+  refused_after_seal: z.number().int().min(0),
   limits: z.strictObject({
     maxLineBytes: z.number(),
     maxPayloadBytes: z.number(),
@@ -108,7 +130,12 @@ export const HelloResult = z.strictObject({
 });
 export type HelloResult = z.infer<typeof HelloResult>;
 
-export const WriterErrorCode = AppendRejectionReason;
+/**
+ * The refusal reasons an AppendRejected record can carry, plus `sealed`: an append or
+ * seal after the seal. That one is never recorded (nothing may follow StoreSealed), so
+ * it is not an AppendRejected reason.
+ */
+export const WriterErrorCode = z.enum([...APPEND_REJECTION_REASONS, 'sealed']);
 export type WriterErrorCode = z.infer<typeof WriterErrorCode>;
 
 export const WriterErrorBody = z.strictObject({
@@ -175,11 +202,34 @@ export const WriterStartConfig = z.strictObject({
 });
 export type WriterStartConfig = z.infer<typeof WriterStartConfig>;
 
-export const WriterParentMessage = z.discriminatedUnion('type', [WriterStartConfig, z.strictObject({ type: z.literal('shutdown') })]);
+/** Upper bound of `during_append_number`: a crash drill fires within a short run, not after hours. */
+export const MAX_CRASH_APPEND_NUMBER = 64;
+
+/**
+ * The controller's writer-crash intervention: the writer counts the append batches that
+ * reach their commit (from any connection; deduplicated retries, refusals, seals and
+ * the writer's own records do not count) and, at the Nth, SIGKILLs itself inside that
+ * transaction, before the commit, so nothing of the batch is stored.
+ */
+export const ArmCrashMessage = z.strictObject({
+  type: z.literal('arm_crash'),
+  during_append_number: z.number().int().min(1).max(MAX_CRASH_APPEND_NUMBER),
+});
+export type ArmCrashMessage = z.infer<typeof ArmCrashMessage>;
+
+export const WriterParentMessage = z.discriminatedUnion('type', [
+  WriterStartConfig,
+  z.strictObject({ type: z.literal('shutdown') }),
+  ArmCrashMessage,
+  z.strictObject({ type: z.literal('disarm_crash') }),
+]);
 export type WriterParentMessage = z.infer<typeof WriterParentMessage>;
 
 export const WriterChildMessage = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('ready'), pid: z.number().int(), socket_path: z.string(), head: Head }),
+  /** `sealed`: the store ends with SystemEvent.StoreSealed; it serves reads and refuses appends. */
+  z.strictObject({ type: z.literal('ready'), pid: z.number().int(), socket_path: z.string(), head: Head, sealed: z.boolean() }),
   z.strictObject({ type: z.literal('fatal'), code: z.string(), message: z.string() }),
+  /** Acknowledges arm_crash / disarm_crash; null when disarmed. Counting starts at this acknowledgement. */
+  z.strictObject({ type: z.literal('crash_armed'), during_append_number: z.number().int().min(1).max(MAX_CRASH_APPEND_NUMBER).nullable() }),
 ]);
 export type WriterChildMessage = z.infer<typeof WriterChildMessage>;

@@ -1,7 +1,9 @@
 // The writer's local socket: newline-delimited JSON, one response per request, in
 // order. Requests are handled synchronously one at a time, so appends from all
 // connections are serialised by construction. Every refusal is answered with a typed
-// error and recorded as SystemEvent.AppendRejected (reason + hash of the request).
+// error and recorded as SystemEvent.AppendRejected (reason + hash of the request) —
+// except after the seal, when nothing may be recorded: those refusals are answered,
+// logged and counted (`refused_after_seal`), and appends and seals get code `sealed`.
 import { timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
@@ -11,7 +13,7 @@ import type { AppendRejectionReason } from '../schema/events/system-events.js';
 import { hashText } from '../schema/hash.js';
 import { validateDrafts } from './draft-validation.js';
 import type { EventStore, StoreIdentity } from './event-store.js';
-import { WRITER_LIMITS, WRITER_METHODS, WriterError, WriterRequest, type HelloResult, type WriterResponse } from './protocol.js';
+import { WRITER_LIMITS, WRITER_METHODS, WriterError, WriterRequest, type HelloResult, type WriterErrorCode, type WriterResponse } from './protocol.js';
 
 export interface WriterServerOptions {
   readonly store: EventStore;
@@ -24,6 +26,8 @@ export interface WriterServerOptions {
 
 export interface WriterServer {
   close(): Promise<void>;
+  /** Requests refused since the seal (none of them recorded in the store). */
+  refusedAfterSeal(): number;
 }
 
 const MAX_MESSAGE_CHARS = 2_000;
@@ -36,6 +40,14 @@ interface RequestContext {
 }
 
 const NO_REQUEST: RequestContext = { line: null, method: null, id: null };
+
+/** Per writer process, shared by all connections: reconnecting resets neither. */
+interface WriterCounters {
+  /** Refusals recorded as AppendRejected (bounded by maxRecordedRejections). */
+  recorded: number;
+  /** Refusals answered after the seal, which nothing may record. */
+  refusedAfterSeal: number;
+}
 
 function usableId(value: unknown): string | number | null {
   if (typeof value === 'string' && value.length > 0 && value.length <= 128 && value.isWellFormed()) return value;
@@ -55,8 +67,7 @@ class Connection {
     readonly id: number,
     private readonly socket: net.Socket,
     private readonly options: WriterServerOptions,
-    /** Shared by all connections: reconnecting does not reset it. */
-    private readonly budget: { recorded: number },
+    private readonly budget: WriterCounters,
   ) {
     this.helloTimer = setTimeout(() => {
       if (this.role === null) this.refuse(new WriterError('unauthenticated', `no hello within ${WRITER_LIMITS.helloTimeoutMs} ms`), NO_REQUEST, true);
@@ -130,6 +141,8 @@ class Connection {
       const { store } = this.options;
       switch (request.method) {
         case 'append': {
+          // Before the drafts are looked at: after the seal every append gets `sealed`.
+          store.assertNotSealed();
           const drafts = validateDrafts(request.params.events, this.role);
           return this.send({ id: request.id, ok: true, result: store.append(drafts, request.params.expect_head ?? null) });
         }
@@ -144,6 +157,14 @@ class Connection {
         }
         case 'head':
           return this.send({ id: request.id, ok: true, result: store.head() });
+        case 'seal': {
+          store.assertNotSealed();
+          // Only the controller ends a run; the runtime must not be able to cut it short.
+          if (this.role !== 'experiment') throw new WriterError('role_forbidden', `role ${this.role} may not seal the store`);
+          const sealed = store.seal(request.params.expect_head, request.params.reason, this.role);
+          this.options.log(`connection ${this.id}: store sealed at seq ${sealed.seq} (${sealed.event_hash}); appends are refused from now on`);
+          return this.send({ id: request.id, ok: true, result: sealed });
+        }
         default: {
           const unhandled: never = request;
           throw new Error(`unhandled method ${JSON.stringify(unhandled)}`);
@@ -174,6 +195,8 @@ class Connection {
       subject_id: this.options.identity.subject_id,
       experiment_id: this.options.identity.experiment_id,
       head: this.options.store.head(),
+      sealed: this.options.store.sealed(),
+      refused_after_seal: this.budget.refusedAfterSeal,
       limits: {
         maxLineBytes: WRITER_LIMITS.maxLineBytes,
         maxPayloadBytes: WRITER_LIMITS.maxPayloadBytes,
@@ -184,17 +207,32 @@ class Connection {
     this.send({ id, ok: true, result });
   }
 
-  /** Answers with a typed error and records the refusal as SystemEvent.AppendRejected. */
+  /**
+   * Answers with a typed error and records the refusal as SystemEvent.AppendRejected, or,
+   * once the store is sealed, logs and counts it instead (nothing may follow the seal).
+   */
   refuse(error: WriterError, ctx: RequestContext, hangUp = false): void {
     this.rejections += 1;
     const dropping = hangUp || this.rejections >= WRITER_LIMITS.maxRejectionsPerConnection;
     const dropNote = !hangUp && dropping ? `; this connection reached ${WRITER_LIMITS.maxRejectionsPerConnection} refusals and is closed` : '';
     let message = error.message + dropNote;
+    let details = error.details;
+    const sealedAt = this.options.store.sealed();
+    if (error.code === 'sealed' || sealedAt !== null) {
+      this.budget.refusedAfterSeal += 1;
+      const count = this.budget.refusedAfterSeal;
+      if (error.code !== 'sealed') message += ` (not recorded in the store: it was sealed at seq ${String(sealedAt?.seq)})`;
+      details = { ...details, refused_after_seal: count };
+      this.options.log(`connection ${this.id}: refused ${ctx.method ?? 'request'} after the seal (${error.code}; ${count} refused since the seal, none recorded): ${message}`);
+      return this.answerRefusal(ctx, error.code, message, details, null, dropping);
+    }
     const note = error.recordNote + dropNote;
     let rejectionSeq: number | null = null;
-    const record = (reason: AppendRejectionReason, text: string): number =>
+    // `sealed` returned above, so what is left is a reason an AppendRejected can carry.
+    const reason: AppendRejectionReason = error.code;
+    const record = (recorded: AppendRejectionReason, text: string): number =>
       this.options.store.appendInternal('SystemEvent.AppendRejected', {
-        reason,
+        reason: recorded,
         message: text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 40)}… (+${text.length - MAX_MESSAGE_CHARS + 40} chars)` : text,
         role: this.role,
         method: ctx.method,
@@ -205,7 +243,7 @@ class Connection {
       }).head.seq;
     try {
       if (this.budget.recorded < WRITER_LIMITS.maxRecordedRejections) {
-        rejectionSeq = record(error.code, note);
+        rejectionSeq = record(reason, note);
         this.budget.recorded += 1;
         if (this.budget.recorded === WRITER_LIMITS.maxRecordedRejections) {
           record('limit_exceeded', `this writer has recorded ${WRITER_LIMITS.maxRecordedRejections} refusals; until it restarts, further refusals are answered and logged but not recorded`);
@@ -221,10 +259,14 @@ class Connection {
     }
     // Recording the refusal moved the head: a conflict reports the head as it is now,
     // so a caller can retry with it.
-    const details = error.code === 'head_conflict' ? { ...error.details, current_head: this.options.store.head() } : error.details;
-    this.send({ id: ctx.id, ok: false, error: { code: error.code, message, details, rejection_seq: rejectionSeq } });
+    if (error.code === 'head_conflict') details = { ...details, current_head: this.options.store.head() };
+    this.answerRefusal(ctx, error.code, message, details, rejectionSeq, dropping);
+  }
+
+  private answerRefusal(ctx: RequestContext, code: WriterErrorCode, message: string, details: Record<string, unknown> | null, rejectionSeq: number | null, dropping: boolean): void {
+    this.send({ id: ctx.id, ok: false, error: { code, message, details, rejection_seq: rejectionSeq } });
     if (dropping) {
-      this.options.log(`connection ${this.id}: closed after refusal (${error.code}): ${message}`);
+      this.options.log(`connection ${this.id}: closed after refusal (${code}): ${message}`);
       this.socket.end();
       this.closed = true;
     }
@@ -254,7 +296,7 @@ export function someoneListens(socketPath: string): Promise<boolean> {
 
 export async function startWriterServer(options: WriterServerOptions): Promise<WriterServer> {
   const connections = new Set<net.Socket>();
-  const budget = { recorded: 0 };
+  const budget: WriterCounters = { recorded: 0, refusedAfterSeal: 0 };
   let nextId = 1;
   if (existsSync(options.socketPath)) {
     if (await someoneListens(options.socketPath)) {
@@ -280,6 +322,7 @@ export async function startWriterServer(options: WriterServerOptions): Promise<W
   });
   chmodSync(options.socketPath, options.socketMode);
   return {
+    refusedAfterSeal: () => budget.refusedAfterSeal,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of connections) socket.end();

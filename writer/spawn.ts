@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WriterChildMessage, type Head, type WriterStartConfig } from './protocol.js';
+import { ArmCrashMessage, WriterChildMessage, type Head, type WriterParentMessage, type WriterStartConfig } from './protocol.js';
 
 const WRITER_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
@@ -26,6 +26,21 @@ export interface WriterProcess {
   stop(timeoutMs?: number): Promise<WriterExit>;
   /** Kills it (e.g. SIGKILL for crash tests) and waits for the exit. */
   kill(signal: NodeJS.Signals): Promise<WriterExit>;
+  /** Whether the store was sealed when the writer started (it then serves reads and refuses appends). */
+  readonly sealed: boolean;
+  /**
+   * Arms the crash drill: the writer SIGKILLs itself inside the transaction of the
+   * `duringAppendNumber`th append batch (1–64) reaching its commit from now on, so that
+   * batch is never committed. Resolves once the writer has acknowledged it.
+   */
+  armCrash(duringAppendNumber: number): Promise<void>;
+  /** Disarms the crash drill; resolves once the writer has acknowledged it. */
+  disarmCrash(): Promise<void>;
+}
+
+/** The writer did not acknowledge a control message (it exited, or its IPC channel is gone). */
+export class WriterControlError extends Error {
+  override readonly name = 'WriterControlError';
 }
 
 export class WriterStartError extends Error {
@@ -39,6 +54,12 @@ export interface SpawnWriterOptions {
   readonly startTimeoutMs?: number;
   readonly uid?: number;
   readonly gid?: number;
+  /**
+   * Where the writer's code comes from (a checkout or a readable copy, see
+   * controller/isolation.ts): a writer under another uid may be unable to read this
+   * module's own checkout. Default: the code this module belongs to.
+   */
+  readonly codeRoot?: string;
 }
 
 /**
@@ -49,29 +70,42 @@ export function newSocketPath(): string {
   return path.join(mkdtempSync(path.join(tmpdir(), 'ds-sock-')), 'writer.sock');
 }
 
+/** The writer main and the tsx loader from `codeRoot`, or this module's own when not given. */
+function writerCodeAt(codeRoot: string | undefined): { main: string; loader: string } {
+  if (codeRoot === undefined) return { main: WRITER_MAIN, loader: TSX_LOADER };
+  return { main: path.join(codeRoot, 'writer', 'main.ts'), loader: createRequire(path.join(codeRoot, 'package.json')).resolve('tsx') };
+}
+
 export function newToken(): string {
   return randomBytes(24).toString('base64url');
 }
 
 export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, options: SpawnWriterOptions = {}): Promise<WriterProcess> {
   const startTimeoutMs = options.startTimeoutMs ?? 20_000;
-  const child: ChildProcess = fork(WRITER_MAIN, [], {
-    execArgv: ['--import', TSX_LOADER],
+  const writerCode = writerCodeAt(options.codeRoot);
+  const child: ChildProcess = fork(writerCode.main, [], {
+    execArgv: ['--import', writerCode.loader],
+    // tsx finds tsconfig.json from the working folder, which must be readable by the writer's uid too.
+    ...(options.codeRoot === undefined ? {} : { cwd: options.codeRoot }),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Its own process group: a Ctrl-C in the controller's terminal is the controller's emergency
+    // stop, which still needs this writer; the writer exits when its parent goes away instead.
+    detached: true,
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
   });
   const exited = new Promise<WriterExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const ready = await new Promise<{ pid: number; head: Head }>((resolve, reject) => {
+  const ready = await new Promise<{ pid: number; head: Head; sealed: boolean }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new WriterStartError('start_timeout', `writer did not become ready within ${startTimeoutMs} ms`));
     }, startTimeoutMs);
     child.on('message', (raw: unknown) => {
       const parsed = WriterChildMessage.safeParse(raw);
-      if (!parsed.success) return;
+      // crash_armed answers armCrash / disarmCrash, which listen for it themselves.
+      if (!parsed.success || parsed.data.type === 'crash_armed') return;
       clearTimeout(timer);
-      if (parsed.data.type === 'ready') resolve({ pid: parsed.data.pid, head: parsed.data.head });
+      if (parsed.data.type === 'ready') resolve({ pid: parsed.data.pid, head: parsed.data.head, sealed: parsed.data.sealed });
       else reject(new WriterStartError(parsed.data.code, parsed.data.message));
     });
     void exited.then((exit) => {
@@ -84,12 +118,35 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;
   };
+  /** Sends a crash-drill message and waits for the writer to acknowledge exactly that arming. */
+  const crashDrill = (message: WriterParentMessage, expected: number | null): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const onMessage = (raw: unknown): void => {
+        const parsed = WriterChildMessage.safeParse(raw);
+        if (!parsed.success || parsed.data.type !== 'crash_armed' || parsed.data.during_append_number !== expected) return;
+        child.off('message', onMessage);
+        resolve();
+      };
+      child.on('message', onMessage);
+      void exited.then((exit) => {
+        child.off('message', onMessage);
+        reject(new WriterControlError(`writer exited (code ${exit.code}, signal ${exit.signal}) before acknowledging ${message.type}`));
+      });
+      if (!child.connected) return reject(new WriterControlError(`writer's IPC channel is closed; cannot send ${message.type}`));
+      child.send(message);
+    });
   return {
     pid: ready.pid,
     socketPath: config.socket_path,
     head: ready.head,
+    sealed: ready.sealed,
     exited,
     kill,
+    armCrash: async (duringAppendNumber) => {
+      const message = ArmCrashMessage.parse({ type: 'arm_crash', during_append_number: duringAppendNumber });
+      return crashDrill(message, message.during_append_number);
+    },
+    disarmCrash: () => crashDrill({ type: 'disarm_crash' }, null),
     stop: async (timeoutMs = 10_000) => {
       if (child.connected) child.send({ type: 'shutdown' });
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

@@ -1,7 +1,9 @@
 // The SQL layout of events.db (DESIGN §4). The triggers guard against accidents by
 // anyone holding the file; tampering by someone who drops them is caught by the chain.
 // 2: snapshots table, version columns on the projection row, partial idempotency index.
-export const STORE_FORMAT_VERSION = 2;
+// 3: trigger events_refuse_after_seal (a format-2 store lacks it, so it cannot be trusted
+//    to stay sealed, and is refused rather than silently upgraded).
+export const STORE_FORMAT_VERSION = 3;
 /** PRAGMA application_id: "DSS1", so the writer never mistakes another file for a store. */
 export const STORE_APPLICATION_ID = 0x44535331;
 
@@ -30,6 +32,12 @@ WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq)
   OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
   OR (NEW.idempotency_key IS NOT NULL AND EXISTS (SELECT 1 FROM events WHERE idempotency_key = NEW.idempotency_key))
 BEGIN SELECT RAISE(ABORT, 'events is append-only: seq, event_id or idempotency_key exists'); END;
+
+-- Nothing follows SystemEvent.StoreSealed: the writer refuses appends after it, and this
+-- refuses them even to someone who bypasses the writer (events_by_type makes it a lookup).
+CREATE TRIGGER events_refuse_after_seal BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE event_type = 'SystemEvent.StoreSealed')
+BEGIN SELECT RAISE(ABORT, 'events is sealed: nothing may be inserted after SystemEvent.StoreSealed'); END;
 
 -- The projection of all events up to last_applied_event_seq, committed with them, and
 -- the versions that computed it (DESIGN §5): \`version\` is the projector_version.

@@ -1,6 +1,7 @@
 // Verifies run folders from their files alone (DESIGN §4): every events.db under a
 // folder, every DSSE file, against the controller's public key. It lists every failure
-// it finds with its seq and never stops at the first; it only reads.
+// it finds with its seq and never stops at the first; it only reads. A finished store
+// ends with its one SystemEvent.StoreSealed, and the final signed head names exactly it.
 import type Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -33,7 +34,10 @@ export interface VerifyReport {
 }
 
 export interface VerifyOptions {
-  /** Accept stores that have no final signed head yet (a run in progress): a warning, not a failure. */
+  /**
+   * Accept stores that have no final signed head yet (a run in progress: not sealed
+   * either): a warning, not a failure. A sealed store without a final head still fails.
+   */
   readonly allowOpen?: boolean;
 }
 
@@ -45,13 +49,15 @@ const MAX_FAILURES_PER_FILE = 1_000;
 const MAX_WALK_DEPTH = 8;
 const MAX_WALK_ENTRIES = 100_000;
 
-interface Found {
+export interface RunFilesFound {
+  /** events.db files, sorted by path. */
   readonly stores: string[];
   readonly signedFiles: string[];
 }
 
-function walk(root: string): Found {
-  const found: Found = { stores: [], signedFiles: [] };
+/** The stores and signed files under root (bounded depth and entry count; node_modules and dot folders skipped). */
+export function findRunFiles(root: string): RunFilesFound {
+  const found: RunFilesFound = { stores: [], signedFiles: [] };
   let seen = 0;
   const visit = (dir: string, depth: number): void => {
     if (depth > MAX_WALK_DEPTH) throw new VerifyInputError(`${dir} is nested deeper than ${MAX_WALK_DEPTH} levels below ${root}; verify a narrower folder`);
@@ -69,7 +75,7 @@ function walk(root: string): Found {
 }
 
 /** The controller key that governs a file: controller.pub in its folder or the nearest one above, within root. */
-function keyFileFor(file: string, root: string): string | null {
+export function keyFileFor(file: string, root: string): string | null {
   let dir = path.dirname(file);
   for (;;) {
     const candidate = path.join(dir, RUN_FILES.publicKey);
@@ -104,8 +110,12 @@ interface StoreFacts {
   readonly experimentId: string | null;
   readonly manifestSha256: string | null;
   readonly lastSeq: number;
+  /** Seq of the (first) SystemEvent.StoreSealed, or null for a store that was never sealed. */
+  readonly sealSeq: number | null;
   readonly hashAt: (seq: number) => string | null;
 }
+
+const NEVER_SIGNED = 'sealed but the final head was never signed';
 
 function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq: number; payload: unknown }[]): { facts: StoreFacts; events: number; close: () => void } | null {
   let db: Database.Database;
@@ -124,6 +134,7 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
   let experimentId: string | null = null;
   let manifestSha256: string | null = null;
   let lastSeq = 0;
+  let sealSeq: number | null = null;
   const rows = db.prepare('SELECT seq, event_id, event_type, idempotency_key, envelope FROM events ORDER BY seq').iterate() as IterableIterator<{
     seq: number;
     event_id: string;
@@ -194,10 +205,18 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
     if (env.seq > MAX_SEQ) at(`seq ${env.seq} is beyond the largest seq an event id can carry (${MAX_SEQ})`);
     else if (env.event_id !== eventIdFor(env.subject_id, env.seq)) at('event_id is not the one derived from subject_id and seq');
     if (env.event_type === 'SystemEvent.ChainHeadSigned') chainHeadEvents.push({ seq: env.seq, payload: env.payload });
+    if (env.event_type === 'SystemEvent.StoreSealed') {
+      if (sealSeq === null) sealSeq = row.seq;
+      else at(`a second SystemEvent.StoreSealed (the store was sealed at seq ${sealSeq})`);
+    }
     // Link the next event to what is stored here, so one edit is reported once.
     previousHash = env.event_hash;
   }
   if (events === 0) failures.add(file, null, 'the store holds no events (StoreOpened missing)');
+  // Reported once, at the first event too many: the writer and a trigger both refuse these.
+  if (sealSeq !== null && lastSeq > sealSeq) {
+    failures.add(file, sealSeq + 1, `${lastSeq - sealSeq} event(s) after SystemEvent.StoreSealed at seq ${sealSeq}: nothing may follow the seal (inserted outside the writer?)`);
+  }
 
   const projection = db.prepare('SELECT state, state_hash, last_applied_event_seq FROM projection WHERE id = 1').get() as
     | { state: string; state_hash: string; last_applied_event_seq: number }
@@ -220,7 +239,7 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
       return null;
     }
   };
-  return { facts: { experimentId, manifestSha256, lastSeq, hashAt }, events, close: () => db.close() };
+  return { facts: { experimentId, manifestSha256, lastSeq, sealSeq, hashAt }, events, close: () => db.close() };
 }
 
 /** Checks a signed chain head against the store it names. */
@@ -269,10 +288,20 @@ function verifyHeadsFile(file: string, key: Uint8Array, facts: StoreFacts | null
   if (!facts) return;
   const final = finalHead as ChainHead | null;
   if (final === null) {
+    // A seal is the end of the run: --open (a run in progress) does not excuse it.
+    if (facts.sealSeq !== null) return failures.add(file, facts.sealSeq, `${NEVER_SIGNED} (no final head in ${RUN_FILES.heads})`);
     const reason = 'no final signed head: a truncated tail could not be detected';
     if (allowOpen) warnings.add(file, facts.lastSeq, `${reason} (accepted: --open)`);
     else failures.add(file, facts.lastSeq, reason);
-  } else if (facts.lastSeq > final.seq) {
+    return;
+  }
+  if (facts.sealSeq === null) {
+    failures.add(file, final.seq, `a final head was signed at seq ${final.seq} but the store was never sealed (no SystemEvent.StoreSealed): appends were never refused after it`);
+  } else if (final.seq !== facts.sealSeq) {
+    // The hash at final.seq is compared with the store by checkHead; here: is it the seal?
+    failures.add(file, final.seq, `the final signed head names seq ${final.seq}, not the SystemEvent.StoreSealed at seq ${facts.sealSeq}`);
+  }
+  if (facts.lastSeq > final.seq) {
     failures.add(file, final.seq + 1, `events after the final signed head (seq ${final.seq}); the store goes on to seq ${facts.lastSeq}`);
   }
 }
@@ -281,7 +310,7 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new VerifyInputError(`${root} is not a folder; give the run or study folder to verify`);
   const failures = new FailureList(root);
   const warnings = new FailureList(root);
-  const found = walk(root);
+  const found = findRunFiles(root);
   if (found.stores.length === 0) failures.add(root, null, `no ${RUN_FILES.store} under ${root}`);
   let events = 0;
   const storeFacts = new Map<string, StoreFacts>();
@@ -297,7 +326,8 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
       const dir = path.dirname(file);
       if (!existsSync(path.join(dir, RUN_FILES.heads))) {
         const reason = `no ${RUN_FILES.heads}: no signed head covers this store`;
-        if (options.allowOpen) warnings.add(file, result.facts.lastSeq, `${reason} (accepted: --open)`);
+        if (result.facts.sealSeq !== null) failures.add(file, result.facts.sealSeq, `${NEVER_SIGNED} (${reason})`);
+        else if (options.allowOpen) warnings.add(file, result.facts.lastSeq, `${reason} (accepted: --open)`);
         else failures.add(file, result.facts.lastSeq, reason);
       }
       if (!existsSync(path.join(dir, RUN_FILES.manifest))) failures.add(file, 1, `no ${RUN_FILES.manifest}: the manifest hash in StoreOpened cannot be checked`);

@@ -1,13 +1,14 @@
 // npm run demo -- [--out DIR] [--json]
 // The event store end to end, until the experiment runner exists: a real ds-writer
 // process writes a signed run folder (both roles, a refused request, an idempotent
-// retry, a periodic and a final signed head), then the run is verified from its files.
+// retry, a periodic signed head, the seal and the final signed head on it), then the run
+// is verified from its files.
 // The key is made for this run and kept in memory only; the controller (issue 4) keeps
 // its key in a key folder outside every run.
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
+import { sealAndSignFinalHead, signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
 import type { Actor } from '../../schema/envelope.js';
@@ -110,8 +111,16 @@ async function main(): Promise<number> {
     const periodic = await signAndRecordHead(experiment, 'periodic', signing);
     say(`signed periodic head at seq ${periodic.seq}`);
     await experiment.append([draft('ExperimentEvent.WakeEnded', 'experiment', 2, { wake_id: 'wake-0001', outcome: 'completed' })]);
-    const final = await signAndRecordHead(experiment, 'final', signing);
-    say(`signed final head at seq ${final.seq}`);
+    const final = await sealAndSignFinalHead(experiment, signing, 'demo finished');
+    say(`sealed the store at seq ${final.seq} and signed the final head on the seal`);
+    try {
+      await runtime.append([draft('MemoryEvent.JournalEntryWritten', 'runtime', 3, { proposal_id: 'proposal-2', entry_id: 'page-3', text: 'Written after the seal.' })]);
+      say('demo: the writer accepted an append after the seal; this must not happen');
+      return 1;
+    } catch (error) {
+      if (!(error instanceof WriterError) || error.code !== 'sealed') throw error;
+      say(`refused after the seal as expected: ${error.code}: ${error.message} (not recorded: nothing may follow the seal)`);
+    }
   } finally {
     experiment.close();
     runtime.close();

@@ -33,6 +33,18 @@ export const APPEND_REJECTION_REASONS = [
 export const AppendRejectionReason = z.enum(APPEND_REJECTION_REASONS);
 export type AppendRejectionReason = z.infer<typeof AppendRejectionReason>;
 
+/**
+ * The last event of a finished store (issue 4 item 6). Only the writer writes it, in
+ * answer to the controller's `seal` request; from then on it refuses every append (and
+ * a SQL trigger refuses every insert), so the final signed head — which must name this
+ * event — really is the end of the chain.
+ */
+export const StoreSealed = defineEvent('SystemEvent', 'StoreSealed', '1.0.0', z.strictObject({
+  reason: ShortText,
+  /** The role whose `seal` request this answers (only `experiment` may ask). */
+  sealed_by: WriterRole,
+}), []);
+
 /** A refused request: the reason and a hash of the request, never its content. */
 export const AppendRejected = defineEvent('SystemEvent', 'AppendRejected', '1.0.0', z.strictObject({
   reason: AppendRejectionReason,

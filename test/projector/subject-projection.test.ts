@@ -89,6 +89,7 @@ const NO_OP_TYPES = new Set([
   'WorldEvent.DistractorOccurred',
   'SystemEvent.AppendRejected',
   'SystemEvent.ChainHeadSigned',
+  'SystemEvent.StoreSealed',
   'SystemEvent.ProcessRestarted',
   'ExperimentEvent.WakeScheduled',
   'ExperimentEvent.InterventionDelivered',
@@ -554,7 +555,7 @@ describe('illegal transitions are refused and the input state is untouched', () 
     refusedNext(s, d.planAccepted('plan-1'), /no pending plan proposal plan-1/);
   });
 
-  test('nothing the subject does is accepted after EmergencyStopped', () => {
+  test('nothing the subject does is accepted after EmergencyStopped (only an operator resumes it)', () => {
     const s = new SubjectStream().open();
     s.push(d.wakeStarted('w1'));
     s.push(d.modelAnswered('w1'));
@@ -569,7 +570,6 @@ describe('illegal transitions are refused and the input state is untouched', () 
     refusedNext(s, d.claim('c1', 'PLAN', []), /no wake is in progress/);
     refusedNext(s, d.subjectInitialized(), /illegal lifecycle transition STOPPED → DORMANT/);
     refusedNext(s, d.paused(), /illegal lifecycle transition STOPPED → PAUSED/);
-    refusedNext(s, d.resumed(), /illegal lifecycle transition STOPPED/);
     refusedNext(s, d.emergencyStopped(), /illegal lifecycle transition STOPPED → STOPPED/);
     // The world goes on and is recorded; it does not wake the subject.
     const after = acceptedNext(s, d.message());

@@ -5,6 +5,8 @@ import { cpSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
+import { computeEventHash, computePayloadHash, eventIdFor } from '../../schema/envelope-hash.js';
+import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { tempDir, writeSealedRun, type WriterFixture } from './writer-fixture.js';
 
@@ -31,7 +33,9 @@ export function storeOf(dir: string): string {
 export function tamper(dir: string, edit: (db: Database.Database) => void): void {
   const db = new Database(storeOf(dir));
   try {
-    db.exec('DROP TRIGGER IF EXISTS events_refuse_update; DROP TRIGGER IF EXISTS events_refuse_delete; DROP TRIGGER IF EXISTS events_refuse_overwrite;');
+    db.exec(
+      'DROP TRIGGER IF EXISTS events_refuse_update; DROP TRIGGER IF EXISTS events_refuse_delete; DROP TRIGGER IF EXISTS events_refuse_overwrite; DROP TRIGGER IF EXISTS events_refuse_after_seal;',
+    );
     edit(db);
   } finally {
     db.close();
@@ -43,6 +47,36 @@ export function editEnvelope(db: Database.Database, seq: number, change: (env: E
   const row = db.prepare('SELECT envelope FROM events WHERE seq = ?').get(seq) as { envelope: string };
   const edited = change(JSON.parse(row.envelope) as EventEnvelope);
   db.prepare('UPDATE events SET envelope = ? WHERE seq = ?').run(canonicalJson(edited), seq);
+}
+
+/**
+ * Inserts a well-formed event after the last row — right id, hashes and link, as a forger
+ * who drops the triggers and knows the format could — and moves the projection row's
+ * last_applied_event_seq with it, so only the rules about what may follow what can tell.
+ */
+export function appendForgedEvent(db: Database.Database, eventType: EventType, payload: Record<string, unknown>): EventEnvelope {
+  const last = JSON.parse((db.prepare('SELECT envelope FROM events ORDER BY seq DESC LIMIT 1').get() as { envelope: string }).envelope) as EventEnvelope;
+  const seq = last.seq + 1;
+  const unhashed = {
+    event_id: eventIdFor(last.subject_id, seq),
+    subject_id: last.subject_id,
+    seq,
+    event_type: eventType,
+    schema_version: schemaVersionOf(eventType),
+    occurred_at: last.occurred_at,
+    recorded_at: last.recorded_at,
+    actor: 'experiment' as const,
+    causation_id: null,
+    correlation_id: null,
+    idempotency_key: null,
+    previous_event_hash: last.event_hash,
+    payload,
+    payload_hash: computePayloadHash(payload),
+  };
+  const envelope: EventEnvelope = { ...unhashed, event_hash: computeEventHash({ ...unhashed, event_hash: '' } as EventEnvelope) };
+  db.prepare('INSERT INTO events (seq, event_id, event_type, idempotency_key, envelope) VALUES (?, ?, ?, ?, ?)').run(seq, envelope.event_id, eventType, null, canonicalJson(envelope));
+  db.prepare('UPDATE projection SET last_applied_event_seq = ?').run(seq);
+  return envelope;
 }
 
 export interface SnapshotRow {

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
+import { sealAndSignFinalHead, signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
 import { generateKeyPair, type Ed25519KeyPair } from '../../schema/ed25519-keys.js';
 import type { ChainHead } from '../../schema/chain-head.js';
 import type { HashString } from '../../schema/hash.js';
@@ -27,6 +27,7 @@ export interface WriterFixture {
   /** K of the running writer: it snapshots every K events and when stopped. */
   readonly snapshotEvery: number;
   connect(role: 'runtime' | 'experiment'): Promise<WriterClient>;
+  /** A periodic head (also recorded as ChainHeadSigned), or for `final` the seal and the final head on it. */
   signHead(kind: ChainHead['kind']): Promise<ChainHead>;
   /** Stops the writer (closing clients) and starts a new one on the same store. */
   restart(): Promise<WriterFixture>;
@@ -74,7 +75,8 @@ async function launch(prepared: Prepared, mode: 'create' | 'open'): Promise<Writ
     async signHead(kind) {
       experimentClient ??= await fixture.connect('experiment');
       const now = (): string => new Date().toISOString();
-      return signAndRecordHead(experimentClient, kind, { runDir: dir, keys, experimentId: identity.experiment_id, occurredAt: now(), now });
+      const signing = { runDir: dir, keys, experimentId: identity.experiment_id, occurredAt: now(), now };
+      return kind === 'final' ? sealAndSignFinalHead(experimentClient, signing, 'test run finished') : signAndRecordHead(experimentClient, kind, signing);
     },
     async restart() {
       await stop();
@@ -134,7 +136,7 @@ export function journalDraft(text: string, overrides: Partial<EventDraft> = {}):
   };
 }
 
-/** A sealed run: events from both roles, a periodic head, more events, a final head; writer stopped. */
+/** A sealed run: events from both roles, a periodic head, more events, the seal and the final head on it; writer stopped. */
 export async function writeSealedRun(dir = tempDir(), eventsPerPhase = 5, snapshotEvery = DEFAULT_SNAPSHOT_EVERY_EVENTS): Promise<WriterFixture> {
   const fixture = await startWriterFixture(dir, snapshotEvery);
   const experiment = await fixture.connect('experiment');

@@ -1,0 +1,111 @@
+// Projector rules added with the seal (issue 4 items 6 and 9): SystemEvent.StoreSealed
+// passes through every projection without changing the Subject; an operator may resume
+// an emergency-stopped subject, which comes back DORMANT; the versions say so.
+import { describe, expect, test } from 'vitest';
+import { eventCountsProjection } from '../../projector/event-counts.js';
+import { LIFECYCLE_TABLE, lifecycleAllows } from '../../projector/lifecycle.js';
+import { ProjectionRefusal } from '../../projector/projection.js';
+import { subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
+import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../../projector/versions.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import { d, draft, standardRun, SubjectStream } from '../support/subject-events.js';
+
+const P = subjectProjection;
+const sealDraft = () => draft('SystemEvent.StoreSealed', { reason: 'the run is over', sealed_by: 'experiment' });
+
+function project(events: readonly EventEnvelope[]) {
+  return P.applyAll(P.initial(), events);
+}
+
+describe('SystemEvent.StoreSealed', () => {
+  test('changes nothing of the Subject but the applied seq, through apply and applyAll', () => {
+    const run = standardRun();
+    const before = project(run.stream.events);
+    const seal = run.stream.push(sealDraft());
+    const hash = subjectStateHash(before);
+    const after = P.apply(before, seal);
+    expect(subjectStateHash(before)).toBe(hash);
+    expect(after.last_applied_event_seq).toBe(seal.seq);
+    expect(after.aggregate_version).toBe(before.aggregate_version);
+    expect({ ...after, last_applied_event_seq: 0 }).toEqual({ ...before, last_applied_event_seq: 0 });
+    expect(project(run.stream.events)).toEqual(after);
+  });
+
+  test('passes through in any lifecycle state, e.g. during a wake and after an emergency stop', () => {
+    const awake = new SubjectStream().open();
+    awake.push(d.wakeStarted('w1'));
+    const stopped = awake.fork();
+    stopped.push(d.emergencyStopped());
+    for (const s of [awake, stopped]) {
+      const before = project(s.events);
+      const after = P.apply(before, s.peek(sealDraft()));
+      expect([after.lifecycle_state, after.cognitive_state, after.current_wake_id]).toEqual([before.lifecycle_state, before.cognitive_state, before.current_wake_id]);
+    }
+  });
+
+  test('is counted by the event-counts projection', () => {
+    const s = new SubjectStream().open();
+    const seal = s.push(sealDraft());
+    const counts = s.events.reduce((state, e) => eventCountsProjection.apply(state, e), eventCountsProjection.initial());
+    expect(counts).toMatchObject({ total: seal.seq, last_seq: seal.seq });
+    expect(counts.by_type['SystemEvent.StoreSealed']).toBe(1);
+  });
+});
+
+describe('resuming an emergency-stopped subject', () => {
+  test('the table has the row STOPPED --Resumed--> DORMANT, and no other way out of STOPPED', () => {
+    expect(LIFECYCLE_TABLE).toContainEqual(['STOPPED', 'SystemEvent.Resumed', ['DORMANT']]);
+    expect(LIFECYCLE_TABLE.filter(([from]) => from === 'STOPPED')).toEqual([['STOPPED', 'SystemEvent.Resumed', ['DORMANT']]]);
+    expect(lifecycleAllows('STOPPED', 'SystemEvent.Resumed', 'DORMANT')).toBe(true);
+    expect(lifecycleAllows('STOPPED', 'SystemEvent.Resumed', 'AWAKE')).toBe(false);
+    expect(lifecycleAllows('STOPPED', 'SystemEvent.Resumed', 'RECOVERING')).toBe(false);
+  });
+
+  test('a stop during a wake, then Resumed: DORMANT, IDLE, no wake; the next wake starts', () => {
+    const s = new SubjectStream().open();
+    s.push(d.wakeStarted('w1'));
+    s.push(d.modelAnswered('w1'));
+    s.push(d.emergencyStopped());
+    const resumed = P.apply(project(s.events), s.push(d.resumed()));
+    expect([resumed.lifecycle_state, resumed.cognitive_state, resumed.current_wake_id]).toEqual(['DORMANT', 'IDLE', null]);
+    const next = P.apply(resumed, s.push(d.wakeStarted('w2')));
+    expect([next.lifecycle_state, next.current_wake_id]).toEqual(['AWAKE', 'w2']);
+  });
+
+  test('a second Resumed, or one with an unknown tool outcome still open, is refused and leaves the state as it was', () => {
+    const s = new SubjectStream().open();
+    s.push(d.emergencyStopped());
+    s.push(d.resumed());
+    const dormant = project(s.events);
+    expect(() => P.apply(dormant, s.peek(d.resumed()))).toThrow(/illegal lifecycle transition DORMANT → DORMANT/);
+
+    // An unknown outcome keeps the subject read-only (RECOVERING), which STOPPED may not
+    // resume into; and no operator may resolve it while stopped (no row either).
+    const r = new SubjectStream().open();
+    r.push(d.wakeStarted('w1'));
+    r.push(d.modelAnswered('w1'));
+    const intent = r.fileIntent('p1', 'x.md');
+    r.push(d.toolOutcomeUnknown(intent.event_id));
+    r.push(d.emergencyStopped());
+    const stopped = project(r.events);
+    const hash = subjectStateHash(stopped);
+    const refusal = (() => {
+      try {
+        P.apply(stopped, r.peek(d.resumed()));
+      } catch (error) {
+        return error;
+      }
+      return null;
+    })();
+    expect(refusal).toBeInstanceOf(ProjectionRefusal);
+    expect((refusal as ProjectionRefusal).message).toMatch(/illegal lifecycle transition STOPPED → RECOVERING/);
+    expect(subjectStateHash(stopped)).toBe(hash);
+  });
+});
+
+test('the versions record both rule changes (1.1.0)', () => {
+  expect(SUBJECT_PROJECTOR_VERSION).toBe('1.1.0');
+  expect(STATE_MACHINE_VERSION).toBe('1.1.0');
+  expect(P.version).toBe(SUBJECT_PROJECTOR_VERSION);
+  expect(P.stateMachineVersion).toBe(STATE_MACHINE_VERSION);
+});
