@@ -1,0 +1,259 @@
+// Starts a ds-runtime process and talks to it over the IPC channel: the controller (and
+// tests) use this. The runtime's writer token travels in the `start` message, never in
+// argv. Every message from the child is validated with zod; one that fails is reported on
+// stderr, not dropped silently.
+import { fork, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { RuntimeChildMessage, RuntimeStartConfig, RuntimeWake, type RuntimeParentMessage, type WakeDone, type WakeFailure, type WakeProgress } from './protocol.js';
+
+const RUNTIME_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
+/** How long after the exit the IPC channel may take to deliver its last messages and close. */
+const CHANNEL_CLOSE_GRACE_MS = 2_000;
+
+export interface RuntimeExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export class RuntimeStartError extends Error {
+  override readonly name = 'RuntimeStartError';
+  constructor(
+    /** `bad_config` (refused before spawning), `start_timeout`, `exited`, or the child's fatal code. */
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type RuntimeWakeErrorCode =
+  /** The runtime answered wake_failed; `failure` holds its code and message. */
+  | 'wake_failed'
+  /** The runtime exited or was killed before answering; `exit` says how. */
+  | 'exited'
+  /** No answer within the caller's timeout. The runtime was left running: the caller decides. */
+  | 'timeout'
+  /** Refused here, nothing sent: the wake message failed its schema, its wake_id is already waiting, or the runtime is gone. */
+  | 'bad_request';
+
+export class RuntimeWakeError extends Error {
+  override readonly name = 'RuntimeWakeError';
+  constructor(
+    readonly code: RuntimeWakeErrorCode,
+    readonly wakeId: string,
+    message: string,
+    readonly failure: WakeFailure | null = null,
+    readonly exit: RuntimeExit | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export type RuntimeWakeRequest = Omit<RuntimeWake, 'type'>;
+
+export interface RuntimeProcess {
+  readonly pid: number;
+  /** Settles when the process has exited and its IPC channel has closed. */
+  readonly exited: Promise<RuntimeExit>;
+  /** Delivers one wake and waits for its report; rejects with RuntimeWakeError. */
+  wake(message: RuntimeWakeRequest, timeoutMs: number): Promise<WakeDone>;
+  /** Calls `listener` on each wake_progress; returns a function that unsubscribes it. */
+  onProgress(listener: (progress: WakeProgress) => void): () => void;
+  /** Kills it (e.g. SIGKILL for crash tests and interventions) and waits for the exit. */
+  kill(signal: NodeJS.Signals): Promise<RuntimeExit>;
+  /** Asks it to stop, SIGKILLs it after timeoutMs, and waits for the exit. */
+  stop(timeoutMs?: number): Promise<RuntimeExit>;
+}
+
+export interface SpawnRuntimeOptions {
+  readonly uid?: number;
+  readonly gid?: number;
+  /**
+   * A directory holding a copy of this repository to run the runtime from (e.g. one the
+   * runtime's uid may read): main is `<codeRoot>/runtime/main.ts`, the tsx loader is
+   * resolved from `<codeRoot>/package.json`, and the process runs with cwd = codeRoot.
+   */
+  readonly codeRoot?: string;
+  readonly startTimeoutMs?: number;
+}
+
+interface PendingWake {
+  readonly resolve: (report: WakeDone) => void;
+  readonly reject: (error: RuntimeWakeError) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+function entryPoint(codeRoot: string | undefined): { main: string; loader: string; cwd: string | undefined } {
+  if (codeRoot === undefined) return { main: RUNTIME_MAIN, loader: TSX_LOADER, cwd: undefined };
+  const root = path.resolve(codeRoot);
+  return { main: path.join(root, 'runtime', 'main.ts'), loader: createRequire(path.join(root, 'package.json')).resolve('tsx'), cwd: root };
+}
+
+function describeExit(exit: RuntimeExit): string {
+  return `code ${exit.code}, signal ${exit.signal}`;
+}
+
+export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, options: SpawnRuntimeOptions = {}): Promise<RuntimeProcess> {
+  const startMessage = RuntimeStartConfig.safeParse({ type: 'start', ...config });
+  // Checked before forking: a config the child would refuse should not cost a process.
+  if (!startMessage.success) throw new RuntimeStartError('bad_config', `invalid runtime start config: ${z.prettifyError(startMessage.error)}`);
+  const startTimeoutMs = options.startTimeoutMs ?? 20_000;
+  const { main, loader, cwd } = entryPoint(options.codeRoot);
+  const child: ChildProcess = fork(main, [], {
+    execArgv: ['--import', loader],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Its own process group: a Ctrl-C in the controller's terminal is the controller's emergency
+    // stop, which still needs this runtime; the runtime exits when its parent goes away instead.
+    detached: true,
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(options.uid === undefined ? {} : { uid: options.uid }),
+    ...(options.gid === undefined ? {} : { gid: options.gid }),
+  });
+  // Settles on 'exit' once the IPC channel has also closed, so that every message the
+  // child sent before dying (a wake_done just before a crash) has been delivered first.
+  // Not 'close': it never fires once the parent has disconnected the channel itself. If
+  // the channel outlives the process (an inherited fd), it is given up after a grace.
+  let exitedWith: RuntimeExit | null = null;
+  const exited = new Promise<RuntimeExit>((resolve) =>
+    child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
+      const exit = { code, signal };
+      const finish = (): void => {
+        clearTimeout(grace);
+        exitedWith ??= exit;
+        resolve(exit);
+      };
+      const grace = setTimeout(() => {
+        process.stderr.write(`[spawnRuntime] ds-runtime ${child.pid} exited but its IPC channel stayed open for ${CHANNEL_CLOSE_GRACE_MS} ms; closing it\n`);
+        if (child.connected) child.disconnect();
+        finish();
+      }, CHANNEL_CLOSE_GRACE_MS);
+      if (child.connected) child.once('disconnect', finish);
+      else finish();
+    }),
+  );
+  child.on('error', (error) => process.stderr.write(`[spawnRuntime] runtime process error: ${error.message}\n`));
+
+  const pending = new Map<string, PendingWake>();
+  const progressListeners = new Set<(progress: WakeProgress) => void>();
+  let onStartMessage: ((message: RuntimeChildMessage) => void) | null = null;
+
+  const settle = (wakeId: string): PendingWake | null => {
+    const entry = pending.get(wakeId);
+    if (!entry) return null;
+    pending.delete(wakeId);
+    clearTimeout(entry.timer);
+    return entry;
+  };
+
+  child.on('message', (raw: unknown) => {
+    const parsed = RuntimeChildMessage.safeParse(raw);
+    if (!parsed.success) {
+      process.stderr.write(`[spawnRuntime] ignoring malformed message from ds-runtime ${child.pid}: ${z.prettifyError(parsed.error)}\n`);
+      return;
+    }
+    const message = parsed.data;
+    switch (message.type) {
+      case 'ready':
+      case 'fatal':
+        if (onStartMessage) return onStartMessage(message);
+        // A fatal after start is followed by the exit, which rejects any waiting wake.
+        process.stderr.write(`[spawnRuntime] ds-runtime ${child.pid} sent ${message.type} after start: ${JSON.stringify(message)}\n`);
+        return;
+      case 'wake_progress': {
+        const { type: _type, ...progress } = message;
+        for (const listener of progressListeners) listener(progress);
+        return;
+      }
+      case 'wake_done': {
+        const { type: _type, ...report } = message;
+        const entry = settle(report.wake_id);
+        if (entry) entry.resolve(report);
+        else process.stderr.write(`[spawnRuntime] wake_done for ${report.wake_id}, which nobody waits for (timed out?)\n`);
+        return;
+      }
+      case 'wake_failed': {
+        const { type: _type, ...failure } = message;
+        const entry = settle(failure.wake_id);
+        if (entry) entry.reject(new RuntimeWakeError('wake_failed', failure.wake_id, `wake ${failure.wake_id} failed (${failure.code}): ${failure.message}`, failure));
+        else process.stderr.write(`[spawnRuntime] wake_failed for ${failure.wake_id}, which nobody waits for: ${failure.code}: ${failure.message}\n`);
+        return;
+      }
+      default: {
+        const unhandled: never = message;
+        process.stderr.write(`[spawnRuntime] unhandled message ${JSON.stringify(unhandled)}\n`);
+      }
+    }
+  });
+
+  void exited.then((exit) => {
+    for (const wakeId of [...pending.keys()]) {
+      settle(wakeId)?.reject(new RuntimeWakeError('exited', wakeId, `ds-runtime exited during wake ${wakeId} (${describeExit(exit)})`, null, exit));
+    }
+  });
+
+  const ready = await new Promise<{ pid: number }>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new RuntimeStartError('start_timeout', `runtime did not become ready within ${startTimeoutMs} ms`));
+    }, startTimeoutMs);
+    onStartMessage = (message) => {
+      clearTimeout(timer);
+      onStartMessage = null;
+      if (message.type === 'ready') resolve({ pid: message.pid });
+      else if (message.type === 'fatal') reject(new RuntimeStartError(message.code, message.message));
+      else reject(new RuntimeStartError('protocol', `runtime sent ${message.type} before ready`));
+    };
+    void exited.then((exit) => {
+      clearTimeout(timer);
+      reject(new RuntimeStartError('exited', `runtime exited during start-up (${describeExit(exit)})`));
+    });
+    child.send(startMessage.data);
+  });
+
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  const kill = async (signal: NodeJS.Signals): Promise<RuntimeExit> => {
+    if (alive()) child.kill(signal);
+    return exited;
+  };
+
+  return {
+    pid: ready.pid,
+    exited,
+    onProgress(listener) {
+      progressListeners.add(listener);
+      return () => void progressListeners.delete(listener);
+    },
+    wake(request, timeoutMs) {
+      const wakeId = request.wake_id;
+      const message = RuntimeWake.safeParse({ type: 'wake', ...request });
+      if (!message.success) return Promise.reject(new RuntimeWakeError('bad_request', wakeId, `invalid wake message: ${z.prettifyError(message.error)}`));
+      if (pending.has(wakeId)) return Promise.reject(new RuntimeWakeError('bad_request', wakeId, `wake ${wakeId} is already waiting for its answer`));
+      if (!alive() || !child.connected) {
+        const exit = alive() ? null : { code: child.exitCode, signal: child.signalCode };
+        return Promise.reject(new RuntimeWakeError('bad_request', wakeId, `ds-runtime is not running (${exit ? describeExit(exit) : 'IPC channel closed'})`, null, exit));
+      }
+      return new Promise<WakeDone>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          if (settle(wakeId)) reject(new RuntimeWakeError('timeout', wakeId, `ds-runtime did not answer wake ${wakeId} within ${timeoutMs} ms; it was left running`));
+        }, timeoutMs);
+        pending.set(wakeId, { resolve, reject, timer });
+        child.send(message.data, (error: Error | null) => {
+          // The channel closed between the check above and now: the exit is on its way.
+          if (error) settle(wakeId)?.reject(new RuntimeWakeError('exited', wakeId, `could not deliver wake ${wakeId}: ${error.message}`, null, exitedWith ?? (alive() ? null : { code: child.exitCode, signal: child.signalCode })));
+        });
+      });
+    },
+    kill,
+    async stop(timeoutMs = 10_000) {
+      if (child.connected) child.send({ type: 'shutdown' } satisfies RuntimeParentMessage);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const exit = await exited;
+      clearTimeout(timer);
+      return exit;
+    },
+  };
+}
