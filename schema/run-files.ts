@@ -6,6 +6,11 @@ export const RUN_FILES = {
   /** One DSSE envelope of a signed chain head per line, oldest first. */
   heads: 'heads.jsonl',
   manifest: 'manifest.dsse.json',
+  /** The run's ExperimentPlan (controller/experiment-plan.ts) as JSON.stringify(plan, null, 2). */
+  plan: 'plan.json',
+  /** The pre-registration the run ran under (JSON), and a copy of its signed lock (controller/prereg.ts). */
+  prereg: 'prereg.json',
+  preregLock: 'prereg.lock.dsse.json',
   dsseSuffix: '.dsse.json',
 } as const;
 

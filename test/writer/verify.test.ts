@@ -13,6 +13,7 @@ import { computeEventHash, computePayloadHash } from '../../schema/envelope-hash
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory, type VerifyReport } from '../../writer/verify-store.js';
 import { runCli } from '../support/cli.js';
+import { appendForgedEvent } from '../support/store-forgery.js';
 import { journalDraft, reopenWriterFixture, tempDir, writeSealedRun, type WriterFixture } from '../support/writer-fixture.js';
 
 let sealed: WriterFixture;
@@ -47,7 +48,7 @@ function copyRun(): string {
 /** Opens the copy's store with the append-only triggers dropped, as a tamperer would. */
 function tamper(dir: string, edit: (db: Database.Database) => void): void {
   const db = new Database(path.join(dir, RUN_FILES.store));
-  db.exec('DROP TRIGGER events_refuse_update; DROP TRIGGER events_refuse_delete; DROP TRIGGER events_refuse_overwrite;');
+  db.exec('DROP TRIGGER events_refuse_update; DROP TRIGGER events_refuse_delete; DROP TRIGGER events_refuse_overwrite; DROP TRIGGER events_refuse_after_seal;');
   edit(db);
   db.close();
 }
@@ -150,8 +151,10 @@ describe('forged stores are caught, with the seq named', () => {
     });
     const report = verifyDirectory(dir);
     expect(report.ok).toBe(false);
+    // The seal went with the tail, so the final head now also stands on an unsealed store.
     expect(report.failures).toEqual([
       { store: RUN_FILES.heads, seq: lastSeq, reason: expect.stringMatching(new RegExp(`signed head at seq ${lastSeq} but the store ends at seq ${lastSeq - 3}`)) },
+      { store: RUN_FILES.heads, seq: lastSeq, reason: expect.stringMatching(/a final head was signed at seq \d+ but the store was never sealed/) },
     ]);
   });
 
@@ -199,7 +202,7 @@ describe('forged signatures are caught', () => {
     const report = verifyDirectory(dir);
     expect(report.ok).toBe(false);
     expect(report.failures.map((f) => f.reason)).toEqual(
-      expect.arrayContaining([expect.stringMatching(/line 2: signature does not verify/), expect.stringMatching(/no final signed head/)]),
+      expect.arrayContaining([expect.stringMatching(/line 2: signature does not verify/), expect.stringMatching(/sealed but the final head was never signed/)]),
     );
   });
 
@@ -235,23 +238,28 @@ describe('forged signatures are caught', () => {
     expect(report.failures).toEqual([{ store: RUN_FILES.manifest, seq: 1, reason: expect.stringMatching(/StoreOpened names/) }]);
   });
 
-  test('events appended after the final head', async () => {
+  test('events appended after the final head: the reopened writer refuses them; forged ones are caught', async () => {
     const dir = copyRun();
     const reopened = await reopenWriterFixture(dir, sealed);
     const runtime = await reopened.connect('runtime');
-    await runtime.append([journalDraft('written after the seal')]);
+    await expect(runtime.append([journalDraft('written after the seal')])).rejects.toMatchObject({ name: 'WriterError', code: 'sealed' });
     await reopened.stop();
-    const report = verifyDirectory(dir);
-    expect(report.failures).toEqual([{ store: RUN_FILES.heads, seq: lastSeq + 1, reason: expect.stringMatching(/events after the final signed head/) }]);
+    expect(verifyDirectory(dir).failures).toEqual([]);
+    tamper(dir, (db) => appendForgedEvent(db, 'MemoryEvent.JournalEntryWritten', { proposal_id: 'proposal-1', entry_id: 'entry-1', text: 'written after the seal' }));
+    expect(verifyDirectory(dir).failures).toEqual([
+      { store: RUN_FILES.store, seq: lastSeq + 1, reason: expect.stringMatching(new RegExp(`1 event\\(s\\) after SystemEvent.StoreSealed at seq ${lastSeq}`)) },
+      { store: RUN_FILES.heads, seq: lastSeq + 1, reason: expect.stringMatching(/events after the final signed head/) },
+    ]);
   });
 
-  test('a run without heads fails, and passes as a warning only with --open', () => {
+  test('a sealed run without heads fails, even with --open: the seal says the run is over', () => {
     const dir = copyRun();
     rmSync(path.join(dir, RUN_FILES.heads));
-    expect(verifyDirectory(dir).failures.map((f) => f.reason)).toEqual([expect.stringMatching(/no heads\.jsonl/)]);
+    const reasons = [expect.stringMatching(/sealed but the final head was never signed \(no heads\.jsonl/)];
+    expect(verifyDirectory(dir).failures.map((f) => f.reason)).toEqual(reasons);
     const open = verifyDirectory(dir, { allowOpen: true });
-    expect(open.ok).toBe(true);
-    expect(open.warnings.map((w) => w.reason)).toEqual([expect.stringMatching(/no heads\.jsonl.*accepted: --open/)]);
+    expect(open.failures.map((f) => f.reason)).toEqual(reasons);
+    expect(open.warnings).toEqual([]);
   });
 });
 
@@ -261,7 +269,15 @@ describe('npm run verify', () => {
   test('exit 0 and one JSON object for a good run', async () => {
     const result = await cli([sealed.dir, '--json']);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ ok: true, stores: 1, events: lastSeq, failures: [], warnings: [] });
+    // A writer-only run has no plan.json: verify says so as a warning, never silently.
+    expect(JSON.parse(result.stdout)).toEqual({
+      ok: true,
+      stores: 1,
+      events: lastSeq,
+      failures: [],
+      warnings: [{ store: 'plan.json', seq: null, reason: "no plan.json: the run's plan was not checked" }],
+      plans: { runs: [{ run: '.', plan: 'absent', checked: null }] },
+    });
   });
 
   test('exit 1 with every failure and its seq for a forged run', async () => {
