@@ -25,6 +25,7 @@ import { z } from 'zod';
 import { ExperimentPlan } from './experiment-plan.js';
 import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
+import { Capabilities } from '../schema/capabilities.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { EVENT_SCHEMA_VERSION } from '../schema/event-catalog.js';
@@ -42,14 +43,7 @@ export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_has
 /** Per-instance data that may differ between groups without being configuration. */
 export const PER_INSTANCE_FIELDS = ['started_at'] as const;
 
-/**
- * The group switches (DESIGN §1): A false/false, B true/false, C true/true. Re-planning
- * without persistent state is no group of the study and is refused.
- */
-export const Capabilities = z
-  .strictObject({ persistent_state: z.boolean(), autonomous_replanning: z.boolean() })
-  .refine((c) => !c.autonomous_replanning || c.persistent_state, { message: 'autonomous_replanning requires persistent_state (no group has one without the other)' });
-export type Capabilities = z.infer<typeof Capabilities>;
+export { Capabilities };
 
 export const GROUP_CAPABILITIES = {
   A: { persistent_state: false, autonomous_replanning: false },
@@ -67,7 +61,11 @@ export const Isolation = z.discriminatedUnion('mode', [
 ]);
 export type Isolation = z.infer<typeof Isolation>;
 
-export const ModelAdapter = z.enum(['reference', 'openai', 'replay']);
+/**
+ * `none`: the runtime calls no model — this build's observe-only runtime (the wake loop with
+ * the model is issue 5), or an apparatus check that must not think. Never silently a model.
+ */
+export const ModelAdapter = z.enum(['reference', 'openai', 'replay', 'none']);
 
 export const ModelParams = z.strictObject({
   temperature: z.number().min(0).max(2),
@@ -81,8 +79,9 @@ export const ModelInfo = z.strictObject({
   model_id: z.string().min(1).max(200),
   /** The model build or server fingerprint, when the adapter can name one. */
   build: z.string().min(1).max(200).nullable(),
-  params: ModelParams,
-});
+  /** null exactly when the adapter is `none`: there are no parameters of a model never called. */
+  params: ModelParams.nullable(),
+}).refine((m) => (m.adapter === 'none') === (m.params === null), { message: 'params must be null exactly when the adapter is none', path: ['params'] });
 export type ModelInfo = z.infer<typeof ModelInfo>;
 
 export const ManifestVersions = z.strictObject({ runtime: SemVer, writer: SemVer, event_schema: SemVer, projector: SemVer, state_machine: SemVer });

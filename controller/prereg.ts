@@ -13,8 +13,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
-import { isEventType } from '../schema/event-catalog.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
+import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { RUN_FILES } from '../schema/run-files.js';
 
 export const PREREG_LOCK_PAYLOAD_TYPE = 'application/vnd.digital-subject.prereg-lock+json';
@@ -75,15 +75,6 @@ const WakeSchedule = z
     message: `the long absence must end by hour ${SIMULATED_HOURS}`,
     path: ['long_absence_start_sim_hours', 'latest'],
   });
-
-const RetrievalPolicy = z.strictObject({
-  window_events: z.number().int().min(1).max(100_000),
-  token_cap: z.number().int().min(1),
-  event_types: z
-    .array(z.string().refine(isEventType, { message: 'not an event type of the catalogue (schema/event-catalog.ts)' }))
-    .min(1)
-    .refine((types) => new Set(types).size === types.length, { message: 'event_types lists a type twice' }),
-});
 
 const Thresholds = z.strictObject({
   /** §8.2 thresholds are exploratory effect thresholds, never significance tests. */
@@ -156,7 +147,8 @@ export function describeIssues(error: z.ZodError): string[] {
 }
 
 export type LockOutcome =
-  | { readonly ok: true; readonly lock_file: string; readonly lock: PreregLock; readonly keyid: string }
+  /** already_locked: a lock by this key already covered exactly this content; nothing was written. */
+  | { readonly ok: true; readonly lock_file: string; readonly lock: PreregLock; readonly keyid: string; readonly already_locked: boolean }
   | { readonly ok: false; readonly problem: 'invalid-schema' | 'already-locked'; readonly message: string; readonly issues: readonly string[] };
 
 /** Signs the lock of a valid pre-registration into FILE.lock.dsse.json; never replaces a lock. */
@@ -169,7 +161,10 @@ export function lockPrereg(file: string, keys: Ed25519KeyPair, lockedAt: string)
   }
   const lockFile = lockFileOf(file);
   if (existsSync(lockFile)) {
-    return { ok: false, problem: 'already-locked', message: `${lockFile} exists: a lock is never replaced; to change the pre-registration, save it under a new name (and a new prereg_version) and lock that`, issues: [] };
+    // Locking twice is a no-op, not a replacement: the existing lock must be this key's and cover this content.
+    const existing = readLock(lockFile, keys.publicKey, keyIdOf(keys.publicKey));
+    if (!('problem' in existing) && existing.prereg_sha256 === hashCanonical(content)) return { ok: true, lock_file: lockFile, lock: existing, keyid: keyIdOf(keys.publicKey), already_locked: true };
+    return { ok: false, problem: 'already-locked', message: `${lockFile} exists and does not cover this content with this key: a lock is never replaced; to change the pre-registration, save it under a new name (and a new prereg_version) and lock that`, issues: [] };
   }
   const lock = PreregLock.parse({ prereg_sha256: hashCanonical(content), file: path.basename(file), locked_at: lockedAt });
   const envelope = signDsse(PREREG_LOCK_PAYLOAD_TYPE, lock, keys.secretKey, keys.publicKey);
@@ -180,7 +175,7 @@ export function lockPrereg(file: string, keys: Ed25519KeyPair, lockedAt: string)
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { ok: false, problem: 'already-locked', message: `${lockFile} appeared while locking: a lock is never replaced`, issues: [] };
     throw error;
   }
-  return { ok: true, lock_file: lockFile, lock, keyid: keyIdOf(keys.publicKey) };
+  return { ok: true, lock_file: lockFile, lock, keyid: keyIdOf(keys.publicKey), already_locked: false };
 }
 
 export type PreregProblem = 'invalid-schema' | 'unlocked' | 'malformed-lock' | 'wrong-key' | 'bad-signature' | 'changed-after-lock';

@@ -10,7 +10,8 @@ import { parseCommandLine } from './command-line.js';
 
 const USAGE = `usage: npm run prereg -- lock FILE [--key-dir DIR] [--json]
        npm run prereg -- check FILE [--key-dir DIR] [--json]
-  lock     sign FILE's content hash into FILE.lock.dsse.json (never replaces a lock)
+  lock     sign FILE's content hash into FILE.lock.dsse.json (never replaces a lock; a lock by
+           this key of this very content is left as it is, exit 0)
   check    exit 0 only when FILE passes the schema and a lock by the controller key covers its content
   --key-dir  the controller's key folder (default $XDG_CONFIG_HOME/digital-subject-runtime/keys)`;
 
@@ -58,7 +59,11 @@ function lock(file: string, key: ControllerKey, json: boolean): number {
     process.stdout.write(`${JSON.stringify({ ...outcome, key_dir: key.keyDir, key_created: key.created })}\n`);
   } else if (outcome.ok) {
     if (key.created) process.stdout.write(`made a new controller key in ${key.keyDir} (keyid ${key.keyId})\n`);
-    process.stdout.write(`locked ${file}: ${outcome.lock.prereg_sha256}, signed by keyid ${outcome.keyid} into ${outcome.lock_file}\n`);
+    process.stdout.write(
+      outcome.already_locked
+        ? `already locked ${file}: ${outcome.lock.prereg_sha256} at ${outcome.lock.locked_at} by keyid ${outcome.keyid}; content unchanged, nothing written\n`
+        : `locked ${file}: ${outcome.lock.prereg_sha256}, signed by keyid ${outcome.keyid} into ${outcome.lock_file}\n`,
+    );
   } else {
     process.stdout.write(`REFUSED (${outcome.problem}): ${outcome.message}\n${outcome.issues.map((i) => `  ${i}\n`).join('')}`);
   }

@@ -107,9 +107,13 @@ describe('lock and check', () => {
     expect(checkPreregLock(file, controller.keys.publicKey).ok).toBe(true);
   });
 
-  test('a lock is never replaced', () => {
+  test('a lock is never replaced: locking unchanged content again is a no-op, anything else is refused', () => {
     const file = lockedCopy();
     const before = readFileSync(lockFileOf(file), 'utf8');
+    expect(lockPrereg(file, controller.keys, '2026-07-21T00:00:00.000Z')).toMatchObject({ ok: true, already_locked: true, lock: { prereg_sha256: hashCanonical(defaultContent()) } });
+    expect(readFileSync(lockFileOf(file), 'utf8')).toBe(before);
+    expect(lockPrereg(file, generateKeyPair(), '2026-07-21T00:00:00.000Z')).toMatchObject({ ok: false, problem: 'already-locked' });
+    writeFileSync(file, JSON.stringify({ ...defaultContent(), prereg_version: '1.0.1' }));
     expect(lockPrereg(file, controller.keys, '2026-07-21T00:00:00.000Z')).toMatchObject({ ok: false, problem: 'already-locked' });
     expect(readFileSync(lockFileOf(file), 'utf8')).toBe(before);
   });
@@ -207,7 +211,7 @@ describe('forged pre-registrations and locks are refused, saying which', () => {
 describe('npm run prereg', () => {
   const cli = (args: string[]) => runCli('prereg', args);
 
-  test('lock then check: exit 0, one JSON object each; a second lock exits 1', async () => {
+  test('lock then check: exit 0, one JSON object each; a second lock of the same content is a no-op (exit 0), of changed content exits 1', async () => {
     const file = copyDefault();
     const cliKeyDir = path.join(root, 'cli-keys');
     const locked = await cli(['lock', file, '--key-dir', cliKeyDir, '--json']);
@@ -218,8 +222,12 @@ describe('npm run prereg', () => {
     expect(checked.code).toBe(0);
     expect(JSON.parse(checked.stdout)).toMatchObject({ ok: true, failures: [], prereg_sha256: hashCanonical(defaultContent()), keyid: lockReport['keyid'] });
     const again = await cli(['lock', file, '--key-dir', cliKeyDir, '--json']);
-    expect(again.code).toBe(1);
-    expect(JSON.parse(again.stdout)).toMatchObject({ ok: false, problem: 'already-locked', key_created: false });
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ ok: true, already_locked: true, key_created: false });
+    writeFileSync(file, JSON.stringify({ ...defaultContent(), prereg_version: '1.0.1' }));
+    const changed = await cli(['lock', file, '--key-dir', cliKeyDir, '--json']);
+    expect(changed.code).toBe(1);
+    expect(JSON.parse(changed.stdout)).toMatchObject({ ok: false, problem: 'already-locked', key_created: false });
   });
 
   test('check of an edited file: exit 1, the problem named in JSON and in words', async () => {

@@ -1,0 +1,61 @@
+// Where an instance stands, read back from its own store: which controller steps are
+// already recorded (by idempotency key), whether a wake is open, whether the instance was
+// stopped or sealed. `--resume DIR` continues from exactly this, so the store — not a side
+// file the controller might have failed to write — is the one account of progress.
+import type { EventEnvelope } from '../schema/envelope.js';
+import type { WriterClient } from '../writer/client.js';
+import { WRITER_LIMITS, type Head } from '../writer/protocol.js';
+
+export interface RecordedEvent {
+  readonly seq: number;
+  readonly event_id: string;
+}
+
+export interface InstanceProgress {
+  readonly head: Head;
+  /** Controller events by idempotency key. */
+  readonly byKey: ReadonlyMap<string, RecordedEvent>;
+  /** A WakeStarted without its WakeEnded: the wake the instance was in when it stopped. */
+  readonly openWakeId: string | null;
+  /** The last EmergencyStopped is not followed by a Resumed. */
+  readonly stopped: boolean;
+  readonly sealed: boolean;
+  /** occurred_at of the last event: the virtual time the instance had reached. */
+  readonly lastOccurredAt: string | null;
+}
+
+/** Folds envelopes (in seq order) into the progress; pure. */
+export function progressOf(envelopes: Iterable<EventEnvelope>, head: Head): InstanceProgress {
+  const byKey = new Map<string, RecordedEvent>();
+  let openWakeId: string | null = null;
+  let stopped = false;
+  let sealed = false;
+  let lastOccurredAt: string | null = null;
+  for (const e of envelopes) {
+    if (e.idempotency_key !== null && e.actor === 'experiment') byKey.set(e.idempotency_key, { seq: e.seq, event_id: e.event_id });
+    const wakeId = typeof e.payload['wake_id'] === 'string' ? e.payload['wake_id'] : null;
+    if (e.event_type === 'ExperimentEvent.WakeStarted') openWakeId = wakeId;
+    if (e.event_type === 'ExperimentEvent.WakeEnded' && wakeId === openWakeId) openWakeId = null;
+    if (e.event_type === 'SystemEvent.EmergencyStopped') stopped = true;
+    if (e.event_type === 'SystemEvent.Resumed') stopped = false;
+    if (e.event_type === 'SystemEvent.StoreSealed') sealed = true;
+    lastOccurredAt = e.occurred_at;
+  }
+  return { head, byKey, openWakeId, stopped, sealed, lastOccurredAt };
+}
+
+/** Reads the whole store through the controller's connection, page by page (bounded by the head). */
+export async function readProgress(client: WriterClient): Promise<InstanceProgress> {
+  const head = await client.head();
+  const envelopes: EventEnvelope[] = [];
+  const maxPages = Math.ceil(head.seq / WRITER_LIMITS.maxReadPage) + 1;
+  let fromSeq = 1;
+  for (let page = 0; page < maxPages && fromSeq <= head.seq; page += 1) {
+    const result = await client.read({ from_seq: fromSeq, limit: WRITER_LIMITS.maxReadPage });
+    envelopes.push(...result.events);
+    if (result.next_seq <= fromSeq) throw new Error(`the writer's read made no progress at seq ${fromSeq}`);
+    fromSeq = result.next_seq;
+  }
+  if (fromSeq <= head.seq) throw new Error(`read stopped at seq ${fromSeq - 1} of ${head.seq} after ${maxPages} pages`);
+  return progressOf(envelopes.filter((e) => e.seq <= head.seq), head);
+}

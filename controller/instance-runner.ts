@@ -1,0 +1,641 @@
+// One experiment instance, end to end (issue 4; DESIGN §2, §8): the controller's side.
+//
+//   pre-registration lock checked → plan built from the seed → isolation decided →
+//   run folder (controller.pub, plan.json, prereg copy + lock, manifest.dsse.json signed
+//   BEFORE the writer starts, so StoreOpened can carry its hash) → ds-writer → ds-runtime →
+//   for each scheduled wake on the virtual clock: inject due interventions (the world first),
+//   deliver them, WakeStarted, the runtime's wake, planned crashes, WakeEnded, a signed
+//   periodic head every K wakes → seal + final signed head.
+//
+// Every controller event carries a deterministic idempotency key (controller-events.ts), so a
+// retried or resumed step is answered with the original event instead of a second one.
+// A stop (SIGINT/SIGTERM via `signal`, or a child dying unplanned) is recorded, signed and
+// resumable with `--resume DIR`; nothing is deleted.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CONTROLLER_KEYS, deliveredDraft, emergencyStoppedDraft, interventionDrafts, isCrashIntervention, isWorldIntervention, resumedDraft, subjectInitializedDraft, wakeEndedDraft, wakeStartedDraft, type WakeOutcome } from './controller-events.js';
+import { buildExperimentPlan, ExperimentPlan } from './experiment-plan.js';
+import { readProgress, type InstanceProgress } from './instance-progress.js';
+import type { Intervention } from './intervention-plan.js';
+import { IsolationError, planIsolation, prepareRunDir, prepareSocketDir, type IsolationOptions, type IsolationPlan, type SocketDir } from './isolation.js';
+import { copyPublicKeyInto, loadOrCreateControllerKey, type ControllerKey } from './key-store.js';
+import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, manifestSha256, RUNTIME_VERSION, type InstanceManifest, type ModelInfo } from './manifest.js';
+import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from './prereg.js';
+import { appendSignedHead, sealAndSignFinalHead, signAndRecordHead, signChainHead, writeSignedManifest } from './run-signatures.js';
+import { loadScenario, subjectInitializedPayload, type Scenario } from './scenario.js';
+import { VirtualClock } from './virtual-clock.js';
+import type { ScheduledWake } from './wake-schedule.js';
+import { applyExternalChange, materializeWorkspace, WORKSPACE_FOLDER, type FileOwner } from './workspace.js';
+import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
+import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
+import { verifyDsse } from '../schema/dsse.js';
+import { keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
+import { EVENT_SCHEMA_VERSION } from '../schema/event-catalog.js';
+import { hashCanonical, type HashString } from '../schema/hash.js';
+import { RUN_FILES } from '../schema/run-files.js';
+import { WriterClient, WriterUnavailableError } from '../writer/client.js';
+import { WRITER_VERSION } from '../writer/event-store.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
+import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
+import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
+
+export type Group = keyof typeof GROUP_CAPABILITIES;
+
+/** A wake of this runtime build must answer within this much real time. */
+export const WAKE_TIMEOUT_MS = 120_000;
+/** A child asked to stop gets this long before SIGKILL. */
+export const CHILD_STOP_TIMEOUT_MS = 10_000;
+/** Upper bound on the writer restarts one instance may need (one planned writer crash, plus margin). */
+export const MAX_WRITER_RESTARTS = 4;
+
+/** What this build's runtime is: no model is called yet (issue 5 builds the wake loop). */
+export const OBSERVE_ONLY_MODEL: ModelInfo = { adapter: 'none', model_id: 'none', build: null, params: null };
+
+export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan';
+
+export class InstanceError extends Error {
+  override readonly name = 'InstanceError';
+  constructor(
+    readonly code: InstanceErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface CommonOptions {
+  readonly runDir: string;
+  readonly keyDir: string;
+  /** Real-time factor of the virtual clock; null = as fast as possible. */
+  readonly speed: number | null;
+  /** Aborted = emergency stop (the CLI wires SIGINT/SIGTERM to it). */
+  readonly signal: AbortSignal;
+  /** Who asks (recorded with stops and resumes). */
+  readonly operator: string;
+  readonly scenariosDir: string;
+  readonly isolation?: IsolationOptions;
+  readonly log: (line: string) => void;
+}
+
+export interface NewInstanceOptions extends CommonOptions {
+  readonly preregFile: string;
+  readonly seed: string;
+  readonly group: Group;
+  /** Virtual time of hour 0 (part of the schedule, so of its hash). */
+  readonly startAt: string;
+  readonly experimentId: string;
+  readonly replicate: number;
+  readonly groupBlindId: string;
+  /** Wall clock, read once for the manifest's started_at. */
+  readonly startedAt: string;
+}
+
+export type ResumeOptions = CommonOptions;
+
+export interface InstanceResult {
+  readonly status: 'finished' | 'stopped';
+  readonly runDir: string;
+  readonly experimentId: string;
+  readonly groupBlindId: string;
+  readonly isolation: InstanceManifest['isolation'];
+  readonly isolationSummary: string;
+  readonly wakesTotal: number;
+  /** Wakes this call ran (a resumed instance ran the others before). */
+  readonly wakesRun: number;
+  readonly head: Head;
+  readonly finalHead: ChainHead | null;
+  readonly stopReason: string | null;
+  /** Everything that deviated from the plain path (kill points not reached, restarts, …). */
+  readonly notes: readonly string[];
+}
+
+// ---------------------------------------------------------------------------------------
+
+function scenarioOf(options: CommonOptions, scenarioId: string): Scenario {
+  return loadScenario(path.join(options.scenariosDir, scenarioId));
+}
+
+function ownerOf(isolation: IsolationPlan): FileOwner | null {
+  return isolation.runtime;
+}
+
+/** Isolation, downgraded to same-uid (and said so) when the writer's uid cannot use the run folder. */
+function isolationFor(runDir: string, options: CommonOptions): IsolationPlan {
+  const planned = planIsolation(options.isolation ?? {});
+  try {
+    prepareRunDir(runDir, planned);
+    return planned;
+  } catch (error) {
+    if (!(error instanceof IsolationError) || error.problem !== 'run-dir-unreachable') throw error;
+    planned.cleanup();
+    const fallback = planIsolation({ ...options.isolation, forceSameUid: error.message });
+    prepareRunDir(runDir, fallback);
+    return fallback;
+  }
+}
+
+export async function runNewInstance(options: NewInstanceOptions): Promise<InstanceResult> {
+  const runDir = path.resolve(options.runDir);
+  if (existsSync(runDir) && readdirSync(runDir).length > 0) throw new InstanceError('run_dir', `${runDir} exists and is not empty: a new instance needs a new folder (or continue that one with --resume ${runDir})`);
+  const key = loadOrCreateControllerKey(options.keyDir, { runDirs: [runDir] });
+  const lock = checkPreregLock(options.preregFile, key.keys.publicKey);
+  if (!lock.ok) throw new InstanceError('prereg', `refusing to run: ${lock.failures.map((f) => f.message).join('; ')}`);
+  const prereg = PreRegistration.parse(readPreregJson(options.preregFile));
+  const scenario = scenarioOf(options, prereg.scenario.id);
+  const plan = buildExperimentPlan({ prereg, scenario, seed: options.seed, startAt: options.startAt });
+
+  mkdirSync(runDir, { recursive: true });
+  const isolation = isolationFor(runDir, options);
+  options.log(isolation.summary);
+  copyPublicKeyInto(runDir, key.keys);
+  writeFileSync(path.join(runDir, RUN_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
+  writeFileSync(path.join(runDir, RUN_FILES.prereg), `${JSON.stringify(prereg, null, 2)}\n`, { flag: 'wx' });
+  copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
+  const manifest = buildInstanceManifest({
+    experimentId: options.experimentId,
+    groupBlindId: options.groupBlindId,
+    capabilities: GROUP_CAPABILITIES[options.group],
+    replicate: options.replicate,
+    plan,
+    prereg,
+    retrievalPolicy: prereg.retrieval_policy,
+    model: OBSERVE_ONLY_MODEL,
+    isolation: isolation.manifest,
+    startedAt: options.startedAt,
+  });
+  // Signed before the writer exists: StoreOpened, seq 1, carries this hash.
+  const manifestHash = writeSignedManifest(runDir, manifest, key.keys);
+  materializeWorkspace(path.join(runDir, WORKSPACE_FOLDER), scenario, ownerOf(isolation));
+  options.log(`manifest signed (${manifestHash.slice(0, 23)}…), key ${key.keyId.slice(0, 16)}…${key.created ? ' (new key)' : ''}; plan: ${plan.schedule.wakes.length} wakes, ${plan.interventions.length} interventions, schedule ${plan.schedule_hash.slice(0, 23)}…`);
+
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario });
+  return instance.run('create');
+}
+
+export async function resumeInstance(options: ResumeOptions): Promise<InstanceResult> {
+  const runDir = path.resolve(options.runDir);
+  const need = (file: string): string => {
+    const full = path.join(runDir, file);
+    if (!existsSync(full)) throw new InstanceError('resume', `${full} is missing: ${runDir} is not a run folder this controller can resume`);
+    return full;
+  };
+  const key = loadOrCreateControllerKey(options.keyDir, { runDirs: [runDir], create: false });
+  const runKey = parsePublicKeyHex(readFileSync(need(RUN_FILES.publicKey), 'utf8'));
+  if (toHex(runKey) !== toHex(key.keys.publicKey)) throw new InstanceError('resume', `${runDir} was signed by key ${keyIdOf(runKey).slice(0, 16)}…, not this controller's ${key.keyId.slice(0, 16)}…; pass the --key-dir of the key that started it`);
+  const signed = checkSignedManifest(JSON.parse(readFileSync(need(RUN_FILES.manifest), 'utf8')), key.keys.publicKey);
+  if (!signed.ok) throw new InstanceError('resume', `${RUN_FILES.manifest} does not verify: ${signed.reason}`);
+  const manifest = signed.manifest;
+  const plan = ExperimentPlan.parse(JSON.parse(readFileSync(need(RUN_FILES.plan), 'utf8')));
+  if (hashCanonical(plan.schedule) !== manifest.wake_schedule_hash || hashCanonical(plan.interventions) !== manifest.intervention_plan_hash) {
+    throw new InstanceError('resume', `${RUN_FILES.plan} does not hash to the schedule/intervention hashes of the signed manifest: it was changed after the start`);
+  }
+  const prereg = PreRegistration.parse(JSON.parse(readFileSync(need(RUN_FILES.prereg), 'utf8')));
+  if (hashCanonical(prereg) !== manifest.prereg_sha256) throw new InstanceError('resume', `${RUN_FILES.prereg} does not hash to the manifest's prereg_sha256: it was changed after the start`);
+  // Configuration drift after start is a hard failure (spec §8.4): never resume under other code.
+  const versions = { runtime: RUNTIME_VERSION, writer: WRITER_VERSION, event_schema: EVENT_SCHEMA_VERSION, projector: SUBJECT_PROJECTOR_VERSION, state_machine: STATE_MACHINE_VERSION };
+  const drift = Object.entries(versions).filter(([name, version]) => manifest.versions[name as keyof typeof versions] !== version);
+  if (drift.length > 0) throw new InstanceError('resume', `refusing to resume under other versions than the instance started with (${drift.map(([n, v]) => `${n} ${manifest.versions[n as keyof typeof versions]} → ${v}`).join(', ')}): that would be configuration drift after start`);
+  const isolation = isolationFor(runDir, options);
+  if (isolation.manifest.mode !== manifest.isolation.mode) {
+    isolation.cleanup();
+    throw new InstanceError('isolation', `the instance started with isolation ${manifest.isolation.mode} and would resume with ${isolation.manifest.mode} (${isolation.summary}); resume it the way it started (as root for separate-uids)`);
+  }
+  options.log(isolation.summary);
+  const scenario = scenarioOf(options, prereg.scenario.id);
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: manifestSha256(manifest), prereg, isolation, scenario });
+  return instance.run('open');
+}
+
+// ---------------------------------------------------------------------------------------
+
+interface InstanceInput {
+  readonly options: CommonOptions;
+  readonly runDir: string;
+  readonly key: ControllerKey;
+  readonly plan: ExperimentPlan;
+  readonly manifest: InstanceManifest;
+  readonly manifestHash: HashString;
+  readonly prereg: PreRegistration;
+  readonly isolation: IsolationPlan;
+  readonly scenario: Scenario;
+}
+
+/** Resume found a sealed store whose final head was missing, and signed it: nothing else to do. */
+class AlreadySealed extends Error {
+  override readonly name = 'AlreadySealed';
+}
+
+/** The emergency-stop path was taken; carries why. */
+class StopRequested extends Error {
+  override readonly name = 'StopRequested';
+}
+
+class Instance {
+  private readonly log: (line: string) => void;
+  private readonly tokens = { runtime: newToken(), experiment: newToken() };
+  private readonly clock: VirtualClock;
+  private readonly subjectId: string;
+  private readonly notes: string[] = [];
+  private socket: SocketDir | null = null;
+  private writer: WriterProcess | null = null;
+  private client: WriterClient | null = null;
+  private runtime: RuntimeProcess | null = null;
+  private writerRestarts = 0;
+  /** Set while a planned writer crash is armed: its intervention, for the restart record. */
+  private pendingWriterCrash: Intervention | null = null;
+  /** event_ids of each intervention's written events, for InterventionDelivered. */
+  private readonly eventIds = new Map<string, string[]>();
+  private readonly written = new Set<string>();
+
+  constructor(private readonly input: InstanceInput) {
+    this.log = input.options.log;
+    this.clock = new VirtualClock({ startAt: input.plan.schedule.start_at, speed: input.options.speed });
+    this.subjectId = `subject-${input.manifest.group_blind_id}`;
+  }
+
+  private get wakes(): readonly ScheduledWake[] {
+    return this.input.plan.schedule.wakes;
+  }
+
+  async run(mode: 'create' | 'open'): Promise<InstanceResult> {
+    let wakesRun = 0;
+    let stopReason: string | null = null;
+    let finalHead: ChainHead | null = null;
+    try {
+      await this.startWriter(mode);
+      const progress = await readProgress(this.connected());
+      if (progress.sealed) {
+        if (this.hasFinalHead()) throw new InstanceError('resume', `${this.input.runDir} is finished and sealed (seq ${progress.head.seq}); nothing to resume`);
+        // The previous controller sealed the store but died before signing: the seal is the last event, so its head is final.
+        finalHead = this.signFinalHeadOnSeal(progress.head);
+        this.note(`the store was sealed at seq ${progress.head.seq} but its final head was never signed; signed it now`);
+        throw new AlreadySealed();
+      }
+      const firstWake = await this.prepare(progress, mode);
+      await this.startRuntime();
+      for (let index = firstWake; index < this.wakes.length; index += 1) {
+        await this.runWake(index);
+        wakesRun += 1;
+        if ((index + 1) % this.input.prereg.chain_head_signing_period_wakes === 0) await this.signPeriodic();
+      }
+      this.checkStop();
+      await this.stopRuntime();
+      const sealed = await sealAndSignFinalHead(this.connected(), this.signing(), 'every scheduled wake ran');
+      finalHead = sealed;
+      this.log(`sealed at seq ${sealed.seq}; final head signed`);
+    } catch (error) {
+      if (error instanceof StopRequested) {
+        stopReason = error.message;
+        try {
+          await this.recordStop(stopReason);
+        } catch (recordError) {
+          await this.shutdownQuietly();
+          throw new InstanceError('writer', `the stop (${stopReason}) could not be recorded: ${recordError instanceof Error ? recordError.message : String(recordError)}; nothing was deleted — continue with --resume ${this.input.runDir}`);
+        }
+      } else if (!(error instanceof AlreadySealed)) {
+        await this.shutdownQuietly();
+        throw error;
+      }
+      // AlreadySealed: finished; the missing final head was signed above.
+    }
+    const head = await this.connected().head();
+    await this.shutdownQuietly();
+    return {
+      status: finalHead ? 'finished' : 'stopped',
+      runDir: this.input.runDir,
+      experimentId: this.input.manifest.experiment_id,
+      groupBlindId: this.input.manifest.group_blind_id,
+      isolation: this.input.isolation.manifest,
+      isolationSummary: this.input.isolation.summary,
+      wakesTotal: this.wakes.length,
+      wakesRun,
+      head,
+      finalHead,
+      stopReason,
+      notes: this.notes,
+    };
+  }
+
+  /** Whether heads.jsonl holds a final head signed by this controller's key. */
+  private hasFinalHead(): boolean {
+    const file = path.join(this.input.runDir, RUN_FILES.heads);
+    if (!existsSync(file)) return false;
+    const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+    return lines.some((line) => {
+      const verified = verifyDsse(JSON.parse(line), CHAIN_HEAD_PAYLOAD_TYPE, this.input.key.keys.publicKey);
+      return verified.ok && ChainHead.safeParse(verified.body).data?.kind === 'final';
+    });
+  }
+
+  private signFinalHeadOnSeal(head: Head): ChainHead {
+    const final: ChainHead = { experiment_id: this.input.manifest.experiment_id, seq: head.seq, event_hash: head.event_hash, kind: 'final', signed_at: new Date().toISOString() };
+    appendSignedHead(this.input.runDir, signChainHead(final, this.input.key.keys));
+    return final;
+  }
+
+  private stopReasonText(): string {
+    const reason: unknown = this.input.options.signal.reason;
+    return typeof reason === 'string' ? reason : 'emergency stop requested';
+  }
+
+  private note(line: string): void {
+    this.notes.push(line);
+    this.log(`note: ${line}`);
+  }
+
+  private signing() {
+    return { runDir: this.input.runDir, keys: this.input.key.keys, experimentId: this.input.manifest.experiment_id, occurredAt: this.clock.now(), now: () => new Date().toISOString() };
+  }
+
+  private connected(): WriterClient {
+    if (!this.client) throw new InstanceError('writer', 'no writer connection (bug: used before start)');
+    return this.client;
+  }
+
+  // ---- processes -------------------------------------------------------------------------
+
+  private async startWriter(mode: 'create' | 'open'): Promise<void> {
+    this.socket ??= prepareSocketDir(this.input.isolation);
+    const { writer, codeRoot } = this.input.isolation;
+    this.writer = await spawnWriter(
+      {
+        db_path: path.join(this.input.runDir, RUN_FILES.store),
+        socket_path: this.socket.socketPath,
+        mode,
+        subject_id: this.subjectId,
+        experiment_id: this.input.manifest.experiment_id,
+        manifest_sha256: this.input.manifestHash,
+        tokens: this.tokens,
+        projection: 'subject',
+        socket_mode: this.socket.socketMode,
+        snapshot_every: DEFAULT_SNAPSHOT_EVERY_EVENTS,
+      },
+      { codeRoot, ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
+    );
+    this.client = await WriterClient.connect(this.socket.socketPath, 'experiment', this.tokens.experiment);
+    this.log(`ds-writer pid ${this.writer.pid} serving seq ${this.writer.head.seq}`);
+  }
+
+  private async startRuntime(): Promise<void> {
+    const { runtime, codeRoot } = this.input.isolation;
+    this.runtime = await spawnRuntime(
+      { subject_id: this.subjectId, socket_path: this.socket!.socketPath, token: this.tokens.runtime, capabilities: this.input.manifest.capabilities, retrieval_policy: this.input.prereg.retrieval_policy },
+      { codeRoot, ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
+    );
+    this.log(`ds-runtime pid ${this.runtime.pid}`);
+  }
+
+  private async stopRuntime(): Promise<void> {
+    const runtime = this.runtime;
+    this.runtime = null;
+    if (runtime) await runtime.stop(CHILD_STOP_TIMEOUT_MS);
+  }
+
+  private async shutdownQuietly(): Promise<void> {
+    const failures: string[] = [];
+    await this.stopRuntime().catch((e: unknown) => failures.push(`runtime: ${String(e)}`));
+    this.client?.close();
+    this.client = null;
+    const writer = this.writer;
+    this.writer = null;
+    if (writer) {
+      const exit = await writer.stop(CHILD_STOP_TIMEOUT_MS);
+      if (exit.code !== 0) failures.push(`writer exited with code ${exit.code} signal ${exit.signal}`);
+    }
+    this.socket?.cleanup();
+    this.input.isolation.cleanup();
+    for (const f of failures) this.log(`warning: shutting down: ${f}`);
+  }
+
+  /** Appends; a planned writer crash is recovered here and the same drafts sent again (same keys ⇒ exactly once). */
+  private async append(drafts: EventDraft[]): Promise<AppendResult> {
+    try {
+      return await this.connected().append(drafts);
+    } catch (error) {
+      if (!(error instanceof WriterUnavailableError)) throw error;
+      await this.recoverWriter(error);
+      return this.connected().append(drafts);
+    }
+  }
+
+  private async recoverWriter(cause: WriterUnavailableError): Promise<void> {
+    const crash = this.pendingWriterCrash;
+    const exit = await Promise.race([this.writer!.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), CHILD_STOP_TIMEOUT_MS))]);
+    if (!crash || exit === null || exit.signal !== 'SIGKILL') {
+      throw new InstanceError('writer', `lost the writer (${cause.message}; exit ${exit ? `code ${exit.code} signal ${exit.signal}` : 'still running'}) outside a planned crash; the instance is interrupted — check the writer's log above, then continue with --resume ${this.input.runDir}`);
+    }
+    this.writerRestarts += 1;
+    if (this.writerRestarts > MAX_WRITER_RESTARTS) throw new InstanceError('writer', `more than ${MAX_WRITER_RESTARTS} writer restarts in one instance`);
+    this.pendingWriterCrash = null;
+    this.client?.close();
+    this.log(`ds-writer killed as planned (${crash.intervention_id}); restarting it on the same store`);
+    await this.startWriter('open');
+    await this.recordRestart(crash);
+  }
+
+  // ---- start and resume ---------------------------------------------------------------------
+
+  /** Writes what a fresh or resumed instance needs before its next wake; returns that wake's index. */
+  private async prepare(progress: InstanceProgress, mode: 'create' | 'open'): Promise<number> {
+    const { plan, scenario } = this.input;
+    for (const [key, recorded] of progress.byKey) {
+      const match = /^intervention:(.+):(\d+)$/.exec(key);
+      if (!match) continue;
+      const ids = this.eventIds.get(match[1]!) ?? [];
+      ids[Number(match[2])] = recorded.event_id;
+      this.eventIds.set(match[1]!, ids);
+      this.written.add(match[1]!);
+    }
+    if (mode === 'open' && progress.lastOccurredAt) await this.clock.advanceTo(maxIso(progress.lastOccurredAt, plan.schedule.start_at));
+    if (!progress.byKey.has(CONTROLLER_KEYS.subjectInitialized)) {
+      await this.append([subjectInitializedDraft(plan.schedule.start_at, subjectInitializedPayload(scenario.definition, plan.schedule.start_at))]);
+    }
+    if (mode === 'open') {
+      if (progress.openWakeId) {
+        const open = this.wakes.find((w) => w.wake_id === progress.openWakeId);
+        if (!open) throw new InstanceError('resume', `the store has an open wake ${progress.openWakeId} that is not in plan.json`);
+        await this.append([wakeEndedDraft(open, 'stopped')]);
+        this.note(`${open.wake_id} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
+      }
+      if (!progress.stopped) {
+        await this.append([emergencyStoppedDraft(this.clock.now(), 'controller', 'found on resume: the previous controller ended without recording a stop (killed or crashed)')]);
+        this.note('the previous controller ended without recording a stop; recorded one now');
+      }
+      await this.append([resumedDraft(this.clock.now(), this.input.options.operator, `--resume ${this.input.runDir}`)]);
+    }
+    const next = this.wakes.findIndex((w) => !progress.byKey.has(CONTROLLER_KEYS.wakeStarted(w.wake_id)));
+    if (mode === 'open') this.log(`resuming at ${next === -1 ? 'the end (every wake ran)' : this.wakes[next]!.wake_id} from seq ${progress.head.seq}`);
+    return next === -1 ? this.wakes.length : next;
+  }
+
+  // ---- one wake -------------------------------------------------------------------------------
+
+  private checkStop(): void {
+    if (this.input.options.signal.aborted) throw new StopRequested(this.stopReasonText());
+  }
+
+  private async advance(to: string): Promise<void> {
+    if (!(await this.clock.advanceTo(maxIso(to, this.clock.now()), this.input.options.signal))) throw new StopRequested(this.stopReasonText());
+  }
+
+  private async inject(intervention: Intervention): Promise<void> {
+    await this.advance(intervention.inject_at);
+    if (intervention.kind === 'external_file_change') {
+      const change = applyExternalChange(path.join(this.input.runDir, WORKSPACE_FOLDER), intervention, ownerOf(this.input.isolation));
+      if (change.found_hash !== intervention.pre_hash && change.outcome === 'applied') this.note(`${intervention.intervention_id}: ${intervention.path} was not as the scenario made it (the subject had changed it); the planned change was applied over it`);
+    }
+    const result = await this.append(interventionDrafts(intervention, intervention.inject_at));
+    this.eventIds.set(intervention.intervention_id, result.events.map((e) => e.event_id));
+    this.written.add(intervention.intervention_id);
+  }
+
+  private async runWake(index: number): Promise<void> {
+    const wake = this.wakes[index]!;
+    const { interventions } = this.input.plan;
+    const due = interventions
+      .filter((i) => isWorldIntervention(i) && i.inject_minute <= wake.at_minute && !this.written.has(i.intervention_id))
+      .sort((a, b) => a.inject_minute - b.inject_minute || interventions.indexOf(a) - interventions.indexOf(b));
+    for (const intervention of due) {
+      this.checkStop();
+      await this.inject(intervention);
+    }
+    await this.advance(wake.wake_at);
+    const delivered = interventions.filter((i) => isWorldIntervention(i) && i.deliver_wake_id === wake.wake_id);
+    for (const intervention of delivered) await this.append([deliveredDraft(wake, intervention, this.idsOf(intervention))]);
+    this.checkStop();
+    const head = await this.connected().head();
+    await this.append([wakeStartedDraft(wake, head.seq)]);
+    const crash = interventions.find((i) => isCrashIntervention(i) && i.deliver_wake_id === wake.wake_id) ?? null;
+    let outcome: WakeOutcome = 'completed';
+    let report = '';
+    try {
+      if (crash?.kind === 'writer_crash') {
+        this.pendingWriterCrash = crash;
+        await this.writer!.armCrash(crash.during_append_number);
+      }
+      report = await this.wakeRuntime(wake, head.seq, crash);
+      if (crash) outcome = 'crashed';
+    } catch (error) {
+      if (error instanceof StopRequested) {
+        await this.endStoppedWake(wake);
+        throw error;
+      }
+      if (error instanceof RuntimeWakeError) {
+        await this.endStoppedWake(wake);
+        throw new StopRequested(`the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})`);
+      }
+      throw error;
+    }
+    if (crash?.kind === 'writer_crash') await this.finishWriterCrash(crash);
+    await this.append([wakeEndedDraft(wake, outcome)]);
+    const names = delivered.map((i) => i.intervention_id).join(', ');
+    this.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${report} · ${outcome}`);
+  }
+
+  private idsOf(intervention: Intervention): string[] {
+    const ids = this.eventIds.get(intervention.intervention_id);
+    if (!ids || ids.length !== intervention.events.length) throw new InstanceError('plan', `${intervention.intervention_id} is due for delivery but its events were not all written`);
+    return ids;
+  }
+
+  private async endStoppedWake(wake: ScheduledWake): Promise<void> {
+    await this.stopRuntime().catch(() => undefined);
+    await this.append([wakeEndedDraft(wake, 'stopped')]);
+  }
+
+  /** Runs the runtime's wake; carries out a planned runtime crash. Returns a line for the screen. */
+  private async wakeRuntime(wake: ScheduledWake, visibleToSeq: number, crash: Intervention | null): Promise<string> {
+    const runtime = this.runtime;
+    if (!runtime) throw new InstanceError('runtime', 'no runtime process (bug)');
+    let killedAt: string | null = null;
+    let unsubscribe = (): void => undefined;
+    if (crash?.kind === 'runtime_crash') {
+      unsubscribe = runtime.onProgress((progress) => {
+        if (killedAt !== null || progress.wake_id !== wake.wake_id) return;
+        if (progress.execution_intents >= 1 || progress.appends >= crash.fallback_after_runtime_appends) {
+          killedAt = `after ${progress.appends} appends, ${progress.execution_intents} execution intents`;
+          void runtime.kill('SIGKILL');
+        }
+      });
+    }
+    const signal = this.input.options.signal;
+    let onAbort: (() => void) | null = null;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = (): void => reject(new StopRequested(this.stopReasonText()));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: visibleToSeq, budget: wake.budget }, WAKE_TIMEOUT_MS);
+    // Whichever loses the race must not become an unhandled rejection (a stop ends the wake's promise later).
+    aborted.catch(() => undefined);
+    waking.catch(() => undefined);
+    try {
+      const done = await Promise.race([waking, aborted]);
+      const line = `runtime observed ${done.events_read} events (not built: ${done.not_built.join(', ')})`;
+      if (crash?.kind !== 'runtime_crash') return line;
+      // The kill point was not reached: this runtime build makes no appends. Kill it at the end of its wake instead, and say so.
+      this.note(`${crash.intervention_id}: kill point (first execution intent, or ${crash.fallback_after_runtime_appends} appends) not reached — the runtime made ${done.appends} appends; killed after its wake instead`);
+      killedAt = 'after its wake';
+      await runtime.kill('SIGKILL');
+      await this.restartRuntime(crash);
+      return `${line} · runtime SIGKILLed ${killedAt}`;
+    } catch (error) {
+      if (crash?.kind === 'runtime_crash' && killedAt !== null && error instanceof RuntimeWakeError && error.code === 'exited') {
+        await this.restartRuntime(crash);
+        return `runtime SIGKILLed ${killedAt}`;
+      }
+      throw error;
+    } finally {
+      unsubscribe();
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async restartRuntime(crash: Intervention): Promise<void> {
+    const exit = await this.runtime!.exited;
+    if (exit.signal !== 'SIGKILL') throw new InstanceError('runtime', `the planned runtime crash ended with code ${exit.code} signal ${exit.signal}, not SIGKILL`);
+    this.runtime = null;
+    await this.recordRestart(crash);
+    await this.startRuntime();
+  }
+
+  /** The planned crash's own events (ProcessRestarted) and their delivery, in the crash wake. */
+  private async recordRestart(crash: Intervention): Promise<void> {
+    const wake = this.wakes.find((w) => w.wake_id === crash.deliver_wake_id)!;
+    const result = await this.connected().append(interventionDrafts(crash, wake.wake_at));
+    this.eventIds.set(crash.intervention_id, result.events.map((e) => e.event_id));
+    this.written.add(crash.intervention_id);
+    await this.connected().append([deliveredDraft(wake, crash, this.idsOf(crash))]);
+  }
+
+  /** A writer crash that the wake's appends did not trigger is triggered on the next one (WakeEnded's first attempt). */
+  private async finishWriterCrash(crash: Intervention): Promise<void> {
+    if (this.pendingWriterCrash === null) return;
+    if (crash.kind !== 'writer_crash') return;
+    this.note(`${crash.intervention_id}: the wake made fewer than ${crash.during_append_number} appends; the writer is killed during the wake's last append (WakeEnded) instead`);
+    await this.writer!.armCrash(1);
+  }
+
+  private async signPeriodic(): Promise<void> {
+    const head = await signAndRecordHead(this.connected(), 'periodic', this.signing());
+    this.log(`periodic head signed at seq ${head.seq}`);
+  }
+
+  /** Emergency stop: recorded, head signed, nothing deleted. */
+  private async recordStop(reason: string): Promise<void> {
+    this.log(`emergency stop: ${reason}`);
+    await this.stopRuntime().catch(() => undefined);
+    await this.append([emergencyStoppedDraft(this.clock.now(), this.input.options.operator, reason)]);
+    const head = await signAndRecordHead(this.connected(), 'periodic', this.signing());
+    this.log(`stop recorded; head signed at seq ${head.seq}; resume with: npm run experiment -- --resume ${this.input.runDir}`);
+  }
+}
+
+/** "h18:05": hours and minutes since hour 0 of the simulated study. */
+function simulatedHour(atMinute: number): string {
+  return `h${String(Math.floor(atMinute / 60)).padStart(2, '0')}:${String(atMinute % 60).padStart(2, '0')}`;
+}
+
+function maxIso(a: string, b: string): string {
+  return Date.parse(a) >= Date.parse(b) ? a : b;
+}

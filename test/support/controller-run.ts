@@ -1,0 +1,93 @@
+// Real experiment instances for tests: a locked copy of the default pre-registration, a key
+// folder of its own, and the controller run in-process (it still spawns a real ds-writer and
+// ds-runtime) or as the real `npm run experiment` command line.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runNewInstance, resumeInstance, type Group, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
+import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
+import { lockPrereg } from '../../controller/prereg.js';
+import { tempDir } from './writer-fixture.js';
+
+export const REPO = fileURLToPath(new URL('../../', import.meta.url));
+export const SCENARIOS_DIR = path.join(REPO, 'experiments', 'scenario');
+export const TEST_START_AT = '2026-03-02T08:00:00.000Z';
+
+export interface ControllerSetup {
+  readonly dir: string;
+  readonly keyDir: string;
+  readonly key: ControllerKey;
+  /** A locked copy of experiments/prereg/default.json. */
+  readonly preregFile: string;
+}
+
+export function controllerSetup(): ControllerSetup {
+  const dir = tempDir('ds-controller-');
+  const keyDir = path.join(dir, 'keys');
+  const key = loadOrCreateControllerKey(keyDir);
+  const preregFile = path.join(dir, 'prereg.json');
+  copyFileSync(path.join(REPO, 'experiments', 'prereg', 'default.json'), preregFile);
+  const locked = lockPrereg(preregFile, key.keys, '2026-01-01T00:00:00.000Z');
+  if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
+  mkdirSync(path.join(dir, 'runs'));
+  return { dir, keyDir, key, preregFile };
+}
+
+export interface InstanceRun {
+  readonly options: NewInstanceOptions;
+  readonly lines: string[];
+}
+
+export function newInstanceOptions(setup: ControllerSetup, overrides: Partial<NewInstanceOptions> & { group?: Group; name?: string } = {}): InstanceRun {
+  const lines: string[] = [];
+  const { name, ...rest } = overrides;
+  const options: NewInstanceOptions = {
+    runDir: path.join(setup.dir, 'runs', name ?? 'instance'),
+    keyDir: setup.keyDir,
+    speed: null,
+    signal: new AbortController().signal,
+    operator: 'test',
+    scenariosDir: SCENARIOS_DIR,
+    isolation: { forceSameUid: 'test run in one uid' },
+    log: (line) => lines.push(line),
+    preregFile: setup.preregFile,
+    seed: 'test-seed',
+    group: 'C',
+    startAt: TEST_START_AT,
+    experimentId: 'exp-test-1',
+    replicate: 1,
+    groupBlindId: `inst-${name ?? 'instance'}`,
+    startedAt: new Date().toISOString(),
+    ...rest,
+  };
+  return { options, lines };
+}
+
+export function runInstance(run: InstanceRun): Promise<InstanceResult> {
+  return runNewInstance(run.options);
+}
+
+export function resume(run: InstanceRun, signal: AbortSignal = new AbortController().signal): Promise<InstanceResult> {
+  const { runDir, keyDir, speed, operator, scenariosDir, isolation, log } = run.options;
+  return resumeInstance({ runDir, keyDir, speed, signal, operator, scenariosDir, ...(isolation ? { isolation } : {}), log });
+}
+
+/** `npm run experiment` as a real process in its own process group (so a group SIGINT is a Ctrl-C). */
+export function spawnExperimentCli(args: readonly string[]): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'experiments', 'cli', 'experiment.ts'), ...args], { cwd: REPO, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+/** Resolves once `output()` matches `pattern`; rejects after `timeoutMs`. */
+export async function waitForOutput(output: () => string, pattern: RegExp, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(output())) {
+    if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms; output so far:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
