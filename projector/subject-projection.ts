@@ -40,8 +40,38 @@ function requireWake(state: SubjectState, refuse: Refuse, options: { sideEffect:
   return state.current_wake_id;
 }
 
-function actionFingerprint(tool: string, op: string, args: unknown): string {
+/**
+ * sha256(JCS({tool, op, args})) of an ActionProposed: the same action proposed again has the
+ * same one. Exported so the permission gate computes repeat_of_denied exactly as this
+ * projector checks it.
+ */
+export function actionFingerprint(tool: string, op: string, args: unknown): string {
   return hashText(canonicalJson({ tool, op, args }));
+}
+
+/**
+ * What a read intent must say (projector 1.2.0). The gate judged a read (its size, not its
+ * content), so a read permission must not become a write and a write permission not a read;
+ * and a read changes nothing, so it names one path and intends the hash it starts from.
+ */
+function checkReadIntent(proposalOp: string, p: PayloadOf<'ActionEvent.ExecutionIntentRecorded'>, refuse: Refuse): void {
+  if ((proposalOp === 'read') !== (p.op === 'read')) refuse.because(`intent op ${p.op} does not execute proposal ${p.proposal_id}'s op ${proposalOp}: a read is allowed as a read only`);
+  if (p.op !== 'read') return;
+  if (p.to_path !== null) refuse.because('a read intent names one path: to_path must be null');
+  if (p.intended_post_hash !== p.pre_hash) refuse.because('a read changes nothing: intended_post_hash must equal pre_hash');
+}
+
+/**
+ * A ToolSucceeded carries content exactly when its intent is a read, and then the content is
+ * what observed_post_hash hashes: evidence that cites the event cites that text.
+ */
+function checkSucceededContent(intent: SubjectState['open_intents'][string], p: PayloadOf<'ActionEvent.ToolSucceeded'>, refuse: Refuse): void {
+  if (intent.op !== 'read') {
+    if (p.content !== null) refuse.because(`a ${intent.op} returns no content: content must be null`);
+    return;
+  }
+  if (p.content === null) refuse.because('a read that succeeded carries the content it read');
+  if (p.observed_post_hash !== hashText(p.content)) refuse.because('observed_post_hash is not the hash of the content read');
 }
 
 /** A tool operation must execute an allowed, not yet executed proposal for that tool. */
@@ -197,9 +227,11 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       requireWake(state, refuse, { sideEffect: true });
       const p = e.payload;
       consumeAllowedProposal(state, p.proposal_id, 'files', refuse);
-      if (own(state.proposals, p.proposal_id)!.decision_event_id !== p.permission_event_id) {
+      const proposal = own(state.proposals, p.proposal_id)!;
+      if (proposal.decision_event_id !== p.permission_event_id) {
         refuse.because(`permission_event_id ${p.permission_event_id} is not the decision on proposal ${p.proposal_id}`);
       }
+      checkReadIntent(proposal.op, p, refuse);
       if (Object.keys(state.open_intents).length >= SUBJECT_LIMITS.maxOpenIntents) refuse.because(`more than ${SUBJECT_LIMITS.maxOpenIntents} open execution intents`);
       moveCognition(state, e.event_type, refuse);
       state.open_intents[event.event_id] = {
@@ -214,7 +246,14 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       };
       return true;
     }
-    case 'ActionEvent.ToolSucceeded':
+    case 'ActionEvent.ToolSucceeded': {
+      // Kept before closeIntent deletes it; closeIntent refuses a missing or unknown intent first.
+      const intent = own(state.open_intents, e.payload.intent_event_id);
+      closeIntent(state, e.payload.intent_event_id, refuse);
+      checkSucceededContent(intent!, e.payload, refuse);
+      afterToolOutcome(state, e.event_type, refuse);
+      return true;
+    }
     case 'ActionEvent.ToolFailed':
       closeIntent(state, e.payload.intent_event_id, refuse);
       afterToolOutcome(state, e.event_type, refuse);

@@ -49,7 +49,8 @@ export const Proposal = z.strictObject({
 
 export const OpenIntent = z.strictObject({
   proposal_id: Id,
-  op: z.enum(['write', 'modify', 'move', 'delete']),
+  /** 'read' since projector 1.2.0: a read is executed like any file op, so what it returns is evidence. */
+  op: z.enum(['read', 'write', 'modify', 'move', 'delete']),
   path: z.string(),
   to_path: Nullable(z.string()),
   pre_hash: Nullable(HashString),

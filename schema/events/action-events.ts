@@ -22,19 +22,33 @@ export const PermissionDecided = defineEvent('ActionEvent', 'PermissionDecided',
   repeat_of_denied: z.boolean(),
 }));
 
-export const ExecutionIntentRecorded = defineEvent('ActionEvent', 'ExecutionIntentRecorded', '1.0.0', z.strictObject({
+/** The most text a ToolSucceeded of a read carries (the model protocol's file-content bound). */
+export const MAX_READ_CONTENT_CHARS = 32_768;
+
+/**
+ * 1.1.0: op gains 'read'. A read goes intent → execute → outcome like every file operation,
+ * so that what was read is a succeeded tool result a FACT can cite (DESIGN §6.7). A read
+ * changes nothing: pre_hash is the file's hash at intent time (null when absent) and
+ * intended_post_hash equals it.
+ */
+export const ExecutionIntentRecorded = defineEvent('ActionEvent', 'ExecutionIntentRecorded', '1.1.0', z.strictObject({
   proposal_id: Identifier,
   permission_event_id: EventId,
-  op: z.enum(['write', 'modify', 'move', 'delete']),
+  op: z.enum(['read', 'write', 'modify', 'move', 'delete']),
   path: WorkspacePath,
   to_path: WorkspacePath.nullable(),
   pre_hash: HashString.nullable(),
   intended_post_hash: HashString.nullable(),
 }));
 
-export const ToolSucceeded = defineEvent('ActionEvent', 'ToolSucceeded', '1.0.0', z.strictObject({
+/**
+ * 1.1.0: `content` added: the text a read returned (its hash is observed_post_hash), so the
+ * event is evidence of what the file said; null for every other op.
+ */
+export const ToolSucceeded = defineEvent('ActionEvent', 'ToolSucceeded', '1.1.0', z.strictObject({
   intent_event_id: EventId,
   observed_post_hash: HashString.nullable(),
+  content: z.string().max(MAX_READ_CONTENT_CHARS).nullable(),
 }));
 
 export const ToolFailed = defineEvent('ActionEvent', 'ToolFailed', '1.0.0', z.strictObject({

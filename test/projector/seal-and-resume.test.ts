@@ -103,8 +103,8 @@ describe('resuming an emergency-stopped subject', () => {
   });
 });
 
-test('the versions record both rule changes (1.1.0)', () => {
-  expect(SUBJECT_PROJECTOR_VERSION).toBe('1.1.0');
+test('the versions record both rule changes (1.1.0; the projector 1.2.0 since file reads are executions)', () => {
+  expect(SUBJECT_PROJECTOR_VERSION).toBe('1.2.0');
   expect(STATE_MACHINE_VERSION).toBe('1.1.0');
   expect(P.version).toBe(SUBJECT_PROJECTOR_VERSION);
   expect(P.stateMachineVersion).toBe(STATE_MACHINE_VERSION);

@@ -129,7 +129,7 @@ export const d = {
     draft('ExperimentEvent.InterventionDelivered', { intervention_id: `int-${wakeId}`, wake_id: wakeId, event_ids: [...eventIds] }),
 
   modelAnswered: (wakeId: string, usage = { prompt_tokens: 100, completion_tokens: 50 }) =>
-    draft('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, ...MODEL_CALL, raw_output: '{"next":"think"}', usage }, { correlation_id: wakeId }),
+    draft('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, ...MODEL_CALL, raw_output: '{"next":"think"}', usage, usage_estimated: false }, { correlation_id: wakeId }),
   modelCallFailed: (wakeId: string, failure: PayloadOf<'ModelOutputEvent.ModelCallFailed'>['failure'] = 'timeout') =>
     draft('ModelOutputEvent.ModelCallFailed', { wake_id: wakeId, ...MODEL_CALL, failure, detail: 'no answer', raw_output: null }, { correlation_id: wakeId }),
 
@@ -148,7 +148,7 @@ export const d = {
       { proposal_id: proposalId, permission_event_id: permissionEventId, op: 'write', path, to_path: null, pre_hash: null, intended_post_hash: hashCanonical({ path, v: 1 }) },
       { idempotency_key: null },
     ),
-  toolSucceeded: (intentEventId: string) => draft('ActionEvent.ToolSucceeded', { intent_event_id: intentEventId, observed_post_hash: hashCanonical({ intentEventId }) }),
+  toolSucceeded: (intentEventId: string) => draft('ActionEvent.ToolSucceeded', { intent_event_id: intentEventId, observed_post_hash: hashCanonical({ intentEventId }), content: null }),
   toolFailed: (intentEventId: string) => draft('ActionEvent.ToolFailed', { intent_event_id: intentEventId, error: 'disk full', observed_hash: null }),
   toolOutcomeUnknown: (intentEventId: string) => draft('ActionEvent.ToolOutcomeUnknown', { intent_event_id: intentEventId, observed_hash: null, detail: 'hash matches neither side' }),
   toolReconciled: (intentEventId: string, outcome: 'happened' | 'did_not_happen' = 'happened') =>
