@@ -220,6 +220,7 @@ class SubjectScript {
         latency_ms: 10 + (k % 40),
         raw_output: `{"wake":${k},"thought":${JSON.stringify(text(k, 260))}}`,
         usage: { prompt_tokens: 900 + (k % 100), completion_tokens: 80 + (k % 20) },
+        usage_estimated: false,
       }),
     );
     this.push('runtime', (seq) =>

@@ -18,10 +18,12 @@ const ModelCall = {
 const MAX_RAW_OUTPUT_CHARS = 48_000;
 
 /** A model call that answered; `raw_output` is stored verbatim before anything uses it. */
-export const ModelAnswered = defineEvent('ModelOutputEvent', 'ModelAnswered', '1.0.0', z.strictObject({
+export const ModelAnswered = defineEvent('ModelOutputEvent', 'ModelAnswered', '1.1.0', z.strictObject({
   ...ModelCall,
   raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
   usage: z.strictObject({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) }),
+  /** true when the server reported no usage and the counts are estimates (ceil(chars / 4)): never passed off as measured. */
+  usage_estimated: z.boolean(),
 }));
 
 /** A model call that did not yield usable output: exactly one event per call, like answers. */

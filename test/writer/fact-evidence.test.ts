@@ -32,7 +32,7 @@ beforeAll(async () => {
   worldEventId = (await experiment.append([messageDraft()])).events[0]!.event_id;
   const model: EventDraft = {
     event_type: 'ModelOutputEvent.ModelAnswered',
-    schema_version: '1.0.0',
+    schema_version: '1.1.0',
     occurred_at: '2026-07-20T09:00:00.000Z',
     actor: 'model',
     causation_id: null,
@@ -47,6 +47,7 @@ beforeAll(async () => {
       latency_ms: 1,
       raw_output: '{"claims":[]}',
       usage: { prompt_tokens: 10, completion_tokens: 5 },
+      usage_estimated: false,
     },
   };
   modelEventId = (await runtime.append([model])).events[0]!.event_id;
