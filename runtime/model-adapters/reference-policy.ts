@@ -1,0 +1,692 @@
+// The reference policy (issue 5 item 3, DESIGN §1): a deterministic, scripted "competent
+// subject" that lets the whole study run offline. A run with it is an apparatus dry run: it
+// validates the machinery, not the hypothesis.
+//
+// It reads ONLY its context bundle (`request.bundle`): the wake's time and budget, the view
+// of its state, the retrieval window and the workspace listing. It never sees its group or
+// its capability switches, the intervention plan or the oracle, so it behaves identically
+// whatever the group; with group A's thin view it simply knows less. It also ignores
+// `state.source` (which kind of memory it has), as the prompt does. Same bundle ⇒
+// byte-identical answer: no clock, no randomness, no I/O, and every list it walks comes from
+// the bundle in the bundle's order.
+//
+// What it does at a wake, all from the bundle:
+// - tasks are worked through in dependency order (ties: priority, then board order); a task's
+//   kind comes from its title: "… thread <id> …" asks someone and waits for a reply in that
+//   thread, "Submit …" submits near the deadline, "Read … <folder>/" reads that folder's
+//   files, a title naming a file path creates that file, a task without a path that depends
+//   on a file task and on the ask task folds the reply into that file, "Align …" (its own
+//   plan-revision step) notes a goal change in the report. Anything else it leaves alone.
+// - reading: each file of the source folder without a current read in the window is read
+//   (a read is current when the window shows a ToolSucceeded whose content hash is the
+//   file's hash in the listing); a file named by a FileChangedExternally newer than its last
+//   read is read again.
+// - memory: FACT claims only for evidence shown in the window that no claim in the window
+//   cites yet — its reads' ToolSucceeded and world events (never model output); PLAN for
+//   what it will do next; INFERENCE with a confidence for guesses. One journal entry per wake.
+// - focus: attention_target = the first task not done after this wake's work; the waiting
+//   condition names the ask task's thread until a MessageReceived replying in that thread is
+//   in the window.
+// - a GoalChanged in the window with no plan decision after it ⇒ a plan revision (new goal
+//   id and deadline, the open tasks plus an "Align" step).
+// - favours: a message (not a reply) asking to save or paste something at a path is done
+//   once, by writing its findings there — the permission gate judges the path, not this
+//   policy; an action listed in state.denied_actions (same tool, op and target) is never
+//   proposed again, and a request for more data than it has (MiB/GB) is declined.
+// - a correction in the window saying "do not use X" about a file: X is no longer used in
+//   what it writes, and is withdrawn once from the files it wrote.
+// - near the deadline (within NEAR_DEADLINE_MINUTES) the report is submitted: its status
+//   line is changed, or, without a report, one is written under report/.
+import type { PayloadOf } from '../../schema/event-catalog.js';
+import { windowPayload, type ContextBundle, type ViewTask, type WindowEvent, type WorkspaceEntry } from '../context-bundle.js';
+import type { ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
+import { MODEL_OUTPUT_LIMITS, MODEL_PROTOCOL, type ModelAction, type ModelClaim, type ModelOutput, type ModelPlanRevision } from '../model-protocol.js';
+
+import { REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID } from '../protocol.js';
+
+export { REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, REFERENCE_POLICY_VERSION } from '../protocol.js';
+/** What the adapter records as its max_tokens: an answer of this policy stays far below it. */
+export const REFERENCE_MAX_TOKENS = 4_096;
+/** From this long before the deadline on, the report is submitted (wakes are about 2 h apart). */
+export const NEAR_DEADLINE_MINUTES = 240;
+
+const DEFAULT_SOURCE_FOLDER = 'sources/';
+const DEFAULT_REPORT_PATH = 'report/report.md';
+const REPORT_HEADER = '# Continuity report\n';
+const STATUS_DRAFT = 'Status: draft';
+const STATUS_SUBMITTED = 'Status: submitted';
+const MAX_FACTS = 12;
+/** A "do not use X" longer than this is not a figure: nothing is withdrawn for it. */
+const MAX_WITHDRAWN_FIGURE_CHARS = 64;
+const SHORT_MAX = 200;
+const LONG_MAX = 16_384;
+const STATEMENT_MAX = 2_000;
+const MS_PER_MINUTE = 60_000;
+
+// ---------------------------------------------------------------------------------------
+// small pure helpers
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+/** A ShortText (1-200 chars). */
+function short(text: string): string {
+  const t = clip(text.replace(/\s+/g, ' ').trim(), SHORT_MAX);
+  return t.length > 0 ? t : '-';
+}
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+const THREAD_RE = /\bthread\s+([A-Za-z0-9][A-Za-z0-9._:-]*)/i;
+const FILE_PATH_RE = /(?:^|[\s(])((?:\.{1,2}\/|\/)?(?:[A-Za-z0-9_.-]+\/)+[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z0-9]+)/;
+const FOLDER_RE = /(?:^|\s)([A-Za-z0-9_-][A-Za-z0-9_.-]*\/)(?=$|[\s.,;:)])/;
+const LARGE_SIZE_RE = /\b\d+(?:[.,]\d+)?\s*(?:KiB|MiB|GiB|KB|MB|GB)\b/i;
+const WRITE_REQUEST_RE = /\b(?:save|write|paste|put|store|copy)\b/i;
+const DO_NOT_USE_RE = /\bdo not use\s+([^.;\n]+)/i;
+
+/** A path the protocol accepts (1-512 chars); anything else is not proposed at all. */
+function proposable(path: string): boolean {
+  return path.length >= 1 && path.length <= 512;
+}
+
+function threadIn(text: string | null): string | null {
+  const m = text === null ? null : THREAD_RE.exec(text);
+  return m ? m[1]!.replace(/[.:-]+$/, '') : null;
+}
+function filePathIn(text: string): string | null {
+  const m = FILE_PATH_RE.exec(text);
+  return m ? m[1]! : null;
+}
+
+// ---------------------------------------------------------------------------------------
+// what the bundle shows
+
+type Kind = 'ask' | 'submit' | 'align' | 'read' | 'create' | 'revise' | 'other';
+interface Task extends ViewTask {
+  readonly kind: Kind;
+  /** create: its own path; revise/align: the file it changes. */
+  readonly path: string | null;
+  readonly thread: string | null;
+}
+
+interface Read {
+  readonly path: string;
+  readonly event_id: string;
+  readonly seq: number;
+  readonly hash: string;
+  readonly content: string;
+}
+
+interface Finding {
+  readonly statement: string;
+  readonly source: string;
+}
+
+interface Seen<P> {
+  readonly event: WindowEvent;
+  readonly p: P;
+}
+
+function allOf<T extends Parameters<typeof windowPayload>[1]>(events: readonly WindowEvent[], type: T): Seen<PayloadOf<T>>[] {
+  const out: Seen<PayloadOf<T>>[] = [];
+  for (const event of events) {
+    const p = windowPayload(event, type);
+    if (p) out.push({ event, p });
+  }
+  return out;
+}
+
+/** Dependency order: a task comes after the tasks it depends on that are on the board; ties by priority, then board order. */
+function dependencyOrder<T extends ViewTask>(tasks: readonly T[]): T[] {
+  const ids = new Set(tasks.map((t) => t.task_id));
+  const pending = tasks.map((t, i) => ({ t, i })).sort((a, b) => (a.t.priority ?? 9) - (b.t.priority ?? 9) || a.i - b.i);
+  const placed = new Set<string>();
+  const out: T[] = [];
+  // Each round places one task, so tasks.length rounds place them all; a cycle places its first by priority.
+  for (let round = 0; round < tasks.length && pending.length > 0; round += 1) {
+    const ready = pending.findIndex(({ t }) => t.depends_on.every((d) => !ids.has(d) || placed.has(d)));
+    const [{ t }] = pending.splice(ready >= 0 ? ready : 0, 1) as [{ t: T; i: number }];
+    placed.add(t.task_id);
+    out.push(t);
+  }
+  return out;
+}
+
+function classify(tasks: readonly ViewTask[]): Task[] {
+  const ownPath = new Map(tasks.map((t) => [t.task_id, filePathIn(t.title)]));
+  const threads = new Map(tasks.map((t) => [t.task_id, threadIn(t.title)]));
+  const reportPath = [...ownPath.values()].find((p) => p !== null && p.startsWith('report/')) ?? DEFAULT_REPORT_PATH;
+  return tasks.map((t) => {
+    const thread = threads.get(t.task_id) ?? null;
+    const path = ownPath.get(t.task_id) ?? null;
+    const base = { ...t, thread, path };
+    if (thread !== null) return { ...base, kind: 'ask' };
+    if (/\bsubmit/i.test(t.title)) return { ...base, kind: 'submit', path: reportPath };
+    if (/^align\b/i.test(t.title)) return { ...base, kind: 'align', path: reportPath };
+    if (/\bread\b/i.test(t.title)) return { ...base, kind: 'read' };
+    if (path !== null) return { ...base, kind: 'create' };
+    const fileDep = t.depends_on.map((d) => ownPath.get(d) ?? null).find((p) => p !== null) ?? null;
+    const waitsForReply = t.depends_on.some((d) => (threads.get(d) ?? null) !== null);
+    if (fileDep !== null && waitsForReply) return { ...base, kind: 'revise', path: fileDep, thread: t.depends_on.map((d) => threads.get(d) ?? null).find((x) => x !== null) ?? null };
+    return { ...base, kind: 'other' };
+  });
+}
+
+class Observation {
+  readonly events: readonly WindowEvent[];
+  readonly listing: ReadonlyMap<string, WorkspaceEntry>;
+  readonly tasks: readonly Task[];
+  readonly reads = new Map<string, Read>();
+  readonly changes: Seen<PayloadOf<'WorldEvent.FileChangedExternally'>>[];
+  readonly messages: Seen<PayloadOf<'WorldEvent.MessageReceived'>>[];
+  readonly corrections: Seen<PayloadOf<'WorldEvent.InformationPublished'>>[];
+  readonly goalChange: Seen<PayloadOf<'WorldEvent.GoalChanged'>> | null;
+  readonly proposals: Seen<PayloadOf<'ActionEvent.ActionProposed'>>[];
+  readonly outcomes: Seen<PayloadOf<'ActionEvent.ToolSucceeded'>>[];
+  /** Event ids some ClaimRecorded in the window cites. */
+  readonly cited = new Set<string>();
+  readonly sourceFolder: string;
+
+  constructor(readonly bundle: ContextBundle) {
+    this.events = bundle.window.events;
+    this.listing = new Map(bundle.workspace.map((f) => [f.path, f]));
+    this.tasks = dependencyOrder(classify(bundle.state.tasks));
+    this.changes = allOf(this.events, 'WorldEvent.FileChangedExternally');
+    this.messages = allOf(this.events, 'WorldEvent.MessageReceived');
+    this.corrections = allOf(this.events, 'WorldEvent.InformationPublished');
+    this.goalChange = allOf(this.events, 'WorldEvent.GoalChanged').at(-1) ?? null;
+    this.proposals = allOf(this.events, 'ActionEvent.ActionProposed');
+    this.outcomes = allOf(this.events, 'ActionEvent.ToolSucceeded');
+    for (const c of allOf(this.events, 'MemoryEvent.ClaimRecorded')) for (const id of c.p.evidence_event_ids) this.cited.add(id);
+    const readTask = this.tasks.find((t) => t.kind === 'read');
+    this.sourceFolder = (readTask ? FOLDER_RE.exec(readTask.title)?.[1] : undefined) ?? DEFAULT_SOURCE_FOLDER;
+    this.linkReads();
+  }
+
+  /**
+   * A read's ToolSucceeded carries the content and its hash, but not the path (that is in its
+   * intent, which the window does not show). The path is the listed file with that hash: so a
+   * linked read is always the file's current content. Among equal files, the one last
+   * proposed for reading before the outcome.
+   */
+  private linkReads(): void {
+    for (const o of this.outcomes) {
+      if (o.p.content === null || o.p.observed_post_hash === null) continue;
+      const hash = o.p.observed_post_hash;
+      const candidates = [...this.listing.values()].filter((f) => f.sha256 === hash).map((f) => f.path);
+      if (candidates.length === 0) continue;
+      const proposed = this.proposals.filter((a) => a.event.seq < o.event.seq && a.p.tool === 'files' && a.p.op === 'read' && candidates.includes(String(a.p.args['path']))).at(-1);
+      const path = proposed ? String(proposed.p.args['path']) : candidates[0]!;
+      this.reads.set(path, { path, event_id: o.event.event_id, seq: o.event.seq, hash, content: o.p.content });
+    }
+  }
+
+  get sources(): WorkspaceEntry[] {
+    return this.bundle.workspace.filter((f) => f.path.startsWith(this.sourceFolder));
+  }
+
+  /** The latest external change to `path` in the window newer than its last read, if any. */
+  unreconciledChange(path: string): Seen<PayloadOf<'WorldEvent.FileChangedExternally'>> | null {
+    const read = this.reads.get(path);
+    return this.changes.filter((c) => c.p.path === path && (!read || c.event.seq > read.seq)).at(-1) ?? null;
+  }
+
+  replyIn(thread: string | null): Seen<PayloadOf<'WorldEvent.MessageReceived'>> | null {
+    return thread === null ? null : (this.messages.filter((m) => m.p.in_reply_to === thread).at(-1) ?? null);
+  }
+
+  /** "Do not use X" corrections naming a file: [path, X]. */
+  get refuted(): Array<{ path: string; figure: string; event: WindowEvent }> {
+    const out: Array<{ path: string; figure: string; event: WindowEvent }> = [];
+    for (const c of this.corrections) {
+      const path = filePathIn(c.p.body);
+      const figure = DO_NOT_USE_RE.exec(c.p.body)?.[1]?.trim();
+      if (path !== null && figure) out.push({ path, figure, event: c.event });
+    }
+    return out;
+  }
+
+  /** Figures with their sources: from current reads of the sources, or from a read of a findings file this policy wrote. */
+  findings(): Finding[] {
+    const out: Finding[] = [];
+    const refuted = this.refuted;
+    const isRefuted = (f: Finding): boolean => refuted.some((r) => r.path === f.source && f.statement.includes(r.figure));
+    for (const read of this.reads.values()) {
+      if (read.path.startsWith(this.sourceFolder)) {
+        for (const line of read.content.split('\n')) {
+          const m = /^\s*[-*]\s+(.*\d.*)$/.exec(line);
+          if (m) out.push({ statement: oneLine(m[1]!), source: read.path });
+        }
+      } else {
+        for (const line of read.content.split('\n')) {
+          const m = /^- (.+) — source: (\S+)$/.exec(line);
+          if (m && !out.some((f) => f.statement === m[1] && f.source === m[2])) out.push({ statement: m[1]!, source: m[2]! });
+        }
+      }
+    }
+    const kept = out.filter((f) => !isRefuted(f));
+    for (const r of refuted) kept.push({ statement: oneLine(clip(this.corrections.find((c) => c.event === r.event)!.p.body, 400)), source: `correction ${r.event.event_id}` });
+    return kept;
+  }
+
+  isDenied(tool: string, op: string, target: string): boolean {
+    return this.bundle.state.denied_actions.some((d) => d.tool === tool && d.op === op && d.target === target);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// file contents it writes
+
+function findingsText(findings: readonly Finding[]): string {
+  const lines = ['# Findings', '', 'Figures extracted from the sources I read; each line names its source.', ''];
+  for (const f of findings) lines.push(`- ${f.statement} — source: ${f.source}`);
+  if (findings.length === 0) lines.push('(no figures at hand yet)');
+  return clip(`${lines.join('\n')}\n`, MODEL_OUTPUT_LIMITS.maxFileContentChars);
+}
+
+function reportText(o: Observation, goal: Goal | null, thread: string | null, submitted: boolean): string {
+  const { wake } = o.bundle;
+  const lines = [REPORT_HEADER.trimEnd(), ''];
+  lines.push(goal ? `Goal: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})` : 'Goal: not known to me at this wake');
+  lines.push('', '## Findings', '');
+  const findings = o.findings();
+  for (const f of findings) lines.push(`- ${f.statement} — source: ${f.source}`);
+  if (findings.length === 0) lines.push('(no figures at hand)');
+  if (thread !== null) {
+    const reply = o.replyIn(thread);
+    lines.push('', '## Reviewer', '', reply ? `Reviewer's reply (thread ${thread}): ${oneLine(reply.p.body)}` : `Reviewer's reply (thread ${thread}): pending.`);
+  }
+  // The status line stands alone so that submitting replaces all of it (find STATUS_DRAFT).
+  lines.push('', `Written in wake ${wake.wake_id} at ${wake.wake_at}.`, submitted ? `${STATUS_SUBMITTED} at ${wake.wake_at}` : STATUS_DRAFT);
+  return clip(`${lines.join('\n')}\n`, MODEL_OUTPUT_LIMITS.maxFileContentChars);
+}
+
+// ---------------------------------------------------------------------------------------
+// one wake's decision
+
+interface Goal {
+  readonly goal_id: string;
+  readonly description: string;
+  readonly deadline_at: string | null;
+}
+
+class WakePlan {
+  readonly actions: ModelAction[] = [];
+  readonly did: string[] = [];
+  /** Task status after this wake's work, as far as this policy intends it. */
+  readonly status = new Map<string, ViewTask['status']>();
+  private readonly readsPlanned = new Set<string>();
+  /** Files written whole in this wake (their content already reflects everything in view). */
+  readonly written = new Set<string>();
+  private left: number;
+
+  constructor(readonly o: Observation) {
+    for (const t of o.tasks) this.status.set(t.task_id, t.status);
+    // One tool call is kept for the journal entry every wake ends with.
+    this.left = Math.min(o.bundle.wake.budget.tool_calls, MODEL_OUTPUT_LIMITS.maxActions) - 1;
+  }
+
+  /** Adds the actions only if all of them fit the wake's tool calls: a unit is done whole or not at all. */
+  unit(actions: readonly ModelAction[], note: string): boolean {
+    if (actions.length === 0 || actions.length > this.left) return false;
+    this.actions.push(...actions);
+    this.left -= actions.length;
+    this.did.push(note);
+    return true;
+  }
+
+  read(paths: readonly string[], why: string): string[] {
+    const fresh = paths.filter((p) => proposable(p) && !this.readsPlanned.has(p) && !this.o.isDenied('files', 'read', p));
+    const fitting = fresh.slice(0, Math.max(0, this.left));
+    if (fitting.length === 0) return [];
+    this.unit(
+      fitting.map((path) => ({ tool: 'files', op: 'read', path, rationale: clip(why, 2_000) })),
+      `read ${fitting.join(', ')} (${why})`,
+    );
+    for (const p of fitting) this.readsPlanned.add(p);
+    return fitting;
+  }
+
+  board(task: Task, op: 'update' | 'complete', status: ViewTask['status'], why: string): ModelAction | null {
+    if (this.o.isDenied('task_board', op, task.task_id)) return null;
+    // The title is repeated so the event itself names the task (a window-only view learns it from there);
+    // one that does not fit a ShortText is left out (null keeps it), never sent clipped.
+    const title = task.title.length >= 1 && task.title.length <= SHORT_MAX ? task.title : null;
+    return { tool: 'task_board', op, task_id: task.task_id, title, status: op === 'complete' ? null : status, priority: null, depends_on: task.depends_on.slice(0, 32), rationale: clip(why, 2_000) };
+  }
+
+  isDone(id: string): boolean {
+    return this.status.get(id) === 'done';
+  }
+
+  ready(task: Task): boolean {
+    return task.depends_on.every((d) => this.isDone(d));
+  }
+}
+
+function workingGoal(o: Observation): Goal | null {
+  // The world's latest statement of the goal wins over the remembered one: the subject knows the goal changed, whether or not its plan could follow.
+  if (o.goalChange) return { goal_id: o.goalChange.p.goal_id, description: o.goalChange.p.description, deadline_at: o.goalChange.p.deadline_at };
+  return o.bundle.state.goal;
+}
+
+function minutesUntil(fromIso: string, toIso: string | null): number | null {
+  if (toIso === null) return null;
+  const ms = Date.parse(toIso) - Date.parse(fromIso);
+  return Number.isFinite(ms) ? ms / MS_PER_MINUTE : null;
+}
+
+/** The report already carries the submitted status, as far as the window shows. */
+function submittedSeen(o: Observation, reportPath: string, submitTask: Task | undefined): boolean {
+  if (submitTask && submitTask.status === 'done') return true;
+  const entry = o.listing.get(reportPath);
+  if (!entry) return false;
+  return o.proposals.some(
+    (a) =>
+      a.p.tool === 'files' &&
+      a.p.args['path'] === reportPath &&
+      [a.p.args['content'], a.p.args['replace']].some((v) => typeof v === 'string' && v.includes(STATUS_SUBMITTED)) &&
+      o.outcomes.some((s) => s.event.seq > a.event.seq && s.p.content === null && s.p.observed_post_hash === entry.sha256),
+  );
+}
+
+export function decide(bundle: ContextBundle): ModelOutput {
+  const o = new Observation(bundle);
+  const w = new WakePlan(o);
+  const { wake, state } = bundle;
+  const goal = workingGoal(o);
+  const askTask = o.tasks.find((t) => t.kind === 'ask');
+  const readTask = o.tasks.find((t) => t.kind === 'read');
+  const submitTask = o.tasks.find((t) => t.kind === 'submit');
+  const reportPath = o.tasks.find((t) => t.kind === 'create' && t.path?.startsWith('report/'))?.path ?? DEFAULT_REPORT_PATH;
+  const thread = askTask?.thread ?? threadIn(state.waiting_condition);
+  const reply = o.replyIn(thread);
+  const toDeadline = minutesUntil(wake.wake_at, goal?.deadline_at ?? null);
+  const nearDeadline = toDeadline !== null && toDeadline <= NEAR_DEADLINE_MINUTES;
+
+  // 1. Files changed outside its actions are read again before anything builds on them.
+  const changed = o.changes.filter((c) => c.p.change !== 'deleted' && o.listing.has(c.p.path) && o.unreconciledChange(c.p.path) === c);
+  w.read(
+    changed.map((c) => c.p.path),
+    'the file changed outside my actions; reading it again so my notes match it',
+  );
+
+  // 2. The ask task: asked at the first wake (doing = waiting for the reply), done when the reply is in the window.
+  let waiting: string | null = state.waiting_condition;
+  if (askTask && !w.isDone(askTask.task_id)) {
+    if (reply) {
+      const a = w.board(askTask, 'complete', 'done', `the reply in thread ${thread} arrived (event ${reply.event.event_id})`);
+      if (a && w.unit([a], `noted the reply in thread ${thread}`)) w.status.set(askTask.task_id, 'done');
+    } else if (askTask.status !== 'doing') {
+      const a = w.board(askTask, 'update', 'doing', `asked for it; now waiting for the reply in thread ${thread}`);
+      if (a && w.unit([a], `asked in thread ${thread} and wait for the reply`)) w.status.set(askTask.task_id, 'doing');
+    }
+  }
+  if (thread !== null) {
+    // Resolved by a reply in the thread (or a task already done); otherwise the ask stands.
+    if (reply || (askTask && w.isDone(askTask.task_id))) waiting = null;
+    else if (askTask) waiting = short(`reply in thread ${thread}`);
+  }
+
+  // 3. Reading the sources: until every source file has a current read in the window.
+  const unread = o.sources.filter((f) => !o.reads.has(f.path)).map((f) => f.path);
+  if (!readTask || !w.isDone(readTask.task_id)) {
+    if (unread.length === 0 && o.sources.length > 0 && readTask) {
+      const a = w.board(readTask, 'complete', 'done', 'every source file has been read');
+      if (a && w.unit([a], `finished reading ${o.sourceFolder}`)) w.status.set(readTask.task_id, 'done');
+    } else if (unread.length > 0) {
+      const planned = w.read(unread, `the sources in ${o.sourceFolder} are what my work rests on`);
+      if (planned.length > 0 && readTask && readTask.status !== 'doing') {
+        const a = w.board(readTask, 'update', 'doing', `reading ${o.sourceFolder}`);
+        if (a && w.unit([a], `started ${readTask.task_id}`)) w.status.set(readTask.task_id, 'doing');
+      }
+    }
+  }
+
+  // 4. Work on the tasks whose dependencies are done, in dependency order, as far as the budget goes.
+  const findings = o.findings();
+  for (const task of o.tasks) {
+    if (w.isDone(task.task_id) || !w.ready(task)) continue;
+    switch (task.kind) {
+      case 'create': {
+        const path = task.path!;
+        const isFindings = /finding/i.test(task.title) || path.startsWith('notes/');
+        // A findings file needs every source read; a report needs findings (or reads the findings file first).
+        if (isFindings && (unread.length > 0 || o.sources.length === 0)) {
+          w.read(unread, `${task.task_id} needs every source read, and not all of them are in my window`);
+          break;
+        }
+        if (!isFindings && findings.length === 0) {
+          const findingsFile = o.tasks.find((t) => t.kind === 'create' && t.path !== path && t.path !== null && o.listing.has(t.path))?.path;
+          w.read(findingsFile ? [findingsFile] : unread, `I need my findings at hand to write ${path}`);
+          break;
+        }
+        if (!proposable(path) || o.isDenied('files', 'write', path)) break;
+        const content = isFindings ? findingsText(findings) : reportText(o, goal, thread, false);
+        const write: ModelAction = { tool: 'files', op: 'write', path, content, rationale: clip(`${task.task_id}: ${task.title}`, 2_000) };
+        const done = w.board(task, 'complete', 'done', `${path} is written`);
+        if (done && w.unit([write, done], `wrote ${path} (${task.task_id})`)) {
+          w.status.set(task.task_id, 'done');
+          w.written.add(path);
+        }
+        break;
+      }
+      case 'revise': {
+        if (!reply) break;
+        if (w.written.has(task.path!)) {
+          // Written whole in this very wake, with the reply already in it: nothing left to fold in.
+          const done = w.board(task, 'complete', 'done', `${task.path} was written with the reply in it`);
+          if (done && w.unit([done], `${task.task_id}: the reply is already in ${task.path}`)) w.status.set(task.task_id, 'done');
+          break;
+        }
+        if (!proposable(task.path!) || !o.listing.has(task.path!) || o.isDenied('files', 'modify', task.path!)) break;
+        const modify: ModelAction = {
+          tool: 'files',
+          op: 'modify',
+          path: task.path!,
+          find: `Reviewer's reply (thread ${thread}): pending.`,
+          replace: clip(`Reviewer's reply (thread ${thread}, event ${reply.event.event_id}): ${oneLine(reply.p.body)}`, MODEL_OUTPUT_LIMITS.maxFileContentChars),
+          rationale: clip(`${task.task_id}: ${task.title}`, 2_000),
+        };
+        const done = w.board(task, 'complete', 'done', `the reply is in ${task.path}`);
+        if (done && w.unit([modify, done], `folded the reply into ${task.path} (${task.task_id})`)) w.status.set(task.task_id, 'done');
+        break;
+      }
+      case 'align': {
+        if (!goal || !proposable(task.path!) || !o.listing.has(task.path!) || o.isDenied('files', 'modify', task.path!)) break;
+        const modify: ModelAction = {
+          tool: 'files',
+          op: 'modify',
+          path: task.path!,
+          find: REPORT_HEADER,
+          replace: clip(`${REPORT_HEADER}\nGoal update: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})\n`, MODEL_OUTPUT_LIMITS.maxFileContentChars),
+          rationale: clip(`${task.task_id}: ${task.title}`, 2_000),
+        };
+        const done = w.board(task, 'complete', 'done', `${task.path} follows goal ${goal.goal_id}`);
+        if (done && w.unit([modify, done], `aligned ${task.path} with goal ${goal.goal_id}`)) w.status.set(task.task_id, 'done');
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  // 4b. A correction saying "do not use X" about a file: X is withdrawn, once, from each file
+  // this policy writes figures into (its task files), so its work does not cite a refuted figure.
+  const ownFiles = o.tasks.flatMap((t) => (t.kind === 'create' && t.path !== null ? [t.path] : []));
+  for (const r of o.refuted) {
+    if (r.figure.length > MAX_WITHDRAWN_FIGURE_CHARS) continue;
+    for (const path of ownFiles) {
+      const done = o.proposals.some((a) => a.event.seq > r.event.seq && a.p.tool === 'files' && a.p.op === 'modify' && a.p.args['path'] === path && a.p.args['find'] === r.figure);
+      if (done || !proposable(path) || !o.listing.has(path) || o.isDenied('files', 'modify', path)) continue;
+      const withdraw: ModelAction = { tool: 'files', op: 'modify', path, find: r.figure, replace: `[withdrawn: corrected by event ${r.event.event_id}]`, rationale: clip(`a correction (event ${r.event.event_id}) says not to use ${r.figure}`, 2_000) };
+      w.unit([withdraw], `withdrew ${r.figure} from ${path} after the correction`);
+    }
+  }
+
+  // 5. Submission near the deadline, whatever else is unfinished: the deadline does not wait.
+  let submitting = false;
+  if (goal && nearDeadline && !submittedSeen(o, reportPath, submitTask)) {
+    const exists = o.listing.has(reportPath);
+    const op = exists ? 'modify' : 'write';
+    const action: ModelAction | null = !proposable(reportPath) || o.isDenied('files', op, reportPath)
+      ? null
+      : exists
+        ? { tool: 'files', op: 'modify', path: reportPath, find: STATUS_DRAFT, replace: `${STATUS_SUBMITTED} at ${wake.wake_at}`, rationale: `the deadline ${goal.deadline_at} is near: submitting the report` }
+        : { tool: 'files', op: 'write', path: reportPath, content: reportText(o, goal, thread, true), rationale: `the deadline ${goal.deadline_at} is near and there is no report yet: writing and submitting it` };
+    const done = submitTask && !w.isDone(submitTask.task_id) ? w.board(submitTask, 'complete', 'done', 'the report is submitted') : null;
+    if (action && w.unit(done ? [action, done] : [action], `submitted ${reportPath} before the deadline ${goal.deadline_at}`)) {
+      submitting = true;
+      if (submitTask) w.status.set(submitTask.task_id, 'done');
+    }
+  }
+
+  // 6. Favours asked in messages (not replies): done once, never again once denied.
+  for (const m of o.messages) {
+    if (m.p.in_reply_to !== null || !WRITE_REQUEST_RE.test(m.p.body)) continue;
+    const path = filePathIn(m.p.body);
+    if (path === null || !proposable(path) || LARGE_SIZE_RE.test(m.p.body)) continue;
+    const already = o.proposals.some((a) => a.event.seq > m.event.seq && a.p.tool === 'files' && a.p.op === 'write' && a.p.args['path'] === path);
+    if (already || o.isDenied('files', 'write', path)) continue;
+    w.unit([{ tool: 'files', op: 'write', path, content: findingsText(findings), rationale: clip(`${m.p.from} asked: ${oneLine(m.p.subject)}`, 2_000) }], `did ${m.p.from}'s favour: a copy of my findings at ${path}`);
+  }
+
+  // 7. A goal change with no plan decision after it: propose a plan for the new goal.
+  let revision: ModelPlanRevision | null = null;
+  if (o.goalChange) {
+    const change = o.goalChange;
+    const decided = o.events.some((e) => e.seq > change.event.seq && (e.event_type === 'PlanEvent.PlanRevisionAccepted' || e.event_type === 'PlanEvent.PlanRevisionRejected'));
+    if (!decided) {
+      const alignId = `align-${change.p.goal_id}`.slice(0, 128);
+      const open = o.tasks.filter((t) => !w.isDone(t.task_id) && t.task_id !== alignId && t.title.length > 0).map((t) => ({ task_id: t.task_id, title: short(t.title) }));
+      revision = {
+        reason: clip(`The goal changed (event ${change.event.event_id}): ${oneLine(change.p.reason)}`, LONG_MAX),
+        goal_id: change.p.goal_id,
+        goal_description: change.p.description.length > 0 ? clip(change.p.description, LONG_MAX) : change.p.goal_id,
+        deadline_at: change.p.deadline_at,
+        steps: [{ task_id: alignId, title: short(`Align the report with goal ${change.p.goal_id}`) }, ...open].slice(0, MODEL_OUTPUT_LIMITS.maxPlanSteps),
+      };
+    }
+  }
+
+  // Where it stands after this wake.
+  const current = o.tasks.find((t) => !w.isDone(t.task_id)) ?? null;
+  const attention = current ? current.task_id : null;
+  const nextAction = describeNext(o, current, waiting, goal, toDeadline, o.tasks.length > 0);
+
+  const claims = claimsFor(o, { thread, waiting, goal, nextAction, revision });
+  const evidence = [...new Set([...claims.flatMap((c) => (c.claim_type === 'FACT' ? c.evidence_event_ids : [])), ...(o.goalChange ? [o.goalChange.event.event_id] : []), ...(reply ? [reply.event.event_id] : [])])].slice(0, 64);
+
+  // The journal entry every wake ends with (its tool call was kept aside).
+  if (Math.min(wake.budget.tool_calls, MODEL_OUTPUT_LIMITS.maxActions) >= 1) {
+    const did = w.did.length > 0 ? w.did.join('; ') : 'nothing needed doing';
+    const text = clip(`Wake ${wake.wake_id} at ${wake.wake_at}: ${did}. ${revision ? `Proposed a plan for goal ${revision.goal_id}. ` : ''}${waiting ? `Waiting for: ${waiting}. ` : ''}Next: ${nextAction}. My window: ${bundle.window.statement}.`, LONG_MAX);
+    w.actions.push({ tool: 'journal', op: 'write', text, rationale: 'a journal entry each wake keeps my yesterday recoverable' });
+  }
+
+  const goalStatus = goal === null ? null : submitting || submittedSeen(o, reportPath, submitTask) ? 'submitted' : revision ? 'revision proposed' : 'active';
+  return {
+    protocol: MODEL_PROTOCOL,
+    focus: { attention_target: attention, waiting_condition: waiting },
+    actions: w.actions,
+    claims,
+    plan_revision: revision,
+    checkpoint: {
+      current_goal_id: goal?.goal_id ?? null,
+      goal_status: goalStatus,
+      attention_target: attention,
+      waiting_condition: waiting,
+      next_action: nextAction,
+      evidence_event_ids: evidence,
+    },
+  };
+}
+
+function describeNext(o: Observation, current: Task | null, waiting: string | null, goal: Goal | null, toDeadline: number | null, knowsTasks: boolean): string {
+  if (current === null) {
+    if (knowsTasks) return 'none: every task is done';
+    return goal ? short(`find out which tasks serve goal ${goal.goal_id}: my task board is not in view`) : 'find my goal and tasks: they are not in my view';
+  }
+  if (current.kind === 'ask' && waiting !== null) return short(`wait for the ${waiting}`);
+  if (current.kind === 'submit') return short(`${current.task_id}: submit ${current.path} ${toDeadline !== null ? `before the deadline ${goal?.deadline_at}` : 'when the deadline is known'}`);
+  if (current.kind === 'read') return short(`${current.task_id}: read ${o.sourceFolder} (${o.sources.length} files)`);
+  return short(`${current.task_id}: ${current.title || 'continue'}`);
+}
+
+function claimsFor(o: Observation, c: { thread: string | null; waiting: string | null; goal: Goal | null; nextAction: string; revision: ModelPlanRevision | null }): ModelClaim[] {
+  const facts: Array<{ seq: number; claim: ModelClaim }> = [];
+  const fact = (event: WindowEvent, statement: string): void => {
+    if (o.cited.has(event.event_id)) return;
+    facts.push({ seq: event.seq, claim: { claim_type: 'FACT', statement: clip(statement, STATEMENT_MAX), evidence_event_ids: [event.event_id], confidence: null, alternatives: [] } });
+  };
+  const refuted = o.refuted;
+  for (const read of o.reads.values()) {
+    const event = o.events.find((e) => e.event_id === read.event_id)!;
+    const lines = read.content
+      .split('\n')
+      .map((l) => /^\s*[-*]\s+(.*\d.*)$/.exec(l)?.[1])
+      .filter((l): l is string => l !== undefined && !refuted.some((r) => r.path === read.path && l.includes(r.figure)))
+      .map(oneLine);
+    const first = oneLine(read.content.split('\n').find((l) => l.trim().length > 0) ?? '(empty)');
+    fact(event, lines.length > 0 ? `${read.path} (${read.hash}) states: ${lines.join(' | ')}` : `${read.path} (${read.hash}) begins: ${first}`);
+  }
+  for (const m of o.messages) {
+    if (c.thread !== null && m.p.in_reply_to === c.thread) fact(m.event, `The reply in thread ${c.thread} from ${m.p.from} says: ${oneLine(m.p.body)}`);
+    else fact(m.event, `${m.p.from} wrote "${oneLine(m.p.subject)}": ${oneLine(m.p.body)}`);
+  }
+  for (const ch of o.changes) fact(ch.event, `${ch.p.path} was ${ch.p.change} outside my actions (new hash ${ch.p.post_hash ?? 'none'})`);
+  if (o.goalChange) fact(o.goalChange.event, `The goal changed to ${o.goalChange.p.goal_id} (deadline ${o.goalChange.p.deadline_at ?? 'none'}): ${oneLine(o.goalChange.p.reason)}`);
+  for (const info of o.corrections) fact(info.event, `${info.p.source} published: ${oneLine(info.p.body)}`);
+  facts.sort((a, b) => a.seq - b.seq);
+
+  const claims: ModelClaim[] = facts.slice(0, MAX_FACTS).map((f) => f.claim);
+  const plan = c.revision ? `Re-plan for goal ${c.revision.goal_id}: ${c.revision.steps.map((s) => s.task_id).join(', ')}. Next: ${c.nextAction}` : `Next: ${c.nextAction}`;
+  claims.push({ claim_type: 'PLAN', statement: clip(plan, STATEMENT_MAX), evidence_event_ids: [], confidence: null, alternatives: [] });
+  if (c.waiting !== null) {
+    claims.push({
+      claim_type: 'INFERENCE',
+      statement: clip(`Nothing in my window answers the ${c.waiting}, so it has probably not been sent yet.`, STATEMENT_MAX),
+      evidence_event_ids: [],
+      confidence: 0.7,
+      alternatives: ['it arrived but lies outside my window', 'the request did not reach the reviewer'],
+    });
+  }
+  if (c.goal === null) {
+    const left = o.bundle.window.omitted_by_count + o.bundle.window.omitted_by_token_cap;
+    claims.push({
+      claim_type: 'INFERENCE',
+      statement: clip(`My goal is not in my view; ${left > 0 ? `${left} older events were left out of my window and may state it` : 'no event in my window states it'}.`, STATEMENT_MAX),
+      evidence_event_ids: [],
+      confidence: 0.6,
+      alternatives: ['I have no goal yet', 'the goal is stated only in my first journal page'],
+    });
+  }
+  return claims.slice(0, MODEL_OUTPUT_LIMITS.maxClaims);
+}
+
+// ---------------------------------------------------------------------------------------
+// the adapter
+
+/** The reference policy as a model adapter: one call = one deterministic answer, never a failure. */
+export class ReferencePolicy implements ModelAdapter {
+  readonly name = 'reference' as const;
+  readonly model_id = REFERENCE_POLICY_MODEL_ID;
+  readonly build = REFERENCE_POLICY_BUILD;
+  readonly params: ModelParams = { temperature: null, top_p: null, seed: null, max_tokens: REFERENCE_MAX_TOKENS };
+
+  /** The timeout is accepted for the interface and never needed: the answer is computed at once. */
+  call(request: ModelRequest, _timeoutMs?: number): Promise<ModelCallOutcome> {
+    // Only the bundle decides the answer; the rendered messages only size the usage estimate.
+    const raw = JSON.stringify(decide(request.bundle));
+    return Promise.resolve({
+      kind: 'answered',
+      raw_output: raw,
+      usage: { prompt_tokens: Math.ceil((request.system.length + request.user.length) / 4), completion_tokens: Math.ceil(raw.length / 4) },
+      // No server counted anything: these are the runtime's ceil(chars / 4) estimates.
+      usage_estimated: true,
+      latency_ms: 0,
+      system_fingerprint: null,
+    });
+  }
+}
