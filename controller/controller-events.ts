@@ -15,6 +15,8 @@ export const CONTROLLER_KEYS = {
   delivered: (wakeId: string, interventionId: string) => `wake:${wakeId}:delivered:${interventionId}`,
   wakeStarted: (wakeId: string) => `wake:${wakeId}:started`,
   wakeEnded: (wakeId: string) => `wake:${wakeId}:ended`,
+  checkpoint: (wakeId: string) => `wake:${wakeId}:checkpoint`,
+  ledger: (wakeId: string) => `wake:${wakeId}:ledger`,
 } as const;
 
 export type WakeOutcome = 'completed' | 'crashed' | 'stopped';
@@ -78,4 +80,21 @@ export function emergencyStoppedDraft(occurredAt: string, operator: string, reas
 
 export function resumedDraft(occurredAt: string, operator: string, reason: string): EventDraft {
   return { ...draft('SystemEvent.Resumed', occurredAt, '', { operator, reason }), idempotency_key: null };
+}
+
+/** The subject's checkpoint of a wake (spec §9.4), as the runtime reported it: recorded for every group at the same step. */
+export function checkpointDraft(wake: ScheduledWake, checkpoint: Record<string, unknown>): EventDraft {
+  return draft('ExperimentEvent.CheckpointRecorded', wake.wake_at, CONTROLLER_KEYS.checkpoint(wake.wake_id), { wake_id: wake.wake_id, ...checkpoint });
+}
+
+export interface LedgerUse {
+  readonly model_calls: number;
+  readonly tokens: number;
+  readonly tool_calls: number;
+  readonly retries: number;
+}
+
+/** The wake's budget ledger, counted by the controller from the store (never taken from the runtime's word). */
+export function ledgerDraft(wake: ScheduledWake, used: LedgerUse): EventDraft {
+  return draft('ExperimentEvent.BudgetLedgerRecorded', wake.wake_at, CONTROLLER_KEYS.ledger(wake.wake_id), { wake_id: wake.wake_id, granted: { ...wake.budget }, used: { ...used } });
 }

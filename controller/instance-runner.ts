@@ -13,7 +13,8 @@
 // resumable with `--resume DIR`; nothing is deleted.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONTROLLER_KEYS, deliveredDraft, emergencyStoppedDraft, interventionDrafts, isCrashIntervention, isWorldIntervention, resumedDraft, subjectInitializedDraft, wakeEndedDraft, wakeStartedDraft, type WakeOutcome } from './controller-events.js';
+import { ledgerOf } from './budget-ledger.js';
+import { checkpointDraft, CONTROLLER_KEYS, deliveredDraft, ledgerDraft, emergencyStoppedDraft, interventionDrafts, isCrashIntervention, isWorldIntervention, resumedDraft, subjectInitializedDraft, wakeEndedDraft, wakeStartedDraft, type WakeOutcome } from './controller-events.js';
 import { buildExperimentPlan, ExperimentPlan } from './experiment-plan.js';
 import { readProgress, type InstanceProgress } from './instance-progress.js';
 import type { Intervention } from './intervention-plan.js';
@@ -26,6 +27,8 @@ import { loadScenario, subjectInitializedPayload, type Scenario } from './scenar
 import { VirtualClock } from './virtual-clock.js';
 import type { ScheduledWake } from './wake-schedule.js';
 import { applyExternalChange, materializeWorkspace, WORKSPACE_FOLDER, type FileOwner } from './workspace.js';
+import { ModelChoice, readModelChoice, resolveModel } from './model-choice.js';
+import { canonicalJson } from '../schema/canonical-json.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
 import { verifyDsse } from '../schema/dsse.js';
@@ -35,8 +38,10 @@ import { hashCanonical, type HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
-import { DEFAULT_SNAPSHOT_EVERY_EVENTS, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
+import type { EventEnvelope } from '../schema/envelope.js';
 import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
+import type { RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
 import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
 
 export type Group = keyof typeof GROUP_CAPABILITIES;
@@ -48,8 +53,6 @@ export const CHILD_STOP_TIMEOUT_MS = 10_000;
 /** Upper bound on the writer restarts one instance may need (one planned writer crash, plus margin). */
 export const MAX_WRITER_RESTARTS = 4;
 
-/** What this build's runtime is: no model is called yet (issue 5 builds the wake loop). */
-export const OBSERVE_ONLY_MODEL: ModelInfo = { adapter: 'none', model_id: 'none', build: null, params: null };
 
 export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan';
 
@@ -88,6 +91,7 @@ export interface NewInstanceOptions extends CommonOptions {
   readonly groupBlindId: string;
   /** Wall clock, read once for the manifest's started_at. */
   readonly startedAt: string;
+  readonly model: ModelChoice;
 }
 
 export type ResumeOptions = CommonOptions;
@@ -143,6 +147,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   const prereg = PreRegistration.parse(readPreregJson(options.preregFile));
   const scenario = scenarioOf(options, prereg.scenario.id);
   const plan = buildExperimentPlan({ prereg, scenario, seed: options.seed, startAt: options.startAt });
+  const model = resolveModel(ModelChoice.parse(options.model));
 
   mkdirSync(runDir, { recursive: true });
   const isolation = isolationFor(runDir, options);
@@ -151,6 +156,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   writeFileSync(path.join(runDir, RUN_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
   writeFileSync(path.join(runDir, RUN_FILES.prereg), `${JSON.stringify(prereg, null, 2)}\n`, { flag: 'wx' });
   copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
+  writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
   const manifest = buildInstanceManifest({
     experimentId: options.experimentId,
     groupBlindId: options.groupBlindId,
@@ -159,7 +165,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
     plan,
     prereg,
     retrievalPolicy: prereg.retrieval_policy,
-    model: OBSERVE_ONLY_MODEL,
+    model: model.info,
     isolation: isolation.manifest,
     startedAt: options.startedAt,
   });
@@ -168,7 +174,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   materializeWorkspace(path.join(runDir, WORKSPACE_FOLDER), scenario, ownerOf(isolation));
   options.log(`manifest signed (${manifestHash.slice(0, 23)}…), key ${key.keyId.slice(0, 16)}…${key.created ? ' (new key)' : ''}; plan: ${plan.schedule.wakes.length} wakes, ${plan.interventions.length} interventions, schedule ${plan.schedule_hash.slice(0, 23)}…`);
 
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario });
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario, model: model.runtime });
   return instance.run('create');
 }
 
@@ -202,7 +208,12 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   }
   options.log(isolation.summary);
   const scenario = scenarioOf(options, prereg.scenario.id);
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: manifestSha256(manifest), prereg, isolation, scenario });
+  const model = resolveModel(readModelChoice(runDir));
+  if (canonicalJson(model.info) !== canonicalJson(manifest.model)) {
+    isolation.cleanup();
+    throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
+  }
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: manifestSha256(manifest), prereg, isolation, scenario, model: model.runtime });
   return instance.run('open');
 }
 
@@ -218,11 +229,18 @@ interface InstanceInput {
   readonly prereg: PreRegistration;
   readonly isolation: IsolationPlan;
   readonly scenario: Scenario;
+  readonly model: RuntimeModelConfig;
 }
 
 /** Resume found a sealed store whose final head was missing, and signed it: nothing else to do. */
 class AlreadySealed extends Error {
   override readonly name = 'AlreadySealed';
+}
+
+/** What a wake of the runtime gave: a line for the screen and the report (null when it crashed before reporting). */
+interface WakeReport {
+  readonly line: string;
+  readonly done: WakeDone | null;
 }
 
 /** The emergency-stop path was taken; carries why. */
@@ -379,7 +397,15 @@ class Instance {
   private async startRuntime(): Promise<void> {
     const { runtime, codeRoot } = this.input.isolation;
     this.runtime = await spawnRuntime(
-      { subject_id: this.subjectId, socket_path: this.socket!.socketPath, token: this.tokens.runtime, capabilities: this.input.manifest.capabilities, retrieval_policy: this.input.prereg.retrieval_policy },
+      {
+        subject_id: this.subjectId,
+        socket_path: this.socket!.socketPath,
+        token: this.tokens.runtime,
+        capabilities: this.input.manifest.capabilities,
+        retrieval_policy: this.input.prereg.retrieval_policy,
+        workspace_dir: path.join(this.input.runDir, RUN_FILES.workspace),
+        model: this.input.model,
+      },
       { codeRoot, ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
     );
     this.log(`ds-runtime pid ${this.runtime.pid}`);
@@ -413,16 +439,16 @@ class Instance {
       return await this.connected().append(drafts);
     } catch (error) {
       if (!(error instanceof WriterUnavailableError)) throw error;
-      await this.recoverWriter(error);
+      await this.recoverWriter(error.message);
       return this.connected().append(drafts);
     }
   }
 
-  private async recoverWriter(cause: WriterUnavailableError): Promise<void> {
+  private async recoverWriter(cause: string): Promise<void> {
     const crash = this.pendingWriterCrash;
     const exit = await Promise.race([this.writer!.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), CHILD_STOP_TIMEOUT_MS))]);
     if (!crash || exit === null || exit.signal !== 'SIGKILL') {
-      throw new InstanceError('writer', `lost the writer (${cause.message}; exit ${exit ? `code ${exit.code} signal ${exit.signal}` : 'still running'}) outside a planned crash; the instance is interrupted — check the writer's log above, then continue with --resume ${this.input.runDir}`);
+      throw new InstanceError('writer', `lost the writer (${cause}; exit ${exit ? `code ${exit.code} signal ${exit.signal}` : 'still running'}) outside a planned crash; the instance is interrupted — check the writer's log above, then continue with --resume ${this.input.runDir}`);
     }
     this.writerRestarts += 1;
     if (this.writerRestarts > MAX_WRITER_RESTARTS) throw new InstanceError('writer', `more than ${MAX_WRITER_RESTARTS} writer restarts in one instance`);
@@ -454,6 +480,9 @@ class Instance {
       if (progress.openWakeId) {
         const open = this.wakes.find((w) => w.wake_id === progress.openWakeId);
         if (!open) throw new InstanceError('resume', `the store has an open wake ${progress.openWakeId} that is not in plan.json`);
+        const started = progress.byKey.get(CONTROLLER_KEYS.wakeStarted(open.wake_id));
+        if (!started) throw new InstanceError('resume', `the open wake ${open.wake_id} has no WakeStarted under its key`);
+        if (!progress.byKey.has(CONTROLLER_KEYS.ledger(open.wake_id))) await this.recordLedger(open, started.seq);
         await this.append([wakeEndedDraft(open, 'stopped')]);
         this.note(`${open.wake_id} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
       }
@@ -504,10 +533,11 @@ class Instance {
     for (const intervention of delivered) await this.append([deliveredDraft(wake, intervention, this.idsOf(intervention))]);
     this.checkStop();
     const head = await this.connected().head();
-    await this.append([wakeStartedDraft(wake, head.seq)]);
+    const started = await this.append([wakeStartedDraft(wake, head.seq)]);
+    const startedSeq = started.events[0]!.seq;
     const crash = interventions.find((i) => isCrashIntervention(i) && i.deliver_wake_id === wake.wake_id) ?? null;
     let outcome: WakeOutcome = 'completed';
-    let report = '';
+    let report: WakeReport;
     try {
       if (crash?.kind === 'writer_crash') {
         this.pendingWriterCrash = crash;
@@ -517,19 +547,22 @@ class Instance {
       if (crash) outcome = 'crashed';
     } catch (error) {
       if (error instanceof StopRequested) {
-        await this.endStoppedWake(wake);
+        await this.endStoppedWake(wake, startedSeq);
         throw error;
       }
       if (error instanceof RuntimeWakeError) {
-        await this.endStoppedWake(wake);
+        await this.endStoppedWake(wake, startedSeq);
         throw new StopRequested(`the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})`);
       }
       throw error;
     }
     if (crash?.kind === 'writer_crash') await this.finishWriterCrash(crash);
+    // Same fields, same step, every group: the checkpoint as the subject gave it (none when the wake crashed before it).
+    if (report.done) await this.append([checkpointDraft(wake, report.done.checkpoint)]);
+    await this.recordLedger(wake, startedSeq);
     await this.append([wakeEndedDraft(wake, outcome)]);
     const names = delivered.map((i) => i.intervention_id).join(', ');
-    this.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${report} · ${outcome}`);
+    this.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${report.line} · ${outcome}`);
   }
 
   private idsOf(intervention: Intervention): string[] {
@@ -538,13 +571,28 @@ class Instance {
     return ids;
   }
 
-  private async endStoppedWake(wake: ScheduledWake): Promise<void> {
+  private async endStoppedWake(wake: ScheduledWake, startedSeq: number): Promise<void> {
     await this.stopRuntime().catch(() => undefined);
+    await this.recordLedger(wake, startedSeq);
     await this.append([wakeEndedDraft(wake, 'stopped')]);
   }
 
+  /** The ledger of the wake that started at `startedSeq`, counted from the store. */
+  private async recordLedger(wake: ScheduledWake, startedSeq: number): Promise<void> {
+    const client = this.connected();
+    const head = await client.head();
+    const events: EventEnvelope[] = [];
+    const maxPages = Math.ceil((head.seq - startedSeq) / WRITER_LIMITS.maxReadPage) + 1;
+    for (let page = 0, from = startedSeq + 1; page < maxPages && from <= head.seq; page += 1) {
+      const result = await client.read({ from_seq: from, limit: WRITER_LIMITS.maxReadPage });
+      events.push(...result.events.filter((e) => e.seq <= head.seq));
+      from = result.next_seq;
+    }
+    await this.append([ledgerDraft(wake, ledgerOf(events))]);
+  }
+
   /** Runs the runtime's wake; carries out a planned runtime crash. Returns a line for the screen. */
-  private async wakeRuntime(wake: ScheduledWake, visibleToSeq: number, crash: Intervention | null): Promise<string> {
+  private async wakeRuntime(wake: ScheduledWake, visibleToSeq: number, crash: Intervention | null): Promise<WakeReport> {
     const runtime = this.runtime;
     if (!runtime) throw new InstanceError('runtime', 'no runtime process (bug)');
     let killedAt: string | null = null;
@@ -571,18 +619,25 @@ class Instance {
     waking.catch(() => undefined);
     try {
       const done = await Promise.race([waking, aborted]);
-      const line = `runtime observed ${done.events_read} events (not built: ${done.not_built.join(', ')})`;
-      if (crash?.kind !== 'runtime_crash') return line;
-      // The kill point was not reached: this runtime build makes no appends. Kill it at the end of its wake instead, and say so.
+      const c = done.counts;
+      const line = `${c.model_calls} model call(s), ${c.executions} execution(s), ${c.denials} denial(s), ${c.claims} claim(s)${c.claims_refused ? ` (${c.claims_refused} refused)` : ''}`;
+      for (const note of done.notes) this.log(`  ${wake.wake_id}: ${note}`);
+      if (crash?.kind !== 'runtime_crash') return { line, done };
+      // The kill point was not reached in the wake (no execution intent, too few appends): kill it at the end of its wake, and say so.
       this.note(`${crash.intervention_id}: kill point (first execution intent, or ${crash.fallback_after_runtime_appends} appends) not reached — the runtime made ${done.appends} appends; killed after its wake instead`);
       killedAt = 'after its wake';
       await runtime.kill('SIGKILL');
       await this.restartRuntime(crash);
-      return `${line} · runtime SIGKILLed ${killedAt}`;
+      return { line: `${line} · runtime SIGKILLed ${killedAt}`, done };
     } catch (error) {
       if (crash?.kind === 'runtime_crash' && killedAt !== null && error instanceof RuntimeWakeError && error.code === 'exited') {
         await this.restartRuntime(crash);
-        return `runtime SIGKILLed ${killedAt}`;
+        return { line: `runtime SIGKILLed ${killedAt}`, done: null };
+      }
+      // The planned writer crash killed the writer under one of the runtime's appends: the runtime's wake fails; the writer is restarted here.
+      if (crash?.kind === 'writer_crash' && this.pendingWriterCrash !== null && error instanceof RuntimeWakeError && error.code === 'wake_failed' && error.failure?.code === 'writer_unavailable') {
+        await this.recoverWriter(error.message);
+        return { line: `writer SIGKILLed during one of the runtime's appends (planned); the runtime's wake ended there`, done: null };
       }
       throw error;
     } finally {

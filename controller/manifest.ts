@@ -67,11 +67,12 @@ export type Isolation = z.infer<typeof Isolation>;
  */
 export const ModelAdapter = z.enum(['reference', 'openai', 'replay', 'none']);
 
+/** null = not set: the server's default applies (and is not known to us). */
 export const ModelParams = z.strictObject({
-  temperature: z.number().min(0).max(2),
-  top_p: z.number().gt(0).max(1),
+  temperature: z.number().min(0).max(2).nullable(),
+  top_p: z.number().gt(0).max(1).nullable(),
   seed: z.number().int().nullable(),
-  max_tokens: z.number().int().min(1),
+  max_tokens: z.number().int().min(1).nullable(),
 });
 
 export const ModelInfo = z.strictObject({
@@ -79,9 +80,9 @@ export const ModelInfo = z.strictObject({
   model_id: z.string().min(1).max(200),
   /** The model build or server fingerprint, when the adapter can name one. */
   build: z.string().min(1).max(200).nullable(),
-  /** null exactly when the adapter is `none`: there are no parameters of a model never called. */
+  /** Sampling parameters of an `openai` model; null for the others (none samples: reference and replay are deterministic, none calls nothing). */
   params: ModelParams.nullable(),
-}).refine((m) => (m.adapter === 'none') === (m.params === null), { message: 'params must be null exactly when the adapter is none', path: ['params'] });
+}).refine((m) => (m.adapter === 'openai') === (m.params !== null), { message: 'params are given exactly for an openai model', path: ['params'] });
 export type ModelInfo = z.infer<typeof ModelInfo>;
 
 export const ManifestVersions = z.strictObject({ runtime: SemVer, writer: SemVer, event_schema: SemVer, projector: SemVer, state_machine: SemVer });

@@ -18,6 +18,9 @@
 //   c. WakeStarted {wake_id, visible_to_seq = its seq − 1, budget};
 //   d. runtime events (not checked here);
 //   e. on a crash wake: the crash's planned ProcessRestarted, then its InterventionDelivered;
+//   e'. CheckpointRecorded (when the runtime reported one) and BudgetLedgerRecorded (always),
+//      each once, keys wake:<id>:checkpoint / wake:<id>:ledger; the ledger's `used` must equal
+//      a recount of the wake's own events (controller/budget-ledger.ts) and `granted` the plan's;
 //   f. WakeEnded {outcome: 'crashed' on a crash wake, else 'completed'}, or 'stopped';
 //   ChainHeadSigned only between wakes; SystemEvent.StoreSealed last of a finished store; an
 //   emergency stop is WakeEnded{stopped} (if a wake is in progress), EmergencyStopped, and a
@@ -37,7 +40,8 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
-import { InterventionDelivered, WakeEnded, WakeStarted } from '../schema/events/experiment-events.js';
+import { BudgetLedgerRecorded, CheckpointRecorded, InterventionDelivered, WakeEnded, WakeStarted } from '../schema/events/experiment-events.js';
+import { ledgerOf } from './budget-ledger.js';
 import { hashCanonical } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { StoreReader, StoreReadError } from '../writer/store-reader.js';
@@ -431,6 +435,10 @@ class StoreWalk {
   private readonly wakesEnded = new Set<string>();
   private readonly delivered = new Set<string>();
   private readonly file = RUN_FILES.store;
+  /** Every event since the wake in progress started: what its ledger must add up to. */
+  private wakeEvents: EventEnvelope[] = [];
+  private readonly ledgers = new Set<string>();
+  private readonly checkpoints = new Set<string>();
 
   constructor(
     private readonly plan: ExperimentPlan,
@@ -450,6 +458,7 @@ class StoreWalk {
   }
 
   visit(env: EventEnvelope): void {
+    if (this.wakeInProgress) this.wakeEvents.push(env);
     const category = env.event_type.split('.')[0] ?? '';
     if (RUNTIME_CATEGORIES.has(category) || env.event_type === 'SystemEvent.StoreOpened' || env.event_type === 'SystemEvent.AppendRejected') return;
     this.counts.controller_events_checked += 1;
@@ -470,6 +479,9 @@ class StoreWalk {
         if (this.stoppedAt === null) this.fail(env.seq, 'SystemEvent.Resumed without an EmergencyStopped before it');
         this.stoppedAt = null;
         return;
+      case CheckpointRecorded.type:
+      case BudgetLedgerRecorded.type:
+        return this.wakeBookkeeping(env);
       default:
         break;
     }
@@ -489,6 +501,29 @@ class StoreWalk {
       this.fail(env.seq, `${describe(item)} out of order: it comes after ${this.lastMatched ? describe(this.lastMatched) : 'nothing'}`);
     }
     this.match(j, env);
+  }
+
+  /** CheckpointRecorded and BudgetLedgerRecorded: once per wake, inside it; a ledger must add up to the wake's own events. */
+  private wakeBookkeeping(env: EventEnvelope): void {
+    const isLedger = env.event_type === BudgetLedgerRecorded.type;
+    const wakeId = str(env.payload.wake_id);
+    const what = isLedger ? 'BudgetLedgerRecorded' : 'CheckpointRecorded';
+    const at = (message: string): void => this.fail(env.seq, `${what} of ${String(wakeId)}: ${message}`);
+    if (this.wakeInProgress === null || this.wakeInProgress.wake_id !== wakeId) return at(this.wakeInProgress ? `written during ${this.wakeInProgress.wake_id}` : 'written outside any wake');
+    const wake = this.plan.schedule.wakes.find((w) => w.wake_id === wakeId);
+    if (!wake) return at('not a wake of the plan');
+    const seen = isLedger ? this.ledgers : this.checkpoints;
+    if (seen.has(wakeId)) return at('written twice');
+    seen.add(wakeId);
+    const key = `wake:${wakeId}:${isLedger ? 'ledger' : 'checkpoint'}`;
+    if (env.idempotency_key !== key) at(`idempotency_key ${String(env.idempotency_key)}, expected ${key}`);
+    if (Date.parse(env.occurred_at) !== Date.parse(wake.wake_at)) at(`occurred_at ${env.occurred_at}; the wake's is ${wake.wake_at}`);
+    if (!isLedger) return;
+    const p = BudgetLedgerRecorded.payload.safeParse(env.payload);
+    if (!p.success) return at('payload is not a BudgetLedgerRecorded payload');
+    if (firstDifference(p.data.granted, wake.budget) !== null) at(`granted ${canonicalJson(p.data.granted)}, the plan's budget is ${canonicalJson(wake.budget)}`);
+    const recount = ledgerOf(this.wakeEvents.filter((e) => e.seq < env.seq));
+    if (firstDifference(p.data.used, recount) !== null) at(`used ${canonicalJson(p.data.used)}, but the wake's events add up to ${canonicalJson(recount)}`);
   }
 
   private seal(env: EventEnvelope): void {
@@ -571,6 +606,7 @@ class StoreWalk {
         const wakeId = item.wake_id as string;
         if (this.wakeInProgress) at(`started while ${this.wakeInProgress.wake_id} (started at seq ${this.wakeInProgress.seq}) has not ended`);
         this.wakeInProgress = { wake_id: wakeId, seq: env.seq };
+        this.wakeEvents = [];
         this.wakesStarted.add(wakeId);
         const p = WakeStarted.payload.safeParse(env.payload);
         if (!p.success) return at('payload is not a WakeStarted payload');
@@ -582,6 +618,7 @@ class StoreWalk {
       case 'ended': {
         const wakeId = item.wake_id as string;
         if (this.wakeInProgress?.wake_id !== wakeId) at(this.wakeInProgress ? `the wake in progress is ${this.wakeInProgress.wake_id}` : 'no wake is in progress');
+        else if (!this.ledgers.has(wakeId)) at('no BudgetLedgerRecorded before it: every ended wake has its ledger');
         this.wakeInProgress = null;
         this.wakesEnded.add(wakeId);
         const p = WakeEnded.payload.safeParse(env.payload);

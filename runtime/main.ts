@@ -2,23 +2,23 @@
 // an IPC channel; receives its configuration (the runtime role's writer token among it,
 // which must never appear in argv) as one `start` message and answers `ready`.
 //
-// THIS BUILD PERFORMS ONLY THE "OBSERVE" STEP OF A WAKE, and only its read: on each
-// `wake` it connects to the writer as role `runtime`, reads the events it may see (those
-// after the last one it observed, up to the wake's visible_to_seq), disconnects and
-// reports what it read. It builds no context bundle, calls no model, proposes no plan,
-// runs no tool, records no memory and writes no checkpoint: those phases are the next
-// issue, and it says so on stderr at start and in every wake report (`not_built`).
+// On each `wake` (after the controller's WakeStarted) it runs one wake of the subject
+// (runtime/wake-loop.ts) over a writer connection opened for that wake only, reports each
+// append as `wake_progress`, and answers `wake_done` with the counts and the checkpoint.
 //
 // It never opens a database, never reads a key, and never learns its group letter: it is
-// handed only the capability flags. Its only memory (the last observed seq) lives in this
-// process and dies with it. It exits on `shutdown`, SIGTERM/SIGINT, or when its parent
+// handed only the capability flags. What it keeps between wakes (the event cache) lives in
+// this process and dies with it. It exits on `shutdown`, SIGTERM/SIGINT, or when its parent
 // goes away: an orphaned runtime must not keep acting for a subject nobody supervises.
 import { z } from 'zod';
 import { Identifier } from '../schema/event-definition.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
-import { WRITER_LIMITS, WriterError } from '../writer/protocol.js';
+import { WriterError } from '../writer/protocol.js';
+import { EventCache, EventReadError } from './event-cache.js';
+import type { ModelAdapter } from './model-adapter.js';
+import { modelAdapterFor } from './model-adapters/adapter-for.js';
+import { runWake, WakeNotOpenError } from './wake-loop.js';
 import {
-  NOT_BUILT_PHASES,
   RuntimeParentMessage,
   type RuntimeChildMessage,
   type RuntimeFatalCode,
@@ -39,7 +39,6 @@ const log = (line: string): void => {
   process.stderr.write(`[ds-runtime ${process.pid}] ${line}\n`);
 };
 
-log(`not built yet: ${NOT_BUILT_PHASES.join(', ')}. A wake only observes: it reads the events it may see and reports how many; it builds no context bundle, makes no model call and no appends.`);
 
 const send = process.send?.bind(process);
 if (!send) {
@@ -77,58 +76,58 @@ function fatal(code: RuntimeFatalCode, message: string): void {
   exitAfter(1, { type: 'fatal', code, message });
 }
 
-class WakeFailure extends Error {
-  override readonly name = 'WakeFailure';
-  constructor(readonly code: WakeFailureCode, message: string) {
-    super(message);
-  }
-}
-
 let config: RuntimeStartConfig | null = null;
-/** Seq of the last event an earlier wake observed; 0 before the first wake. In memory only. */
-let lastObservedSeq = 0;
+let adapter: ModelAdapter | null = null;
+let cache: EventCache | null = null;
 let currentWake: { readonly wakeId: string; client: WriterClient | null } | null = null;
 let stopping = false;
 
-/**
- * The read half of "observe": seqs lastObservedSeq+1 .. visible_to_seq, in pages of at
- * most the writer's page limit, over a connection opened for this wake only (a writer
- * restarted between wakes is then simply reconnected to).
- */
-async function observe(start: RuntimeStartConfig, wake: RuntimeWake, slot: { client: WriterClient | null }): Promise<WakeDone> {
-  const fromSeq = lastObservedSeq + 1;
-  const toSeq = wake.visible_to_seq;
-  if (toSeq < lastObservedSeq) throw new WakeFailure('seq_regressed', `visible_to_seq ${toSeq} is below seq ${lastObservedSeq}, already observed by an earlier wake`);
+/** Waiting for the controller's progress_ack; at most one at a time (one wake, one append at a time). */
+let pendingAck: { readonly wakeId: string; readonly appends: number; readonly resolve: () => void; readonly reject: (error: Error) => void; readonly timer: NodeJS.Timeout } | null = null;
+const PROGRESS_ACK_TIMEOUT_MS = 10_000;
 
+/** Reports an append and waits until the controller has seen it (runtime/protocol.ts WakeProgress). */
+function progressBarrier(wakeId: string, counts: { appends: number; execution_intents: number }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      pendingAck = null;
+      reject(new Error(`no progress_ack from the controller within ${PROGRESS_ACK_TIMEOUT_MS} ms after append ${counts.appends}`));
+    }, PROGRESS_ACK_TIMEOUT_MS);
+    pendingAck = { wakeId, appends: counts.appends, resolve, reject, timer };
+    tell({ type: 'wake_progress', wake_id: wakeId, ...counts });
+  });
+}
+
+async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { client: WriterClient | null }): Promise<WakeDone> {
+  const fromSeq = cache!.lastSeq + 1;
   const client = await WriterClient.connect(start.socket_path, 'runtime', start.token, { requestTimeoutMs: WRITER_REQUEST_TIMEOUT_MS });
   slot.client = client;
   try {
-    const hello = client.hello!;
-    if (hello.subject_id !== start.subject_id) throw new WakeFailure('identity_mismatch', `the writer serves subject ${hello.subject_id}, this runtime was started for ${start.subject_id}`);
-    if (hello.head.seq < toSeq) throw new WakeFailure('beyond_head', `visible_to_seq ${toSeq} is beyond the writer's head ${hello.head.seq}`);
-    const pageSize = Math.min(hello.limits.maxReadPage, WRITER_LIMITS.maxReadPage);
-    const span = toSeq - fromSeq + 1;
-    // Each full page advances by pageSize, and a short page is refused below, so this many
-    // pages always suffice; the bound keeps a misbehaving writer from looping us forever.
-    const maxPages = Math.ceil(span / pageSize);
-    let nextSeq = fromSeq;
-    let eventsRead = 0;
-    for (let page = 0; page < maxPages && nextSeq <= toSeq; page++) {
-      const limit = Math.min(pageSize, toSeq - nextSeq + 1);
-      const result = await client.read({ from_seq: nextSeq, limit });
-      // The head was at or past toSeq, and events are never removed: anything but exactly
-      // `limit` events numbered nextSeq, nextSeq+1, … means the writer is not the store we think.
-      if (result.events.length !== limit) throw new WakeFailure('read_gap', `asked for ${limit} events from seq ${nextSeq}, the writer returned ${result.events.length}`);
-      result.events.forEach((event, i) => {
-        if (event.seq !== nextSeq + i) throw new WakeFailure('read_gap', `expected seq ${nextSeq + i}, the writer returned seq ${event.seq}`);
-        if (event.subject_id !== start.subject_id) throw new WakeFailure('identity_mismatch', `event seq ${event.seq} belongs to subject ${event.subject_id}`);
-      });
-      eventsRead += result.events.length;
-      nextSeq += result.events.length;
-    }
-    if (nextSeq !== toSeq + 1) throw new WakeFailure('read_gap', `stopped at seq ${nextSeq - 1}, short of visible_to_seq ${toSeq}`);
-    lastObservedSeq = toSeq;
-    return { wake_id: wake.wake_id, observed_from_seq: fromSeq, observed_to_seq: toSeq, events_read: eventsRead, appends: 0, not_built: [...NOT_BUILT_PHASES] };
+    const result = await runWake({
+      subjectId: start.subject_id,
+      wake,
+      client,
+      cache: cache!,
+      adapter: adapter!,
+      capabilities: start.capabilities,
+      retrievalPolicy: start.retrieval_policy,
+      workspaceRoot: start.workspace_dir,
+      onProgress: (counts) => progressBarrier(wake.wake_id, counts),
+      log,
+    });
+    const toSeq = cache!.lastSeq;
+    return {
+      wake_id: wake.wake_id,
+      observed_from_seq: fromSeq,
+      observed_to_seq: toSeq,
+      events_read: toSeq - fromSeq + 1,
+      appends: result.counts.appends,
+      not_built: [],
+      counts: result.counts,
+      checkpoint: result.checkpoint,
+      window_statement: result.window_statement.slice(0, 2_000),
+      notes: result.notes.slice(0, 256).map((n) => n.slice(0, 2_000)),
+    };
   } finally {
     client.close();
     slot.client = null;
@@ -136,7 +135,8 @@ async function observe(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cli
 }
 
 function failureOf(error: unknown): { code: WakeFailureCode; message: string } {
-  if (error instanceof WakeFailure) return { code: error.code, message: error.message };
+  if (error instanceof WakeNotOpenError) return { code: 'wake_not_open', message: error.message };
+  if (error instanceof EventReadError) return { code: error.code === 'too_many_events' ? 'internal' : error.code, message: error.message };
   if (error instanceof WriterUnavailableError) return { code: 'writer_unavailable', message: `${error.reason}: ${error.message}` };
   if (error instanceof WriterError) return { code: 'writer_refused', message: `${error.code}: ${error.message}` };
   return { code: 'internal', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
@@ -148,12 +148,13 @@ function onWake(wake: RuntimeWake): void {
   if (currentWake) return tell({ type: 'wake_failed', wake_id: wake.wake_id, code: 'busy', message: `wake ${currentWake.wakeId} is still running; one wake at a time` });
   const slot = { wakeId: wake.wake_id, client: null as WriterClient | null };
   currentWake = slot;
-  log(`wake ${wake.wake_id} at ${wake.wake_at}: observing up to seq ${wake.visible_to_seq}`);
-  observe(config, wake, slot).then(
+  log(`wake ${wake.wake_id} at ${wake.wake_at}: visible up to seq ${wake.visible_to_seq}`);
+  wakeOnce(config, wake, slot).then(
     (report) => {
       currentWake = null;
       if (stopping) return;
-      log(`wake ${wake.wake_id} done: read ${report.events_read} events (seq ${report.observed_from_seq}..${report.observed_to_seq}); not built: ${report.not_built.join(', ')}`);
+      const c = report.counts;
+      log(`wake ${wake.wake_id} done: ${report.window_statement}; ${c.model_calls} model call(s), ${c.executions} execution(s), ${c.denials} denial(s), ${c.claims} claim(s)`);
       tell({ type: 'wake_done', ...report });
     },
     (error: unknown) => {
@@ -206,9 +207,15 @@ process.on('message', (raw: unknown) => {
       if (config) return log('ignoring a second start message');
       if (fatalSent) return;
       clearTimeout(startTimer);
+      try {
+        adapter = modelAdapterFor(message.model);
+      } catch (error) {
+        return fatal('bad_start', `cannot set up the model adapter: ${error instanceof Error ? error.message : String(error)}`);
+      }
       config = message;
+      cache = new EventCache(message.subject_id);
       const caps = message.capabilities;
-      log(`started for subject ${message.subject_id}: persistent_state=${caps.persistent_state}, autonomous_replanning=${caps.autonomous_replanning}; writer at ${message.socket_path}`);
+      log(`started for subject ${message.subject_id}: persistent_state=${caps.persistent_state}, autonomous_replanning=${caps.autonomous_replanning}; model ${adapter.name} ${adapter.model_id}; writer at ${message.socket_path}`);
       tell({ type: 'ready', pid: process.pid });
       return;
     }
@@ -218,6 +225,14 @@ process.on('message', (raw: unknown) => {
     case 'shutdown':
       stop('parent asked');
       return;
+    case 'progress_ack': {
+      const waiting = pendingAck;
+      if (!waiting || waiting.wakeId !== message.wake_id || waiting.appends !== message.appends) return log(`ignoring a progress_ack for ${message.wake_id} append ${message.appends} nobody waits for`);
+      pendingAck = null;
+      clearTimeout(waiting.timer);
+      waiting.resolve();
+      return;
+    }
     default: {
       const unhandled: never = message;
       log(`unhandled parent message ${JSON.stringify(unhandled)}`);

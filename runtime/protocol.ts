@@ -12,25 +12,45 @@ import { z } from 'zod';
 import { Capabilities } from '../schema/capabilities.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
-import { Budget } from '../schema/events/experiment-events.js';
+import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
 
 /** The phases of one wake, in order (DESIGN §6 steps 3–8). */
 export const WAKE_PHASES = ['observe', 'think', 'plan', 'act', 'remember', 'checkpoint'] as const;
 export const WakePhase = z.enum(WAKE_PHASES);
 export type WakePhase = z.infer<typeof WakePhase>;
 
-/**
- * The phases this build of the runtime does not have (issue 4 builds only "observe"; the
- * wake loop is the next issue). Reported at start and in every wake report, so nobody
- * mistakes a wake of this runtime for a wake of the subject.
- */
-export const NOT_BUILT_PHASES = ['think', 'plan', 'act', 'remember', 'checkpoint'] as const satisfies readonly WakePhase[];
 
 const Count = z.number().int().min(0);
 const Seq = z.number().int().min(1);
 
 // ---------------------------------------------------------------------------------------
 // parent → child
+
+const ModelParamsSchema = z.strictObject({ temperature: z.number().min(0).max(2).nullable(), top_p: z.number().gt(0).max(1).nullable(), seed: z.number().int().nullable(), max_tokens: z.number().int().min(1).nullable() });
+
+/** One recorded model call, as the replay adapter serves it (runtime/model-adapter.ts ModelCallOutcome). */
+export const RecordedModelCall = z.strictObject({
+  wake_id: Identifier,
+  call_number: z.number().int().min(1),
+  outcome: z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('answered'), raw_output: z.string(), usage: z.strictObject({ prompt_tokens: Count, completion_tokens: Count }), usage_estimated: z.boolean(), latency_ms: z.number().min(0), system_fingerprint: z.string().nullable() }),
+    z.strictObject({ kind: z.literal('failed'), failure: z.enum(['timeout', 'http_error', 'refusal']), detail: z.string(), raw_output: z.string().nullable(), latency_ms: z.number().min(0) }),
+  ]),
+});
+export type RecordedModelCall = z.infer<typeof RecordedModelCall>;
+
+/** What the reference policy calls itself in manifests and model events (runtime/model-adapters/reference-policy.ts). */
+export const REFERENCE_POLICY_MODEL_ID = 'reference-policy';
+export const REFERENCE_POLICY_VERSION = '1.0.0';
+export const REFERENCE_POLICY_BUILD = `reference-policy@${REFERENCE_POLICY_VERSION}`;
+
+/** Which model the subject thinks with (issue 5 item 3). The API key never travels here: the runtime reads `api_key_env`. */
+export const RuntimeModelConfig = z.discriminatedUnion('adapter', [
+  z.strictObject({ adapter: z.literal('reference') }),
+  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: ModelParamsSchema, json_mode: z.boolean() }),
+  z.strictObject({ adapter: z.literal('replay'), source_model_id: z.string().min(1).max(200), calls: z.array(RecordedModelCall).max(10_000) }),
+]);
+export type RuntimeModelConfig = z.infer<typeof RuntimeModelConfig>;
 
 export const RuntimeStartConfig = z.strictObject({
   type: z.literal('start'),
@@ -42,6 +62,9 @@ export const RuntimeStartConfig = z.strictObject({
   /** The group switches, never the group letter. */
   capabilities: Capabilities,
   retrieval_policy: RetrievalPolicy,
+  /** The subject's workspace folder (absolute). */
+  workspace_dir: z.string().min(1).max(4_096),
+  model: RuntimeModelConfig,
 });
 export type RuntimeStartConfig = z.infer<typeof RuntimeStartConfig>;
 
@@ -58,7 +81,10 @@ export type RuntimeWake = z.infer<typeof RuntimeWake>;
 
 export const RuntimeShutdown = z.strictObject({ type: z.literal('shutdown') });
 
-export const RuntimeParentMessage = z.discriminatedUnion('type', [RuntimeStartConfig, RuntimeWake, RuntimeShutdown]);
+/** The controller saw a wake_progress; the runtime takes no further step until it arrives (see wake_progress). */
+export const RuntimeProgressAck = z.strictObject({ type: z.literal('progress_ack'), wake_id: Identifier, appends: z.number().int().min(1) });
+
+export const RuntimeParentMessage = z.discriminatedUnion('type', [RuntimeStartConfig, RuntimeWake, RuntimeShutdown, RuntimeProgressAck]);
 export type RuntimeParentMessage = z.infer<typeof RuntimeParentMessage>;
 
 // ---------------------------------------------------------------------------------------
@@ -84,6 +110,8 @@ export const WAKE_FAILURE_CODES = [
   'beyond_head',
   /** The writer returned pages that are not the contiguous run of seqs asked for. */
   'read_gap',
+  /** The store has no open wake of this id (no WakeStarted, or it already ended): nothing was appended. */
+  'wake_not_open',
   /** The runtime is stopping (shutdown or signal) while the wake ran. */
   'stopped',
   /** A bug in the runtime; the message says what threw. */
@@ -104,10 +132,10 @@ export type RuntimeFatalCode = z.infer<typeof RuntimeFatalCode>;
 export const RuntimeReady = z.strictObject({ type: z.literal('ready'), pid: z.number().int().min(1) });
 
 /**
- * Sent after each append the runtime makes during a wake (running totals for the wake).
- * The controller's runtime-crash intervention kills the runtime on these counts. This
- * build makes no appends, so it never sends one; the message exists so the controller
- * can be written against it.
+ * Sent after each append the runtime makes during a wake (running totals for the wake). The
+ * runtime then waits for `progress_ack` before its next step, so the controller's
+ * runtime-crash intervention kills it exactly at its kill point (e.g. right after the first
+ * ExecutionIntentRecorded, before the file is touched), the same way in every run.
  */
 export const WakeProgress = z.strictObject({
   wake_id: Identifier,
@@ -116,6 +144,28 @@ export const WakeProgress = z.strictObject({
 });
 export type WakeProgress = z.infer<typeof WakeProgress>;
 export const RuntimeWakeProgress = WakeProgress.extend({ type: z.literal('wake_progress') });
+
+export const WakeCounts = z.strictObject({
+  appends: Count,
+  model_calls: Count,
+  tokens: Count,
+  tool_calls: Count,
+  retries: Count,
+  proposals: Count,
+  executions: Count,
+  denials: Count,
+  failures: Count,
+  claims: Count,
+  claims_refused: Count,
+  plan_revisions: Count,
+  reconciled: Count,
+  unknown_outcomes: Count,
+});
+export type WakeCounts = z.infer<typeof WakeCounts>;
+
+/** CheckpointRecorded's payload without wake_id (the controller adds it). */
+export const WakeCheckpoint = CheckpointRecorded.payload.omit({ wake_id: true });
+export type WakeCheckpoint = z.infer<typeof WakeCheckpoint>;
 
 /**
  * What one wake did. The runtime observed seqs observed_from_seq..observed_to_seq
@@ -128,7 +178,15 @@ const WakeDoneFields = z.strictObject({
   observed_to_seq: Count,
   events_read: Count,
   appends: Count,
+  /** Wake phases this build does not have (none): kept so a partial build can never pass for a whole one. */
   not_built: z.array(WakePhase),
+  /** What the wake did; the controller records its budget ledger from the store, not from this. */
+  counts: WakeCounts,
+  /** The subject's checkpoint (spec §9.4), recorded by the controller as CheckpointRecorded. */
+  checkpoint: WakeCheckpoint,
+  /** The context bundle's statement of what it showed and left out. */
+  window_statement: z.string().max(2_000),
+  notes: z.array(z.string().max(2_000)).max(256),
 });
 function checkObservedRange(d: z.infer<typeof WakeDoneFields>, ctx: z.RefinementCtx): void {
   if (d.observed_to_seq < d.observed_from_seq - 1) ctx.addIssue({ code: 'custom', path: ['observed_to_seq'], message: 'observed_to_seq must be at least observed_from_seq − 1' });

@@ -166,6 +166,9 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
       case 'wake_progress': {
         const { type: _type, ...progress } = message;
         for (const listener of progressListeners) listener(progress);
+        // The runtime waits for this before its next step, so a listener that kills it (a planned
+        // crash) does so at exactly this point, not some appends later: crashes stay reproducible.
+        if (!child.killed && child.connected) child.send({ type: 'progress_ack', wake_id: progress.wake_id, appends: progress.appends });
         return;
       }
       case 'wake_done': {

@@ -11,6 +11,10 @@ export const RUN_FILES = {
   /** The pre-registration the run ran under (JSON), and a copy of its signed lock (controller/prereg.ts). */
   prereg: 'prereg.json',
   preregLock: 'prereg.lock.dsse.json',
+  /** Which model the instance thinks with (controller/model-choice.ts); names an API key's variable, never the key. */
+  model: 'model.json',
+  /** The subject's files. */
+  workspace: 'workspace',
   dsseSuffix: '.dsse.json',
 } as const;
 

@@ -1,21 +1,29 @@
 // npm run experiment -- --group A|B|C [--seed S] [--prereg FILE] [--out DIR] [--key-dir DIR]
-//                       [--speed F] [--start-at ISO] [--experiment-id ID] [--replicate N]
-//                       [--same-uid REASON] [--json]
+//                       [--model reference|openai|replay] [--speed F] [--start-at ISO]
+//                       [--experiment-id ID] [--replicate N] [--same-uid REASON] [--json]
 // npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--same-uid REASON] [--json]
 //
 // This process is the experiment controller (ds-controller, DESIGN §2): it holds the key,
 // spawns ds-writer and ds-runtime, drives the virtual clock and signs. SIGINT/SIGTERM is an
 // emergency stop: recorded, head signed, nothing deleted, resumable with --resume.
-// Exit 0 finished (sealed), 3 stopped (resumable), 1 refused or failed, 2 misused.
+// Exit 0 finished (sealed) and verified, 3 stopped (resumable), 1 refused, failed or not verified, 2 misused.
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { InstanceError, resumeInstance, runNewInstance, type Group, type InstanceResult } from '../../controller/instance-runner.js';
-import { KeyStoreError, defaultKeyDir } from '../../controller/key-store.js';
-import { PreregInputError } from '../../controller/prereg.js';
+import { KeyStoreError, defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
+import { lockFileOf, lockPrereg, PreregInputError } from '../../controller/prereg.js';
 import { parseSpeed, VirtualClockError } from '../../controller/virtual-clock.js';
+import { ModelChoice, ModelChoiceError } from '../../controller/model-choice.js';
+import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
+import { summarizeRun } from '../../controller/run-summary.js';
+import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+import { verifyDirectory } from '../../writer/verify-store.js';
+import { ProgressLine } from './progress-line.js';
+import { existsSync, readFileSync } from 'node:fs';
 
 process.title = 'ds-controller';
 
@@ -30,8 +38,13 @@ const USAGE = `usage: npm run experiment -- --group A|B|C [options]
        npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--json]
   --group A|B|C      capability switches: A no persistent state, B persistent state, C + re-planning
   --seed S           the seed of the schedule and interventions (default ${DEFAULT_SEED})
-  --prereg FILE      a locked pre-registration (default experiments/prereg/default.json;
-                     lock it first: npm run prereg -- lock FILE)
+  --model M          reference (default: the deterministic reference policy, offline),
+                     openai (--base-url URL --model-id ID [--api-key-env VAR, default OPENAI_API_KEY;
+                     --api-key-env none for a local server] [--temperature T] [--top-p P]
+                     [--model-seed N] [--max-tokens N] [--json-mode]),
+                     replay (--replay-from RUN_DIR: serve that run's recorded model calls)
+  --prereg FILE      a locked pre-registration (lock it first: npm run prereg -- lock FILE);
+                     default experiments/prereg/default.json, locked on first use
   --out DIR          the run folder (default runs/<experiment-id>/<blind id>; must be new or empty)
   --key-dir DIR      the controller's key folder (default ${defaultKeyDir()})
   --speed F          real-time factor of the virtual clock (default: as fast as possible)
@@ -53,6 +66,16 @@ const OPTIONS = {
   'experiment-id': { type: 'string' },
   replicate: { type: 'string' },
   'same-uid': { type: 'string' },
+  model: { type: 'string' },
+  'base-url': { type: 'string' },
+  'model-id': { type: 'string' },
+  'api-key-env': { type: 'string' },
+  temperature: { type: 'string' },
+  'top-p': { type: 'string' },
+  'model-seed': { type: 'string' },
+  'max-tokens': { type: 'string' },
+  'json-mode': { type: 'boolean' },
+  'replay-from': { type: 'string' },
   resume: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
@@ -62,6 +85,56 @@ class UsageError extends Error {}
 
 function isGroup(value: string): value is Group {
   return value === 'A' || value === 'B' || value === 'C';
+}
+
+function numberFlag(name: string, text: string | undefined, integer: boolean): number | null {
+  if (text === undefined) return null;
+  const value = Number(text);
+  if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) throw new UsageError(`--${name} must be ${integer ? 'a whole number' : 'a number'}, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
+
+function modelChoiceOf(values: Values): ModelChoice {
+  const model = values.model ?? 'reference';
+  const openaiFlags = ['base-url', 'model-id', 'api-key-env', 'temperature', 'top-p', 'model-seed', 'max-tokens', 'json-mode'] as const;
+  if (model !== 'openai') {
+    for (const flag of openaiFlags) if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --model openai only`);
+  }
+  if (model !== 'replay' && values['replay-from'] !== undefined) throw new UsageError('--replay-from applies to --model replay only');
+  switch (model) {
+    case 'reference':
+      return { adapter: 'reference' };
+    case 'openai': {
+      if (!values['base-url'] || !values['model-id']) throw new UsageError('--model openai needs --base-url URL and --model-id ID');
+      const keyEnv = values['api-key-env'] ?? 'OPENAI_API_KEY';
+      const params = { temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) };
+      const choice = ModelChoice.safeParse({ adapter: 'openai', base_url: values['base-url'], model_id: values['model-id'], api_key_env: keyEnv === 'none' ? null : keyEnv, params, json_mode: values['json-mode'] ?? false });
+      if (!choice.success) throw new UsageError(`--model openai: ${choice.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      if (keyEnv !== 'none' && !process.env[keyEnv]) throw new UsageError(`--model openai: the environment variable ${keyEnv} holding the API key is not set (use --api-key-env none for a server without a key)`);
+      return choice.data;
+    }
+    case 'replay':
+      if (!values['replay-from']) throw new UsageError('--model replay needs --replay-from RUN_DIR (a run whose model calls are served)');
+      return { adapter: 'replay', from_run: path.resolve(values['replay-from']) };
+    default:
+      throw new UsageError(`--model must be reference, openai or replay (got ${JSON.stringify(model)})`);
+  }
+}
+
+/**
+ * The bundled pre-registration is locked on first use, so that `npm run experiment` works on a
+ * fresh clone — and says so. The lock is signed before the manifest, so it still precedes the
+ * run; a lock by another key, or a bundled file changed after its lock, is refused by the run's
+ * own check as for any file. A pre-registration given with --prereg is never locked here.
+ */
+function lockBundledPrereg(keyDir: string, log: (line: string) => void): void {
+  if (existsSync(lockFileOf(DEFAULT_PREREG))) return;
+  const key = loadOrCreateControllerKey(keyDir);
+  const outcome = lockPrereg(DEFAULT_PREREG, key.keys, new Date().toISOString());
+  if (!outcome.ok) throw new UsageError(`cannot lock the bundled pre-registration ${DEFAULT_PREREG}: ${outcome.message}`);
+  log(`locked the bundled pre-registration on first use: ${outcome.lock.prereg_sha256} by key ${outcome.keyid.slice(0, 16)}… into ${outcome.lock_file}${key.created ? ` (new controller key in ${key.keyDir})` : ''}`);
 }
 
 function today(): string {
@@ -80,8 +153,9 @@ async function main(): Promise<number> {
     return 0;
   }
   const json = values.json ?? false;
+  const progress = new ProgressLine(process.stderr);
   const log = (line: string): void => {
-    process.stderr.write(`[ds-controller] ${line}\n`);
+    progress.line(`[ds-controller] ${line}`);
   };
   const stop = new AbortController();
   let signals = 0;
@@ -115,12 +189,14 @@ async function main(): Promise<number> {
 
   let result: InstanceResult;
   if (values.resume !== undefined) {
-    for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate'] as const) {
+    for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate', 'model', 'replay-from', 'base-url', 'model-id'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed instance keeps what it was started with`);
     }
     result = await resumeInstance({ ...common, runDir: values.resume });
   } else {
     if (values.group === undefined || !isGroup(values.group)) throw new UsageError(`give --group A, B or C${values.group === undefined ? '' : ` (got ${JSON.stringify(values.group)})`}`);
+    const model = modelChoiceOf(values);
+    if (values.prereg === undefined) lockBundledPrereg(common.keyDir, log);
     const replicate = Number(values.replicate ?? '1');
     if (!Number.isInteger(replicate) || replicate < 1) throw new UsageError(`--replicate must be a whole number ≥ 1, got ${values.replicate}`);
     const experimentId = values['experiment-id'] ?? `exp-${today()}-${randomBytes(3).toString('hex')}`;
@@ -139,24 +215,34 @@ async function main(): Promise<number> {
       replicate,
       groupBlindId,
       startedAt: new Date().toISOString(),
+      model,
     });
   }
+  progress.finish();
+  const summary = summarizeRun(result.runDir);
+  const verified = verifyDirectory(result.runDir, { allowOpen: result.status !== 'finished' });
+  const plan = checkRunFollowsPlan(result.runDir, parsePublicKeyHex(readFileSync(path.join(result.runDir, RUN_FILES.publicKey), 'utf8')));
+  const verify = { ok: verified.ok && plan.ok, failures: verified.failures.length + plan.failures.length, warnings: verified.warnings.length + plan.notes.length };
   if (json) {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    process.stdout.write(`${JSON.stringify({ ...result, summary, verify })}\n`);
   } else {
+    const s = summary;
     process.stdout.write(
       [
         `${result.status === 'finished' ? 'FINISHED' : 'STOPPED'}: ${result.runDir}`,
         `  experiment ${result.experimentId}, instance ${result.groupBlindId}`,
         `  ${result.isolationSummary}`,
-        `  wakes: ${result.wakesRun} run now, ${result.wakesTotal} scheduled; head seq ${result.head.seq} ${result.head.event_hash}`,
+        `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
+        `  model calls ${s.model_calls} (${s.model_failures} failed) · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
+        `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
         result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; continue with: npm run experiment -- --resume ${result.runDir}`,
         ...result.notes.map((n) => `  note: ${n}`),
-        `  check it: npm run verify -- ${result.runDir}`,
+        `  verify: ${verify.ok ? 'OK' : 'FAILED'} (${verify.failures} failure(s), ${verify.warnings} warning(s)); details: npm run verify -- ${result.runDir}`,
         '',
       ].join('\n'),
     );
   }
+  if (!verify.ok) return 1;
   return result.status === 'finished' ? 0 : 3;
 }
 
@@ -168,7 +254,7 @@ main().then(
     if (error instanceof UsageError) {
       process.stderr.write(`experiment: ${error.message}\n${USAGE}\n`);
       process.exitCode = 2;
-    } else if (error instanceof InstanceError || error instanceof KeyStoreError || error instanceof PreregInputError || error instanceof VirtualClockError) {
+    } else if (error instanceof InstanceError || error instanceof ModelChoiceError || error instanceof KeyStoreError || error instanceof PreregInputError || error instanceof VirtualClockError) {
       process.stderr.write(`experiment: ${error.message}\n`);
       process.exitCode = 1;
     } else {

@@ -354,6 +354,28 @@ describe('forged stores are caught, with the seq named', () => {
     ]);
   });
 
+  test('a budget ledger that does not add up to its wake (fewer tool calls claimed than the store shows, or more)', async () => {
+    const run = await forgedRun({ wakeLimit: 4, edit: editKey('wake:wake-0003:ledger', (d) => ({ ...d, payload: { ...d.payload, used: { model_calls: 0, tokens: 0, tool_calls: 2, retries: 0 } } })) });
+    expect(lines(check(run.dir, run.keys.publicKey).failures)).toEqual([
+      `events.db seq ${seqOfKey(run, 'wake:wake-0003:ledger')}: BudgetLedgerRecorded of wake-0003: used {"model_calls":0,"retries":0,"tokens":0,"tool_calls":2}, but the wake's events add up to {"model_calls":0,"retries":0,"tokens":0,"tool_calls":0}`,
+    ]);
+  });
+
+  test('a ledger granting another budget than the plan, and a wake ended without a ledger', async () => {
+    const run = await forgedRun({
+      wakeLimit: 4,
+      edit: (d) =>
+        d.idempotency_key === 'wake:wake-0002:ledger'
+          ? { ...d, payload: { ...d.payload, granted: { model_calls: 9, tokens: 1, tool_calls: 9 } } }
+          : d.idempotency_key === 'wake:wake-0003:ledger'
+            ? null
+            : d,
+    });
+    const failures = lines(check(run.dir, run.keys.publicKey).failures).join('\n');
+    expect(failures).toMatch(/BudgetLedgerRecorded of wake-0002: granted \{"model_calls":9,"tokens":1,"tool_calls":9\}, the plan's budget is/);
+    expect(failures).toMatch(/WakeEnded of wake-0003: no BudgetLedgerRecorded before it/);
+  });
+
   test('a skipped wake in a sealed store', async () => {
     const run = await forgedRun({ skipWakes: ['wake-0031'], finish: 'sealed' });
     const report = check(run.dir, run.keys.publicKey);

@@ -1,23 +1,30 @@
 // Integration tests of the ds-runtime process and its parent protocol (DESIGN §2, §6),
-// against real writer processes on real SQLite files. This build of the runtime only
-// observes (reads the events it may see); every report must say which phases are missing.
+// against real writer processes on real SQLite files. The runtime runs the whole wake loop
+// (runtime/wake-loop.ts), so the store is written the way the controller writes one
+// (test/support/runtime-store.ts): SubjectInitialized, then per wake WakeStarted, the
+// runtime's wake, CheckpointRecorded and WakeEnded. The model is the reference policy.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Capabilities, GROUP_CAPABILITIES } from '../../controller/manifest.js';
+import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
 import { PreRegistration } from '../../controller/prereg.js';
+import { subjectProjection } from '../../projector/subject-projection.js';
 import {
-  NOT_BUILT_PHASES,
   RuntimeChildMessage,
   RuntimeStartConfig,
   type WakeDone,
   type WakeProgress,
 } from '../../runtime/protocol.js';
 import { RuntimeStartError, RuntimeWakeError, spawnRuntime, type RuntimeProcess, type RuntimeWakeRequest } from '../../runtime/spawn.js';
+import { Capabilities } from '../../schema/capabilities.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import { hashText } from '../../schema/hash.js';
+import { RetrievalPolicy } from '../../schema/retrieval-policy.js';
 import type { WriterClient } from '../../writer/client.js';
+import { ControllerScript, readEvents, RUNTIME_GOAL_ID, runtimeWorkspace, WORKSPACE_FILES, type OpenWake } from '../support/runtime-store.js';
 import { messageDraft, startWriterFixture, type WriterFixture } from '../support/writer-fixture.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,22 +33,27 @@ const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
 const PREREG = PreRegistration.parse(JSON.parse(readFileSync(path.join(REPO_ROOT, 'experiments/prereg/default.json'), 'utf8')));
 const BUDGET = PREREG.budgets_per_wake;
 const WAKE_TIMEOUT_MS = 20_000;
+/** The actors of the runtime's own events (the controller and the world write as `experiment`). */
+const RUNTIME_ACTORS = new Set(['model', 'runtime', 'tool']);
 
-function startConfig(f: WriterFixture, overrides: Partial<Omit<RuntimeStartConfig, 'type'>> = {}): Omit<RuntimeStartConfig, 'type'> {
+function startConfig(f: WriterFixture, workspaceDir: string, overrides: Partial<Omit<RuntimeStartConfig, 'type'>> = {}): Omit<RuntimeStartConfig, 'type'> {
   return {
     subject_id: f.identity.subject_id,
     socket_path: f.writer.socketPath,
     token: f.tokens.runtime,
     capabilities: GROUP_CAPABILITIES.B,
     retrieval_policy: PREREG.retrieval_policy,
+    workspace_dir: workspaceDir,
+    model: { adapter: 'reference' },
     ...overrides,
   };
 }
 
-let wakeCounter = 0;
-function wakeRequest(visibleToSeq: number): RuntimeWakeRequest {
-  wakeCounter += 1;
-  return { wake_id: `wake-${String(wakeCounter).padStart(4, '0')}`, wake_at: '2026-07-20T09:00:00.000Z', visible_to_seq: visibleToSeq, budget: BUDGET };
+let probeCounter = 0;
+/** A wake request with no WakeStarted behind it: only for wakes the runtime must refuse before reading or writing anything. */
+function probeRequest(visibleToSeq: number): RuntimeWakeRequest {
+  probeCounter += 1;
+  return { wake_id: `probe-${String(probeCounter).padStart(4, '0')}`, wake_at: '2026-07-20T09:00:00.000Z', visible_to_seq: visibleToSeq, budget: BUDGET };
 }
 
 async function settle<T>(promise: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
@@ -87,17 +99,122 @@ function freeze(f: WriterFixture): () => void {
   return () => process.kill(f.writer.pid, 'SIGCONT');
 }
 
+const str = (e: EventEnvelope, key: string): string => String(e.payload[key]);
+const ofType = (events: readonly EventEnvelope[], type: string): EventEnvelope[] => events.filter((e) => e.event_type === type);
+
+/**
+ * The runtime's events of one wake, in the order DESIGN §6 gives them: the one model call
+ * first (recorded before anything uses it), then each decision caused by its proposal, each
+ * intent by its decision, each tool outcome by its intent, every cause before its effect;
+ * every event correlated with the wake. For a wake with no open intents to reconcile.
+ */
+function expectCognitiveOrder(appended: readonly EventEnvelope[], wakeId: string): void {
+  expect(appended.length).toBeGreaterThan(0);
+  expect(appended.every((e) => RUNTIME_ACTORS.has(e.actor))).toBe(true);
+  expect(appended.every((e) => e.correlation_id === wakeId)).toBe(true);
+  expect(appended[0]!.event_type).toBe('ModelOutputEvent.ModelAnswered');
+  expect(str(appended[0]!, 'wake_id')).toBe(wakeId);
+  expect(appended.filter((e) => e.event_type.startsWith('ModelOutputEvent.'))).toHaveLength(1);
+  const byId = new Map(appended.map((e) => [e.event_id, e]));
+  const causeOf = (e: EventEnvelope): EventEnvelope => {
+    const cause = e.causation_id === null ? undefined : byId.get(e.causation_id);
+    if (!cause) throw new Error(`${e.event_type} at seq ${e.seq}: causation_id ${e.causation_id} is no event of this wake`);
+    expect(cause.seq, `${e.event_type} at seq ${e.seq} comes after its cause`).toBeLessThan(e.seq);
+    return cause;
+  };
+  const proposals = ofType(appended, 'ActionEvent.ActionProposed');
+  const decisions = ofType(appended, 'ActionEvent.PermissionDecided');
+  // One decision per proposal, caused by it.
+  expect(decisions.map((d) => str(d, 'proposal_id'))).toEqual(proposals.map((p) => str(p, 'proposal_id')));
+  for (const decision of decisions) {
+    const proposed = causeOf(decision);
+    expect(proposed.event_type).toBe('ActionEvent.ActionProposed');
+    expect(str(proposed, 'proposal_id')).toBe(str(decision, 'proposal_id'));
+  }
+  for (const intent of ofType(appended, 'ActionEvent.ExecutionIntentRecorded')) {
+    const decision = causeOf(intent);
+    expect(decision.event_type).toBe('ActionEvent.PermissionDecided');
+    expect(str(decision, 'decision')).toBe('allow');
+    expect(str(decision, 'proposal_id')).toBe(str(intent, 'proposal_id'));
+    expect(str(intent, 'permission_event_id')).toBe(decision.event_id);
+  }
+  for (const outcome of [...ofType(appended, 'ActionEvent.ToolSucceeded'), ...ofType(appended, 'ActionEvent.ToolFailed')]) {
+    const intent = causeOf(outcome);
+    expect(intent.event_type).toBe('ActionEvent.ExecutionIntentRecorded');
+    expect(str(outcome, 'intent_event_id')).toBe(intent.event_id);
+  }
+  // Task board and journal operations run on their own allowed decision.
+  for (const op of [...ofType(appended, 'MemoryEvent.TaskBoardChanged'), ...ofType(appended, 'MemoryEvent.JournalEntryWritten')]) {
+    const decision = causeOf(op);
+    expect(decision.event_type).toBe('ActionEvent.PermissionDecided');
+    expect(str(decision, 'decision')).toBe('allow');
+    expect(str(decision, 'proposal_id')).toBe(str(op, 'proposal_id'));
+  }
+}
+
+/** What the wake's counts say, checked against the events it appended. */
+function expectCountsMatch(report: WakeDone, appended: readonly EventEnvelope[]): void {
+  const c = report.counts;
+  expect(c.appends).toBe(report.appends);
+  expect(appended).toHaveLength(report.appends);
+  expect(c.model_calls).toBe(1);
+  const answered = ofType(appended, 'ModelOutputEvent.ModelAnswered')[0]!;
+  const usage = answered.payload['usage'] as { prompt_tokens: number; completion_tokens: number };
+  expect(c.tokens).toBe(usage.prompt_tokens + usage.completion_tokens);
+  expect(c.proposals).toBe(ofType(appended, 'ActionEvent.ActionProposed').length);
+  expect(c.tool_calls).toBe(ofType(appended, 'ActionEvent.PermissionDecided').filter((d) => str(d, 'decision') === 'allow').length);
+  expect(c.denials).toBe(ofType(appended, 'ActionEvent.PermissionDecided').filter((d) => str(d, 'decision') === 'deny').length);
+  expect(c.failures).toBe(ofType(appended, 'ActionEvent.ToolFailed').length);
+  expect(c.executions).toBe(ofType(appended, 'ActionEvent.ToolSucceeded').length + ofType(appended, 'MemoryEvent.TaskBoardChanged').length + ofType(appended, 'MemoryEvent.JournalEntryWritten').length);
+  expect(c.claims).toBe(ofType(appended, 'MemoryEvent.ClaimRecorded').length);
+  expect(c.plan_revisions).toBe(ofType(appended, 'PlanEvent.PlanRevisionProposed').length);
+  expect(c.reconciled + c.unknown_outcomes).toBe(0);
+}
+
+const WINDOW_STATEMENT = /^window (\d+) of (\d+) eligible events \((\d+) older left out, (\d+) over the token cap\); (\d+) events of other types not shown$/;
+
+/** The window statement accounts for every event up to visible_to_seq, under the pre-registered policy. */
+function expectWindowStatement(statement: string, visible: readonly EventEnvelope[]): { shown: number; eligible: number } {
+  const match = WINDOW_STATEMENT.exec(statement);
+  if (!match) throw new Error(`not a window statement: ${statement}`);
+  const [shown, eligible, byCount, byCap, other] = match.slice(1).map(Number) as [number, number, number, number, number];
+  const types = new Set<string>(PREREG.retrieval_policy.event_types);
+  const eligibleInStore = visible.filter((e) => types.has(e.event_type)).length;
+  expect(eligible).toBe(eligibleInStore);
+  expect(other).toBe(visible.length - eligibleInStore);
+  expect(byCount).toBe(Math.max(0, eligibleInStore - PREREG.retrieval_policy.window_events));
+  expect(shown + byCount + byCap).toBe(eligible);
+  return { shown, eligible };
+}
+
 // ---------------------------------------------------------------------------------------
 
-describe('ds-runtime: its start message uses the controller\'s own schemas', () => {
-  test('capabilities and retrieval policy are the very schemas of the manifest and the pre-registration (schema/)', () => {
+describe('ds-runtime: its start message uses the shared schemas', () => {
+  test('capabilities and retrieval policy are the very schemas of schema/, which the manifest and the pre-registration use too', () => {
     expect(RuntimeStartConfig.shape.capabilities).toBe(Capabilities);
-    expect(RuntimeStartConfig.shape.retrieval_policy).toBe(PreRegistration.shape.retrieval_policy);
-    const start = { type: 'start', subject_id: 's', socket_path: '/tmp/x.sock', token: 'a'.repeat(24), capabilities: GROUP_CAPABILITIES.C, retrieval_policy: PREREG.retrieval_policy };
+    expect(RuntimeStartConfig.shape.retrieval_policy).toBe(RetrievalPolicy);
+    expect(PreRegistration.shape.retrieval_policy).toBe(RetrievalPolicy);
+    const start = {
+      type: 'start',
+      subject_id: 's',
+      socket_path: '/tmp/x.sock',
+      token: 'a'.repeat(24),
+      capabilities: GROUP_CAPABILITIES.C,
+      retrieval_policy: PREREG.retrieval_policy,
+      workspace_dir: '/tmp/workspace',
+      model: { adapter: 'reference' },
+    };
     expect(RuntimeStartConfig.safeParse(start).success).toBe(true);
+    // The workspace and the model are part of the start message: without them there is no wake to run.
+    const { workspace_dir: _w, ...noWorkspace } = start;
+    const { model: _m, ...noModel } = start;
+    expect(RuntimeStartConfig.safeParse(noWorkspace).success).toBe(false);
+    expect(RuntimeStartConfig.safeParse(noModel).success).toBe(false);
+    expect(RuntimeStartConfig.safeParse({ ...start, model: { adapter: 'oracle' } }).success).toBe(false);
     // Re-planning without persistent state is no group; a group letter smuggled in is refused.
     expect(RuntimeStartConfig.safeParse({ ...start, capabilities: { persistent_state: false, autonomous_replanning: true } }).success).toBe(false);
     expect(RuntimeStartConfig.safeParse({ ...start, capabilities: { ...GROUP_CAPABILITIES.C, group: 'C' } }).success).toBe(false);
+    expect(RuntimeStartConfig.safeParse({ ...start, group: 'C' }).success).toBe(false);
     expect(RuntimeStartConfig.safeParse({ ...start, retrieval_policy: { ...PREREG.retrieval_policy, event_types: ['WorldEvent.NoSuchThing'] } }).success).toBe(false);
   });
 });
@@ -106,53 +223,90 @@ describe('ds-runtime: its start message uses the controller\'s own schemas', () 
  * Every file the runtime process loads from this repository (relative imports followed
  * from runtime/main.ts), and the packages they import. Bounded by the repository's size.
  */
-function runtimeImportGraph(): { files: string[]; packages: string[] } {
+function runtimeImportGraph(): { files: string[]; packages: string[]; importsOf: Map<string, string[]> } {
   const files = new Set<string>();
   const packages = new Set<string>();
+  const importsOf = new Map<string, string[]>();
   const queue = [RUNTIME_MAIN];
   for (let guard = 0; queue.length > 0 && guard < 1_000; guard++) {
     const file = queue.shift()!;
     if (files.has(file)) continue;
     files.add(file);
     const text = readFileSync(file, 'utf8');
+    const local: string[] = [];
     for (const match of text.matchAll(/^(?:import|export)\s[^;]*?from\s+'([^']+)'/gms)) {
       const target = match[1]!;
-      if (target.startsWith('.')) queue.push(path.resolve(path.dirname(file), target.replace(/\.js$/, '.ts')));
-      else packages.add(target);
+      if (target.startsWith('.')) {
+        const resolved = path.resolve(path.dirname(file), target.replace(/\.js$/, '.ts'));
+        local.push(path.relative(REPO_ROOT, resolved));
+        queue.push(resolved);
+      } else packages.add(target);
     }
+    importsOf.set(path.relative(REPO_ROOT, file), local);
   }
-  return { files: [...files].map((f) => path.relative(REPO_ROOT, f)), packages: [...packages] };
+  return { files: [...files].map((f) => path.relative(REPO_ROOT, f)), packages: [...packages], importsOf };
 }
 
 describe('ds-runtime: what the process can reach', () => {
-  test('it loads no controller code, no store code and no database driver', () => {
-    const { files, packages } = runtimeImportGraph();
+  test('it loads schema/, projector/ and runtime/ code and the writer client, but no controller code, no store code and no database driver', () => {
+    const { files, packages, importsOf } = runtimeImportGraph();
     expect(files).toContain('writer/client.ts');
-    expect(files.filter((f) => f.startsWith('controller/') || f.startsWith('projector/'))).toEqual([]);
+    // The wake loop folds what it reads with the subject projector.
+    expect(files).toContain('projector/subject-projection.ts');
+    expect(files).toContain('runtime/wake-loop.ts');
+    expect(files.filter((f) => f.startsWith('controller/'))).toEqual([]);
     expect(files.filter((f) => f.startsWith('writer/') && !['writer/client.ts', 'writer/protocol.ts'].includes(f))).toEqual([]);
+    // Nothing else: the layers DESIGN names (schema ← projector ← everything else) and the client side of the writer protocol.
+    expect(files.filter((f) => !/^(schema|projector|runtime)\//.test(f) && !f.startsWith('writer/'))).toEqual([]);
+    // The projector it loads depends on schema/ and itself only.
+    const projectorImports = files.filter((f) => f.startsWith('projector/')).flatMap((f) => importsOf.get(f) ?? []);
+    expect(projectorImports.filter((f) => !/^(schema|projector)\//.test(f))).toEqual([]);
     expect(packages.filter((p) => /sqlite/i.test(p))).toEqual([]);
   });
 });
 
-describe('ds-runtime: observing a live writer', () => {
+describe('ds-runtime: real wakes against a live writer', () => {
   let f: WriterFixture;
   let exp: WriterClient;
+  let script: ControllerScript;
+  let workspace: string;
   let runtime: RuntimeProcess;
   const progress: WakeProgress[] = [];
-  /** Seq the runtime has observed up to, as the test expects it. */
+  /** Seq the runtime has observed up to (the last visible_to_seq of a wake it finished), as the test expects it. */
   let observed = 0;
+  /** Wake 1's reads, which wake 2's window shows. */
+  let firstReads: EventEnvelope[] = [];
+
+  /** The runtime's events of an open wake: after its WakeStarted, up to the head. */
+  async function runtimeEventsOf(wake: OpenWake): Promise<EventEnvelope[]> {
+    const head = (await exp.head()).seq;
+    return (await readEvents(exp, wake.started.seq + 1, head)).filter((e) => RUNTIME_ACTORS.has(e.actor));
+  }
+
+  /** One wake as the controller runs it: WakeStarted, the runtime's wake, CheckpointRecorded and WakeEnded. */
+  async function fullWake(): Promise<{ wake: OpenWake; report: WakeDone; appended: EventEnvelope[] }> {
+    const wake = await script.startWake();
+    const report = await runtime.wake(wake.request, WAKE_TIMEOUT_MS);
+    const appended = await runtimeEventsOf(wake);
+    await script.endWake(wake, report);
+    return { wake, report, appended };
+  }
 
   beforeAll(async () => {
     f = await startWriterFixture();
     exp = await f.connect('experiment');
-    await exp.append([messageDraft(), messageDraft(), messageDraft()]);
-    runtime = await spawnRuntime(startConfig(f));
+    script = new ControllerScript(exp, BUDGET);
+    workspace = runtimeWorkspace();
+    await script.initialize();
+    await exp.append([messageDraft(), messageDraft()]);
+    runtime = await spawnRuntime(startConfig(f, workspace));
     runtime.onProgress((p) => progress.push(p));
   });
 
   afterAll(async () => {
     await runtime?.stop().catch(() => undefined);
     await f?.cleanup().catch(() => undefined);
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
   });
 
   test('runs as a separate process titled ds-runtime, child of this one, token not in argv, no store open', () => {
@@ -169,147 +323,232 @@ describe('ds-runtime: observing a live writer', () => {
     expect(files.filter((target) => target.startsWith(f.dbPath))).toEqual([]);
   });
 
-  test('a wake up to the head reads every event from seq 1, appends nothing and names the phases not built', async () => {
-    const head = await exp.head();
-    const report = await runtime.wake(wakeRequest(head.seq), WAKE_TIMEOUT_MS);
-    expect(report).toEqual({
-      wake_id: expect.stringMatching(/^wake-/),
-      observed_from_seq: 1,
-      observed_to_seq: head.seq,
-      events_read: head.seq,
-      appends: 0,
-      not_built: ['think', 'plan', 'act', 'remember', 'checkpoint'],
-    });
-    expect(report.not_built).toEqual([...NOT_BUILT_PHASES]);
-    observed = head.seq;
-    // Observing wrote nothing: the head is where it was.
-    expect(await exp.head()).toEqual(head);
-    expect(progress).toEqual([]);
+  test('a wake after WakeStarted: one model call recorded before use, actions through the gate and the tools, a checkpoint at visible_to_seq', async () => {
+    const wake = await script.startWake();
+    const visibleToSeq = wake.request.visible_to_seq;
+    expect(wake.started.seq).toBe(visibleToSeq + 1);
+    const report = await runtime.wake(wake.request, WAKE_TIMEOUT_MS);
+    expect(report).toMatchObject({ wake_id: wake.wakeId, observed_from_seq: 1, observed_to_seq: visibleToSeq, events_read: visibleToSeq, not_built: [] });
+    expect(report.appends).toBeGreaterThan(0);
+    expect(report.counts.model_calls).toBe(1);
+    expect(report.checkpoint.observed_event_seq).toBe(visibleToSeq);
+    expect(report.checkpoint.current_goal_id).toBe(RUNTIME_GOAL_ID);
+
+    const visible = await readEvents(exp, 1, visibleToSeq);
+    expect(visible).toHaveLength(visibleToSeq);
+    const { shown } = expectWindowStatement(report.window_statement, visible);
+    expect(shown).toBeGreaterThan(0);
+    // The checkpoint cites only what the wake could see.
+    const visibleIds = new Set(visible.map((e) => e.event_id));
+    expect(report.checkpoint.evidence_event_ids.filter((id) => !visibleIds.has(id))).toEqual([]);
+
+    const appended = await runtimeEventsOf(wake);
+    expectCountsMatch(report, appended);
+    expectCognitiveOrder(appended, wake.wakeId);
+    // The reference policy reads the sources: real file intents, and outcomes hashing the files on disk.
+    const intents = ofType(appended, 'ActionEvent.ExecutionIntentRecorded');
+    expect(intents.map((i) => str(i, 'path')).sort()).toEqual(Object.keys(WORKSPACE_FILES).sort());
+    firstReads = ofType(appended, 'ActionEvent.ToolSucceeded');
+    expect(firstReads).toHaveLength(intents.length);
+    for (const read of firstReads) {
+      const intent = intents.find((i) => i.event_id === read.causation_id)!;
+      expect(read.payload['content']).toBe(WORKSPACE_FILES[str(intent, 'path')]);
+      expect(str(read, 'observed_post_hash')).toBe(hashText(readFileSync(path.join(workspace, str(intent, 'path')))));
+    }
+    // Every FACT rests on an event the wake could see.
+    for (const claim of ofType(appended, 'MemoryEvent.ClaimRecorded').filter((c) => str(c, 'claim_type') === 'FACT')) {
+      expect((claim.payload['evidence_event_ids'] as string[]).every((id) => visibleIds.has(id))).toBe(true);
+    }
+
+    // wake_progress: one per append, before wake_done, counting the execution intents as they come.
+    const mine = progress.filter((p) => p.wake_id === wake.wakeId);
+    expect(mine.map((p) => p.appends)).toEqual(appended.map((_, i) => i + 1));
+    expect(mine.map((p) => p.execution_intents)).toEqual(appended.map((_, i) => appended.slice(0, i + 1).filter((e) => e.event_type === 'ActionEvent.ExecutionIntentRecorded').length));
+    expect(mine.at(-1)!.execution_intents).toBe(intents.length);
+
+    await script.endWake(wake, report);
+    observed = visibleToSeq;
     expect(openFiles(runtime.pid).filter((target) => target.startsWith(f.dbPath))).toEqual([]);
   });
 
-  test('the next wake reads only the events appended since; a wake with nothing new reads none', async () => {
-    const appended = await exp.append([messageDraft(), messageDraft()]);
-    const head = appended.head;
-    const report = await runtime.wake(wakeRequest(head.seq), WAKE_TIMEOUT_MS);
-    expect(report).toMatchObject({ observed_from_seq: observed + 1, observed_to_seq: head.seq, events_read: 2, appends: 0 });
-    observed = head.seq;
+  test('the next wake reads only the events after the first; an event appended after its WakeStarted waits for the wake after', async () => {
+    const between = (await exp.append([messageDraft()])).events[0]!;
+    const wake = await script.startWake();
+    // Arrives during the wake, after visible_to_seq: not this wake's to see.
+    const late = (await exp.append([messageDraft({ payload: { from: 'reviewer', subject: 'late news', body: 'The dataset arrived a minute ago.', in_reply_to: null } })])).events[0]!;
+    const visibleToSeq = wake.request.visible_to_seq;
+    const report = await runtime.wake(wake.request, WAKE_TIMEOUT_MS);
+    expect(report).toMatchObject({ wake_id: wake.wakeId, observed_from_seq: observed + 1, observed_to_seq: visibleToSeq, events_read: visibleToSeq - observed, not_built: [] });
+    expect(between.seq).toBeLessThanOrEqual(visibleToSeq);
+    expect(late.seq).toBeGreaterThan(visibleToSeq);
+    expect(report.checkpoint.observed_event_seq).toBe(visibleToSeq);
+    expectWindowStatement(report.window_statement, await readEvents(exp, 1, visibleToSeq));
 
-    const again = await runtime.wake(wakeRequest(head.seq), WAKE_TIMEOUT_MS);
-    expect(again).toMatchObject({ observed_from_seq: observed + 1, observed_to_seq: observed, events_read: 0, appends: 0 });
-    expect(again.not_built).toEqual([...NOT_BUILT_PHASES]);
+    const appended = await runtimeEventsOf(wake);
+    expectCountsMatch(report, appended);
+    expectCognitiveOrder(appended, wake.wakeId);
+    // Nothing of the wake refers to the late message, and its checkpoint does not cite it.
+    expect(JSON.stringify(appended)).not.toContain(late.event_id);
+    expect(report.checkpoint.evidence_event_ids).not.toContain(late.event_id);
+    // Wake 1's reads are in this wake's window now: the FACTs rest on them.
+    const cited = ofType(appended, 'MemoryEvent.ClaimRecorded').filter((c) => str(c, 'claim_type') === 'FACT').flatMap((c) => c.payload['evidence_event_ids'] as string[]);
+    expect(firstReads.map((r) => r.event_id).every((id) => cited.includes(id))).toBe(true);
+    await script.endWake(wake, report);
+    observed = visibleToSeq;
+
+    // The wake after sees the late message, and only what came after wake 2's visible_to_seq.
+    const next = await fullWake();
+    expect(next.report).toMatchObject({ observed_from_seq: observed + 1, observed_to_seq: next.wake.request.visible_to_seq });
+    expect(next.report.observed_from_seq).toBeLessThanOrEqual(late.seq);
+    expect(next.report.observed_to_seq).toBeGreaterThanOrEqual(late.seq);
+    const nextCited = ofType(next.appended, 'MemoryEvent.ClaimRecorded').flatMap((c) => c.payload['evidence_event_ids'] as string[]);
+    expect(nextCited).toContain(late.event_id);
+    expectCognitiveOrder(next.appended, next.wake.wakeId);
+    observed = next.wake.request.visible_to_seq;
   });
 
-  test('visible_to_seq below the visible head limits what is read; the rest comes next wake', async () => {
-    const appended = await exp.append([messageDraft(), messageDraft(), messageDraft()]);
-    const partial = await runtime.wake(wakeRequest(observed + 1), WAKE_TIMEOUT_MS);
-    expect(partial).toMatchObject({ observed_from_seq: observed + 1, observed_to_seq: observed + 1, events_read: 1 });
-    const rest = await runtime.wake(wakeRequest(appended.head.seq), WAKE_TIMEOUT_MS);
-    expect(rest).toMatchObject({ observed_from_seq: observed + 2, observed_to_seq: appended.head.seq, events_read: 2 });
-    observed = appended.head.seq;
-  });
-
-  test('more events than one read page are read in several pages, all counted', async () => {
+  test('more events than one read page are read in several pages, all counted; the window keeps the pre-registered count', async () => {
     const drafts = Array.from({ length: 2_500 }, () => messageDraft());
-    let head = (await exp.head()).seq;
-    for (let i = 0; i < drafts.length; i += 1_000) head = (await exp.append(drafts.slice(i, i + 1_000))).head.seq;
-    const report = await runtime.wake(wakeRequest(head), WAKE_TIMEOUT_MS);
-    expect(report).toMatchObject({ observed_from_seq: observed + 1, observed_to_seq: head, events_read: 2_500 });
-    observed = head;
+    for (let i = 0; i < drafts.length; i += 1_000) await exp.append(drafts.slice(i, i + 1_000));
+    const { wake, report, appended } = await fullWake();
+    const visibleToSeq = wake.request.visible_to_seq;
+    expect(report).toMatchObject({ observed_from_seq: observed + 1, observed_to_seq: visibleToSeq, events_read: visibleToSeq - observed });
+    expect(report.events_read).toBeGreaterThan(2_500);
+    const { shown, eligible } = expectWindowStatement(report.window_statement, await readEvents(exp, 1, visibleToSeq));
+    expect(eligible).toBeGreaterThan(2_500);
+    expect(shown).toBeLessThanOrEqual(PREREG.retrieval_policy.window_events);
+    expectCountsMatch(report, appended);
+    expectCognitiveOrder(appended, wake.wakeId);
+    observed = visibleToSeq;
   });
 
-  test('visible_to_seq beyond the head or below what was observed fails the wake, typed, and observes nothing', async () => {
+  test('visible_to_seq beyond the head fails the wake as beyond_head, below what was observed as seq_regressed; neither appends or observes anything', async () => {
+    const wake = await script.startWake();
     const head = (await exp.head()).seq;
-    expect(head).toBe(observed);
-    const beyond = await expectWakeError(runtime.wake(wakeRequest(head + 5), WAKE_TIMEOUT_MS), 'wake_failed');
+    const beyond = await expectWakeError(runtime.wake({ ...wake.request, visible_to_seq: head + 5 }, WAKE_TIMEOUT_MS), 'wake_failed');
     expect(beyond.failure?.code).toBe('beyond_head');
     expect(beyond.message).toContain(String(head + 5));
-    const regressed = await expectWakeError(runtime.wake(wakeRequest(head - 1), WAKE_TIMEOUT_MS), 'wake_failed');
+    const regressed = await expectWakeError(runtime.wake({ ...wake.request, visible_to_seq: observed - 1 }, WAKE_TIMEOUT_MS), 'wake_failed');
     expect(regressed.failure?.code).toBe('seq_regressed');
-    // Nothing was taken as observed by the failures.
-    await exp.append([messageDraft()]);
-    const report = await runtime.wake(wakeRequest(head + 1), WAKE_TIMEOUT_MS);
-    expect(report).toMatchObject({ observed_from_seq: head + 1, observed_to_seq: head + 1, events_read: 1 });
-    observed = head + 1;
+    expect(regressed.message).toContain(String(observed - 1));
+    expect((await exp.head()).seq).toBe(head);
+    expect(progress.filter((p) => p.wake_id === wake.wakeId)).toEqual([]);
+    // Nothing was taken as observed by the failures: the same wake with the right visible_to_seq reads from where the last one stopped.
+    const report = await runtime.wake(wake.request, WAKE_TIMEOUT_MS);
+    expect(report).toMatchObject({ wake_id: wake.wakeId, observed_from_seq: observed + 1, observed_to_seq: wake.request.visible_to_seq });
+    expect(report.counts.model_calls).toBe(1);
+    expectCognitiveOrder(await runtimeEventsOf(wake), wake.wakeId);
+    await script.endWake(wake, report);
+    observed = wake.request.visible_to_seq;
   });
 
   test('a wake that outlives its timeout rejects with timeout; a wake meanwhile is refused as busy', async () => {
-    const head = (await exp.head()).seq;
+    const slowWake = await script.startWake();
+    let slowReport: WakeDone;
     const thaw = freeze(f);
     try {
-      const slow = runtime.wake(wakeRequest(head), WAKE_TIMEOUT_MS);
-      const busy = await expectWakeError(runtime.wake(wakeRequest(head), WAKE_TIMEOUT_MS), 'wake_failed');
+      const slow = runtime.wake(slowWake.request, WAKE_TIMEOUT_MS);
+      const busy = await expectWakeError(runtime.wake(probeRequest(slowWake.request.visible_to_seq), WAKE_TIMEOUT_MS), 'wake_failed');
       // The second wake reached the runtime while the first waited on the frozen writer.
       expect(busy.failure?.code).toBe('busy');
       expect(busy.failure?.message).toContain('one wake at a time');
+      expect(busy.failure?.message).toContain(slowWake.wakeId);
       thaw();
-      expect(await slow).toMatchObject({ observed_from_seq: head + 1, observed_to_seq: head, events_read: 0 });
+      slowReport = await slow;
     } finally {
       thaw();
     }
+    expect(slowReport).toMatchObject({ wake_id: slowWake.wakeId, observed_from_seq: observed + 1, observed_to_seq: slowWake.request.visible_to_seq });
+    expect(slowReport.counts.model_calls).toBe(1);
+    await script.endWake(slowWake, slowReport);
+    observed = slowWake.request.visible_to_seq;
+
+    const timedOut = await script.startWake();
     const thaw2 = freeze(f);
     try {
-      const error = await expectWakeError(runtime.wake(wakeRequest(head), 300), 'timeout');
+      const error = await expectWakeError(runtime.wake(timedOut.request, 300), 'timeout');
       expect(error.message).toContain('300 ms');
     } finally {
       thaw2();
     }
-    // The timed-out wake finishes inside the runtime once the writer thaws; until then a
-    // wake is busy. Bounded wait for the runtime to become free again.
-    let report: WakeDone | null = null;
-    for (let attempt = 0; attempt < 50 && report === null; attempt++) {
-      const outcome = await settle(runtime.wake(wakeRequest(head), WAKE_TIMEOUT_MS));
-      if (outcome.ok) report = outcome.value;
-      else if (outcome.error instanceof RuntimeWakeError && outcome.error.failure?.code === 'busy') await sleep(100);
-      else throw outcome.error;
+    // The timed-out wake goes on inside the runtime once the writer thaws; until it ends, a
+    // wake is busy. A probe asking for more than the head is refused before anything is
+    // read or written: busy while the wake runs, beyond_head once the runtime is free.
+    const probeSeq = (await exp.head()).seq + 10_000;
+    let free = false;
+    for (let attempt = 0; attempt < 100 && !free; attempt++) {
+      const probe = await expectWakeError(runtime.wake(probeRequest(probeSeq), WAKE_TIMEOUT_MS), 'wake_failed');
+      if (probe.failure?.code === 'beyond_head') free = true;
+      else {
+        expect(probe.failure?.code).toBe('busy');
+        await sleep(100);
+      }
     }
-    expect(report).toMatchObject({ observed_from_seq: head + 1, observed_to_seq: head, events_read: 0 });
+    expect(free).toBe(true);
+    // Nobody waited for its wake_done, but it did the whole wake, in order; the progress still came.
+    const appended = await runtimeEventsOf(timedOut);
+    expectCognitiveOrder(appended, timedOut.wakeId);
+    expect(ofType(appended, 'MemoryEvent.FocusUpdated')).toHaveLength(1);
+    expect(progress.filter((p) => p.wake_id === timedOut.wakeId).map((p) => p.appends)).toEqual(appended.map((_, i) => i + 1));
+    await script.endWake(timedOut, null);
+    observed = timedOut.request.visible_to_seq;
   });
 
-  test('a wake while the writer is gone fails as writer_unavailable; after a restart the runtime resumes where it was', async () => {
-    const head = (await exp.head()).seq;
+  test('a wake while the writer is gone fails as writer_unavailable; after a restart the same wake runs where the runtime was', async () => {
+    const wake = await script.startWake();
     await f.stop();
-    const error = await expectWakeError(runtime.wake(wakeRequest(head), WAKE_TIMEOUT_MS), 'wake_failed');
+    const error = await expectWakeError(runtime.wake(wake.request, WAKE_TIMEOUT_MS), 'wake_failed');
     expect(error.failure?.code).toBe('writer_unavailable');
     expect(error.failure?.message).toMatch(/cannot connect to the writer/);
 
     f = await f.restart();
     exp = await f.connect('experiment');
-    await exp.append([messageDraft(), messageDraft()]);
-    const newHead = (await exp.head()).seq;
-    const report = await runtime.wake(wakeRequest(newHead), WAKE_TIMEOUT_MS);
-    expect(report).toMatchObject({ observed_from_seq: head + 1, observed_to_seq: newHead, events_read: newHead - head });
-    expect(progress).toEqual([]);
+    script.client = exp;
+    expect(await runtimeEventsOf(wake)).toEqual([]);
+    const report = await runtime.wake(wake.request, WAKE_TIMEOUT_MS);
+    expect(report).toMatchObject({ wake_id: wake.wakeId, observed_from_seq: observed + 1, observed_to_seq: wake.request.visible_to_seq, events_read: wake.request.visible_to_seq - observed });
+    expect(report.counts.model_calls).toBe(1);
+    expectCognitiveOrder(await runtimeEventsOf(wake), wake.wakeId);
+    await script.endWake(wake, report);
+    observed = wake.request.visible_to_seq;
   });
 
   test('a wake message that fails its schema, or reuses a waiting wake_id, is refused before sending', async () => {
-    const bad = await expectWakeError(runtime.wake({ ...wakeRequest(1), wake_at: 'tomorrow' }, WAKE_TIMEOUT_MS), 'bad_request');
+    const bad = await expectWakeError(runtime.wake({ ...probeRequest(1), wake_at: 'tomorrow' }, WAKE_TIMEOUT_MS), 'bad_request');
     expect(bad.message).toContain('wake_at');
-    const head = (await exp.head()).seq;
+    const wake = await script.startWake();
+    let report: WakeDone;
     const thaw = freeze(f);
     try {
-      const request = wakeRequest(head);
-      const first = runtime.wake(request, WAKE_TIMEOUT_MS);
-      const duplicate = await expectWakeError(runtime.wake(request, WAKE_TIMEOUT_MS), 'bad_request');
+      const first = runtime.wake(wake.request, WAKE_TIMEOUT_MS);
+      const duplicate = await expectWakeError(runtime.wake(wake.request, WAKE_TIMEOUT_MS), 'bad_request');
       expect(duplicate.message).toContain('already waiting');
       thaw();
-      expect((await first).events_read).toBe(0);
+      report = await first;
     } finally {
       thaw();
     }
+    expect(report).toMatchObject({ wake_id: wake.wakeId, observed_from_seq: observed + 1, observed_to_seq: wake.request.visible_to_seq });
+    // One wake ran, not two: one model call in the store.
+    expect(ofType(await runtimeEventsOf(wake), 'ModelOutputEvent.ModelAnswered')).toHaveLength(1);
+    await script.endWake(wake, report);
+    observed = wake.request.visible_to_seq;
   });
 
-  test('a wrong token or another subject fails the wake, typed', async () => {
-    const wrongToken = await spawnRuntime(startConfig(f, { token: 'x'.repeat(32) }));
-    const otherSubject = await spawnRuntime(startConfig(f, { subject_id: 'subject-999' }));
+  test('a wrong token or another subject fails the wake, typed, and appends nothing', async () => {
+    const wrongToken = await spawnRuntime(startConfig(f, workspace, { token: 'x'.repeat(32) }));
+    const otherSubject = await spawnRuntime(startConfig(f, workspace, { subject_id: 'subject-999' }));
     try {
       const head = (await exp.head()).seq;
-      const refused = await expectWakeError(wrongToken.wake(wakeRequest(head), WAKE_TIMEOUT_MS), 'wake_failed');
+      const refused = await expectWakeError(wrongToken.wake(probeRequest(head), WAKE_TIMEOUT_MS), 'wake_failed');
       expect(refused.failure?.code).toBe('writer_refused');
       expect(refused.failure?.message).toMatch(/^unauthenticated/);
-      const mismatch = await expectWakeError(otherSubject.wake(wakeRequest(head), WAKE_TIMEOUT_MS), 'wake_failed');
+      const mismatch = await expectWakeError(otherSubject.wake(probeRequest(head), WAKE_TIMEOUT_MS), 'wake_failed');
       expect(mismatch.failure?.code).toBe('identity_mismatch');
       expect(mismatch.failure?.message).toContain('subject-999');
+      // The writer records the refused hello (its own AppendRejected); the runtimes appended nothing.
+      const after = await readEvents(exp, head + 1, (await exp.head()).seq);
+      expect(after.map((e) => [e.event_type, e.payload['reason']])).toEqual([['SystemEvent.AppendRejected', 'unauthenticated']]);
     } finally {
       await wrongToken.stop();
       await otherSubject.stop();
@@ -317,38 +556,56 @@ describe('ds-runtime: observing a live writer', () => {
   });
 
   test('SIGKILL of the runtime mid-wake rejects the wake with exited and the signal', async () => {
-    const victim = await spawnRuntime(startConfig(f));
+    const victim = await spawnRuntime(startConfig(f, workspace));
+    const wake = await script.startWake();
     const head = (await exp.head()).seq;
     const thaw = freeze(f);
     try {
-      const waiting = victim.wake(wakeRequest(head), WAKE_TIMEOUT_MS);
+      const waiting = victim.wake(wake.request, WAKE_TIMEOUT_MS);
       await sleep(200);
       const killed = victim.kill('SIGKILL');
       const error = await expectWakeError(waiting, 'exited');
       expect(error.exit).toEqual({ code: null, signal: 'SIGKILL' });
       expect(await killed).toEqual({ code: null, signal: 'SIGKILL' });
       // A dead runtime takes no more wakes.
-      const after = await expectWakeError(victim.wake(wakeRequest(head), WAKE_TIMEOUT_MS), 'bad_request');
+      const after = await expectWakeError(victim.wake(probeRequest(head), WAKE_TIMEOUT_MS), 'bad_request');
       expect(after.exit?.signal).toBe('SIGKILL');
     } finally {
       thaw();
     }
+    // Killed while it waited for the writer: it appended nothing. The controller ends the wake as crashed.
+    expect((await exp.head()).seq).toBe(head);
+    await script.endWake(wake, null, 'crashed');
   });
 
-  test('codeRoot runs the runtime from that directory', async () => {
-    const fromRoot = await spawnRuntime(startConfig(f), { codeRoot: REPO_ROOT });
+  test('codeRoot runs the runtime from that directory; a new runtime reads the whole store on its first wake', async () => {
+    const fromRoot = await spawnRuntime(startConfig(f, workspace), { codeRoot: REPO_ROOT });
     try {
       expect(readlinkSync(`/proc/${fromRoot.pid}/cwd`)).toBe(path.resolve(REPO_ROOT));
-      const head = (await exp.head()).seq;
-      const report = await fromRoot.wake(wakeRequest(head), WAKE_TIMEOUT_MS);
-      expect(report).toMatchObject({ observed_from_seq: 1, observed_to_seq: head, events_read: head });
+      const wake = await script.startWake();
+      const report = await fromRoot.wake(wake.request, WAKE_TIMEOUT_MS);
+      expect(report).toMatchObject({ wake_id: wake.wakeId, observed_from_seq: 1, observed_to_seq: wake.request.visible_to_seq, events_read: wake.request.visible_to_seq });
+      expect(report.counts.model_calls).toBe(1);
+      expectCognitiveOrder(await runtimeEventsOf(wake), wake.wakeId);
+      await script.endWake(wake, report);
     } finally {
       expect(await fromRoot.stop()).toEqual({ code: 0, signal: null });
     }
   });
 
+  test('every event of the store, the controller\'s and the runtime\'s, folds through the subject projector', async () => {
+    const head = (await exp.head()).seq;
+    const state = subjectProjection.applyAll(subjectProjection.initial(), await readEvents(exp, 1, head));
+    expect(state.last_applied_event_seq).toBe(head);
+    expect(state).toMatchObject({ lifecycle_state: 'DORMANT', cognitive_state: 'IDLE', current_wake_id: null, open_intents: {} });
+    expect(state.task_board['task-read-sources']?.status).toBe('done');
+    // What the wakes wrote in the workspace is there: wake 2 wrote the findings from the sources it had read.
+    expect(existsSync(path.join(workspace, 'notes', 'findings.md'))).toBe(true);
+    expect(readFileSync(path.join(workspace, 'notes', 'findings.md'), 'utf8')).toContain('2,870');
+  });
+
   test('stop() ends the runtime cleanly with exit code 0', async () => {
-    const stopping = await spawnRuntime(startConfig(f));
+    const stopping = await spawnRuntime(startConfig(f, workspace));
     expect(await stopping.stop()).toEqual({ code: 0, signal: null });
     expect(await stopping.exited).toEqual({ code: 0, signal: null });
   });
@@ -404,6 +661,8 @@ const VALID_START = {
   token: 'r'.repeat(24),
   capabilities: GROUP_CAPABILITIES.A,
   retrieval_policy: PREREG.retrieval_policy,
+  workspace_dir: '/nonexistent/workspace',
+  model: { adapter: 'reference' },
 } as const;
 
 describe('ds-runtime: start-up and the channel', () => {
@@ -430,8 +689,7 @@ describe('ds-runtime: start-up and the channel', () => {
     expect(raw.messages.some((m) => m.type === 'ready')).toBe(false);
     expect(JSON.stringify(raw.messages)).not.toContain(secretToken);
     expect(raw.stderr()).not.toContain(secretToken);
-    // Said at start, before any message: which phases do not exist.
-    expect(raw.stderr()).toMatch(/not built yet: think, plan, act, remember, checkpoint/);
+    expect(raw.stderr()).toMatch(/fatal bad_start/);
   });
 
   test('a wake before start is refused as not_started; a malformed wake as bad_message; then start, ready, and exit on disconnect', async () => {

@@ -59,6 +59,7 @@ export function newInstanceOptions(setup: ControllerSetup, overrides: Partial<Ne
     replicate: 1,
     groupBlindId: `inst-${name ?? 'instance'}`,
     startedAt: new Date().toISOString(),
+    model: { adapter: 'reference' },
     ...rest,
   };
   return { options, lines };

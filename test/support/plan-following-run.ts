@@ -64,7 +64,7 @@ export function instanceManifestFor(inputs: PlanInputs, plan: ExperimentPlan = i
     plan,
     prereg: inputs.prereg,
     retrievalPolicy: inputs.prereg.retrieval_policy,
-    model: { adapter: 'reference', model_id: 'reference-policy', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 } },
+    model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 } },
     isolation: { mode: 'same-uid', reason: 'test run, not started as root' },
     startedAt: '2026-07-20T08:00:01.000Z',
   });
@@ -230,6 +230,8 @@ export class PlanFollower {
 
   /** f. */
   async end(wake: ScheduledWake, outcome: 'completed' | 'crashed' | 'stopped'): Promise<void> {
+    // e'. The ledger the controller counts from the store: this fake runtime makes no model or tool calls.
+    await this.append(controllerDraft('ExperimentEvent.BudgetLedgerRecorded', wake.wake_at, `wake:${wake.wake_id}:ledger`, wake.wake_id, { wake_id: wake.wake_id, granted: { ...wake.budget }, used: { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0 } }));
     await this.append(controllerDraft('ExperimentEvent.WakeEnded', wake.wake_at, `wake:${wake.wake_id}:ended`, wake.wake_id, { wake_id: wake.wake_id, outcome }));
   }
 

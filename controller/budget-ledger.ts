@@ -1,0 +1,29 @@
+// A wake's budget ledger (DESIGN §8, spec §5.2), counted from the store: what the runtime
+// recorded between WakeStarted and now. The verifier compares ledgers across groups, so they
+// must come from the record, never from a process's own account of itself.
+import type { LedgerUse } from './controller-events.js';
+import type { EventEnvelope } from '../schema/envelope.js';
+
+/**
+ * model_calls: ModelAnswered + ModelCallFailed except `budget_exhausted` (a call not made);
+ * tokens: prompt + completion of the answers; tool_calls: permission decisions that allowed;
+ * retries: model calls made after a failed call of the same wake.
+ */
+export function ledgerOf(wakeEvents: readonly EventEnvelope[]): LedgerUse {
+  let modelCalls = 0;
+  let tokens = 0;
+  let toolCalls = 0;
+  let retries = 0;
+  let failedBefore = false;
+  for (const event of wakeEvents) {
+    if (event.event_type === 'ModelOutputEvent.ModelAnswered' || (event.event_type === 'ModelOutputEvent.ModelCallFailed' && event.payload['failure'] !== 'budget_exhausted')) {
+      modelCalls += 1;
+      if (failedBefore) retries += 1;
+      if (event.event_type === 'ModelOutputEvent.ModelCallFailed') failedBefore = true;
+      const usage = event.payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+      if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') tokens += usage.prompt_tokens + usage.completion_tokens;
+    }
+    if (event.event_type === 'ActionEvent.PermissionDecided' && event.payload['decision'] === 'allow') toolCalls += 1;
+  }
+  return { model_calls: modelCalls, tokens, tool_calls: toolCalls, retries };
+}

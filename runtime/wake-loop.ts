@@ -1,0 +1,306 @@
+// One wake of the subject (DESIGN §6, issue 5 item 1), after the controller's WakeStarted:
+//
+//   reconcile open intents → observe (context bundle) → think (one model call, recorded before
+//   use) → plan (Capability Policy) → act (permission gate → intent → execute → outcome) →
+//   remember (claims, focus) → the checkpoint, returned to the controller (which records it).
+//
+// Every append goes through `append`, which reports progress to the controller (its
+// runtime-crash intervention kills this process on those counts). Ids the store needs are made
+// here from the wake id and positions, never taken from the model. Causation links: decision →
+// its proposal, intent → its decision, outcome → its intent (issue 5 item 6).
+import type { EventEnvelope } from '../schema/envelope.js';
+import { schemaVersionOf, type EventType } from '../schema/event-catalog.js';
+import type { Capabilities } from '../schema/capabilities.js';
+import type { RetrievalPolicy } from '../schema/retrieval-policy.js';
+import { subjectProjection } from '../projector/subject-projection.js';
+import type { SubjectState } from '../projector/subject-state.js';
+import type { WriterClient } from '../writer/client.js';
+import { WriterError, type EventDraft } from '../writer/protocol.js';
+import { judgePlanRevision } from './capability-policy.js';
+import { buildContextBundle, type ContextBundle } from './context-bundle.js';
+import type { EventCache } from './event-cache.js';
+import { executeFileAction, inspectPath, listWorkspace, plannedHashes, reconcileIntent } from './files-tool.js';
+import type { ModelAdapter, ModelCallOutcome } from './model-adapter.js';
+import { parseModelOutput, type ModelAction, type ModelOutput } from './model-protocol.js';
+import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
+import { estimateTokens, renderPrompt } from './prompt.js';
+import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
+
+/** The store keeps at most this much raw model text per call (schema/events/model-output-events.ts). */
+export const MAX_STORED_RAW_OUTPUT_CHARS = 48_000;
+const MAX_FINGERPRINT_CHARS = 200;
+export const FILE_LIMITS = { maxWriteBytes: 64 * 1024, maxReadBytes: 32 * 1024 } as const;
+export const MODEL_CALL_TIMEOUT_MS = 60_000;
+/** The answer's token cap: what is left of the wake's token budget, at most this. */
+export const MAX_ANSWER_TOKENS = 4_096;
+
+export interface WakeInput {
+  readonly subjectId: string;
+  readonly wake: RuntimeWake;
+  readonly client: WriterClient;
+  readonly cache: EventCache;
+  readonly adapter: ModelAdapter;
+  readonly capabilities: Capabilities;
+  readonly retrievalPolicy: RetrievalPolicy;
+  readonly workspaceRoot: string;
+  /** Resolves when the controller has seen the append (it may kill this process instead: a planned crash). */
+  readonly onProgress: (counts: { appends: number; execution_intents: number }) => Promise<void>;
+  readonly log: (line: string) => void;
+}
+
+export interface WakeResult {
+  readonly counts: WakeCounts;
+  readonly checkpoint: WakeCheckpoint;
+  readonly window_statement: string;
+  readonly notes: string[];
+}
+
+type Draft = Omit<EventDraft, 'schema_version'> & { event_type: EventType };
+
+/** The runtime was woken for a wake the store does not have open: nothing is appended. */
+export class WakeNotOpenError extends Error {
+  override readonly name = 'WakeNotOpenError';
+}
+
+class Wake {
+  private appends = 0;
+  private executionIntents = 0;
+  readonly counts = { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0, proposals: 0, executions: 0, denials: 0, failures: 0, claims: 0, claims_refused: 0, plan_revisions: 0, reconciled: 0, unknown_outcomes: 0 };
+  readonly notes: string[] = [];
+
+  constructor(private readonly input: WakeInput) {}
+
+  private get wakeId(): string {
+    return this.input.wake.wake_id;
+  }
+
+  /** Appends one event (committed before this returns) and reports progress. */
+  async append(draft: Draft): Promise<{ event_id: string; seq: number }> {
+    const full: EventDraft = { ...draft, schema_version: schemaVersionOf(draft.event_type) };
+    const result = await this.input.client.append([full]);
+    this.appends += 1;
+    if (draft.event_type === 'ActionEvent.ExecutionIntentRecorded') this.executionIntents += 1;
+    await this.input.onProgress({ appends: this.appends, execution_intents: this.executionIntents });
+    return { event_id: result.events[0]!.event_id, seq: result.events[0]!.seq };
+  }
+
+  private draft(event_type: EventType, actor: EventDraft['actor'], payload: Record<string, unknown>, causation_id: string | null = null, idempotency_key: string | null = null): Draft {
+    return { event_type, occurred_at: this.input.wake.wake_at, actor, causation_id, correlation_id: this.wakeId, idempotency_key, payload };
+  }
+
+  /** Persistent state (the projection of every observed event) — bookkeeping for reconciliation, and B/C's view. */
+  private projected(events: readonly EventEnvelope[]): SubjectState {
+    return subjectProjection.applyAll(subjectProjection.initial(), events);
+  }
+
+  async run(): Promise<WakeResult> {
+    const { cache, client, wake } = this.input;
+    await cache.catchUp(client, wake.visible_to_seq);
+    let state = await this.stateNow();
+    if (state.current_wake_id !== wake.wake_id) throw new WakeNotOpenError(`the store has no open wake ${wake.wake_id} (current wake: ${String(state.current_wake_id)}, lifecycle ${state.lifecycle_state}); the controller appends WakeStarted before waking the runtime`);
+    // Reconciliation may move the subject to RECOVERING (read-only): decide everything after it on the state it leaves.
+    if (await this.reconcileOpenIntents(state)) state = await this.stateNow();
+
+    const bundle = buildContextBundle({
+      wake: { wake_id: wake.wake_id, wake_at: wake.wake_at, budget: wake.budget, visible_to_seq: wake.visible_to_seq },
+      events: cache.events,
+      policy: this.input.retrievalPolicy,
+      capabilities: this.input.capabilities,
+      persistentState: state,
+      workspace: listWorkspace(this.input.workspaceRoot),
+    });
+    const output = await this.think(bundle);
+    if (output) {
+      if (output.plan_revision) await this.plan(output, bundle);
+      for (const [index, action] of output.actions.entries()) await this.act(action, index, state);
+      for (const [index, claim] of output.claims.entries()) await this.remember(claim, index);
+      await this.append(this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition }));
+    }
+    const checkpoint: WakeCheckpoint = output
+      ? { ...output.checkpoint, observed_event_seq: wake.visible_to_seq }
+      : { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_event_ids: [], observed_event_seq: wake.visible_to_seq };
+    return { counts: { ...this.counts, appends: this.appends }, checkpoint, window_statement: bundle.window.statement, notes: this.notes };
+  }
+
+  /**
+   * The projection of every event up to the writer's head: the observed ones plus what the
+   * controller (WakeStarted, deliveries) and this wake appended since visible_to_seq.
+   */
+  private async stateNow(): Promise<SubjectState> {
+    const { client, cache } = this.input;
+    const head = await client.head();
+    const tail: EventEnvelope[] = [];
+    const maxPages = Math.ceil((head.seq - cache.lastSeq) / 1_000) + 1;
+    for (let page = 0, from = cache.lastSeq + 1; page < maxPages && from <= head.seq; page += 1) {
+      const result = await client.read({ from_seq: from, limit: Math.min(1_000, head.seq - from + 1) });
+      for (const [i, event] of result.events.entries()) {
+        if (event.seq !== from + i || event.subject_id !== this.input.subjectId) throw new Error(`the writer returned seq ${event.seq} of ${event.subject_id} where seq ${from + i} of ${this.input.subjectId} was expected`);
+      }
+      tail.push(...result.events);
+      from += result.events.length;
+    }
+    return this.projected([...cache.events, ...tail]);
+  }
+
+  /** DESIGN §7: every open intent is settled by hashing the file, before anything new happens. Returns whether it appended anything. */
+  private async reconcileOpenIntents(state: SubjectState): Promise<boolean> {
+    let appended = false;
+    for (const [intentEventId, intent] of Object.entries(state.open_intents)) {
+      if (intent.outcome !== 'pending') continue;
+      const verdict = reconcileIntent(this.input.workspaceRoot, intent);
+      if (verdict.outcome === 'unknown') {
+        await this.append(this.draft('ActionEvent.ToolOutcomeUnknown', 'tool', { intent_event_id: intentEventId, observed_hash: verdict.observed_hash, detail: verdict.detail }, intentEventId));
+        this.counts.unknown_outcomes += 1;
+        this.notes.push(`intent ${intentEventId} (${intent.op} ${intent.path}): outcome unknown — the subject is read-only (RECOVERING) until an operator resolves it`);
+      } else {
+        await this.append(this.draft('ActionEvent.ToolReconciled', 'tool', { intent_event_id: intentEventId, outcome: verdict.outcome, observed_hash: verdict.observed_hash }, intentEventId));
+        this.counts.reconciled += 1;
+        this.notes.push(`intent ${intentEventId} (${intent.op} ${intent.path}) reconciled: ${verdict.outcome}`);
+      }
+      appended = true;
+    }
+    return appended;
+  }
+
+  /** One model call; exactly one ModelOutputEvent, committed before the output is used. */
+  private async think(bundle: ContextBundle): Promise<ModelOutput | null> {
+    const { adapter, wake } = this.input;
+    const prompt = renderPrompt(bundle);
+    if (wake.budget.model_calls < 1) {
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null }));
+      return null;
+    }
+    const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
+    const maxTokens = Math.max(1, Math.min(MAX_ANSWER_TOKENS, wake.budget.tokens - promptTokens));
+    const outcome = await adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, MODEL_CALL_TIMEOUT_MS);
+    this.counts.model_calls += 1;
+    return this.record(outcome);
+  }
+
+  private callFields(latencyMs: number, fingerprint: string | null = null): Record<string, unknown> {
+    const { adapter } = this.input;
+    if (fingerprint !== null && fingerprint.length > MAX_FINGERPRINT_CHARS) {
+      this.notes.push(`system_fingerprint of ${fingerprint.length} chars cut to the ${MAX_FINGERPRINT_CHARS} the store keeps`);
+      fingerprint = fingerprint.slice(0, MAX_FINGERPRINT_CHARS);
+    }
+    return { wake_id: this.wakeId, adapter: adapter.name, model_id: adapter.model_id, params: { ...adapter.params }, system_fingerprint: fingerprint, latency_ms: latencyMs };
+  }
+
+  private async record(outcome: ModelCallOutcome): Promise<ModelOutput | null> {
+    if (outcome.kind === 'failed') {
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(outcome.latency_ms), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), raw_output: outcome.raw_output === null ? null : outcome.raw_output.slice(0, MAX_STORED_RAW_OUTPUT_CHARS) }));
+      this.notes.push(`model call failed (${outcome.failure}): ${outcome.detail.slice(0, 200)}`);
+      return null;
+    }
+    const fields = this.callFields(outcome.latency_ms, outcome.system_fingerprint);
+    if (outcome.raw_output.length > MAX_STORED_RAW_OUTPUT_CHARS) {
+      // It cannot be stored verbatim, so it is not used: recorded as a protocol failure with the part that fits.
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...fields, failure: 'schema_violation', detail: `raw output of ${outcome.raw_output.length} chars exceeds the ${MAX_STORED_RAW_OUTPUT_CHARS} the store keeps; the first ${MAX_STORED_RAW_OUTPUT_CHARS} are stored and nothing is used`, raw_output: outcome.raw_output.slice(0, MAX_STORED_RAW_OUTPUT_CHARS) }));
+      this.notes.push('model output too long to store verbatim: not used');
+      return null;
+    }
+    const parsed = parseModelOutput(outcome.raw_output);
+    if (!parsed.ok) {
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...fields, failure: 'schema_violation', detail: parsed.detail.slice(0, 2_000), raw_output: outcome.raw_output }));
+      this.notes.push(`model output fails the protocol: ${parsed.detail.slice(0, 200)}`);
+      return null;
+    }
+    await this.append(this.draft('ModelOutputEvent.ModelAnswered', 'model', { ...fields, raw_output: outcome.raw_output, usage: { ...outcome.usage }, usage_estimated: outcome.usage_estimated }));
+    // The reference policy's counts are always ceil(chars / 4) (docs/model-protocol.md): said once in the docs and in every event, not every wake.
+    if (outcome.usage_estimated && this.input.adapter.name !== 'reference') this.notes.push('the model server reported no token usage: the counts recorded are estimates (usage_estimated: true)');
+    this.counts.tokens += outcome.usage.prompt_tokens + outcome.usage.completion_tokens;
+    return parsed.output;
+  }
+
+  private async plan(output: ModelOutput, bundle: ContextBundle): Promise<void> {
+    const revision = output.plan_revision!;
+    const proposalId = `${this.wakeId}-plan`;
+    this.counts.plan_revisions += 1;
+    const proposed = await this.append(this.draft('PlanEvent.PlanRevisionProposed', 'model', { proposal_id: proposalId, ...revision }));
+    const verdict = judgePlanRevision(this.input.capabilities, revision, bundle);
+    if (verdict.verdict === 'accept') {
+      await this.append(this.draft('PlanEvent.PlanRevisionAccepted', 'runtime', { proposal_id: proposalId }, proposed.event_id));
+    } else {
+      // No retry, no extra call, no compensating prompt (spec §5.2): the rejection is the whole answer.
+      await this.append(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: verdict.reason_code }, proposed.event_id));
+    }
+  }
+
+  private toolCallsLeft(): number {
+    return this.input.wake.budget.tool_calls - this.counts.tool_calls;
+  }
+
+  private async act(action: ModelAction, index: number, state: SubjectState): Promise<void> {
+    const proposalId = `${this.wakeId}-a${index + 1}`;
+    this.counts.proposals += 1;
+    const args = actionArgs(action);
+    const proposed = await this.append(this.draft('ActionEvent.ActionProposed', 'model', { proposal_id: proposalId, tool: action.tool, op: action.op, args, rationale: action.rationale }));
+    const root = this.input.workspaceRoot;
+    const fingerprint = fingerprintOfAction(action);
+    const decision = decidePermission({
+      action,
+      fingerprint,
+      paths: action.tool === 'files' ? { path: inspectPath(root, action.path), to_path: action.op === 'move' ? inspectPath(root, action.to_path) : null } : null,
+      limits: FILE_LIMITS,
+      tool_calls_left: this.toolCallsLeft(),
+      lifecycle: state.lifecycle_state,
+      denied_fingerprints: new Set([...Object.keys(state.denied_actions), ...this.deniedThisWake]),
+    });
+    const decided = await this.append(this.draft('ActionEvent.PermissionDecided', 'runtime', { proposal_id: proposalId, decision: decision.decision, rules: decision.rules, repeat_of_denied: decision.repeat_of_denied }, proposed.event_id));
+    if (decision.decision === 'deny') {
+      this.counts.denials += 1;
+      this.deniedThisWake.add(fingerprint);
+      return;
+    }
+    this.counts.tool_calls += 1;
+    const key = (what: string): string => `${this.input.subjectId}:${this.wakeId}:${proposalId}:${what}`;
+    if (action.tool === 'task_board') {
+      await this.append(this.draft('MemoryEvent.TaskBoardChanged', 'tool', { proposal_id: proposalId, task_id: action.task_id, op: action.op, title: action.title, status: action.status, priority: action.priority, depends_on: action.depends_on }, decided.event_id, key('task-board')));
+      this.counts.executions += 1;
+      return;
+    }
+    if (action.tool === 'journal') {
+      await this.append(this.draft('MemoryEvent.JournalEntryWritten', 'tool', { proposal_id: proposalId, entry_id: `${this.wakeId}-j${index + 1}`, text: action.text }, decided.event_id, key('journal')));
+      this.counts.executions += 1;
+      return;
+    }
+    // files: intent → execute → outcome (DESIGN §7).
+    const planned = plannedHashes(root, action);
+    const intent = await this.append(
+      this.draft('ActionEvent.ExecutionIntentRecorded', 'runtime', { proposal_id: proposalId, permission_event_id: decided.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, pre_hash: planned.pre_hash, intended_post_hash: planned.intended_post_hash }, decided.event_id, key('intent')),
+    );
+    const executed = executeFileAction(root, action, FILE_LIMITS);
+    if (executed.ok) {
+      await this.append(this.draft('ActionEvent.ToolSucceeded', 'tool', { intent_event_id: intent.event_id, observed_post_hash: executed.post_hash, content: executed.content }, intent.event_id));
+      this.counts.executions += 1;
+    } else {
+      await this.append(this.draft('ActionEvent.ToolFailed', 'tool', { intent_event_id: intent.event_id, error: executed.error.slice(0, 200), observed_hash: executed.observed_hash }, intent.event_id));
+      this.counts.failures += 1;
+    }
+  }
+
+  private readonly deniedThisWake = new Set<string>();
+
+  private async remember(claim: ModelOutput['claims'][number], index: number): Promise<void> {
+    try {
+      await this.append(this.draft('MemoryEvent.ClaimRecorded', 'model', { claim_id: `${this.wakeId}-c${index + 1}`, ...claim }));
+      this.counts.claims += 1;
+    } catch (error) {
+      // A FACT without eligible evidence is refused by the writer and recorded there (AppendRejected); the wake goes on.
+      if (!(error instanceof WriterError) || (error.code !== 'evidence_rejected' && error.code !== 'projection_rejected')) throw error;
+      this.counts.claims_refused += 1;
+      this.notes.push(`claim ${index + 1} (${claim.claim_type}) refused by the writer: ${error.code}`);
+    }
+  }
+}
+
+/** The path as the gate normalised it (the gate allowed it, so it normalises). */
+function normalized(raw: string): string {
+  const result = normalizeWorkspacePath(raw);
+  if (!result.ok) throw new Error(`bug: an allowed path does not normalise: ${result.reason}`);
+  return result.normalized;
+}
+
+export async function runWake(input: WakeInput): Promise<WakeResult> {
+  return new Wake(input).run();
+}

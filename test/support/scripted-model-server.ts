@@ -1,0 +1,160 @@
+// A scripted OpenAI-compatible chat-completions server on loopback, for end-to-end tests of
+// the wake loop with the real `openai` adapter (test/runtime/wake-loop-e2e.test.ts).
+//
+// node:http on 127.0.0.1, port 0. Every POST is counted the moment it arrives (so a request
+// the script never answers is counted too), its wake id is read from the user message the
+// prompt renders ("WAKE <wake_id> at …", runtime/prompt.ts), and the script decides the
+// answer: a chat completion carrying some content, any raw status/body, or no answer at all.
+// A script that throws is answered with HTTP 599 and the error is kept in `errors`, so a test
+// can tell a broken script from a behaviour of the system under test.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ModelChoice } from '../../controller/model-choice.js';
+
+export interface ScriptedRequest {
+  /** 0-based position among all requests this server received. */
+  readonly index: number;
+  readonly method: string;
+  readonly url: string;
+  /** The wake id the prompt names, or null when the request carried none (or no JSON). */
+  readonly wakeId: string | null;
+  /** The parsed request body (null when it was not JSON). */
+  readonly body: Record<string, unknown> | null;
+  /** messages[1].content: the rendered context bundle. */
+  readonly user: string;
+  readonly receivedAt: number;
+}
+
+export type ScriptedReply =
+  /** 200 with a chat completion whose choices[0].message.content is `content`. */
+  | { readonly kind: 'content'; readonly content: string; readonly usage?: { prompt_tokens: number; completion_tokens: number } | null }
+  /** Exactly this status, content type and body. */
+  | { readonly kind: 'raw'; readonly status: number; readonly body: string; readonly contentType?: string }
+  /** Never answer: the connection stays open until the client gives up or the server closes. */
+  | { readonly kind: 'hang' };
+
+export type Script = (request: ScriptedRequest) => ScriptedReply | Promise<ScriptedReply>;
+
+export interface ScriptedModelServer {
+  /** e.g. http://127.0.0.1:41234/v1 */
+  readonly baseUrl: string;
+  readonly requests: ScriptedRequest[];
+  /** Errors thrown by the script (answered with HTTP 599). */
+  readonly errors: string[];
+  /** How many requests named this wake. */
+  requestsFor(wakeId: string): number;
+  /** The `model` option of a new instance that thinks with this server. */
+  modelChoice(): ModelChoice;
+  close(): Promise<void>;
+}
+
+export const SCRIPTED_MODEL_ID = 'scripted-e2e-model';
+export const SCRIPTED_FINGERPRINT = 'fp_scripted_e2e';
+
+/** The wake id in a rendered user message (runtime/prompt.ts renderUser's first line). */
+export function wakeIdOf(user: string): string | null {
+  return /^WAKE (\S+) at /m.exec(user)?.[1] ?? null;
+}
+
+/** One line of the EVENTS section of a rendered user message. */
+export interface PromptEvent {
+  readonly seq: number;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly payload: Record<string, unknown>;
+}
+
+/** The window events the prompt shows ("seq · event_id · type · occurred_at · payload"). */
+export function promptEvents(user: string): PromptEvent[] {
+  const events: PromptEvent[] = [];
+  for (const line of user.split('\n')) {
+    const m = /^(\d+) · ([0-9a-f-]{36}) · (\S+) · (\S+) · (\{.*\})$/.exec(line);
+    if (!m) continue;
+    events.push({ seq: Number(m[1]), event_id: m[2]!, event_type: m[3]!, payload: JSON.parse(m[5]!) as Record<string, unknown> });
+  }
+  return events;
+}
+
+export function chatCompletion(content: string, usage: { prompt_tokens: number; completion_tokens: number } | null = { prompt_tokens: 100, completion_tokens: 20 }): string {
+  return JSON.stringify({
+    id: 'chatcmpl-scripted',
+    object: 'chat.completion',
+    created: 1_767_225_600,
+    model: SCRIPTED_MODEL_ID,
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+    ...(usage === null ? {} : { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
+    system_fingerprint: SCRIPTED_FINGERPRINT,
+  });
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body, 'utf8') });
+  res.end(body);
+}
+
+export async function startScriptedModelServer(script: Script): Promise<ScriptedModelServer> {
+  const requests: ScriptedRequest[] = [];
+  const errors: string[] = [];
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const index = requests.length;
+    const receivedAt = Date.now();
+    // A placeholder counted on arrival; replaced once the body is in.
+    requests.push({ index, method: req.method ?? '', url: req.url ?? '', wakeId: null, body: null, user: '', receivedAt });
+    res.on('error', () => undefined);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: Record<string, unknown> | null = null;
+      try {
+        body = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        body = null;
+      }
+      const messages = Array.isArray(body?.['messages']) ? (body['messages'] as { content?: unknown }[]) : [];
+      const user = typeof messages[1]?.content === 'string' ? messages[1].content : '';
+      const request: ScriptedRequest = { index, method: req.method ?? '', url: req.url ?? '', wakeId: wakeIdOf(user), body, user, receivedAt };
+      requests[index] = request;
+      Promise.resolve()
+        .then(() => script(request))
+        .then(
+          (reply) => {
+            switch (reply.kind) {
+              case 'content':
+                return send(res, 200, 'application/json', chatCompletion(reply.content, reply.usage === undefined ? undefined : reply.usage));
+              case 'raw':
+                return send(res, reply.status, reply.contentType ?? 'application/json', reply.body);
+              case 'hang':
+                return undefined;
+            }
+          },
+          (error: unknown) => {
+            errors.push(`request ${index} (${request.wakeId ?? 'no wake id'}): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+            send(res, 599, 'text/plain', 'the test script failed');
+          },
+        );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const baseUrl = `http://127.0.0.1:${port}/v1`;
+  return {
+    baseUrl,
+    requests,
+    errors,
+    requestsFor: (wakeId) => requests.filter((r) => r.wakeId === wakeId).length,
+    modelChoice: () => ({
+      adapter: 'openai',
+      base_url: baseUrl,
+      model_id: SCRIPTED_MODEL_ID,
+      api_key_env: null,
+      params: { temperature: 0, top_p: null, seed: 7, max_tokens: null },
+      json_mode: false,
+    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
