@@ -166,8 +166,10 @@ class Wake {
   private async think(bundle: ContextBundle): Promise<ModelOutput | null> {
     const { adapter, wake } = this.input;
     const prompt = renderPrompt(bundle);
+    const w = bundle.window;
+    this.context = { window_events: w.events.length, eligible_total: w.eligible_total, omitted_by_count: w.omitted_by_count, omitted_by_token_cap: w.omitted_by_token_cap, not_eligible: w.not_eligible, tokens_estimated: w.tokens_estimated };
     if (wake.budget.model_calls < 1) {
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null }));
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), context: null, failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null }));
       return null;
     }
     const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
@@ -177,13 +179,15 @@ class Wake {
     return this.record(outcome);
   }
 
+  private context: Record<string, number> | null = null;
+
   private callFields(latencyMs: number, fingerprint: string | null = null): Record<string, unknown> {
     const { adapter } = this.input;
     if (fingerprint !== null && fingerprint.length > MAX_FINGERPRINT_CHARS) {
       this.notes.push(`system_fingerprint of ${fingerprint.length} chars cut to the ${MAX_FINGERPRINT_CHARS} the store keeps`);
       fingerprint = fingerprint.slice(0, MAX_FINGERPRINT_CHARS);
     }
-    return { wake_id: this.wakeId, adapter: adapter.name, model_id: adapter.model_id, params: { ...adapter.params }, system_fingerprint: fingerprint, latency_ms: latencyMs };
+    return { wake_id: this.wakeId, adapter: adapter.name, model_id: adapter.model_id, params: { ...adapter.params }, system_fingerprint: fingerprint, latency_ms: latencyMs, context: this.context };
   }
 
   private async record(outcome: ModelCallOutcome): Promise<ModelOutput | null> {

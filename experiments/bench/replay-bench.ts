@@ -218,6 +218,7 @@ class SubjectScript {
         params: { temperature: 0, top_p: null, seed: 7, max_tokens: 512 },
         system_fingerprint: null,
         latency_ms: 10 + (k % 40),
+        context: { window_events: 40, eligible_total: 40 + k, omitted_by_count: k, omitted_by_token_cap: 0, not_eligible: k, tokens_estimated: 6_000 },
         raw_output: `{"wake":${k},"thought":${JSON.stringify(text(k, 260))}}`,
         usage: { prompt_tokens: 900 + (k % 100), completion_tokens: 80 + (k % 20) },
         usage_estimated: false,

@@ -176,7 +176,7 @@ describe('the retrieval window (the pre-registered rule, identical for every gro
   });
 
   it('shows only the pre-registered types and nothing beyond visible_to_seq', () => {
-    const events = numbered([distractor, notEligible, (s) => ev(s, 'ModelOutputEvent.ModelCallFailed', { wake_id: 'w', adapter: 'reference', model_id: 'm', params: { temperature: null, top_p: null, seed: null, max_tokens: null }, system_fingerprint: null, latency_ms: 0, failure: 'timeout', detail: 'x', raw_output: null }), distractor, distractor]);
+    const events = numbered([distractor, notEligible, (s) => ev(s, 'ModelOutputEvent.ModelCallFailed', { wake_id: 'w', adapter: 'reference', model_id: 'm', params: { temperature: null, top_p: null, seed: null, max_tokens: null }, system_fingerprint: null, latency_ms: 0, context: null, failure: 'timeout', detail: 'x', raw_output: null }), distractor, distractor]);
     const w = buildRetrievalWindow(events, POLICY, 4);
     expect(w.events.map((e) => e.event_type)).toEqual(['WorldEvent.DistractorOccurred', 'WorldEvent.DistractorOccurred']);
     expect(w.events.map((e) => e.seq)).toEqual([1, 4]);
@@ -295,7 +295,7 @@ describe('buildContextBundle: the only place persistent_state decides what is ob
     const s = new SubjectStream().open();
     const budget = { model_calls: 4, tokens: 24_000, tool_calls: 8 };
     s.push(draft('ExperimentEvent.WakeStarted', { wake_id: 'wake-1', visible_to_seq: s.nextSeq - 1, budget }));
-    s.push(draft('ModelOutputEvent.ModelAnswered', { wake_id: 'wake-1', adapter: 'reference', model_id: 'reference-policy', params: { temperature: null, top_p: null, seed: null, max_tokens: 4096 }, system_fingerprint: null, latency_ms: 0, raw_output: '{}', usage: { prompt_tokens: 1, completion_tokens: 1 }, usage_estimated: true }));
+    s.push(draft('ModelOutputEvent.ModelAnswered', { wake_id: 'wake-1', adapter: 'reference', model_id: 'reference-policy', params: { temperature: null, top_p: null, seed: null, max_tokens: 4096 }, system_fingerprint: null, latency_ms: 0, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, raw_output: '{}', usage: { prompt_tokens: 1, completion_tokens: 1 }, usage_estimated: true }));
     s.push(draft('ActionEvent.ActionProposed', { proposal_id: 'wake-1-a1', tool: 'files', op: 'write', args: { path: '../outside/copy.md', content: 'x' }, rationale: 'asked to' }));
     s.push(draft('ActionEvent.PermissionDecided', { proposal_id: 'wake-1-a1', decision: 'deny', rules: [{ rule: 'tool_allowed', passed: true, detail: 'files' }, { rule: 'path_inside_workspace', passed: false, detail: 'outside' }], repeat_of_denied: false }));
     s.push(draft('MemoryEvent.FocusUpdated', { attention_target: 'task-1', waiting_condition: `reply in thread ${THREAD}` }));
@@ -772,7 +772,7 @@ async function simulate(capabilities: Capabilities): Promise<Sim> {
     if (!parsed.ok) throw new Error(parsed.detail);
     const output = parsed.output;
     outputs.push({ wakeId, bundle, output });
-    push('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, adapter: 'reference', model_id: policy.model_id, params: { ...policy.params }, system_fingerprint: null, latency_ms: 0, raw_output: outcome.raw_output, usage: outcome.usage, usage_estimated: true });
+    push('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, adapter: 'reference', model_id: policy.model_id, params: { ...policy.params }, system_fingerprint: null, latency_ms: 0, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, raw_output: outcome.raw_output, usage: outcome.usage, usage_estimated: true });
 
     if (output.plan_revision) {
       const proposalId = `${wakeId}-plan`;

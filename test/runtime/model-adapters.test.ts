@@ -513,12 +513,12 @@ describe('replay adapter', () => {
   function recordedStore() {
     const s = new SubjectStream().open();
     s.push(d.wakeStarted('w1'));
-    const answered = s.push(draft('ModelOutputEvent.ModelAnswered', { wake_id: 'w1', ...MODEL_CALL, system_fingerprint: 'fp_1', latency_ms: 812, raw_output: VALID_TEXT, usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_estimated: false }));
-    const violated = s.push(draft('ModelOutputEvent.ModelCallFailed', { wake_id: 'w1', ...MODEL_CALL, system_fingerprint: 'fp_1', latency_ms: 640, failure: 'schema_violation', detail: 'not JSON', raw_output: SCHEMA_MISS }));
-    s.push(draft('ModelOutputEvent.ModelCallFailed', { wake_id: 'w1', ...MODEL_CALL, system_fingerprint: null, latency_ms: 0, failure: 'budget_exhausted', detail: 'no call left', raw_output: null }));
+    const answered = s.push(draft('ModelOutputEvent.ModelAnswered', { wake_id: 'w1', ...MODEL_CALL, system_fingerprint: 'fp_1', latency_ms: 812, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, raw_output: VALID_TEXT, usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_estimated: false }));
+    const violated = s.push(draft('ModelOutputEvent.ModelCallFailed', { wake_id: 'w1', ...MODEL_CALL, system_fingerprint: 'fp_1', latency_ms: 640, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, failure: 'schema_violation', detail: 'not JSON', raw_output: SCHEMA_MISS }));
+    s.push(draft('ModelOutputEvent.ModelCallFailed', { wake_id: 'w1', ...MODEL_CALL, system_fingerprint: null, latency_ms: 0, context: null, failure: 'budget_exhausted', detail: 'no call left', raw_output: null }));
     s.push(d.wakeEnded('w1'));
     s.push(d.wakeStarted('w2'));
-    s.push(draft('ModelOutputEvent.ModelCallFailed', { wake_id: 'w2', ...MODEL_CALL, system_fingerprint: null, latency_ms: 60_001, failure: 'timeout', detail: 'no complete answer within timeoutMs 60000', raw_output: null }));
+    s.push(draft('ModelOutputEvent.ModelCallFailed', { wake_id: 'w2', ...MODEL_CALL, system_fingerprint: null, latency_ms: 60_001, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, failure: 'timeout', detail: 'no complete answer within timeoutMs 60000', raw_output: null }));
     s.push(d.wakeEnded('w2'));
     return { events: s.events, answered, violated };
   }

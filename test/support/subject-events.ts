@@ -129,9 +129,9 @@ export const d = {
     draft('ExperimentEvent.InterventionDelivered', { intervention_id: `int-${wakeId}`, wake_id: wakeId, event_ids: [...eventIds] }),
 
   modelAnswered: (wakeId: string, usage = { prompt_tokens: 100, completion_tokens: 50 }) =>
-    draft('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, ...MODEL_CALL, raw_output: '{"next":"think"}', usage, usage_estimated: false }, { correlation_id: wakeId }),
+    draft('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, ...MODEL_CALL, raw_output: '{"next":"think"}', usage, usage_estimated: false, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 } }, { correlation_id: wakeId }),
   modelCallFailed: (wakeId: string, failure: PayloadOf<'ModelOutputEvent.ModelCallFailed'>['failure'] = 'timeout') =>
-    draft('ModelOutputEvent.ModelCallFailed', { wake_id: wakeId, ...MODEL_CALL, failure, detail: 'no answer', raw_output: null }, { correlation_id: wakeId }),
+    draft('ModelOutputEvent.ModelCallFailed', { wake_id: wakeId, ...MODEL_CALL, context: null, failure, detail: 'no answer', raw_output: null }, { correlation_id: wakeId }),
 
   actionProposed: (proposalId: string, tool: Tool, op: string, args: Args = {}) =>
     draft('ActionEvent.ActionProposed', { proposal_id: proposalId, tool, op, args, rationale: 'because the plan says so' }),
