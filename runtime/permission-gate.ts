@@ -16,11 +16,11 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import { MAX_READ_CONTENT_CHARS } from '../schema/events/action-events.js';
 import { ModelAction } from './model-protocol.js';
 
-export const GATE_RULES = ['tool_allowed', 'path_inside_workspace', 'no_symlink_escape', 'size_within_limit', 'target_free_or_same', 'budget_left', 'not_recovering'] as const;
+export const GATE_RULES = ['tool_allowed', 'path_inside_workspace', 'no_symlink_escape', 'size_within_limit', 'target_free_or_same', 'task_board_consistent', 'budget_left', 'not_recovering'] as const;
 export const GateRule = z.enum(GATE_RULES);
 export type GateRule = z.infer<typeof GateRule>;
 
-/** PermissionDecided.rules holds at most this many; a decision lists at most 7 (GATE_RULES). */
+/** PermissionDecided.rules holds at most this many; a decision lists at most 7 of GATE_RULES. */
 export const MAX_RULES_PER_DECISION = 32;
 /** PermissionDecided rule details are ShortText (schema/event-definition.ts). */
 const MAX_DETAIL_CHARS = 200;
@@ -73,6 +73,28 @@ export interface PermissionInput {
   readonly denied_fingerprints: ReadonlySet<string>;
   /** The caller's fingerprint of the action, if it computed one: must equal the gate's. */
   readonly fingerprint?: string;
+  /** Task ids on the board now (SubjectState.task_board), for task board actions; null when unknown (then such actions are denied). */
+  readonly task_ids?: ReadonlySet<string> | null;
+}
+
+/** The board holds at most this many tasks (projector/subject-state.ts SUBJECT_LIMITS.maxTasks). */
+const MAX_TASKS = 256;
+
+/**
+ * What the projector would refuse for a task board change, judged before it is allowed: an
+ * allowed action must be executable, or the allow would stand with no outcome.
+ */
+function taskBoardConsistent(action: Extract<ModelAction, { tool: 'task_board' }>, taskIds: ReadonlySet<string> | null | undefined): RuleResult {
+  const rule = 'task_board_consistent';
+  if (!taskIds) return { rule, passed: false, detail: 'the task board is not known: cannot be judged' };
+  const exists = taskIds.has(action.task_id);
+  if (action.op === 'add') {
+    if (exists) return { rule, passed: false, detail: clip(`task ${action.task_id} exists: add a new id or update it`) };
+    if (action.title === null) return { rule, passed: false, detail: 'a new task needs a title' };
+    if (taskIds.size >= MAX_TASKS) return { rule, passed: false, detail: `the board holds ${MAX_TASKS} tasks, its limit` };
+    return { rule, passed: true, detail: clip(`task ${action.task_id} is new`) };
+  }
+  return exists ? { rule, passed: true, detail: clip(`task ${action.task_id} is on the board`) } : { rule, passed: false, detail: clip(`no task ${action.task_id} on the board to ${action.op}`) };
 }
 
 export const RuleResult = z.strictObject({ rule: GateRule, passed: z.boolean(), detail: z.string().min(1).max(MAX_DETAIL_CHARS) });
@@ -259,6 +281,7 @@ export function decidePermission(input: PermissionInput): PermissionDecision {
     if (action.op === 'move') rules.push(targetFreeOrSame(facts?.path ?? null, facts?.to_path ?? null));
     else rules.push(sizeWithinLimit(action, facts?.path ?? null, input.limits));
   }
+  if (parsed.success && parsed.data.tool === 'task_board') rules.push(taskBoardConsistent(parsed.data, input.task_ids));
   rules.push(...commonRules(input));
 
   if (rules.length > MAX_RULES_PER_DECISION) throw new PermissionInputError(`${rules.length} rules exceed ${MAX_RULES_PER_DECISION}`);

@@ -111,7 +111,11 @@ class Wake {
     });
     const output = await this.think(bundle);
     if (output) {
-      if (output.plan_revision) await this.plan(output, bundle);
+      if (output.plan_revision) {
+        await this.plan(output, bundle);
+        // An accepted revision rewrites goals and the board: the gate judges the actions on what it left.
+        state = await this.stateNow();
+      }
       for (const [index, action] of output.actions.entries()) await this.act(action, index, state);
       for (const [index, claim] of output.claims.entries()) await this.remember(claim, index);
       await this.append(this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition }));
@@ -249,6 +253,7 @@ class Wake {
       tool_calls_left: this.toolCallsLeft(),
       lifecycle: state.lifecycle_state,
       denied_fingerprints: new Set([...Object.keys(state.denied_actions), ...this.deniedThisWake]),
+      task_ids: this.taskIds(state),
     });
     const decided = await this.append(this.draft('ActionEvent.PermissionDecided', 'runtime', { proposal_id: proposalId, decision: decision.decision, rules: decision.rules, repeat_of_denied: decision.repeat_of_denied }, proposed.event_id));
     if (decision.decision === 'deny') {
@@ -260,6 +265,8 @@ class Wake {
     const key = (what: string): string => `${this.input.subjectId}:${this.wakeId}:${proposalId}:${what}`;
     if (action.tool === 'task_board') {
       await this.append(this.draft('MemoryEvent.TaskBoardChanged', 'tool', { proposal_id: proposalId, task_id: action.task_id, op: action.op, title: action.title, status: action.status, priority: action.priority, depends_on: action.depends_on }, decided.event_id, key('task-board')));
+      if (action.op === 'add') this.board?.add(action.task_id);
+      if (action.op === 'remove') this.board?.delete(action.task_id);
       this.counts.executions += 1;
       return;
     }
@@ -284,6 +291,13 @@ class Wake {
   }
 
   private readonly deniedThisWake = new Set<string>();
+  /** The board as this wake changes it: the state at its start plus its own allowed changes (an accepted plan revision included). */
+  private board: Set<string> | null = null;
+
+  private taskIds(state: SubjectState): Set<string> {
+    this.board ??= new Set(Object.keys(state.task_board));
+    return this.board;
+  }
 
   private async remember(claim: ModelOutput['claims'][number], index: number): Promise<void> {
     try {

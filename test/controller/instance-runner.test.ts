@@ -12,27 +12,10 @@ import { KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store
 import { ExperimentPlan } from '../../controller/experiment-plan.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { openStoreReadOnly } from '../../writer/store-reader.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { controllerSetup, newInstanceOptions, resume, runInstance, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
+import { storedEvents, type StoredEvent } from '../support/stored-events.js';
 
-interface StoredEvent {
-  seq: number;
-  event_type: string;
-  actor: string;
-  occurred_at: string;
-  idempotency_key: string | null;
-  payload: Record<string, unknown>;
-}
-
-function storedEvents(runDir: string): StoredEvent[] {
-  const db = openStoreReadOnly(path.join(runDir, RUN_FILES.store));
-  try {
-    return (db.prepare('select envelope from events order by seq').all() as { envelope: string }[]).map((r) => JSON.parse(r.envelope) as StoredEvent);
-  } finally {
-    db.close();
-  }
-}
 
 function signedManifest(runDir: string, setup: ControllerSetup): InstanceManifest {
   const checked = checkSignedManifest(JSON.parse(readFileSync(path.join(runDir, RUN_FILES.manifest), 'utf8')), setup.key.keys.publicKey);

@@ -7,28 +7,11 @@ import type { InstanceResult } from '../../controller/instance-runner.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
-import { openStoreReadOnly } from '../../writer/store-reader.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { controllerSetup, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
+import { storedEvents as stored, ofType, type StoredEvent as Stored } from '../support/stored-events.js';
 
-interface Stored {
-  seq: number;
-  event_type: string;
-  actor: string;
-  idempotency_key: string | null;
-  payload: Record<string, unknown>;
-}
 
-function stored(runDir: string): Stored[] {
-  const db = openStoreReadOnly(path.join(runDir, RUN_FILES.store));
-  try {
-    return (db.prepare('select envelope from events order by seq').all() as { envelope: string }[]).map((r) => JSON.parse(r.envelope) as Stored);
-  } finally {
-    db.close();
-  }
-}
-
-const ofType = (events: Stored[], type: string): Stored[] => events.filter((e) => e.event_type === type);
 
 describe('one seed, three groups, the reference policy', () => {
   let setup: ControllerSetup;

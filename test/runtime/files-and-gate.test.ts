@@ -49,7 +49,7 @@ const task: ModelAction = { tool: 'task_board', op: 'complete', task_id: 'task-1
 /** The gate's input as the wake loop builds it: facts from the files tool for a files action. */
 function inputFor(action: ModelAction, o: Partial<Omit<PermissionInput, 'action'>> = {}): PermissionInput {
   const paths = action.tool === 'files' ? { path: inspectPath(root, action.path), to_path: action.op === 'move' ? inspectPath(root, action.to_path) : null } : null;
-  return { action, paths, limits: LIMITS, tool_calls_left: 3, lifecycle: 'AWAKE', denied_fingerprints: new Set(), ...o };
+  return { action, paths, limits: LIMITS, tool_calls_left: 3, lifecycle: 'AWAKE', denied_fingerprints: new Set(), task_ids: new Set(['task-0', 'task-1']), ...o };
 }
 
 function decide(action: ModelAction, o: Partial<Omit<PermissionInput, 'action'>> = {}): PermissionDecision {
@@ -68,6 +68,7 @@ function failed(decision: PermissionDecision): string[] {
 
 /** Every rule a decision of this kind checks, in order (the contract the store records). */
 function expectedRules(action: ModelAction): string[] {
+  if (action.tool === 'task_board') return ['tool_allowed', 'task_board_consistent', 'budget_left', 'not_recovering'];
   if (action.tool !== 'files') return ['tool_allowed', 'budget_left', 'not_recovering'];
   return ['tool_allowed', 'path_inside_workspace', 'no_symlink_escape', action.op === 'move' ? 'target_free_or_same' : 'size_within_limit', 'budget_left', 'not_recovering'];
 }
@@ -368,6 +369,17 @@ describe('the permission gate', () => {
       expect(rule(recovering, 'not_recovering').detail).toBe('lifecycle RECOVERING is read-only: nothing is allowed, reads included');
       for (const lifecycle of ['PAUSED', 'DORMANT', 'STOPPED', 'CREATED'] as LifecycleState[]) expect(failed(decide(action, { lifecycle }))).toEqual(['not_recovering']);
     }
+  });
+
+  test('a task board change the projector would refuse is denied at the gate, so no allow is left without its outcome', () => {
+    const add = (taskId: string, title: string | null): ModelAction => ({ tool: 'task_board', op: 'add', task_id: taskId, title, status: 'todo', priority: 1, depends_on: [], rationale: WHY });
+    expect(decide(add('task-2', 'Draft')).decision).toBe('allow');
+    expect(rule(decide(add('task-1', 'Again')), 'task_board_consistent')).toEqual({ rule: 'task_board_consistent', passed: false, detail: 'task task-1 exists: add a new id or update it' });
+    expect(failed(decide(add('task-2', null)))).toEqual(['task_board_consistent']);
+    expect(failed(decide({ ...task, task_id: 'task-9' }))).toEqual(['task_board_consistent']);
+    expect(failed(decide(add('task-2', 'Draft'), { task_ids: new Set(Array.from({ length: 256 }, (_, i) => `t${i}`)) }))).toEqual(['task_board_consistent']);
+    // A board the caller does not know is no board to judge against: denied, never guessed.
+    expect(failed(decide(task, { task_ids: null }))).toEqual(['task_board_consistent']);
   });
 
   test('no tool calls left: denied', () => {
