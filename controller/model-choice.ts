@@ -11,11 +11,15 @@ import { recordedCallsFromEvents } from '../runtime/recorded-model-calls.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 
+export const MIN_MODEL_TIMEOUT_MS = 100;
+export const MAX_MODEL_TIMEOUT_MS = 600_000;
+export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+
 const Params = z.strictObject({ temperature: z.number().min(0).max(2).nullable(), top_p: z.number().gt(0).max(1).nullable(), seed: z.number().int().nullable(), max_tokens: z.number().int().min(1).nullable() });
 
 export const ModelChoice = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
-  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: Params, json_mode: z.boolean() }),
+  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: Params, json_mode: z.boolean(), timeout_ms: z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS) }),
   /** Serve the model calls recorded in another run's store; never calls out. */
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
 ]);
@@ -48,16 +52,16 @@ function recordedRun(runDir: string): { modelId: string; calls: ReturnType<typeo
 export function resolveModel(choice: ModelChoice): { runtime: RuntimeModelConfig; info: ModelInfo } {
   switch (choice.adapter) {
     case 'reference':
-      return { runtime: { adapter: 'reference' }, info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null } };
+      return { runtime: { adapter: 'reference' }, info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null } };
     case 'openai': {
       const { adapter, ...rest } = choice;
-      return { runtime: { adapter, ...rest }, info: { adapter, model_id: choice.model_id, build: null, params: choice.params } };
+      return { runtime: { adapter, ...rest }, info: { adapter, model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms } };
     }
     case 'replay': {
       const recorded = recordedRun(choice.from_run);
       return {
         runtime: { adapter: 'replay', source_model_id: recorded.modelId, calls: recorded.calls },
-        info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null },
+        info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null, call_timeout_ms: null },
       };
     }
     default: {

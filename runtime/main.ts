@@ -17,7 +17,7 @@ import { WriterError } from '../writer/protocol.js';
 import { EventCache, EventReadError } from './event-cache.js';
 import type { ModelAdapter } from './model-adapter.js';
 import { modelAdapterFor } from './model-adapters/adapter-for.js';
-import { runWake, WakeNotOpenError } from './wake-loop.js';
+import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError } from './wake-loop.js';
 import {
   RuntimeParentMessage,
   type RuntimeChildMessage,
@@ -112,6 +112,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       capabilities: start.capabilities,
       retrievalPolicy: start.retrieval_policy,
       workspaceRoot: start.workspace_dir,
+      modelTimeoutMs: start.model.adapter === 'openai' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS,
       onProgress: (counts) => progressBarrier(wake.wake_id, counts),
       log,
     });

@@ -47,7 +47,7 @@ export const REFERENCE_POLICY_BUILD = `reference-policy@${REFERENCE_POLICY_VERSI
 /** Which model the subject thinks with (issue 5 item 3). The API key never travels here: the runtime reads `api_key_env`. */
 export const RuntimeModelConfig = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
-  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: ModelParamsSchema, json_mode: z.boolean() }),
+  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: ModelParamsSchema, json_mode: z.boolean(), timeout_ms: z.number().int().min(1).max(600_000) }),
   z.strictObject({ adapter: z.literal('replay'), source_model_id: z.string().min(1).max(200), calls: z.array(RecordedModelCall).max(10_000) }),
 ]);
 export type RuntimeModelConfig = z.infer<typeof RuntimeModelConfig>;

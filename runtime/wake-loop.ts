@@ -30,6 +30,7 @@ import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
 export const MAX_STORED_RAW_OUTPUT_CHARS = 48_000;
 const MAX_FINGERPRINT_CHARS = 200;
 export const FILE_LIMITS = { maxWriteBytes: 64 * 1024, maxReadBytes: 32 * 1024 } as const;
+/** For models that are not waited for (reference, replay): a bound, never reached in practice. */
 export const MODEL_CALL_TIMEOUT_MS = 60_000;
 /** The answer's token cap: what is left of the wake's token budget, at most this. */
 export const MAX_ANSWER_TOKENS = 4_096;
@@ -43,6 +44,8 @@ export interface WakeInput {
   readonly capabilities: Capabilities;
   readonly retrievalPolicy: RetrievalPolicy;
   readonly workspaceRoot: string;
+  /** How long the model call may take before it is recorded as a timeout. */
+  readonly modelTimeoutMs: number;
   /** Resolves when the controller has seen the append (it may kill this process instead: a planned crash). */
   readonly onProgress: (counts: { appends: number; execution_intents: number }) => Promise<void>;
   readonly log: (line: string) => void;
@@ -178,7 +181,7 @@ class Wake {
     }
     const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
     const maxTokens = Math.max(1, Math.min(MAX_ANSWER_TOKENS, wake.budget.tokens - promptTokens));
-    const outcome = await adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, MODEL_CALL_TIMEOUT_MS);
+    const outcome = await adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, this.input.modelTimeoutMs);
     this.counts.model_calls += 1;
     return this.record(outcome);
   }

@@ -16,7 +16,7 @@ import { InstanceError, resumeInstance, runNewInstance, type Group, type Instanc
 import { KeyStoreError, defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockFileOf, lockPrereg, PreregInputError } from '../../controller/prereg.js';
 import { parseSpeed, VirtualClockError } from '../../controller/virtual-clock.js';
-import { ModelChoice, ModelChoiceError } from '../../controller/model-choice.js';
+import { DEFAULT_MODEL_TIMEOUT_MS, ModelChoice, ModelChoiceError } from '../../controller/model-choice.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { summarizeRun } from '../../controller/run-summary.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
@@ -41,7 +41,7 @@ const USAGE = `usage: npm run experiment -- --group A|B|C [options]
   --model M          reference (default: the deterministic reference policy, offline),
                      openai (--base-url URL --model-id ID [--api-key-env VAR, default OPENAI_API_KEY;
                      --api-key-env none for a local server] [--temperature T] [--top-p P]
-                     [--model-seed N] [--max-tokens N] [--json-mode]),
+                     [--model-seed N] [--max-tokens N] [--json-mode] [--model-timeout-ms MS, default 60000]),
                      replay (--replay-from RUN_DIR: serve that run's recorded model calls)
   --prereg FILE      a locked pre-registration (lock it first: npm run prereg -- lock FILE);
                      default experiments/prereg/default.json, locked on first use
@@ -75,6 +75,7 @@ const OPTIONS = {
   'model-seed': { type: 'string' },
   'max-tokens': { type: 'string' },
   'json-mode': { type: 'boolean' },
+  'model-timeout-ms': { type: 'string' },
   'replay-from': { type: 'string' },
   resume: { type: 'string' },
   json: { type: 'boolean' },
@@ -98,7 +99,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'
 
 function modelChoiceOf(values: Values): ModelChoice {
   const model = values.model ?? 'reference';
-  const openaiFlags = ['base-url', 'model-id', 'api-key-env', 'temperature', 'top-p', 'model-seed', 'max-tokens', 'json-mode'] as const;
+  const openaiFlags = ['base-url', 'model-id', 'api-key-env', 'temperature', 'top-p', 'model-seed', 'max-tokens', 'json-mode', 'model-timeout-ms'] as const;
   if (model !== 'openai') {
     for (const flag of openaiFlags) if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --model openai only`);
   }
@@ -110,7 +111,7 @@ function modelChoiceOf(values: Values): ModelChoice {
       if (!values['base-url'] || !values['model-id']) throw new UsageError('--model openai needs --base-url URL and --model-id ID');
       const keyEnv = values['api-key-env'] ?? 'OPENAI_API_KEY';
       const params = { temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) };
-      const choice = ModelChoice.safeParse({ adapter: 'openai', base_url: values['base-url'], model_id: values['model-id'], api_key_env: keyEnv === 'none' ? null : keyEnv, params, json_mode: values['json-mode'] ?? false });
+      const choice = ModelChoice.safeParse({ adapter: 'openai', base_url: values['base-url'], model_id: values['model-id'], api_key_env: keyEnv === 'none' ? null : keyEnv, params, json_mode: values['json-mode'] ?? false, timeout_ms: numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? DEFAULT_MODEL_TIMEOUT_MS });
       if (!choice.success) throw new UsageError(`--model openai: ${choice.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
       if (keyEnv !== 'none' && !process.env[keyEnv]) throw new UsageError(`--model openai: the environment variable ${keyEnv} holding the API key is not set (use --api-key-env none for a server without a key)`);
       return choice.data;

@@ -54,7 +54,7 @@ function input(group: keyof typeof GROUP_CAPABILITIES, blind: string, overrides:
     plan,
     prereg,
     retrievalPolicy: prereg.retrieval_policy,
-    model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 } },
+    model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 }, call_timeout_ms: 60000 },
     isolation: { mode: 'same-uid', reason: 'not started as root' },
     startedAt: STARTED_AT,
     ...overrides,
@@ -127,7 +127,7 @@ describe('fairness: A/B/C of one replicate', () => {
 
   test('a group-dependent difference elsewhere is reported; started_at alone is per-instance data', () => {
     const a = buildInstanceManifest(input('A', 'G-7F3A'));
-    const c = buildInstanceManifest(input('C', 'G-E40B', { model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0.7, top_p: 1, seed: 7, max_tokens: 1024 } }, startedAt: '2026-07-20T09:15:02.000Z' }));
+    const c = buildInstanceManifest(input('C', 'G-E40B', { model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0.7, top_p: 1, seed: 7, max_tokens: 1024 }, call_timeout_ms: 60000 }, startedAt: '2026-07-20T09:15:02.000Z' }));
     expect(manifestsDifferOnlyByGroup(a, c)).toContain('model.params.temperature');
     expect(manifestsDifferOnlyByGroup(a, c)).toContain('started_at');
     expect(nonGroupDifferences(a, c)).toEqual(['model.params.temperature']);

@@ -64,7 +64,7 @@ export function instanceManifestFor(inputs: PlanInputs, plan: ExperimentPlan = i
     plan,
     prereg: inputs.prereg,
     retrievalPolicy: inputs.prereg.retrieval_policy,
-    model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 } },
+    model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 }, call_timeout_ms: 60000 },
     isolation: { mode: 'same-uid', reason: 'test run, not started as root' },
     startedAt: '2026-07-20T08:00:01.000Z',
   });

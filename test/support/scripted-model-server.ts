@@ -9,7 +9,7 @@
 // can tell a broken script from a behaviour of the system under test.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ModelChoice } from '../../controller/model-choice.js';
+import { DEFAULT_MODEL_TIMEOUT_MS, type ModelChoice } from '../../controller/model-choice.js';
 
 export interface ScriptedRequest {
   /** 0-based position among all requests this server received. */
@@ -44,7 +44,8 @@ export interface ScriptedModelServer {
   /** How many requests named this wake. */
   requestsFor(wakeId: string): number;
   /** The `model` option of a new instance that thinks with this server. */
-  modelChoice(): ModelChoice;
+  /** The `openai` model choice pointing at this server; `timeoutMs`: how long a call may take (default the CLI's). */
+  modelChoice(timeoutMs?: number): ModelChoice;
   close(): Promise<void>;
 }
 
@@ -143,13 +144,14 @@ export async function startScriptedModelServer(script: Script): Promise<Scripted
     requests,
     errors,
     requestsFor: (wakeId) => requests.filter((r) => r.wakeId === wakeId).length,
-    modelChoice: () => ({
+    modelChoice: (timeoutMs = DEFAULT_MODEL_TIMEOUT_MS) => ({
       adapter: 'openai',
       base_url: baseUrl,
       model_id: SCRIPTED_MODEL_ID,
       api_key_env: null,
       params: { temperature: 0, top_p: null, seed: 7, max_tokens: null },
       json_mode: false,
+      timeout_ms: timeoutMs,
     }),
     close: () =>
       new Promise<void>((resolve) => {
