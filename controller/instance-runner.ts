@@ -20,7 +20,7 @@ import { readProgress, type InstanceProgress } from './instance-progress.js';
 import type { Intervention } from './intervention-plan.js';
 import { IsolationError, planIsolation, prepareRunDir, prepareSocketDir, type IsolationOptions, type IsolationPlan, type SocketDir } from './isolation.js';
 import { copyPublicKeyInto, loadOrCreateControllerKey, type ControllerKey } from './key-store.js';
-import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, manifestSha256, RUNTIME_VERSION, type InstanceManifest, type ModelInfo } from './manifest.js';
+import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION, type InstanceManifest } from './manifest.js';
 import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from './prereg.js';
 import { appendSignedHead, sealAndSignFinalHead, signAndRecordHead, signChainHead, writeSignedManifest } from './run-signatures.js';
 import { loadScenario, subjectInitializedPayload, type Scenario } from './scenario.js';
@@ -46,7 +46,7 @@ import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/
 
 export type Group = keyof typeof GROUP_CAPABILITIES;
 
-/** A wake of this runtime build must answer within this much real time. */
+/** A wake must answer within this much real time beyond its model call's own timeout. */
 export const WAKE_TIMEOUT_MS = 120_000;
 /** A child asked to stop gets this long before SIGKILL. */
 export const CHILD_STOP_TIMEOUT_MS = 10_000;
@@ -213,7 +213,8 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
     isolation.cleanup();
     throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
   }
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: manifestSha256(manifest), prereg, isolation, scenario, model: model.runtime });
+  // The hash of the body as signed (what StoreOpened carries), not of the parsed manifest (which may fill defaults).
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime });
   return instance.run('open');
 }
 
@@ -268,7 +269,10 @@ class Instance {
   constructor(private readonly input: InstanceInput) {
     this.log = input.options.log;
     this.clock = new VirtualClock({ startAt: input.plan.schedule.start_at, speed: input.options.speed });
-    this.subjectId = `subject-${input.manifest.group_blind_id}`;
+    // Shared by the A/B/C instances of a replicate and free of the group: event ids derive from it,
+    // so the groups' subjects see the same ids wherever their histories agree, and a rerun of a
+    // batch (same experiment id and seed) reproduces its state hashes.
+    this.subjectId = `subject-${input.manifest.experiment_id}-r${input.manifest.replicate}`;
   }
 
   private get wakes(): readonly ScheduledWake[] {
@@ -613,7 +617,9 @@ class Instance {
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     });
-    const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: visibleToSeq, budget: wake.budget }, WAKE_TIMEOUT_MS);
+    // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
+    const wakeTimeoutMs = WAKE_TIMEOUT_MS + (this.input.manifest.model.call_timeout_ms ?? 0);
+    const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: visibleToSeq, budget: wake.budget }, wakeTimeoutMs);
     // Whichever loses the race must not become an unhandled rejection (a stop ends the wake's promise later).
     aborted.catch(() => undefined);
     waking.catch(() => undefined);

@@ -83,7 +83,7 @@ export const ModelInfo = z.strictObject({
   /** Sampling parameters of an `openai` model; null for the others (none samples: reference and replay are deterministic, none calls nothing). */
   params: ModelParams.nullable(),
   /** How long one call may take before it is recorded as a timeout (openai); null for models that are not waited for. */
-  call_timeout_ms: z.number().int().min(1).nullable(),
+  call_timeout_ms: z.number().int().min(1).nullable().default(null),
 })
   .refine((m) => (m.adapter === 'openai') === (m.params !== null), { message: 'params are given exactly for an openai model', path: ['params'] })
   .refine((m) => (m.adapter === 'openai') === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai model', path: ['call_timeout_ms'] });

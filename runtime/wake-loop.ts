@@ -8,6 +8,7 @@
 // runtime-crash intervention kills this process on those counts). Ids the store needs are made
 // here from the wake id and positions, never taken from the model. Causation links: decision →
 // its proposal, intent → its decision, outcome → its intent (issue 5 item 6).
+import { canonicalJson } from '../schema/canonical-json.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { schemaVersionOf, type EventType } from '../schema/event-catalog.js';
 import type { Capabilities } from '../schema/capabilities.js';
@@ -15,7 +16,7 @@ import type { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { subjectProjection } from '../projector/subject-projection.js';
 import type { SubjectState } from '../projector/subject-state.js';
 import type { WriterClient } from '../writer/client.js';
-import { WriterError, type EventDraft } from '../writer/protocol.js';
+import { WRITER_LIMITS, WriterError, type EventDraft } from '../writer/protocol.js';
 import { judgePlanRevision } from './capability-policy.js';
 import { buildContextBundle, type ContextBundle } from './context-bundle.js';
 import type { EventCache } from './event-cache.js';
@@ -199,20 +200,26 @@ class Wake {
 
   private async record(outcome: ModelCallOutcome): Promise<ModelOutput | null> {
     if (outcome.kind === 'failed') {
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(outcome.latency_ms), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), raw_output: outcome.raw_output === null ? null : outcome.raw_output.slice(0, MAX_STORED_RAW_OUTPUT_CHARS) }));
+      const base = { ...this.callFields(outcome.latency_ms), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000) };
+      const raw = outcome.raw_output === null ? null : this.fitted(base, outcome.raw_output);
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: raw }));
       this.notes.push(`model call failed (${outcome.failure}): ${outcome.detail.slice(0, 200)}`);
       return null;
     }
     const fields = this.callFields(outcome.latency_ms, outcome.system_fingerprint);
-    if (outcome.raw_output.length > MAX_STORED_RAW_OUTPUT_CHARS) {
-      // It cannot be stored verbatim, so it is not used: recorded as a protocol failure with the part that fits.
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...fields, failure: 'schema_violation', detail: `raw output of ${outcome.raw_output.length} chars exceeds the ${MAX_STORED_RAW_OUTPUT_CHARS} the store keeps; the first ${MAX_STORED_RAW_OUTPUT_CHARS} are stored and nothing is used`, raw_output: outcome.raw_output.slice(0, MAX_STORED_RAW_OUTPUT_CHARS) }));
+    const answered = { ...fields, raw_output: outcome.raw_output, usage: { ...outcome.usage }, usage_estimated: outcome.usage_estimated };
+    const bytes = payloadBytes(answered);
+    if (outcome.raw_output.length > MAX_STORED_RAW_OUTPUT_CHARS || bytes > WRITER_LIMITS.maxPayloadBytes) {
+      // It cannot be stored verbatim, so it is not used: recorded as a protocol failure with the longest prefix that fits.
+      const base = { ...fields, failure: 'schema_violation', detail: `raw output of ${outcome.raw_output.length} chars (${bytes} bytes as an event) exceeds what the store keeps (${MAX_STORED_RAW_OUTPUT_CHARS} chars, ${WRITER_LIMITS.maxPayloadBytes} bytes per event); a prefix is stored and nothing is used` };
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
       this.notes.push('model output too long to store verbatim: not used');
       return null;
     }
     const parsed = parseModelOutput(outcome.raw_output);
     if (!parsed.ok) {
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...fields, failure: 'schema_violation', detail: parsed.detail.slice(0, 2_000), raw_output: outcome.raw_output }));
+      const base = { ...fields, failure: 'schema_violation', detail: parsed.detail.slice(0, 2_000) };
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
       this.notes.push(`model output fails the protocol: ${parsed.detail.slice(0, 200)}`);
       return null;
     }
@@ -223,6 +230,23 @@ class Wake {
     return parsed.output;
   }
 
+  /** The longest prefix of `raw` that keeps the event within the store's limits (a note says when it is cut). */
+  private fitted(base: Record<string, unknown>, raw: string): string {
+    const fits = (n: number): boolean => n <= MAX_STORED_RAW_OUTPUT_CHARS && payloadBytes({ ...base, raw_output: prefixOf(raw, n) }) <= WRITER_LIMITS.maxPayloadBytes;
+    if (fits(raw.length)) return raw;
+    // Binary search over the prefix length: at most ~17 steps for 48,000 chars.
+    let lo = 0;
+    let hi = Math.min(raw.length, MAX_STORED_RAW_OUTPUT_CHARS);
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (fits(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    const kept = prefixOf(raw, lo);
+    this.notes.push(`raw model output cut to its first ${kept.length} of ${raw.length} chars to fit the store`);
+    return kept;
+  }
+
   private async plan(output: ModelOutput, bundle: ContextBundle): Promise<void> {
     const revision = output.plan_revision!;
     const proposalId = `${this.wakeId}-plan`;
@@ -230,7 +254,14 @@ class Wake {
     const proposed = await this.append(this.draft('PlanEvent.PlanRevisionProposed', 'model', { proposal_id: proposalId, ...revision }));
     const verdict = judgePlanRevision(this.input.capabilities, revision, bundle);
     if (verdict.verdict === 'accept') {
-      await this.append(this.draft('PlanEvent.PlanRevisionAccepted', 'runtime', { proposal_id: proposalId }, proposed.event_id));
+      try {
+        await this.append(this.draft('PlanEvent.PlanRevisionAccepted', 'runtime', { proposal_id: proposalId }, proposed.event_id));
+      } catch (error) {
+        // The projector refuses to adopt it (e.g. the board would exceed its limits): the plan is invalid, and says so, instead of ending the wake.
+        if (!(error instanceof WriterError) || error.code !== 'projection_rejected') throw error;
+        this.notes.push(`plan revision ${proposalId} passed the policy but the projector refused to adopt it (${error.recordNote.slice(0, 300)}): rejected as invalid_plan`);
+        await this.append(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: 'invalid_plan' }, proposed.event_id));
+      }
     } else {
       // No retry, no extra call, no compensating prompt (spec §5.2): the rejection is the whole answer.
       await this.append(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: verdict.reason_code }, proposed.event_id));
@@ -313,6 +344,16 @@ class Wake {
       this.notes.push(`claim ${index + 1} (${claim.claim_type}) refused by the writer: ${error.code}`);
     }
   }
+}
+
+function payloadBytes(payload: Record<string, unknown>): number {
+  return Buffer.byteLength(canonicalJson(payload), 'utf8');
+}
+
+/** The first n UTF-16 units of text, one fewer when n would split a surrogate pair (a lone surrogate is not JSON the store accepts). */
+function prefixOf(text: string, n: number): string {
+  const code = text.charCodeAt(n - 1);
+  return n > 0 && n < text.length && code >= 0xd800 && code <= 0xdbff ? text.slice(0, n - 1) : text.slice(0, n);
 }
 
 /** The path as the gate normalised it (the gate allowed it, so it normalises). */

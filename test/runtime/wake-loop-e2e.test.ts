@@ -127,6 +127,7 @@ const ACTIVE_ANSWER = answer({
 const ACTIVE_TEXT = JSON.stringify(ACTIVE_ANSWER);
 
 const M_TEXT = {
+  oversizedCjk: '漢'.repeat(23_000),
   notJson: 'I will start by reading the source notes, then update the task board and write the outline.',
   unknownTool: JSON.stringify(answer({ actions: [write('notes/m-unknown-tool.md', 'should never exist\n'), { tool: 'shell', op: 'exec', command: 'touch /tmp/ds-e2e-pwned', rationale: 'Faster.' }], claims: [claim('PLAN', 'Use the shell.')], attention: 'shell' })),
   inferenceWithoutConfidence: JSON.stringify(answer({ actions: [write('notes/m-inference.md', 'should never exist\n')], claims: [claim('PLAN', 'Write the inference note.'), claim('INFERENCE', 'The reviewer is away.', [], null)], attention: 'inference' })),
@@ -144,13 +145,16 @@ const M_SCRIPT = {
   [wake(6)]: (): ScriptedReply => ({ kind: 'raw', status: 200, body: M_NON_JSON_BODY, contentType: 'text/html' }),
   // The control: wake 4's JSON without the prose around it is used.
   [wake(7)]: (): ScriptedReply => ({ kind: 'content', content: ACTIVE_TEXT }),
+  // 23,000 CJK chars: under the 48,000-char guard, but ~69 KB as an event (3 bytes each), over the writer's 64 KiB.
+  [wake(8)]: (): ScriptedReply => ({ kind: 'content', content: M_TEXT.oversizedCjk }),
 };
 const M_SCRIPTED_WAKES = Object.keys(M_SCRIPT);
 
 // ---- instance P: paths, evidence, causation -------------------------------------------
 
 const P_BLIND_ID = 'inst-e2e-paths';
-const P_SUBJECT_ID = `subject-${P_BLIND_ID}`;
+/** The subject id the controller derives from the batch (controller/instance-runner.ts): experiment id and replicate of newInstanceOptions. */
+const P_SUBJECT_ID = 'subject-exp-test-1-r1';
 const CHAIN_PATH = 'notes/e2e-chain.md';
 const CHAIN_CONTENT = 'The causation chain, written by wake 1.\n';
 const BIG_PATH = 'data/big.txt';
@@ -406,6 +410,20 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     const ledgers = ofType(eventsM, 'ExperimentEvent.BudgetLedgerRecorded').map((e) => e.payload['used'] as { model_calls: number; retries: number });
     expect(ledgers.every((l) => l.model_calls === 1 && l.retries === 0)).toBe(true);
     expectRunVerifies(setup, runM);
+  });
+
+  it('an answer too large for one event in bytes (CJK) is recorded with the prefix that fits and never used; the instance goes on', () => {
+    const events = inWake(eventsM, wake(8));
+    const model = events.filter((e) => MODEL_EVENT.test(e.event_type));
+    expect(model.map((e) => e.event_type)).toEqual(['ModelOutputEvent.ModelCallFailed']);
+    expect(model[0]!.payload['failure']).toBe('schema_violation');
+    expect(String(model[0]!.payload['detail'])).toMatch(/bytes as an event\) exceeds what the store keeps/);
+    const kept = String(model[0]!.payload['raw_output']);
+    expect(kept.length).toBeGreaterThan(10_000);
+    expect(kept.length).toBeLessThan(23_000);
+    expect(M_TEXT.oversizedCjk.startsWith(kept)).toBe(true);
+    expect(events.filter((e) => USED_OUTPUT.includes(e.event_type))).toEqual([]);
+    expect(runM.status).toBe('finished');
   });
 
   it(`a server that never answers becomes ModelCallFailed{timeout} after the model's call timeout (${SHORT_MODEL_TIMEOUT_MS} ms), with one request and no retry`, () => {
