@@ -418,7 +418,8 @@ class Instance {
   private async stopRuntime(): Promise<void> {
     const runtime = this.runtime;
     this.runtime = null;
-    if (runtime) await runtime.stop(CHILD_STOP_TIMEOUT_MS);
+    // A runtime stopped mid-wake finishes the step under way first (its model call included): wait that long.
+    if (runtime) await runtime.stop(CHILD_STOP_TIMEOUT_MS + (this.input.manifest.model.call_timeout_ms ?? 0));
   }
 
   private async shutdownQuietly(): Promise<void> {

@@ -17,7 +17,7 @@ import { WriterError } from '../writer/protocol.js';
 import { EventCache, EventReadError } from './event-cache.js';
 import type { ModelAdapter } from './model-adapter.js';
 import { modelAdapterFor } from './model-adapters/adapter-for.js';
-import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError } from './wake-loop.js';
+import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
 import {
   RuntimeParentMessage,
   type RuntimeChildMessage,
@@ -79,12 +79,14 @@ function fatal(code: RuntimeFatalCode, message: string): void {
 let config: RuntimeStartConfig | null = null;
 let adapter: ModelAdapter | null = null;
 let cache: EventCache | null = null;
-let currentWake: { readonly wakeId: string; client: WriterClient | null } | null = null;
+let currentWake: { readonly wakeId: string; client: WriterClient | null; settled: Promise<void> | null } | null = null;
 let stopping = false;
 
 /** Waiting for the controller's progress_ack; at most one at a time (one wake, one append at a time). */
 let pendingAck: { readonly wakeId: string; readonly appends: number; readonly resolve: () => void; readonly reject: (error: Error) => void; readonly timer: NodeJS.Timeout } | null = null;
 const PROGRESS_ACK_TIMEOUT_MS = 10_000;
+/** Beyond the model's call timeout, how long a stopping runtime waits for its wake to reach a step boundary. */
+const STOP_MARGIN_MS = 5_000;
 
 /** Reports an append and waits until the controller has seen it (runtime/protocol.ts WakeProgress). */
 function progressBarrier(wakeId: string, counts: { appends: number; execution_intents: number }): Promise<void> {
@@ -112,6 +114,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       capabilities: start.capabilities,
       retrievalPolicy: start.retrieval_policy,
       workspaceRoot: start.workspace_dir,
+      shouldStop: () => stopping,
       modelTimeoutMs: start.model.adapter === 'openai' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS,
       onProgress: (counts) => progressBarrier(wake.wake_id, counts),
       log,
@@ -137,6 +140,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
 
 function failureOf(error: unknown): { code: WakeFailureCode; message: string } {
   if (error instanceof WakeNotOpenError) return { code: 'wake_not_open', message: error.message };
+  if (error instanceof WakeStoppedError) return { code: 'stopped', message: error.message };
   if (error instanceof EventReadError) return { code: error.code === 'too_many_events' ? 'internal' : error.code, message: error.message };
   if (error instanceof WriterUnavailableError) return { code: 'writer_unavailable', message: `${error.reason}: ${error.message}` };
   if (error instanceof WriterError) return { code: 'writer_refused', message: `${error.code}: ${error.message}` };
@@ -147,10 +151,10 @@ function onWake(wake: RuntimeWake): void {
   if (!config) return tell({ type: 'wake_failed', wake_id: wake.wake_id, code: 'not_started', message: 'wake before a valid start message' });
   if (stopping) return tell({ type: 'wake_failed', wake_id: wake.wake_id, code: 'stopped', message: 'the runtime is stopping' });
   if (currentWake) return tell({ type: 'wake_failed', wake_id: wake.wake_id, code: 'busy', message: `wake ${currentWake.wakeId} is still running; one wake at a time` });
-  const slot = { wakeId: wake.wake_id, client: null as WriterClient | null };
+  const slot = { wakeId: wake.wake_id, client: null as WriterClient | null, settled: null as Promise<void> | null };
   currentWake = slot;
   log(`wake ${wake.wake_id} at ${wake.wake_at}: visible up to seq ${wake.visible_to_seq}`);
-  wakeOnce(config, wake, slot).then(
+  slot.settled = wakeOnce(config, wake, slot).then(
     (report) => {
       currentWake = null;
       if (stopping) return;
@@ -168,14 +172,27 @@ function onWake(wake: RuntimeWake): void {
   );
 }
 
+/**
+ * A wake in flight is let run to its next step boundary (runtime/wake-loop.ts shouldStop): a
+ * model call under way is answered and recorded, a file operation gets its outcome — nothing
+ * happens that the store does not tell. Bounded: past the model's call timeout plus a margin
+ * the connection is closed and the process exits, and the message says the wake was cut.
+ */
 function stop(reason: string): void {
   if (stopping) return;
   stopping = true;
   log(`stopping: ${reason}`);
   const running = currentWake;
-  running?.client?.close();
-  // The wake in flight did not finish; say so rather than leave the parent to guess.
-  exitAfter(0, running ? { type: 'wake_failed', wake_id: running.wakeId, code: 'stopped', message: `the runtime stopped (${reason}) during the wake` } : null);
+  if (!running?.settled) return exitAfter(0, null);
+  const graceMs = (config?.model.adapter === 'openai' ? config.model.timeout_ms : 0) + STOP_MARGIN_MS;
+  const cut = setTimeout(() => {
+    running.client?.close();
+    exitAfter(0, { type: 'wake_failed', wake_id: running.wakeId, code: 'stopped', message: `the runtime stopped (${reason}); the wake did not reach a step boundary within ${graceMs} ms and was cut` });
+  }, graceMs);
+  void running.settled.then(() => {
+    clearTimeout(cut);
+    exitAfter(0, { type: 'wake_failed', wake_id: running.wakeId, code: 'stopped', message: `the runtime stopped (${reason}) at a step boundary of the wake; everything it did is recorded` });
+  });
 }
 
 /** A malformed message's `type` and `wake_id`, read without trusting anything else in it. */

@@ -47,6 +47,8 @@ export interface WakeInput {
   readonly workspaceRoot: string;
   /** How long the model call may take before it is recorded as a timeout. */
   readonly modelTimeoutMs: number;
+  /** True once the runtime is asked to stop: the wake ends at its next step boundary. */
+  readonly shouldStop: () => boolean;
   /** Resolves when the controller has seen the append (it may kill this process instead: a planned crash). */
   readonly onProgress: (counts: { appends: number; execution_intents: number }) => Promise<void>;
   readonly log: (line: string) => void;
@@ -60,6 +62,11 @@ export interface WakeResult {
 }
 
 type Draft = Omit<EventDraft, 'schema_version'> & { event_type: EventType };
+
+/** The runtime is stopping: the wake ended at a step boundary, everything before it recorded. */
+export class WakeStoppedError extends Error {
+  override readonly name = 'WakeStoppedError';
+}
 
 /** The runtime was woken for a wake the store does not have open: nothing is appended. */
 export class WakeNotOpenError extends Error {
@@ -113,15 +120,24 @@ class Wake {
       persistentState: state,
       workspace: listWorkspace(this.input.workspaceRoot),
     });
+    this.boundary('before the model call');
     const output = await this.think(bundle);
+    this.boundary('after the model call (recorded)');
     if (output) {
       if (output.plan_revision) {
         await this.plan(output, bundle);
         // An accepted revision rewrites goals and the board: the gate judges the actions on what it left.
         state = await this.stateNow();
       }
-      for (const [index, action] of output.actions.entries()) await this.act(action, index, state);
-      for (const [index, claim] of output.claims.entries()) await this.remember(claim, index);
+      for (const [index, action] of output.actions.entries()) {
+        this.boundary(`before action ${index + 1}`);
+        await this.act(action, index, state);
+      }
+      for (const [index, claim] of output.claims.entries()) {
+        this.boundary(`before claim ${index + 1}`);
+        await this.remember(claim, index);
+      }
+      this.boundary('before the focus update');
       await this.append(this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition }));
     }
     const checkpoint: WakeCheckpoint = output
@@ -266,6 +282,11 @@ class Wake {
       // No retry, no extra call, no compensating prompt (spec §5.2): the rejection is the whole answer.
       await this.append(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: verdict.reason_code }, proposed.event_id));
     }
+  }
+
+  /** A step boundary: stop here when asked (nothing half done: an intent always has its outcome). */
+  private boundary(where: string): void {
+    if (this.input.shouldStop()) throw new WakeStoppedError(`stopped ${where}`);
   }
 
   private toolCallsLeft(): number {

@@ -28,7 +28,7 @@ import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
-import { controllerSetup, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, resume, runInstance, type ControllerSetup } from '../support/controller-run.js';
 import { promptEvents, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer, type ScriptedReply, type ScriptedRequest } from '../support/scripted-model-server.js';
 import { storedEvents as stored, type StoredEvent as Stored } from '../support/stored-events.js';
 
@@ -594,3 +594,37 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
   });
 });
 
+
+describe('an emergency stop while the model call is under way', () => {
+  it('lets the call finish and records it (exactly one model event per request), ends the wake stopped, and the instance resumes to a verified finish', async () => {
+    const setup = controllerSetup();
+    const stop = new AbortController();
+    let server: ScriptedModelServer | null = null;
+    server = await startScriptedModelServer(async (request) => {
+      if (request.wakeId === wake(3)) {
+        // The operator stops while this answer is on its way; the runtime must still record it.
+        stop.abort('test: emergency stop during the model call of wake-0003');
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+      }
+      return benign(request.wakeId ?? 'unknown');
+    });
+    try {
+      const run = newInstanceOptions(setup, { name: 'e2e-stop-mid-call', signal: stop.signal, model: server.modelChoice() });
+      const stopped = await runInstance(run);
+      expect(stopped.status).toBe('stopped');
+      const events = stored(stopped.runDir);
+      const modelEvents = events.filter((e) => MODEL_EVENT.test(e.event_type));
+      expect(modelEvents).toHaveLength(server.requests.length);
+      expect(modelEvents.at(-1)!.payload['wake_id']).toBe(wake(3));
+      expect(wakeEndedOutcome(events, wake(3))).toBe('stopped');
+      expect(events.some((e) => e.event_type === 'SystemEvent.EmergencyStopped')).toBe(true);
+      const resumed = await resume(run);
+      expect(resumed.status).toBe('finished');
+      expect(stored(resumed.runDir).filter((e) => MODEL_EVENT.test(e.event_type))).toHaveLength(server.requests.length);
+      expect(verifyDirectory(resumed.runDir).failures).toEqual([]);
+      expect(checkRunFollowsPlan(resumed.runDir, setup.key.keys.publicKey).failures).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
+});
