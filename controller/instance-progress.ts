@@ -4,7 +4,7 @@
 // file the controller might have failed to write — is the one account of progress.
 import type { EventEnvelope } from '../schema/envelope.js';
 import type { WriterClient } from '../writer/client.js';
-import { WRITER_LIMITS, type Head } from '../writer/protocol.js';
+import type { Head } from '../writer/protocol.js';
 
 export interface RecordedEvent {
   readonly seq: number;
@@ -44,18 +44,8 @@ export function progressOf(envelopes: Iterable<EventEnvelope>, head: Head): Inst
   return { head, byKey, openWakeId, stopped, sealed, lastOccurredAt };
 }
 
-/** Reads the whole store through the controller's connection, page by page (bounded by the head). */
+/** Reads the whole store through the controller's connection (WriterClient.readRange: bounded pages). */
 export async function readProgress(client: WriterClient): Promise<InstanceProgress> {
   const head = await client.head();
-  const envelopes: EventEnvelope[] = [];
-  const maxPages = Math.ceil(head.seq / WRITER_LIMITS.maxReadPage) + 1;
-  let fromSeq = 1;
-  for (let page = 0; page < maxPages && fromSeq <= head.seq; page += 1) {
-    const result = await client.read({ from_seq: fromSeq, limit: WRITER_LIMITS.maxReadPage });
-    envelopes.push(...result.events);
-    if (result.next_seq <= fromSeq) throw new Error(`the writer's read made no progress at seq ${fromSeq}`);
-    fromSeq = result.next_seq;
-  }
-  if (fromSeq <= head.seq) throw new Error(`read stopped at seq ${fromSeq - 1} of ${head.seq} after ${maxPages} pages`);
-  return progressOf(envelopes.filter((e) => e.seq <= head.seq), head);
+  return progressOf(await client.readRange(1, head.seq), head);
 }

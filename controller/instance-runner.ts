@@ -38,8 +38,7 @@ import { hashCanonical, type HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
-import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
-import type { EventEnvelope } from '../schema/envelope.js';
+import { DEFAULT_SNAPSHOT_EVERY_EVENTS, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
 import type { RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
 import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
@@ -586,14 +585,7 @@ class Instance {
   private async recordLedger(wake: ScheduledWake, startedSeq: number): Promise<void> {
     const client = this.connected();
     const head = await client.head();
-    const events: EventEnvelope[] = [];
-    const maxPages = Math.ceil((head.seq - startedSeq) / WRITER_LIMITS.maxReadPage) + 1;
-    for (let page = 0, from = startedSeq + 1; page < maxPages && from <= head.seq; page += 1) {
-      const result = await client.read({ from_seq: from, limit: WRITER_LIMITS.maxReadPage });
-      events.push(...result.events.filter((e) => e.seq <= head.seq));
-      from = result.next_seq;
-    }
-    await this.append([ledgerDraft(wake, ledgerOf(events))]);
+    await this.append([ledgerDraft(wake, ledgerOf(await client.readRange(startedSeq + 1, head.seq)))]);
   }
 
   /** Runs the runtime's wake; carries out a planned runtime crash. Returns a line for the screen. */

@@ -92,6 +92,8 @@ export const ContextBundle = z.strictObject({
   state: SubjectView,
   window: RetrievalWindow,
   workspace: z.array(WorkspaceEntry),
+  /** Workspace files the listing's limits left out (runtime/files-tool.ts): stated, never silent. */
+  workspace_omitted: z.strictObject({ too_deep: z.number().int().min(0), too_large: z.number().int().min(0), over_count: z.number().int().min(0) }).default({ too_deep: 0, too_large: 0, over_count: 0 }),
 });
 export type ContextBundle = z.infer<typeof ContextBundle>;
 
@@ -371,6 +373,7 @@ export interface ContextBundleInput {
    */
   readonly persistentState: SubjectState | null;
   readonly workspace: readonly WorkspaceEntry[];
+  readonly workspaceOmitted?: { readonly too_deep: number; readonly too_large: number; readonly over_count: number };
 }
 
 /** The bundle of one wake. Same input ⇒ the same bundle, field for field. */
@@ -389,5 +392,5 @@ export function buildContextBundle(input: ContextBundleInput): ContextBundle {
   }
   // Code-unit order, as JCS sorts: the listing's order must not depend on the file system.
   const workspace = [...input.workspace].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)).map((f) => ({ path: f.path, bytes: f.bytes, sha256: f.sha256 }));
-  return ContextBundle.parse({ wake: { ...wake, budget: { ...wake.budget } }, state, window, workspace });
+  return ContextBundle.parse({ wake: { ...wake, budget: { ...wake.budget } }, state, window, workspace, workspace_omitted: { ...(input.workspaceOmitted ?? { too_deep: 0, too_large: 0, over_count: 0 }) } });
 }

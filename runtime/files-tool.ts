@@ -469,25 +469,44 @@ export interface WorkspaceEntry {
  * maxListedEntries entries and maxListDepth folders deep.
  */
 export function listWorkspace(root: string): WorkspaceEntry[] {
+  return listWorkspaceCounted(root).entries;
+}
+
+/** What a listing leaves out, by reason: never silently (the context bundle states it). */
+export interface WorkspaceListing {
+  readonly entries: WorkspaceEntry[];
+  readonly omitted: { readonly too_deep: number; readonly too_large: number; readonly over_count: number };
+}
+
+/** listWorkspace, with counts of what the limits left out (folders too deep count once each). */
+export function listWorkspaceCounted(root: string): WorkspaceListing {
   const rootReal = workspaceRealpath(root);
   const entries: WorkspaceEntry[] = [];
+  const omitted = { too_deep: 0, too_large: 0, over_count: 0 };
   const walk = (folder: string, relative: string, depth: number): void => {
-    if (depth > FILE_TOOL_LIMITS.maxListDepth) return;
+    if (depth > FILE_TOOL_LIMITS.maxListDepth) {
+      omitted.too_deep += 1;
+      return;
+    }
     const names = readdirSync(folder).sort();
     for (const name of names) {
-      if (entries.length >= FILE_TOOL_LIMITS.maxListedEntries) return;
+      if (entries.length >= FILE_TOOL_LIMITS.maxListedEntries) {
+        omitted.over_count += 1;
+        continue;
+      }
       if (name.endsWith(TEMP_SUFFIX)) continue;
       const full = path.join(folder, name);
       const rel = relative === '' ? name : `${relative}/${name}`;
       const stats = lstatOrNull(full);
       if (stats === null) continue;
       if (stats.isDirectory()) walk(full, rel, depth + 1);
-      else if (stats.isFile() && stats.size <= FILE_TOOL_LIMITS.maxHashedBytes) {
+      else if (stats.isFile() && stats.size > FILE_TOOL_LIMITS.maxHashedBytes) omitted.too_large += 1;
+      else if (stats.isFile()) {
         const observed = observe(full);
         if (observed.kind === 'file') entries.push({ path: rel, bytes: stats.size, sha256: observed.hash });
       }
     }
   };
   walk(rootReal, '', 0);
-  return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { entries: entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), omitted };
 }

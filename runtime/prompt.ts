@@ -114,7 +114,9 @@ function renderUser(bundle: ContextBundle): string {
   }
   lines.push('');
 
-  lines.push(`WORKSPACE (${workspace.length} files: path · bytes · sha256)`);
+  const o = bundle.workspace_omitted;
+  const left = o.too_deep + o.too_large + o.over_count;
+  lines.push(`WORKSPACE (${workspace.length} files: path · bytes · sha256)${left > 0 ? `; not listed: ${o.over_count} over the listing limit, ${o.too_large} too large, ${o.too_deep} folder(s) nested too deep` : ''}`);
   for (const f of workspace) lines.push(`${quoted(f.path)} · ${f.bytes} · ${f.sha256}`);
   return lines.join('\n');
 }

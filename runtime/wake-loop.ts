@@ -20,7 +20,7 @@ import { WRITER_LIMITS, WriterError, type EventDraft } from '../writer/protocol.
 import { judgePlanRevision } from './capability-policy.js';
 import { buildContextBundle, type ContextBundle } from './context-bundle.js';
 import type { EventCache } from './event-cache.js';
-import { executeFileAction, inspectPath, listWorkspace, plannedHashes, reconcileIntent } from './files-tool.js';
+import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
 import type { ModelAdapter, ModelCallOutcome } from './model-adapter.js';
 import { parseModelOutput, type ModelAction, type ModelOutput } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
@@ -112,13 +112,17 @@ class Wake {
     // Reconciliation may move the subject to RECOVERING (read-only): decide everything after it on the state it leaves.
     if (await this.reconcileOpenIntents(state)) state = await this.stateNow();
 
+    const listing = listWorkspaceCounted(this.input.workspaceRoot);
+    const unlisted = listing.omitted.too_deep + listing.omitted.too_large + listing.omitted.over_count;
+    if (unlisted > 0) this.notes.push(`workspace listing left out ${listing.omitted.over_count} over the limit, ${listing.omitted.too_large} too large, ${listing.omitted.too_deep} folder(s) too deep (stated in the prompt)`);
     const bundle = buildContextBundle({
       wake: { wake_id: wake.wake_id, wake_at: wake.wake_at, budget: wake.budget, visible_to_seq: wake.visible_to_seq },
       events: cache.events,
       policy: this.input.retrievalPolicy,
       capabilities: this.input.capabilities,
       persistentState: state,
-      workspace: listWorkspace(this.input.workspaceRoot),
+      workspace: listing.entries,
+      workspaceOmitted: listing.omitted,
     });
     this.boundary('before the model call');
     const output = await this.think(bundle);
@@ -153,16 +157,9 @@ class Wake {
   private async stateNow(): Promise<SubjectState> {
     const { client, cache } = this.input;
     const head = await client.head();
-    const tail: EventEnvelope[] = [];
-    const maxPages = Math.ceil((head.seq - cache.lastSeq) / 1_000) + 1;
-    for (let page = 0, from = cache.lastSeq + 1; page < maxPages && from <= head.seq; page += 1) {
-      const result = await client.read({ from_seq: from, limit: Math.min(1_000, head.seq - from + 1) });
-      for (const [i, event] of result.events.entries()) {
-        if (event.seq !== from + i || event.subject_id !== this.input.subjectId) throw new Error(`the writer returned seq ${event.seq} of ${event.subject_id} where seq ${from + i} of ${this.input.subjectId} was expected`);
-      }
-      tail.push(...result.events);
-      from += result.events.length;
-    }
+    const tail = await client.readRange(cache.lastSeq + 1, head.seq);
+    const foreign = tail.find((event) => event.subject_id !== this.input.subjectId);
+    if (foreign) throw new Error(`the writer returned seq ${foreign.seq} of ${foreign.subject_id}, not of ${this.input.subjectId}`);
     return this.projected([...cache.events, ...tail]);
   }
 

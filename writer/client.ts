@@ -5,6 +5,7 @@
 import net from 'node:net';
 import { z } from 'zod';
 import type { WriterRole } from '../schema/event-definition.js';
+import type { EventEnvelope } from '../schema/envelope.js';
 import {
   AppendResult,
   Head,
@@ -13,6 +14,7 @@ import {
   SealResult,
   WriterError,
   WriterResponse,
+  WRITER_LIMITS,
   type EventDraft,
   type WriterRequest,
 } from './protocol.js';
@@ -78,6 +80,27 @@ export class WriterClient {
 
   async read(params: Params<'read'>): Promise<ReadResult> {
     return ReadResult.parse(await this.request('read', params));
+  }
+
+  /**
+   * Seqs fromSeq..toSeq (inclusive; empty when toSeq < fromSeq), in pages of at most the
+   * writer's page size. Bounded by the span; a page that is short or not contiguous means the
+   * writer is not the store the caller thinks, and fails as a protocol error, never a gap.
+   */
+  async readRange(fromSeq: number, toSeq: number): Promise<EventEnvelope[]> {
+    const events: EventEnvelope[] = [];
+    const maxPages = Math.max(0, Math.ceil((toSeq - fromSeq + 1) / WRITER_LIMITS.maxReadPage));
+    for (let page = 0, from = fromSeq; page < maxPages && from <= toSeq; page += 1) {
+      const limit = Math.min(WRITER_LIMITS.maxReadPage, toSeq - from + 1);
+      const result = await this.read({ from_seq: from, limit });
+      if (result.events.length !== limit) throw new WriterUnavailableError('protocol', `asked for ${limit} events from seq ${from}, the writer returned ${result.events.length}`);
+      for (const [i, event] of result.events.entries()) {
+        if (event.seq !== from + i) throw new WriterUnavailableError('protocol', `expected seq ${from + i}, the writer returned seq ${event.seq}`);
+      }
+      events.push(...result.events);
+      from += limit;
+    }
+    return events;
   }
 
   async head(): Promise<Head> {

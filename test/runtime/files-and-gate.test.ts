@@ -5,7 +5,7 @@
 // and an exhausted budget; every decision lists every rule it checked. Forged inputs
 // (facts that lie, a fingerprint that is not the action's, an unknown tool) are denied or
 // refused, never trusted.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -13,7 +13,7 @@ import { subjectProjection } from '../../projector/subject-projection.js';
 import type { LifecycleState } from '../../projector/lifecycle.js';
 import { eventDefinition } from '../../schema/event-catalog.js';
 import { hashText } from '../../schema/hash.js';
-import { executeFileAction, FILE_TOOL_LIMITS, inspectPath, listWorkspace, plannedHashes, reconcileIntent, type FileAction, type IntentToReconcile } from '../../runtime/files-tool.js';
+import { executeFileAction, FILE_TOOL_LIMITS, inspectPath, listWorkspace, listWorkspaceCounted, plannedHashes, reconcileIntent, type FileAction, type IntentToReconcile } from '../../runtime/files-tool.js';
 import type { ModelAction } from '../../runtime/model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, GATE_RULES, normalizeWorkspacePath, PermissionInputError, type PathFacts, type PermissionDecision, type PermissionInput } from '../../runtime/permission-gate.js';
 import { BUDGET, d, draft, SubjectStream } from '../support/subject-events.js';
@@ -76,6 +76,20 @@ function expectedRules(action: ModelAction): string[] {
 function fileText(rel: string): string {
   return readFileSync(path.join(root, rel), 'utf8');
 }
+
+describe('the workspace listing says what its limits leave out', () => {
+  test('a file over the hashing limit and a folder nested too deep are counted, not silently dropped', () => {
+    const big = path.join(root, 'big.bin');
+    writeFileSync(big, '');
+    truncateSync(big, FILE_TOOL_LIMITS.maxHashedBytes + 1); // sparse: no 16 MiB written
+    const deep = path.join(root, ...Array.from({ length: FILE_TOOL_LIMITS.maxListDepth + 2 }, (_, i) => `d${i}`));
+    mkdirSync(deep, { recursive: true });
+    writeFileSync(path.join(deep, 'lost.md'), 'deep\n');
+    const listing = listWorkspaceCounted(root);
+    expect(listing.entries.map((e) => e.path)).toEqual(['notes.md']);
+    expect(listing.omitted).toEqual({ too_deep: 1, too_large: 1, over_count: 0 });
+  });
+});
 
 describe('paths: normalisation and escapes', () => {
   test("'..' traversal is refused, even when it would stay inside", () => {
