@@ -14,7 +14,7 @@ import { eventDefinition, type EventType, type PayloadOf } from '../schema/event
 import { EventId, Identifier, Timestamp } from '../schema/event-definition.js';
 import { Budget } from '../schema/events/experiment-events.js';
 import { hashText, HashString } from '../schema/hash.js';
-import type { RetrievalPolicy } from '../schema/retrieval-policy.js';
+import { MAX_PINNED_EVENTS, type RetrievalPolicy } from '../schema/retrieval-policy.js';
 import type { SubjectState } from '../projector/subject-state.js';
 import { keepsStateAcrossWakes } from './capability-policy.js';
 
@@ -33,7 +33,10 @@ export const WindowEvent = z.strictObject({
 export type WindowEvent = z.infer<typeof WindowEvent>;
 
 export const RetrievalWindow = z.strictObject({
+  /** The pinned events first (policy.pinned_event_types), then the window's, each in seq order. */
   events: z.array(WindowEvent),
+  /** Events of policy.pinned_event_types shown ahead of the window (not counted in eligible_total). */
+  pinned: z.number().int().min(0).default(0),
   /** Events of the pre-registered types visible to this wake. */
   eligible_total: z.number().int().min(0),
   /** Eligible events left out because the window holds only window_events. */
@@ -123,7 +126,8 @@ function toWindowEvent(e: VisibleEvent): WindowEvent {
 }
 
 export function windowStatement(w: Omit<RetrievalWindow, 'statement' | 'events'> & { readonly shown: number }): string {
-  return `window ${w.shown} of ${w.eligible_total} eligible events (${w.omitted_by_count} older left out, ${w.omitted_by_token_cap} over the token cap); ${w.not_eligible} events of other types not shown`;
+  const pinned = w.pinned > 0 ? `${w.pinned} pinned event${w.pinned === 1 ? '' : 's'} (starting conditions) + ` : '';
+  return `${pinned}window ${w.shown} of ${w.eligible_total} eligible events (${w.omitted_by_count} older left out, ${w.omitted_by_token_cap} over the token cap); ${w.not_eligible} events of other types not shown`;
 }
 
 /**
@@ -132,13 +136,17 @@ export function windowStatement(w: Omit<RetrievalWindow, 'statement' | 'events'>
  *   2. eligible = the visible events whose event_type is in policy.event_types;
  *   3. keep the last policy.window_events eligible events;
  *   4. drop the OLDEST kept event while the summed estimate (estimateEventTokens) exceeds
- *      policy.token_cap.
- * Every visible event is accounted for exactly once: shown, omitted_by_count,
+ *      policy.token_cap;
+ *   5. visible events of policy.pinned_event_types go ahead of the window, outside its count
+ *      and its token cap (at most MAX_PINNED_EVENTS, else refused).
+ * Every visible event is accounted for exactly once: pinned, shown, omitted_by_count,
  * omitted_by_token_cap or not_eligible; the statement says so in words.
  */
 export function buildRetrievalWindow(visibleEvents: readonly VisibleEvent[], policy: RetrievalPolicy, visibleToSeq: number = Number.POSITIVE_INFINITY): RetrievalWindow {
   const types = new Set<string>(policy.event_types);
+  const pinnedTypes = new Set<string>(policy.pinned_event_types);
   const eligible: VisibleEvent[] = [];
+  const pinned: VisibleEvent[] = [];
   let notEligible = 0;
   let lastSeq = 0;
   for (const event of visibleEvents) {
@@ -147,8 +155,10 @@ export function buildRetrievalWindow(visibleEvents: readonly VisibleEvent[], pol
     // Later events are not visible to this wake: they are not "left out", they do not exist for it.
     if (event.seq > visibleToSeq) break;
     if (types.has(event.event_type)) eligible.push(event);
+    else if (pinnedTypes.has(event.event_type)) pinned.push(event);
     else notEligible += 1;
   }
+  if (pinned.length > MAX_PINNED_EVENTS) throw new ContextBundleError(`${pinned.length} events of the pinned types ${[...pinnedTypes].join(', ')} are visible; at most ${MAX_PINNED_EVENTS} are shown ahead of the window`);
   const kept = eligible.slice(Math.max(0, eligible.length - policy.window_events)).map(toWindowEvent);
   const omittedByCount = eligible.length - kept.length;
   const costs = kept.map(estimateEventTokens);
@@ -159,8 +169,10 @@ export function buildRetrievalWindow(visibleEvents: readonly VisibleEvent[], pol
     tokens -= costs[first]!;
     first += 1;
   }
-  const counts = { eligible_total: eligible.length, omitted_by_count: omittedByCount, omitted_by_token_cap: first, not_eligible: notEligible, tokens_estimated: tokens };
-  return { events: kept.slice(first), ...counts, statement: windowStatement({ ...counts, shown: kept.length - first }) };
+  const pinnedEvents = pinned.map(toWindowEvent);
+  const pinnedTokens = pinnedEvents.reduce((sum, e) => sum + estimateEventTokens(e), 0);
+  const counts = { pinned: pinned.length, eligible_total: eligible.length, omitted_by_count: omittedByCount, omitted_by_token_cap: first, not_eligible: notEligible, tokens_estimated: tokens + pinnedTokens };
+  return { events: [...pinnedEvents, ...kept.slice(first)], ...counts, statement: windowStatement({ ...counts, shown: kept.length - first }) };
 }
 
 // ---------------------------------------------------------------------------------------

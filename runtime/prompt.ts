@@ -77,6 +77,7 @@ const SYSTEM_PROMPT = [
   '  FACT: something the events establish. It must cite, in evidence_event_ids, events shown in your window that establish it: events from the world, successful tool results or reconciled tool outcomes (never model answers, plans or proposals). A FACT without such evidence is refused.',
   '  PLAN: something you intend to do.',
   '  INFERENCE: something you conclude without direct evidence. confidence is required (not null); list other explanations in alternatives.',
+  'CHECKPOINT: where you stand at the end of this wake. current_goal_id: the id of the goal you pursue. goal_status: "active" while you work towards it, "submitted" once its result is submitted. attention_target: the task_id you are working on, or null when every task is done. waiting_condition: what you wait for, naming its thread id (e.g. "reply in thread <thread id>"), or null. next_action: the task_id of your next step and what you will do, "wait for …" naming the thread when waiting is your next step, or "none" when every task is done.',
   `PATH: a path relative to the workspace (1-${PATH_MAX} chars). RATIONALE: why you propose it, string (1-${RATIONALE_MAX} chars). ID: 1-128 chars of A-Z a-z 0-9 . _ : - starting with a letter or digit. EVENT_ID: the event_id (a UUID) of an event shown in your window. TIMESTAMP: ISO-8601 UTC, e.g. 2026-07-20T09:00:00.000Z.`,
   'Ids of proposals, claims and journal entries are assigned by the runtime; do not invent them.',
 ].join('\n');

@@ -585,7 +585,8 @@ export function decide(bundle: ContextBundle): ModelOutput {
     w.actions.push({ tool: 'journal', op: 'write', text, rationale: 'a journal entry each wake keeps my yesterday recoverable' });
   }
 
-  const goalStatus = goal === null ? null : submitting || submittedSeen(o, reportPath, submitTask) ? 'submitted' : revision ? 'revision proposed' : 'active';
+  // The protocol's vocabulary (runtime/prompt.ts CHECKPOINT): a proposed plan does not change the goal's status.
+  const goalStatus = goal === null ? null : submitting || submittedSeen(o, reportPath, submitTask) ? 'submitted' : 'active';
   return {
     protocol: MODEL_PROTOCOL,
     focus: { attention_target: attention, waiting_condition: waiting },

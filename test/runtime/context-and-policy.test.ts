@@ -229,7 +229,7 @@ describe('the retrieval window (the pre-registered rule, identical for every gro
 // =======================================================================================
 
 describe("group A's view: rebuilt from the window alone", () => {
-  const withInit = RetrievalPolicy.parse({ ...POLICY, event_types: [...POLICY.event_types, 'SystemEvent.SubjectInitialized'] });
+  const withInit = RetrievalPolicy.parse({ ...POLICY, event_types: [...POLICY.event_types, 'SystemEvent.SubjectInitialized'], pinned_event_types: [] });
   const init = (seq: number): VisibleEvent =>
     ev(seq, 'SystemEvent.SubjectInitialized', {
       identity: { name: 'R-1', description: 'a research assistant' },
@@ -274,11 +274,25 @@ describe("group A's view: rebuilt from the window alone", () => {
     expect(inside.waiting_condition).not.toBeNull();
   });
 
-  it('with the default pre-registration the window never carries SubjectInitialized, so A starts without goal or tasks', () => {
-    const view = windowView(buildRetrievalWindow(numbered([init, ...memory]), POLICY));
-    expect(view.goal).toBeNull();
-    expect(view.tasks.map((t) => t.task_id)).toEqual(['task-read-sources']);
-    expect(view.tasks[0]).toMatchObject({ title: '', status: 'doing', priority: null });
+  it('with the default pre-registration SubjectInitialized is pinned: A keeps its starting conditions however long the burst', () => {
+    expect(POLICY.pinned_event_types).toEqual(['SystemEvent.SubjectInitialized']);
+    const burst = Array.from({ length: 60 }, (_, i) => (s: number) => ev(s, 'WorldEvent.DistractorOccurred', { channel: 'feed', body: `noise ${i}` }));
+    const window = buildRetrievalWindow(numbered([init, ...memory, ...burst]), POLICY);
+    expect(window.pinned).toBe(1);
+    expect(window.events[0]!.event_type).toBe('SystemEvent.SubjectInitialized');
+    expect(window.statement).toMatch(/^1 pinned event \(starting conditions\) \+ window 40 of /);
+    const view = windowView(window);
+    // The starting conditions, not what the burst pushed out: every task todo again, no focus.
+    expect(view.goal?.goal_id).toBe('goal-1');
+    expect(view.tasks.map((t) => t.task_id)).toEqual(TASKS.map((t) => t.task_id));
+    expect(view.tasks.every((t) => t.status === 'todo')).toBe(true);
+    expect(view.waiting_condition).toBeNull();
+  });
+
+  it('a pinned type may not also be an eligible type, and more than the bound of pinned events is refused', () => {
+    expect(RetrievalPolicy.safeParse({ ...POLICY, event_types: [...POLICY.event_types, 'SystemEvent.SubjectInitialized'] }).success).toBe(false);
+    const many = Array.from({ length: 9 }, () => init);
+    expect(() => buildRetrievalWindow(numbered(many), POLICY)).toThrow(/at most 8 are shown ahead of the window/);
   });
 
   it('buildSubjectView dispatches on its source', () => {
@@ -315,7 +329,7 @@ describe('buildContextBundle: the only place persistent_state decides what is ob
     ) as Record<'A' | 'B' | 'C', ContextBundle>;
     expect(bundles.B.window).toEqual(bundles.A.window);
     expect(bundles.C.window).toEqual(bundles.A.window);
-    expect(bundles.A.window.statement).toBe('window 40 of 48 eligible events (8 older left out, 0 over the token cap); 5 events of other types not shown');
+    expect(bundles.A.window.statement).toBe('1 pinned event (starting conditions) + window 40 of 48 eligible events (8 older left out, 0 over the token cap); 4 events of other types not shown');
     expect(bundles.B.state).toEqual(bundles.C.state);
     expect(bundles.B.state).toMatchObject({
       source: 'persistent',
@@ -326,8 +340,9 @@ describe('buildContextBundle: the only place persistent_state decides what is ob
       denied_actions: [{ tool: 'files', op: 'write', repeats: 0, target: '../outside/copy.md', failed_rules: ['path_inside_workspace'] }],
     });
     expect(bundles.B.state.tasks.map((t) => t.task_id)).toEqual(['task-1', 'task-2']);
-    // A was handed the same state object and never looked at it.
-    expect(bundles.A.state).toEqual({ source: 'window', goal: null, tasks: [], attention_target: null, waiting_condition: null, journal_entries: 0, denied_actions: [] });
+    // A was handed the same state object and never looked at it: it has its starting conditions and the window, not the focus or the denial the burst pushed out.
+    expect(bundles.A.state).toMatchObject({ source: 'window', goal: { goal_id: 'goal-1' }, attention_target: null, waiting_condition: null, journal_entries: 1, denied_actions: [] });
+    expect(bundles.A.state.tasks.map((t) => t.task_id)).toEqual(['task-1', 'task-2']);
     expect(buildContextBundle({ wake: wake(visibleTo), events: visible, policy: POLICY, capabilities: A, persistentState: null, workspace: listing(SOURCES) })).toEqual(bundles.A);
   });
 
@@ -500,7 +515,7 @@ describe('the reference policy', () => {
     const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'done', 'task-extract-findings': 'done', 'task-draft-report': 'done', 'task-revise-report': 'done' });
     const out = decide(persistentBundle({ events: numbered([change]), tasks, wakeAt: atHour(41) }));
     expect(out.plan_revision).toMatchObject({ goal_id: 'goal-continuity-report-v2', deadline_at: atHour(60), steps: [{ task_id: 'align-goal-continuity-report-v2' }, { task_id: 'task-submit-report' }] });
-    expect(out.checkpoint).toMatchObject({ current_goal_id: 'goal-continuity-report-v2', goal_status: 'revision proposed' });
+    expect(out.checkpoint).toMatchObject({ current_goal_id: 'goal-continuity-report-v2', goal_status: 'active' });
     expect(judgePlanRevision(C, out.plan_revision!, { wake: { wake_at: atHour(41) } })).toEqual({ verdict: 'accept' });
     expect(out.claims.some((c) => c.claim_type === 'PLAN' && c.statement.includes('Re-plan for goal goal-continuity-report-v2'))).toBe(true);
     for (const decided of ['PlanEvent.PlanRevisionRejected', 'PlanEvent.PlanRevisionAccepted'] as const) {
@@ -875,8 +890,12 @@ describe('closed loop: the reference policy over 72 simulated hours, with the re
       // The external change was reconciled: the changed file was read again.
       expect(sims[g].outputs[7]!.output.actions.some((a) => a.tool === 'files' && a.op === 'read' && a.path === 'sources/bike-lane-counts.md'), g).toBe(true);
     }
-    expect(sims.A.outputs.every((o) => o.output.focus.waiting_condition === null)).toBe(true);
-    expect(sims.A.outputs.every((o) => o.bundle.state.goal === null || o.bundle.state.goal.goal_id === 'goal-continuity-report-v2')).toBe(true);
+    // A knows from its starting conditions that it must ask, and asks at the first wake; once the
+    // reply has left its window it believes it is still waiting (the designed A/B contrast).
+    const aWaiting = sims.A.outputs.map((o) => o.output.focus.waiting_condition);
+    expect(aWaiting[0]).toBe(`reply in thread ${THREAD}`);
+    expect(aWaiting.slice(REPLY_WAKE).some((w) => w === `reply in thread ${THREAD}`)).toBe(true);
+    expect(sims.A.outputs.every((o) => o.bundle.state.goal !== null)).toBe(true);
   });
 
   it('after the goal change every group proposes a plan; only C accepts it, then aligns and submits by the new deadline', () => {

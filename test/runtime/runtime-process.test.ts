@@ -171,17 +171,19 @@ function expectCountsMatch(report: WakeDone, appended: readonly EventEnvelope[])
   expect(c.reconciled + c.unknown_outcomes).toBe(0);
 }
 
-const WINDOW_STATEMENT = /^window (\d+) of (\d+) eligible events \((\d+) older left out, (\d+) over the token cap\); (\d+) events of other types not shown$/;
+const WINDOW_STATEMENT = /^(?:(\d+) pinned events? \(starting conditions\) \+ )?window (\d+) of (\d+) eligible events \((\d+) older left out, (\d+) over the token cap\); (\d+) events of other types not shown$/;
 
 /** The window statement accounts for every event up to visible_to_seq, under the pre-registered policy. */
 function expectWindowStatement(statement: string, visible: readonly EventEnvelope[]): { shown: number; eligible: number } {
   const match = WINDOW_STATEMENT.exec(statement);
   if (!match) throw new Error(`not a window statement: ${statement}`);
-  const [shown, eligible, byCount, byCap, other] = match.slice(1).map(Number) as [number, number, number, number, number];
+  const [pinned, shown, eligible, byCount, byCap, other] = match.slice(1).map((x) => Number(x ?? 0)) as [number, number, number, number, number, number];
   const types = new Set<string>(PREREG.retrieval_policy.event_types);
+  const pinnedTypes = new Set<string>(PREREG.retrieval_policy.pinned_event_types);
   const eligibleInStore = visible.filter((e) => types.has(e.event_type)).length;
+  expect(pinned).toBe(visible.filter((e) => pinnedTypes.has(e.event_type)).length);
   expect(eligible).toBe(eligibleInStore);
-  expect(other).toBe(visible.length - eligibleInStore);
+  expect(other).toBe(visible.length - eligibleInStore - pinned);
   expect(byCount).toBe(Math.max(0, eligibleInStore - PREREG.retrieval_policy.window_events));
   expect(shown + byCount + byCap).toBe(eligible);
   return { shown, eligible };
