@@ -20,7 +20,10 @@ import { ProcessRestarted } from '../schema/events/system-events.js';
 import { DistractorOccurred, FileChangedExternally, GoalChanged, InformationPublished, MessageReceived } from '../schema/events/world-events.js';
 import { hashText, HashString } from '../schema/hash.js';
 
-export const INTERVENTION_SCRIPT_VERSION = '1.0.0';
+// 1.1.0: the goal change, the refutation and the awaited reply are injected outside the long absence, so they are
+// never delivered with the distractor burst (which would push them out of every group's window
+// at the very wake they arrive: the study would measure the burst, not the subjects).
+export const INTERVENTION_SCRIPT_VERSION = '1.1.0';
 /** InterventionDelivered.event_ids holds at most 512 ids: one intervention writes at most that many events. */
 export const MAX_EVENTS_PER_INTERVENTION = 512;
 /** How far past the retrieval window a distractor burst reaches, at least. */
@@ -201,6 +204,25 @@ function timing(ctx: Context, id: string, injectMinute: number): { intervention_
 
 const hours = (h: number): number => h * MINUTES_PER_HOUR;
 
+/**
+ * A uniform whole minute in [lo, hi] that is not delivered at the wake ending the long absence
+ * (where the distractor burst is delivered): outside (last wake before the absence, the return
+ * wake]. One draw, so the draw order stays the documented one. Refused when nothing is left.
+ */
+function minuteOutsideAbsence(ctx: Context, id: string, lo: number, hi: number): number {
+  const absence = ctx.schedule.long_absence;
+  const before = [...ctx.schedule.wakes].reverse().find((w) => w.at_minute < absence.start_minute);
+  const back = firstWakeAtOrAfter(ctx.schedule, absence.end_minute);
+  const start = (before?.at_minute ?? -1) + 1;
+  // Exclusive end: a minute up to the return wake itself is delivered at it.
+  const end = (back?.at_minute ?? absence.end_minute) + 1;
+  const overlap = Math.max(0, Math.min(hi, end - 1) - Math.max(lo, start) + 1);
+  const choices = hi - lo + 1 - overlap;
+  if (choices <= 0) throw new InterventionPlanError(`${id}: its window h${lo / MINUTES_PER_HOUR}–h${hi / MINUTES_PER_HOUR} lies inside the long absence`);
+  const k = lo + ctx.random.intBetween(0, choices - 1);
+  return k >= start && overlap > 0 ? k + overlap : k;
+}
+
 function externalFileChange(ctx: Context): z.infer<typeof ExternalFileChangeIntervention> {
   // Not a source a refutation may target: the two effects stay separable when scoring.
   const refutable = new Set(ctx.scenario.definition.facts.filter((f) => f.corrected_figure !== null).map((f) => f.source_path));
@@ -246,9 +268,10 @@ function awaitedReply(ctx: Context): z.infer<typeof AwaitedReplyIntervention> {
   const def = ctx.scenario.definition;
   // The ask task has no dependency and top priority, so the oracle expects it at the first wake.
   const askWake = ctx.schedule.wakes[0] as ScheduledWake;
-  const delayMinutes = ctx.random.intBetween(hours(REPLY_DELAY_HOURS.min), hours(REPLY_DELAY_HOURS.max));
+  const injectMinute = minuteOutsideAbsence(ctx, 'iv-awaited-reply', askWake.at_minute + hours(REPLY_DELAY_HOURS.min), askWake.at_minute + hours(REPLY_DELAY_HOURS.max));
+  const delayMinutes = injectMinute - askWake.at_minute;
   return {
-    ...timing(ctx, 'iv-awaited-reply', askWake.at_minute + delayMinutes),
+    ...timing(ctx, 'iv-awaited-reply', injectMinute),
     kind: 'awaited_reply',
     resolves_task_id: def.ask_task_id,
     thread_id: def.reviewer.thread_id,
@@ -289,7 +312,7 @@ function distractorBurst(ctx: Context): z.infer<typeof DistractorBurstInterventi
 function goalChange(ctx: Context): z.infer<typeof GoalChangeIntervention> {
   const goal = ctx.scenario.definition.subject_initialized.goal;
   const variant = ctx.random.pick(['deadline_earlier', 'section_added'] as const);
-  const injectMinute = ctx.random.intBetween(hours(30), hours(60));
+  const injectMinute = minuteOutsideAbsence(ctx, 'iv-goal-change', hours(30), hours(60));
   // Earlier deadline: at least 6 h after the change, at least 2 h before the original one.
   const deadlineMinute = ctx.random.intBetween(injectMinute + hours(6), hours(goal.deadline_after_sim_hours) - hours(2));
   const original = isoAtMinute(ctx.startMs, hours(goal.deadline_after_sim_hours));
@@ -315,7 +338,7 @@ function goalChange(ctx: Context): z.infer<typeof GoalChangeIntervention> {
 function refutation(ctx: Context): z.infer<typeof RefutationIntervention> {
   const refutable = ctx.scenario.definition.facts.filter((f): f is typeof f & { corrected_figure: string } => f.corrected_figure !== null);
   const fact = ctx.random.pick(refutable);
-  const injectMinute = ctx.random.intBetween(hours(36), hours(64));
+  const injectMinute = minuteOutsideAbsence(ctx, 'iv-refutation', hours(36), hours(64));
   return {
     ...timing(ctx, 'iv-refutation', injectMinute),
     kind: 'refutation',

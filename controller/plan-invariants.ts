@@ -31,6 +31,7 @@ export function planProblems(prereg: PreRegistration, schedule: WakeSchedule, pl
   }
   if (new Set(plan.map((iv) => iv.intervention_id)).size !== plan.length) problems.push('an intervention_id appears twice');
 
+  const burstWake = plan.find((iv) => iv.kind === 'distractor_burst')?.deliver_wake_id ?? null;
   for (const iv of plan) {
     const wake = byId.get(iv.deliver_wake_id);
     if (!wake) {
@@ -46,6 +47,7 @@ export function planProblems(prereg: PreRegistration, schedule: WakeSchedule, pl
       case 'awaited_reply': {
         const delay = iv.inject_minute - (byId.get(iv.waiting_since_wake_id)?.at_minute ?? Number.NaN);
         if (!(delay >= REPLY_DELAY_HOURS.min * MINUTES_PER_HOUR && delay <= REPLY_DELAY_HOURS.max * MINUTES_PER_HOUR)) problems.push(`${iv.intervention_id}: reply ${delay} minutes after the ask, outside ${REPLY_DELAY_HOURS.min}–${REPLY_DELAY_HOURS.max} h`);
+        if (iv.deliver_wake_id === burstWake) problems.push(`${iv.intervention_id}: delivered at ${burstWake} with the distractor burst`);
         break;
       }
       case 'distractor_burst':
@@ -54,6 +56,11 @@ export function planProblems(prereg: PreRegistration, schedule: WakeSchedule, pl
       case 'runtime_crash':
       case 'writer_crash':
         if (iv.crash_wake_id !== iv.deliver_wake_id || wake.at_minute !== iv.inject_minute) problems.push(`${iv.intervention_id}: a crash must happen during its own wake`);
+        break;
+      case 'goal_change':
+      case 'refutation':
+        // Delivered with the burst, it would leave every group's window at the wake it arrives.
+        if (iv.deliver_wake_id === burstWake) problems.push(`${iv.intervention_id}: delivered at ${burstWake} with the distractor burst`);
         break;
       case 'long_absence':
         if (iv.inject_minute !== absenceStart || iv.end_minute !== absenceEnd) problems.push(`${iv.intervention_id}: does not match the schedule's long absence`);

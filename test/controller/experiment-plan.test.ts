@@ -181,6 +181,9 @@ describe('invariants over many seeds', () => {
     expect(only(p, 'distractor_burst').events.length).toBeGreaterThan(prereg.retrieval_policy.window_events);
     expect(absenceEnd - absenceStart).toBe(prereg.wake_schedule.long_absence_sim_minutes);
     expect(only(p, 'runtime_crash').deliver_wake_id).not.toBe(only(p, 'writer_crash').deliver_wake_id);
+    // Script 1.1.0: what a subject must notice never arrives with the burst that would push it out of every window.
+    const burstWake = only(p, 'distractor_burst').deliver_wake_id;
+    for (const kind of ['goal_change', 'refutation', 'awaited_reply'] as const) expect(only(p, kind).deliver_wake_id, kind).not.toBe(burstWake);
   });
 });
 
@@ -198,6 +201,14 @@ describe('forged plans are caught by planProblems', () => {
     const i = forged.schedule.wakes.findIndex((w) => w.at_minute > startMinute);
     forged.schedule.wakes.splice(i, 0, { ...forged.schedule.wakes[i]!, at_minute: startMinute + 1, wake_at: new Date(Date.parse(START_AT) + (startMinute + 1) * 60_000).toISOString() });
     expect(planProblems(prereg, forged.schedule, forged.interventions).join('\n')).toMatch(/inside the long absence/);
+  });
+
+  test.each(['goal_change', 'refutation', 'awaited_reply'] as const)('a %s moved to the distractor burst\'s wake', (kind) => {
+    const forged = structuredClone(plan);
+    const burst = forged.interventions.find((iv) => iv.kind === 'distractor_burst')!;
+    const moved = forged.interventions.find((iv) => iv.kind === kind)!;
+    Object.assign(moved, { inject_minute: burst.inject_minute, inject_at: burst.inject_at, deliver_wake_id: burst.deliver_wake_id });
+    expect(planProblems(prereg, forged.schedule, forged.interventions).join('\n')).toMatch(new RegExp(`${moved.intervention_id}: delivered at ${burst.deliver_wake_id} with the distractor burst`));
   });
 
   test('a wake with a larger budget', () => {

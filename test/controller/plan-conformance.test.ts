@@ -7,6 +7,7 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ExperimentPlan } from '../../controller/experiment-plan.js';
+import { INTERVENTION_SCRIPT_VERSION } from '../../controller/intervention-plan.js';
 import { checkRunFollowsPlan, type PlanConformanceReport, type PlanFinding } from '../../controller/plan-conformance.js';
 import { PREREG_LOCK_PAYLOAD_TYPE } from '../../controller/prereg.js';
 import { writeSignedManifest } from '../../controller/run-signatures.js';
@@ -234,7 +235,7 @@ describe('forged plan files', () => {
   const manifestForgeries: [string, (p: ExperimentPlan) => ExperimentPlan, () => string][] = [
     ['random_seed', (p) => ({ ...p, seed: 'another-seed' }), () => 'random_seed is 2026072001, plan.json has seed another-seed'],
     ['scenario_hash', (p) => ({ ...p, scenario_hash: hashText('another scenario') }), () => `scenario_hash is ${sealed.inputs.plan.scenario_hash}, plan.json has scenario_hash ${hashText('another scenario')}`],
-    ['intervention_script_version', (p) => ({ ...p, intervention_script_version: '9.9.9' }), () => 'intervention_script_version is 1.0.0, plan.json has intervention_script_version 9.9.9'],
+    ['intervention_script_version', (p) => ({ ...p, intervention_script_version: '9.9.9' }), () => `intervention_script_version is ${INTERVENTION_SCRIPT_VERSION}, plan.json has intervention_script_version 9.9.9`],
     [
       'intervention_plan_hash',
       (p) => {
