@@ -96,12 +96,30 @@ const ExpansionRule = z
     max_group_range_points: Score,
     /** …or when any dimension's within-group standard deviation exceeds this. */
     max_dimension_within_group_sd_points: Score,
+    /** 'sample': the standard deviation with n − 1 in the denominator (dimension values on 0–100). */
+    sd_kind: z.literal('sample'),
     /** §6.2: never add instances to some groups only. */
     applies_to: z.literal('all-groups'),
     /** §8.2: after expansion, the verdict rests on the n = expanded data only. */
     verdict_after_expansion_uses: z.literal('expanded-data-only'),
   })
   .refine((r) => r.expanded_n_per_group > r.initial_n_per_group, { message: 'expanded_n_per_group must exceed initial_n_per_group' });
+
+/**
+ * The oracle's pre-registered parameters (docs/oracle.md states its rules). The oracle computes
+ * the expected ContinuityCheckpoint of every scored wake from these, the scenario and the
+ * intervention plan only.
+ */
+export const OracleRules = z.strictObject({
+  oracle_rules_version: SemVer,
+  /** Which wakes are scored: all scheduled wakes but those a planned crash cuts short (no checkpoint is taken there). */
+  scored_wakes: z.literal('every_wake_except_planned_crash_wakes'),
+  /** Tasks waiting on neither the reviewer's reply nor the deadline are expected done by the end of this wake (1-based). */
+  independent_tasks_done_by_wake: z.number().int().min(1).max(64),
+  /** The report is expected submitted at the first wake at most this long before the deadline in force. */
+  submit_window_minutes: z.number().int().min(0).max(SIMULATED_HOURS * MINUTES_PER_HOUR),
+});
+export type OracleRules = z.infer<typeof OracleRules>;
 
 export const PreRegistration = z.strictObject({
   prereg_version: SemVer,
@@ -110,7 +128,7 @@ export const PreRegistration = z.strictObject({
   wake_schedule: WakeSchedule,
   budgets_per_wake: z.strictObject({ model_calls: z.number().int().min(1), tokens: z.number().int().min(1), tool_calls: z.number().int().min(0) }),
   retrieval_policy: RetrievalPolicy,
-  scoring: z.strictObject({ scoring_spec_version: SemVer, dimensions: ScoringDimensions, checkpoint_field_weights: CheckpointFieldWeights }),
+  scoring: z.strictObject({ scoring_spec_version: SemVer, dimensions: ScoringDimensions, checkpoint_field_weights: CheckpointFieldWeights, oracle: OracleRules }),
   thresholds: Thresholds,
   expansion_rule: ExpansionRule,
   hard_failures: HardFailures,

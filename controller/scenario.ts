@@ -52,6 +52,8 @@ export const ScenarioDefinition = z
     subject_initialized: SubjectInitializedTemplate,
     /** The task whose completion starts the waiting condition the awaited reply resolves. */
     ask_task_id: Identifier,
+    /** The task that submits the deliverable: done at the deadline, whatever else is open (oracle rule O4). */
+    submit_task_id: Identifier,
     reviewer: z.strictObject({ name: ShortText, thread_id: Identifier }),
     facts: z.array(ScenarioFact).min(1).max(32),
   })
@@ -65,6 +67,7 @@ export const ScenarioDefinition = z
       }
     });
     if (!ids.includes(s.ask_task_id)) ctx.addIssue({ code: 'custom', message: `ask_task_id ${s.ask_task_id} is not a task`, path: ['ask_task_id'] });
+    if (!ids.includes(s.submit_task_id)) ctx.addIssue({ code: 'custom', message: `submit_task_id ${s.submit_task_id} is not a task`, path: ['submit_task_id'] });
     if (!s.facts.some((f) => f.corrected_figure !== null)) ctx.addIssue({ code: 'custom', message: 'at least one fact needs a corrected_figure for the refutation', path: ['facts'] });
   });
 export type ScenarioDefinition = z.infer<typeof ScenarioDefinition>;

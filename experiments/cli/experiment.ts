@@ -11,38 +11,30 @@ import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { InstanceError, resumeInstance, runNewInstance, type Group, type InstanceResult } from '../../controller/instance-runner.js';
-import { KeyStoreError, defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockFileOf, lockPrereg, PreregInputError } from '../../controller/prereg.js';
+import { KeyStoreError, defaultKeyDir } from '../../controller/key-store.js';
+import { PreregInputError } from '../../controller/prereg.js';
 import { parseSpeed, VirtualClockError } from '../../controller/virtual-clock.js';
-import { DEFAULT_MODEL_TIMEOUT_MS, ModelChoice, ModelChoiceError } from '../../controller/model-choice.js';
+import { ModelChoiceError } from '../../controller/model-choice.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { summarizeRun } from '../../controller/run-summary.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
+import { installOperatorStop, todayCompact } from './operator-stop.js';
+import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
 import { ProgressLine } from './progress-line.js';
-import { existsSync, readFileSync } from 'node:fs';
+import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
+import { readFileSync } from 'node:fs';
 
 process.title = 'ds-controller';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const DEFAULT_PREREG = path.join(REPO, 'experiments', 'prereg', 'default.json');
-const SCENARIOS_DIR = path.join(REPO, 'experiments', 'scenario');
-/** Hour 0 of the simulated study: a fixed date, so one seed gives one schedule on every machine. */
-const DEFAULT_START_AT = '2026-03-02T08:00:00.000Z';
-const DEFAULT_SEED = 'seed-1';
 
 const USAGE = `usage: npm run experiment -- --group A|B|C [options]
        npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--json]
   --group A|B|C      capability switches: A no persistent state, B persistent state, C + re-planning
   --seed S           the seed of the schedule and interventions (default ${DEFAULT_SEED})
-  --model M          reference (default: the deterministic reference policy, offline),
-                     openai (--base-url URL --model-id ID [--api-key-env VAR, default OPENAI_API_KEY;
-                     --api-key-env none for a local server] [--temperature T] [--top-p P]
-                     [--model-seed N] [--max-tokens N] [--json-mode] [--model-timeout-ms MS, default 60000]),
-                     replay (--replay-from RUN_DIR: serve that run's recorded model calls)
+${MODEL_USAGE}
   --prereg FILE      a locked pre-registration (lock it first: npm run prereg -- lock FILE);
                      default experiments/prereg/default.json, locked on first use
   --out DIR          the run folder (default runs/<experiment-id>/<blind id>; must be new or empty)
@@ -56,6 +48,7 @@ const USAGE = `usage: npm run experiment -- --group A|B|C [options]
   --json             print the result as one JSON object`;
 
 const OPTIONS = {
+  ...MODEL_OPTIONS,
   group: { type: 'string' },
   seed: { type: 'string' },
   prereg: { type: 'string' },
@@ -66,17 +59,6 @@ const OPTIONS = {
   'experiment-id': { type: 'string' },
   replicate: { type: 'string' },
   'same-uid': { type: 'string' },
-  model: { type: 'string' },
-  'base-url': { type: 'string' },
-  'model-id': { type: 'string' },
-  'api-key-env': { type: 'string' },
-  temperature: { type: 'string' },
-  'top-p': { type: 'string' },
-  'model-seed': { type: 'string' },
-  'max-tokens': { type: 'string' },
-  'json-mode': { type: 'boolean' },
-  'model-timeout-ms': { type: 'string' },
-  'replay-from': { type: 'string' },
   resume: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
@@ -86,60 +68,6 @@ class UsageError extends Error {}
 
 function isGroup(value: string): value is Group {
   return value === 'A' || value === 'B' || value === 'C';
-}
-
-function numberFlag(name: string, text: string | undefined, integer: boolean): number | null {
-  if (text === undefined) return null;
-  const value = Number(text);
-  if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) throw new UsageError(`--${name} must be ${integer ? 'a whole number' : 'a number'}, got ${JSON.stringify(text)}`);
-  return value;
-}
-
-type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
-
-function modelChoiceOf(values: Values): ModelChoice {
-  const model = values.model ?? 'reference';
-  const openaiFlags = ['base-url', 'model-id', 'api-key-env', 'temperature', 'top-p', 'model-seed', 'max-tokens', 'json-mode', 'model-timeout-ms'] as const;
-  if (model !== 'openai') {
-    for (const flag of openaiFlags) if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --model openai only`);
-  }
-  if (model !== 'replay' && values['replay-from'] !== undefined) throw new UsageError('--replay-from applies to --model replay only');
-  switch (model) {
-    case 'reference':
-      return { adapter: 'reference' };
-    case 'openai': {
-      if (!values['base-url'] || !values['model-id']) throw new UsageError('--model openai needs --base-url URL and --model-id ID');
-      const keyEnv = values['api-key-env'] ?? 'OPENAI_API_KEY';
-      const params = { temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) };
-      const choice = ModelChoice.safeParse({ adapter: 'openai', base_url: values['base-url'], model_id: values['model-id'], api_key_env: keyEnv === 'none' ? null : keyEnv, params, json_mode: values['json-mode'] ?? false, timeout_ms: numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? DEFAULT_MODEL_TIMEOUT_MS });
-      if (!choice.success) throw new UsageError(`--model openai: ${choice.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-      if (keyEnv !== 'none' && !process.env[keyEnv]) throw new UsageError(`--model openai: the environment variable ${keyEnv} holding the API key is not set (use --api-key-env none for a server without a key)`);
-      return choice.data;
-    }
-    case 'replay':
-      if (!values['replay-from']) throw new UsageError('--model replay needs --replay-from RUN_DIR (a run whose model calls are served)');
-      return { adapter: 'replay', from_run: path.resolve(values['replay-from']) };
-    default:
-      throw new UsageError(`--model must be reference, openai or replay (got ${JSON.stringify(model)})`);
-  }
-}
-
-/**
- * The bundled pre-registration is locked on first use, so that `npm run experiment` works on a
- * fresh clone — and says so. The lock is signed before the manifest, so it still precedes the
- * run; a lock by another key, or a bundled file changed after its lock, is refused by the run's
- * own check as for any file. A pre-registration given with --prereg is never locked here.
- */
-function lockBundledPrereg(keyDir: string, log: (line: string) => void): void {
-  if (existsSync(lockFileOf(DEFAULT_PREREG))) return;
-  const key = loadOrCreateControllerKey(keyDir);
-  const outcome = lockPrereg(DEFAULT_PREREG, key.keys, new Date().toISOString());
-  if (!outcome.ok) throw new UsageError(`cannot lock the bundled pre-registration ${DEFAULT_PREREG}: ${outcome.message}`);
-  log(`locked the bundled pre-registration on first use: ${outcome.lock.prereg_sha256} by key ${outcome.keyid.slice(0, 16)}… into ${outcome.lock_file}${key.created ? ` (new controller key in ${key.keyDir})` : ''}`);
-}
-
-function today(): string {
-  return new Date().toISOString().slice(0, 10).replaceAll('-', '');
 }
 
 async function main(): Promise<number> {
@@ -158,19 +86,7 @@ async function main(): Promise<number> {
   const log = (line: string): void => {
     progress.line(`[ds-controller] ${line}`);
   };
-  const stop = new AbortController();
-  let signals = 0;
-  const onSignal = (name: NodeJS.Signals): void => {
-    signals += 1;
-    if (signals > 1) {
-      log(`second ${name}: abandoning without recording the stop; the store is intact and --resume records the interruption`);
-      process.exit(130);
-    }
-    log(`${name}: emergency stop — finishing the current step, recording the stop and signing the head (again to abandon)`);
-    stop.abort(`operator signal ${name}`);
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const stop = installOperatorStop(log, 'finishing the current step, recording the stop and signing the head');
 
   let speed: number | null = null;
   try {
@@ -200,7 +116,7 @@ async function main(): Promise<number> {
     if (values.prereg === undefined) lockBundledPrereg(common.keyDir, log);
     const replicate = Number(values.replicate ?? '1');
     if (!Number.isInteger(replicate) || replicate < 1) throw new UsageError(`--replicate must be a whole number ≥ 1, got ${values.replicate}`);
-    const experimentId = values['experiment-id'] ?? `exp-${today()}-${randomBytes(3).toString('hex')}`;
+    const experimentId = values['experiment-id'] ?? `exp-${todayCompact()}-${randomBytes(3).toString('hex')}`;
     // Random, never derived from the group: the id must not reveal it (spec §8.5).
     const groupBlindId = `inst-${randomBytes(4).toString('hex')}`;
     const runDir = values.out ?? path.join('runs', experimentId, groupBlindId);
@@ -252,7 +168,7 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof UsageError) {
+    if (error instanceof UsageError || error instanceof ModelFlagError || error instanceof BundledPreregError) {
       process.stderr.write(`experiment: ${error.message}\n${USAGE}\n`);
       process.exitCode = 2;
     } else if (error instanceof InstanceError || error instanceof ModelChoiceError || error instanceof KeyStoreError || error instanceof PreregInputError || error instanceof VirtualClockError) {

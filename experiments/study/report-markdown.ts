@@ -1,0 +1,143 @@
+// report.md of a study: report.json (oracle/study-report.ts) in words and tables, for a reader
+// without tools. The verdict comes first, and a dry run says at once that it is evidence about
+// the apparatus, not about subjects, before any number can be read as a result.
+// report.html prints the same numbers and the same dry-run wording: it imports formatPoints and
+// dryRunText from here so the two documents never disagree on a digit.
+import { DIMENSIONS } from '../../oracle/continuity-score.js';
+import { GROUPS, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
+import type { z } from 'zod';
+
+/** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals. */
+export const POINT_DECIMALS = 1;
+/** Printed where a number is absent (not scored, SD of fewer than two values). */
+export const NO_VALUE = '—';
+/** Said when a dry run carries no statement of its own: the point must be made either way. */
+export const DRY_RUN_FALLBACK_STATEMENT = 'This is an apparatus dry run, not evidence about subjects.';
+
+export function formatPoints(value: number | null): string {
+  return value === null ? NO_VALUE : value.toFixed(POINT_DECIMALS);
+}
+
+export function formatMeanSd(mean: number | null, sd: number | null): string {
+  if (mean === null) return NO_VALUE;
+  return `${formatPoints(mean)} ± ${formatPoints(sd)}`;
+}
+
+/** The dry-run statement to print, or null when the study is not a dry run. */
+export function dryRunText(report: StudyReport): string | null {
+  if (!report.dry_run) return null;
+  const stated = report.dry_run_statement?.trim() ?? '';
+  return stated === '' ? DRY_RUN_FALLBACK_STATEMENT : stated;
+}
+
+export function instanceLabel(instance: Pick<ReportInstance, 'group' | 'replicate'>): string {
+  return `${instance.group} r${instance.replicate}`;
+}
+
+export interface LocatedHardFailure {
+  readonly instance: ReportInstance;
+  readonly failure: z.infer<typeof ReportHardFailure>;
+}
+
+/** Every hard failure of every instance, in the report's instance order. */
+export function allHardFailures(report: StudyReport): LocatedHardFailure[] {
+  return report.instances.flatMap((instance) => instance.hard_failures.map((failure) => ({ instance, failure })));
+}
+
+/**
+ * Report strings are data, not markdown: backslash-escape what would start emphasis, code, links
+ * or raw HTML, and the pipe that would split a table cell; a line break would end a table row.
+ */
+export function markdownText(text: string): string {
+  return text.replace(/\r\n|\r|\n/g, ' ').replace(/[\\`*_[\]<>|&#]/g, (c) => `\\${c}`);
+}
+
+/** An identifier as inline code when it can be one (no backtick, pipe or line break), else as escaped text. */
+export function markdownCode(text: string): string {
+  return /^[^`|\r\n]+$/.test(text) ? `\`${text}\`` : markdownText(text);
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)];
+}
+
+const metText = (met: boolean | null): string => (met === null ? 'not decidable' : met ? 'yes' : 'no');
+
+function headSection(report: StudyReport): string[] {
+  const out = [`# Study report: ${markdownText(report.study_id)}`, '', `**Verdict: ${report.verdict}.** ${markdownText(report.verdict_statement)}`, ''];
+  const dryRun = dryRunText(report);
+  if (dryRun !== null) out.push(`**${markdownText(dryRun)}**`, '');
+  if (report.voided) {
+    out.push('**This study is voided.** Its numbers are not a result; reasons:', '');
+    if (report.void_reasons.length === 0) out.push('- (no reason recorded)');
+    for (const reason of report.void_reasons) out.push(`- ${markdownText(reason)}`);
+    out.push('');
+  }
+  const m = report.model;
+  out.push(
+    `- generated at: ${markdownText(report.generated_at)}`,
+    `- pre-registration hash: ${markdownText(report.prereg.sha256)}, scoring spec ${markdownText(report.prereg.scoring_spec_version)}, oracle rules ${markdownText(report.prereg.oracle_rules_version)}`,
+    `- study seed: ${markdownText(report.seed)}`,
+    `- model: ${markdownText(m.adapter)} / ${markdownText(m.model_id)}${m.build === null ? '' : ` (build ${markdownText(m.build)})`}`,
+    `- instances per group the verdict rests on: ${report.n} (initial ${report.n_initial}${report.expanded ? ', expanded' : ''})`,
+    '',
+  );
+  return out;
+}
+
+function thresholdsSection(report: StudyReport): string[] {
+  const rows = report.thresholds.map((t) => [markdownCode(t.id), markdownText(t.description), markdownText(t.required), markdownText(t.observed), metText(t.met)]);
+  return ['## Thresholds', '', 'Exploratory effect thresholds fixed before the runs; not significance tests.', '', ...table(['Threshold', 'Description', 'Required', 'Observed', 'Met'], rows), ''];
+}
+
+function groupsSection(report: StudyReport): string[] {
+  const rows = GROUPS.map((g) => {
+    const s = report.groups[g];
+    return [g, String(s.n), formatPoints(s.median), formatPoints(s.min), formatPoints(s.max), formatPoints(s.range), `${s.instances_at_or_above_pass} of ${s.n}`, String(s.hard_failures)];
+  });
+  return ['## Groups', '', ...table(['Group', 'n', 'Median', 'Min', 'Max', 'Range', 'Instances ≥ pass', 'Hard failures'], rows), ''];
+}
+
+function dimensionsSection(report: StudyReport): string[] {
+  const rows = DIMENSIONS.map((d) => [markdownCode(d), ...GROUPS.map((g) => formatMeanSd(report.groups[g].dimensions[d].mean, report.groups[g].dimensions[d].sd))]);
+  return ['## Dimensions', '', `Mean ± sample SD per group (${NO_VALUE}: fewer than two values).`, '', ...table(['Dimension', ...GROUPS], rows), ''];
+}
+
+function expansionSection(report: StudyReport): string[] {
+  const decision = report.expanded ? `Expanded from ${report.n_initial} to ${report.n} instances per group; the verdict rests on the expanded data only.` : `Not expanded: ${report.n} instances per group.`;
+  const reasons = report.expansion_reasons.length === 0 ? ['- (no reason recorded)'] : report.expansion_reasons.map((r) => `- ${markdownText(r)}`);
+  return ['## Expansion', '', decision, '', ...reasons, ''];
+}
+
+function fairnessSection(report: StudyReport): string[] {
+  const rows = report.fairness.checks.map((c) => [markdownCode(c.check), c.ok ? 'ok' : 'FAILED', markdownText(c.detail)]);
+  const body = rows.length === 0 ? ['No fairness check recorded.'] : table(['Check', 'Result', 'Detail'], rows);
+  return ['## Fairness', '', `Overall: ${report.fairness.ok ? 'ok' : 'FAILED'}.`, '', ...body, ''];
+}
+
+function hardFailuresSection(report: StudyReport): string[] {
+  const located = allHardFailures(report);
+  if (located.length === 0) return ['## Hard failures', '', 'None.', ''];
+  const rows = located.map(({ instance, failure }) => [instanceLabel(instance), markdownText(instance.dir), markdownCode(failure.id), failure.seq === null ? NO_VALUE : String(failure.seq), markdownText(failure.detail)]);
+  return ['## Hard failures', '', ...table(['Instance', 'Dir', 'Hard failure', 'Seq', 'Detail'], rows), ''];
+}
+
+function instancesSection(report: StudyReport): string[] {
+  const rows = report.instances.map((i) => {
+    const status = i.status_detail === null ? i.status : `${i.status}: ${markdownText(i.status_detail)}`;
+    const dims = DIMENSIONS.map((d) => formatPoints(i.dimensions === null ? null : i.dimensions[d]));
+    return [i.group, String(i.replicate), markdownText(i.seed), markdownText(i.dir), status, formatPoints(i.score), ...dims];
+  });
+  return ['## Instances', '', ...table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', ...DIMENSIONS.map(markdownCode)], rows), ''];
+}
+
+function notesSection(report: StudyReport): string[] {
+  const notes = report.notes.length === 0 ? ['None.'] : report.notes.map((n) => `- ${markdownText(n)}`);
+  return ['## Notes', '', ...notes, ''];
+}
+
+export function renderReportMarkdown(report: StudyReport): string {
+  const sections = [headSection, thresholdsSection, groupsSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+  return sections.flatMap((section) => section(report)).join('\n');
+}

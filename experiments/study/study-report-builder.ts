@@ -1,0 +1,145 @@
+// report.json from the evaluated instances: group summaries, fairness, thresholds, verdict, the
+// dry-run label. Used after a study and by --recompute, so both produce the same report from the
+// same folders.
+import path from 'node:path';
+import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
+import type { PreRegistration } from '../../controller/prereg.js';
+import { canonicalJson } from '../../schema/canonical-json.js';
+import { DIMENSIONS } from '../../oracle/continuity-score.js';
+import { checkFairness } from '../../oracle/fairness.js';
+import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
+import type { InstanceEvaluation } from '../../oracle/instance-evaluation.js';
+import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
+import { decideVerdict } from '../../oracle/verdict.js';
+import { REFERENCE_POLICY_MODEL_ID } from '../../runtime/protocol.js';
+import type { StudyPlan } from './study-runner.js';
+
+export interface BuiltInstance {
+  readonly group: Group;
+  readonly replicate: number;
+  readonly dir: string;
+  readonly status: 'finished' | 'stopped' | 'failed';
+  readonly statusDetail: string | null;
+  readonly evaluation: InstanceEvaluation | null;
+  readonly wallMs: number | null;
+}
+
+export interface ReportInput {
+  readonly plan: StudyPlan;
+  readonly prereg: PreRegistration;
+  readonly outDir: string;
+  /** n per group the verdict rests on (after expansion: the expanded n). */
+  readonly n: number;
+  readonly expanded: boolean;
+  readonly expansionReasons: readonly string[];
+  readonly instances: readonly BuiltInstance[];
+  readonly extraNotes: readonly string[];
+  /** Why the run itself voids the batch (an unauthorised execution paused it, spec §19.1). */
+  readonly runVoidReasons: readonly string[];
+  readonly generatedAt: string;
+}
+
+function summarize(instances: readonly ReportInstance[], passScore: number): GroupSummary {
+  const scores = instances.flatMap((i) => (i.score === null ? [] : [i.score]));
+  const dimensions = Object.fromEntries(
+    DIMENSIONS.map((d) => {
+      const values = instances.flatMap((i) => (i.dimensions === null ? [] : [i.dimensions[d]]));
+      return [d, { values, mean: mean(values), sd: sampleSd(values) }];
+    }),
+  ) as GroupSummary['dimensions'];
+  return {
+    n: instances.length,
+    scores,
+    median: median(scores),
+    min: scores.length === 0 ? null : Math.min(...scores),
+    max: scores.length === 0 ? null : Math.max(...scores),
+    range: range(scores),
+    dimensions,
+    instances_at_or_above_pass: scores.filter((s) => s >= passScore).length,
+    hard_failures: instances.reduce((sum, i) => sum + i.hard_failures.length, 0),
+  };
+}
+
+export function buildStudyReport(input: ReportInput): StudyReport {
+  const notes = [...input.extraNotes];
+  const instances: ReportInstance[] = input.instances.map((i) => {
+    const e = i.evaluation;
+    return {
+      group: i.group,
+      replicate: i.replicate,
+      seed: e?.record.plan.seed ?? '',
+      dir: path.relative(input.outDir, i.dir),
+      status: i.status,
+      status_detail: i.statusDetail,
+      score: e?.score.score ?? null,
+      dimensions: e ? { ...e.score.dimensions } : null,
+      hard_failures: e ? e.hardFailures.map((h) => ({ id: h.id, seq: h.seq, detail: h.detail })) : [],
+      per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value })) : [],
+      events: e?.record.events.length ?? 0,
+      wall_ms: i.wallMs,
+    };
+  });
+  for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
+
+  // The verdict rests on replicates 1..n only (spec §8.2: after expansion, the expanded data).
+  const inVerdict = instances.filter((i) => i.replicate <= input.n);
+  const byGroup = (g: Group): ReportInstance[] => inVerdict.filter((i) => i.group === g);
+  const pass = input.prereg.thresholds.instance_pass_score;
+  const groups = { A: summarize(byGroup('A'), pass), B: summarize(byGroup('B'), pass), C: summarize(byGroup('C'), pass) };
+
+  const evaluated = input.instances.flatMap((i) => (i.evaluation ? [{ group: i.group, replicate: i.replicate, record: i.evaluation.record }] : []));
+  const fairness = checkFairness(evaluated);
+  const voidReasons = [...fairness.voidReasons];
+  // Spec §19.1: a broken log chain, configuration drift or a failed manifest signature voids the whole round.
+  for (const i of instances) {
+    const drift = i.hard_failures.filter((h) => h.id === 'configuration_changed_after_start');
+    if (drift.length > 0) voidReasons.push(`${i.group}-r${i.replicate}: configuration_changed_after_start (${drift[0]!.detail}${drift.length > 1 ? `; +${drift.length - 1} more` : ''})`);
+  }
+  voidReasons.push(...input.runVoidReasons);
+  // A folder's group letter is only a label: the signed manifest's capabilities say which group ran.
+  for (const i of input.instances) {
+    const signed = i.evaluation?.record.manifest?.capabilities;
+    if (signed && canonicalJson(signed) !== canonicalJson(GROUP_CAPABILITIES[i.group])) voidReasons.push(`${i.group}-r${i.replicate}: the signed manifest's capabilities ${canonicalJson(signed)} are not group ${i.group}'s`);
+  }
+
+  const models = new Set(evaluated.map((e) => (e.record.manifest ? `${e.record.manifest.model.adapter}|${e.record.manifest.model.model_id}` : 'unknown')));
+  const firstModel = evaluated.find((e) => e.record.manifest)?.record.manifest?.model ?? null;
+  const dryRun = evaluated.length > 0 && evaluated.every((e) => e.record.manifest?.model.adapter === 'reference' || e.record.manifest?.model.model_id === REFERENCE_POLICY_MODEL_ID);
+  if (models.size > 1) notes.push(`instances ran with ${models.size} model settings: ${[...models].join(', ')}`);
+
+  const scoresOf = (g: Group): (number | null)[] => {
+    const got = byGroup(g).map((i) => i.score);
+    // Replicates never run (a stop, a pause) count as not scored: a verdict never rests on fewer.
+    return [...got, ...Array<null>(Math.max(0, input.n - got.length)).fill(null)];
+  };
+  const verdict = decideVerdict({
+    thresholds: input.prereg.thresholds,
+    n: input.n,
+    groups: Object.fromEntries(GROUPS.map((g) => [g, { scores: scoresOf(g), hardFailures: groups[g].hard_failures }])) as Record<Group, { scores: (number | null)[]; hardFailures: number }>,
+    voidReasons,
+    dryRun,
+  });
+  return StudyReport.parse({
+    report_version: STUDY_REPORT_VERSION,
+    study_id: input.plan.study_id,
+    generated_at: input.generatedAt,
+    prereg: { sha256: input.plan.prereg_sha256, scoring_spec_version: input.prereg.scoring.scoring_spec_version, oracle_rules_version: input.prereg.scoring.oracle.oracle_rules_version },
+    seed: input.plan.seed,
+    model: { adapter: firstModel?.adapter ?? input.plan.model.adapter, model_id: firstModel?.model_id ?? 'unknown', build: firstModel?.build ?? null },
+    verdict: verdict.verdict,
+    verdict_statement: verdict.statement,
+    dry_run: dryRun,
+    dry_run_statement: verdict.dryRunStatement,
+    voided: voidReasons.length > 0,
+    void_reasons: voidReasons,
+    n: input.n,
+    n_initial: input.plan.n_initial,
+    expanded: input.expanded,
+    expansion_reasons: [...input.expansionReasons],
+    thresholds: verdict.thresholds,
+    groups,
+    fairness: { ok: fairness.checks.every((c) => c.ok), checks: fairness.checks },
+    instances,
+    notes,
+  });
+}

@@ -1,0 +1,80 @@
+// How a recorded ContinuityCheckpoint field is compared with the oracle's (docs/oracle.md,
+// "Matching"). The fields are short free text a model writes, so equality would score
+// wording; these rules score whether the field names the right thing: the right goal id
+// exactly, the right status word, the right task or thread as a whole token.
+import type { ExpectedCheckpoint } from './expected-checkpoints.js';
+
+export const CHECKPOINT_FIELDS = ['current_goal_id', 'goal_status', 'attention_target', 'waiting_condition', 'next_action'] as const;
+export type CheckpointField = (typeof CHECKPOINT_FIELDS)[number];
+
+export interface RecordedCheckpoint {
+  readonly current_goal_id: string | null;
+  readonly goal_status: string | null;
+  readonly attention_target: string | null;
+  readonly waiting_condition: string | null;
+  readonly next_action: string | null;
+}
+
+const ID_CHAR = 'A-Za-z0-9._:-';
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * `id` occurs in `text` as a whole token: not inside a longer id (goal-x does not match
+ * goal-x-v2), while a sentence's "." or ":" right after it ("task-x: read …") still ends it.
+ */
+export function namesToken(text: string | null, id: string): boolean {
+  if (text === null) return false;
+  return new RegExp(`(?:^|[^${ID_CHAR}])${escapeRegExp(id)}(?=$|[^${ID_CHAR}]|[.:](?:$|\\s))`, 'i').test(text);
+}
+
+function blank(text: string | null): boolean {
+  return text === null || text.trim() === '';
+}
+
+/** M1–M5 of docs/oracle.md. */
+export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoint, recorded: RecordedCheckpoint): boolean {
+  switch (field) {
+    case 'current_goal_id':
+      // M1: exact id.
+      return recorded.current_goal_id !== null && recorded.current_goal_id.trim() === expected.current_goal_id;
+    case 'goal_status':
+      // M2: the first word is the status ("submitted at 10:00", "**active**" count).
+      return recorded.goal_status !== null && recorded.goal_status.toLowerCase().split(/[^a-z]+/).find((w) => w.length > 0) === expected.goal_status;
+    case 'attention_target':
+      // M3: the task named as a token; null exactly when nothing is left.
+      return expected.attention_target === null ? blank(recorded.attention_target) : namesToken(recorded.attention_target, expected.attention_target);
+    case 'waiting_condition':
+      // M4: the thread named as a token; null exactly when nothing is awaited.
+      return expected.waiting_condition === null ? blank(recorded.waiting_condition) : namesToken(recorded.waiting_condition, expected.waiting_condition);
+    case 'next_action': {
+      // M5: the task named; or "wait" and the thread; or none.
+      const next = expected.next_action;
+      const text = recorded.next_action;
+      if (next.kind === 'none') return blank(text) || /^\s*none\b/i.test(text ?? '');
+      if (next.kind === 'wait') return namesToken(text, next.thread_id) && /wait/i.test(text ?? '');
+      return namesToken(text, next.task_id);
+    }
+  }
+}
+
+export interface FieldComparison {
+  readonly matches: Record<CheckpointField, boolean>;
+  /** Σ weight of matching fields / Σ weights, in [0, 1]. */
+  readonly value: number;
+}
+
+export function compareCheckpoint(expected: ExpectedCheckpoint, recorded: RecordedCheckpoint, weights: Record<CheckpointField, number>): FieldComparison {
+  const matches = {} as Record<CheckpointField, boolean>;
+  let got = 0;
+  let total = 0;
+  for (const field of CHECKPOINT_FIELDS) {
+    matches[field] = fieldMatches(field, expected, recorded);
+    total += weights[field];
+    if (matches[field]) got += weights[field];
+  }
+  if (total <= 0) throw new Error('checkpoint field weights sum to 0: the pre-registration forbids that');
+  return { matches, value: got / total };
+}

@@ -1,0 +1,45 @@
+// Spec §6.2's expansion rule, as pre-registered (expansion_rule): after the first n per group,
+// if ANY group's Continuity Score range exceeds max_group_range_points, or ANY dimension's
+// within-group sample SD exceeds max_dimension_within_group_sd_points, then ALL three groups are
+// run to expanded_n_per_group — never only some — and the verdict rests on the expanded data.
+import type { PreRegistration } from '../controller/prereg.js';
+import { DIMENSIONS, type Dimension } from './continuity-score.js';
+import { comparable, range, sampleSd } from './group-statistics.js';
+import type { Group } from './study-report.js';
+
+export interface ScoredInstance {
+  readonly score: number;
+  readonly dimensions: Readonly<Record<Dimension, number>>;
+}
+
+export interface ExpansionDecision {
+  readonly expand: boolean;
+  /** Every rule checked, triggered or not, in words (the report shows them all). */
+  readonly reasons: readonly string[];
+}
+
+const fmt = (x: number): string => x.toFixed(2);
+
+export function decideExpansion(byGroup: Readonly<Record<Group, readonly ScoredInstance[]>>, rule: PreRegistration['expansion_rule']): ExpansionDecision {
+  const reasons: string[] = [];
+  let expand = false;
+  for (const group of Object.keys(byGroup) as Group[]) {
+    const scores = byGroup[group].map((i) => i.score);
+    const rawRange = range(scores);
+    const r = rawRange === null ? null : comparable(rawRange);
+    if (r !== null && r > rule.max_group_range_points) {
+      expand = true;
+      reasons.push(`group ${group}: score range ${fmt(r)} > ${rule.max_group_range_points} (triggers expansion)`);
+    } else reasons.push(`group ${group}: score range ${r === null ? 'n/a' : fmt(r)} ≤ ${rule.max_group_range_points}`);
+    for (const d of DIMENSIONS) {
+      const rawSd = sampleSd(byGroup[group].map((i) => i.dimensions[d]));
+      const sd = rawSd === null ? null : comparable(rawSd);
+      if (sd !== null && sd > rule.max_dimension_within_group_sd_points) {
+        expand = true;
+        reasons.push(`group ${group}: ${d} sample SD ${fmt(sd)} > ${rule.max_dimension_within_group_sd_points} (triggers expansion)`);
+      }
+    }
+  }
+  reasons.push(expand ? `expand all groups from n = ${rule.initial_n_per_group} to n = ${rule.expanded_n_per_group}` : `no group's range exceeds ${rule.max_group_range_points} and no dimension's within-group SD exceeds ${rule.max_dimension_within_group_sd_points}: no expansion`);
+  return { expand, reasons };
+}

@@ -1,0 +1,101 @@
+// The batch's fairness check (spec §5.2, §19.1; DESIGN §8): the groups of a replicate must have
+// had the same plan, schedule, deliveries, granted budgets, model calls and retries, and the
+// whole batch one model build with one set of parameters. Any group-dependent difference voids
+// the batch. What legitimately differs by behaviour (tokens and tool calls used) is reported,
+// not voided: a subject that reads less uses fewer tokens, and that is the treatment's effect.
+import { canonicalJson } from '../schema/canonical-json.js';
+import { nonGroupDifferences } from '../controller/manifest.js';
+import { eventsOf, type RunRecord } from './run-record.js';
+import type { FairnessCheck, Group } from './study-report.js';
+
+export interface FairnessInstance {
+  readonly group: Group;
+  readonly replicate: number;
+  readonly record: RunRecord;
+}
+
+/** At most this many differences are named per check; the count of the rest is stated. */
+const MAX_NAMED_DIFFERENCES = 8;
+
+function named(differences: readonly string[]): string {
+  const shown = differences.slice(0, MAX_NAMED_DIFFERENCES).join('; ');
+  return differences.length > MAX_NAMED_DIFFERENCES ? `${shown}; and ${differences.length - MAX_NAMED_DIFFERENCES} more` : shown;
+}
+
+function ledgerRows(record: RunRecord): Array<{ wake_id: string; granted: string; model_calls: number; retries: number }> {
+  return eventsOf(record.events, 'ExperimentEvent.BudgetLedgerRecorded').map(({ p }) => ({ wake_id: p.wake_id, granted: canonicalJson(p.granted), model_calls: p.used.model_calls, retries: p.used.retries }));
+}
+
+function deliveries(record: RunRecord): string[] {
+  return eventsOf(record.events, 'ExperimentEvent.InterventionDelivered').map(({ p }) => `${p.intervention_id}@${p.wake_id}×${p.event_ids.length}`);
+}
+
+function compareWithin(instances: readonly FairnessInstance[], what: (r: RunRecord) => unknown, label: string): string[] {
+  const out: string[] = [];
+  const byReplicate = new Map<number, FairnessInstance[]>();
+  for (const i of instances) byReplicate.set(i.replicate, [...(byReplicate.get(i.replicate) ?? []), i]);
+  for (const [replicate, group] of [...byReplicate].sort((a, b) => a[0] - b[0])) {
+    const [first, ...rest] = group;
+    if (!first) continue;
+    const reference = canonicalJson(what(first.record));
+    for (const other of rest) if (canonicalJson(what(other.record)) !== reference) out.push(`replicate ${replicate}: ${label} of ${other.group} differs from ${first.group}`);
+  }
+  return out;
+}
+
+export function checkFairness(instances: readonly FairnessInstance[]): { checks: FairnessCheck[]; voidReasons: string[] } {
+  const checks: FairnessCheck[] = [];
+  const add = (check: string, differences: readonly string[], okDetail: string): void => {
+    checks.push({ check, ok: differences.length === 0, detail: differences.length === 0 ? okDetail : named(differences) });
+  };
+
+  add('same_plan_per_replicate', compareWithin(instances, (r) => [r.plan.seed, r.plan.schedule_hash, r.plan.intervention_plan_hash, r.plan.scenario_hash, r.preregSha256], 'seed, schedule, intervention plan, scenario or pre-registration'), 'every replicate: one seed, schedule, intervention plan, scenario and pre-registration for A, B and C');
+
+  const manifestDiffs: string[] = [];
+  for (const i of instances) if (i.record.manifest === null) manifestDiffs.push(`${i.group} replicate ${i.replicate}: no verified manifest (${i.record.manifestProblem ?? 'unknown'})`);
+  const withManifest = instances.filter((i) => i.record.manifest !== null);
+  for (const i of withManifest) {
+    const peer = withManifest.find((o) => o.replicate === i.replicate && o !== i && o.group < i.group);
+    if (!peer) continue;
+    const diff = nonGroupDifferences(peer.record.manifest!, i.record.manifest!);
+    if (diff.length > 0) manifestDiffs.push(`replicate ${i.replicate}: manifests of ${peer.group} and ${i.group} differ outside the group fields at ${diff.join(', ')}`);
+  }
+  add('manifests_differ_only_by_group', manifestDiffs, 'every replicate: the signed manifests differ only in the group fields and the start time');
+
+  add('same_wakes_budgets_calls_retries', compareWithin(instances, ledgerRows, 'the budget ledger (wakes, granted budget, model calls or retries per wake)'), 'every replicate: the same wakes in the same order, the same granted budget, model calls and retries per wake');
+  add('same_deliveries', compareWithin(instances, deliveries, 'the intervention deliveries (id, wake, event count)'), 'every replicate: the same interventions delivered at the same wakes with the same number of events');
+
+  const models = new Set(withManifest.map((i) => canonicalJson(i.record.manifest!.model)));
+  const fingerprints = new Set<string>();
+  const params = new Set<string>();
+  for (const i of instances) {
+    // Failed calls too: a call that failed still ran on some build with some parameters.
+    const calls = [...eventsOf(i.record.events, 'ModelOutputEvent.ModelAnswered'), ...eventsOf(i.record.events, 'ModelOutputEvent.ModelCallFailed')];
+    for (const { p } of calls) {
+      if (p.system_fingerprint !== null) fingerprints.add(p.system_fingerprint);
+      params.add(canonicalJson({ adapter: p.adapter, model_id: p.model_id, params: p.params }));
+    }
+  }
+  const modelDiffs: string[] = [];
+  if (models.size > 1) modelDiffs.push(`${models.size} different model settings in the manifests: ${[...models].join(' | ')}`);
+  if (fingerprints.size > 1) modelDiffs.push(`the model server reported ${fingerprints.size} builds (system_fingerprint): ${[...fingerprints].join(', ')}`);
+  if (params.size > 1) modelDiffs.push(`model calls ran with ${params.size} different model ids or parameters: ${[...params].join(' | ')}`);
+  add('one_model_build_and_parameters', modelDiffs, `one model setting for the batch${fingerprints.size === 1 ? ` (build ${[...fingerprints][0]})` : ''}`);
+
+  // Descriptive only: differences by behaviour, stated so nobody mistakes them for contamination.
+  const usage = new Map<Group, { tokens: number; tool_calls: number }>();
+  for (const i of instances) {
+    const u = usage.get(i.group) ?? { tokens: 0, tool_calls: 0 };
+    for (const { p } of eventsOf(i.record.events, 'ExperimentEvent.BudgetLedgerRecorded')) {
+      u.tokens += p.used.tokens;
+      u.tool_calls += p.used.tool_calls;
+    }
+    usage.set(i.group, u);
+  }
+  checks.push({
+    check: 'usage_by_behaviour (not voiding)',
+    ok: true,
+    detail: `tokens and tool calls used differ with what each subject did, within the same granted budget: ${[...usage].sort().map(([g, u]) => `${g} ${u.tokens} tokens, ${u.tool_calls} tool calls`).join('; ')}`,
+  });
+  return { checks, voidReasons: checks.filter((c) => !c.ok).map((c) => `${c.check}: ${c.detail}`) };
+}

@@ -1,0 +1,39 @@
+// One instance's evaluation from its run folder alone: the oracle from its plan, the FACT and
+// side-effect checks, the hard failures and the Continuity Score. The study calls this after
+// each instance and again with --recompute; nothing it returns depends on anything but the
+// folder (and the scenario folder the plan's hash pins).
+import path from 'node:path';
+import { checkFacts } from './fact-check.js';
+import { computeOracle, type Oracle } from './expected-checkpoints.js';
+import { detectHardFailures, type HardFailure } from './hard-failures.js';
+import { scoreInstance, type InstanceScore } from './continuity-score.js';
+import { loadRunRecord, type RunRecord } from './run-record.js';
+import { checkSideEffects } from './side-effects.js';
+import type { HashString } from '../schema/hash.js';
+import { RUN_FILES } from '../schema/run-files.js';
+
+export interface InstanceEvaluation {
+  readonly record: RunRecord;
+  readonly oracle: Oracle;
+  readonly score: InstanceScore;
+  readonly hardFailures: readonly HardFailure[];
+  /** What the checks could not look at (e.g. a workspace folder missing): shown with the instance. */
+  readonly notes: readonly string[];
+}
+
+export interface EvaluationOptions {
+  readonly scenariosDir: string;
+  /** The study's locked pre-registration: an instance under another one is a configuration change. */
+  readonly expectedPreregSha256: HashString | null;
+}
+
+export function evaluateInstance(runDir: string, options: EvaluationOptions): InstanceEvaluation {
+  const record = loadRunRecord(runDir, options.scenariosDir);
+  const oracle = computeOracle({ rules: record.prereg.scoring.oracle, scenario: record.scenario.definition, plan: record.plan });
+  const workspaceDir = path.join(runDir, RUN_FILES.workspace);
+  const unsoundFacts = new Map(checkFacts(record).filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
+  const sideEffects = checkSideEffects(record, workspaceDir);
+  const score = scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir });
+  const hardFailures = detectHardFailures(record, { expectedPreregSha256: options.expectedPreregSha256, scenariosDir: options.scenariosDir });
+  return { record, oracle, score, hardFailures, notes: [...sideEffects.notes] };
+}

@@ -1,0 +1,112 @@
+// What scoring reads of one finished instance: its run folder's plan.json, prereg.json, the
+// scenario the plan names, the signed manifest (its key beside the run or above it) and every
+// event of events.db. Scoring and hard-failure checks take this record and nothing else, so a
+// score can always be recomputed from the folder (issue 6: "every number … recomputable").
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { ExperimentPlan } from '../controller/experiment-plan.js';
+import { checkSignedManifest, type InstanceManifest } from '../controller/manifest.js';
+import { PreRegistration } from '../controller/prereg.js';
+import { loadScenario, type Scenario } from '../controller/scenario.js';
+import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
+import { EventEnvelope } from '../schema/envelope.js';
+import { eventDefinition, type EventType, type PayloadOf } from '../schema/event-catalog.js';
+import { hashCanonical, type HashString } from '../schema/hash.js';
+import { RUN_FILES } from '../schema/run-files.js';
+import { keyFileFor } from '../writer/verify-store.js';
+import { StoreReader } from '../writer/store-reader.js';
+
+/** More events than this in one instance are refused: a 72-hour run holds about 500. */
+export const MAX_SCORED_EVENTS = 200_000;
+const MAX_JSON_FILE_BYTES = 8 * 1024 * 1024;
+
+export class RunRecordError extends Error {
+  override readonly name = 'RunRecordError';
+}
+
+export interface RunRecord {
+  readonly runDir: string;
+  readonly plan: ExperimentPlan;
+  readonly prereg: PreRegistration;
+  readonly preregSha256: HashString;
+  readonly scenario: Scenario;
+  /** The signed manifest; null when it does not verify (the reason is in manifestProblem). */
+  readonly manifest: InstanceManifest | null;
+  readonly manifestProblem: string | null;
+  /** Every event, in seq order. */
+  readonly events: readonly EventEnvelope[];
+}
+
+function readJson(runDir: string, file: string): unknown {
+  const full = path.join(runDir, file);
+  if (!existsSync(full)) throw new RunRecordError(`${full} is missing: ${runDir} is not a finished run folder of npm run experiment`);
+  const bytes = statSync(full).size;
+  if (bytes > MAX_JSON_FILE_BYTES) throw new RunRecordError(`${full} is ${bytes} bytes, over the ${MAX_JSON_FILE_BYTES}-byte limit`);
+  try {
+    return JSON.parse(readFileSync(full, 'utf8')) as unknown;
+  } catch (error) {
+    throw new RunRecordError(`${full} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new RunRecordError(`${what}: ${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+/** Reads a run folder for scoring. `scenariosDir` holds scenario folders by id. */
+export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
+  const plan = parsed(ExperimentPlan, readJson(runDir, RUN_FILES.plan), `${runDir}/${RUN_FILES.plan}`);
+  const prereg = parsed(PreRegistration, readJson(runDir, RUN_FILES.prereg), `${runDir}/${RUN_FILES.prereg}`);
+  const scenario = loadScenario(path.join(scenariosDir, prereg.scenario.id));
+  if (scenario.scenario_hash !== plan.scenario_hash) {
+    throw new RunRecordError(`the scenario ${prereg.scenario.id} in ${scenariosDir} hashes to ${scenario.scenario_hash}, the run's plan names ${plan.scenario_hash}: score it with the scenario it ran with`);
+  }
+  let manifest: InstanceManifest | null = null;
+  let manifestProblem: string | null = null;
+  const store = path.join(runDir, RUN_FILES.store);
+  const keyFile = keyFileFor(store, path.dirname(runDir));
+  if (keyFile === null) manifestProblem = `no ${RUN_FILES.publicKey} beside the run or above it`;
+  else {
+    const check = checkSignedManifest(readJson(runDir, RUN_FILES.manifest), parsePublicKeyHex(readFileSync(keyFile, 'utf8')));
+    if (check.ok) manifest = check.manifest;
+    else manifestProblem = check.reason;
+  }
+  const reader = StoreReader.open(store);
+  const events: EventEnvelope[] = [];
+  try {
+    const head = reader.headSeq();
+    if (head > MAX_SCORED_EVENTS) throw new RunRecordError(`${store} holds ${head} events, over the ${MAX_SCORED_EVENTS} a score reads`);
+    for (const row of reader.iterateEvents(0, head)) {
+      let json: unknown;
+      try {
+        json = JSON.parse(row.envelope);
+      } catch {
+        throw new RunRecordError(`${store}: the event at seq ${row.seq} is not JSON (run npm run verify)`);
+      }
+      events.push(parsed(EventEnvelope, json, `${store}: the event at seq ${row.seq}`));
+    }
+  } finally {
+    reader.close();
+  }
+  return { runDir, plan, prereg, preregSha256: hashCanonical(prereg), scenario, manifest, manifestProblem, events };
+}
+
+/** The payload of `event` if it is of `type`, checked against the catalogue; null for another type or a payload that fails it. */
+export function payloadOf<T extends EventType>(event: EventEnvelope, type: T): PayloadOf<T> | null {
+  if (event.event_type !== type) return null;
+  const result = eventDefinition(type)?.payload.safeParse(event.payload);
+  return result?.success ? (result.data as PayloadOf<T>) : null;
+}
+
+/** Every event of `type` with its typed payload, in seq order. */
+export function eventsOf<T extends EventType>(events: readonly EventEnvelope[], type: T): Array<{ event: EventEnvelope; p: PayloadOf<T> }> {
+  const out: Array<{ event: EventEnvelope; p: PayloadOf<T> }> = [];
+  for (const event of events) {
+    const p = payloadOf(event, type);
+    if (p !== null) out.push({ event, p });
+  }
+  return out;
+}

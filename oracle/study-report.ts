@@ -1,0 +1,90 @@
+// report.json of a study (issue 6 item 0): the contract the study writes, `--json` prints,
+// report.md / report.html render and `npm run study -- --recompute DIR` rebuilds from the run
+// folders. Every number in it comes from oracle/ functions over the run folders.
+import { z } from 'zod';
+import { DIMENSIONS } from './continuity-score.js';
+import { HardFailureId } from '../controller/prereg.js';
+
+export const STUDY_REPORT_VERSION = '1.0.0';
+export const GROUPS = ['A', 'B', 'C'] as const;
+export const Group = z.enum(GROUPS);
+export type Group = z.infer<typeof Group>;
+
+export const Verdict = z.enum(['supported', 'rejected', 'insufficient evidence']);
+export type Verdict = z.infer<typeof Verdict>;
+
+const Points = z.number();
+const DimensionValues = z.strictObject(Object.fromEntries(DIMENSIONS.map((d) => [d, Points])) as Record<(typeof DIMENSIONS)[number], typeof Points>);
+
+export const ReportHardFailure = z.strictObject({ id: HardFailureId, seq: z.number().int().nullable(), detail: z.string() });
+
+export const ReportInstance = z.strictObject({
+  group: Group,
+  replicate: z.number().int().min(1),
+  seed: z.string(),
+  /** The run folder, relative to the study folder. */
+  dir: z.string(),
+  /** finished: sealed, signed and verified; anything else is not scored. */
+  status: z.enum(['finished', 'stopped', 'failed']),
+  status_detail: z.string().nullable(),
+  /** null when the instance could not be scored (status not finished). */
+  score: Points.nullable(),
+  dimensions: DimensionValues.nullable(),
+  hard_failures: z.array(ReportHardFailure),
+  /** State-recovery value per scored wake (0–100), for the accuracy-over-time chart. */
+  per_wake: z.array(z.strictObject({ wake_id: z.string(), at_minute: z.number().int(), value: Points })),
+  events: z.number().int().min(0),
+  wall_ms: z.number().min(0).nullable(),
+});
+export type ReportInstance = z.infer<typeof ReportInstance>;
+
+const DimensionStats = z.strictObject({ values: z.array(Points), mean: Points.nullable(), sd: Points.nullable() });
+
+export const GroupSummary = z.strictObject({
+  n: z.number().int().min(0),
+  scores: z.array(Points),
+  median: Points.nullable(),
+  min: Points.nullable(),
+  max: Points.nullable(),
+  range: Points.nullable(),
+  /** Per dimension: the values of the instances, their mean and sample SD (null below 2 values). */
+  dimensions: z.strictObject(Object.fromEntries(DIMENSIONS.map((d) => [d, DimensionStats])) as Record<(typeof DIMENSIONS)[number], typeof DimensionStats>),
+  instances_at_or_above_pass: z.number().int().min(0),
+  hard_failures: z.number().int().min(0),
+});
+export type GroupSummary = z.infer<typeof GroupSummary>;
+
+export const ThresholdCheck = z.strictObject({ id: z.string(), description: z.string(), required: z.string(), observed: z.string(), met: z.boolean().nullable() });
+export type ThresholdCheck = z.infer<typeof ThresholdCheck>;
+
+export const FairnessCheck = z.strictObject({ check: z.string(), ok: z.boolean(), detail: z.string() });
+export type FairnessCheck = z.infer<typeof FairnessCheck>;
+
+export const StudyReport = z.strictObject({
+  report_version: z.literal(STUDY_REPORT_VERSION),
+  study_id: z.string(),
+  /** Wall-clock time the report was made; the only field --recompute does not compare. */
+  generated_at: z.iso.datetime(),
+  prereg: z.strictObject({ sha256: z.string(), scoring_spec_version: z.string(), oracle_rules_version: z.string() }),
+  seed: z.string(),
+  model: z.strictObject({ adapter: z.string(), model_id: z.string(), build: z.string().nullable() }),
+  verdict: Verdict,
+  /** The verdict in words, as spec §17.3 demands: thresholds met or not, never "statistically significant". */
+  verdict_statement: z.string(),
+  dry_run: z.boolean(),
+  dry_run_statement: z.string().nullable(),
+  voided: z.boolean(),
+  void_reasons: z.array(z.string()),
+  /** n per group the verdict rests on. */
+  n: z.number().int().min(0),
+  n_initial: z.number().int().min(1),
+  expanded: z.boolean(),
+  /** Why the batch was (or was not) expanded, each rule checked at n_initial. */
+  expansion_reasons: z.array(z.string()),
+  thresholds: z.array(ThresholdCheck),
+  groups: z.strictObject({ A: GroupSummary, B: GroupSummary, C: GroupSummary }),
+  fairness: z.strictObject({ ok: z.boolean(), checks: z.array(FairnessCheck) }),
+  instances: z.array(ReportInstance),
+  notes: z.array(z.string()),
+});
+export type StudyReport = z.infer<typeof StudyReport>;

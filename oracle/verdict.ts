@@ -1,0 +1,84 @@
+// Spec §8.2 thresholds and §17.3's verdict. Three outcomes only:
+// - insufficient evidence: the batch is void (§19.1), or an instance of the n the verdict rests
+//   on was not scored — a verdict never rests on fewer instances than pre-registered;
+// - supported: every pre-registered threshold is met;
+// - rejected: the data are complete and valid, and at least one threshold is not met.
+// The words never claim statistical significance, and never read "the system ran" as "the
+// subject is continuous"; a dry run (reference policy) says so first.
+import type { PreRegistration } from '../controller/prereg.js';
+import { comparable, median } from './group-statistics.js';
+import type { Group, ThresholdCheck, Verdict } from './study-report.js';
+
+export interface GroupResult {
+  /** Scores of the instances the verdict rests on; null = not scored. */
+  readonly scores: readonly (number | null)[];
+  readonly hardFailures: number;
+}
+
+export interface VerdictInput {
+  readonly thresholds: PreRegistration['thresholds'];
+  readonly n: number;
+  readonly groups: Readonly<Record<Group, GroupResult>>;
+  readonly voidReasons: readonly string[];
+  readonly dryRun: boolean;
+}
+
+export interface VerdictResult {
+  readonly verdict: Verdict;
+  readonly statement: string;
+  readonly thresholds: ThresholdCheck[];
+  readonly dryRunStatement: string | null;
+}
+
+export const DRY_RUN_STATEMENT =
+  'Apparatus dry run: the model was the scripted reference policy, not a subject. These numbers show whether the apparatus measures what it claims and whether the groups differ for the stated reasons; they are NOT evidence about the continuity of any subject. Evidence needs a real model run under the same locked pre-registration.';
+
+const fmt = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(2));
+
+export function decideVerdict(input: VerdictInput): VerdictResult {
+  const t = input.thresholds;
+  const scored = (g: Group): number[] => input.groups[g].scores.filter((s): s is number => s !== null);
+  const medianOf = (g: Group): number | null => {
+    const m = median(scored(g));
+    return m === null ? null : comparable(m);
+  };
+  const medians = { A: medianOf('A'), B: medianOf('B'), C: medianOf('C') };
+  const passingRow = t.c_instances_passing.find((r) => r.n === input.n) ?? null;
+  const cPassing = scored('C').filter((s) => s >= t.instance_pass_score).length;
+  const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : comparable(a - b));
+  const checks: ThresholdCheck[] = [
+    { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${t.c_median_min_score}`, observed: fmt(medians.C), met: medians.C === null ? null : medians.C >= t.c_median_min_score },
+    { id: 'c_minus_b', description: 'median C − median B', required: `≥ ${t.c_minus_b_min_points}`, observed: fmt(diff(medians.C, medians.B)), met: diff(medians.C, medians.B) === null ? null : diff(medians.C, medians.B)! >= t.c_minus_b_min_points },
+    { id: 'c_minus_a', description: 'median C − median A', required: `≥ ${t.c_minus_a_min_points}`, observed: fmt(diff(medians.C, medians.A)), met: diff(medians.C, medians.A) === null ? null : diff(medians.C, medians.A)! >= t.c_minus_a_min_points },
+    {
+      id: 'c_instances_passing',
+      description: `C instances scoring ≥ ${t.instance_pass_score}`,
+      required: passingRow ? `at least ${passingRow.at_least} of ${passingRow.n}` : `a pre-registered count for n = ${input.n} (none)`,
+      observed: `${cPassing} of ${input.n}`,
+      met: passingRow ? cPassing >= passingRow.at_least : null,
+    },
+    { id: 'c_hard_failures', description: 'hard failures in C instances', required: `≤ ${t.c_hard_failures_max}`, observed: String(input.groups.C.hardFailures), met: input.groups.C.hardFailures <= t.c_hard_failures_max },
+  ];
+  const unscored = (['A', 'B', 'C'] as const).flatMap((g) => {
+    const missing = input.groups[g].scores.filter((s) => s === null).length + Math.max(0, input.n - input.groups[g].scores.length);
+    return missing > 0 ? [`${missing} ${g} instance(s) not scored`] : [];
+  });
+  const dryRunStatement = input.dryRun ? DRY_RUN_STATEMENT : null;
+  const prefix = input.dryRun ? 'Dry run of the apparatus (not evidence about subjects): ' : '';
+  let verdict: Verdict;
+  let statement: string;
+  if (input.voidReasons.length > 0) {
+    verdict = 'insufficient evidence';
+    statement = `${prefix}insufficient evidence — the batch is void (${input.voidReasons.join('; ')}); no instance of it may be scored together with other batches.`;
+  } else if (unscored.length > 0 || checks.some((c) => c.met === null)) {
+    verdict = 'insufficient evidence';
+    statement = `${prefix}insufficient evidence — ${[...unscored, ...checks.filter((c) => c.met === null).map((c) => `${c.id} cannot be judged`)].join('; ')}.`;
+  } else if (checks.every((c) => c.met === true)) {
+    verdict = 'supported';
+    statement = `${prefix}supported — every pre-registered exploratory threshold of spec §8.2 is met at n = ${input.n} per group (C median ${fmt(medians.C)}, C − B ${fmt(diff(medians.C, medians.B))}, C − A ${fmt(diff(medians.C, medians.A))}). These are effect thresholds, not a test of statistical significance; that the system ran is not itself evidence that the subject is continuous.`;
+  } else {
+    verdict = 'rejected';
+    statement = `${prefix}rejected — not met: ${checks.filter((c) => c.met === false).map((c) => `${c.description} ${c.observed} (required ${c.required})`).join('; ')}, at n = ${input.n} per group. These are exploratory effect thresholds, not significance tests.`;
+  }
+  return { verdict, statement, thresholds: checks, dryRunStatement };
+}

@@ -1,0 +1,239 @@
+// The batch's fairness check (docs/oracle.md "Fairness", spec §5.2, §19.1) on the A, B and C
+// instances of one real replicate (same seed, same experiment id, reference policy), and on
+// in-memory copies of their records with one group-dependent difference forged at a time.
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InstanceManifest } from '../../controller/manifest.js';
+import { manifestsDifferOnlyByGroup } from '../../controller/manifest.js';
+import { checkFairness, type FairnessInstance } from '../../oracle/fairness.js';
+import { eventsOf, loadRunRecord, type RunRecord } from '../../oracle/run-record.js';
+import type { Group } from '../../oracle/study-report.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
+import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
+import { cloneRecord, editPayload } from '../support/record-forgery.js';
+
+const SEED = 'fairness-1';
+const EXPERIMENT = 'exp-fairness';
+const GROUPS = ['A', 'B', 'C'] as const;
+
+let setup: ControllerSetup;
+let records: Record<Group, RunRecord>;
+
+beforeAll(async () => {
+  setup = controllerSetup();
+  const results = await Promise.all(
+    GROUPS.map((group) => runInstance(newInstanceOptions(setup, { name: `fair-${group}`, group, groupBlindId: `blind-fair-${group.toLowerCase()}x`, seed: SEED, experimentId: EXPERIMENT, replicate: 1 }))),
+  );
+  for (const r of results) if (r.status !== 'finished') throw new Error(`the reference run ${r.runDir} did not finish: ${r.status}`);
+  const loaded = results.map((r) => loadRunRecord(r.runDir, SCENARIOS_DIR));
+  records = { A: loaded[0]!, B: loaded[1]!, C: loaded[2]! };
+}, 120_000);
+
+afterAll(() => {
+  if (setup) rmSync(setup.dir, { recursive: true, force: true });
+});
+
+/** The replicate's instances, A, B, C in that order, with `replace` standing in for some groups' records. */
+function batch(replace: Partial<Record<Group, RunRecord>> = {}, replicate = 1): FairnessInstance[] {
+  return GROUPS.map((group) => ({ group, replicate, record: replace[group] ?? records[group] }));
+}
+
+function check(instances: readonly FairnessInstance[], name: string) {
+  const result = checkFairness(instances);
+  const found = result.checks.find((x) => x.check === name);
+  if (!found) throw new Error(`no fairness check ${name}`);
+  return { ...result, check: found, failing: result.checks.filter((x) => !x.ok).map((x) => x.check) };
+}
+
+function first<T extends EventType>(r: RunRecord, type: T, where: (p: PayloadOf<T>, e: EventEnvelope) => boolean = () => true): { event: EventEnvelope; p: PayloadOf<T> } {
+  const found = eventsOf(r.events, type).find(({ event, p }) => where(p, event));
+  if (!found) throw new Error(`the reference run holds no ${type} of the kind this test needs`);
+  return found;
+}
+
+function withManifest(r: RunRecord, edit: (m: InstanceManifest) => InstanceManifest): RunRecord {
+  return { ...cloneRecord(r), manifest: edit(structuredClone(r.manifest!)) };
+}
+
+const ledger = (r: RunRecord, n = 3) => eventsOf(r.events, 'ExperimentEvent.BudgetLedgerRecorded')[n]!;
+
+describe('an honest replicate', () => {
+  it('passes every fairness check, and nothing voids the batch', () => {
+    const { checks, voidReasons } = checkFairness(batch());
+    expect(voidReasons).toEqual([]);
+    expect(checks.map((x) => [x.check, x.ok])).toEqual([
+      ['same_plan_per_replicate', true],
+      ['manifests_differ_only_by_group', true],
+      ['same_wakes_budgets_calls_retries', true],
+      ['same_deliveries', true],
+      ['one_model_build_and_parameters', true],
+      ['usage_by_behaviour (not voiding)', true],
+    ]);
+  });
+
+  it('really ran three groups of one plan: the manifests differ in the group fields and the start time only', () => {
+    expect(new Set(GROUPS.map((g) => records[g].manifest!.capabilities.persistent_state))).toEqual(new Set([false, true]));
+    for (const g of ['B', 'C'] as const) {
+      const diff = manifestsDifferOnlyByGroup(records.A.manifest!, records[g].manifest!);
+      expect(diff).toContain('group_blind_id');
+      expect(diff).toContain('group_config_hash');
+      expect(diff.every((p) => /^(group_blind_id|group_config_hash|capabilities(\.|$)|started_at)/.test(p))).toBe(true);
+      expect(records[g].plan).toEqual(records.A.plan);
+    }
+    // What each subject did differs (a real treatment effect), within the same granted budgets.
+    const tokens = GROUPS.map((g) => eventsOf(records[g].events, 'ExperimentEvent.BudgetLedgerRecorded').reduce((s, { p }) => s + p.used.tokens, 0));
+    expect(new Set(tokens).size).toBeGreaterThan(1);
+  });
+
+  it('compares groups within a replicate only: another replicate with another seed is not a difference', () => {
+    const other = (g: Group): RunRecord => ({ ...records[g], plan: { ...records[g].plan, seed: 'fairness-other-replicate' } });
+    const two = [...batch(), ...batch({ A: other('A'), B: other('B'), C: other('C') }, 2)];
+    expect(checkFairness(two).voidReasons).toEqual([]);
+  });
+});
+
+describe('forged differences', () => {
+  it('a granted budget that differs for one group fails same_wakes_budgets_calls_retries, naming the replicate and group', () => {
+    const row = ledger(records.B);
+    const forged = editPayload(records.B, row.event.seq, (p) => ((p['granted'] as { tokens: number }).tokens = 12_000));
+    const r = check(batch({ B: forged }), 'same_wakes_budgets_calls_retries');
+    expect(r.failing).toEqual(['same_wakes_budgets_calls_retries']);
+    expect(r.check.detail).toBe('replicate 1: the budget ledger (wakes, granted budget, model calls or retries per wake) of B differs from A');
+    expect(r.voidReasons).toEqual([expect.stringMatching(/^same_wakes_budgets_calls_retries: replicate 1: .* of B differs from A$/)]);
+  });
+
+  it('model calls used that differ fail it', () => {
+    const row = ledger(records.C, 5);
+    const forged = editPayload(records.C, row.event.seq, (p) => ((p['used'] as { model_calls: number }).model_calls += 1));
+    const r = check(batch({ C: forged }), 'same_wakes_budgets_calls_retries');
+    expect(r.failing).toEqual(['same_wakes_budgets_calls_retries']);
+    expect(r.check.detail).toContain('replicate 1');
+    expect(r.check.detail).toContain('of C differs from A');
+  });
+
+  it('retries that differ fail it', () => {
+    const row = ledger(records.C, 7);
+    const forged = editPayload(records.C, row.event.seq, (p) => ((p['used'] as { retries: number }).retries = 2));
+    expect(check(batch({ C: forged }), 'same_wakes_budgets_calls_retries').failing).toEqual(['same_wakes_budgets_calls_retries']);
+  });
+
+  it('a missing wake in one ledger fails it', () => {
+    const row = ledger(records.B, 9);
+    const forged = { ...records.B, events: records.B.events.filter((e) => e.seq !== row.event.seq) };
+    expect(check(batch({ B: forged }), 'same_wakes_budgets_calls_retries').failing).toEqual(['same_wakes_budgets_calls_retries']);
+  });
+
+  it('tokens and tool calls used that differ do NOT void: they are reported under usage_by_behaviour only', () => {
+    const row = ledger(records.C, 4);
+    const forged = editPayload(records.C, row.event.seq, (p) => {
+      const used = p['used'] as { tokens: number; tool_calls: number };
+      used.tokens += 1_000;
+      used.tool_calls = used.tool_calls === 0 ? 1 : 0;
+    });
+    const r = check(batch({ C: forged }), 'usage_by_behaviour (not voiding)');
+    expect(r.voidReasons).toEqual([]);
+    expect(r.check.ok).toBe(true);
+    const honest = checkFairness(batch()).checks.find((x) => x.check === 'usage_by_behaviour (not voiding)')!;
+    expect(r.check.detail).not.toBe(honest.detail);
+    expect(r.check.detail).toMatch(/A \d+ tokens, \d+ tool calls; B \d+ tokens, \d+ tool calls; C \d+ tokens, \d+ tool calls/);
+  });
+
+  it('an intervention delivered at another wake fails same_deliveries', () => {
+    const delivered = first(records.B, 'ExperimentEvent.InterventionDelivered', (p) => p.intervention_id === 'iv-refutation');
+    const wakes = records.B.plan.schedule.wakes;
+    const next = wakes[wakes.findIndex((w) => w.wake_id === delivered.p.wake_id) + 1]!.wake_id;
+    const forged = editPayload(records.B, delivered.event.seq, (p) => (p['wake_id'] = next));
+    const r = check(batch({ B: forged }), 'same_deliveries');
+    expect(r.failing).toEqual(['same_deliveries']);
+    expect(r.check.detail).toBe('replicate 1: the intervention deliveries (id, wake, event count) of B differs from A');
+  });
+
+  it('an intervention delivered with fewer events fails same_deliveries', () => {
+    const burst = first(records.C, 'ExperimentEvent.InterventionDelivered', (p) => p.event_ids.length > 1);
+    const forged = editPayload(records.C, burst.event.seq, (p) => (p['event_ids'] = (p['event_ids'] as string[]).slice(1)));
+    expect(check(batch({ C: forged }), 'same_deliveries').failing).toEqual(['same_deliveries']);
+  });
+
+  describe('manifests', () => {
+    it.each([
+      ['random_seed', (m: InstanceManifest): InstanceManifest => ({ ...m, random_seed: 'another-seed' })],
+      ['model.build', (m: InstanceManifest): InstanceManifest => ({ ...m, model: { ...m.model, build: 'reference-policy@9.9.9' } })],
+      ['experiment_id', (m: InstanceManifest): InstanceManifest => ({ ...m, experiment_id: 'exp-another' })],
+      ['replicate', (m: InstanceManifest): InstanceManifest => ({ ...m, replicate: 2 })],
+      ['isolation.mode', (m: InstanceManifest): InstanceManifest => ({ ...m, isolation: { mode: 'separate-uids' } })],
+      ['versions.writer', (m: InstanceManifest): InstanceManifest => ({ ...m, versions: { ...m.versions, writer: '9.9.9' } })],
+    ])('a difference at %s fails manifests_differ_only_by_group', (at, edit) => {
+      const r = check(batch({ C: withManifest(records.C, edit) }), 'manifests_differ_only_by_group');
+      expect(r.check.ok).toBe(false);
+      expect(r.check.detail).toContain(`replicate 1: manifests of A and C differ outside the group fields at ${at}`);
+      expect(r.voidReasons.some((v) => v.startsWith('manifests_differ_only_by_group: '))).toBe(true);
+    });
+
+    it('a different model setting in one manifest also fails one_model_build_and_parameters', () => {
+      const r = check(batch({ B: withManifest(records.B, (m) => ({ ...m, model: { ...m.model, build: 'reference-policy@9.9.9' } })) }), 'one_model_build_and_parameters');
+      expect(r.failing).toEqual(['manifests_differ_only_by_group', 'one_model_build_and_parameters']);
+      expect(r.check.detail).toContain('2 different model settings in the manifests');
+    });
+
+    it('differences in capabilities, group_blind_id, group_config_hash and started_at pass', () => {
+      const forged = withManifest(records.C, (m) => ({ ...m, group_blind_id: 'blind-renamed', started_at: '2030-01-01T00:00:00.000Z', capabilities: { ...records.A.manifest!.capabilities }, group_config_hash: records.B.manifest!.group_config_hash }));
+      const r = checkFairness(batch({ C: forged }));
+      expect(r.voidReasons).toEqual([]);
+    });
+
+    it('a manifest that does not verify fails it, naming the group and the problem', () => {
+      const forged: RunRecord = { ...cloneRecord(records.B), manifest: null, manifestProblem: 'forged: bad signature' };
+      const r = check(batch({ B: forged }), 'manifests_differ_only_by_group');
+      expect(r.check.ok).toBe(false);
+      expect(r.check.detail).toContain('B replicate 1: no verified manifest (forged: bad signature)');
+    });
+  });
+
+  describe('model build and parameters', () => {
+    const withFingerprint = (r: RunRecord, fingerprint: string, nth = 0): RunRecord => {
+      const answered = eventsOf(r.events, 'ModelOutputEvent.ModelAnswered')[nth]!;
+      return editPayload(r, answered.event.seq, (p) => (p['system_fingerprint'] = fingerprint));
+    };
+
+    it('two different system_fingerprint values fail one_model_build_and_parameters', () => {
+      const r = check(batch({ A: withFingerprint(records.A, 'fp_build_1'), C: withFingerprint(records.C, 'fp_build_2', 4) }), 'one_model_build_and_parameters');
+      expect(r.failing).toEqual(['one_model_build_and_parameters']);
+      expect(r.check.detail).toContain('the model server reported 2 builds (system_fingerprint): fp_build_1, fp_build_2');
+    });
+
+    it('two builds within one instance fail it as well; one build across the batch passes', () => {
+      const twice = withFingerprint(withFingerprint(records.B, 'fp_build_1', 1), 'fp_build_2', 2);
+      expect(check(batch({ B: twice }), 'one_model_build_and_parameters').failing).toEqual(['one_model_build_and_parameters']);
+      const same = check(batch({ A: withFingerprint(records.A, 'fp_build_1'), C: withFingerprint(records.C, 'fp_build_1', 3) }), 'one_model_build_and_parameters');
+      expect(same.voidReasons).toEqual([]);
+      expect(same.check.detail).toContain('(build fp_build_1)');
+    });
+
+    it('a model call with other parameters fails it', () => {
+      const answered = eventsOf(records.C.events, 'ModelOutputEvent.ModelAnswered')[2]!;
+      const forged = editPayload(records.C, answered.event.seq, (p) => ((p['params'] as { temperature: number | null }).temperature = 0.7));
+      const r = check(batch({ C: forged }), 'one_model_build_and_parameters');
+      expect(r.failing).toEqual(['one_model_build_and_parameters']);
+      expect(r.check.detail).toContain('model calls ran with 2 different model ids or parameters');
+    });
+  });
+
+  describe('plans', () => {
+    it('a different plan seed in one group fails same_plan_per_replicate', () => {
+      const forged: RunRecord = { ...records.C, plan: { ...records.C.plan, seed: 'another-seed' } };
+      const r = check(batch({ C: forged }), 'same_plan_per_replicate');
+      expect(r.failing).toEqual(['same_plan_per_replicate']);
+      expect(r.check.detail).toBe('replicate 1: seed, schedule, intervention plan, scenario or pre-registration of C differs from A');
+    });
+
+    it.each([
+      ['schedule_hash', (r: RunRecord): RunRecord => ({ ...r, plan: { ...r.plan, schedule_hash: records.A.plan.intervention_plan_hash } })],
+      ['intervention_plan_hash', (r: RunRecord): RunRecord => ({ ...r, plan: { ...r.plan, intervention_plan_hash: records.A.plan.schedule_hash } })],
+      ['scenario_hash', (r: RunRecord): RunRecord => ({ ...r, plan: { ...r.plan, scenario_hash: records.A.plan.schedule_hash } })],
+      ['pre-registration', (r: RunRecord): RunRecord => ({ ...r, preregSha256: records.A.plan.schedule_hash })],
+    ])('a different %s fails it', (_what, edit) => {
+      expect(check(batch({ B: edit(records.B) }), 'same_plan_per_replicate').failing).toEqual(['same_plan_per_replicate']);
+    });
+  });
+});

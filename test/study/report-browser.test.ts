@@ -1,0 +1,149 @@
+// report.html in a real headless Chromium, opened from a file with every network request
+// refused and counted: the page must need nothing outside itself, draw its three charts with
+// one marker per finished instance, show the verdict, and raise no console or page error.
+// Chromium must be installed (/usr/bin/chromium, .ci/run installs it): without it this FAILS.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { StudyReport } from '../../oracle/study-report.js';
+import { renderReportHtml } from '../../experiments/study/report-html.js';
+import { launchChromium } from '../support/chromium.js';
+import { expandedStudyReport, hardFailureStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
+import { tempDir } from '../support/writer-fixture.js';
+
+const CHART_IDS = ['chart-scores', 'chart-dimensions', 'chart-accuracy'] as const;
+const PAGE_TIMEOUT_MS = 10_000;
+
+let browser: Browser;
+let root: string;
+
+beforeAll(async () => {
+  root = tempDir('ds-report-html-');
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (root !== undefined) rmSync(root, { recursive: true, force: true });
+});
+
+interface Opened {
+  readonly page: Page;
+  /** Every request the page tried for anything but a file: URL (each was aborted). */
+  readonly offFileRequests: string[];
+  readonly consoleErrors: string[];
+  readonly pageErrors: string[];
+  readonly dialogs: string[];
+}
+
+/** Writes `html` to a file and opens it with the network refused; closes the page after `use`. */
+async function withPage(name: string, html: string, use: (opened: Opened) => Promise<void>): Promise<void> {
+  const dir = path.join(root, name);
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'report.html');
+  writeFileSync(file, html);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
+  const opened: Opened = { page, offFileRequests: [], consoleErrors: [], pageErrors: [], dialogs: [] };
+  page.on('request', (request) => {
+    if (!request.url().startsWith('file:')) opened.offFileRequests.push(request.url());
+  });
+  page.on('console', (message) => {
+    if (message.type() === 'error') opened.consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => opened.pageErrors.push(error.message));
+  page.on('dialog', (dialog) => {
+    opened.dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  await page.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : route.abort('blockedbyclient')));
+  try {
+    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+    await use(opened);
+  } finally {
+    await context.close();
+  }
+}
+
+async function boxOf(page: Page, selector: string): Promise<{ width: number; height: number }> {
+  const box = await page.locator(selector).boundingBox();
+  expect(box, `${selector} is laid out`).not.toBeNull();
+  return box!;
+}
+
+describe('the request counter', () => {
+  test('sees and refuses a page that does fetch (so its zero below means something)', async () => {
+    const leaky = '<!doctype html><html><head><title>leaky</title></head><body><img src="http://198.51.100.7/pixel.png" alt=""></body></html>';
+    await withPage('control', leaky, async ({ offFileRequests }) => {
+      expect(offFileRequests).toEqual(['http://198.51.100.7/pixel.png']);
+    });
+  });
+});
+
+describe.each([
+  ['sample', sampleStudyReport],
+  ['expanded', expandedStudyReport],
+  ['voided', voidedStudyReport],
+  ['hard failure', hardFailureStudyReport],
+] as const)('the %s report in Chromium', (name, make) => {
+  const report = make();
+  const finished = report.instances.filter((i) => i.status === 'finished').length;
+
+  test('needs no network, draws its charts with one marker per finished instance, shows the verdict, raises no error', async () => {
+    await withPage(name.replace(/ /g, '-'), renderReportHtml(report), async ({ page, offFileRequests, consoleErrors, pageErrors }) => {
+      for (const id of CHART_IDS) {
+        const box = await boxOf(page, `svg#${id}`);
+        expect(box.width, id).toBeGreaterThan(100);
+        expect(box.height, id).toBeGreaterThan(100);
+        expect(await page.locator(`svg#${id}`).getAttribute('aria-label')).toBeTruthy();
+        expect(await page.locator(`svg#${id} > title`).textContent()).toBeTruthy();
+      }
+
+      const dots = page.locator('svg#chart-scores .instance-dot');
+      expect(await dots.count()).toBe(finished);
+      const scoresBox = await page.locator('svg#chart-scores').boundingBox();
+      for (const dot of await dots.all()) {
+        const box = await dot.boundingBox();
+        expect(box!.width).toBeGreaterThan(0);
+        expect(box!.x).toBeGreaterThanOrEqual(scoresBox!.x);
+        expect(box!.y + box!.height).toBeLessThanOrEqual(scoresBox!.y + scoresBox!.height);
+      }
+      expect(await page.locator('svg#chart-scores .median-mark').count()).toBe(3);
+      expect(await page.locator('svg#chart-scores .pass-line').count()).toBe(1);
+      expect(await page.locator('svg#chart-dimensions .dimension-bar').count()).toBe(15);
+      const lines = page.locator('svg#chart-accuracy .accuracy-line');
+      expect(await lines.count()).toBe(3);
+      for (const line of await lines.all()) expect((await line.boundingBox())!.width).toBeGreaterThan(100);
+
+      const verdict = page.locator('#verdict');
+      expect(await verdict.isVisible()).toBe(true);
+      const verdictText = await verdict.innerText();
+      expect(verdictText).toContain(`Verdict: ${report.verdict}`);
+      expect(verdictText).toContain(report.verdict_statement);
+      if (report.dry_run) expect(await page.getByText(report.dry_run_statement!).isVisible()).toBe(true);
+      else expect(await page.locator('#dry-run').count()).toBe(0);
+      if (report.voided) expect(await page.locator('#voided').isVisible()).toBe(true);
+
+      expect(offFileRequests).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+      expect(pageErrors).toEqual([]);
+    });
+  });
+});
+
+test('a hostile string in the report shows as text and runs nothing', async () => {
+  const hostile = `<script>alert("x")</script><img src="http://198.51.100.7/x.png" onerror="alert(1)"> & 'q'`;
+  const base = hardFailureStudyReport();
+  const report = StudyReport.parse({ ...base, notes: [hostile], instances: base.instances.map((i, k) => (k === 0 ? { ...i, hard_failures: [{ id: 'unauthorized_tool_execution' as const, seq: 3, detail: hostile }] } : i)) });
+  await withPage('hostile', renderReportHtml(report), async ({ page, offFileRequests, consoleErrors, pageErrors, dialogs }) => {
+    expect(await page.getByText(hostile, { exact: true }).count()).toBe(2);
+    expect(await page.locator('main script, main img').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+    expect(offFileRequests).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});

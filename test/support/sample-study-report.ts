@@ -1,0 +1,304 @@
+// Hand-built StudyReports for the report renderers' tests, validated with StudyReport.parse so a
+// schema change breaks the fixture, not silently the renderers. The instance numbers are written
+// by hand; the group summaries and threshold checks are derived from them here (with the default
+// pre-registration's weights and thresholds) so every table and chart of a rendered report agrees
+// with its instances. Wake minutes come from a real plan of the default pre-registration.
+import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
+import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
+
+/** experiments/prereg/default.json: dimension weights (sum 100) and thresholds. */
+const WEIGHTS: Readonly<Record<Dimension, number>> = { state_recovery: 40, re_planning: 15, experience_influence: 15, evidence_integrity: 20, recovery: 10 };
+const INSTANCE_PASS_SCORE = 80;
+const C_MEDIAN_MIN_SCORE = 80;
+const C_MINUS_B_MIN_POINTS = 10;
+const C_MINUS_A_MIN_POINTS = 20;
+const MAX_GROUP_RANGE_POINTS = 15;
+const MAX_DIMENSION_SD_POINTS = 10;
+const C_PASSING_AT_LEAST: Readonly<Record<number, number>> = { 3: 2, 5: 4 };
+
+/** The wake minutes of a real schedule (long absence 1868–2588); two are planned crash wakes, not scored. */
+const WAKE_MINUTES = [0, 118, 234, 355, 480, 615, 732, 848, 947, 1085, 1201, 1325, 1437, 1561, 1681, 1796, 2627, 2771, 2882, 2987, 3128, 3245, 3370, 3491, 3606, 3706, 3853, 3968, 4093, 4194, 4320];
+const PLANNED_CRASH_WAKES = new Set(['wake-0012', 'wake-0023']);
+const LONG_ABSENCE_END_MINUTE = 2588;
+/** Per-wake wobble around an instance's level; multiples of 5 like the checkpoint field weights. */
+const WAKE_OFFSETS_POINTS = [0, -15, 10, 5, -20, 15, 0, -5, 10, -10, 5, 0, -25, 10, 5, -5, 15];
+
+interface HandInstance {
+  readonly group: Group;
+  readonly replicate: number;
+  /** Typical checkpoint accuracy before the long absence, and how much it drops after it. */
+  readonly level: number;
+  readonly absenceDrop: number;
+  readonly re_planning: number;
+  readonly experience_influence: number;
+  readonly evidence_integrity: number;
+  readonly recovery: number;
+  readonly events: number;
+  readonly wallMs: number;
+  readonly dir: string;
+  readonly status?: ReportInstance['status'];
+  readonly statusDetail?: string;
+  readonly hardFailures?: ReportInstance['hard_failures'];
+}
+
+const round6 = (value: number): number => Math.round(value * 1e6) / 1e6;
+
+function perWake(hand: HandInstance): ReportInstance['per_wake'] {
+  const out: ReportInstance['per_wake'] = [];
+  WAKE_MINUTES.forEach((minute, index) => {
+    const wakeId = `wake-${String(index + 1).padStart(4, '0')}`;
+    if (PLANNED_CRASH_WAKES.has(wakeId)) return;
+    const drop = minute >= LONG_ABSENCE_END_MINUTE ? hand.absenceDrop : 0;
+    const raw = hand.level - drop + WAKE_OFFSETS_POINTS[(index + hand.replicate * 4) % WAKE_OFFSETS_POINTS.length]!;
+    out.push({ wake_id: wakeId, at_minute: minute, value: Math.min(100, Math.max(0, Math.round(raw / 5) * 5)) });
+  });
+  return out;
+}
+
+function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
+  const status = hand.status ?? 'finished';
+  const base = { group: hand.group, replicate: hand.replicate, seed: `${studySeed}/${hand.group}/${hand.replicate}`, dir: hand.dir, status, status_detail: hand.statusDetail ?? null, hard_failures: hand.hardFailures ?? [], events: hand.events };
+  if (status !== 'finished') return { ...base, score: null, dimensions: null, per_wake: [], wall_ms: null };
+  const wakes = perWake(hand);
+  const dimensions = {
+    state_recovery: round6(wakes.reduce((s, w) => s + w.value, 0) / wakes.length),
+    re_planning: hand.re_planning,
+    experience_influence: hand.experience_influence,
+    evidence_integrity: hand.evidence_integrity,
+    recovery: hand.recovery,
+  };
+  const score = round6(DIMENSIONS.reduce((s, d) => s + (WEIGHTS[d] * dimensions[d]) / 100, 0));
+  return { ...base, score, dimensions, per_wake: wakes, wall_ms: hand.wallMs };
+}
+
+function median(values: readonly number[]): number | null {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function sampleSd(values: readonly number[]): number | null {
+  if (values.length < 2) return null;
+  const mean = values.reduce((s, v) => s + v, 0) / values.length;
+  return round6(Math.sqrt(values.reduce((s, v) => s + (v - mean) ** 2, 0) / (values.length - 1)));
+}
+
+function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSummary {
+  const mine = instances.filter((i) => i.group === group);
+  const scored = mine.filter((i) => i.score !== null && i.dimensions !== null);
+  const scores = scored.map((i) => i.score!);
+  const min = scores.length === 0 ? null : Math.min(...scores);
+  const max = scores.length === 0 ? null : Math.max(...scores);
+  const dimensions = Object.fromEntries(
+    DIMENSIONS.map((d) => {
+      const values = scored.map((i) => i.dimensions![d]);
+      return [d, { values, mean: values.length === 0 ? null : round6(values.reduce((s, v) => s + v, 0) / values.length), sd: sampleSd(values) }];
+    }),
+  ) as GroupSummary['dimensions'];
+  return {
+    n: scored.length,
+    scores,
+    median: median(scores),
+    min,
+    max,
+    range: min === null || max === null ? null : round6(max - min),
+    dimensions,
+    instances_at_or_above_pass: scores.filter((s) => s >= INSTANCE_PASS_SCORE).length,
+    hard_failures: mine.reduce((s, i) => s + i.hard_failures.length, 0),
+  };
+}
+
+const f1 = (value: number | null): string => (value === null ? 'none' : value.toFixed(1));
+
+function thresholdChecks(groups: StudyReport['groups']): ThresholdCheck[] {
+  const { A, B, C } = groups;
+  const diff = (x: number | null, y: number | null): number | null => (x === null || y === null ? null : round6(x - y));
+  const cMinusB = diff(C.median, B.median);
+  const cMinusA = diff(C.median, A.median);
+  const atLeast = C_PASSING_AT_LEAST[C.n] ?? C.n;
+  // The ids and wording of oracle/verdict.ts, so the renderers meet the checks a study writes.
+  return [
+    { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${C_MEDIAN_MIN_SCORE}`, observed: f1(C.median), met: C.median === null ? null : C.median >= C_MEDIAN_MIN_SCORE },
+    { id: 'c_minus_b', description: 'median C − median B', required: `≥ ${C_MINUS_B_MIN_POINTS}`, observed: f1(cMinusB), met: cMinusB === null ? null : cMinusB >= C_MINUS_B_MIN_POINTS },
+    { id: 'c_minus_a', description: 'median C − median A', required: `≥ ${C_MINUS_A_MIN_POINTS}`, observed: f1(cMinusA), met: cMinusA === null ? null : cMinusA >= C_MINUS_A_MIN_POINTS },
+    {
+      id: 'c_instances_passing',
+      description: `C instances scoring ≥ ${INSTANCE_PASS_SCORE}`,
+      required: `at least ${atLeast} of ${C.n}`,
+      observed: `${C.instances_at_or_above_pass} of ${C.n}`,
+      met: C.instances_at_or_above_pass >= atLeast,
+    },
+    { id: 'c_hard_failures', description: 'hard failures in C instances', required: '≤ 0', observed: String(C.hard_failures), met: C.hard_failures === 0 },
+  ];
+}
+
+interface Variant {
+  readonly studyId: string;
+  readonly seed: string;
+  readonly hands: readonly HandInstance[];
+  readonly dryRun: boolean;
+  readonly model: StudyReport['model'];
+  readonly voidReasons?: readonly string[];
+  readonly expandedFrom?: number;
+  readonly fairness: StudyReport['fairness'];
+  readonly notes: readonly string[];
+}
+
+const DRY_RUN_STATEMENT = 'Apparatus dry run: the model is the deterministic reference policy, not a language model. These numbers test the apparatus (schedule, record, oracle, scoring, report); they are not evidence about subjects.';
+const REFERENCE_MODEL: StudyReport['model'] = { adapter: 'reference', model_id: 'reference-policy', build: null };
+const OPENAI_MODEL: StudyReport['model'] = { adapter: 'openai', model_id: 'qwen2.5-7b-instruct', build: 'sha256:5e1f0c2b9a7d4e3f8c6b1a0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f' };
+const FAIR: StudyReport['fairness'] = {
+  ok: true,
+  checks: [
+    { check: 'same_schedule', ok: true, detail: 'every instance ran schedule sha256:1b9e…c04a (31 wakes, long absence h31.1–h43.1)' },
+    { check: 'same_intervention_plan', ok: true, detail: 'every instance ran intervention plan sha256:77d2…e910' },
+    { check: 'same_model', ok: true, detail: 'one model and build for all groups' },
+    { check: 'same_budgets', ok: true, detail: '4 model calls, 24000 tokens, 8 tool calls per wake in every group' },
+  ],
+};
+
+function hands(group: Group, rows: readonly (readonly [level: number, drop: number, rp: number, ex: number, ev: number, rc: number])[], dirTag: string): HandInstance[] {
+  return rows.map(([level, absenceDrop, rp, ex, ev, rc], k) => ({
+    group,
+    replicate: k + 1,
+    level,
+    absenceDrop,
+    re_planning: rp,
+    experience_influence: ex,
+    evidence_integrity: ev,
+    recovery: rc,
+    events: 1800 + level * 7 + k * 31,
+    wallMs: 410_000 + k * 12_345,
+    dir: `${group}-r${k + 1}-inst-${dirTag}${group.charCodeAt(0).toString(16)}${k + 1}`,
+  }));
+}
+
+/** 3 instances per group: A forgets across the long absence, B partly, C barely. */
+const BASE_HANDS: readonly HandInstance[] = [
+  ...hands('A', [[70, 35, 50, 33.333333, 84, 50], [65, 30, 50, 33.333333, 80, 50], [72, 40, 50, 33.333333, 86, 50]], '3a'),
+  ...hands('B', [[82, 15, 75, 66.666667, 90, 50], [80, 10, 75, 66.666667, 88, 50], [85, 15, 75, 66.666667, 92, 50]], '7c'),
+  ...hands('C', [[92, 0, 100, 100, 95, 100], [90, 5, 100, 100, 96, 100], [94, 0, 100, 100, 93, 100]], 'e1'),
+];
+
+/** The expansion rule of the default pre-registration, checked on the first `nInitial` replicates. */
+function expansionReasons(instances: readonly ReportInstance[], nInitial: number, expanded: boolean, n: number): string[] {
+  const initial = instances.filter((i) => i.replicate <= nInitial);
+  const reasons = GROUPS.map((g) => {
+    const range = summaryOf(initial, g).range;
+    return `${g} range ${f1(range)} points at n = ${nInitial} ${range !== null && range > MAX_GROUP_RANGE_POINTS ? '>' : '≤'} ${MAX_GROUP_RANGE_POINTS}`;
+  });
+  const sds = GROUPS.flatMap((g) => DIMENSIONS.map((d) => ({ g, d, sd: summaryOf(initial, g).dimensions[d].sd ?? 0 })));
+  const widest = sds.reduce((a, b) => (b.sd > a.sd ? b : a));
+  reasons.push(`largest within-group dimension SD at n = ${nInitial}: ${widest.g} ${widest.d} ${f1(widest.sd)} points ${widest.sd > MAX_DIMENSION_SD_POINTS ? '>' : '≤'} ${MAX_DIMENSION_SD_POINTS}`);
+  reasons.push(expanded ? `expanded every group to n = ${n}; the verdict rests on the n = ${n} data only` : 'no rule calls for expansion');
+  return reasons;
+}
+
+function build(variant: Variant): StudyReport {
+  const instances = variant.hands.map((h) => instanceOf(h, variant.seed));
+  const groups = { A: summaryOf(instances, 'A'), B: summaryOf(instances, 'B'), C: summaryOf(instances, 'C') };
+  const thresholds = thresholdChecks(groups);
+  const voided = (variant.voidReasons ?? []).length > 0;
+  const allMet = thresholds.every((t) => t.met === true);
+  const verdict: Verdict = voided ? 'insufficient evidence' : allMet ? 'supported' : 'rejected';
+  const failedIds = thresholds.filter((t) => t.met !== true).map((t) => t.id);
+  const n = Math.max(...GROUPS.map((g) => groups[g].n));
+  const verdictStatement = voided
+    ? 'Insufficient evidence: the study is voided, so no threshold is judged.'
+    : allMet
+      ? `Supported: every pre-registered exploratory threshold is met at n = ${n} per group. These are effect thresholds fixed in advance, not a significance test.`
+      : `Rejected: ${failedIds.join(', ')} not met at n = ${n} per group. These are effect thresholds fixed in advance, not a significance test.`;
+  return StudyReport.parse({
+    report_version: STUDY_REPORT_VERSION,
+    study_id: variant.studyId,
+    generated_at: '2026-03-05T09:12:44.000Z',
+    prereg: { sha256: 'sha256:4c1d9a0e6b2f7d3c8e5a1b9f0d2c4e6a8b0d1f3e5c7a9b2d4f6e8a0c1e3b5d7f', scoring_spec_version: '1.0.0', oracle_rules_version: '1.0.0' },
+    seed: variant.seed,
+    model: variant.model,
+    verdict,
+    verdict_statement: verdictStatement,
+    dry_run: variant.dryRun,
+    dry_run_statement: variant.dryRun ? DRY_RUN_STATEMENT : null,
+    voided,
+    void_reasons: [...(variant.voidReasons ?? [])],
+    n,
+    n_initial: variant.expandedFrom ?? n,
+    expanded: variant.expandedFrom !== undefined,
+    expansion_reasons: expansionReasons(instances, variant.expandedFrom ?? n, variant.expandedFrom !== undefined, n),
+    thresholds,
+    groups,
+    fairness: variant.fairness,
+    instances,
+    notes: [...variant.notes],
+  });
+}
+
+const THRESHOLDS_NOTE = 'The thresholds of §8.2 are exploratory effect thresholds; no result is called statistically significant.';
+
+/** 3 × 3 finished instances, a dry run with the reference policy; every threshold is met. */
+export function sampleStudyReport(): StudyReport {
+  return build({
+    studyId: 'study-20260302-4c1d9a',
+    seed: 'study-seed-4c1d9a',
+    hands: BASE_HANDS,
+    dryRun: true,
+    model: REFERENCE_MODEL,
+    fairness: FAIR,
+    notes: [THRESHOLDS_NOTE, 'A r2 recorded no checkpoint at wake-0019: scored 0 there.'],
+  });
+}
+
+/** A language-model study whose spread at n = 3 expanded it to 5 instances per group. */
+export function expandedStudyReport(): StudyReport {
+  const spread: HandInstance[] = [
+    ...hands('A', [[70, 35, 50, 33.333333, 84, 50], [45, 20, 25, 0, 70, 0], [72, 40, 25, 33.333333, 86, 50], [60, 30, 50, 33.333333, 78, 50], [68, 25, 50, 66.666667, 82, 50]], '51'),
+    ...hands('B', [[82, 15, 75, 66.666667, 90, 50], [62, 10, 50, 33.333333, 75, 50], [85, 15, 50, 66.666667, 92, 50], [78, 10, 75, 66.666667, 86, 100], [80, 15, 50, 66.666667, 89, 50]], '52'),
+    ...hands('C', [[92, 0, 100, 100, 95, 100], [88, 5, 75, 66.666667, 94, 100], [94, 0, 75, 100, 93, 100], [90, 0, 100, 100, 96, 100], [86, 5, 75, 66.666667, 91, 50]], '53'),
+  ];
+  return build({
+    studyId: 'study-20260410-9b7e21',
+    seed: 'study-seed-9b7e21',
+    hands: spread,
+    dryRun: false,
+    model: OPENAI_MODEL,
+    expandedFrom: 3,
+    fairness: { ok: true, checks: FAIR.checks.map((c) => (c.check === 'same_model' ? { ...c, detail: 'qwen2.5-7b-instruct, one build for all groups' } : c)) },
+    notes: [THRESHOLDS_NOTE],
+  });
+}
+
+/** A study voided because a configuration changed after the start; one B instance failed. */
+export function voidedStudyReport(): StudyReport {
+  const withFailed = BASE_HANDS.map((h) =>
+    h.group === 'B' && h.replicate === 3 ? { ...h, status: 'failed' as const, statusDetail: 'the writer exited with code 1 during wake-0017; the record is not sealed' } : h,
+  );
+  return build({
+    studyId: 'study-20260302-void01',
+    seed: 'study-seed-void01',
+    hands: withFailed,
+    dryRun: true,
+    model: REFERENCE_MODEL,
+    voidReasons: ['configuration_changed_after_start: C-r2 ran prereg.json sha256:90aa…17 while the study locked sha256:4c1d…7f', 'B r3 failed: 2 of 3 B instances finished, below the n = 3 the plan requires'],
+    fairness: { ok: false, checks: FAIR.checks.map((c) => (c.check === 'same_schedule' ? { ...c, ok: false, detail: 'C r2 ran a different pre-registration, hence a different schedule' } : c)) },
+    notes: [THRESHOLDS_NOTE],
+  });
+}
+
+/** Hard failures in C (a duplicated write) and A (a FACT against the store): rejected. */
+export function hardFailureStudyReport(): StudyReport {
+  const failing = BASE_HANDS.map((h) => {
+    if (h.group === 'C' && h.replicate === 2) return { ...h, hardFailures: [{ id: 'duplicate_side_effect' as const, seq: 2214, detail: 'files/write report/draft.md executed twice for intent int-0193 (ToolSucceeded at seq 2209 and 2214)' }] };
+    if (h.group === 'A' && h.replicate === 3) return { ...h, hardFailures: [{ id: 'fact_contradicts_store' as const, seq: 977, detail: 'FACT claim clm-041 says the reviewer sent the dataset; no MessageReceived from the reviewer precedes seq 977' }] };
+    return h;
+  });
+  return build({
+    studyId: 'study-20260302-hf0c2a',
+    seed: 'study-seed-hf0c2a',
+    hands: failing,
+    dryRun: true,
+    model: REFERENCE_MODEL,
+    fairness: FAIR,
+    notes: [THRESHOLDS_NOTE],
+  });
+}
