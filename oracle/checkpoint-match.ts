@@ -34,8 +34,27 @@ function blank(text: string | null): boolean {
   return text === null || text.trim() === '';
 }
 
-/** M1–M5 of docs/oracle.md. */
-export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoint, recorded: RecordedCheckpoint): boolean {
+/**
+ * A field that denies what it names ("no longer waiting for dataset-d3") does not name it (M6).
+ * "not yet" is no denial: "reply in dataset-d3 not yet received" still names the wait.
+ */
+const NEGATION = /\b(?:no longer|never|no|without|stopped|cancel(?:l?ed)?)\b|\bnot\b(?!\s+yet\b)|n't\b(?!\s+yet\b)/i;
+
+/**
+ * `text` names `id` (a token, M3–M5), no other known id of the same kind (a list of every task
+ * does not name the current one; naming the thread beside a task is fine), and no negation (M6).
+ */
+function namesOnly(text: string | null, id: string, knownIds: readonly string[], threadIds: readonly string[]): boolean {
+  if (!namesToken(text, id) || NEGATION.test(text ?? '')) return false;
+  const isThread = threadIds.includes(id);
+  return knownIds.every((other) => other === id || threadIds.includes(other) !== isThread || !namesToken(text, other));
+}
+
+/**
+ * M1–M6 of docs/oracle.md; `knownIds` are the scenario's task ids and the reviewer's thread,
+ * `threadIds` which of them are threads (oracle.known_ids, oracle.known_thread_ids).
+ */
+export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoint, recorded: RecordedCheckpoint, knownIds: readonly string[] = [], threadIds: readonly string[] = []): boolean {
   switch (field) {
     case 'current_goal_id':
       // M1: exact id.
@@ -45,17 +64,17 @@ export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoin
       return recorded.goal_status !== null && recorded.goal_status.toLowerCase().split(/[^a-z]+/).find((w) => w.length > 0) === expected.goal_status;
     case 'attention_target':
       // M3: the task named as a token; null exactly when nothing is left.
-      return expected.attention_target === null ? blank(recorded.attention_target) : namesToken(recorded.attention_target, expected.attention_target);
+      return expected.attention_target === null ? blank(recorded.attention_target) : namesOnly(recorded.attention_target, expected.attention_target, knownIds, threadIds);
     case 'waiting_condition':
       // M4: the thread named as a token; null exactly when nothing is awaited.
-      return expected.waiting_condition === null ? blank(recorded.waiting_condition) : namesToken(recorded.waiting_condition, expected.waiting_condition);
+      return expected.waiting_condition === null ? blank(recorded.waiting_condition) : namesOnly(recorded.waiting_condition, expected.waiting_condition, knownIds, threadIds);
     case 'next_action': {
       // M5: the task named; or "wait" and the thread; or none.
       const next = expected.next_action;
       const text = recorded.next_action;
       if (next.kind === 'none') return blank(text) || /^\s*none\b/i.test(text ?? '');
-      if (next.kind === 'wait') return namesToken(text, next.thread_id) && /wait/i.test(text ?? '');
-      return namesToken(text, next.task_id);
+      if (next.kind === 'wait') return namesOnly(text, next.thread_id, knownIds, threadIds) && /wait/i.test(text ?? '');
+      return namesOnly(text, next.task_id, knownIds, threadIds);
     }
   }
 }
@@ -66,12 +85,15 @@ export interface FieldComparison {
   readonly value: number;
 }
 
-export function compareCheckpoint(expected: ExpectedCheckpoint, recorded: RecordedCheckpoint, weights: Record<CheckpointField, number>): FieldComparison {
+export function compareCheckpoint(expected: ExpectedCheckpoint, recorded: RecordedCheckpoint, weights: Record<CheckpointField, number>, knownIds: readonly string[] = [], threadIds: readonly string[] = []): FieldComparison {
   const matches = {} as Record<CheckpointField, boolean>;
+  // M0: a checkpoint without a goal says nothing (e.g. the model's answer failed): every field
+  // fails, so an empty checkpoint never earns the points of the fields that happen to be null.
+  const empty = blank(recorded.current_goal_id);
   let got = 0;
   let total = 0;
   for (const field of CHECKPOINT_FIELDS) {
-    matches[field] = fieldMatches(field, expected, recorded);
+    matches[field] = !empty && fieldMatches(field, expected, recorded, knownIds, threadIds);
     total += weights[field];
     if (matches[field]) got += weights[field];
   }

@@ -19,6 +19,7 @@ export type Dimension = (typeof DIMENSIONS)[number];
 /** Files under report/ larger than this, or more of them than MAX_REPORT_FILES, are not read: a probe says so. */
 const MAX_REPORT_FILE_BYTES = 1024 * 1024;
 const MAX_REPORT_FILES = 64;
+const MAX_REPORT_DEPTH = 4;
 const REPORT_FOLDER = 'report';
 
 const Value = z.number().min(0).max(100);
@@ -39,10 +40,16 @@ export const WakeScore = z.strictObject({
 export const ReplanningItem = z.strictObject({
   intervention_id: z.string(),
   deliver_wake_id: z.string(),
-  /** Plan adopted: the projected goal is the new one by the end of the wake after delivery. */
+  /**
+   * Reported, NOT scored: the projected goal is the new one by the end of the wake after
+   * delivery. Only an accepted plan revision changes it, so only a group whose revisions are
+   * allowed can adopt: scoring it would hand that group points by its switch, not its behaviour.
+   */
   plan_adopted: z.boolean(),
-  /** The first scored checkpoint after delivery names the new goal and the oracle's next action. */
+  /** The first scored checkpoint after delivery names the new goal and the oracle's next action (50). */
   checkpoint_aligned: z.boolean(),
+  /** Share of the scored checkpoints after delivery that name the new goal and the oracle's next action (× 50). */
+  stays_aligned: z.number().min(0).max(1),
   value: Value,
   detail: z.string(),
 });
@@ -149,7 +156,7 @@ export function scoreInstance(inputs: ScoreInputs): InstanceScore {
   const perWake = oracle.checkpoints.map((expected) => {
     const got = recorded.get(expected.wake_id) ?? null;
     if (got === null) return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: null, matches: null, value: 0 };
-    const c = compareCheckpoint(expected, got, weights);
+    const c = compareCheckpoint(expected, got, weights, oracle.known_ids, oracle.known_thread_ids);
     return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: { ...got }, matches: c.matches, value: round(c.value * 100) };
   });
   const missing = perWake.filter((w) => w.recorded === null).map((w) => w.wake_id);
@@ -166,13 +173,16 @@ export function scoreInstance(inputs: ScoreInputs): InstanceScore {
     const bySeq = ends.get(nextWake.wake_id) ?? lastSeq;
     const newGoal = iv.events[0].payload.goal_id;
     const projected = projectedGoalAt(events, bySeq);
-    if (projected.refusal !== null) notes.push(`re_planning: the store cannot be replayed to seq ${bySeq} (${projected.refusal}); the plan counts as not adopted`);
+    if (projected.refusal !== null) notes.push(`re_planning: the store cannot be replayed to seq ${bySeq} (${projected.refusal}); plan_adopted is reported false`);
     const adopted = projected.goal === newGoal;
+    const onTrack = (w: (typeof perWake)[number]): boolean => w.matches !== null && w.matches.current_goal_id && w.matches.next_action;
     const after = firstScoredAfter(d);
-    const aligned = after !== null && after.matches !== null && after.matches.current_goal_id && after.matches.next_action;
-    const value = ((adopted ? 1 : 0) + (aligned ? 1 : 0)) * 50;
-    const detail = `${adopted ? 'plan adopted' : 'plan NOT adopted'} (projected goal at seq ${bySeq}, end of ${nextWake.wake_id}); ${after === null ? 'no scored wake after delivery' : `checkpoint of ${after.wake_id} ${aligned ? 'names the new goal and the expected next action' : 'does not name the new goal and the expected next action'}`}`;
-    return [{ intervention_id: iv.intervention_id, deliver_wake_id: iv.deliver_wake_id, plan_adopted: adopted, checkpoint_aligned: aligned, value, detail }];
+    const aligned = after !== null && onTrack(after);
+    const later = perWake.filter((w) => w.wake_number - 1 > d);
+    const stays = later.length === 0 ? 0 : later.filter(onTrack).length / later.length;
+    const value = (aligned ? 50 : 0) + 50 * stays;
+    const detail = `${after === null ? 'no scored wake after delivery' : `checkpoint of ${after.wake_id} ${aligned ? 'names the new goal and the expected next action' : 'does not name the new goal and the expected next action'}`}; ${later.filter(onTrack).length} of ${later.length} later checkpoints stay on it; capability check (not scored): plan ${adopted ? 'adopted' : 'NOT adopted'} by the end of ${nextWake.wake_id} (seq ${bySeq})`;
+    return [{ intervention_id: iv.intervention_id, deliver_wake_id: iv.deliver_wake_id, plan_adopted: adopted, checkpoint_aligned: aligned, stays_aligned: round(stays), value: round(value), detail }];
   });
   if (rePlanning.length === 0) notes.push('the plan has no plan-invalidating intervention: re_planning is 0 for every instance');
   const rePlanningValue = rePlanning.length === 0 ? 0 : rePlanning.reduce((s, r) => s + r.value, 0) / rePlanning.length;
@@ -205,7 +215,9 @@ export function scoreInstance(inputs: ScoreInputs): InstanceScore {
     const after = firstScoredAfter(c);
     const from = starts.get(iv.crash_wake_id) ?? 0;
     const to = after ? (ends.get(after.wake_id) ?? lastSeq) : lastSeq;
-    const problems = inputs.sideEffectProblems.filter((s) => s.seq !== null && s.seq >= from && s.seq <= to).map((s) => `seq ${s.seq}: ${s.detail}`);
+    // A problem with no seq (a file no event explains, a crash's leftover temp file) cannot be
+    // placed before or after the crash: it counts against every crash, never for none.
+    const problems = inputs.sideEffectProblems.filter((s) => s.seq === null || (s.seq >= from && s.seq <= to)).map((s) => (s.seq === null ? `no seq: ${s.detail}` : `seq ${s.seq}: ${s.detail}`));
     const checkpointValue = after?.value ?? 0;
     return [{ intervention_id: iv.intervention_id, crash_wake_id: iv.crash_wake_id, first_wake_after: after?.wake_id ?? null, checkpoint_value: checkpointValue, side_effect_problems: problems, value: problems.length > 0 ? 0 : checkpointValue }];
   });
@@ -335,18 +347,31 @@ function experienceProbes(inputs: ScoreInputs, ctx: ProbeContext): z.infer<typeo
   return probes;
 }
 
-/** Adds a use per final report file line relying on the figure; returns a note when files could not be read. */
+/** Adds a use per final report file line relying on the figure; returns a note when something could not be read. */
 function finalReportUses(workspaceDir: string | null, r: RefutedFigure, uses: string[]): string | null {
   if (workspaceDir === null) return 'the final report was not checked: no workspace folder';
-  const folder = path.join(workspaceDir, REPORT_FOLDER);
-  if (!existsSync(folder)) return null;
-  const files = readdirSync(folder, { withFileTypes: true }).filter((f) => f.isFile());
-  if (files.length > MAX_REPORT_FILES) return `the final report was not checked: ${files.length} files under ${REPORT_FOLDER}/, over ${MAX_REPORT_FILES}`;
-  for (const f of files) {
-    const full = path.join(folder, f.name);
-    if (statSync(full).size > MAX_REPORT_FILE_BYTES) return `${REPORT_FOLDER}/${f.name} was not checked: over ${MAX_REPORT_FILE_BYTES} bytes`;
-    const line = lineUsingRefutedFigure(readFileSync(full, 'utf8'), r);
-    if (line !== null) uses.push(`final ${REPORT_FOLDER}/${f.name}: "${line.slice(0, 120)}"`);
+  const root = path.join(workspaceDir, REPORT_FOLDER);
+  if (!existsSync(root)) return null;
+  const skipped: string[] = [];
+  let files = 0;
+  // Breadth-first over report/, bounded in depth and count; whatever is not read is named.
+  const queue: Array<{ dir: string; depth: number }> = [{ dir: root, depth: 0 }];
+  for (let i = 0; i < queue.length; i += 1) {
+    const { dir, depth } = queue[i]!;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      const rel = path.relative(workspaceDir, full);
+      if (entry.isDirectory()) {
+        if (depth + 1 > MAX_REPORT_DEPTH) skipped.push(`${rel}/ (deeper than ${MAX_REPORT_DEPTH})`);
+        else queue.push({ dir: full, depth: depth + 1 });
+      } else if (!entry.isFile()) skipped.push(`${rel} (not a regular file)`);
+      else if ((files += 1) > MAX_REPORT_FILES) skipped.push(`${rel} (over ${MAX_REPORT_FILES} files)`);
+      else if (statSync(full).size > MAX_REPORT_FILE_BYTES) skipped.push(`${rel} (over ${MAX_REPORT_FILE_BYTES} bytes)`);
+      else {
+        const line = lineUsingRefutedFigure(readFileSync(full, 'utf8'), r);
+        if (line !== null) uses.push(`final ${rel}: "${line.slice(0, 120)}"`);
+      }
+    }
   }
-  return null;
+  return skipped.length === 0 ? null : `not checked in the final report: ${skipped.slice(0, 8).join(', ')}${skipped.length > 8 ? `, and ${skipped.length - 8} more` : ''}`;
 }

@@ -37,7 +37,7 @@ export function decideExpansion(byGroup: Readonly<Record<Group, readonly ScoredI
       if (sd !== null && sd > rule.max_dimension_within_group_sd_points) {
         expand = true;
         reasons.push(`group ${group}: ${d} sample SD ${fmt(sd)} > ${rule.max_dimension_within_group_sd_points} (triggers expansion)`);
-      }
+      } else reasons.push(`group ${group}: ${d} sample SD ${sd === null ? 'n/a (fewer than 2 values)' : `${fmt(sd)} ≤ ${rule.max_dimension_within_group_sd_points}`}`);
     }
   }
   reasons.push(expand ? `expand all groups from n = ${rule.initial_n_per_group} to n = ${rule.expanded_n_per_group}` : `no group's range exceeds ${rule.max_group_range_points} and no dimension's within-group SD exceeds ${rule.max_dimension_within_group_sd_points}: no expansion`);

@@ -48,6 +48,10 @@ export const Oracle = z.strictObject({
   /** When each task is expected done (wake id; null: not within the 72 hours). */
   task_done_at: z.record(Identifier, Identifier.nullable()),
   submission_wake_id: Identifier.nullable(),
+  /** Every task id of the scenario and the reviewer's thread: a field naming another one than expected does not match (M3–M5). */
+  known_ids: z.array(Identifier),
+  /** Which of known_ids are threads (a task field may name the thread beside its task, M6). */
+  known_thread_ids: z.array(Identifier),
 });
 export type Oracle = z.infer<typeof Oracle>;
 
@@ -176,5 +180,7 @@ export function computeOracle({ rules, scenario, plan }: OracleInput): Oracle {
     unscored_wakes: unscored,
     task_done_at: taskDoneAt,
     submission_wake_id: submitIndex >= 0 ? wakes[submitIndex]!.wake_id : null,
+    known_ids: [...tasks.map((t) => t.task_id), thread],
+    known_thread_ids: [thread],
   });
 }

@@ -18,7 +18,7 @@ import { own } from '../projector/own.js';
 import { ProjectionRefusal } from '../projector/projection.js';
 import { subjectProjection } from '../projector/subject-projection.js';
 import type { EventEnvelope } from '../schema/envelope.js';
-import { lineUsingRefutedFigure } from './refuted-figure.js';
+import { figurePattern, lineUsingRefutedFigure } from './refuted-figure.js';
 import { eventsOf, payloadOf, type RunRecord } from './run-record.js';
 
 export const FACT_PROBLEM_KINDS = ['evidence_missing', 'evidence_ineligible', 'evidence_refuted', 'hash_mismatch'] as const;
@@ -193,7 +193,7 @@ export function checkFacts(record: RunRecord): FactCheck[] {
       const intentPayload = intent ? payloadOf(intent, 'ActionEvent.ExecutionIntentRecorded') : null;
       if (intentPayload === null) continue;
       for (const r of refutations) {
-        if (seq <= r.seq || !samePath(intentPayload.path, r.iv.refutes.source_path) || !read.content.includes(r.iv.refutes.figure)) continue;
+        if (seq <= r.seq || !samePath(intentPayload.path, r.iv.refutes.source_path) || !figurePattern(r.iv.refutes.figure).test(read.content)) continue;
         const line = lineUsingRefutedFigure(fact.statement, r.iv.refutes);
         if (line === null) continue;
         problems.push({

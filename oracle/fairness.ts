@@ -72,7 +72,8 @@ export function checkFairness(instances: readonly FairnessInstance[]): { checks:
     // Failed calls too: a call that failed still ran on some build with some parameters.
     const calls = [...eventsOf(i.record.events, 'ModelOutputEvent.ModelAnswered'), ...eventsOf(i.record.events, 'ModelOutputEvent.ModelCallFailed')];
     for (const { p } of calls) {
-      if (p.system_fingerprint !== null) fingerprints.add(p.system_fingerprint);
+      // A call that names no build next to calls that do is a difference too: "none" is counted as one build.
+      fingerprints.add(p.system_fingerprint ?? '(none reported)');
       params.add(canonicalJson({ adapter: p.adapter, model_id: p.model_id, params: p.params }));
     }
   }
@@ -80,7 +81,7 @@ export function checkFairness(instances: readonly FairnessInstance[]): { checks:
   if (models.size > 1) modelDiffs.push(`${models.size} different model settings in the manifests: ${[...models].join(' | ')}`);
   if (fingerprints.size > 1) modelDiffs.push(`the model server reported ${fingerprints.size} builds (system_fingerprint): ${[...fingerprints].join(', ')}`);
   if (params.size > 1) modelDiffs.push(`model calls ran with ${params.size} different model ids or parameters: ${[...params].join(' | ')}`);
-  add('one_model_build_and_parameters', modelDiffs, `one model setting for the batch${fingerprints.size === 1 ? ` (build ${[...fingerprints][0]})` : ''}`);
+  add('one_model_build_and_parameters', modelDiffs, `one model setting for the batch${fingerprints.size === 1 ? ` (build: ${[...fingerprints][0]})` : ''}`);
 
   // Descriptive only: differences by behaviour, stated so nobody mistakes them for contamination.
   const usage = new Map<Group, { tokens: number; tool_calls: number }>();

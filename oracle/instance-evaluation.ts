@@ -37,3 +37,12 @@ export function evaluateInstance(runDir: string, options: EvaluationOptions): In
   const hardFailures = detectHardFailures(record, { expectedPreregSha256: options.expectedPreregSha256, scenariosDir: options.scenariosDir });
   return { record, oracle, score, hardFailures, notes: [...sideEffects.notes] };
 }
+
+/**
+ * The score the study's statistics use: a hard failure overrides the Continuity Score (spec §8.4,
+ * DESIGN §9) and the instance counts 0, by the same rule for every group. The computed score
+ * stays in the report beside it.
+ */
+export function countedScore(evaluation: Pick<InstanceEvaluation, 'score' | 'hardFailures'>): number {
+  return evaluation.hardFailures.length > 0 ? 0 : evaluation.score.score;
+}

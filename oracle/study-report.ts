@@ -27,8 +27,10 @@ export const ReportInstance = z.strictObject({
   /** finished: sealed, signed and verified; anything else is not scored. */
   status: z.enum(['finished', 'stopped', 'failed']),
   status_detail: z.string().nullable(),
-  /** null when the instance could not be scored (status not finished). */
+  /** The computed Continuity Score; null when the instance could not be scored (status not finished). */
   score: Points.nullable(),
+  /** What the statistics and the verdict use: 0 when a hard failure overrides the score, else `score`. */
+  counted_score: Points.nullable(),
   dimensions: DimensionValues.nullable(),
   hard_failures: z.array(ReportHardFailure),
   /** State-recovery value per scored wake (0–100), for the accuracy-over-time chart. */

@@ -137,13 +137,14 @@ export function scoresChartSvg(report: StudyReport): string {
   );
   GROUPS.forEach((group, groupIndex) => {
     const centreX = MARGIN_PX.left + bandPx * (groupIndex + 0.5);
-    const scored = report.instances.filter((i) => i.group === group && i.score !== null);
+    // The counted score: what the medians and the verdict use (0 under a hard failure).
+    const scored = report.instances.filter((i) => i.group === group && i.counted_score !== null);
     // Spread the markers side by side so equal scores stay visible, within ±DOT_SPREAD_PX of the
     // band's centre: the median's label sits to the right of that column.
     const stepPx = scored.length <= 1 ? 0 : Math.min(16, (2 * DOT_SPREAD_PX) / (scored.length - 1));
     scored.forEach((instance, k) => {
       const x = centreX + (k - (scored.length - 1) / 2) * stepPx;
-      const score = instance.score!;
+      const score = instance.counted_score!;
       const attributes = `class="instance-dot" data-group="${group}" data-replicate="${instance.replicate}"`;
       body.push(markerSvg(group, x, yOfPoints(score), attributes, `${group} r${instance.replicate}: ${formatPoints(score)}`));
     });
@@ -158,7 +159,7 @@ export function scoresChartSvg(report: StudyReport): string {
     } else {
       body.push(`<text x="${px(centreX)}" y="${px(MARGIN_PX.top + PLOT_HEIGHT_PX / 2)}" text-anchor="middle">no scored instance</text>`);
     }
-    const notScored = report.instances.filter((i) => i.group === group && i.score === null).length;
+    const notScored = report.instances.filter((i) => i.group === group && i.counted_score === null).length;
     const under = notScored === 0 ? '' : `, ${notScored} not scored`;
     body.push(`<text x="${px(centreX)}" y="${MARGIN_PX.top + PLOT_HEIGHT_PX + 18}" text-anchor="middle" font-weight="bold">Group ${group} (${scored.length} scored${under})</text>`);
   });

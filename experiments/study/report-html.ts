@@ -152,9 +152,9 @@ function instancesSection(report: StudyReport): string {
   const rows = report.instances.map((i) => {
     const status = i.status_detail === null ? i.status : `${i.status}: ${i.status_detail}`;
     const dims = DIMENSIONS.map((d) => num(formatPoints(i.dimensions === null ? null : i.dimensions[d])));
-    return [text(i.group), num(String(i.replicate)), code(i.seed), code(i.dir), { ...text(status), className: i.status === 'finished' ? '' : 'failed' }, num(formatPoints(i.score)), ...dims];
+    return [text(i.group), num(String(i.replicate)), code(i.seed), code(i.dir), { ...text(status), className: i.status === 'finished' ? '' : 'failed' }, num(formatPoints(i.score)), num(formatPoints(i.counted_score)), ...dims];
   });
-  return ['<h2>Instances</h2>', table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', ...DIMENSIONS], rows, [1, 5, 6, 7, 8, 9, 10])].join('\n');
+  return ['<h2>Instances</h2>', '<p>Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).</p>', table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS], rows, [1, 5, 6, 7, 8, 9, 10, 11])].join('\n');
 }
 
 function notesSection(report: StudyReport): string {

@@ -8,7 +8,7 @@ import { GROUPS, type ReportHardFailure, type ReportInstance, type StudyReport }
 import type { z } from 'zod';
 
 /** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals. */
-export const POINT_DECIMALS = 1;
+export const POINT_DECIMALS = 2;
 /** Printed where a number is absent (not scored, SD of fewer than two values). */
 export const NO_VALUE = '—';
 /** Said when a dry run carries no statement of its own: the point must be made either way. */
@@ -127,9 +127,9 @@ function instancesSection(report: StudyReport): string[] {
   const rows = report.instances.map((i) => {
     const status = i.status_detail === null ? i.status : `${i.status}: ${markdownText(i.status_detail)}`;
     const dims = DIMENSIONS.map((d) => formatPoints(i.dimensions === null ? null : i.dimensions[d]));
-    return [i.group, String(i.replicate), markdownText(i.seed), markdownText(i.dir), status, formatPoints(i.score), ...dims];
+    return [i.group, String(i.replicate), markdownText(i.seed), markdownText(i.dir), status, formatPoints(i.score), formatPoints(i.counted_score), ...dims];
   });
-  return ['## Instances', '', ...table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', ...DIMENSIONS.map(markdownCode)], rows), ''];
+  return ['## Instances', '', 'Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).', '', ...table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS.map(markdownCode)], rows), ''];
 }
 
 function notesSection(report: StudyReport): string[] {

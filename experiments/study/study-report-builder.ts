@@ -8,7 +8,7 @@ import { canonicalJson } from '../../schema/canonical-json.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { checkFairness } from '../../oracle/fairness.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
-import type { InstanceEvaluation } from '../../oracle/instance-evaluation.js';
+import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
 import { decideVerdict } from '../../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../../runtime/protocol.js';
@@ -33,14 +33,13 @@ export interface ReportInput {
   readonly expanded: boolean;
   readonly expansionReasons: readonly string[];
   readonly instances: readonly BuiltInstance[];
+  /** What only the live run knows (an operator stop, a pause): stated in the notes. */
   readonly extraNotes: readonly string[];
-  /** Why the run itself voids the batch (an unauthorised execution paused it, spec §19.1). */
-  readonly runVoidReasons: readonly string[];
   readonly generatedAt: string;
 }
 
 function summarize(instances: readonly ReportInstance[], passScore: number): GroupSummary {
-  const scores = instances.flatMap((i) => (i.score === null ? [] : [i.score]));
+  const scores = instances.flatMap((i) => (i.counted_score === null ? [] : [i.counted_score]));
   const dimensions = Object.fromEntries(
     DIMENSIONS.map((d) => {
       const values = instances.flatMap((i) => (i.dimensions === null ? [] : [i.dimensions[d]]));
@@ -72,6 +71,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       status: i.status,
       status_detail: i.statusDetail,
       score: e?.score.score ?? null,
+      counted_score: e ? countedScore(e) : null,
       dimensions: e ? { ...e.score.dimensions } : null,
       hard_failures: e ? e.hardFailures.map((h) => ({ id: h.id, seq: h.seq, detail: h.detail })) : [],
       per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value })) : [],
@@ -80,6 +80,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     };
   });
   for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
+  for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`);
 
   // The verdict rests on replicates 1..n only (spec §8.2: after expansion, the expanded data).
   const inVerdict = instances.filter((i) => i.replicate <= input.n);
@@ -95,7 +96,16 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     const drift = i.hard_failures.filter((h) => h.id === 'configuration_changed_after_start');
     if (drift.length > 0) voidReasons.push(`${i.group}-r${i.replicate}: configuration_changed_after_start (${drift[0]!.detail}${drift.length > 1 ? `; +${drift.length - 1} more` : ''})`);
   }
-  voidReasons.push(...input.runVoidReasons);
+  // Spec §19.1: an unauthorised execution pauses every instance and the round is void; found
+  // from the folders, so --recompute reaches the same conclusion without the live run.
+  for (const i of instances) {
+    const unauthorised = i.hard_failures.filter((h) => h.id === 'unauthorized_tool_execution');
+    if (unauthorised.length > 0) voidReasons.push(`${i.group}-r${i.replicate}: unauthorized_tool_execution (${unauthorised[0]!.detail}): the study is paused and the batch void (spec §19.1)`);
+  }
+  // Spec §6.2: the first round has the pre-registered n; another n is not the pre-registered study.
+  if (input.plan.n_initial !== input.prereg.expansion_rule.initial_n_per_group) {
+    voidReasons.push(`the study ran n = ${input.plan.n_initial} per group first, not the pre-registered initial_n_per_group = ${input.prereg.expansion_rule.initial_n_per_group}`);
+  }
   // A folder's group letter is only a label: the signed manifest's capabilities say which group ran.
   for (const i of input.instances) {
     const signed = i.evaluation?.record.manifest?.capabilities;
@@ -104,11 +114,12 @@ export function buildStudyReport(input: ReportInput): StudyReport {
 
   const models = new Set(evaluated.map((e) => (e.record.manifest ? `${e.record.manifest.model.adapter}|${e.record.manifest.model.model_id}` : 'unknown')));
   const firstModel = evaluated.find((e) => e.record.manifest)?.record.manifest?.model ?? null;
-  const dryRun = evaluated.length > 0 && evaluated.every((e) => e.record.manifest?.model.adapter === 'reference' || e.record.manifest?.model.model_id === REFERENCE_POLICY_MODEL_ID);
+  // With no instance to read, the study's own model choice decides: a dry run is never left unlabelled.
+  const dryRun = evaluated.length > 0 ? evaluated.every((e) => e.record.manifest?.model.adapter === 'reference' || e.record.manifest?.model.model_id === REFERENCE_POLICY_MODEL_ID) : input.plan.model.adapter === 'reference';
   if (models.size > 1) notes.push(`instances ran with ${models.size} model settings: ${[...models].join(', ')}`);
 
   const scoresOf = (g: Group): (number | null)[] => {
-    const got = byGroup(g).map((i) => i.score);
+    const got = byGroup(g).map((i) => i.counted_score);
     // Replicates never run (a stop, a pause) count as not scored: a verdict never rests on fewer.
     return [...got, ...Array<null>(Math.max(0, input.n - got.length)).fill(null)];
   };

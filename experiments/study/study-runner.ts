@@ -15,9 +15,10 @@ import { z } from 'zod';
 import { runNewInstance, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
 import { ModelChoice } from '../../controller/model-choice.js';
-import { PreRegistration, readPreregJson } from '../../controller/prereg.js';
+import { loadOrCreateControllerKey } from '../../controller/key-store.js';
+import { checkPreregLock, PreRegistration, readPreregJson } from '../../controller/prereg.js';
 import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';
-import { evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
+import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, type Group, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
 import { buildStudyReport } from './study-report-builder.js';
 import { hashCanonical } from '../../schema/hash.js';
@@ -104,6 +105,10 @@ interface Ran {
 export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const outDir = path.resolve(options.outDir);
   if (existsSync(outDir) && readdirSync(outDir).length > 0) throw new StudyError(`${outDir} exists and is not empty: a study needs a new folder (recompute an old one with --recompute ${outDir})`);
+  // Refused before anything is written (DESIGN §8): every instance would refuse it anyway.
+  const key = loadOrCreateControllerKey(options.keyDir);
+  const lock = checkPreregLock(options.preregFile, key.keys.publicKey);
+  if (!lock.ok) throw new StudyError(`refusing to start the study: ${lock.failures.map((f) => f.message).join('; ')}`);
   const prereg = PreRegistration.parse(readPreregJson(options.preregFile));
   const rule = prereg.expansion_rule;
   const nInitial = options.n ?? rule.initial_n_per_group;
@@ -183,10 +188,11 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
       try {
         const evaluation = evaluateInstance(dir, { scenariosDir: options.scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
         evaluations.set(name, evaluation);
-        options.log(`[${name}] scored ${evaluation.score.score.toFixed(2)}${evaluation.hardFailures.length > 0 ? `; HARD FAILURES: ${evaluation.hardFailures.map((h) => h.id).join(', ')}` : ''}`);
+        options.log(`[${name}] scored ${evaluation.score.score.toFixed(2)}${evaluation.hardFailures.length > 0 ? `; HARD FAILURES: ${evaluation.hardFailures.map((h) => h.id).join(', ')} (counted as 0)` : ''}`);
         // Spec §19.1: an unauthorised execution pauses every instance, evidence kept.
         if (evaluation.hardFailures.some((h) => h.id === 'unauthorized_tool_execution') && paused === null) {
           paused = `unauthorised tool execution in ${name}: the study was paused (no further instance started; evidence kept)`;
+          notes.push(paused);
           // Not queue.clear(): a cleared job's promise never settles. Queued jobs see `paused` and return.
           options.log(`PAUSED: ${paused}`);
         }
@@ -213,7 +219,7 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
     for (const r of ran) {
       const e = evaluations.get(instanceDirName(r.group, r.replicate));
       if (e === undefined || typeof e === 'string') return null;
-      out[r.group].push({ score: e.score.score, dimensions: e.score.dimensions });
+      out[r.group].push({ score: countedScore(e), dimensions: e.score.dimensions });
     }
     return out;
   };
@@ -253,7 +259,6 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
       wallMs: r.wallMs,
     })),
     extraNotes: notes,
-    runVoidReasons: paused === null ? [] : [paused],
     generatedAt: new Date().toISOString(),
   });
   return { report, files: writeStudyReport(outDir, report) };
@@ -278,6 +283,8 @@ export function readStudyPlan(outDir: string): StudyPlan {
 export type { ReportInstance };
 
 const INSTANCE_DIR_RE = /^([ABC])-r([1-9][0-9]*)$/;
+/** Notes of the live run that the folders cannot reproduce (see runStudy). */
+const LIVE_ONLY_NOTE = /^(?:the study was stopped by the operator|unauthorised tool execution in [ABC]-r\d+: the study was paused)/;
 /** Fields a recomputation cannot reproduce from the folders: when and how long, and live error texts. */
 const NOT_RECOMPUTED = new Set(['generated_at', 'status_detail', 'wall_ms']);
 
@@ -323,10 +330,13 @@ export function recomputeStudy(outDir: string, scenariosDir: string): Recomputat
   let allScored = true;
   for (const e of evaluated) {
     if (e.replicate > plan.n_initial) continue;
-    if (e.evaluation) initial[e.group].push({ score: e.evaluation.score.score, dimensions: e.evaluation.score.dimensions });
+    if (e.evaluation) initial[e.group].push({ score: countedScore(e.evaluation), dimensions: e.evaluation.score.dimensions });
     else allScored = false;
   }
-  const expansion = allScored && plan.n_expanded > plan.n_initial ? decideExpansion(initial, { ...prereg.expansion_rule, initial_n_per_group: plan.n_initial }) : null;
+  // The rule is decided on a complete first round only, as the live run does (a pause or a stop
+  // leaves it undecided, and the stored reasons say so).
+  const firstRoundComplete = GROUPS.every((g) => Array.from({ length: plan.n_initial }, (_, k) => k + 1).every((r) => found.some((f) => f.group === g && f.replicate === r)));
+  const expansion = allScored && firstRoundComplete && plan.n_expanded > plan.n_initial ? decideExpansion(initial, { ...prereg.expansion_rule, initial_n_per_group: plan.n_initial }) : null;
   const stored = existsSync(path.join(outDir, STUDY_FILES.json)) ? (JSON.parse(readFileSync(path.join(outDir, STUDY_FILES.json), 'utf8')) as StudyReport) : null;
   const report = buildStudyReport({
     plan,
@@ -337,8 +347,8 @@ export function recomputeStudy(outDir: string, scenariosDir: string): Recomputat
     expansionReasons: expansion?.reasons ?? stored?.expansion_reasons ?? [],
     instances: evaluated.map((e) => ({ group: e.group, replicate: e.replicate, dir: e.dir, status: e.status, statusDetail: e.statusDetail, evaluation: e.evaluation, wallMs: null })),
     // Notes and void reasons of the live run that no folder holds (an operator stop, a pause) are taken over as stated.
-    extraNotes: stored?.notes.filter((n) => !/^[ABC]-r\d+: /.test(n)) ?? [],
-    runVoidReasons: stored?.void_reasons.filter((r) => r.startsWith('unauthorised tool execution')) ?? [],
+    // Only what no folder holds is taken over: an operator stop or a pause, as the live run stated it.
+    extraNotes: stored?.notes.filter((n) => LIVE_ONLY_NOTE.test(n)) ?? [],
     generatedAt: new Date().toISOString(),
   });
   const differences: string[] = [];

@@ -11,7 +11,7 @@ import type { Group } from '../../oracle/study-report.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
-import { cloneRecord, editPayload } from '../support/record-forgery.js';
+import { cloneRecord, editPayload, forgedEvent, insertAfter } from '../support/record-forgery.js';
 
 const SEED = 'fairness-1';
 const EXPERIMENT = 'exp-fairness';
@@ -191,23 +191,67 @@ describe('forged differences', () => {
   });
 
   describe('model build and parameters', () => {
-    const withFingerprint = (r: RunRecord, fingerprint: string, nth = 0): RunRecord => {
-      const answered = eventsOf(r.events, 'ModelOutputEvent.ModelAnswered')[nth]!;
-      return editPayload(r, answered.event.seq, (p) => (p['system_fingerprint'] = fingerprint));
+    const calls = (r: RunRecord) => [...eventsOf(r.events, 'ModelOutputEvent.ModelAnswered'), ...eventsOf(r.events, 'ModelOutputEvent.ModelCallFailed')];
+    /** Every call of the instance names `fingerprint` (a build), but the calls listed in `except`, which name theirs. */
+    const withFingerprint = (r: RunRecord, fingerprint: string | null, except: Readonly<Record<number, string | null>> = {}): RunRecord => {
+      const copy = cloneRecord(r);
+      calls(copy).forEach(({ event }, nth) => (event.payload['system_fingerprint'] = nth in except ? except[nth]! : fingerprint));
+      return copy;
+    };
+    /** The batch with every call of every instance on one build. */
+    const allOn = (fingerprint: string, replace: Partial<Record<Group, RunRecord>> = {}): Partial<Record<Group, RunRecord>> => ({
+      A: withFingerprint(records.A, fingerprint),
+      B: withFingerprint(records.B, fingerprint),
+      C: withFingerprint(records.C, fingerprint),
+      ...replace,
+    });
+    /** A failed call inserted after the first answered one, on `fingerprint` (ModelCallFailed counts too). */
+    const withFailedCall = (r: RunRecord, fingerprint: string | null): RunRecord => {
+      const answered = eventsOf(r.events, 'ModelOutputEvent.ModelAnswered')[0]!;
+      const { wake_id, adapter, model_id, params, latency_ms } = answered.p;
+      const failed = forgedEvent(r, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: fingerprint, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null }, 'runtime');
+      return insertAfter(r, answered.event.seq, [failed]).record;
     };
 
+    it('the honest reference runs name no build on any call: one build "(none reported)" for the batch', () => {
+      for (const g of GROUPS) {
+        expect(calls(records[g]).length).toBeGreaterThan(0);
+        expect(calls(records[g]).every(({ p }) => p.system_fingerprint === null)).toBe(true);
+      }
+      const r = check(batch(), 'one_model_build_and_parameters');
+      expect(r.check.ok).toBe(true);
+      expect(r.check.detail).toBe('one model setting for the batch (build: (none reported))');
+    });
+
     it('two different system_fingerprint values fail one_model_build_and_parameters', () => {
-      const r = check(batch({ A: withFingerprint(records.A, 'fp_build_1'), C: withFingerprint(records.C, 'fp_build_2', 4) }), 'one_model_build_and_parameters');
+      const r = check(batch(allOn('fp_build_1', { C: withFingerprint(records.C, 'fp_build_2') })), 'one_model_build_and_parameters');
       expect(r.failing).toEqual(['one_model_build_and_parameters']);
       expect(r.check.detail).toContain('the model server reported 2 builds (system_fingerprint): fp_build_1, fp_build_2');
     });
 
-    it('two builds within one instance fail it as well; one build across the batch passes', () => {
-      const twice = withFingerprint(withFingerprint(records.B, 'fp_build_1', 1), 'fp_build_2', 2);
-      expect(check(batch({ B: twice }), 'one_model_build_and_parameters').failing).toEqual(['one_model_build_and_parameters']);
-      const same = check(batch({ A: withFingerprint(records.A, 'fp_build_1'), C: withFingerprint(records.C, 'fp_build_1', 3) }), 'one_model_build_and_parameters');
+    it('two builds within one instance fail it as well; one build on every call across the batch passes', () => {
+      const twice = withFingerprint(records.B, 'fp_build_1', { 2: 'fp_build_2' });
+      expect(check(batch(allOn('fp_build_1', { B: twice })), 'one_model_build_and_parameters').failing).toEqual(['one_model_build_and_parameters']);
+      const same = check(batch(allOn('fp_build_1')), 'one_model_build_and_parameters');
       expect(same.voidReasons).toEqual([]);
-      expect(same.check.detail).toContain('(build fp_build_1)');
+      expect(same.check.detail).toBe('one model setting for the batch (build: fp_build_1)');
+    });
+
+    it('calls that name a build beside calls that name none fail it: "(none reported)" counts as a build', () => {
+      // One answered call of C without a fingerprint, every other call of the batch on fp_build_1.
+      const one = check(batch(allOn('fp_build_1', { C: withFingerprint(records.C, 'fp_build_1', { 3: null }) })), 'one_model_build_and_parameters');
+      expect(one.failing).toEqual(['one_model_build_and_parameters']);
+      expect(one.check.detail).toContain('the model server reported 2 builds (system_fingerprint): fp_build_1, (none reported)');
+      // A whole instance without a build beside two that name one.
+      const instance = check(batch(allOn('fp_build_1', { A: records.A })), 'one_model_build_and_parameters');
+      expect(instance.failing).toEqual(['one_model_build_and_parameters']);
+      expect(instance.check.detail).toContain('2 builds (system_fingerprint): (none reported), fp_build_1');
+      // A failed call ran on some build too: one without a fingerprint in an all-fp_build_1 batch fails it …
+      const failed = check(batch(allOn('fp_build_1', { B: withFailedCall(withFingerprint(records.B, 'fp_build_1'), null) })), 'one_model_build_and_parameters');
+      expect(failed.failing).toEqual(['one_model_build_and_parameters']);
+      expect(failed.check.detail).toContain('fp_build_1, (none reported)');
+      // … and one on the same build does not.
+      expect(check(batch(allOn('fp_build_1', { B: withFailedCall(withFingerprint(records.B, 'fp_build_1'), 'fp_build_1') })), 'one_model_build_and_parameters').voidReasons).toEqual([]);
     });
 
     it('a model call with other parameters fails it', () => {

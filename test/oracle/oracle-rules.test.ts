@@ -1,4 +1,4 @@
-// The oracle (docs/oracle.md O1–O6), the matching rules (M1–M5), the expansion rule and the
+// The oracle (docs/oracle.md O1–O6), the matching rules (M0–M6), the expansion rule and the
 // verdict, tested without any process: plans are built from the bundled pre-registration and
 // scenario for many seeds, and every expected checkpoint is compared with the rules written
 // out again here, independently of oracle/expected-checkpoints.ts.
@@ -276,7 +276,10 @@ describe('computeOracle against O1–O6 (written again in the test)', () => {
   });
 });
 
-// ---- M1–M5 -----------------------------------------------------------------------------
+// ---- M0–M6 -----------------------------------------------------------------------------
+
+/** oracle.known_ids of the bundled scenario (the same for every plan): what M6 says a field must not name besides the expected id. */
+const KNOWN_IDS: readonly string[] = computeOracle({ rules: prereg.scoring.oracle, scenario: scenario.definition, plan: buildExperimentPlan({ prereg, scenario, seed: 'oracle-rules-known-ids', startAt: START_AT }) }).known_ids;
 
 const WEIGHTS = { current_goal_id: 25, goal_status: 15, attention_target: 20, waiting_condition: 20, next_action: 20 } as const;
 
@@ -384,11 +387,76 @@ const CASES: readonly Case[] = [
   ['next_action', { next_action: NONE }, 'nonetheless task-submit-report', false],
   ['next_action', { next_action: NONE }, 'nothing left', false],
   ['next_action', { next_action: NONE }, 'task-submit-report', false],
+  // M6: no other id the oracle knows (a list of tasks names none of them as THE one) …
+  ['attention_target', {}, 'task-read-sources task-extract-findings task-draft-report task-revise-report', false],
+  ['attention_target', {}, 'task-read-sources, then task-extract-findings', false],
+  ['attention_target', {}, 'task-read-sources (goal-x)', true],
+  ['waiting_condition', {}, 'reply in thread dataset-d3 or task-submit-report', false],
+  ['next_action', { next_action: TASK }, 'task-read-sources task-extract-findings task-draft-report', false],
+  ['next_action', { next_action: TASK }, 'task-read-sources: read sources/, for goal-x', true],
+  ['next_action', { next_action: WAIT }, 'wait for dataset-d3, then task-revise-report', false],
+  // … and no negation: a field that denies what it names does not name it.
+  ['waiting_condition', {}, 'no longer waiting: dataset-d3 was answered', false],
+  ['waiting_condition', {}, 'not waiting for dataset-d3', false],
+  ['waiting_condition', {}, 'stopped waiting on dataset-d3', false],
+  ['waiting_condition', {}, 'dataset-d3 cancelled', false],
+  ['waiting_condition', {}, 'dataset-d3 canceled', false],
+  ['waiting_condition', {}, "isn't waiting on dataset-d3", false],
+  ['waiting_condition', {}, 'No reply expected in dataset-d3', false],
+  ['next_action', { next_action: WAIT }, 'do not wait for dataset-d3', false],
+  ['next_action', { next_action: WAIT }, "don't wait for dataset-d3", false],
+  ['next_action', { next_action: WAIT }, 'never wait for dataset-d3 again', false],
+  ['next_action', { next_action: TASK }, 'continue without task-read-sources', false],
+  ['next_action', { next_action: TASK }, 'task-read-sources: NOT now', false],
+  ['attention_target', {}, 'not task-read-sources', false],
+  // "not yet" is no denial, and a task field may name the thread beside its task (M6 counts other ids of the same kind).
+  ['waiting_condition', {}, 'reply in dataset-d3 not yet received', true],
+  // Negation words only as whole words: "notes", "nothing", "cannot", "another" are not negations.
+  ['attention_target', {}, 'task-read-sources: read the three notes, nothing else', true],
+  ['waiting_condition', {}, 'reply in thread dataset-d3: cannot proceed before it', true],
+  ['next_action', { next_action: WAIT }, 'wait for dataset-d3 another wake', true],
 ];
 
-describe('matching a recorded checkpoint (M1–M5)', () => {
+describe('matching a recorded checkpoint (M0–M6)', () => {
   it.each(CASES.map((c, i) => [i, ...c] as const))('case %i: %s expected %j, recorded %j → %s', (_i, field, over, text, want) => {
-    expect(fieldMatches(field, expected(over), { ...BLANK, [field]: text })).toBe(want);
+    expect(fieldMatches(field, expected(over), { ...BLANK, [field]: text }, KNOWN_IDS)).toBe(want);
+  });
+
+  it('a task field naming the thread beside its task still matches when the thread is known as a thread', () => {
+    const text = { ...BLANK, attention_target: 'task-ask-reviewer (waiting on dataset-d3)' };
+    const ask = expected({ attention_target: 'task-ask-reviewer' });
+    expect(fieldMatches('attention_target', ask, text, KNOWN_IDS, ['dataset-d3'])).toBe(true);
+    // Another task beside it still fails.
+    expect(fieldMatches('attention_target', ask, { ...BLANK, attention_target: 'task-ask-reviewer and task-draft-report' }, KNOWN_IDS, ['dataset-d3'])).toBe(false);
+  });
+
+  it('known_ids are the scenario\'s task ids and the reviewer\'s thread, and are what makes a list of tasks fail M6', () => {
+    expect([...KNOWN_IDS].sort()).toEqual(['dataset-d3', 'task-ask-reviewer', 'task-draft-report', 'task-extract-findings', 'task-read-sources', 'task-revise-report', 'task-submit-report']);
+    for (const plan of plans.slice(0, 5)) expect(oracleOf(plan).known_ids).toEqual(KNOWN_IDS);
+    const list = { ...BLANK, attention_target: 'task-read-sources task-extract-findings task-draft-report' };
+    expect(fieldMatches('attention_target', expected(), list, KNOWN_IDS)).toBe(false);
+    // Without known ids only the expected token and the negation are checked.
+    expect(fieldMatches('attention_target', expected(), list)).toBe(true);
+    expect(fieldMatches('attention_target', expected(), { ...BLANK, attention_target: 'not task-read-sources' })).toBe(false);
+  });
+
+  it('M0: a checkpoint without a goal scores 0 on every field, even where the expected fields are null', () => {
+    const nothingLeft = expected({ attention_target: null, waiting_condition: null, next_action: NONE });
+    // Field by field, a null matches a null expectation (M3–M5) …
+    for (const field of ['attention_target', 'waiting_condition', 'next_action'] as const) expect(fieldMatches(field, nothingLeft, BLANK, KNOWN_IDS)).toBe(true);
+    // … but a checkpoint with no goal is empty: compareCheckpoint gives it nothing.
+    const none = Object.fromEntries(CHECKPOINT_FIELDS.map((f) => [f, false]));
+    expect(compareCheckpoint(nothingLeft, BLANK, WEIGHTS, KNOWN_IDS)).toEqual({ matches: none, value: 0 });
+    for (const goal of ['', '   ', '\t\n']) {
+      const rest = { current_goal_id: goal, goal_status: 'active', attention_target: 'task-read-sources', waiting_condition: 'reply in thread dataset-d3', next_action: 'task-read-sources: read' };
+      expect(compareCheckpoint(expected(), rest, WEIGHTS, KNOWN_IDS)).toEqual({ matches: none, value: 0 });
+    }
+    // With the goal named, the null fields earn their weights again.
+    const withGoal = compareCheckpoint(nothingLeft, { ...BLANK, current_goal_id: 'goal-x' }, WEIGHTS, KNOWN_IDS);
+    expect(withGoal.matches).toEqual({ current_goal_id: true, goal_status: false, attention_target: true, waiting_condition: true, next_action: true });
+    expect(withGoal.value).toBeCloseTo((100 - WEIGHTS.goal_status) / 100, 12);
+    // A wrong (but present) goal is not M0: the other fields are still compared.
+    expect(compareCheckpoint(nothingLeft, { ...BLANK, current_goal_id: 'goal-y' }, WEIGHTS, KNOWN_IDS).value).toBeCloseTo((WEIGHTS.attention_target + WEIGHTS.waiting_condition + WEIGHTS.next_action) / 100, 12);
   });
 
   it('namesToken: a whole id, case-insensitive, ended by a sentence "." or ":"', () => {
@@ -409,11 +477,11 @@ describe('matching a recorded checkpoint (M1–M5)', () => {
   it('a wake value is Σ weights of matching fields / Σ weights', () => {
     const exp = expected({ next_action: WAIT, attention_target: 'task-ask-reviewer' });
     const right: RecordedCheckpoint = { current_goal_id: 'goal-x', goal_status: 'active', attention_target: 'task-ask-reviewer', waiting_condition: 'reply in thread dataset-d3', next_action: 'wait for the reply in thread dataset-d3' };
-    expect(compareCheckpoint(exp, right, WEIGHTS)).toEqual({ matches: Object.fromEntries(CHECKPOINT_FIELDS.map((f) => [f, true])), value: 1 });
-    expect(compareCheckpoint(exp, BLANK, WEIGHTS).value).toBe(0);
+    expect(compareCheckpoint(exp, right, WEIGHTS, KNOWN_IDS)).toEqual({ matches: Object.fromEntries(CHECKPOINT_FIELDS.map((f) => [f, true])), value: 1 });
+    expect(compareCheckpoint(exp, BLANK, WEIGHTS, KNOWN_IDS).value).toBe(0);
     const wrong: Record<CheckpointField, string | null> = { current_goal_id: 'goal-x-v2', goal_status: 'submitted', attention_target: 'task-read-sources', waiting_condition: null, next_action: 'dataset-d3' };
     for (const field of CHECKPOINT_FIELDS) {
-      const c = compareCheckpoint(exp, { ...right, [field]: wrong[field] }, WEIGHTS);
+      const c = compareCheckpoint(exp, { ...right, [field]: wrong[field] }, WEIGHTS, KNOWN_IDS);
       expect(c.matches[field]).toBe(false);
       expect(c.value).toBeCloseTo(1 - WEIGHTS[field] / 100, 12);
     }
@@ -466,6 +534,24 @@ describe('decideExpansion', () => {
   });
   it('a sample SD of exactly 10 between two-decimal values (0.1, 10.1, 20.1) does not trigger', () => {
     expect(decideExpansion({ A: [inst(60, { recovery: 0.1 }), inst(60, { recovery: 10.1 }), inst(60, { recovery: 20.1 })], B: flat(), C: flat() }, rule()).expand).toBe(false);
+  });
+
+  it('lists every dimension\'s SD of every group, triggered or not, and says when there are fewer than 2 values', () => {
+    const d = decideExpansion({ A: [inst(60, { recovery: 0 }), inst(60, { recovery: 5 }), inst(60, { recovery: 10 })], B: flat(), C: [inst(60)] }, rule());
+    expect(d.expand).toBe(false);
+    expect(d.reasons).toContain('group A: recovery sample SD 5.00 ≤ 10');
+    expect(d.reasons).toContain('group A: state_recovery sample SD 0.00 ≤ 10');
+    expect(d.reasons).toContain('group C: re_planning sample SD n/a (fewer than 2 values)');
+    for (const g of ['A', 'B', 'C']) {
+      expect(d.reasons.filter((r) => r.startsWith(`group ${g}: `) && r.includes(' sample SD ')).map((r) => r.split(' ')[2])).toEqual([...DIMENSIONS]);
+    }
+    for (const dim of DIMENSIONS) expect(d.reasons).toContain(`group C: ${dim} sample SD n/a (fewer than 2 values)`);
+    // 3 groups × (the range + 5 SDs) + the decision.
+    expect(d.reasons).toHaveLength(3 * (1 + DIMENSIONS.length) + 1);
+    const triggered = decideExpansion({ A: [inst(60, { recovery: 0 }), inst(60, { recovery: 0 }), inst(60, { recovery: 30 })], B: flat(), C: flat() }, rule());
+    expect(triggered.reasons).toContain('group A: recovery sample SD 17.32 > 10 (triggers expansion)');
+    expect(triggered.reasons).not.toContain('group A: recovery sample SD 17.32 ≤ 10');
+    expect(triggered.reasons).toContain('group A: evidence_integrity sample SD 0.00 ≤ 10');
   });
 
   it('one group triggering expands all: the decision is global, and every group is reported', () => {

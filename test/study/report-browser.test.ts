@@ -9,6 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { StudyReport } from '../../oracle/study-report.js';
 import { renderReportHtml } from '../../experiments/study/report-html.js';
+import { formatPoints } from '../../experiments/study/report-markdown.js';
 import { launchChromium } from '../support/chromium.js';
 import { expandedStudyReport, hardFailureStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -111,12 +112,28 @@ describe.each([
         expect(box!.x).toBeGreaterThanOrEqual(scoresBox!.x);
         expect(box!.y + box!.height).toBeLessThanOrEqual(scoresBox!.y + scoresBox!.height);
       }
+      // Each marker sits at the counted score (0 under a hard failure), as its tooltip says.
+      for (const i of report.instances.filter((x) => x.counted_score !== null)) {
+        expect(await page.locator(`svg#chart-scores .instance-dot[data-group="${i.group}"][data-replicate="${i.replicate}"] > title`).textContent()).toBe(`${i.group} r${i.replicate}: ${formatPoints(i.counted_score)}`);
+      }
       expect(await page.locator('svg#chart-scores .median-mark').count()).toBe(3);
       expect(await page.locator('svg#chart-scores .pass-line').count()).toBe(1);
       expect(await page.locator('svg#chart-dimensions .dimension-bar').count()).toBe(15);
       const lines = page.locator('svg#chart-accuracy .accuracy-line');
       expect(await lines.count()).toBe(3);
       for (const line of await lines.all()) expect((await line.boundingBox())!.width).toBeGreaterThan(100);
+
+      // The instances table: Score and Counted side by side, the counted score in two decimals.
+      const instancesTable = page.locator('table', { has: page.locator('th', { hasText: 'Counted' }) });
+      expect(await instancesTable.count()).toBe(1);
+      const headers = (await instancesTable.locator('thead th').allInnerTexts()).map((h) => h.replace(/\s+/g, ''));
+      expect(headers.slice(0, 7)).toEqual(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted']);
+      const rows = instancesTable.locator('tbody tr');
+      expect(await rows.count()).toBe(report.instances.length);
+      for (const [k, i] of report.instances.entries()) {
+        const cells = await rows.nth(k).locator('td').allInnerTexts();
+        expect(cells.slice(5, 7)).toEqual([formatPoints(i.score), formatPoints(i.counted_score)]);
+      }
 
       const verdict = page.locator('#verdict');
       expect(await verdict.isVisible()).toBe(true);

@@ -6,7 +6,7 @@ import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, StudyReport } from '../../oracle/study-report.js';
 import { FALLBACK_PASS_SCORE_POINTS, groupAccuracyOverTime, passLine } from '../../experiments/study/report-charts.js';
 import { escapeHtml, renderReportHtml } from '../../experiments/study/report-html.js';
-import { DRY_RUN_FALLBACK_STATEMENT, formatPoints, markdownText, renderReportMarkdown } from '../../experiments/study/report-markdown.js';
+import { DRY_RUN_FALLBACK_STATEMENT, formatPoints, markdownText, POINT_DECIMALS, renderReportMarkdown } from '../../experiments/study/report-markdown.js';
 import { expandedStudyReport, hardFailureStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 
 const VARIANTS = { sample: sampleStudyReport, expanded: expandedStudyReport, voided: voidedStudyReport, hardFailure: hardFailureStudyReport } as const;
@@ -35,6 +35,14 @@ function htmlInstanceRows(html: string, dir: string): string[] {
 
 /** Cells of a markdown table row: split on pipes that are not backslash-escaped. */
 const markdownCells = (row: string): string[] => row.split(/(?<!\\)\|/).slice(1, -1);
+
+/** The cells of an HTML table row, their inner HTML. */
+const htmlCells = (row: string): string[] => [...row.matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((m) => m[1]!);
+
+/** Every point value is printed with two decimals (POINT_DECIMALS), or the absent mark. */
+const POINTS = '\\d+\\.\\d\\d';
+const POINTS_OR_NONE = new RegExp(`^(?:${POINTS}|—)$`);
+const MEAN_SD_OR_NONE = new RegExp(`^(?:${POINTS} ± (?:${POINTS}|—)|—)$`);
 
 /** Attributes that make a browser fetch something, inside a tag (escaped text holds no '<'). */
 const FETCHING_ATTRIBUTE = /<[^>]*\s(?:src|href|xlink:href|srcset|action|formaction|poster|background|data)\s*=/i;
@@ -68,34 +76,41 @@ describe.each(Object.entries(VARIANTS))('the %s report', (_name, make) => {
     }
   });
 
-  test("prints every instance's group, replicate, seed, dir, status and score, in the fixed decimals", () => {
+  test("prints every instance's group, replicate, seed, dir, status, score and counted score, in the fixed decimals", () => {
+    expect(POINT_DECIMALS).toBe(2);
+    const header = markdownSection(markdown, 'Instances').find((l) => l.startsWith('| Group | '))!;
+    expect(markdownCells(header).map((c) => c.trim())).toEqual(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS.map((d) => `\`${d}\``)]);
+    expect(html).toContain(`<th scope="col" class="num">Score</th><th scope="col" class="num">Counted</th>`);
     for (const instance of report.instances) {
       const row = markdownInstanceRow(markdown, instance.group, instance.replicate);
       const cells = markdownCells(row).map((c) => c.trim());
-      expect(cells).toHaveLength(6 + DIMENSIONS.length);
+      expect(cells).toHaveLength(7 + DIMENSIONS.length);
       expect(cells[2]).toBe(markdownText(instance.seed));
       expect(cells[3]).toBe(markdownText(instance.dir));
       expect(cells[4]!.startsWith(instance.status)).toBe(true);
-      expect(cells[5]).toBe(instance.score === null ? '—' : instance.score.toFixed(1));
-      expect(cells.slice(6)).toEqual(DIMENSIONS.map((d) => (instance.dimensions === null ? '—' : instance.dimensions[d].toFixed(1))));
+      expect(cells[5]).toBe(instance.score === null ? '—' : instance.score.toFixed(2));
+      expect(cells[6]).toBe(instance.counted_score === null ? '—' : instance.counted_score.toFixed(2));
+      expect(cells.slice(7)).toEqual(DIMENSIONS.map((d) => (instance.dimensions === null ? '—' : instance.dimensions[d].toFixed(2))));
 
       const htmlRows = htmlInstanceRows(html, instance.dir);
       expect(htmlRows).toHaveLength(1 + instance.hard_failures.length);
-      const instanceRow = htmlRows.find((r) => r.includes(`<td class="num">${formatPoints(instance.score)}</td>`));
-      expect(instanceRow, `${instance.dir}: score ${formatPoints(instance.score)} in its row`).toBeDefined();
+      const instanceRows = htmlRows.filter((r) => htmlCells(r).length === 7 + DIMENSIONS.length);
+      expect(instanceRows, `${instance.dir}: one instances-table row`).toHaveLength(1);
+      expect(htmlCells(instanceRows[0]!).slice(5)).toEqual([formatPoints(instance.score), formatPoints(instance.counted_score), ...DIMENSIONS.map((d) => formatPoints(instance.dimensions === null ? null : instance.dimensions[d]))]);
     }
   });
 
-  test('prints every group and dimension number with one decimal', () => {
+  test('prints every group and dimension number with two decimals', () => {
     const groupRows = markdownSection(markdown, 'Groups').filter((l) => GROUPS.some((g) => l.startsWith(`| ${g} | `)));
     expect(groupRows).toHaveLength(GROUPS.length);
     for (const row of groupRows) {
       const [, , medianCell, minCell, maxCell, rangeCell] = markdownCells(row).map((c) => c.trim());
-      for (const cell of [medianCell, minCell, maxCell, rangeCell]) expect(cell).toMatch(/^(?:\d+\.\d|—)$/);
+      for (const cell of [medianCell, minCell, maxCell, rangeCell]) expect(cell).toMatch(POINTS_OR_NONE);
     }
+    for (const g of GROUPS) expect(groupRows.find((l) => l.startsWith(`| ${g} | `))).toContain(`| ${formatPoints(report.groups[g].median)} |`);
     for (const d of DIMENSIONS) {
       const row = markdownSection(markdown, 'Dimensions').find((l) => l.startsWith(`| \`${d}\` | `))!;
-      for (const cell of markdownCells(row).slice(1)) expect(cell.trim()).toMatch(/^(?:\d+\.\d ± (?:\d+\.\d|—)|—)$/);
+      for (const cell of markdownCells(row).slice(1)) expect(cell.trim()).toMatch(MEAN_SD_OR_NONE);
     }
   });
 
@@ -121,10 +136,13 @@ describe.each(Object.entries(VARIANTS))('the %s report', (_name, make) => {
     expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`);
   });
 
-  test('draws the three charts, one marker per scored instance', () => {
+  test('draws the three charts, one marker per scored instance, at its counted score', () => {
     for (const id of ['chart-scores', 'chart-dimensions', 'chart-accuracy']) expect(html).toMatch(new RegExp(`<svg id="${id}" class="chart" role="img" aria-label="[^"]+" aria-labelledby="${id}-title"[^>]*>\\n<title id="${id}-title">[^<]+</title>`));
     const dots = html.match(/class="instance-dot"/g) ?? [];
     expect(dots).toHaveLength(report.instances.filter((i) => i.score !== null).length);
+    for (const i of report.instances.filter((x) => x.counted_score !== null)) {
+      expect(html).toMatch(new RegExp(`class="instance-dot" data-group="${i.group}" data-replicate="${i.replicate}"[^>]*><title>${i.group} r${i.replicate}: ${formatPoints(i.counted_score)}</title>`));
+    }
     expect(html.match(/class="accuracy-line"/g)).toHaveLength(GROUPS.filter((g) => groupAccuracyOverTime(report, g).length > 0).length);
   });
 });
@@ -163,10 +181,12 @@ describe('variants', () => {
     expect(html.match(/class="instance-dot"/g)).toHaveLength(15);
   });
 
-  test('a report that is not expanded says so with its reasons', () => {
+  test('a report that is not expanded says so with its reasons, every dimension\'s SD among them', () => {
     const report = sampleStudyReport();
     const markdown = renderReportMarkdown(report);
     expect(markdown).toContain(`Not expanded: ${report.n} instances per group.`);
+    expect(report.expansion_reasons).toHaveLength(GROUPS.length * (1 + DIMENSIONS.length) + 1);
+    expect(report.expansion_reasons).toContain(`group A: recovery sample SD ${report.groups.A.dimensions.recovery.sd!.toFixed(2)} ≤ 10`);
     for (const reason of report.expansion_reasons) expect(markdown).toContain(`- ${markdownText(reason)}\n`);
   });
 
@@ -181,7 +201,7 @@ describe('variants', () => {
     const report = sampleStudyReport();
     // As oracle/verdict.ts writes it: the pass score in the description of c_instances_passing.
     expect(report.thresholds.find((t) => t.id === 'c_instances_passing')).toMatchObject({ description: 'C instances scoring ≥ 80', required: 'at least 2 of 3' });
-    expect(passLine(report)).toEqual({ points: 80, fromThresholds: true, label: 'instance pass score 80.0' });
+    expect(passLine(report)).toEqual({ points: 80, fromThresholds: true, label: 'instance pass score 80.00' });
     const stated = (id: string, required: string, description: string) => StudyReport.parse({ ...report, thresholds: [...report.thresholds.filter((t) => t.id !== 'c_instances_passing'), { id, description, required, observed: '3', met: true }] });
     expect(passLine(stated('c_instances_passing', 'at least 2 of 3 with score ≥ 75', 'C instances passing')).points).toBe(75);
     expect(passLine(stated('instance_pass_score', '>= 70', 'the pass score')).points).toBe(70);
@@ -190,7 +210,36 @@ describe('variants', () => {
     expect(fallback).toMatchObject({ points: FALLBACK_PASS_SCORE_POINTS, fromThresholds: false });
     expect(fallback.label).toMatch(/^fixed 80 line/);
     expect(renderReportHtml(unstated)).toContain('>fixed 80 line (pass score not stated in the thresholds)</text>');
-    expect(renderReportHtml(report)).toContain('>instance pass score 80.0</text>');
+    expect(renderReportHtml(report)).toContain('>instance pass score 80.00</text>');
+  });
+
+  test('a hard failure: the computed score is printed, 0 is counted, and the statistics, the chart and a note follow the 0', () => {
+    const report = hardFailureStudyReport();
+    const markdown = renderReportMarkdown(report);
+    const html = renderReportHtml(report);
+    const overridden = report.instances.filter((i) => i.hard_failures.length > 0);
+    expect(overridden.map((i) => `${i.group} r${i.replicate}`).sort()).toEqual(['A r3', 'C r2']);
+    expect(markdown).toContain('Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).');
+    expect(html).toContain('<p>Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).</p>');
+    for (const i of overridden) {
+      expect(i.score).toBeGreaterThan(0);
+      expect(i.counted_score).toBe(0);
+      const cells = markdownCells(markdownInstanceRow(markdown, i.group, i.replicate)).map((c) => c.trim());
+      expect(cells.slice(5, 7)).toEqual([i.score!.toFixed(2), '0.00']);
+      expect(html).toContain(`<title>${i.group} r${i.replicate}: 0.00</title>`);
+      expect(html).not.toContain(`<title>${i.group} r${i.replicate}: ${formatPoints(i.score)}</title>`);
+    }
+    // A note per overridden instance, as the builder writes it.
+    for (const i of overridden) {
+      const note = `${i.group}-r${i.replicate}: hard failure(s) ${i.hard_failures[0]!.id}: its score ${i.score!.toFixed(2)} is overridden and counted as 0 (spec §8.4)`;
+      expect(report.notes).toContain(note);
+      expect(markdownSection(markdown, 'Notes')).toContain(`- ${markdownText(note)}`);
+      expect(html).toContain(`<li>${escapeHtml(note)}</li>`);
+    }
+    // The group rows rest on the counted scores: C's minimum is the overridden 0.
+    expect(report.groups.C.min).toBe(0);
+    const cRow = markdownSection(markdown, 'Groups').find((l) => l.startsWith('| C | '))!;
+    expect(markdownCells(cRow).map((c) => c.trim()).slice(2, 6)).toEqual([report.groups.C.median, report.groups.C.min, report.groups.C.max, report.groups.C.range].map(formatPoints));
   });
 
   test('checkpoint accuracy is the mean of the finished instances per wake, in hours over 0–72', () => {

@@ -5,12 +5,17 @@
 // runNewInstance, so the orchestration is tested in seconds while every instance the study
 // scores is a real, signed run folder.
 import Database from 'better-sqlite3';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { Group, InstanceResult, NewInstanceOptions } from '../../controller/instance-runner.js';
+import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '../../controller/prereg.js';
+import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { StudyReport } from '../../oracle/study-report.js';
-import { recomputeStudy, runStudy, STUDY_FILES, type StudyOptions } from '../../experiments/study/study-runner.js';
+import { buildStudyReport, type BuiltInstance } from '../../experiments/study/study-report-builder.js';
+import { recomputeStudy, runStudy, StudyError, STUDY_FILES, StudyPlan, type StudyOptions } from '../../experiments/study/study-runner.js';
+import { hashCanonical } from '../../schema/hash.js';
+import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -143,9 +148,28 @@ describe('study orchestration', () => {
     const b = report.instances.find((i) => i.group === 'B')!;
     expect(b.hard_failures.map((h) => h.id)).toContain('unauthorized_tool_execution');
     expect(report.voided).toBe(true);
-    expect(report.void_reasons.join(' ')).toMatch(/unauthorised tool execution in B-r1/);
+    // The builder voids the batch from the folder's hard failure itself (so --recompute does too) …
+    expect(report.void_reasons).toContainEqual(expect.stringMatching(/^B-r1: unauthorized_tool_execution \(.+\): the study is paused and the batch void \(spec §19\.1\)$/));
+    expect(report.void_reasons.some((r) => r.startsWith('A-r1'))).toBe(false);
+    // … and the live pause is a note: only the live run knows that nothing further started.
+    expect(report.notes).toContain('unauthorised tool execution in B-r1: the study was paused (no further instance started; evidence kept)');
+    expect(report.void_reasons.join(' ')).not.toMatch(/the study was paused/);
     expect(report.verdict).toBe('insufficient evidence');
     expect(report.expansion_reasons[0]).toMatch(/paused/);
+
+    // --recompute of the paused study: the same report from the two folders and the live note.
+    // (Regression, found in review: recompute used to decide the rule on the two folders a pause leaves.)
+    expect(recomputeStudy(out, SCENARIOS_DIR).differences).toEqual([]);
+    // A report that drops the void reason and claims a verdict no longer follows from the folders.
+    const reportFile = path.join(out, STUDY_FILES.json);
+    const forged = JSON.parse(readFileSync(reportFile, 'utf8')) as StudyReport;
+    forged.void_reasons = forged.void_reasons.filter((r) => !r.includes('unauthorized_tool_execution'));
+    forged.verdict = 'supported';
+    writeFileSync(reportFile, JSON.stringify(forged));
+    const caught = recomputeStudy(out, SCENARIOS_DIR);
+    expect(caught.report.void_reasons).toEqual(report.void_reasons);
+    expect(caught.differences.some((d) => d.startsWith('void_reasons'))).toBe(true);
+    expect(caught.differences).toContainEqual(expect.stringMatching(/^verdict: report\.json has "supported", recomputed "insufficient evidence"/));
   }, 120_000);
 
   test('an operator stop starts nothing more; the report says so and the verdict is insufficient evidence', async () => {
@@ -180,4 +204,120 @@ describe('study orchestration', () => {
     const changed = recomputeStudy(out, SCENARIOS_DIR).differences;
     expect(changed.some((d) => d.startsWith('instances.5.hard_failures'))).toBe(true);
   }, 120_000);
+
+  test('a study started with another n than the pre-registered initial_n_per_group is void, saying so', async () => {
+    const calls: Call[] = [];
+    const out = path.join(tempDir('ds-study-'), 'study');
+    const { report } = await runStudy(studyOptions(out, { n: 2, runInstance: copyingRunner(calls, (g) => source[g]!) }));
+    expect(calls).toHaveLength(6);
+    expect(report.n_initial).toBe(2);
+    expect(report.expanded).toBe(false);
+    expect(report.instances.every((i) => i.status === 'finished' && i.score !== null)).toBe(true);
+    expect(report.fairness.ok).toBe(true);
+    // The only reason: every folder is sound (A's hard failure is the subject's, not a voiding one), the first round is not the pre-registered one.
+    expect(report.void_reasons).toEqual(['the study ran n = 2 per group first, not the pre-registered initial_n_per_group = 3']);
+    expect(report.voided).toBe(true);
+    expect(report.verdict).toBe('insufficient evidence');
+    expect(report.verdict_statement).toContain('the batch is void (the study ran n = 2 per group first');
+    // Recomputed from study.json and the folders, the same reason.
+    expect(recomputeStudy(out, SCENARIOS_DIR).differences).toEqual([]);
+  }, 120_000);
+
+  test('an unlocked or changed pre-registration is refused before anything is written', async () => {
+    const dir = tempDir('ds-study-prereg-');
+    const unlocked = path.join(dir, 'unlocked.json');
+    copyFileSync(setup.preregFile, unlocked);
+    const changed = path.join(dir, 'changed.json');
+    const content = readPreregJson(setup.preregFile) as { thresholds: { c_median_min_score: number } };
+    content.thresholds.c_median_min_score -= 1;
+    writeFileSync(changed, JSON.stringify(content, null, 2));
+    copyFileSync(lockFileOf(setup.preregFile), lockFileOf(changed));
+    for (const [preregFile, why] of [[unlocked, /the pre-registration is not locked/], [changed, /changed after it was locked/]] as const) {
+      const calls: Call[] = [];
+      const out = path.join(dir, `study-${path.basename(preregFile, '.json')}`);
+      const refused = runStudy(studyOptions(out, { preregFile, runInstance: copyingRunner(calls, (g) => source[g]!) }));
+      await expect(refused).rejects.toThrow(StudyError);
+      await expect(refused).rejects.toThrow(/^refusing to start the study: /);
+      await expect(refused).rejects.toThrow(why);
+      expect(calls).toEqual([]);
+      expect(existsSync(out)).toBe(false);
+    }
+    // The locked original passes the same check: the refusals above are the files', not the setup's.
+    expect(checkPreregLock(setup.preregFile, setup.key.keys.publicKey).ok).toBe(true);
+  }, 60_000);
+});
+
+describe('the report builder: a hard failure overrides the score (spec §8.4)', () => {
+  test('counted_score 0 beside the computed score, the group statistics and the verdict on the counted scores, a note per instance', () => {
+    const prereg = PreRegistration.parse(readPreregJson(setup.preregFile));
+    const options = { scenariosDir: SCENARIOS_DIR, expectedPreregSha256: hashCanonical(prereg) };
+    const honest = Object.fromEntries((['A', 'B', 'C'] as const).map((g) => [g, evaluateInstance(source[g]!, options)])) as Record<Group, InstanceEvaluation>;
+    // The reference policy in A restates the refuted figure after the correction (it forgot it): a real hard failure.
+    expect(honest.A.hardFailures.map((h) => h.id)).toEqual(['fact_contradicts_store']);
+    expect(honest.B.hardFailures).toEqual([]);
+    expect(honest.C.hardFailures).toEqual([]);
+    // A copy of B's run with a file in its workspace that no event explains: duplicate_side_effect.
+    const forgedDir = path.join(tempDir('ds-study-builder-'), 'B-forged');
+    cpSync(source.B!, forgedDir, { recursive: true });
+    writeFileSync(path.join(forgedDir, RUN_FILES.workspace, 'notes', 'unexplained.md'), 'written by no tool\n');
+    const forged = evaluateInstance(forgedDir, options);
+    expect(forged.hardFailures.map((h) => h.id)).toEqual(['duplicate_side_effect']);
+    expect(forged.score.score).toBeGreaterThan(0);
+    expect(countedScore(forged)).toBe(0);
+    expect(countedScore(honest.B)).toBe(honest.B.score.score);
+
+    const plan: StudyPlan = StudyPlan.parse({ study_version: '1.0.0', study_id: 'exp-study-test', seed: SEED, prereg_file: setup.preregFile, prereg_sha256: hashCanonical(prereg), n_initial: 3, n_expanded: 5, concurrency: 1, start_at: TEST_START_AT, model: { adapter: 'reference' }, started_at: '2026-03-02T07:00:00.000Z' });
+    const outDir = path.dirname(forgedDir);
+    const build = (evaluationOf: (group: Group, replicate: number) => InstanceEvaluation): StudyReport =>
+      buildStudyReport({
+        plan,
+        prereg,
+        outDir,
+        n: 3,
+        expanded: false,
+        expansionReasons: [],
+        extraNotes: [],
+        generatedAt: '2026-03-02T09:00:00.000Z',
+        instances: [1, 2, 3].flatMap((replicate) => (['A', 'B', 'C'] as const).map((group): BuiltInstance => ({ group, replicate, dir: path.join(outDir, `${group}-r${replicate}`), status: 'finished', statusDetail: null, evaluation: evaluationOf(group, replicate), wallMs: null }))),
+      });
+    const clean = build((g) => honest[g]);
+    const report = build((g, r) => (g === 'B' && r >= 2 ? forged : honest[g]));
+    const s = honest.B.score.score;
+
+    const b = report.instances.filter((i) => i.group === 'B');
+    expect(b.map((i) => [i.replicate, i.score, i.counted_score])).toEqual([
+      [1, s, s],
+      [2, forged.score.score, 0],
+      [3, forged.score.score, 0],
+    ]);
+    // The dimensions stay the computed ones; every statistic of the scores uses the counted 0.
+    expect(b[1]!.dimensions).toEqual(forged.score.dimensions);
+    expect(report.groups.B).toMatchObject({ n: 3, scores: [s, 0, 0], median: 0, min: 0, max: s, range: s, hard_failures: 2 });
+    expect(report.groups.B.instances_at_or_above_pass).toBe(clean.groups.B.instances_at_or_above_pass - 2 * (s >= prereg.thresholds.instance_pass_score ? 1 : 0));
+    expect(clean.groups.B).toMatchObject({ scores: [s, s, s], median: s, range: 0, hard_failures: 0 });
+    // A's own hard failure: every A instance counts 0, its computed score kept beside it.
+    expect(clean.groups.A).toMatchObject({ scores: [0, 0, 0], median: 0, hard_failures: 3 });
+    expect(clean.instances.filter((i) => i.group === 'A').map((i) => [i.score, i.counted_score])).toEqual([1, 2, 3].map(() => [honest.A.score.score, 0]));
+    expect(report.groups.A).toEqual(clean.groups.A);
+    expect(report.groups.C).toEqual(clean.groups.C);
+    // The verdict reads the counted medians: C − B is C's median minus 0.
+    const observed = (r: StudyReport, id: string) => r.thresholds.find((t) => t.id === id)!.observed;
+    expect(observed(report, 'c_minus_b')).toBe(report.groups.C.median!.toFixed(2));
+    expect(observed(clean, 'c_minus_b')).toBe((clean.groups.C.median! - s).toFixed(2));
+    expect(observed(clean, 'c_minus_a')).toBe(clean.groups.C.median!.toFixed(2));
+    expect(report.voided).toBe(false);
+    // One note per overridden instance, naming its hard failure(s) and the overridden score.
+    const overridden = (r: StudyReport) => r.notes.filter((n) => n.includes('is overridden and counted as 0'));
+    const noteOf = (label: string, ids: string, score: number) => `${label}: hard failure(s) ${ids}: its score ${score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`;
+    expect(overridden(clean)).toEqual([1, 2, 3].map((k) => noteOf(`A-r${k}`, 'fact_contradicts_store', honest.A.score.score)));
+    expect(overridden(report)).toEqual([1, 2, 3].flatMap((k) => [noteOf(`A-r${k}`, 'fact_contradicts_store', honest.A.score.score), ...(k >= 2 ? [noteOf(`B-r${k}`, 'duplicate_side_effect', forged.score.score)] : [])]));
+
+    // In C, a hard failure counts 0 in the median and the passing count, besides failing c_hard_failures.
+    const inC = build((g, r) => (g === 'C' && r === 1 ? { ...honest.C, hardFailures: forged.hardFailures } : honest[g]));
+    const c = honest.C.score.score;
+    expect(inC.groups.C).toMatchObject({ scores: [0, c, c], median: c, min: 0, range: c, hard_failures: 1 });
+    expect(inC.groups.C.instances_at_or_above_pass).toBe([0, c, c].filter((x) => x >= prereg.thresholds.instance_pass_score).length);
+    expect(inC.thresholds.find((t) => t.id === 'c_hard_failures')).toMatchObject({ observed: '1', met: false });
+    expect(observed(inC, 'c_instances_passing')).toBe(`${inC.groups.C.instances_at_or_above_pass} of 3`);
+  });
 });

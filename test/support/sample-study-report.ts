@@ -58,7 +58,7 @@ function perWake(hand: HandInstance): ReportInstance['per_wake'] {
 function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
   const status = hand.status ?? 'finished';
   const base = { group: hand.group, replicate: hand.replicate, seed: `${studySeed}/${hand.group}/${hand.replicate}`, dir: hand.dir, status, status_detail: hand.statusDetail ?? null, hard_failures: hand.hardFailures ?? [], events: hand.events };
-  if (status !== 'finished') return { ...base, score: null, dimensions: null, per_wake: [], wall_ms: null };
+  if (status !== 'finished') return { ...base, score: null, counted_score: null, dimensions: null, per_wake: [], wall_ms: null };
   const wakes = perWake(hand);
   const dimensions = {
     state_recovery: round6(wakes.reduce((s, w) => s + w.value, 0) / wakes.length),
@@ -68,7 +68,8 @@ function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
     recovery: hand.recovery,
   };
   const score = round6(DIMENSIONS.reduce((s, d) => s + (WEIGHTS[d] * dimensions[d]) / 100, 0));
-  return { ...base, score, dimensions, per_wake: wakes, wall_ms: hand.wallMs };
+  // A hard failure overrides the score (spec §8.4): the statistics count 0.
+  return { ...base, score, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, per_wake: wakes, wall_ms: hand.wallMs };
 }
 
 function median(values: readonly number[]): number | null {
@@ -86,8 +87,8 @@ function sampleSd(values: readonly number[]): number | null {
 
 function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSummary {
   const mine = instances.filter((i) => i.group === group);
-  const scored = mine.filter((i) => i.score !== null && i.dimensions !== null);
-  const scores = scored.map((i) => i.score!);
+  const scored = mine.filter((i) => i.counted_score !== null && i.dimensions !== null);
+  const scores = scored.map((i) => i.counted_score!);
   const min = scores.length === 0 ? null : Math.min(...scores);
   const max = scores.length === 0 ? null : Math.max(...scores);
   const dimensions = Object.fromEntries(
@@ -109,7 +110,8 @@ function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSum
   };
 }
 
-const f1 = (value: number | null): string => (value === null ? 'none' : value.toFixed(1));
+/** As oracle/verdict.ts and oracle/expansion.ts print a number: two decimals. */
+const f2 = (value: number | null): string => (value === null ? 'n/a' : value.toFixed(2));
 
 function thresholdChecks(groups: StudyReport['groups']): ThresholdCheck[] {
   const { A, B, C } = groups;
@@ -119,9 +121,9 @@ function thresholdChecks(groups: StudyReport['groups']): ThresholdCheck[] {
   const atLeast = C_PASSING_AT_LEAST[C.n] ?? C.n;
   // The ids and wording of oracle/verdict.ts, so the renderers meet the checks a study writes.
   return [
-    { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${C_MEDIAN_MIN_SCORE}`, observed: f1(C.median), met: C.median === null ? null : C.median >= C_MEDIAN_MIN_SCORE },
-    { id: 'c_minus_b', description: 'median C − median B', required: `≥ ${C_MINUS_B_MIN_POINTS}`, observed: f1(cMinusB), met: cMinusB === null ? null : cMinusB >= C_MINUS_B_MIN_POINTS },
-    { id: 'c_minus_a', description: 'median C − median A', required: `≥ ${C_MINUS_A_MIN_POINTS}`, observed: f1(cMinusA), met: cMinusA === null ? null : cMinusA >= C_MINUS_A_MIN_POINTS },
+    { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${C_MEDIAN_MIN_SCORE}`, observed: f2(C.median), met: C.median === null ? null : C.median >= C_MEDIAN_MIN_SCORE },
+    { id: 'c_minus_b', description: 'median C − median B', required: `≥ ${C_MINUS_B_MIN_POINTS}`, observed: f2(cMinusB), met: cMinusB === null ? null : cMinusB >= C_MINUS_B_MIN_POINTS },
+    { id: 'c_minus_a', description: 'median C − median A', required: `≥ ${C_MINUS_A_MIN_POINTS}`, observed: f2(cMinusA), met: cMinusA === null ? null : cMinusA >= C_MINUS_A_MIN_POINTS },
     {
       id: 'c_instances_passing',
       description: `C instances scoring ≥ ${INSTANCE_PASS_SCORE}`,
@@ -181,18 +183,30 @@ const BASE_HANDS: readonly HandInstance[] = [
   ...hands('C', [[92, 0, 100, 100, 95, 100], [90, 5, 100, 100, 96, 100], [94, 0, 100, 100, 93, 100]], 'e1'),
 ];
 
-/** The expansion rule of the default pre-registration, checked on the first `nInitial` replicates. */
+/**
+ * The expansion rule of the default pre-registration, checked on the first `nInitial` replicates,
+ * in oracle/expansion.ts's words: every group's range and every dimension's SD, triggered or not.
+ */
 function expansionReasons(instances: readonly ReportInstance[], nInitial: number, expanded: boolean, n: number): string[] {
   const initial = instances.filter((i) => i.replicate <= nInitial);
-  const reasons = GROUPS.map((g) => {
-    const range = summaryOf(initial, g).range;
-    return `${g} range ${f1(range)} points at n = ${nInitial} ${range !== null && range > MAX_GROUP_RANGE_POINTS ? '>' : '≤'} ${MAX_GROUP_RANGE_POINTS}`;
+  const reasons = GROUPS.flatMap((g) => {
+    const summary = summaryOf(initial, g);
+    const range = summary.range;
+    const rangeReason = range !== null && range > MAX_GROUP_RANGE_POINTS ? `group ${g}: score range ${f2(range)} > ${MAX_GROUP_RANGE_POINTS} (triggers expansion)` : `group ${g}: score range ${f2(range)} ≤ ${MAX_GROUP_RANGE_POINTS}`;
+    const sdReasons = DIMENSIONS.map((d) => {
+      const sd = summary.dimensions[d].sd;
+      if (sd === null) return `group ${g}: ${d} sample SD n/a (fewer than 2 values)`;
+      return sd > MAX_DIMENSION_SD_POINTS ? `group ${g}: ${d} sample SD ${f2(sd)} > ${MAX_DIMENSION_SD_POINTS} (triggers expansion)` : `group ${g}: ${d} sample SD ${f2(sd)} ≤ ${MAX_DIMENSION_SD_POINTS}`;
+    });
+    return [rangeReason, ...sdReasons];
   });
-  const sds = GROUPS.flatMap((g) => DIMENSIONS.map((d) => ({ g, d, sd: summaryOf(initial, g).dimensions[d].sd ?? 0 })));
-  const widest = sds.reduce((a, b) => (b.sd > a.sd ? b : a));
-  reasons.push(`largest within-group dimension SD at n = ${nInitial}: ${widest.g} ${widest.d} ${f1(widest.sd)} points ${widest.sd > MAX_DIMENSION_SD_POINTS ? '>' : '≤'} ${MAX_DIMENSION_SD_POINTS}`);
-  reasons.push(expanded ? `expanded every group to n = ${n}; the verdict rests on the n = ${n} data only` : 'no rule calls for expansion');
+  reasons.push(expanded ? `expand all groups from n = ${nInitial} to n = ${n}` : `no group's range exceeds ${MAX_GROUP_RANGE_POINTS} and no dimension's within-group SD exceeds ${MAX_DIMENSION_SD_POINTS}: no expansion`);
   return reasons;
+}
+
+/** What experiments/study/study-report-builder.ts notes for an instance whose hard failure overrides its score. */
+function overrideNotes(instances: readonly ReportInstance[]): string[] {
+  return instances.flatMap((i) => (i.score !== null && i.hard_failures.length > 0 ? [`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`] : []));
 }
 
 function build(variant: Variant): StudyReport {
@@ -230,7 +244,7 @@ function build(variant: Variant): StudyReport {
     groups,
     fairness: variant.fairness,
     instances,
-    notes: [...variant.notes],
+    notes: [...variant.notes, ...overrideNotes(instances)],
   });
 }
 
