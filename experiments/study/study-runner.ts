@@ -11,7 +11,6 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
-import { z } from 'zod';
 import { runNewInstance, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
 import { ModelChoice } from '../../controller/model-choice.js';
@@ -20,33 +19,14 @@ import { checkPreregLock, PreRegistration, readPreregJson } from '../../controll
 import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, type Group, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
-import { buildStudyReport } from './study-report-builder.js';
+import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError, StudyPlan } from '../../oracle/study-folder.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
+import { buildStudyReport } from './study-report-builder.js';
 
-export const STUDY_FILES = { plan: 'study.json', instances: 'instances', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
-/** More instances than this in one study is refused (3 groups × at most 33 replicates). */
-export const MAX_STUDY_INSTANCES = 99;
-
-export const StudyPlan = z.strictObject({
-  study_version: z.literal('1.0.0'),
-  study_id: z.string().min(1).max(128),
-  seed: z.string().min(1).max(100),
-  prereg_file: z.string(),
-  prereg_sha256: z.string(),
-  n_initial: z.number().int().min(1),
-  n_expanded: z.number().int().min(1),
-  concurrency: z.number().int().min(1),
-  start_at: z.iso.datetime(),
-  model: ModelChoice,
-  started_at: z.iso.datetime(),
-});
-export type StudyPlan = z.infer<typeof StudyPlan>;
-
-export class StudyError extends Error {
-  override readonly name = 'StudyError';
-}
+// The study folder's contract lives in oracle/study-folder.ts; re-exported for the study's callers.
+export { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError, StudyPlan };
 
 export interface StudyOptions {
   readonly outDir: string;
@@ -272,13 +252,6 @@ export function writeStudyReport(outDir: string, report: StudyReport): StudyOutc
   return files;
 }
 
-export function readStudyPlan(outDir: string): StudyPlan {
-  const file = path.join(outDir, STUDY_FILES.plan);
-  if (!existsSync(file)) throw new StudyError(`${file} is missing: ${outDir} is not a study folder of npm run study`);
-  const parsed = StudyPlan.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new StudyError(`${file}: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
-}
 
 export type { ReportInstance };
 

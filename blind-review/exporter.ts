@@ -1,0 +1,580 @@
+// The blind-review export (DESIGN §10, spec §8.5, §16.3): one package per finished instance of a
+// study, named by a random blind id, written in a random order; the group ↔ blind-id map sealed
+// in the study folder (0600, never overwritten); a controller-signed commitment to the map beside
+// the packages. Nothing is moved into place until the leak check passes on the written packages.
+//
+// Layout written:
+//   <out>/<blind id>/                exactly PACKAGE_FILE_NAMES (package-format.ts)
+//   <out>/commitment.dsse.json       DSSE(COMMITMENT_PAYLOAD_TYPE, BlindCommitment)
+//   <out>/controller.pub             the key that checks it (64 hex + newline)
+//   <study>/blind-map.sealed.json    the BlindMap, mode 0600, flag wx
+//
+// Order of writes (what a crash leaves): packages into <out>/.export-<random>/ → leak check →
+// the sealed map (wx: a second export of the study is refused here at the latest) → commitment
+// and key → packages renamed into <out>. A leak leaves the temp folder for inspection and writes
+// no map; any later failure names the temp folder too.
+//
+// What the normalizer leaves out of every package and why: event-normalizer.ts (OMISSIONS).
+// Its counts are shown for the whole export only, never per package: per-package counts of
+// omitted plan decisions would tell which packages re-planned.
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { GROUP_CAPABILITIES } from '../controller/manifest.js';
+import type { InterventionKind, Intervention } from '../controller/intervention-plan.js';
+import { writePublicKey } from '../controller/run-signatures.js';
+import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
+import { DIMENSIONS } from '../oracle/continuity-score.js';
+import { eventsOf, loadRunRecord, type RunRecord } from '../oracle/run-record.js';
+import { readStudyPlan, STUDY_FILES, StudyError, type StudyPlan } from '../oracle/study-folder.js';
+import { signDsse } from '../schema/dsse.js';
+import { toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
+import { RUN_FILES } from '../schema/run-files.js';
+import { hashText } from '../schema/hash.js';
+import { packageDigest } from './package-digest.js';
+import { BLIND_MAP_FORMAT_VERSION, BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf, type BlindMapEntry } from './blind-map.js';
+import { addStats, detailOf, emptyStats, formatSimMinute, MAX_SHORT_CHARS, bounded, NormalizeError, normalizeEvents, OMISSIONS, rewriteTimes, type NormalizedTimeline, type NormalizeStats, type OmissionReason, type RefText } from './event-normalizer.js';
+import { checkLeaks, describeFinding, leakContextOf, type ContextInstance, type LeakCheck, type LeakFinding } from './leak-check.js';
+import {
+  ActionChains,
+  BlindId,
+  ClaimsWithEvidence,
+  Interventions,
+  PACKAGE_FILE_NAMES,
+  PACKAGE_FILES,
+  PACKAGE_FORMAT_VERSION,
+  PackageManifest,
+  RecoveryReports,
+  StateCheckpoints,
+  TimelineEntry,
+} from './package-format.js';
+import type { ScorecardData } from './scorecard-data.js';
+import { renderScorecard as defaultRenderScorecard } from './scorecard-html.js';
+
+export type ExportProblem = 'not-a-study' | 'out-not-empty' | 'map-inside-out' | 'already-exported' | 'no-instances' | 'nothing-to-export' | 'leak' | 'write-failed';
+
+/** The export refused or failed: nothing was published (see tempDir for what was written). */
+export class ExportRefusal extends Error {
+  override readonly name = 'ExportRefusal';
+  constructor(
+    readonly problem: ExportProblem,
+    message: string,
+    readonly details: {
+      readonly refused?: readonly RefusedInstance[];
+      readonly findings?: readonly LeakFinding[];
+      /** Where the packages were written and left for inspection. */
+      readonly tempDir?: string;
+    } = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface RefusedInstance {
+  /** The instance folder, relative to the study folder. */
+  readonly instance: string;
+  readonly reason: string;
+}
+
+export interface ExportOptions {
+  /** The scenario folders (controller/plan-conformance.ts SCENARIO_ROOT). */
+  readonly scenariosDir: string;
+  /** The controller's key pair: it signs the commitment. */
+  readonly keys: Ed25519KeyPair;
+  /** Random bytes (blind ids, order, salt, temp name); crypto.randomBytes unless a test stands in. */
+  readonly random?: (bytes: number) => Buffer;
+  /** The scorecard page; scorecard-html.ts unless a test stands in. */
+  readonly renderScorecard?: (data: ScorecardData) => string;
+  /** committed_at of the commitment. */
+  readonly now?: () => Date;
+}
+
+export interface ExportResult {
+  /** Sorted by blind id (never in map order). */
+  readonly packages: ReadonlyArray<{ readonly blind_id: BlindId; readonly dir: string }>;
+  readonly refused: readonly RefusedInstance[];
+  readonly commitment: { readonly hash: string; readonly file: string; readonly publicKeyFile: string };
+  readonly mapFile: string;
+  readonly leakCheck: LeakCheck;
+  /** What the normalizer left out or cut, summed over every package. */
+  readonly notes: readonly string[];
+}
+
+const INSTANCE_DIR_RE = /^([ABC])-r([1-9][0-9]*)$/;
+/** A study has at most 99 instances (experiments/study/study-runner.ts MAX_STUDY_INSTANCES). */
+const MAX_INSTANCE_ENTRIES = 99;
+const BLIND_ID_BYTES = 3;
+const SALT_BYTES = 32;
+const MAX_BLIND_ID_DRAWS = 1_000;
+const MAP_FILE_MODE = 0o600;
+const TEMP_PREFIX = '.export-';
+
+// ---------------------------------------------------------------------------------------------
+// One package's content
+
+/** What the intervention plan's kinds are called in a package (the same list for every instance of a replicate). */
+const NEUTRAL_INTERVENTION_KIND: Record<InterventionKind, Interventions[number]['kind']> = {
+  goal_change: 'goal_change',
+  awaited_reply: 'awaited_reply',
+  distractor_burst: 'distractor_burst',
+  external_file_change: 'external_file_change',
+  denied_request: 'denied_request',
+  refutation: 'refutation',
+  runtime_crash: 'runtime_restart',
+  writer_crash: 'writer_restart',
+  long_absence: 'long_absence',
+};
+
+/** A neutral description from the plan alone (no intervention id, no absolute time). */
+function describeIntervention(iv: Intervention, startMs: number): string {
+  const at = (iso: string): string => formatSimMinute(Math.max(0, Math.floor((Date.parse(iso) - startMs) / 60_000)));
+  switch (iv.kind) {
+    case 'goal_change':
+      return `the goal changes (${iv.variant === 'deadline_earlier' ? 'the deadline moves earlier' : 'a section is added'}): ${iv.events[0].payload.reason}`;
+    case 'awaited_reply':
+      return `the awaited reply arrives in thread ${iv.thread_id} (asked for at ${at(iv.waiting_since_at)}, ${iv.delay_minutes} simulated minutes earlier)`;
+    case 'distractor_burst':
+      return `${iv.events.length} distracting messages arrive at once, more than the ${iv.window_events} recent events a wake is shown`;
+    case 'external_file_change':
+      return `${iv.path} is ${iv.change} by someone else`;
+    case 'denied_request':
+      return `a message asks for a write the permission rules forbid (${iv.variant === 'oversized_write' ? `${iv.tempted_action.bytes} bytes` : 'a path outside the workspace'}: ${iv.tempted_action.path})`;
+    case 'refutation':
+      return `new information corrects ${iv.refutes.figure} to ${iv.refutes.corrected_figure} (${iv.refutes.source_path})`;
+    case 'runtime_crash':
+      return "the subject's runtime process is killed during the wake and restarted";
+    case 'writer_crash':
+      return "the event store's writer process is killed during an append and restarted";
+    case 'long_absence':
+      return `no wake from ${at(iv.inject_at)} to ${at(iv.end_at)}`;
+    default: {
+      const unhandled: never = iv;
+      throw new NormalizeError(`intervention kind ${(unhandled as { kind: string }).kind} has no description in the exporter`);
+    }
+  }
+}
+
+type Outcome = ActionChains[number]['outcome'];
+type Settlement = RecoveryReports[number]['open_intents'][number]['settled_as'];
+
+/** How a settling entry ends an intent (succeeded, failed, unknown, reconciled), or null if it does not. */
+function settlementOf(entry: TimelineEntry): Exclude<Settlement, 'open'> | null {
+  switch (entry.kind) {
+    case 'tool_succeeded':
+      return 'succeeded';
+    case 'tool_failed':
+      return 'failed';
+    case 'tool_outcome_unknown':
+      return 'unknown';
+    case 'tool_reconciled':
+      return detailOf(entry, 'tool_reconciled')!.outcome === 'happened' ? 'reconciled_happened' : 'reconciled_did_not_happen';
+    case 'operator_resolved':
+      return detailOf(entry, 'operator_resolved')!.resolution === 'happened' ? 'reconciled_happened' : 'reconciled_did_not_happen';
+    default:
+      return null;
+  }
+}
+
+function intentOfSettlement(entry: TimelineEntry): RefText | null {
+  switch (entry.kind) {
+    case 'tool_succeeded':
+      return detailOf(entry, 'tool_succeeded')!.intent;
+    case 'tool_failed':
+      return detailOf(entry, 'tool_failed')!.intent;
+    case 'tool_outcome_unknown':
+      return detailOf(entry, 'tool_outcome_unknown')!.intent;
+    case 'tool_reconciled':
+      return detailOf(entry, 'tool_reconciled')!.intent;
+    case 'operator_resolved':
+      return detailOf(entry, 'operator_resolved')!.intent;
+    default:
+      return null;
+  }
+}
+
+/** Everything of one package but its scorecard page. */
+export function buildPackageData(record: RunRecord, blindId: BlindId, timeline: NormalizedTimeline): ScorecardData {
+  const entries = timeline.entries;
+  const byRef = new Map(entries.map((e) => [e.ref, e] as const));
+  const wakeOf = (e: TimelineEntry): NonNullable<TimelineEntry['wake']> => {
+    if (e.wake === null) throw new NormalizeError(`${e.ref} (${e.kind}) belongs to no wake, but a ${e.kind} is always taken in one`);
+    return e.wake;
+  };
+
+  const checkpoints: StateCheckpoints = entries.flatMap((e) => {
+    const d = detailOf(e, 'checkpoint');
+    if (d === null) return [];
+    return [{ wake: wakeOf(e), t: e.t, ref: e.ref, current_goal_id: d.current_goal_id, goal_status: d.goal_status, attention_target: d.attention_target, waiting_condition: d.waiting_condition, next_action: d.next_action, evidence: d.evidence }];
+  });
+
+  const claims: ClaimsWithEvidence = entries.flatMap((e) => {
+    const d = detailOf(e, 'claim_recorded');
+    if (d === null) return [];
+    return [
+      {
+        ref: e.ref,
+        t: e.t,
+        wake: e.wake,
+        claim_type: d.claim_type,
+        statement: d.statement,
+        confidence: d.confidence,
+        alternatives: d.alternatives,
+        evidence: d.evidence.map((r) => {
+          const cited = byRef.get(r);
+          if (!cited) throw new NormalizeError(`${e.ref} cites ${r}, which is not in the timeline (a normalizer bug)`);
+          return { ref: r, kind: cited.kind, summary: cited.summary };
+        }),
+      },
+    ];
+  });
+
+  // Action chains: proposal → decision → intent → outcome, by the refs the normalizer resolved.
+  const decisionOf = new Map<RefText, TimelineEntry>();
+  const intentOf = new Map<RefText, TimelineEntry>();
+  const recordedOf = new Map<RefText, TimelineEntry>();
+  const settlementsOf = new Map<RefText, TimelineEntry[]>();
+  for (const e of entries) {
+    const proposal = detailOf(e, 'permission_decided')?.proposal ?? null;
+    if (proposal !== null) decisionOf.set(proposal, e);
+    const intended = detailOf(e, 'execution_intent')?.proposal ?? null;
+    if (intended !== null) intentOf.set(intended, e);
+    const recorded = detailOf(e, 'journal_entry')?.proposal ?? detailOf(e, 'task_board_changed')?.proposal ?? null;
+    if (recorded !== null) recordedOf.set(recorded, e);
+    const intent = intentOfSettlement(e);
+    if (intent !== null) settlementsOf.set(intent, [...(settlementsOf.get(intent) ?? []), e]);
+  }
+  const actions: ActionChains = entries.flatMap((e) => {
+    const d = detailOf(e, 'action_proposed');
+    if (d === null) return [];
+    const decision = decisionOf.get(e.ref) ?? null;
+    const decided = decision === null ? null : detailOf(decision, 'permission_decided')!;
+    const intent = intentOf.get(e.ref) ?? null;
+    const recorded = recordedOf.get(e.ref) ?? null;
+    const last = intent === null ? null : (settlementsOf.get(intent.ref)?.at(-1) ?? null);
+    let outcome: Outcome = 'none';
+    let outcomeRef: RefText | null = null;
+    if (last !== null) {
+      outcome = settlementOf(last)!;
+      outcomeRef = last.ref;
+    } else if (recorded !== null) {
+      outcome = 'recorded';
+      outcomeRef = recorded.ref;
+    }
+    return [
+      {
+        proposal: e.ref,
+        t: e.t,
+        wake: e.wake,
+        tool: d.tool,
+        op: d.op,
+        target: d.target,
+        rationale: bounded(d.rationale, MAX_SHORT_CHARS),
+        decision: decided?.decision ?? 'none',
+        decision_ref: decision?.ref ?? null,
+        failed_rules: decided?.rules.filter((r) => !r.passed).map((r) => r.rule) ?? [],
+        repeat_of_denied: decided?.repeat_of_denied ?? false,
+        intent: intent?.ref ?? null,
+        outcome,
+        outcome_ref: outcomeRef,
+      },
+    ];
+  });
+
+  // Recovery: each restart, the intents without an outcome when the process died, and how each was settled.
+  const recovery: RecoveryReports = [];
+  for (const [i, e] of entries.entries()) {
+    const d = detailOf(e, 'process_restarted');
+    if (d === null) continue;
+    const before = entries.slice(0, i);
+    const after = entries.slice(i + 1);
+    const openIntents = before
+      .filter((x) => x.kind === 'execution_intent')
+      .filter((x) => !(settlementsOf.get(x.ref) ?? []).some((s) => before.includes(s)))
+      .map((x) => {
+        const settled = (settlementsOf.get(x.ref) ?? []).filter((s) => after.includes(s)).at(-1) ?? null;
+        return { intent: x.ref, settled_as: settled === null ? ('open' as const) : settlementOf(settled)!, settled_ref: settled?.ref ?? null };
+      });
+    recovery.push({ process: d.process, t: e.t, wake: e.wake, restart_ref: e.ref, open_intents: openIntents, first_checkpoint_after: after.find((x) => x.kind === 'checkpoint')?.ref ?? null });
+  }
+
+  // Interventions: the plan's (the same for every group of a replicate), with refs to what each delivered.
+  const startMs = timeline.startMs;
+  const delivered = new Map<string, RefText[]>();
+  for (const { p } of eventsOf(record.events, 'ExperimentEvent.InterventionDelivered')) {
+    const refs = p.event_ids.map((id) => timeline.refOfEventId.get(id)).filter((r): r is RefText => r !== undefined);
+    if (refs.length !== p.event_ids.length) throw new NormalizeError(`the delivery of ${p.intervention_id} names ${p.event_ids.length - refs.length} event(s) the timeline does not hold`);
+    delivered.set(p.intervention_id, [...(delivered.get(p.intervention_id) ?? []), ...refs]);
+  }
+  const interventions: Interventions = [...record.plan.interventions]
+    .sort((a, b) => a.inject_minute - b.inject_minute)
+    .map((iv) => {
+      const wake = timeline.wakeOfId.get(iv.deliver_wake_id);
+      if (wake === undefined) throw new NormalizeError(`intervention ${iv.intervention_id} is delivered at ${iv.deliver_wake_id}, which the schedule does not hold`);
+      const refs = delivered.get(iv.intervention_id) ?? [];
+      const missing = iv.events.length > 0 && refs.length === 0 ? ' (no delivery is recorded in this run)' : '';
+      return { kind: NEUTRAL_INTERVENTION_KIND[iv.kind], t: formatSimMinute(iv.inject_minute), delivered_at: wake, description: bounded(rewriteTimes(`${describeIntervention(iv, startMs)}${missing}`, startMs), MAX_SHORT_CHARS), refs };
+    });
+
+  const dims = record.prereg.scoring.dimensions;
+  const manifest: PackageManifest = {
+    package_format_version: PACKAGE_FORMAT_VERSION,
+    blind_id: blindId,
+    scenario_id: record.prereg.scenario.id,
+    simulated_hours: record.prereg.scenario.hours,
+    wakes: record.plan.schedule.wakes.length,
+    timeline_entries: entries.length,
+    dimensions: DIMENSIONS.map((name) => ({ name, weight: dims[name].weight, measured_as: dims[name].measured_as })),
+    checkpoint_fields: [...CHECKPOINT_FIELDS],
+    hard_failures: record.prereg.hard_failures.map((h) => ({ id: h.id, description: h.description })),
+    files: [...PACKAGE_FILE_NAMES],
+  };
+
+  return {
+    manifest: PackageManifest.parse(manifest),
+    timeline: entries,
+    checkpoints: StateCheckpoints.parse(checkpoints),
+    interventions: Interventions.parse(interventions),
+    claims: ClaimsWithEvidence.parse(claims),
+    actions: ActionChains.parse(actions),
+    recovery: RecoveryReports.parse(recovery),
+  };
+}
+
+/** The files of a package, by name (exactly PACKAGE_FILE_NAMES). */
+export function packageFiles(data: ScorecardData, render: (data: ScorecardData) => string): Map<string, string> {
+  const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+  const files = new Map<string, string>([
+    [PACKAGE_FILES.manifest, json(data.manifest)],
+    [PACKAGE_FILES.timeline, data.timeline.map((e) => `${JSON.stringify(e)}\n`).join('')],
+    [PACKAGE_FILES.checkpoints, json(data.checkpoints)],
+    [PACKAGE_FILES.interventions, json(data.interventions)],
+    [PACKAGE_FILES.claims, json(data.claims)],
+    [PACKAGE_FILES.actions, json(data.actions)],
+    [PACKAGE_FILES.recovery, json(data.recovery)],
+    [PACKAGE_FILES.scorecard, render(data)],
+  ]);
+  if (files.size !== PACKAGE_FILE_NAMES.length || PACKAGE_FILE_NAMES.some((f) => !files.has(f))) throw new Error(`packageFiles writes ${[...files.keys()].join(', ')}, not ${PACKAGE_FILE_NAMES.join(', ')}`);
+  return files;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The study
+
+interface Candidate {
+  readonly name: string;
+  readonly relDir: string;
+  readonly group: 'A' | 'B' | 'C';
+  readonly replicate: number;
+  readonly record: RunRecord;
+  readonly timeline: NormalizedTimeline;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Why a loaded instance cannot be exported, or null. */
+function refusalOf(record: RunRecord, group: 'A' | 'B' | 'C', replicate: number, plan: StudyPlan): string | null {
+  const last = record.events.at(-1);
+  if (last?.event_type !== 'SystemEvent.StoreSealed') return 'not finished: its store is not sealed (the run stopped or failed); resume it with npm run experiment -- --resume DIR, or export without it';
+  if (record.manifest === null) return `its signed manifest does not verify (${record.manifestProblem ?? 'unknown problem'}): its group cannot be vouched for`;
+  const expected = GROUP_CAPABILITIES[group];
+  const caps = record.manifest.capabilities;
+  if (caps.persistent_state !== expected.persistent_state || caps.autonomous_replanning !== expected.autonomous_replanning) return `its signed manifest's capabilities are not group ${group}'s: the folder name and the run disagree`;
+  if (record.manifest.replicate !== replicate) return `its signed manifest names replicate ${record.manifest.replicate}, its folder replicate ${replicate}`;
+  if (record.preregSha256 !== plan.prereg_sha256) return `it ran under the pre-registration ${record.preregSha256}, the study under ${plan.prereg_sha256}`;
+  return null;
+}
+
+function isEmptyOrMissing(dir: string): boolean {
+  return !existsSync(dir) || (lstatSync(dir).isDirectory() && readdirSync(dir).length === 0);
+}
+
+function inside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** Blind ids: random, distinct, never derived from anything. */
+function drawBlindIds(count: number, random: (bytes: number) => Buffer): BlindId[] {
+  const ids = new Set<BlindId>();
+  for (let draw = 0; ids.size < count; draw += 1) {
+    if (draw >= MAX_BLIND_ID_DRAWS) throw new Error(`could not draw ${count} distinct blind ids in ${MAX_BLIND_ID_DRAWS} draws: the random source repeats itself`);
+    ids.add(BlindId.parse(`R-${random(BLIND_ID_BYTES).toString('hex').toUpperCase()}`));
+  }
+  return [...ids];
+}
+
+/** Fisher–Yates with rejection sampling (no modulo bias). */
+function shuffled<T>(items: readonly T[], random: (bytes: number) => Buffer): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    const range = i + 1;
+    const limit = Math.floor(0x1_0000_0000 / range) * range;
+    let x = random(4).readUInt32BE(0);
+    for (let guard = 0; x >= limit && guard < 64; guard += 1) x = random(4).readUInt32BE(0);
+    const j = x % range;
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+function statsNotes(stats: NormalizeStats, packages: number): string[] {
+  const omitted = (Object.keys(OMISSIONS) as OmissionReason[]).filter((r) => stats.omitted[r] > 0).map((r) => `${stats.omitted[r]} × ${r} (${OMISSIONS[r]})`);
+  return [
+    `over all ${packages} package(s), events left out of the timelines: ${omitted.length > 0 ? omitted.join('; ') : 'none'}`,
+    ...(stats.textsCut > 0 ? [`${stats.textsCut} text(s) cut to their bound, each saying so ("… [cut: N more characters]")`] : []),
+    ...(stats.refsToOmittedEvents > 0 ? [`${stats.refsToOmittedEvents} reference(s) to left-out or unknown events dropped from refs`] : []),
+    ...(stats.idsInTextHidden > 0 ? [`${stats.idsInTextHidden} id(s) in text that name no timeline entry written as [id]`] : []),
+    ...(stats.timesFromNeighbour > 0 ? [`${stats.timesFromNeighbour} write refusal(s) stamped by the writer's wall clock given the simulated time of the event before them`] : []),
+  ];
+}
+
+/**
+ * Exports every finished instance of the study in `studyDir` into `outDir` (new or empty). Refuses
+ * (ExportRefusal) a second export, a leak, a folder that is not a study, or a study with nothing to export.
+ */
+export function exportStudy(studyDir: string, outDir: string, options: ExportOptions): ExportResult {
+  const random = options.random ?? randomBytes;
+  const render = options.renderScorecard ?? defaultRenderScorecard;
+  const study = path.resolve(studyDir);
+  const out = path.resolve(outDir);
+  let plan: StudyPlan;
+  try {
+    plan = readStudyPlan(study);
+  } catch (error) {
+    if (error instanceof StudyError || error instanceof SyntaxError) throw new ExportRefusal('not-a-study', message(error));
+    throw error;
+  }
+  // The report (with its expansion decision) is committed to before review: a study without one is not finished.
+  const reportFile = path.join(study, STUDY_FILES.json);
+  if (!existsSync(reportFile)) throw new ExportRefusal('not-a-study', `${reportFile} is missing: the study has not written its report (with the expansion decision) yet; run it to its end first`);
+  const reportSha256 = hashText(readFileSync(reportFile, 'utf8'));
+  const mapFile = path.join(study, BLIND_REVIEW_FILES.sealedMap);
+  if (existsSync(mapFile)) throw new ExportRefusal('already-exported', `${mapFile} exists: this study was exported already, and a second export would give its instances new blind ids after the first commitment; review the packages of the first export (a map is never overwritten)`);
+  if (inside(mapFile, out)) throw new ExportRefusal('map-inside-out', `the package folder ${out} would contain the study folder's sealed map ${mapFile}: choose a package folder outside the study folder`);
+  if (!isEmptyOrMissing(out)) throw new ExportRefusal('out-not-empty', `${out} exists and is not empty: the packages need a new or empty folder`);
+
+  // The instances: every entry of instances/ is exported or refused with a reason, none skipped.
+  const instancesDir = path.join(study, STUDY_FILES.instances);
+  const names = existsSync(instancesDir) ? readdirSync(instancesDir).sort() : [];
+  if (names.length === 0) throw new ExportRefusal('no-instances', `${instancesDir} holds no instance folder: nothing to export`);
+  if (names.length > MAX_INSTANCE_ENTRIES) throw new ExportRefusal('no-instances', `${instancesDir} holds ${names.length} entries, over the ${MAX_INSTANCE_ENTRIES} instances a study has`);
+  const refused: RefusedInstance[] = [];
+  const candidates: Candidate[] = [];
+  const contextInstances: ContextInstance[] = [];
+  for (const name of names) {
+    const dir = path.join(instancesDir, name);
+    const relDir = path.relative(study, dir);
+    const m = INSTANCE_DIR_RE.exec(name);
+    if (!m || !lstatSync(dir).isDirectory()) {
+      refused.push({ instance: relDir, reason: `not an instance folder of npm run study (expected a folder named <A|B|C>-r<k>)` });
+      contextInstances.push({ name, dir, record: null });
+      continue;
+    }
+    const group = m[1] as 'A' | 'B' | 'C';
+    const replicate = Number(m[2]);
+    let record: RunRecord;
+    try {
+      record = loadRunRecord(dir, options.scenariosDir);
+    } catch (error) {
+      // Whatever keeps a run folder from being read (a missing file, a broken store, another scenario) refuses that instance, by name.
+      if (!(error instanceof Error)) throw error;
+      refused.push({ instance: relDir, reason: `its run folder cannot be read: ${message(error)}` });
+      contextInstances.push({ name, dir, record: null });
+      continue;
+    }
+    contextInstances.push({ name, dir, record });
+    const why = refusalOf(record, group, replicate, plan);
+    if (why !== null) {
+      refused.push({ instance: relDir, reason: why });
+      continue;
+    }
+    try {
+      // The run folder (its workspace/ prefix becomes workspace-relative) and the study folder, as given and resolved.
+      const timeline = normalizeEvents(record.events, record.plan, { hostPaths: [dir, realpathSync(dir), study, realpathSync(study)] });
+      candidates.push({ name, relDir, group, replicate, record, timeline });
+    } catch (error) {
+      if (!(error instanceof NormalizeError)) throw error;
+      refused.push({ instance: relDir, reason: `its events cannot be normalized: ${error.message}` });
+    }
+  }
+  if (candidates.length === 0) throw new ExportRefusal('nothing-to-export', `no instance of ${study} can be exported:\n${refused.map((r) => `  ${r.instance}: ${r.reason}`).join('\n')}`, { refused });
+
+  // Blind ids and a random order, then the packages into a temp folder inside <out>.
+  const blindIds = drawBlindIds(candidates.length, random);
+  const assigned = candidates.map((c, i) => ({ ...c, blindId: blindIds[i]! }));
+  const order = shuffled(assigned, random);
+  mkdirSync(out, { recursive: true });
+  const temp = path.join(out, `${TEMP_PREFIX}${random(6).toString('hex')}`);
+  mkdirSync(temp);
+  const stats = emptyStats();
+  try {
+    for (const c of order) {
+      const data = buildPackageData(c.record, c.blindId, c.timeline);
+      const dir = path.join(temp, c.blindId);
+      mkdirSync(dir);
+      for (const [file, text] of packageFiles(data, render)) writeFileSync(path.join(dir, file), text, { flag: 'wx' });
+      addStats(stats, c.timeline.stats);
+    }
+  } catch (error) {
+    throw new ExportRefusal('write-failed', `writing the packages failed: ${message(error)}; what was written is in ${temp} (nothing was published: no map, no commitment)`, { refused, tempDir: temp });
+  }
+
+  const leakCheck = checkLeaks(temp, leakContextOf(study, plan, contextInstances));
+  if (!leakCheck.ok) {
+    throw new ExportRefusal('leak', `the leak check found ${leakCheck.findings.length} problem(s) in the packages; nothing was published (no map, no commitment). The packages are left in ${temp} for inspection:\n${leakCheck.findings.map((f) => `  ${describeFinding(f)}`).join('\n')}`, { refused, findings: leakCheck.findings, tempDir: temp });
+  }
+
+  // The sealed map first (wx): a concurrent second export stops here, before anything is published.
+  const entries: BlindMapEntry[] = assigned.map((c) => ({ blind_id: c.blindId, group: c.group, replicate: c.replicate, dir: c.relDir })).sort((a, b) => (a.blind_id < b.blind_id ? -1 : 1));
+  const map = BlindMap.parse({ blind_map_format_version: BLIND_MAP_FORMAT_VERSION, salt: random(SALT_BYTES).toString('hex'), entries });
+  try {
+    writeFileSync(mapFile, `${JSON.stringify(map, null, 2)}\n`, { flag: 'wx', mode: MAP_FILE_MODE });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ExportRefusal('already-exported', `${mapFile} appeared while exporting: another export of this study was first; nothing of this one was published (its packages are in ${temp})`, { refused, tempDir: temp });
+    throw new ExportRefusal('write-failed', `writing the sealed map ${mapFile} failed: ${message(error)}; nothing was published (the packages are in ${temp})`, { refused, tempDir: temp });
+  }
+
+  const hash = commitmentOf(map);
+  const body = BlindCommitment.parse({
+    blind_map_format_version: BLIND_MAP_FORMAT_VERSION,
+    commitment: hash,
+    blind_ids: entries.map((e) => e.blind_id),
+    prereg_sha256: plan.prereg_sha256,
+    study_report_sha256: reportSha256,
+    package_digests: Object.fromEntries(entries.map((e) => [e.blind_id, packageDigest(path.join(temp, e.blind_id))])),
+    committed_at: (options.now?.() ?? new Date()).toISOString(),
+  });
+  const commitmentFile = path.join(out, BLIND_REVIEW_FILES.commitment);
+  try {
+    writeFileSync(commitmentFile, `${JSON.stringify(signDsse(COMMITMENT_PAYLOAD_TYPE, body, options.keys.secretKey, options.keys.publicKey), null, 2)}\n`, { flag: 'wx' });
+    writePublicKey(out, options.keys);
+    // Into place in the shuffled order: creation order and times say nothing about the groups.
+    for (const c of order) renameSync(path.join(temp, c.blindId), path.join(out, c.blindId));
+    rmSync(temp, { recursive: true });
+  } catch (error) {
+    throw new ExportRefusal('write-failed', `publishing the packages failed after the map ${mapFile} was sealed: ${message(error)}; the packages not yet moved are in ${temp}; move them into ${out} by hand (the map and commitment cover them)`, { refused, tempDir: temp });
+  }
+
+  const notes = statsNotes(stats, assigned.length);
+  const runKeys = new Set(assigned.map((c) => readPublicKeyHex(path.join(study, c.relDir, RUN_FILES.publicKey))));
+  const ours = toHex(options.keys.publicKey);
+  if ([...runKeys].some((k) => k !== ours)) notes.push('the commitment is signed by another key than the one in the instances\' controller.pub: reviewers check it with the controller.pub beside the packages');
+  return {
+    packages: assigned.map((c) => ({ blind_id: c.blindId, dir: path.join(out, c.blindId) })).sort((a, b) => (a.blind_id < b.blind_id ? -1 : 1)),
+    refused,
+    commitment: { hash, file: commitmentFile, publicKeyFile: path.join(out, BLIND_REVIEW_FILES.publicKey) },
+    mapFile,
+    leakCheck,
+    notes,
+  };
+}
+
+function readPublicKeyHex(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    return '(none)';
+  }
+}

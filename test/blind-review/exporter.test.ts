@@ -1,0 +1,295 @@
+// The blind-review export (blind-review/exporter.ts) on a real study: one real A, B and C run
+// (test/support/blind-study.ts), so that the packages really differ by group, plus an unfinished
+// instance that must be refused with its reason. Checked: the exact file set, every file against
+// its schema, nothing identifying anywhere, refs that resolve, the sealed map (0600, in the study
+// folder only), the signed commitment, the refusal of a second export, fresh blind ids per export,
+// a leak refused loudly with the temp folder left for inspection, and the command line's exit codes.
+import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf } from '../../blind-review/blind-map.js';
+import { DETAIL_SCHEMAS, normalizeEvents, OMISSIONS } from '../../blind-review/event-normalizer.js';
+import { ExportRefusal, exportStudy, type ExportOptions } from '../../blind-review/exporter.js';
+import { ActionChains, ClaimsWithEvidence, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from '../../blind-review/package-format.js';
+import type { ScorecardData } from '../../blind-review/scorecard-data.js';
+import { SCENARIO_ROOT } from '../../controller/plan-conformance.js';
+import { loadRunRecord } from '../../oracle/run-record.js';
+import { verifyDsse } from '../../schema/dsse.js';
+import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy, unseal, type BlindStudy } from '../support/blind-study.js';
+import { runCli } from '../support/cli.js';
+import { tempDir } from '../support/writer-fixture.js';
+
+let study: BlindStudy;
+/** The base study plus instances/A-r2, a copy of A-r1 whose store is not sealed. */
+let withUnfinished: string;
+
+beforeAll(async () => {
+  study = await makeBlindStudy();
+  withUnfinished = copyStudy(study.studyDir);
+  const a2 = path.join(withUnfinished, 'instances', 'A-r2');
+  cpSync(path.join(withUnfinished, 'instances', 'A-r1'), a2, { recursive: true });
+  unseal(a2);
+}, 120_000);
+
+const options = (overrides: Partial<ExportOptions> = {}): ExportOptions => ({ scenariosDir: SCENARIO_ROOT, keys: study.setup.key.keys, ...overrides });
+/** A stand-in page, for tests about everything but the page (the real one is used in the first test). */
+const trivialPage = (data: ScorecardData): string => `<!doctype html><title>${data.manifest.blind_id}</title>\n`;
+const newOut = (): string => path.join(tempDir('ds-blind-out-'), 'packages');
+
+function readTimeline(file: string): TimelineEntry[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => TimelineEntry.parse(JSON.parse(l)));
+}
+
+function allStrings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const v of value) allStrings(v, out);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) allStrings(v, out);
+  return out;
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => path.join(dir, f));
+}
+
+describe('normalizeEvents rules, on forged copies of real events', () => {
+  test('ids in text become refs or [id], host paths and ISO times are rewritten, a refused plan decision is omitted, a refusal otherwise kept', () => {
+    const runDir = path.join(study.studyDir, 'instances', 'B-r1');
+    const record = loadRunRecord(runDir, SCENARIO_ROOT);
+    const events = record.events.map((e) => structuredClone(e));
+    const claimAt = events.findIndex((e) => e.event_type === 'MemoryEvent.ClaimRecorded');
+    const claim = events[claimAt]!;
+    const cited = events[5]!;
+    claim.payload['statement'] = `see ${cited.event_id}, 0f9c2d1e-7a3b-4c5d-9e8f-0a1b2c3d4e5f, ${runDir}/workspace/notes/a.md, ${study.studyDir}/x and 2026-03-02T20:30:00.000Z`;
+    const refusal = (message: string, seq: number): (typeof events)[number] => ({
+      ...structuredClone(claim),
+      event_id: `00000000-ffff-8000-8000-${String(seq).padStart(12, '0')}`,
+      seq,
+      event_type: 'SystemEvent.AppendRejected',
+      occurred_at: '2030-01-01T00:00:00.000Z',
+      causation_id: null,
+      payload: { reason: 'projection_rejected', message, role: 'runtime', method: 'append', request_id: '7', request_sha256: `sha256:${'1'.repeat(64)}`, request_bytes: 10, connection_id: 1 },
+    });
+    events.splice(claimAt + 1, 0, refusal('event 0 of the batch (PlanEvent.PlanRevisionAccepted) was refused by the subject projection', 100_001), refusal('event 0 of the batch (MemoryEvent.ClaimRecorded) was refused by the subject projection', 100_002));
+    const n = normalizeEvents(events, record.plan, { hostPaths: [runDir, study.studyDir] });
+    const claimEntry = n.entries.find((e) => e.kind === 'claim_recorded')!;
+    const statement = (claimEntry.detail as { statement: string }).statement;
+    expect(statement).toBe(`see ${n.refOfEventId.get(cited.event_id)}, [id], notes/a.md, [host path]/x and h12:30`);
+    expect(n.stats.idsInTextHidden).toBe(1);
+    expect(n.stats.omitted.refused_plan_decision).toBe(1);
+    const refused = n.entries.filter((e) => e.kind === 'write_refused');
+    expect(refused).toHaveLength(1);
+    // The writer's wall clock is not a simulated time: the refusal takes the time of the event before it.
+    expect(refused[0]!.t).toBe(claimEntry.t);
+    expect(n.stats.timesFromNeighbour).toBe(1);
+    expect(JSON.stringify(n.entries)).not.toMatch(/PlanRevisionAccepted|[0-9a-f]{8}-[0-9a-f]{4}-/);
+  });
+});
+
+describe('exportStudy on a real study', () => {
+  test('one package per finished instance, the unfinished one refused with its reason; every file exact, parsed, blind and self-consistent', () => {
+    const studyDir = copyStudy(withUnfinished);
+    const out = newOut();
+    const result = exportStudy(studyDir, out, options());
+
+    // Refused, not skipped: the unfinished instance is named with why.
+    expect(result.refused).toEqual([{ instance: path.join('instances', 'A-r2'), reason: expect.stringMatching(/^not finished: its store is not sealed/) }]);
+    expect(result.packages).toHaveLength(3);
+    expect(result.leakCheck).toMatchObject({ ok: true, findings: [], packages: 3, filesChecked: 24 });
+    expect(result.notes.join(' ')).toMatch(/3 × plan_decision/);
+
+    // The package folder: the packages, the commitment and its key; no temp folder, no map.
+    const ids = result.packages.map((p) => p.blind_id);
+    expect(readdirSync(out).sort()).toEqual([...ids, BLIND_REVIEW_FILES.commitment, BLIND_REVIEW_FILES.publicKey].sort());
+    expect(filesUnder(out).some((f) => path.basename(f) === BLIND_REVIEW_FILES.sealedMap)).toBe(false);
+
+    // The sealed map: in the study folder, 0600, naming every package, and NOT in the package folder.
+    const mapFile = path.join(studyDir, BLIND_REVIEW_FILES.sealedMap);
+    expect(result.mapFile).toBe(mapFile);
+    expect(statSync(mapFile).mode & 0o777).toBe(0o600);
+    const map = BlindMap.parse(JSON.parse(readFileSync(mapFile, 'utf8')));
+    expect(map.entries.map((e) => e.blind_id).sort()).toEqual([...ids].sort());
+    expect(map.entries.map((e) => `${e.group}-r${e.replicate} ${e.dir}`).sort()).toEqual(['A-r1 instances/A-r1', 'B-r1 instances/B-r1', 'C-r1 instances/C-r1']);
+    for (const f of filesUnder(out)) if (statSync(f).isFile()) expect(readFileSync(f, 'utf8'), f).not.toContain(map.salt);
+
+    // The commitment: signed, checked with the controller.pub beside it, and the map's.
+    const pub = readFileSync(path.join(out, BLIND_REVIEW_FILES.publicKey), 'utf8');
+    expect(pub).toMatch(/^[0-9a-f]{64}\n$/);
+    const verified = verifyDsse(JSON.parse(readFileSync(path.join(out, BLIND_REVIEW_FILES.commitment), 'utf8')), COMMITMENT_PAYLOAD_TYPE, parsePublicKeyHex(pub));
+    expect(verified.ok).toBe(true);
+    const body = BlindCommitment.parse(verified.ok ? verified.body : null);
+    expect(body.commitment).toBe(commitmentOf(map));
+    expect(body.commitment).toBe(result.commitment.hash);
+    expect(body.blind_ids).toEqual([...ids].sort());
+
+    const forbidden = [BLIND_STUDY_ID, BLIND_SEED, `${BLIND_SEED}-r1`, studyDir, study.setup.dir, 'inst-srcax', 'inst-srcbx', 'inst-srccx'];
+    const byGroup = new Map(map.entries.map((e) => [e.blind_id, e] as const));
+    const timelineLengths: number[] = [];
+    for (const id of ids) {
+      const dir = path.join(out, id);
+      // (a) exactly the package files
+      expect(readdirSync(dir).sort()).toEqual([...PACKAGE_FILE_NAMES].sort());
+      // (d) every file parses with its schema
+      const manifest = PackageManifest.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.manifest), 'utf8')));
+      expect(manifest.blind_id).toBe(id);
+      const timeline = readTimeline(path.join(dir, PACKAGE_FILES.timeline));
+      for (const e of timeline) expect(DETAIL_SCHEMAS[e.kind].safeParse(e.detail).success, `${id} ${e.ref} ${e.kind}`).toBe(true);
+      expect(timeline.map((e) => e.ref)).toEqual(timeline.map((_, i) => `E${String(i + 1).padStart(4, '0')}`));
+      expect(manifest.timeline_entries).toBe(timeline.length);
+      const parsed = {
+        checkpoints: StateCheckpoints.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.checkpoints), 'utf8'))),
+        interventions: Interventions.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.interventions), 'utf8'))),
+        claims: ClaimsWithEvidence.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.claims), 'utf8'))),
+        actions: ActionChains.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.actions), 'utf8'))),
+        recovery: RecoveryReports.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.recovery), 'utf8'))),
+      };
+      // The real scorecard page, self-contained and naming its package only.
+      const html = readFileSync(path.join(dir, PACKAGE_FILES.scorecard), 'utf8');
+      expect(html).toMatch(/^<!doctype html>/i);
+      expect(html).toContain(id);
+      expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=|https?:\/\//i);
+
+      // Refs resolve: every ref anywhere in any JSON file is a timeline entry.
+      const refs = new Set(timeline.map((e) => e.ref));
+      const used = allStrings([timeline.map((e) => ({ ...e, ref: null })), parsed]).filter((s) => /^E\d{4,6}$/.test(s));
+      expect(used.length).toBeGreaterThan(100);
+      for (const r of used) expect(refs.has(r), `${id}: ${r}`).toBe(true);
+      expect(parsed.checkpoints.length).toBeGreaterThan(20);
+      expect(parsed.interventions.map((i) => i.kind)).toContain('runtime_restart');
+      expect(parsed.recovery.map((r) => r.process).sort()).toEqual(['runtime', 'writer']);
+      expect(parsed.claims.some((c) => c.claim_type === 'FACT' && c.evidence.length > 0)).toBe(true);
+
+      // Nothing identifying or group-revealing in any file.
+      for (const file of PACKAGE_FILE_NAMES) {
+        const text = readFileSync(path.join(dir, file), 'utf8');
+        expect(text, `${id}/${file}`).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i);
+        expect(text, `${id}/${file}`).not.toMatch(/capabilit|persistent_state|autonomous_replanning|PlanRevisionAccepted|PlanRevisionRejected|invalid_plan|\bgroup\s*[ABC]\b|"group"\s*:|\b[ABC]-r\d+\b/i);
+        expect(text, `${id}/${file}`).not.toMatch(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+        for (const s of forbidden) expect(text.includes(s), `${id}/${file} holds ${s}`).toBe(false);
+      }
+
+      // Only the documented omissions: kept entries = events − omitted types (the plan decision of every group).
+      const entry = byGroup.get(id)!;
+      const record = loadRunRecord(path.join(studyDir, entry.dir), SCENARIO_ROOT);
+      const omittedTypes = /^(SystemEvent\.(StoreOpened|ChainHeadSigned|StoreSealed)|ExperimentEvent\.(WakeScheduled|InterventionDelivered)|PlanEvent\.PlanRevision(Accepted|Rejected))$/;
+      expect(timeline.length).toBe(record.events.filter((e) => !omittedTypes.test(e.event_type)).length);
+      const decision = entry.group === 'C' ? 'PlanEvent.PlanRevisionAccepted' : 'PlanEvent.PlanRevisionRejected';
+      expect(record.events.some((e) => e.event_type === decision), `${entry.group} decided ${decision}`).toBe(true);
+      expect(timeline.filter((e) => e.kind === 'plan_revision_proposed')).toHaveLength(record.events.filter((e) => e.event_type === 'PlanEvent.PlanRevisionProposed').length);
+      // Ids and times inside the subject's own text became refs and simulated times.
+      const proposed = timeline.find((e) => e.kind === 'plan_revision_proposed')!;
+      expect((proposed.detail as { reason: string }).reason).toMatch(/\(event E\d{4}\)/);
+      const journal = timeline.find((e) => e.kind === 'journal_entry')!;
+      expect((journal.detail as { text: string }).text).toMatch(/^Wake wake-0001 at h00:00: /);
+      timelineLengths.push(timeline.length);
+    }
+    // Real runs of three groups: the packages differ in behaviour.
+    expect(new Set(timelineLengths).size).toBeGreaterThan(1);
+    expect(Object.keys(OMISSIONS)).toContain('plan_decision');
+  }, 60_000);
+
+  test('a second export of the same study is refused, saying so, and the first map is untouched', () => {
+    const studyDir = copyStudy(study.studyDir);
+    exportStudy(studyDir, newOut(), options({ renderScorecard: trivialPage }));
+    const mapFile = path.join(studyDir, BLIND_REVIEW_FILES.sealedMap);
+    const before = readFileSync(mapFile, 'utf8');
+    const out = newOut();
+    let refusal: unknown;
+    try {
+      exportStudy(studyDir, out, options({ renderScorecard: trivialPage }));
+    } catch (e) {
+      refusal = e;
+    }
+    expect(refusal).toBeInstanceOf(ExportRefusal);
+    expect((refusal as ExportRefusal).problem).toBe('already-exported');
+    expect((refusal as ExportRefusal).message).toMatch(/blind-map\.sealed\.json exists: this study was exported already/);
+    expect(readFileSync(mapFile, 'utf8')).toBe(before);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  test('blind ids are random per export, never derived: two copies get different ids; one fixed random source gives any study the same ids', () => {
+    const a = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage }));
+    const b = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage }));
+    const idsA = a.packages.map((p) => p.blind_id);
+    const idsB = b.packages.map((p) => p.blind_id);
+    expect(idsA.filter((id) => idsB.includes(id))).toEqual([]);
+    expect(a.commitment.hash).not.toBe(b.commitment.hash);
+    // The ids depend on the random source alone: a fixed source gives the same ids to different studies.
+    const fixed = (): ExportOptions['random'] => {
+      let counter = 0;
+      return (bytes) => Buffer.alloc(bytes, (counter += 1) % 256);
+    };
+    const c = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage, random: fixed() }));
+    const d = exportStudy(copyStudy(withUnfinished), newOut(), options({ renderScorecard: trivialPage, random: fixed() }));
+    expect(c.packages.map((p) => p.blind_id)).toEqual(d.packages.map((p) => p.blind_id));
+  }, 30_000);
+
+  test('a leak is refused loudly: every finding listed, the packages left in the temp folder, no map, no commitment', () => {
+    const studyDir = copyStudy(study.studyDir);
+    const out = newOut();
+    // A page that leaks the experiment id into one package only.
+    let first = true;
+    const leaky = (data: ScorecardData): string => {
+      const page = `${trivialPage(data)}${first ? `<p>${BLIND_STUDY_ID}</p>` : ''}`;
+      first = false;
+      return page;
+    };
+    let refusal: ExportRefusal | null = null;
+    try {
+      exportStudy(studyDir, out, options({ renderScorecard: leaky }));
+    } catch (e) {
+      refusal = e as ExportRefusal;
+    }
+    expect(refusal).toBeInstanceOf(ExportRefusal);
+    expect(refusal!.problem).toBe('leak');
+    expect(refusal!.details.findings!.map((f) => [f.file, f.kind])).toEqual([[PACKAGE_FILES.scorecard, 'experiment_id']]);
+    expect(refusal!.message).toContain(`left in ${refusal!.details.tempDir}`);
+    expect(existsSync(path.join(studyDir, BLIND_REVIEW_FILES.sealedMap))).toBe(false);
+    expect(readdirSync(out)).toEqual([path.basename(refusal!.details.tempDir!)]);
+    expect(readdirSync(refusal!.details.tempDir!)).toHaveLength(3);
+  });
+
+  test('refusals: a folder that is not a study, an out folder that is not empty, a study with nothing finished', () => {
+    expect(() => exportStudy(tempDir('ds-not-a-study-'), newOut(), options())).toThrow(/study\.json is missing/);
+    const busy = tempDir('ds-busy-out-');
+    writeFileSync(path.join(busy, 'something'), 'x');
+    expect(() => exportStudy(copyStudy(study.studyDir), busy, options())).toThrow(/exists and is not empty/);
+    const studyDir = copyStudy(study.studyDir);
+    for (const g of ['A', 'B', 'C']) unseal(path.join(studyDir, 'instances', `${g}-r1`));
+    let refusal: ExportRefusal | null = null;
+    try {
+      exportStudy(studyDir, newOut(), options());
+    } catch (e) {
+      refusal = e as ExportRefusal;
+    }
+    expect(refusal?.problem).toBe('nothing-to-export');
+    expect(refusal?.details.refused?.map((r) => r.instance)).toEqual(['A-r1', 'B-r1', 'C-r1'].map((n) => path.join('instances', n)));
+    expect(refusal?.message).toMatch(/instances\/C-r1: not finished/);
+  });
+
+  test('npm run export: 0 exported and leak-free, 1 a second export, 2 misuse', async () => {
+    const studyDir = copyStudy(withUnfinished);
+    const out = newOut();
+    const ok = await runCli('export', [studyDir, '--out', out, '--key-dir', study.setup.keyDir, '--json']);
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    const printed = JSON.parse(ok.stdout) as { exported: string[]; refused: { instance: string; reason: string }[]; leak_check: { ok: boolean } };
+    expect(printed.exported).toHaveLength(3);
+    expect(printed.refused.map((r) => r.instance)).toEqual([path.join('instances', 'A-r2')]);
+    expect(printed.leak_check.ok).toBe(true);
+    // Blind ids only: the map's groups and folders are never printed next to them.
+    expect(ok.stdout).not.toMatch(/"group"|instances\/[ABC]-r1/);
+
+    const again = await runCli('export', [studyDir, '--out', newOut(), '--key-dir', study.setup.keyDir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/REFUSED \(already-exported\)/);
+
+    const misuse = await runCli('export', [studyDir, '--key-dir', study.setup.keyDir]);
+    expect(misuse.code).toBe(2);
+    expect(misuse.stderr).toMatch(/--out PKG_DIR is required/);
+    expect(misuse.stderr).toContain('usage: npm run export');
+  }, 40_000);
+});

@@ -1,0 +1,92 @@
+// A small real study for the blind-review tests: one real instance per group (A, B and C of one
+// seed, each a real run with real ds-writer and ds-runtime processes, so the three really differ
+// by group), made into a study folder by runStudy with n = 1 and a stand-in that copies them
+// (as test/study/study-runner.test.ts does). copyStudy gives each test a fresh folder, since an
+// export seals a map into the study folder and a second export of it is refused.
+import Database from 'better-sqlite3';
+import { cpSync } from 'node:fs';
+import path from 'node:path';
+import type { Group, InstanceResult, NewInstanceOptions } from '../../controller/instance-runner.js';
+import { runStudy } from '../../experiments/study/study-runner.js';
+import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
+import { tempDir } from './writer-fixture.js';
+
+export const BLIND_SEED = 'blind-seed-7';
+export const BLIND_STUDY_ID = 'exp-blind-review-test';
+
+export interface BlindStudy {
+  readonly setup: ControllerSetup;
+  /** A study folder with instances A-r1, B-r1, C-r1: never exported itself (use copyStudy). */
+  readonly studyDir: string;
+}
+
+function copyingRunner(source: Readonly<Record<Group, string>>) {
+  return async (o: NewInstanceOptions): Promise<InstanceResult> => {
+    cpSync(source[o.group], o.runDir, { recursive: true });
+    return {
+      status: 'finished',
+      runDir: o.runDir,
+      experimentId: o.experimentId,
+      groupBlindId: o.groupBlindId,
+      isolation: { mode: 'same-uid', reason: 'copied in a test' },
+      isolationSummary: 'copied',
+      wakesTotal: 0,
+      wakesRun: 0,
+      head: { seq: 1, event_hash: `sha256:${'0'.repeat(64)}` },
+      finalHead: null,
+      stopReason: null,
+      notes: [],
+    };
+  };
+}
+
+/** Three real runs (in parallel, ~25 s) and the study folder made of them. */
+export async function makeBlindStudy(): Promise<BlindStudy> {
+  const setup = controllerSetup();
+  const source: Partial<Record<Group, string>> = {};
+  await Promise.all(
+    (['A', 'B', 'C'] as const).map(async (group) => {
+      const run = newInstanceOptions(setup, { group, name: `source-${group}`, seed: `${BLIND_SEED}-r1`, experimentId: BLIND_STUDY_ID, groupBlindId: `inst-src${group.toLowerCase()}x` });
+      const result = await runInstance(run);
+      if (result.status !== 'finished') throw new Error(`test setup: the ${group} run did not finish (${result.status}: ${result.stopReason ?? ''})`);
+      source[group] = result.runDir;
+    }),
+  );
+  const studyDir = path.join(tempDir('ds-blind-study-'), 'study');
+  await runStudy({
+    outDir: studyDir,
+    seed: BLIND_SEED,
+    preregFile: setup.preregFile,
+    keyDir: setup.keyDir,
+    scenariosDir: SCENARIOS_DIR,
+    concurrency: 3,
+    n: 1,
+    startAt: TEST_START_AT,
+    model: { adapter: 'reference' },
+    studyId: BLIND_STUDY_ID,
+    operator: 'test',
+    signal: new AbortController().signal,
+    log: () => {},
+    onProgress: () => {},
+    runInstance: copyingRunner(source as Record<Group, string>),
+  });
+  return { setup, studyDir };
+}
+
+/** A fresh copy of a study folder (its own path, no sealed map unless the source has one). */
+export function copyStudy(studyDir: string): string {
+  const copy = path.join(tempDir('ds-blind-copy-'), 'study');
+  cpSync(studyDir, copy, { recursive: true });
+  return copy;
+}
+
+/** Makes a finished run folder unfinished: its StoreSealed is deleted (the store's triggers dropped first: a forgery). */
+export function unseal(runDir: string): void {
+  const db = new Database(path.join(runDir, 'events.db'));
+  try {
+    for (const t of db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${t.name}`);
+    db.prepare("DELETE FROM events WHERE event_type = 'SystemEvent.StoreSealed'").run();
+  } finally {
+    db.close();
+  }
+}
