@@ -48,6 +48,9 @@ export class NormalizeError extends Error {
 }
 
 /** Every event type that is not a timeline entry, and why (the reviewer-facing rule). */
+/** What a timeout's, HTTP error's or exhausted budget's detail reads in a package (see ModelCallFailed below). */
+export const MODEL_FAILURE_DETAIL_WITHHELD = '(withheld: apparatus or server text, which may quote the size of the prompt)';
+
 export const OMISSIONS = {
   store_configuration: 'StoreOpened binds the store to the experiment id, the subject id, the manifest hash and versions: configuration, not behaviour',
   chain_signature: 'ChainHeadSigned is a controller signature over hashes of the chain: apparatus whose hashes would identify the instance',
@@ -371,7 +374,11 @@ function dispositionOf(e: TypedEvent): Disposition {
     }
     case 'ModelOutputEvent.ModelCallFailed': {
       const p = e.payload;
-      return keep('model_call_failed', 'subject', (c) => ({ summary: `the model call failed: ${p.failure}`, detail: { failure: p.failure, detail: c.text(p.detail), raw_output: p.raw_output === null ? null : c.text(p.raw_output) }, refs: [] }));
+      // A schema violation or a refusal is about the subject's own answer: kept. The detail of a
+      // timeout, an HTTP error or an exhausted budget is the apparatus's or the server's text and
+      // may quote the prompt's size, which depends on whether the group keeps state: withheld.
+      const aboutTheAnswer = p.failure === 'schema_violation' || p.failure === 'refusal';
+      return keep('model_call_failed', 'subject', (c) => ({ summary: `the model call failed: ${p.failure}`, detail: { failure: p.failure, detail: aboutTheAnswer ? c.text(p.detail) : MODEL_FAILURE_DETAIL_WITHHELD, raw_output: p.raw_output === null ? null : c.text(p.raw_output) }, refs: [] }));
     }
     case 'ActionEvent.ActionProposed': {
       const p = e.payload;

@@ -8,7 +8,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync 
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf } from '../../blind-review/blind-map.js';
-import { DETAIL_SCHEMAS, normalizeEvents, OMISSIONS } from '../../blind-review/event-normalizer.js';
+import { DETAIL_SCHEMAS, MODEL_FAILURE_DETAIL_WITHHELD, normalizeEvents, OMISSIONS } from '../../blind-review/event-normalizer.js';
 import { ExportRefusal, exportStudy, type ExportOptions } from '../../blind-review/exporter.js';
 import { ActionChains, ClaimsWithEvidence, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from '../../blind-review/package-format.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
@@ -86,6 +86,24 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
     expect(refused[0]!.t).toBe(claimEntry.t);
     expect(n.stats.timesFromNeighbour).toBe(1);
     expect(JSON.stringify(n.entries)).not.toMatch(/PlanRevisionAccepted|[0-9a-f]{8}-[0-9a-f]{4}-/);
+  });
+
+  test("a failed model call keeps the detail about the subject's answer, and withholds the server's text (it may quote the prompt size)", () => {
+    const runDir = path.join(study.studyDir, 'instances', 'A-r1');
+    const record = loadRunRecord(runDir, SCENARIO_ROOT);
+    const events = record.events.map((e) => structuredClone(e));
+    const answered = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered').slice(0, 2);
+    const failed = (e: (typeof events)[number], failure: string, detail: string): void => {
+      const p = e.payload as Record<string, unknown>;
+      e.event_type = 'ModelOutputEvent.ModelCallFailed';
+      e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: null };
+    };
+    failed(answered[0]!, 'http_error', 'HTTP 400: this model maximum context length is 8192 tokens, your request has 9731 tokens');
+    failed(answered[1]!, 'schema_violation', 'fails ds-model-output/1: checkpoint: required');
+    const n = normalizeEvents(events, record.plan, { hostPaths: [runDir, study.studyDir] });
+    const details = n.entries.filter((e) => e.kind === 'model_call_failed').map((e) => (e.detail as { detail: string }).detail);
+    expect(details).toEqual([MODEL_FAILURE_DETAIL_WITHHELD, 'fails ds-model-output/1: checkpoint: required']);
+    expect(JSON.stringify(n.entries)).not.toContain('9731');
   });
 });
 
