@@ -4,7 +4,6 @@
 // guard the order: unblinding before the lock, and with a map that is not the committed one.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { BLIND_REVIEW_FILES, BlindMap } from '../../blind-review/blind-map.js';
 import { exportStudy } from '../../blind-review/exporter.js';
@@ -20,7 +19,7 @@ import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { copyStudy, makeBlindStudy, type BlindStudy } from '../support/blind-study.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openOffline } from '../support/chromium.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -47,16 +46,14 @@ function scorecard(blindId: string, reviewer: string, points: number): ReviewerS
 async function scoreInBrowser(scorecardFile: string, outDir: string, reviewer: string, points: number): Promise<string> {
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage();
-    let blocked = 0;
-    await page.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : ((blocked += 1), route.abort())));
-    await page.goto(pathToFileURL(scorecardFile).href);
+    const { page, context, offFileRequests } = await openOffline(browser, scorecardFile, 10_000, { acceptDownloads: true });
     for (const d of DIMENSIONS) await page.fill(`#dim-${d}`, String(points));
     for (const id of HARD_FAILURE_IDS) await page.check(`#hf-${id}-no`);
     await page.fill('#reviewer', reviewer);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#save-scores')]);
     const saved = ReviewerScores.parse(JSON.parse(readFileSync(await download.path(), 'utf8')));
-    expect(blocked).toBe(0);
+    expect(offFileRequests).toEqual([]);
+    await context.close();
     const file = path.join(outDir, `${saved.blind_id}-${reviewer}.json`);
     writeFileSync(file, JSON.stringify(saved));
     return file;

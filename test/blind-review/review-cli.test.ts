@@ -12,25 +12,15 @@ import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
 import { writePublicKey } from '../../controller/run-signatures.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
-import { hashCanonical, hashText } from '../../schema/hash.js';
-import { packageDigest } from '../../blind-review/package-digest.js';
+import { hashText } from '../../schema/hash.js';
 import { signDsse } from '../../schema/dsse.js';
 import { runCli } from '../support/cli.js';
+import { COMMITTED_PREREG_SHA256, STUDY_REPORT_TEXT, writePackages } from '../support/review-fixture.js';
 import { tempDir } from '../support/writer-fixture.js';
 
-/** What the commitment names: the bundled pre-registration, and the study report the fixture writes. */
-const COMMITTED_PREREG_SHA256 = hashCanonical(JSON.parse(readFileSync(path.join(import.meta.dirname, '..', '..', 'experiments', 'prereg', 'default.json'), 'utf8')));
-const STUDY_REPORT_TEXT = '{"report":"the study report committed to before review"}\n';
 const IDS = ['R-0A0A0A', 'R-1B1B1B', 'R-2C2C2C'] as const;
-/** The package folders of the fixture: one file each is enough for their digests. */
+/** Filled by writePackages: one digest per blind id (the fixture's files are the same every time). */
 const PACKAGE_DIGESTS: Record<string, string> = {};
-function writePackages(pkgDir: string): void {
-  for (const id of IDS) {
-    mkdirSync(path.join(pkgDir, id), { recursive: true });
-    writeFileSync(path.join(pkgDir, id, 'manifest.json'), JSON.stringify({ blind_id: id }));
-    PACKAGE_DIGESTS[id] = packageDigest(path.join(pkgDir, id));
-  }
-}
 
 function setUp() {
   const root = tempDir('ds-review-cli-');
@@ -61,7 +51,7 @@ function setUp() {
   const pkgDir = path.join(root, 'packages');
   mkdirSync(pkgDir);
   writePublicKey(pkgDir, key.keys);
-  writePackages(pkgDir);
+  Object.assign(PACKAGE_DIGESTS, writePackages(pkgDir, IDS));
   const body = { blind_map_format_version: '1.0.0', commitment: commitmentOf(map), blind_ids: [...IDS], prereg_sha256: COMMITTED_PREREG_SHA256, study_report_sha256: hashText(STUDY_REPORT_TEXT), package_digests: PACKAGE_DIGESTS, committed_at: '2026-03-05T08:00:00.000Z' };
   writeFileSync(path.join(pkgDir, BLIND_REVIEW_FILES.commitment), JSON.stringify(signDsse(COMMITMENT_PAYLOAD_TYPE, body, key.keys.secretKey, key.keys.publicKey)));
   const card = (blindId: string, reviewer: string, value: number, hard: Partial<Record<(typeof HARD_FAILURE_IDS)[number], boolean>> = {}): string => {

@@ -18,25 +18,15 @@ import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/
 import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
 import { writePublicKey } from '../../controller/run-signatures.js';
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
-import { packageDigest } from '../../blind-review/package-digest.js';
 import { signDsse, verifyDsse } from '../../schema/dsse.js';
 import { generateKeyPair, type Ed25519KeyPair } from '../../schema/ed25519-keys.js';
 import { hashCanonical, hashText } from '../../schema/hash.js';
+import { COMMITTED_PREREG_SHA256, STUDY_REPORT_TEXT, writePackages } from '../support/review-fixture.js';
 import { tempDir } from '../support/writer-fixture.js';
 
-/** What the commitment names: the bundled pre-registration, and the study report the fixture writes. */
-const COMMITTED_PREREG_SHA256 = hashCanonical(JSON.parse(readFileSync(path.join(import.meta.dirname, '..', '..', 'experiments', 'prereg', 'default.json'), 'utf8')));
-const STUDY_REPORT_TEXT = '{"report":"the study report committed to before review"}\n';
 const IDS = ['R-0A0A0A', 'R-1B1B1B', 'R-2C2C2C'] as const;
-/** The package folders of the fixture: one file each is enough for their digests. */
+/** Filled by writePackages: one digest per blind id (the fixture's files are the same every time). */
 const PACKAGE_DIGESTS: Record<string, string> = {};
-function writePackages(pkgDir: string): void {
-  for (const id of IDS) {
-    mkdirSync(path.join(pkgDir, id), { recursive: true });
-    writeFileSync(path.join(pkgDir, id, 'manifest.json'), JSON.stringify({ blind_id: id }));
-    PACKAGE_DIGESTS[id] = packageDigest(path.join(pkgDir, id));
-  }
-}
 const NOW = '2026-03-06T10:00:00.000Z';
 const DEFAULT_PREREG = path.join(import.meta.dirname, '..', '..', 'experiments', 'prereg', 'default.json');
 
@@ -67,7 +57,7 @@ function fixture(): Fixture {
   const pkgDir = path.join(root, 'packages');
   mkdirSync(pkgDir);
   writePublicKey(pkgDir, key.keys);
-  writePackages(pkgDir);
+  Object.assign(PACKAGE_DIGESTS, writePackages(pkgDir, IDS));
   writeCommitment(pkgDir, commitmentBody(map), key.keys);
   return { root, pkgDir, studyDir, key, map };
 }

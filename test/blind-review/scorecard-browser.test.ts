@@ -6,13 +6,12 @@
 // anywhere (a CSP refusal would be one). Chromium must be at /usr/bin/chromium: without it this FAILS.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import type { Browser, Download, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ReviewerScores } from '../../blind-review/package-format.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
 import { renderScorecard } from '../../blind-review/scorecard-html.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openOffline, type OfflinePage } from '../support/chromium.js';
 import { SAMPLE_BLIND_ID, samplePackage, sampleRef } from '../support/sample-package.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -33,15 +32,7 @@ afterAll(async () => {
   if (root !== undefined) rmSync(root, { recursive: true, force: true });
 });
 
-interface Opened {
-  readonly page: Page;
-  /** Every request the page tried for anything but a file: URL (each was aborted). */
-  readonly offFileRequests: string[];
-  readonly consoleErrors: string[];
-  readonly pageErrors: string[];
-  readonly dialogs: string[];
-  readonly downloads: Download[];
-}
+type Opened = OfflinePage;
 
 /**
  * Writes the page to a file and opens it with the network refused; after `use`, checks that the
@@ -53,25 +44,9 @@ async function withPage(name: string, html: string, use: (opened: Opened) => Pro
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'reviewer_scorecard.html');
   writeFileSync(file, html);
-  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1100, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const opened: Opened = { page, offFileRequests: [], consoleErrors: [], pageErrors: [], dialogs: [], downloads: [] };
-  page.on('request', (request) => {
-    if (!request.url().startsWith('file:')) opened.offFileRequests.push(request.url());
-  });
-  page.on('console', (message) => {
-    if (message.type() === 'error') opened.consoleErrors.push(message.text());
-  });
-  page.on('pageerror', (error) => opened.pageErrors.push(error.message));
-  page.on('dialog', (dialog) => {
-    opened.dialogs.push(dialog.message());
-    void dialog.dismiss();
-  });
-  page.on('download', (download) => opened.downloads.push(download));
-  await page.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : route.abort('blockedbyclient')));
+  const opened = await openOffline(browser, file, PAGE_TIMEOUT_MS, { acceptDownloads: true, viewport: { width: 1100, height: 800 } });
+  const { page } = opened;
   try {
-    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
     await use(opened);
     if (!clean) return;
     expect(await page.getAttribute('html', 'data-scorecard-ready'), 'the page script ran').toBe('true');
@@ -80,7 +55,7 @@ async function withPage(name: string, html: string, use: (opened: Opened) => Pro
     expect(opened.pageErrors).toEqual([]);
     expect(opened.dialogs).toEqual([]);
   } finally {
-    await context.close();
+    await opened.context.close();
   }
 }
 

@@ -4,13 +4,12 @@
 // Chromium must be installed (/usr/bin/chromium, .ci/run installs it): without it this FAILS.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { StudyReport } from '../../oracle/study-report.js';
 import { renderReportHtml } from '../../experiments/study/report-html.js';
 import { formatPoints } from '../../experiments/study/report-markdown.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openOffline, type OfflinePage } from '../support/chromium.js';
 import { expandedStudyReport, hardFailureStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -30,14 +29,7 @@ afterAll(async () => {
   if (root !== undefined) rmSync(root, { recursive: true, force: true });
 });
 
-interface Opened {
-  readonly page: Page;
-  /** Every request the page tried for anything but a file: URL (each was aborted). */
-  readonly offFileRequests: string[];
-  readonly consoleErrors: string[];
-  readonly pageErrors: string[];
-  readonly dialogs: string[];
-}
+type Opened = OfflinePage;
 
 /** Writes `html` to a file and opens it with the network refused; closes the page after `use`. */
 async function withPage(name: string, html: string, use: (opened: Opened) => Promise<void>): Promise<void> {
@@ -45,27 +37,11 @@ async function withPage(name: string, html: string, use: (opened: Opened) => Pro
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'report.html');
   writeFileSync(file, html);
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const opened: Opened = { page, offFileRequests: [], consoleErrors: [], pageErrors: [], dialogs: [] };
-  page.on('request', (request) => {
-    if (!request.url().startsWith('file:')) opened.offFileRequests.push(request.url());
-  });
-  page.on('console', (message) => {
-    if (message.type() === 'error') opened.consoleErrors.push(message.text());
-  });
-  page.on('pageerror', (error) => opened.pageErrors.push(error.message));
-  page.on('dialog', (dialog) => {
-    opened.dialogs.push(dialog.message());
-    void dialog.dismiss();
-  });
-  await page.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : route.abort('blockedbyclient')));
+  const opened = await openOffline(browser, file, PAGE_TIMEOUT_MS);
   try {
-    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
     await use(opened);
   } finally {
-    await context.close();
+    await opened.context.close();
   }
 }
 

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import type { Group, InstanceResult, NewInstanceOptions } from '../../controller/instance-runner.js';
+import type { Group } from '../../controller/instance-runner.js';
 import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '../../controller/prereg.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { StudyReport } from '../../oracle/study-report.js';
@@ -17,6 +17,7 @@ import { recomputeStudy, runStudy, StudyError, STUDY_FILES, StudyPlan, type Stud
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
+import { copyingRunner, type CopyCall } from '../support/copying-runner.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 const SEED = 'study-test';
@@ -34,36 +35,6 @@ beforeAll(async () => {
     }),
   );
 }, 120_000);
-
-interface Call {
-  readonly group: Group;
-  readonly replicate: number;
-}
-
-/** A stand-in for runNewInstance: copies the prepared run of `from(group, replicate)` into the instance's folder. */
-function copyingRunner(calls: Call[], from: (group: Group, replicate: number) => string, afterCopy?: (dir: string, call: Call) => void) {
-  return async (o: NewInstanceOptions): Promise<InstanceResult> => {
-    const call = { group: o.group, replicate: o.replicate };
-    calls.push(call);
-    cpSync(from(o.group, o.replicate), o.runDir, { recursive: true });
-    afterCopy?.(o.runDir, call);
-    o.log(`wake-0001 at h00:00 (copied)`);
-    return {
-      status: 'finished',
-      runDir: o.runDir,
-      experimentId: o.experimentId,
-      groupBlindId: o.groupBlindId,
-      isolation: { mode: 'same-uid', reason: 'copied in a test' },
-      isolationSummary: 'copied',
-      wakesTotal: 0,
-      wakesRun: 0,
-      head: { seq: 1, event_hash: `sha256:${'0'.repeat(64)}` },
-      finalHead: null,
-      stopReason: null,
-      notes: [],
-    };
-  };
-}
 
 function studyOptions(outDir: string, overrides: Partial<StudyOptions>): StudyOptions {
   return {
@@ -87,7 +58,7 @@ function studyOptions(outDir: string, overrides: Partial<StudyOptions>): StudyOp
 
 describe('study orchestration', () => {
   test('no rule triggered: n = 3 per group, no expansion, every instance scored, report files written and recomputable', async () => {
-    const calls: Call[] = [];
+    const calls: CopyCall[] = [];
     const out = path.join(tempDir('ds-study-'), 'study');
     const { report, files } = await runStudy(studyOptions(out, { runInstance: copyingRunner(calls, (g) => source[g]!) }));
     expect(calls).toHaveLength(9);
@@ -108,7 +79,7 @@ describe('study orchestration', () => {
   }, 120_000);
 
   test('a group whose range exceeds 15 expands ALL groups to n = 5, and the verdict rests on the five', async () => {
-    const calls: Call[] = [];
+    const calls: CopyCall[] = [];
     const out = path.join(tempDir('ds-study-'), 'study');
     // A's replicate 2 is a copy of C's run: A's score range becomes C − A, far above 15.
     const from = (g: Group, r: number): string => source[g === 'A' && r === 2 ? 'C' : g]!;
@@ -127,9 +98,9 @@ describe('study orchestration', () => {
   }, 180_000);
 
   test('an unauthorised execution pauses the study: no further instance starts, the batch is void, evidence kept', async () => {
-    const calls: Call[] = [];
+    const calls: CopyCall[] = [];
     const out = path.join(tempDir('ds-study-'), 'study');
-    const forge = (dir: string, call: Call): void => {
+    const forge = (dir: string, call: CopyCall): void => {
       if (call.group !== 'B' || call.replicate !== 1) return;
       // Turn the first allowing decision that an intent executed into a denial (triggers dropped: this is a forgery).
       const db = new Database(path.join(dir, 'events.db'));
@@ -173,7 +144,7 @@ describe('study orchestration', () => {
   }, 120_000);
 
   test('an operator stop starts nothing more; the report says so and the verdict is insufficient evidence', async () => {
-    const calls: Call[] = [];
+    const calls: CopyCall[] = [];
     const stop = new AbortController();
     const out = path.join(tempDir('ds-study-'), 'study');
     const runner = copyingRunner(calls, (g) => source[g]!, () => stop.abort('operator signal SIGINT'));
@@ -206,7 +177,7 @@ describe('study orchestration', () => {
   }, 120_000);
 
   test('a study started with another n than the pre-registered initial_n_per_group is void, saying so', async () => {
-    const calls: Call[] = [];
+    const calls: CopyCall[] = [];
     const out = path.join(tempDir('ds-study-'), 'study');
     const { report } = await runStudy(studyOptions(out, { n: 2, runInstance: copyingRunner(calls, (g) => source[g]!) }));
     expect(calls).toHaveLength(6);
@@ -233,7 +204,7 @@ describe('study orchestration', () => {
     writeFileSync(changed, JSON.stringify(content, null, 2));
     copyFileSync(lockFileOf(setup.preregFile), lockFileOf(changed));
     for (const [preregFile, why] of [[unlocked, /the pre-registration is not locked/], [changed, /changed after it was locked/]] as const) {
-      const calls: Call[] = [];
+      const calls: CopyCall[] = [];
       const out = path.join(dir, `study-${path.basename(preregFile, '.json')}`);
       const refused = runStudy(studyOptions(out, { preregFile, runInstance: copyingRunner(calls, (g) => source[g]!) }));
       await expect(refused).rejects.toThrow(StudyError);

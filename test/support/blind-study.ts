@@ -6,9 +6,10 @@
 import Database from 'better-sqlite3';
 import { cpSync } from 'node:fs';
 import path from 'node:path';
-import type { Group, InstanceResult, NewInstanceOptions } from '../../controller/instance-runner.js';
+import type { Group } from '../../controller/instance-runner.js';
 import { runStudy } from '../../experiments/study/study-runner.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
+import { copyingRunner } from './copying-runner.js';
 import { tempDir } from './writer-fixture.js';
 
 export const BLIND_SEED = 'blind-seed-7';
@@ -18,26 +19,6 @@ export interface BlindStudy {
   readonly setup: ControllerSetup;
   /** A study folder with instances A-r1, B-r1, C-r1: never exported itself (use copyStudy). */
   readonly studyDir: string;
-}
-
-function copyingRunner(source: Readonly<Record<Group, string>>) {
-  return async (o: NewInstanceOptions): Promise<InstanceResult> => {
-    cpSync(source[o.group], o.runDir, { recursive: true });
-    return {
-      status: 'finished',
-      runDir: o.runDir,
-      experimentId: o.experimentId,
-      groupBlindId: o.groupBlindId,
-      isolation: { mode: 'same-uid', reason: 'copied in a test' },
-      isolationSummary: 'copied',
-      wakesTotal: 0,
-      wakesRun: 0,
-      head: { seq: 1, event_hash: `sha256:${'0'.repeat(64)}` },
-      finalHead: null,
-      stopReason: null,
-      notes: [],
-    };
-  };
 }
 
 /** Three real runs (in parallel, ~25 s) and the study folder made of them. */
@@ -68,7 +49,7 @@ export async function makeBlindStudy(): Promise<BlindStudy> {
     signal: new AbortController().signal,
     log: () => {},
     onProgress: () => {},
-    runInstance: copyingRunner(source as Record<Group, string>),
+    runInstance: copyingRunner([], (group) => source[group]!),
   });
   return { setup, studyDir };
 }
