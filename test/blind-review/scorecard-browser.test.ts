@@ -91,9 +91,23 @@ async function targetState(page: Page, id: string): Promise<TargetState> {
   );
 }
 
-/** Waits for the page script to mark `id`: it does so on hashchange, a task queued after the click returns. */
+const MARK_POLL_MS = 20;
+const MARK_TIMEOUT_MS = 5_000;
+
+/**
+ * Waits for the page script to mark `id`: it does so on hashchange, a task queued after the click
+ * returns. Polled from Node with `evaluate` (the DevTools protocol, outside the page's CSP):
+ * `page.waitForFunction` with a string predicate re-evaluates it inside the page with `eval`, which
+ * the scorecard's CSP refuses (CI failed so when the mark was not already there at the first check).
+ */
 async function markedAs(page: Page, id: string): Promise<void> {
-  await page.waitForFunction(`document.getElementById(${JSON.stringify(id)})?.classList.contains('is-target') === true`);
+  const expression = `document.getElementById(${JSON.stringify(id)})?.classList.contains('is-target') === true`;
+  const maxPolls = Math.ceil(MARK_TIMEOUT_MS / MARK_POLL_MS);
+  for (let poll = 0; poll < maxPolls; poll += 1) {
+    if (await inPage<boolean>(page, expression)) return;
+    await new Promise((resolve) => setTimeout(resolve, MARK_POLL_MS));
+  }
+  throw new Error(`the page did not mark #${id} as the link target within ${MARK_TIMEOUT_MS} ms`);
 }
 
 /** Clicks the link to `id` inside `#from` and checks the page landed on it, highlighted and in view. */
