@@ -46,8 +46,10 @@ const ROWS: readonly Row[] = [
   ['RECOVERING', 'SystemEvent.EmergencyStopped', ['STOPPED']],
   ['PAUSED', 'SystemEvent.EmergencyStopped', ['STOPPED']],
   // An operator may resume an emergency-stopped instance (`--resume`, issue 4 item 9).
-  // The stop ended any wake, so it resumes between wakes.
-  ['STOPPED', 'SystemEvent.Resumed', ['DORMANT']],
+  // The stop ended any wake, so it resumes between wakes — read-only (RECOVERING) while an
+  // unknown tool outcome is still open: stopping does not resolve it, and refusing the resume
+  // left such an instance unable ever to finish (found by the fault harness, issue 8).
+  ['STOPPED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']],
 ];
 
 const TABLE: ReadonlyMap<string, ReadonlySet<LifecycleState>> = new Map(ROWS.map(([from, trigger, to]) => [`${from}|${trigger}`, new Set(to)]));

@@ -7,4 +7,6 @@
 // its observed_post_hash. No stream valid under 1.1.0 projects differently.
 export const SUBJECT_PROJECTOR_VERSION = '1.2.0';
 // 1.1.0: STOPPED --SystemEvent.Resumed--> DORMANT (an operator resumes an emergency stop).
-export const STATE_MACHINE_VERSION = '1.1.0';
+// 1.2.0: STOPPED --SystemEvent.Resumed--> RECOVERING when an unknown tool outcome is open (it
+// was refused, so no stream valid under 1.1.0 projects differently).
+export const STATE_MACHINE_VERSION = '1.2.0';

@@ -349,6 +349,8 @@ describe('the lifecycle state machine follows its table (spec §11.1)', () => {
     stopped.push(d.emergencyStopped());
     const stoppedAwake = awake.fork();
     stoppedAwake.push(d.emergencyStopped());
+    const stoppedRecovering = recoveringOut.fork();
+    stoppedRecovering.push(d.emergencyStopped());
     const pausedAwake = awake.fork();
     pausedAwake.push(d.paused());
     return {
@@ -364,6 +366,7 @@ describe('the lifecycle state machine follows its table (spec §11.1)', () => {
         { name: 'PAUSED during a wake', s: pausedAwake, wakeId: 'w' },
         { name: 'STOPPED', s: stopped, wakeId: null },
         { name: 'STOPPED during a wake', s: stoppedAwake, wakeId: 'w' },
+        { name: 'STOPPED with an unknown outcome open', s: stoppedRecovering, wakeId: null },
       ],
     };
   }

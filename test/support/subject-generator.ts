@@ -185,7 +185,10 @@ class Generator {
     const unknown = this.unknownIntents().length > 0;
     switch (this.lifecycle) {
       case 'STOPPED':
+        // The stop ended any wake; an operator may resume it (`--resume`), read-only
+        // (RECOVERING) while an unknown outcome is open: stopping does not resolve it.
         return t.weighted<() => void>([
+          [2, () => this.resume()],
           [4, () => this.world()],
           [1, () => this.noise()],
           [pending ? 2 : 0, () => this.closeIntent(false)],
@@ -210,6 +213,8 @@ class Generator {
         [unknown ? 3 : 0, () => this.resolve()],
         [1, () => this.pause()],
         [1, () => (this.tape.int(6) === 5 ? this.stop() : this.world())],
+        // An operator may stop a subject stuck in recovery rather than resolve it.
+        [unknown ? 2 : 0, () => (this.tape.int(2) === 1 ? this.stop() : this.resolve())],
       ])();
     }
     switch (this.cognitive) {
