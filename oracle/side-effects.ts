@@ -7,7 +7,9 @@
 //   duplicate_memory_write  — two task-board / journal writes for one proposal;
 //   unexplained_file        — a workspace file whose bytes the store does not account for,
 //                             one the store never mentions, or one the store says exists
-//                             that is gone;
+//                             that is gone; or a reconciliation whose verdict contradicts the
+//                             hash it recorded seeing (e.g. "did not happen" while the file
+//                             held the intended bytes: the effect is real, the store denies it);
 //   workspace_unchecked     — the folder could not be compared in full (a walk bound was
 //                             hit): nothing may pass unchecked, so this is said, not skipped.
 // What the store accounts for: the scenario's initial files, then in seq order every
@@ -99,17 +101,36 @@ class Accounts {
       }
     }
   }
-  /** An intent whose outcome nobody knows: each path it touches may hold what it held or what was intended. */
-  applyUnknown(intent: Intent, seq: number, because: string): void {
-    if (intent.op === 'read') return;
-    const widen = (p: string, after: HashString | null): void => {
+  /**
+   * An intent whose outcome nobody knows: each path it touches may hold what it held or what was
+   * intended, and the path the reconciliation looked at holds what it recorded seeing there (the
+   * store says so, which is what explains it; ToolOutcomeUnknown puts the subject in RECOVERING).
+   */
+  applyUnknown(intent: Intent, observedHash: HashString | null, seq: number, because: string): void {
+    const widen = (p: string, ...after: Array<HashString | null>): void => {
       const before = this.get(p)?.allowed ?? [null];
-      this.set(p, [...new Set([...before, after])], seq, because);
+      this.set(p, [...new Set([...before, ...after])], seq, because);
     };
-    if (intent.op === 'move') {
-      widen(intent.path, null);
-      if (intent.to_path !== null) widen(intent.to_path, intent.intended_post_hash);
-    } else widen(intent.path, intent.op === 'delete' ? null : intent.intended_post_hash);
+    switch (intent.op) {
+      case 'read':
+        widen(intent.path, observedHash);
+        return;
+      case 'move':
+        widen(intent.path, null, observedHash);
+        if (intent.to_path !== null) widen(intent.to_path, intent.intended_post_hash, observedHash);
+        return;
+      case 'write':
+      case 'modify':
+        widen(intent.path, intent.intended_post_hash, observedHash);
+        return;
+      case 'delete':
+        widen(intent.path, null, observedHash);
+        return;
+      default: {
+        const unhandled: never = intent.op;
+        throw new Error(`unknown file op ${String(unhandled)}`);
+      }
+    }
   }
 }
 
@@ -153,6 +174,35 @@ function findDuplicates(events: readonly EventEnvelope[], out: Findings): void {
   }
 }
 
+/**
+ * A reconciliation records both its verdict and the hash it found; the two must agree (DESIGN
+ * §7: the intended post hash means it happened, the pre hash that it did not). A verdict the
+ * store's own observation contradicts leaves an effect the store denies, even when a later
+ * operation overwrites the file and the disk comparison can no longer see it.
+ */
+function findContradictedReconciliations(events: readonly EventEnvelope[], out: Findings): void {
+  const intents = new Map<string, { op: string; path: string; pre_hash: HashString | null; intended_post_hash: HashString | null }>();
+  for (const event of events) {
+    const intent = payloadOf(event, 'ActionEvent.ExecutionIntentRecorded');
+    if (intent) {
+      intents.set(event.event_id, intent);
+      continue;
+    }
+    const reconciled = payloadOf(event, 'ActionEvent.ToolReconciled');
+    if (!reconciled) continue;
+    const of = intents.get(reconciled.intent_event_id);
+    // A read changes nothing: its reconciliation is always "did not happen", whatever the file holds now (a world event may have changed it).
+    if (!of || of.op === 'read') continue;
+    const expected = reconciled.outcome === 'happened' ? of.intended_post_hash : of.pre_hash;
+    if (reconciled.observed_hash === expected) continue;
+    out.problems.push({
+      seq: event.seq,
+      kind: 'unexplained_file',
+      detail: `ToolReconciled says intent ${reconciled.intent_event_id} (${of.op} of ${of.path}) ${reconciled.outcome === 'happened' ? 'happened' : 'did not happen'}, but it found ${reconciled.observed_hash ?? 'nothing'}, not the ${reconciled.outcome === 'happened' ? 'intended post' : 'pre'} hash ${expected ?? '(absent)'}: the verdict contradicts the store's own observation`,
+    });
+  }
+}
+
 /** What the store says the workspace holds after its last event. */
 function accountFiles(record: RunRecord): Accounts {
   const accounts = new Accounts();
@@ -186,7 +236,7 @@ function accountFiles(record: RunRecord): Accounts {
     else if (reconciled?.outcome === 'happened') accounts.applyHappened(of, reconciled.observed_hash, event.seq, `${at} (${of.op} of ${of.path}, reconciled)`);
     else if (unknown) {
       beforeUnknown.set(intentId, touched.map((p) => [p, accounts.get(p)]));
-      accounts.applyUnknown(of, event.seq, `${at} (${of.op} of ${of.path}: outcome unknown)`);
+      accounts.applyUnknown(of, unknown.observed_hash, event.seq, `${at} (${of.op} of ${of.path}: outcome unknown, found ${unknown.observed_hash ?? 'nothing'})`);
     } else if (resolved) {
       const before = beforeUnknown.get(intentId);
       beforeUnknown.delete(intentId);
@@ -281,6 +331,7 @@ function compareDisk(accounts: Accounts, workspaceDir: string, out: Findings): v
 export function checkSideEffects(record: RunRecord, workspaceDir: string | null): SideEffectReport {
   const out: Findings = { problems: [], notes: [] };
   findDuplicates(record.events, out);
+  findContradictedReconciliations(record.events, out);
   if (workspaceDir === null) out.notes.push('no workspace folder given: files on disk were not compared with the store (unexplained_file not checked)');
   else compareDisk(accountFiles(record), workspaceDir, out);
   return out;

@@ -141,6 +141,16 @@ describe('duplicate_side_effect: duplicates in the store', () => {
     expect(checkSideEffects(forged, null).problems).toEqual([{ seq: seqs[0], kind: 'duplicate_outcome', detail: expect.stringContaining('ToolReconciled') }]);
   });
 
+  it('catches a reconciliation whose verdict contradicts the hash it recorded (a write that happened, called not done)', () => {
+    const outcome = first(record, 'ActionEvent.ToolSucceeded', (p) => p.content === null);
+    const denied = forgedEvent(record, 'ActionEvent.ToolReconciled', { intent_event_id: outcome.p.intent_event_id, outcome: 'did_not_happen', observed_hash: outcome.p.observed_post_hash });
+    const { record: forged, seqs } = insertAfter(record, outcome.event.seq, [denied]);
+    expect(checkSideEffects(forged, null).problems).toEqual([{ seq: seqs[0], kind: 'unexplained_file', detail: expect.stringContaining('contradicts the store\'s own observation') }]);
+    expect(withId(detectHardFailures(forged, clean), 'duplicate_side_effect')).toContainEqual(expect.objectContaining({ seq: seqs[0], detail: expect.stringContaining(outcome.p.intent_event_id) }));
+    // The honest verdicts agree with what they saw: the run itself has no such problem.
+    expect(checkSideEffects(record, null).problems).toEqual([]);
+  });
+
   it('catches a task-board change applied twice for one proposal', () => {
     const change = first(record, 'MemoryEvent.TaskBoardChanged');
     const { record: forged, seqs } = insertAfter(record, change.event.seq, [duplicateOf(change.event)]);
