@@ -29,6 +29,7 @@ import type { ScheduledWake } from './wake-schedule.js';
 import { applyExternalChange, materializeWorkspace, WORKSPACE_FOLDER, type FileOwner } from './workspace.js';
 import { ModelChoice, readModelChoice, resolveModel } from './model-choice.js';
 import { canonicalJson } from '../schema/canonical-json.js';
+import { FaultSwitch } from '../schema/fault-switch.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
 import { verifyDsse } from '../schema/dsse.js';
@@ -38,7 +39,7 @@ import { hashCanonical, type HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
-import { DEFAULT_SNAPSHOT_EVERY_EVENTS, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
+import { type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
 import type { RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
 import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
@@ -49,6 +50,11 @@ export type Group = keyof typeof GROUP_CAPABILITIES;
 export const WAKE_TIMEOUT_MS = 120_000;
 /** A child asked to stop gets this long before SIGKILL. */
 export const CHILD_STOP_TIMEOUT_MS = 10_000;
+/**
+ * An instance holds about 500 events: a snapshot every 100 gives the restore drill (and the fault
+ * harness's snapshot faults) several to start from, at a few kilobytes each. Same for every group.
+ */
+export const INSTANCE_SNAPSHOT_EVERY_EVENTS = 100;
 /** Upper bound on the writer restarts one instance may need (one planned writer crash, plus margin). */
 export const MAX_WRITER_RESTARTS = 4;
 
@@ -77,6 +83,8 @@ interface CommonOptions {
   readonly scenariosDir: string;
   readonly isolation?: IsolationOptions;
   readonly log: (line: string) => void;
+  /** The fault harness's points in this process (npm run faults); FaultSwitch.off otherwise. */
+  readonly faults?: FaultSwitch;
 }
 
 export interface NewInstanceOptions extends CommonOptions {
@@ -364,8 +372,12 @@ class Instance {
     this.log(`note: ${line}`);
   }
 
+  private get faults(): FaultSwitch {
+    return this.input.options.faults ?? FaultSwitch.off;
+  }
+
   private signing() {
-    return { runDir: this.input.runDir, keys: this.input.key.keys, experimentId: this.input.manifest.experiment_id, occurredAt: this.clock.now(), now: () => new Date().toISOString() };
+    return { runDir: this.input.runDir, keys: this.input.key.keys, experimentId: this.input.manifest.experiment_id, occurredAt: this.clock.now(), now: () => new Date().toISOString(), faults: this.faults };
   }
 
   private connected(): WriterClient {
@@ -389,11 +401,12 @@ class Instance {
         tokens: this.tokens,
         projection: 'subject',
         socket_mode: this.socket.socketMode,
-        snapshot_every: DEFAULT_SNAPSHOT_EVERY_EVENTS,
+        snapshot_every: INSTANCE_SNAPSHOT_EVERY_EVENTS,
       },
-      { codeRoot, ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
+      { codeRoot, faultInjection: this.faults.environmentValue, ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
     );
-    this.client = await WriterClient.connect(this.socket.socketPath, 'experiment', this.tokens.experiment);
+    const faults = this.faults;
+    this.client = await WriterClient.connect(this.socket.socketPath, 'experiment', this.tokens.experiment, { onAck: (events) => faults.recordAcks(events), onStray: (text) => this.log(`warning: ${text}`) });
     this.log(`ds-writer pid ${this.writer.pid} serving seq ${this.writer.head.seq}`);
   }
 
@@ -409,7 +422,7 @@ class Instance {
         workspace_dir: path.join(this.input.runDir, RUN_FILES.workspace),
         model: this.input.model,
       },
-      { codeRoot, ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
+      { codeRoot, faultInjection: this.faults.environmentValue, ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
     );
     this.log(`ds-runtime pid ${this.runtime.pid}`);
   }
@@ -555,8 +568,9 @@ class Instance {
         throw error;
       }
       if (error instanceof RuntimeWakeError) {
+        const lostCall = await this.lostModelCall(wake, startedSeq, error);
         await this.endStoppedWake(wake, startedSeq);
-        throw new StopRequested(`the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})`);
+        throw new StopRequested(`the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})${lostCall}`);
       }
       throw error;
     }
@@ -575,8 +589,31 @@ class Instance {
     return ids;
   }
 
+  /**
+   * When the runtime died after starting a model call: whether the store holds the call's outcome.
+   * If not, the answer (and what it cost) is lost unrecorded, and the stop's record says so.
+   */
+  private async lostModelCall(wake: ScheduledWake, startedSeq: number, error: RuntimeWakeError): Promise<string> {
+    if (error.modelCallInFlight === null) return '';
+    const client = this.connected();
+    const head = await client.head();
+    const recorded = (await client.readRange(startedSeq + 1, head.seq)).some((e) => e.correlation_id === wake.wake_id && (e.event_type === 'ModelOutputEvent.ModelAnswered' || e.event_type === 'ModelOutputEvent.ModelCallFailed'));
+    return recorded
+      ? `; its model call ${error.modelCallInFlight} was recorded before it died`
+      : `; its model call ${error.modelCallInFlight} was under way and its outcome is not in the store: whatever the model answered (and what it cost) is lost, unrecorded, and the call is not repeated`;
+  }
+
   private async endStoppedWake(wake: ScheduledWake, startedSeq: number): Promise<void> {
     await this.stopRuntime().catch(() => undefined);
+    // A planned writer crash still armed must not fire under the stop's own appends: it would be
+    // recorded after the wake ended, where no planned crash belongs. The stopped wake is not
+    // repeated, so the crash is not carried out; the note says so.
+    const crash = this.pendingWriterCrash;
+    if (crash !== null && this.writer !== null) {
+      this.pendingWriterCrash = null;
+      await this.writer.disarmCrash();
+      this.note(`${crash.intervention_id}: ${wake.wake_id} ended 'stopped' before the planned writer crash fired; the crash drill was disarmed and the crash is not carried out`);
+    }
     await this.recordLedger(wake, startedSeq);
     await this.append([wakeEndedDraft(wake, 'stopped')]);
   }

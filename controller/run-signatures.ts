@@ -11,6 +11,7 @@ import { toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { schemaVersionOf } from '../schema/event-catalog.js';
 import { hashCanonical, type HashString } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
+import type { FaultSwitch } from '../schema/fault-switch.js';
 import type { WriterClient } from '../writer/client.js';
 
 export function writePublicKey(runDir: string, keys: Ed25519KeyPair): void {
@@ -43,6 +44,8 @@ export interface HeadSigning {
   readonly occurredAt: string;
   /** Wall clock, read when the head is signed. */
   readonly now: () => string;
+  /** The fault harness's `controller.head.signing` point, between heads.jsonl and ChainHeadSigned. */
+  readonly faults?: FaultSwitch;
 }
 
 /** A head was asked of the wrong function: a final head exists only as the seal's. */
@@ -66,6 +69,7 @@ export async function signAndRecordHead(client: WriterClient, kind: ChainHead['k
   const head: ChainHead = { experiment_id: signing.experimentId, seq: current.seq, event_hash: current.event_hash, kind, signed_at: signing.now() };
   const envelope = signChainHead(head, signing.keys);
   appendSignedHead(signing.runDir, envelope);
+  signing.faults?.hit('controller.head.signing', { head_seq: head.seq });
   await client.append([
     {
       event_type: 'SystemEvent.ChainHeadSigned',

@@ -12,6 +12,7 @@
 // goes away: an orphaned runtime must not keep acting for a subject nobody supervises.
 import { z } from 'zod';
 import { Identifier } from '../schema/event-definition.js';
+import { FaultArmingError, FaultSwitch } from '../schema/fault-switch.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WriterError } from '../writer/protocol.js';
 import { EventCache, EventReadError } from './event-cache.js';
@@ -76,6 +77,15 @@ function fatal(code: RuntimeFatalCode, message: string): void {
   exitAfter(1, { type: 'fatal', code, message });
 }
 
+/** The fault harness's points in this process (no-ops unless npm run faults armed them). */
+let faults: FaultSwitch = FaultSwitch.off;
+try {
+  faults = FaultSwitch.fromEnv('runtime', log);
+} catch (error) {
+  if (!(error instanceof FaultArmingError)) throw error;
+  fatal('fault_arming', error.message);
+}
+
 let config: RuntimeStartConfig | null = null;
 let adapter: ModelAdapter | null = null;
 let cache: EventCache | null = null;
@@ -102,7 +112,7 @@ function progressBarrier(wakeId: string, counts: { appends: number; execution_in
 
 async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { client: WriterClient | null }): Promise<WakeDone> {
   const fromSeq = cache!.lastSeq + 1;
-  const client = await WriterClient.connect(start.socket_path, 'runtime', start.token, { requestTimeoutMs: WRITER_REQUEST_TIMEOUT_MS });
+  const client = await WriterClient.connect(start.socket_path, 'runtime', start.token, { requestTimeoutMs: WRITER_REQUEST_TIMEOUT_MS, onAck: (events) => faults.recordAcks(events), onStray: log });
   slot.client = client;
   try {
     const result = await runWake({
@@ -117,6 +127,8 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       shouldStop: () => stopping,
       modelTimeoutMs: start.model.adapter === 'openai' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS,
       onProgress: (counts) => progressBarrier(wake.wake_id, counts),
+      onModelCallStarted: (callNumber) => new Promise<void>((resolve) => tell({ type: 'model_call_started', wake_id: wake.wake_id, call_number: callNumber }, resolve)),
+      faults,
       log,
     });
     const toSeq = cache!.lastSeq;

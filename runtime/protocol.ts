@@ -125,6 +125,8 @@ export const FATAL_CODES = [
   'no_config',
   /** The start message did not pass its schema. */
   'bad_start',
+  /** DS_FAULT_INJECTION is set but unusable (schema/fault-switch.ts). */
+  'fault_arming',
 ] as const;
 export const RuntimeFatalCode = z.enum(FATAL_CODES);
 export type RuntimeFatalCode = z.infer<typeof RuntimeFatalCode>;
@@ -144,6 +146,13 @@ export const WakeProgress = z.strictObject({
 });
 export type WakeProgress = z.infer<typeof WakeProgress>;
 export const RuntimeWakeProgress = WakeProgress.extend({ type: z.literal('wake_progress') });
+
+/**
+ * Sent (and flushed) just before the runtime asks the model. Until the next wake_progress (the
+ * recorded outcome's append) the call is in flight: if the runtime dies then, its answer is lost
+ * unrecorded, and the controller says so where it records the stop.
+ */
+export const RuntimeModelCallStarted = z.strictObject({ type: z.literal('model_call_started'), wake_id: Identifier, call_number: z.number().int().min(1) });
 
 export const WakeCounts = z.strictObject({
   appends: Count,
@@ -202,5 +211,5 @@ export const RuntimeWakeFailed = WakeFailure.extend({ type: z.literal('wake_fail
 
 export const RuntimeFatal = z.strictObject({ type: z.literal('fatal'), code: RuntimeFatalCode, message: z.string() });
 
-export const RuntimeChildMessage = z.discriminatedUnion('type', [RuntimeReady, RuntimeWakeProgress, RuntimeWakeDone, RuntimeWakeFailed, RuntimeFatal]);
+export const RuntimeChildMessage = z.discriminatedUnion('type', [RuntimeReady, RuntimeWakeProgress, RuntimeModelCallStarted, RuntimeWakeDone, RuntimeWakeFailed, RuntimeFatal]);
 export type RuntimeChildMessage = z.infer<typeof RuntimeChildMessage>;

@@ -3,6 +3,7 @@
 // argv. Every message from the child is validated with zod; one that fails is reported on
 // stderr, not dropped silently.
 import { fork, type ChildProcess } from 'node:child_process';
+import { childEnvironment } from '../schema/fault-switch.js';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +49,8 @@ export class RuntimeWakeError extends Error {
     message: string,
     readonly failure: WakeFailure | null = null,
     readonly exit: RuntimeExit | null = null,
+    /** The model call the runtime said it started and had not reported recorded when it died, if any. */
+    readonly modelCallInFlight: number | null = null,
   ) {
     super(message);
   }
@@ -79,6 +82,8 @@ export interface SpawnRuntimeOptions {
    */
   readonly codeRoot?: string;
   readonly startTimeoutMs?: number;
+  /** DS_FAULT_INJECTION for the child (npm run faults); absent: the variable is kept out of its environment. */
+  readonly faultInjection?: string | null;
 }
 
 interface PendingWake {
@@ -110,6 +115,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
     // stop, which still needs this runtime; the runtime exits when its parent goes away instead.
     detached: true,
     ...(cwd === undefined ? {} : { cwd }),
+    env: childEnvironment(options.faultInjection ?? null),
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
   });
@@ -149,6 +155,8 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
     return entry;
   };
 
+  /** Per wake, the model call the runtime said it started and has not yet reported recorded. */
+  const modelCallsInFlight = new Map<string, number>();
   child.on('message', (raw: unknown) => {
     const parsed = RuntimeChildMessage.safeParse(raw);
     if (!parsed.success) {
@@ -163,8 +171,12 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
         // A fatal after start is followed by the exit, which rejects any waiting wake.
         process.stderr.write(`[spawnRuntime] ds-runtime ${child.pid} sent ${message.type} after start: ${JSON.stringify(message)}\n`);
         return;
+      case 'model_call_started':
+        modelCallsInFlight.set(message.wake_id, message.call_number);
+        return;
       case 'wake_progress': {
         const { type: _type, ...progress } = message;
+        modelCallsInFlight.delete(progress.wake_id);
         for (const listener of progressListeners) listener(progress);
         // The runtime waits for this before its next step, so a listener that kills it (a planned
         // crash) does so at exactly this point, not some appends later: crashes stay reproducible.
@@ -194,7 +206,9 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
 
   void exited.then((exit) => {
     for (const wakeId of [...pending.keys()]) {
-      settle(wakeId)?.reject(new RuntimeWakeError('exited', wakeId, `ds-runtime exited during wake ${wakeId} (${describeExit(exit)})`, null, exit));
+      // Whether its outcome reached the store only the store can tell: the controller looks before it words the stop.
+      const call = modelCallsInFlight.get(wakeId) ?? null;
+      settle(wakeId)?.reject(new RuntimeWakeError('exited', wakeId, `ds-runtime exited during wake ${wakeId} (${describeExit(exit)})${call === null ? '' : ` after starting model call ${call}`}`, null, exit, call));
     }
   });
 

@@ -20,6 +20,7 @@ import { WRITER_LIMITS, WriterError, type EventDraft } from '../writer/protocol.
 import { judgePlanRevision } from './capability-policy.js';
 import { buildContextBundle, type ContextBundle } from './context-bundle.js';
 import type { EventCache } from './event-cache.js';
+import type { FaultSwitch } from '../schema/fault-switch.js';
 import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
 import type { ModelAdapter, ModelCallOutcome } from './model-adapter.js';
 import { parseModelOutput, type ModelAction, type ModelOutput } from './model-protocol.js';
@@ -51,6 +52,10 @@ export interface WakeInput {
   readonly shouldStop: () => boolean;
   /** Resolves when the controller has seen the append (it may kill this process instead: a planned crash). */
   readonly onProgress: (counts: { appends: number; execution_intents: number }) => Promise<void>;
+  /** Resolves once the controller has been told a model call starts (so a death during it is not silent). */
+  readonly onModelCallStarted: (callNumber: number) => Promise<void>;
+  /** The fault harness's points (schema/fault-switch.ts); FaultSwitch.off outside npm run faults. */
+  readonly faults: FaultSwitch;
   readonly log: (line: string) => void;
 }
 
@@ -85,9 +90,18 @@ class Wake {
     return this.input.wake.wake_id;
   }
 
-  /** Appends one event (committed before this returns) and reports progress. */
+  /** Append requests sent in this wake, refused ones included: numbers the default idempotency keys. */
+  private attempts = 0;
+
+  /**
+   * Appends one event (committed before this returns) and reports progress. An event without
+   * an idempotency key of its own gets one from the wake and the attempt's number, so a request
+   * the writer receives twice is stored once (a wake is never run twice, and a refused attempt
+   * still uses up its number).
+   */
   async append(draft: Draft): Promise<{ event_id: string; seq: number }> {
-    const full: EventDraft = { ...draft, schema_version: schemaVersionOf(draft.event_type) };
+    this.attempts += 1;
+    const full: EventDraft = { ...draft, idempotency_key: draft.idempotency_key ?? `${this.input.subjectId}:${this.wakeId}:append-${this.attempts}`, schema_version: schemaVersionOf(draft.event_type) };
     const result = await this.input.client.append([full]);
     this.appends += 1;
     if (draft.event_type === 'ActionEvent.ExecutionIntentRecorded') this.executionIntents += 1;
@@ -195,7 +209,19 @@ class Wake {
     }
     const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
     const maxTokens = Math.max(1, Math.min(MAX_ANSWER_TOKENS, wake.budget.tokens - promptTokens));
-    const outcome = await adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, this.input.modelTimeoutMs);
+    await this.input.onModelCallStarted(1);
+    const startedMs = Date.now();
+    const pending = adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, this.input.modelTimeoutMs);
+    const fault = this.input.faults.hit('runtime.model_call.in_flight', { wake_id: wake.wake_id, call_number: 1 });
+    let outcome: ModelCallOutcome;
+    if (fault === 'model_timeout') {
+      // Abandoned like a call past its timeout: whatever it answers later is never used.
+      pending.catch(() => undefined);
+      outcome = { kind: 'failed', failure: 'timeout', detail: 'fault injection (npm run faults): the call was abandoned as timed out; its answer, if any, is not used', raw_output: null, latency_ms: Date.now() - startedMs };
+    } else {
+      outcome = await pending;
+      if (fault === 'model_garbage' && outcome.kind === 'answered') outcome = { ...outcome, raw_output: GARBAGE_OUTPUT };
+    }
     this.counts.model_calls += 1;
     return this.record(outcome);
   }
@@ -332,7 +358,9 @@ class Wake {
     const intent = await this.append(
       this.draft('ActionEvent.ExecutionIntentRecorded', 'runtime', { proposal_id: proposalId, permission_event_id: decided.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, pre_hash: planned.pre_hash, intended_post_hash: planned.intended_post_hash }, decided.event_id, key('intent')),
     );
+    this.input.faults.hit('runtime.intent.before_file_op', { intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null });
     const executed = executeFileAction(root, action, FILE_LIMITS);
+    this.input.faults.hit('runtime.file_op.before_outcome', { intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, ok: executed.ok ? 1 : 0 });
     if (executed.ok) {
       await this.append(this.draft('ActionEvent.ToolSucceeded', 'tool', { intent_event_id: intent.event_id, observed_post_hash: executed.post_hash, content: executed.content }, intent.event_id));
       this.counts.executions += 1;
@@ -363,6 +391,9 @@ class Wake {
     }
   }
 }
+
+/** What the model_garbage fault makes the model answer: not the output protocol, and says why. */
+const GARBAGE_OUTPUT = '%%%\u00ff{{{ fault injection (npm run faults): garbage in place of the model answer ]]]';
 
 function payloadBytes(payload: Record<string, unknown>): number {
   return Buffer.byteLength(canonicalJson(payload), 'utf8');

@@ -23,6 +23,10 @@ export interface WriterClientOptions {
   readonly requestTimeoutMs?: number;
   readonly maxInFlight?: number;
   readonly maxResponseBytes?: number;
+  /** Told of every event an append acknowledged (the fault harness logs them to check none is lost). */
+  readonly onAck?: (events: AppendResult['events']) => void;
+  /** Told of an answer to a request that was already answered (a message the writer received twice). */
+  readonly onStray?: (text: string) => void;
 }
 
 /** The request may or may not have taken effect. */
@@ -52,8 +56,10 @@ export class WriterClient {
   private readonly maxInFlight: number;
   private readonly maxResponseBytes: number;
   hello: HelloResult | null = null;
+  /** Answers to requests that were already settled (see onStray). */
+  strayAnswers = 0;
 
-  private constructor(private readonly socket: net.Socket, options: WriterClientOptions) {
+  private constructor(private readonly socket: net.Socket, private readonly options: WriterClientOptions) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxInFlight = options.maxInFlight ?? 64;
     this.maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
@@ -75,7 +81,9 @@ export class WriterClient {
   }
 
   async append(events: EventDraft[], expectHead: Head | null = null): Promise<AppendResult> {
-    return AppendResult.parse(await this.request('append', { events, expect_head: expectHead }));
+    const result = AppendResult.parse(await this.request('append', { events, expect_head: expectHead }));
+    this.options.onAck?.(result.events);
+    return result;
   }
 
   async read(params: Params<'read'>): Promise<ReadResult> {
@@ -177,6 +185,13 @@ export class WriterClient {
     const id = typeof response.id === 'number' ? response.id : Number.NaN;
     const pending = this.pending.get(id);
     if (!pending) {
+      // A second answer to a request already settled (the writer got it twice): it belongs to
+      // nobody waiting now, so it must not be handed to another request; it is reported.
+      if (Number.isSafeInteger(id) && id >= 1 && id < this.nextId) {
+        this.strayAnswers += 1;
+        this.options.onStray?.(`the writer answered request #${id} again (${response.ok ? 'ok' : `error ${response.error.code}`}) after it was settled; this answer was set aside`);
+        return;
+      }
       // An answer to a request we could not name (e.g. unparseable input): surface it
       // to the oldest waiter rather than dropping it.
       const oldest = this.pending.entries().next();

@@ -51,6 +51,11 @@ export interface EventStoreOptions {
    * For the crash drill (writer/main.ts), which kills the process here.
    */
   readonly beforeAppendCommit?: () => void;
+  /**
+   * Called inside the transaction that writes a snapshot row, after the row, before the
+   * commit. For the fault harness's `writer.snapshot.write` point (writer/main.ts).
+   */
+  readonly onSnapshotWrite?: (seq: number) => void;
 }
 
 type InternalEventType = 'SystemEvent.StoreOpened' | 'SystemEvent.AppendRejected' | 'SystemEvent.StoreSealed';
@@ -207,6 +212,7 @@ export class EventStore {
   private writeSnapshot(seq: number, stateText: string, stateHash: HashString): void {
     const v = this.versions;
     this.upsertSnapshot.run(seq, v.projection, v.projector_version, v.state_machine_version, v.event_schema_version, stateText, stateHash);
+    this.options.onSnapshotWrite?.(seq);
   }
 
   /**

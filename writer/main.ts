@@ -7,6 +7,7 @@
 // Nth append transaction, before the commit.
 import { z } from 'zod';
 import { projectionNamed } from '../projector/registry.js';
+import { FaultArmingError, FaultSwitch } from '../schema/fault-switch.js';
 import { EventStore, StoreOpenError } from './event-store.js';
 import { WriterParentMessage, type ArmCrashMessage, type WriterChildMessage, type WriterStartConfig } from './protocol.js';
 import { someoneListens, startWriterServer, type WriterServer } from './socket-server.js';
@@ -38,6 +39,16 @@ function fail(code: string, message: string): void {
   setTimeout(() => process.exit(1), 50);
 }
 
+/** The fault harness's points in this process (no-ops unless npm run faults armed them). */
+let faults: FaultSwitch;
+try {
+  faults = FaultSwitch.fromEnv('writer', log);
+} catch (error) {
+  faults = FaultSwitch.off;
+  if (!(error instanceof FaultArmingError)) throw error;
+  fail('fault_arming', error.message);
+}
+
 let store: EventStore | null = null;
 let server: WriterServer | null = null;
 let stopping = false;
@@ -59,6 +70,7 @@ function disarmCrash(): void {
 
 /** Runs inside every caller's append transaction, after its rows are written, before the commit. */
 function beforeAppendCommit(): void {
+  faults.hit('writer.append.before_commit', { head_seq: store?.head().seq ?? null });
   if (!crash) return;
   crash.seen += 1;
   if (crash.seen < crash.at) return;
@@ -102,13 +114,14 @@ async function start(config: WriterStartConfig): Promise<void> {
       now: () => new Date().toISOString(),
       snapshotEvery: config.snapshot_every,
       beforeAppendCommit,
+      onSnapshotWrite: (seq: number) => void faults.hit('writer.snapshot.write', { snapshot_seq: seq }),
     };
     store = config.mode === 'create' ? EventStore.create(options) : EventStore.open(options);
   } catch (error) {
     if (error instanceof StoreOpenError) return fail(error.code, error.message);
     return fail('open_failed', error instanceof Error ? error.message : String(error));
   }
-  server = await startWriterServer({ store, identity, tokens: config.tokens, socketPath: config.socket_path, socketMode: config.socket_mode, log });
+  server = await startWriterServer({ store, identity, tokens: config.tokens, socketPath: config.socket_path, socketMode: config.socket_mode, log, faults });
   const sealed = store.sealed();
   log(`serving ${config.db_path} on ${config.socket_path} at head seq ${store.head().seq}${sealed ? ` (sealed at seq ${sealed.seq}: reads only, every append is refused)` : ''}`);
   tell({ type: 'ready', pid: process.pid, socket_path: config.socket_path, head: store.head(), sealed: sealed !== null });
@@ -122,6 +135,7 @@ process.on('message', (raw: unknown) => {
   switch (message.type) {
     case 'start':
       clearTimeout(startTimer);
+      if (failed) return;
       if (store) return log('ignoring a second start message');
       start(message).catch((error: unknown) => fail('start_failed', error instanceof Error ? error.message : String(error)));
       return;

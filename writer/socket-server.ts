@@ -12,6 +12,7 @@ import type { WriterRole } from '../schema/event-definition.js';
 import type { AppendRejectionReason } from '../schema/events/system-events.js';
 import { hashText } from '../schema/hash.js';
 import { validateDrafts } from './draft-validation.js';
+import type { FaultSwitch } from '../schema/fault-switch.js';
 import type { EventStore, StoreIdentity } from './event-store.js';
 import { WRITER_LIMITS, WRITER_METHODS, WriterError, WriterRequest, type HelloResult, type WriterErrorCode, type WriterResponse } from './protocol.js';
 
@@ -22,6 +23,8 @@ export interface WriterServerOptions {
   readonly socketPath: string;
   readonly socketMode: number;
   readonly log: (line: string) => void;
+  /** The fault harness's socket and after-commit points (writer/main.ts); absent in tests. */
+  readonly faults?: FaultSwitch;
 }
 
 export interface WriterServer {
@@ -135,6 +138,19 @@ class Connection {
       return this.refuse(error, ctx);
     }
     const request = parsed.data;
+    const fault = request.method === 'append' && this.role !== null ? (this.options.faults?.hit('writer.socket.append_request', { request_id: String(request.id), head_seq: this.options.store.head().seq }) ?? null) : null;
+    if (fault === 'drop_message') {
+      this.options.log(`connection ${this.id}: FAULT INJECTION drops append request ${String(request.id)}: not handled, not answered`);
+      return;
+    }
+    this.handle(request, ctx);
+    if (fault === 'duplicate_message') {
+      this.options.log(`connection ${this.id}: FAULT INJECTION delivers append request ${String(request.id)} a second time`);
+      this.handle(request, ctx);
+    }
+  }
+
+  private handle(request: WriterRequest, ctx: RequestContext): void {
     try {
       if (request.method === 'hello') return this.hello(request.id, request.params.role, request.params.token, ctx);
       if (this.role === null) throw new WriterError('unauthenticated', `say hello before ${request.method}`);
@@ -144,7 +160,9 @@ class Connection {
           // Before the drafts are looked at: after the seal every append gets `sealed`.
           store.assertNotSealed();
           const drafts = validateDrafts(request.params.events, this.role);
-          return this.send({ id: request.id, ok: true, result: store.append(drafts, request.params.expect_head ?? null) });
+          const result = store.append(drafts, request.params.expect_head ?? null);
+          this.options.faults?.hit('writer.append.after_commit', { request_id: String(request.id), head_seq: result.head.seq });
+          return this.send({ id: request.id, ok: true, result });
         }
         case 'read': {
           const { from_seq, limit, types } = request.params;

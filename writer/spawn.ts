@@ -1,6 +1,7 @@
 // Starts a ds-writer process and waits until it serves its socket. The controller (and
 // tests, and the benchmark) use this; nobody else opens events.db.
 import { fork, type ChildProcess } from 'node:child_process';
+import { childEnvironment } from '../schema/fault-switch.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -60,6 +61,8 @@ export interface SpawnWriterOptions {
    * module's own checkout. Default: the code this module belongs to.
    */
   readonly codeRoot?: string;
+  /** DS_FAULT_INJECTION for the child (npm run faults); absent: the variable is kept out of its environment. */
+  readonly faultInjection?: string | null;
 }
 
 /**
@@ -88,6 +91,7 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
     // tsx finds tsconfig.json from the working folder, which must be readable by the writer's uid too.
     ...(options.codeRoot === undefined ? {} : { cwd: options.codeRoot }),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: childEnvironment(options.faultInjection ?? null),
     // Its own process group: a Ctrl-C in the controller's terminal is the controller's emergency
     // stop, which still needs this writer; the writer exits when its parent goes away instead.
     detached: true,

@@ -26,3 +26,16 @@ export function parseCommandLine<O extends Options>(usage: string, options: O, t
   }
   return { ok: true, values: args.values as Values<O>, target: first };
 }
+
+/** A command line that is not a call: the command prints the message and its usage, and exits 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** `--name N` as a whole number in [min, max]; null when the flag is absent. */
+export function wholeNumberFlag(name: string, text: string | undefined, min: number, max: number): number | null {
+  if (text === undefined) return null;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`);
+  return value;
+}

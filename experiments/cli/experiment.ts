@@ -19,6 +19,7 @@ import { ModelChoiceError } from '../../controller/model-choice.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { summarizeRun } from '../../controller/run-summary.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { FaultArmingError, FaultSwitch } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { installOperatorStop, todayCompact } from './operator-stop.js';
@@ -87,6 +88,13 @@ async function main(): Promise<number> {
     progress.line(`[ds-controller] ${line}`);
   };
   const stop = installOperatorStop(log, 'finishing the current step, recording the stop and signing the head');
+  let faults: FaultSwitch;
+  try {
+    faults = FaultSwitch.fromEnv('controller', log);
+  } catch (error) {
+    if (error instanceof FaultArmingError) throw new UsageError(error.message);
+    throw error;
+  }
 
   let speed: number | null = null;
   try {
@@ -102,6 +110,7 @@ async function main(): Promise<number> {
     scenariosDir: SCENARIOS_DIR,
     ...(values['same-uid'] === undefined ? {} : { isolation: { forceSameUid: values['same-uid'] } }),
     log,
+    faults,
   };
 
   let result: InstanceResult;

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockFileOf, lockPrereg } from '../../controller/prereg.js';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
+export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export const DEFAULT_PREREG = path.join(REPO, 'experiments', 'prereg', 'default.json');
 export const SCENARIOS_DIR = path.join(REPO, 'experiments', 'scenario');
 /** Hour 0 of the simulated study: a fixed date, so one seed gives one schedule on every machine. */

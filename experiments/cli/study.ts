@@ -24,6 +24,7 @@ import type { StudyReport } from '../../oracle/study-report.js';
 import { installOperatorStop, todayCompact } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
 import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
+import { UsageError, wholeNumberFlag } from './command-line.js';
 
 process.title = 'ds-controller';
 
@@ -59,14 +60,6 @@ const OPTIONS = {
   help: { type: 'boolean' },
 } as const;
 
-class UsageError extends Error {}
-
-function wholeNumber(name: string, text: string | undefined, min: number, max: number): number | null {
-  if (text === undefined) return null;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`);
-  return value;
-}
 
 /** One redrawn status line on a terminal; plain lines (instance starts and ends only) elsewhere. */
 class StudyScreen {
@@ -150,8 +143,8 @@ async function main(): Promise<number> {
   if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => screen.line(`[study] ${l}`));
   const studyId = values['study-id'] ?? `study-${todayCompact()}-${randomBytes(3).toString('hex')}`;
   const outDir = values.out ?? path.join('runs', studyId);
-  const concurrency = wholeNumber('concurrency', values.concurrency, 1, 64) ?? Math.max(1, cpus().length);
-  const n = wholeNumber('n', values.n, 1, 33);
+  const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64) ?? Math.max(1, cpus().length);
+  const n = wholeNumberFlag('n', values.n, 1, 33);
   screen.line(`[study] ${studyId}: seed ${values.seed ?? DEFAULT_SEED}, ${n ?? 'pre-registered'} replicate(s) per group, concurrency ${concurrency}, folder ${path.resolve(outDir)}`);
   const outcome = await runStudy({
     outDir,

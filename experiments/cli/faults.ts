@@ -1,0 +1,96 @@
+// npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--same-uid REASON] [--json]
+// npm run faults -- --seed S --run I [--out DIR] [--json]
+//
+// The fault-injection harness (issue 8, docs/faults.md): real instances, each with one seeded
+// fault (a SIGKILL of the writer, the runtime or the controller at a named point, a damaged
+// snapshot, a tampered workspace file, a dropped or duplicated socket message, a model timeout or
+// garbage answer), resumed to the end and checked against the invariants. `--run I` reruns one
+// run of a seed and, when OUT holds its earlier record, says whether it reproduced.
+// Exit 0 every invariant held (and a rerun reproduced), 1 a violation, 2 misuse.
+import { randomBytes } from 'node:crypto';
+import { cpus } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { FAULT_CELLS } from '../faults/fault-plan.js';
+import { MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
+import { prepareHarness } from '../faults/fault-run.js';
+import { REPO } from './run-defaults.js';
+import { todayCompact } from './operator-stop.js';
+import { UsageError, wholeNumberFlag } from './command-line.js';
+
+const DEFAULT_SEED = 'faults-1';
+
+const USAGE = `usage: npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--json]
+       npm run faults -- --seed S --run I [--out DIR] [--json]
+  --seed S           the harness seed: every run's group, point, kind and hit follow from it (default ${DEFAULT_SEED})
+  --runs N           runs 1..N (default ${FAULT_CELLS.length}: every fault kind at every point it applies to once); 0 = calibrate only
+  --run I            rerun run I of the seed only, and compare it with its earlier record in --out
+  --out DIR          the harness folder (default runs/faults-<date>-<random>; reused: the calibration is kept there)
+  --concurrency K    instances at once (default: the number of cores, ${cpus().length})
+  --same-uid REASON  run writers and runtimes under the controller's uid even as root, saying why
+  --json             print the summary as one JSON object on stdout
+exit: 0 no violation (and a rerun reproduced) · 1 a violation · 2 misuse`;
+
+
+function print(summary: FaultSummary): string {
+  const count = (record: Record<string, number>): string =>
+    Object.entries(record)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(' · ');
+  const lines = [
+    `${summary.ok ? 'OK' : 'FAILED'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s; records in ${summary.out}`,
+    `  faults by kind:  ${count(summary.faults)}`,
+    `  faults by point: ${count(summary.points)}`,
+    `  coverage: ${summary.coverage.cells - summary.coverage.missing.length} of ${summary.coverage.cells} applicable (point, kind) cells exercised${summary.coverage.missing.length > 0 && summary.runs >= summary.coverage.cells ? ` (missing: ${summary.coverage.missing.join('; ')})` : ''}`,
+    `  violations by invariant: ${count(summary.violations)}`,
+  ];
+  if (summary.reproduction) {
+    const r = summary.reproduction;
+    lines.push(r.compared ? `  rerun of run ${r.run}: ${r.same ? 'reproduced its earlier record exactly' : `DIFFERS from its earlier record in ${r.differences.join(', ')}`}` : `  rerun of run ${r.run}: no earlier record in this folder to compare with`);
+  }
+  for (const f of summary.failures) lines.push(`  ✗ ${f.invariant} in ${f.name}: ${f.detail}\n      reproduce: ${f.command}`);
+  return `${lines.join('\n')}\n`;
+}
+
+async function main(): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: { seed: { type: 'string' }, runs: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string' }, 'same-uid': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean' } },
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const runs = wholeNumberFlag('runs', values.runs, 0, MAX_RUNS);
+  const only = wholeNumberFlag('run', values.run, 1, MAX_RUNS);
+  if (runs !== null && only !== null) throw new UsageError('give --runs or --run, not both');
+  if (only !== null && values.seed === undefined) throw new UsageError('--run I needs the --seed it belongs to');
+  const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64) ?? cpus().length;
+  const outDir = path.resolve(values.out ?? path.join('runs', `faults-${todayCompact()}-${randomBytes(3).toString('hex')}`));
+  const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null);
+  const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
+  log(`seed ${values.seed ?? DEFAULT_SEED}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
+  const summary = await runHarness({ setup, seed: values.seed ?? DEFAULT_SEED, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
+  process.stdout.write(values.json ? `${JSON.stringify(summary)}\n` : print(summary));
+  return summary.ok ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`faults: ${error.message}\n${USAGE}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`faults: failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

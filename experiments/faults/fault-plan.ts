@@ -1,0 +1,94 @@
+// Which fault each run of `npm run faults` gets (issue 8), from the harness seed alone: a run's
+// plan is a pure function of (seed, run index, calibration), so `--seed S --run I` rebuilds it.
+//
+// Coverage is by construction, not by luck: every applicable (point, kind) cell is one slot of a
+// cycle, the cycle is shuffled per round with the seed, and run i takes slot i of its round — so
+// any `--runs` ≥ the number of cells exercises every kind at every point it applies to. The group
+// and the hit (which pass through the point fires) are drawn within what the calibration run of
+// that group showed the point is reached, so a planned fault always fires.
+import { z } from 'zod';
+import type { Group } from '../../controller/instance-runner.js';
+import { seededRandom } from '../../controller/seeded-random.js';
+import { APPLICABLE_KINDS, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint } from '../../schema/fault-points.js';
+
+export const GROUPS: readonly Group[] = ['A', 'B', 'C'];
+
+export interface FaultCell {
+  readonly point: FaultPoint;
+  readonly kind: FaultKind;
+}
+
+/** Every (point, kind) the catalogue says applies, in catalogue order. */
+export const FAULT_CELLS: readonly FaultCell[] = FAULT_POINTS.flatMap((point) => APPLICABLE_KINDS[point].map((kind) => ({ point, kind })));
+
+/** Hits of every point in one clean run of a group (the calibration). */
+export type PointHits = Readonly<Record<FaultPoint, number>>;
+
+export const GroupCalibration = z.strictObject({
+  hits: z.record(FaultPointSchema, z.number().int().min(0)),
+  /**
+   * Per intent point, the hits at which the intent writes, modifies or moves a file: the only
+   * ones workspace_tampered is planned at (a tampered read target is an unrecorded external
+   * change the store cannot explain by design, not a fault of the runtime).
+   */
+  mutating: z.partialRecord(FaultPointSchema, z.array(z.number().int().min(1))),
+});
+export type GroupCalibration = z.infer<typeof GroupCalibration>;
+export const Calibration = z.strictObject({ A: GroupCalibration, B: GroupCalibration, C: GroupCalibration });
+export type Calibration = z.infer<typeof Calibration>;
+
+export const FaultRunPlan = z.strictObject({
+  index: z.number().int().min(1),
+  /** The harness seed; the run is rebuilt from it and the index. */
+  seed: z.string(),
+  group: z.enum(['A', 'B', 'C']),
+  /** The instance's seed (schedule and interventions): one per harness seed, like a replicate. */
+  instance_seed: z.string(),
+  point: FaultPointSchema,
+  kind: FaultKindSchema,
+  hit: z.number().int().min(1),
+  /** How often the point was hit in the calibration run of the group (hit is drawn in 1..this). */
+  hits_in_calibration: z.number().int().min(1),
+});
+export type FaultRunPlan = z.infer<typeof FaultRunPlan>;
+
+export class FaultPlanError extends Error {
+  override readonly name = 'FaultPlanError';
+}
+
+export function instanceSeedOf(seed: string): string {
+  return `faults-${seed}`;
+}
+
+/** The cells in the order round `round` visits them (a seeded Fisher–Yates shuffle). */
+function shuffledCells(seed: string, round: number): FaultCell[] {
+  const random = seededRandom(`${seed}/cells/${round}`);
+  const cells = [...FAULT_CELLS];
+  for (let i = cells.length - 1; i > 0; i -= 1) {
+    const j = random.intBetween(0, i);
+    [cells[i], cells[j]] = [cells[j]!, cells[i]!];
+  }
+  return cells;
+}
+
+/** Run `index` (1-based) of the harness seed `seed`. */
+export function planFaultRun(seed: string, index: number, calibration: Calibration): FaultRunPlan {
+  if (!Number.isSafeInteger(index) || index < 1) throw new FaultPlanError(`run index must be a whole number ≥ 1, got ${index}`);
+  const round = Math.floor((index - 1) / FAULT_CELLS.length);
+  const cell = shuffledCells(seed, round)[(index - 1) % FAULT_CELLS.length]!;
+  const random = seededRandom(`${seed}/run/${index}`);
+  // The hits a fault of this kind may be placed at, per group: every hit, or only the mutating intents.
+  const placeable = (g: Group): number[] => {
+    const hits = calibration[g].hits[cell.point] ?? 0;
+    return cell.kind === 'workspace_tampered' ? [...(calibration[g].mutating[cell.point] ?? [])].filter((h) => h <= hits) : Array.from({ length: hits }, (_, i) => i + 1);
+  };
+  // Only groups whose calibration reached the point can carry it (e.g. a group that never writes a file has no mutating intents).
+  const groups = GROUPS.filter((g) => placeable(g).length > 0);
+  if (groups.length === 0) throw new FaultPlanError(`no group's calibration run reached ${cell.point} where ${cell.kind} can be placed (${JSON.stringify(Object.fromEntries(GROUPS.map((g) => [g, calibration[g].hits[cell.point] ?? 0])))} hits)`);
+  const group = random.pick(groups);
+  return { index, seed, group, instance_seed: instanceSeedOf(seed), point: cell.point, kind: cell.kind, hit: random.pick(placeable(group)), hits_in_calibration: calibration[group].hits[cell.point] ?? 0 };
+}
+
+export function planFaultRuns(seed: string, runs: number, calibration: Calibration): FaultRunPlan[] {
+  return Array.from({ length: runs }, (_, i) => planFaultRun(seed, i + 1, calibration));
+}

@@ -1,0 +1,452 @@
+// One run of the fault harness (issue 8): a real `npm run experiment` instance (controller,
+// writer and runtime as real OS processes) with one fault armed through DS_FAULT_INJECTION;
+// when the process at the point freezes itself there, the harness carries the fault out (a
+// SIGKILL of the victim, the frozen process continued if it is not the victim), waits for every
+// process of the instance to be gone, applies the after-kill damage (snapshots, workspace),
+// resumes with `--resume` until the instance is finished, and checks the invariants.
+//
+// The harness is the host here: it may open events.db to damage snapshots (a cache) and write
+// into the workspace (a third party). It never touches events or signed files.
+import { spawn } from 'node:child_process';
+import { appendFileSync, chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { z } from 'zod';
+import { loadOrCreateControllerKey } from '../../controller/key-store.js';
+import { lockPrereg } from '../../controller/prereg.js';
+import { canonicalJson } from '../../schema/canonical-json.js';
+import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
+import { processStartTicks } from '../../schema/fault-switch.js';
+import { hashText } from '../../schema/hash.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+import { StoreReader } from '../../writer/store-reader.js';
+import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
+import { GROUPS } from './fault-plan.js';
+import { checkStoreInvariants, STORE_INVARIANTS, type InvariantResult } from './invariants.js';
+
+/** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
+export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit'] as const;
+export const INVARIANTS = [...RUN_INVARIANTS, ...STORE_INVARIANTS] as const;
+export type Invariant = (typeof INVARIANTS)[number];
+
+/** A controller process (new or resumed) may take this long before the harness kills it and says so. */
+export const CONTROLLER_TIMEOUT_MS = 10 * 60_000;
+/** After its controller is gone, a writer or runtime must be gone within this. */
+export const ORPHAN_EXIT_TIMEOUT_MS = 20_000;
+/** Resumes one run may need (one fault, so one is expected; more is itself reported). */
+export const MAX_RESUMES = 3;
+const POLL_MS = 20;
+/** After reached.json appears, how long the harness waits to see the process stopped before acting anyway (and saying so). */
+const FREEZE_WAIT_MS = 10_000;
+/** Snapshot rows the corruption flips bytes in (the newest ones). */
+const CORRUPTED_SNAPSHOTS = 2;
+const TAMPERED_CONTENT = 'written by a third party while the runtime was down (npm run faults: workspace_tampered)\n';
+
+export interface HarnessSetup {
+  /** The folder the harness writes into. */
+  readonly outDir: string;
+  readonly keyDir: string;
+  /** A locked copy of the default pre-registration. */
+  readonly preregFile: string;
+  /** The checkout whose experiments/cli/experiment.ts runs (a test may point this at a copy with a planted bug). */
+  readonly codeRoot: string;
+  readonly scenariosDir: string;
+  /** Passed as --same-uid (with this reason) when set; otherwise the controller decides isolation. */
+  readonly sameUidReason: string | null;
+}
+
+export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: string | null): HarnessSetup {
+  mkdirSync(outDir, { recursive: true });
+  const keyDir = path.join(outDir, 'keys');
+  const key = loadOrCreateControllerKey(keyDir);
+  const preregFile = path.join(outDir, 'prereg.json');
+  if (!existsSync(preregFile)) {
+    copyFileSync(path.join(codeRoot, 'experiments', 'prereg', 'default.json'), preregFile);
+    const locked = lockPrereg(preregFile, key.keys, new Date().toISOString());
+    if (!locked.ok) throw new Error(`cannot lock the harness's pre-registration copy: ${locked.message}`);
+  }
+  return { outDir, keyDir, preregFile, codeRoot, scenariosDir: path.join(codeRoot, 'experiments', 'scenario'), sameUidReason };
+}
+
+export const RunFingerprint = z.strictObject({
+  plan: z.unknown(),
+  reached: z.unknown(),
+  /** Exit codes of the controller processes, in order (the first one ran into the fault). */
+  exits: z.array(z.number().nullable()),
+  head_seq: z.number().int().nullable(),
+  /** sha256 of the event types in seq order: the shape of the history, free of wall-clock fields. */
+  event_types_sha256: z.string().nullable(),
+  /** The stored projection's state hash (deterministic: no clock in the projector). */
+  state_hash: z.string().nullable(),
+  invariants: z.record(z.string(), z.boolean()),
+});
+export type RunFingerprint = z.infer<typeof RunFingerprint>;
+
+export interface FaultRunResult {
+  readonly plan: FaultRunPlan | null;
+  readonly name: string;
+  readonly recordDir: string;
+  readonly runDir: string;
+  readonly reached: FaultReached | null;
+  readonly exits: Array<number | null>;
+  readonly invariants: InvariantResult[] | Array<{ invariant: Invariant; ok: boolean; details: string[] }>;
+  readonly violations: Invariant[];
+  readonly notes: string[];
+  readonly fingerprint: RunFingerprint;
+  readonly durationMs: number;
+}
+
+interface ProcessOutcome {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly timedOut: boolean;
+}
+
+/** The folder the points write into: under /tmp and world-writable (sticky), because the writer and runtime may run under their own uids. */
+function makeFaultDir(): string {
+  const dir = mkdtempSync('/tmp/ds-fault-');
+  chmodSync(dir, 0o1777);
+  return dir;
+}
+
+/** The live process a role's pid file names, or null: a pid is trusted only while its start time still matches (pids get reused). */
+function readPid(faultDir: string, role: FaultRole): number | null {
+  const file = path.join(faultDir, FAULT_FILES.pid(role));
+  if (!existsSync(file)) return null;
+  const [pidText, started] = readFileSync(file, 'utf8').trim().split(' ');
+  const pid = Number(pidText);
+  if (!Number.isSafeInteger(pid) || pid <= 1) return null;
+  return processStartTicks(pid) === started ? pid : null;
+}
+
+/** Alive and not a zombie (an orphan reparented to a PID 1 that does not reap stays a zombie). */
+function alive(pid: number): boolean {
+  const state = stateOf(pid);
+  return state !== 'gone' && state !== 'Z' && state !== 'X';
+}
+
+function signal(pid: number, sig: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The controller as a real process: `node --import tsx experiments/cli/experiment.ts …`, its
+ * output (and its children's, which inherit the descriptor) appended straight to `logFile`: no
+ * pipe, so the controller's own exit is seen when it happens, whatever its children still do.
+ */
+function runController(setup: HarnessSetup, args: readonly string[], arming: FaultArming, logFile: string, onPoll: (pid: number) => void): Promise<ProcessOutcome> {
+  appendFileSync(logFile, `$ experiment ${args.join(' ')}\n`);
+  const fd = openSync(logFile, 'a');
+  let child;
+  try {
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(setup.codeRoot, 'experiments', 'cli', 'experiment.ts'), ...args], {
+      cwd: setup.codeRoot,
+      env: { ...process.env, [FAULT_ENV]: JSON.stringify(arming) },
+      stdio: ['ignore', fd, fd],
+    });
+  } finally {
+    closeSync(fd);
+  }
+  const pid = child.pid!;
+  return new Promise((resolve) => {
+    let timedOut = false;
+    const poller = setInterval(() => onPoll(pid), POLL_MS);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, CONTROLLER_TIMEOUT_MS);
+    child.once('exit', (code, sig) => {
+      clearInterval(poller);
+      clearTimeout(timer);
+      // One last look: the fault may have fired just before the controller ended.
+      onPoll(pid);
+      appendFileSync(logFile, `$ exit ${code ?? sig}\n`);
+      resolve({ code, signal: sig, timedOut });
+    });
+  });
+}
+
+/** Waits for the instance's writer and runtime to be gone after their controller; kills and reports stragglers (a frozen one included). */
+async function awaitOrphans(faultDir: string, notes: string[]): Promise<string[]> {
+  const problems: string[] = [];
+  for (const role of ['writer', 'runtime'] as const) {
+    const pid = readPid(faultDir, role);
+    if (pid === null || !alive(pid)) continue;
+    const deadline = Date.now() + ORPHAN_EXIT_TIMEOUT_MS;
+    // Bounded by the deadline.
+    while (alive(pid) && Date.now() < deadline) await sleep(POLL_MS * 5);
+    if (alive(pid)) {
+      const state = stateOf(pid);
+      signal(pid, 'SIGKILL');
+      problems.push(`the ${role} (pid ${pid}, state ${state}) outlived its controller by more than ${ORPHAN_EXIT_TIMEOUT_MS} ms and was killed by the harness`);
+    }
+  }
+  if (problems.length > 0) notes.push(...problems);
+  return problems;
+}
+
+/** The process state letter of /proc/<pid>/stat (R, S, T stopped, Z zombie …), or 'gone'. */
+function stateOf(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return 'gone';
+  }
+}
+
+/** Whether the run's store ends with its seal (the controller signs the final head right after). */
+function sealed(runDir: string): boolean {
+  const dbFile = path.join(runDir, RUN_FILES.store);
+  if (!existsSync(dbFile)) return false;
+  const reader = StoreReader.open(dbFile);
+  try {
+    const head = reader.headSeq();
+    for (const row of reader.iterateEvents(head - 1, head)) return (JSON.parse(row.envelope) as { event_type: string }).event_type === 'SystemEvent.StoreSealed';
+    return false;
+  } finally {
+    reader.close();
+  }
+}
+
+/** Sealed with its final head signed (the controller may still die after that, in its shutdown). */
+function finishedRun(runDir: string): boolean {
+  return sealed(runDir) && hasFinalHead(runDir);
+}
+
+/** Whether heads.jsonl ends with a head of kind final (verify checks its signature). */
+function hasFinalHead(runDir: string): boolean {
+  const file = path.join(runDir, RUN_FILES.heads);
+  if (!existsSync(file)) return false;
+  const last = readFileSync(file, 'utf8').trim().split('\n').at(-1);
+  if (last === undefined || last === '') return false;
+  try {
+    const envelope = JSON.parse(last) as { payload?: string };
+    const body = JSON.parse(Buffer.from(envelope.payload ?? '', 'base64').toString('utf8')) as { kind?: string };
+    return body.kind === 'final';
+  } catch {
+    // A torn or foreign last line: not finished (verify says what is wrong with it).
+    return false;
+  }
+}
+
+function readReached(faultDir: string): FaultReached | null {
+  const file = path.join(faultDir, FAULT_FILES.reached);
+  if (!existsSync(file)) return null;
+  return FaultReached.parse(JSON.parse(readFileSync(file, 'utf8')));
+}
+
+function readHits(faultDir: string): PointHits {
+  return Object.fromEntries(
+    FAULT_POINTS.map((point) => {
+      const file = path.join(faultDir, FAULT_FILES.hits(point));
+      return [point, existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0];
+    }),
+  ) as PointHits;
+}
+
+const HitContext = z.strictObject({ hit: z.number().int().min(1), context: z.record(z.string(), z.unknown()) });
+
+/** From a counting run's contexts: the hits of the intent points whose operation is not a read. */
+function readMutatingHits(faultDir: string): GroupCalibration['mutating'] {
+  const mutating: GroupCalibration['mutating'] = {};
+  for (const point of ['runtime.intent.before_file_op', 'runtime.file_op.before_outcome'] as const) {
+    const file = path.join(faultDir, FAULT_FILES.contexts(point));
+    if (!existsSync(file)) continue;
+    mutating[point] = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => HitContext.parse(JSON.parse(line)))
+      .filter((h) => typeof h.context.op === 'string' && h.context.op !== 'read')
+      .map((h) => h.hit);
+  }
+  return mutating;
+}
+
+/** Damage the writer's cache while nothing runs: the resumed instance and the restore drill must not depend on it. */
+function damageSnapshots(dbFile: string, how: 'delete' | 'corrupt'): string {
+  const db = new Database(dbFile);
+  try {
+    if (how === 'delete') {
+      const { changes } = db.prepare('DELETE FROM snapshots').run();
+      return `deleted ${changes} snapshot row(s)`;
+    }
+    const rows = db.prepare('SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT ?').all(CORRUPTED_SNAPSHOTS) as Array<{ seq: number; state: string }>;
+    for (const row of rows) {
+      // Bit rot, not a forgery: the state_hash stays, so the state no longer hashes to it.
+      const middle = Math.floor(row.state.length / 2);
+      const flipped = `${row.state.slice(0, middle)}${row.state[middle] === 'x' ? 'y' : 'x'}${row.state.slice(middle + 1)}`;
+      db.prepare('UPDATE snapshots SET state = ? WHERE seq = ?').run(flipped, row.seq);
+    }
+    return `flipped a byte in the state of ${rows.length} snapshot row(s) (seq ${rows.map((r) => r.seq).join(', ')})`;
+  } finally {
+    db.close();
+  }
+}
+
+function tamperWorkspace(runDir: string, reached: FaultReached): string {
+  const target = typeof reached.context.to_path === 'string' && reached.context.op === 'move' ? reached.context.to_path : reached.context.path;
+  if (typeof target !== 'string') throw new Error(`the fault point gave no path to tamper with (${JSON.stringify(reached.context)})`);
+  const file = path.join(runDir, RUN_FILES.workspace, ...target.split('/'));
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, TAMPERED_CONTENT);
+  return `overwrote workspace/${target} with third-party bytes (${hashText(TAMPERED_CONTENT).slice(0, 19)}…)`;
+}
+
+/** The fault carried out while the process at the point is frozen: the victim killed, the frozen one continued unless it was the victim. */
+function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, notes: string[]): void {
+  if (!reached.frozen) {
+    notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
+    return;
+  }
+  const victimRole = killedRole(reached.kind);
+  if (victimRole === null) throw new Error(`bug: ${reached.kind} froze the ${reached.role} but kills nobody`);
+  const victim = victimRole === 'controller' ? controllerPid : readPid(faultDir, victimRole);
+  if (victim === null) notes.push(`no ${victimRole} pid was recorded: nothing to kill`);
+  else notes.push(`SIGKILL to the ${victimRole} (pid ${victim}${alive(victim) ? '' : ', already gone'}) while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
+  if (victim !== null) signal(victim, 'SIGKILL');
+  if (victim !== reached.pid) signal(reached.pid, 'SIGCONT');
+}
+
+function fingerprintOf(plan: FaultRunPlan | null, reached: FaultReached | null, exits: Array<number | null>, runDir: string, invariants: ReadonlyArray<{ invariant: string; ok: boolean }>): RunFingerprint {
+  let headSeq: number | null = null;
+  let types: string | null = null;
+  let stateHash: string | null = null;
+  const dbFile = path.join(runDir, RUN_FILES.store);
+  if (existsSync(dbFile)) {
+    const reader = StoreReader.open(dbFile);
+    try {
+      headSeq = reader.headSeq();
+      const names: string[] = [];
+      for (const row of reader.iterateEvents(0, headSeq)) names.push((JSON.parse(row.envelope) as { event_type: string }).event_type);
+      types = hashText(names.join('\n'));
+      stateHash = reader.storedProjection()?.state_hash ?? null;
+    } finally {
+      reader.close();
+    }
+  }
+  const { pid: _pid, ...reachedFacts } = reached ?? { pid: 0 };
+  return { plan, reached: reached === null ? null : reachedFacts, exits, head_seq: headSeq, event_types_sha256: types, state_hash: stateHash, invariants: Object.fromEntries(invariants.map((i) => [i.invariant, i.ok])) };
+}
+
+/** Whether two fingerprints describe the same run (the plan, the instant, the exits, the history's shape, the state, the verdicts). */
+export function sameRun(a: RunFingerprint, b: RunFingerprint): { same: boolean; differences: string[] } {
+  const differences = (Object.keys(a) as Array<keyof RunFingerprint>).filter((key) => canonicalJson(a[key] ?? null) !== canonicalJson(b[key] ?? null));
+  return { same: differences.length === 0, differences };
+}
+
+interface RunSpec {
+  readonly name: string;
+  readonly plan: FaultRunPlan | null;
+  readonly group: string;
+  readonly instanceSeed: string;
+  readonly arming: Omit<FaultArming, 'dir'>;
+}
+
+async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResult & { calibration: GroupCalibration }> {
+  const startedMs = Date.now();
+  const recordDir = path.join(setup.outDir, 'runs', spec.name);
+  rmSync(recordDir, { recursive: true, force: true });
+  mkdirSync(recordDir, { recursive: true });
+  const runDir = path.join(recordDir, 'run');
+  const logFile = path.join(recordDir, 'controller.log');
+  const faultDir = makeFaultDir();
+  const arming: FaultArming = { dir: faultDir, ...spec.arming };
+  const notes: string[] = [];
+  const exits: Array<number | null> = [];
+  const orphanProblems: string[] = [];
+  let reached: FaultReached | null = null;
+  let reachedSeenMs: number | null = null;
+  const common = ['--key-dir', setup.keyDir, '--json', ...(setup.sameUidReason === null ? [] : ['--same-uid', setup.sameUidReason])];
+  /** Acts once the process at the point shows as stopped (it writes reached.json just before it stops itself). */
+  const poll = (controllerPid: number): void => {
+    if (reached !== null) return;
+    const found = readReached(faultDir);
+    if (found === null) return;
+    if (found.frozen) {
+      const state = stateOf(found.pid);
+      reachedSeenMs ??= Date.now();
+      if (state !== 'T' && state !== 'gone' && Date.now() - reachedSeenMs < FREEZE_WAIT_MS) return;
+      if (state !== 'T') notes.push(`the ${found.role} (pid ${found.pid}) did not show as stopped at ${found.point} within ${FREEZE_WAIT_MS} ms (state ${state}); the fault was carried out anyway`);
+    }
+    reached = found;
+    carryOut(found, faultDir, controllerPid, notes);
+  };
+  /** The damage done once every process of the instance is gone, before the first resume. */
+  let damaged = false;
+  const damageOnce = (): void => {
+    const fired = reached as FaultReached | null;
+    if (damaged || fired === null) return;
+    damaged = true;
+    if (fired.kind === 'snapshot_deleted' || fired.kind === 'snapshot_corrupted') notes.push(damageSnapshots(path.join(runDir, RUN_FILES.store), fired.kind === 'snapshot_deleted' ? 'delete' : 'corrupt'));
+    if (fired.kind === 'workspace_tampered') notes.push(tamperWorkspace(runDir, fired));
+  };
+  try {
+    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', setup.preregFile, '--out', runDir, '--experiment-id', `faults-${spec.name}`, ...common];
+    // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
+    for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(runDir)) && (attempt === 0 || existsSync(path.join(runDir, RUN_FILES.manifest))); attempt += 1) {
+      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', runDir, ...common], arming, logFile, poll);
+      exits.push(outcome.timedOut ? null : outcome.code);
+      if (outcome.timedOut) notes.push(`a controller did not end within ${CONTROLLER_TIMEOUT_MS} ms and was killed`);
+      orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
+      // A fault that fired in a resumed controller is carried out the same way (the poll ran there too).
+      damageOnce();
+    }
+  } finally {
+    // Keep what the points wrote (hits, acks, reached) with the run's record.
+    cpSync(faultDir, path.join(recordDir, 'fault'), { recursive: true });
+    rmSync(faultDir, { recursive: true, force: true });
+  }
+  const hits = readHits(path.join(recordDir, 'fault'));
+  const calibration: GroupCalibration = { hits, mutating: readMutatingHits(path.join(recordDir, 'fault')) };
+  const fired = reached as FaultReached | null;
+  // Finished = sealed with its final head signed (the controller may still die after that, in its shutdown).
+  const finished = finishedRun(runDir);
+  const runChecks: Array<{ invariant: Invariant; ok: boolean; details: string[] }> = [
+    { invariant: 'fault_fired', ok: spec.plan === null || fired !== null, details: spec.plan === null || fired !== null ? [] : [`${spec.plan.kind} at hit ${spec.plan.hit} of ${spec.plan.point} never fired (the point was hit ${hits[spec.plan.point]} time(s)): the run proves nothing about it`] },
+    { invariant: 'run_finished', ok: finished, details: finished ? [] : [`the instance did not finish after ${exits.length - 1} resume(s); controller exits ${exits.map((e) => e ?? 'killed').join(', ')} (see ${logFile})`] },
+    { invariant: 'processes_exit', ok: orphanProblems.length === 0, details: orphanProblems },
+  ];
+  const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
+    ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })
+    : STORE_INVARIANTS.map((invariant: (typeof STORE_INVARIANTS)[number]) => ({ invariant, ok: false, details: [`no ${RUN_FILES.store} in ${runDir}: the instance never started`] }));
+  const invariants = [...runChecks, ...storeChecks];
+  const violations = invariants.filter((i) => !i.ok).map((i) => i.invariant as Invariant);
+  const fingerprint = fingerprintOf(spec.plan, fired, exits, runDir, invariants);
+  const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: fired, exits, invariants, violations, notes, fingerprint, durationMs: Date.now() - startedMs, calibration };
+  writeFileSync(path.join(recordDir, 'fault-run.json'), `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+}
+
+/** A clean run of `group` with every point counting: the hits the plan draws from, and a control (its invariants must hold too). */
+export async function calibrate(setup: HarnessSetup, group: (typeof GROUPS)[number], instanceSeed: string): Promise<FaultRunResult & { calibration: GroupCalibration }> {
+  return execute(setup, { name: `calibration-${group}`, plan: null, group, instanceSeed, arming: { armed: null } });
+}
+
+export async function runFaultPlan(setup: HarnessSetup, plan: FaultRunPlan): Promise<FaultRunResult> {
+  const name = `${String(plan.index).padStart(4, '0')}-${plan.group}-${plan.point}-${plan.kind}`;
+  return execute(setup, { name, plan, group: plan.group, instanceSeed: plan.instance_seed, arming: { armed: { point: plan.point, kind: plan.kind, hit: plan.hit } } });
+}
+
+export function calibrationOf(results: Readonly<Record<(typeof GROUPS)[number], { calibration: GroupCalibration }>>): Calibration {
+  return { A: results.A.calibration, B: results.B.calibration, C: results.C.calibration };
+}
+
+/** The command that reruns one run of a harness seed. */
+export function reproduceCommand(seed: string, index: number): string {
+  return `npm run faults -- --seed ${JSON.stringify(seed)} --run ${index}`;
+}
+
+export function listRecords(outDir: string): string[] {
+  const runs = path.join(outDir, 'runs');
+  return existsSync(runs) ? readdirSync(runs).sort() : [];
+}

@@ -1,0 +1,147 @@
+// The fault-injection contract (issue 8): the named points inside the writer, the runtime and
+// the controller where the harness (experiments/faults/) can make something go wrong, the
+// kinds of fault, and the one environment variable that arms them. It lives in schema/ because
+// it is the only folder all three processes share (DESIGN §3); schema/fault-switch.ts carries
+// it out inside each process.
+//
+// Nothing here is armed in a study: without DS_FAULT_INJECTION every point is a no-op, and a
+// process that finds the variable says so on its first line of output.
+import { z } from 'zod';
+
+/** The environment variable the harness sets on the controller (inherited by its writer and runtime). */
+export const FAULT_ENV = 'DS_FAULT_INJECTION';
+
+export const FAULT_ROLES = ['writer', 'runtime', 'controller'] as const;
+export const FaultRole = z.enum(FAULT_ROLES);
+export type FaultRole = z.infer<typeof FaultRole>;
+
+/**
+ * Each point, the process it lives in and what has and has not happened when it fires. The
+ * order is the order of the catalogue in docs/faults.md.
+ */
+export const FAULT_POINT_CATALOGUE = {
+  'writer.append.before_commit': { role: 'writer', where: 'inside an append transaction: rows, hashes and the projection written, COMMIT not yet run' },
+  'writer.append.after_commit': { role: 'writer', where: 'an append committed (or, for repeated idempotency keys, answered from the store), its answer not yet sent to the caller' },
+  'writer.snapshot.write': { role: 'writer', where: 'inside the transaction that writes a snapshot row, before its COMMIT' },
+  'writer.socket.append_request': { role: 'writer', where: 'an append request line arrived on the socket, not yet handled' },
+  'runtime.intent.before_file_op': { role: 'runtime', where: 'ExecutionIntentRecorded acknowledged, the file not yet touched' },
+  'runtime.file_op.before_outcome': { role: 'runtime', where: 'the file operation done (renamed into place) or failed, its outcome event not yet appended' },
+  'runtime.model_call.in_flight': { role: 'runtime', where: "the model's call under way (for an HTTP model, its request handed to the event loop), its answer neither received nor recorded" },
+  'controller.head.signing': { role: 'controller', where: 'a periodic head signed and written to heads.jsonl, its ChainHeadSigned not yet appended' },
+} as const satisfies Record<string, { role: FaultRole; where: string }>;
+
+export type FaultPoint = keyof typeof FAULT_POINT_CATALOGUE;
+export const FAULT_POINTS = Object.keys(FAULT_POINT_CATALOGUE) as [FaultPoint, ...FaultPoint[]];
+export const FaultPointSchema = z.enum(FAULT_POINTS);
+
+/**
+ * What goes wrong. Kills are SIGKILLs sent by the harness while the process at the point is
+ * frozen there (SIGSTOP), so the victim dies exactly at the point's instant even when it is
+ * another process. The other kinds are carried out by the process at the point (socket,
+ * model) or by the harness once every process is gone (snapshot, workspace).
+ */
+export const FAULT_KIND_CATALOGUE = {
+  kill_writer: 'SIGKILL of the writer',
+  kill_runtime: 'SIGKILL of the runtime',
+  kill_controller: 'SIGKILL of the controller (its writer and runtime see their parent go away)',
+  snapshot_deleted: 'the writer is killed at the point, then every snapshot row is deleted from events.db before the resume',
+  snapshot_corrupted: 'the writer is killed at the point, then the newest snapshot rows get flipped bytes (state no longer hashes to state_hash) before the resume',
+  workspace_tampered: 'the runtime is killed at a write, modify or move intent, then a third party overwrites the file it names before the resume (an outcome nobody can confirm); never planned at a read, whose file an unrecorded change would leave unexplained by design',
+  drop_message: 'the writer reads the request and neither handles nor answers it (lost in transit)',
+  duplicate_message: 'the writer handles the request twice and answers twice (delivered twice)',
+  model_timeout: 'the model call is abandoned as timed out (its answer, if any, never used)',
+  model_garbage: 'the model answers bytes that are not the output protocol',
+} as const;
+
+export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
+export const FAULT_KINDS = Object.keys(FAULT_KIND_CATALOGUE) as [FaultKind, ...FaultKind[]];
+export const FaultKindSchema = z.enum(FAULT_KINDS);
+
+const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_controller'];
+
+/**
+ * Which kinds a point can carry. A kind missing from a point is not an omission: a snapshot can
+ * only be lost where one is written, a message dropped where one arrives, a model answer
+ * garbled where one is awaited, a file tampered with where an operation's outcome is open.
+ */
+export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
+  'writer.append.before_commit': KILLS,
+  'writer.append.after_commit': KILLS,
+  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted'],
+  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message'],
+  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered'],
+  'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered'],
+  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage'],
+  'controller.head.signing': KILLS,
+};
+
+/** Kinds the process at the point carries out itself, without stopping for the harness. */
+export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
+
+/** The victim of a kind that kills, or null. */
+export function killedRole(kind: FaultKind): FaultRole | null {
+  switch (kind) {
+    case 'kill_writer':
+    case 'snapshot_deleted':
+    case 'snapshot_corrupted':
+      return 'writer';
+    case 'kill_runtime':
+    case 'workspace_tampered':
+      return 'runtime';
+    case 'kill_controller':
+      return 'controller';
+    case 'drop_message':
+    case 'duplicate_message':
+    case 'model_timeout':
+    case 'model_garbage':
+      return null;
+    default: {
+      const unhandled: never = kind;
+      throw new Error(`unknown fault kind ${String(unhandled)}`);
+    }
+  }
+}
+
+export const ArmedFault = z.strictObject({
+  point: FaultPointSchema,
+  kind: FaultKindSchema,
+  /** Fires at this hit of the point, counted over every process of the point's role in the instance. */
+  hit: z.number().int().min(1).max(1_000_000),
+});
+export type ArmedFault = z.infer<typeof ArmedFault>;
+
+/** The value of DS_FAULT_INJECTION (JSON). */
+export const FaultArming = z.strictObject({
+  /** The harness's folder for this run: hit counters, pid files, the reached record, acknowledgement logs. */
+  dir: z.string().min(1).max(1_024).refine((p) => p.startsWith('/'), 'must be an absolute path'),
+  /** null: count hits only (a calibration run). */
+  armed: ArmedFault.nullable(),
+});
+export type FaultArming = z.infer<typeof FaultArming>;
+
+/** What the process at a point writes to `<dir>/reached.json` when the armed fault fires. */
+export const FaultReached = z.strictObject({
+  point: FaultPointSchema,
+  kind: FaultKindSchema,
+  hit: z.number().int().min(1),
+  role: FaultRole,
+  pid: z.number().int().min(1),
+  /** Whether the process froze itself (SIGSTOP) for the harness to act. */
+  frozen: z.boolean(),
+  /** Facts of the instant: the store head, the intent's path, the request's method … (strings and numbers only). */
+  context: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
+});
+export type FaultReached = z.infer<typeof FaultReached>;
+
+/** File names inside the fault folder. */
+export const FAULT_FILES = {
+  reached: 'reached.json',
+  /** Created (exclusively) by the process whose point fires, so a fault fires once per run. */
+  fired: 'fired',
+  hits: (point: FaultPoint): string => `hits-${point}`,
+  /** In a counting run (armed null): one JSON line {hit, context} per pass, so the harness can tell e.g. which intents are reads. */
+  contexts: (point: FaultPoint): string => `contexts-${point}.jsonl`,
+  pid: (role: FaultRole): string => `pid-${role}`,
+  /** Every acknowledgement a writer client received: one JSON line {seq, event_hash, role} per event. */
+  acks: (role: FaultRole, pid: number): string => `acks-${role}-${pid}.jsonl`,
+} as const;

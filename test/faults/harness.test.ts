@@ -1,0 +1,136 @@
+// The fault harness end to end with real instances (issue 8 item 4): a small fixed-seed batch of
+// `npm run faults` and its rerun reproducing a run exactly; a tampered workspace ending in
+// RECOVERING with nothing retried; and the harness's own forged case — a planted bug (a
+// reconciliation that calls a completed write "did not happen") that only a kill at the right
+// instant shows, and that the harness must report.
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { FaultSummary } from '../../experiments/faults/fault-harness.js';
+import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
+import { INVARIANTS, prepareHarness, runFaultPlan } from '../../experiments/faults/fault-run.js';
+import { subjectProjection } from '../../projector/subject-projection.js';
+import { StoreReader } from '../../writer/store-reader.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import { runCli } from '../support/cli.js';
+import { REPO } from '../support/controller-run.js';
+import { tempDir } from '../support/writer-fixture.js';
+
+const RUN_TIMEOUT_MS = 240_000;
+const folders: string[] = [];
+afterAll(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
+
+function folder(prefix: string): string {
+  const dir = tempDir(prefix);
+  folders.push(dir);
+  return dir;
+}
+
+function eventsOf(runDir: string): EventEnvelope[] {
+  const reader = StoreReader.open(path.join(runDir, 'events.db'));
+  try {
+    return [...reader.iterateEvents(0, reader.headSeq())].map((row) => JSON.parse(row.envelope) as EventEnvelope);
+  } finally {
+    reader.close();
+  }
+}
+
+/** A hand-made plan: the 4th file intent of group C with the harness's instance seed is a write of notes/findings.md (the reference policy reads its three sources first). */
+function planOf(point: FaultRunPlan['point'], kind: FaultRunPlan['kind'], hit: number): FaultRunPlan {
+  return { index: 1, seed: 'test', group: 'C', instance_seed: 'faults-test', point, kind, hit, hits_in_calibration: hit };
+}
+
+describe('npm run faults', () => {
+  const out = folder('ds-faults-cli-');
+  let summary: FaultSummary;
+
+  test(
+    'a fixed-seed batch: calibration, two faults, every invariant held, the summary in its contract',
+    async () => {
+      const result = await runCli('faults', ['--seed', 'ci-1', '--runs', '2', '--out', out, '--json']);
+      expect(result.stderr).toContain('[faults] calibration-A: calibration');
+      summary = FaultSummary.parse(JSON.parse(result.stdout));
+      expect({ code: result.code, ok: summary.ok, failures: summary.failures }).toEqual({ code: 0, ok: true, failures: [] });
+      expect(summary.runs).toBe(2);
+      expect(Object.values(summary.faults).reduce((a, b) => a + b, 0)).toBe(2);
+      expect(Object.values(summary.points).reduce((a, b) => a + b, 0)).toBe(2);
+      expect(Object.keys(summary.violations).sort()).toEqual([...INVARIANTS].sort());
+      expect(Object.values(summary.violations).every((n) => n === 0)).toBe(true);
+      expect(Object.keys(summary.calibration).sort()).toEqual(['A', 'B', 'C']);
+      // Every run left its record: plan, the instant, exits, invariants, fingerprint.
+      const records = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as unknown;
+      expect(records).toEqual(summary);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'rerunning one run of the seed reproduces it exactly',
+    async () => {
+      const result = await runCli('faults', ['--seed', 'ci-1', '--run', '2', '--out', out, '--json']);
+      const rerun = FaultSummary.parse(JSON.parse(result.stdout));
+      expect(result.stderr).toContain('calibration: reused');
+      expect({ code: result.code, reproduction: rerun.reproduction }).toEqual({ code: 0, reproduction: { run: 2, compared: true, same: true, differences: [] } });
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test('misuse is refused with exit 2 and the usage', async () => {
+    for (const args of [['--runs', '-1'], ['--run', '3'], ['--runs', '2', '--run', '1', '--seed', 's'], ['--nope']]) {
+      const result = await runCli('faults', args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toContain('usage: npm run faults');
+    }
+  });
+});
+
+describe('one run, one fault', () => {
+  test(
+    'a file changed by a third party while the runtime was down: unknown outcome, RECOVERING, nothing retried',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-tamper-'), REPO, null);
+      const result = await runFaultPlan(setup, planOf('runtime.intent.before_file_op', 'workspace_tampered', 4));
+      expect(result.reached).toMatchObject({ point: 'runtime.intent.before_file_op', kind: 'workspace_tampered', context: { op: 'write', path: 'notes/findings.md' } });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      const events = eventsOf(result.runDir);
+      const unknown = events.filter((e) => e.event_type === 'ActionEvent.ToolOutcomeUnknown');
+      expect(unknown).toHaveLength(1);
+      const state = subjectProjection.applyAll(subjectProjection.initial(), events.filter((e) => e.event_type !== 'SystemEvent.StoreSealed'));
+      expect(state.lifecycle_state).toBe('RECOVERING');
+      // Read-only from then on: no file intent other than reads after the unknown outcome.
+      const after = events.filter((e) => e.seq > unknown[0]!.seq && e.event_type === 'ActionEvent.ExecutionIntentRecorded');
+      expect(after.every((e) => (e.payload as { op: string }).op === 'read')).toBe(true);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'the forged case: a planted bug in reconciliation is invisible in a clean run and reported after a kill at the right instant',
+    async () => {
+      // A copy of the code with one line changed; node_modules shared by a link.
+      const code = folder('ds-faults-planted-');
+      for (const part of ['schema', 'projector', 'writer', 'runtime', 'controller', 'oracle', 'experiments', 'package.json', 'tsconfig.json']) {
+        cpSync(path.join(REPO, part), path.join(code, part), { recursive: true, filter: (source) => !source.includes(`${path.sep}runs${path.sep}`) && !source.endsWith('.lock.dsse.json') });
+      }
+      symlinkSync(path.join(REPO, 'node_modules'), path.join(code, 'node_modules'));
+      const tool = path.join(code, 'runtime', 'files-tool.ts');
+      const honest = "if (observed === intent.intended_post_hash) return { outcome: 'happened', observed_hash: observed, detail };";
+      const source = readFileSync(tool, 'utf8');
+      expect(source).toContain(honest);
+      writeFileSync(tool, source.replace(honest, "if (observed === intent.intended_post_hash) return { outcome: 'did_not_happen', observed_hash: observed, detail };"));
+
+      const out = folder('ds-faults-planted-out-');
+      mkdirSync(out, { recursive: true });
+      const setup = prepareHarness(out, code, null);
+      const result = await runFaultPlan(setup, planOf('runtime.file_op.before_outcome', 'kill_runtime', 4));
+      expect(result.reached).toMatchObject({ point: 'runtime.file_op.before_outcome', kind: 'kill_runtime', context: { op: 'write', path: 'notes/findings.md' } });
+      expect(result.violations).toContain('no_unexplained_side_effect');
+      const detail = result.invariants.find((i) => i.invariant === 'no_unexplained_side_effect')!.details.join('\n');
+      expect(detail).toContain('notes/findings.md');
+      expect(existsSync(path.join(result.recordDir, 'fault-run.json'))).toBe(true);
+    },
+    RUN_TIMEOUT_MS,
+  );
+});
