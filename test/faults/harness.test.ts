@@ -107,6 +107,22 @@ describe('one run, one fault', () => {
   );
 
   test(
+    'the runtime killed with its model call under way: the stop records that the answer is lost, and nothing else is',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-model-'), REPO, null);
+      const result = await runFaultPlan(setup, planOf('runtime.model_call.in_flight', 'kill_runtime', 3));
+      expect(result.reached).toMatchObject({ point: 'runtime.model_call.in_flight', kind: 'kill_runtime', context: { wake_id: 'wake-0003', call_number: 1 } });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      const events = eventsOf(result.runDir);
+      const stop = events.find((e) => e.event_type === 'SystemEvent.EmergencyStopped');
+      expect((stop?.payload as { reason: string } | undefined)?.reason).toMatch(/wake-0003 .*model call 1 was under way and its outcome is not in the store: whatever the model answered \(and what it cost\) is lost, unrecorded, and the call is not repeated/);
+      // No model event of that wake: the call left no trace but the stop's words.
+      expect(events.filter((e) => e.correlation_id === 'wake-0003' && e.event_type.startsWith('ModelOutputEvent.'))).toEqual([]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
     'the forged case: a planted bug in reconciliation is invisible in a clean run and reported after a kill at the right instant',
     async () => {
       // A copy of the code with one line changed; node_modules shared by a link.
