@@ -94,6 +94,7 @@ async function calibration(options: HarnessOptions, queue: PQueue, failures: Fau
   const results = await Promise.all(
     GROUPS.map((group) =>
       queue.add(async () => {
+        options.onProgress(`start calibration-${group}: a clean run counting every point's hits`);
         const result = await calibrate(options.setup, group, instanceSeedOf(options.seed));
         options.onProgress(describe(result));
         failures.push(...failuresOf(options.seed, 0, result, `npm run faults -- --seed ${JSON.stringify(options.seed)} --runs 0 --out ${JSON.stringify(options.setup.outDir)}`));
@@ -129,6 +130,7 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
   await Promise.all(
     plans.map((plan) =>
       queue.add(async () => {
+        options.onProgress(`start ${String(plan.index).padStart(4, '0')}: ${plan.group} ${plan.kind} at hit ${plan.hit}/${plan.hits_in_calibration} of ${plan.point} (${done} of ${plans.length} done)`);
         const result = await runFaultPlan(options.setup, plan);
         results.push(result);
         done += 1;
