@@ -311,7 +311,7 @@ function carryOut(reached: FaultReached, faultDir: string, controllerPid: number
   const victimRole = killedRole(reached.kind);
   if (victimRole === null) throw new Error(`bug: ${reached.kind} froze the ${reached.role} but kills nobody`);
   const victim = victimRole === 'controller' ? controllerPid : readPid(faultDir, victimRole);
-  if (victim === null) notes.push(`no ${victimRole} pid was recorded: nothing to kill`);
+  if (victim === null) notes.push(`no ${victimRole} was running at that instant (no pid file names a live one): nothing to kill`);
   else notes.push(`SIGKILL to the ${victimRole} (pid ${victim}${alive(victim) ? '' : ', already gone'}) while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
   if (victim !== null) signal(victim, 'SIGKILL');
   if (victim !== reached.pid) signal(reached.pid, 'SIGCONT');
