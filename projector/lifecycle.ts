@@ -48,7 +48,7 @@ const ROWS: readonly Row[] = [
   // An operator may resume an emergency-stopped instance (`--resume`, issue 4 item 9).
   // The stop ended any wake, so it resumes between wakes — read-only (RECOVERING) while an
   // unknown tool outcome is still open: stopping does not resolve it, and refusing the resume
-  // left such an instance unable ever to finish (found by the fault harness, issue 8).
+  // left such an instance unable ever to finish (found while building the fault harness's invariants, issue 8).
   ['STOPPED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']],
 ];
 

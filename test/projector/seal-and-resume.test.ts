@@ -82,7 +82,7 @@ describe('resuming an emergency-stopped subject', () => {
   });
 
   test('resumed with an unknown tool outcome still open: RECOVERING (read-only), the outcome still open, resolvable only by an operator', () => {
-    // 1.1.0 refused this Resumed, which left such an instance unable ever to finish (the fault harness found it).
+    // 1.1.0 refused this Resumed, which left such an instance unable ever to finish (found while building the fault harness).
     const r = new SubjectStream().open();
     r.push(d.wakeStarted('w1'));
     r.push(d.modelAnswered('w1'));
