@@ -8,7 +8,7 @@
 // The harness is the host here: it may open events.db to damage snapshots (a cache) and write
 // into the workspace (a third party). It never touches events or signed files.
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
@@ -444,9 +444,4 @@ export function calibrationOf(results: Readonly<Record<(typeof GROUPS)[number], 
 /** The command that reruns one run of a harness seed. */
 export function reproduceCommand(seed: string, index: number): string {
   return `npm run faults -- --seed ${JSON.stringify(seed)} --run ${index}`;
-}
-
-export function listRecords(outDir: string): string[] {
-  const runs = path.join(outDir, 'runs');
-  return existsSync(runs) ? readdirSync(runs).sort() : [];
 }
