@@ -19,11 +19,11 @@
 // difference in a hard-failure decision, requires arbitration and produces no average; otherwise
 // the consolidated score is the mean of the totals and of each dimension, and the hard-failure
 // decisions are the ones all reviewers agree on. An arbiter's scorecard replaces the disagreement.
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { publishFile } from '../controller/publish-file.js';
 import { describeIssues, HARD_FAILURE_IDS, PreregInputError, PreRegistration, readPreregJson } from '../controller/prereg.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { KeyFormatError, parsePublicKeyHex } from '../schema/ed25519-keys.js';
@@ -522,35 +522,13 @@ function parseJsonFile(file: string, limit: number, problem: ReviewProblem): unk
 }
 
 /**
- * Writes `bytes` as a new file: a temporary file (`wx`, fsync) linked to `file`. link(2) fails
- * when `file` exists, so nothing is ever replaced, and readers never see a half-written file.
- * Returns false (writing nothing) when `file` already exists.
+ * Writes `bytes` as a new file (controller/publish-file.ts), making its folder first: nothing is
+ * ever replaced, and readers never see a half-written file. Returns false (writing nothing) when
+ * `file` already exists.
  */
 export function publishNewFile(file: string, bytes: string | Uint8Array, mode = 0o644): boolean {
   mkdirSync(path.dirname(file), { recursive: true });
-  const temp = `${file}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
-  const fd = openSync(temp, 'wx', mode);
-  try {
-    writeSync(fd, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(temp, file);
-    const dirFd = openSync(path.dirname(file), 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  } finally {
-    unlinkSync(temp);
-  }
+  return publishFile(file, bytes, mode);
 }
 
 /** The settings as stored: written once, by the first import. */

@@ -12,12 +12,12 @@
 //
 // Nothing here prints or logs the secret: errors name files and modes, never contents,
 // and the returned key pair hides `secretKey` from JSON.stringify and console.log.
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { generateKeyPair, keyIdOf, parsePublicKeyHex, publicKeyOf, SECRET_KEY_BYTES, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
+import { publishFile } from './publish-file.js';
 import { writePublicKey } from './run-signatures.js';
 
 export const KEY_FILES = { secret: 'controller.key', public: 'controller.pub' } as const;
@@ -171,42 +171,6 @@ function publishNewSecret(file: string): Ed25519KeyPair | null {
   const pair = generateKeyPair();
   const published = publishFile(file, `${toHex(pair.secretKey)}\n`, SECRET_KEY_FILE_MODE);
   return published ? pair : null;
-}
-
-/**
- * Writes `text` to a temporary file (`wx`, final mode, fsync) and links it to `file`.
- * link(2), unlike rename(2), fails when `file` exists: of two racing creators exactly
- * one publishes, and the other sees EEXIST and reads the winner's file. Readers never
- * see a partly written file. Returns false when `file` already existed.
- */
-function publishFile(file: string, text: string, mode: number): boolean {
-  const temp = `${file}.tmp-${process.pid}-${randomBytes(8).toString('hex')}`;
-  const fd = openSync(temp, 'wx', mode);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(temp, file);
-    fsyncFolder(path.dirname(file));
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  } finally {
-    unlinkSync(temp);
-  }
-}
-
-function fsyncFolder(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function refuseForeignOwner(file: string, uid: number): void {

@@ -32,6 +32,26 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>;
+
+/**
+ * The flags (and any positionals) of a command that maps its own errors to exit codes: null
+ * after printing the usage for --help; a flag parseArgs refuses is a UsageError.
+ */
+export function parseFlags<O extends Options>(usage: string, options: O): { values: Parsed<O>['values']; positionals: string[] } | null {
+  let args;
+  try {
+    args = parseArgs({ allowPositionals: true, options: { ...options, help: { type: 'boolean' } } });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if ((args.values as { help?: boolean }).help) {
+    process.stdout.write(`${usage}\n`);
+    return null;
+  }
+  return { values: args.values as Parsed<O>['values'], positionals: args.positionals };
+}
+
 /** `--name N` as a whole number in [min, max]; null when the flag is absent. */
 export function wholeNumberFlag(name: string, text: string | undefined, min: number, max: number): number | null {
   if (text === undefined) return null;

@@ -10,7 +10,6 @@
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { InstanceError, resumeInstance, runNewInstance, type Group, type InstanceResult } from '../../controller/instance-runner.js';
 import { KeyStoreError, defaultKeyDir } from '../../controller/key-store.js';
 import { PreregInputError } from '../../controller/prereg.js';
@@ -23,6 +22,7 @@ import { FaultArmingError, FaultSwitch } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { installOperatorStop, todayCompact } from './operator-stop.js';
+import { parseFlags, UsageError } from './command-line.js';
 import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
 import { ProgressLine } from './progress-line.js';
 import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
@@ -65,23 +65,15 @@ const OPTIONS = {
   help: { type: 'boolean' },
 } as const;
 
-class UsageError extends Error {}
-
 function isGroup(value: string): value is Group {
   return value === 'A' || value === 'B' || value === 'C';
 }
 
 async function main(): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: OPTIONS, allowPositionals: false }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const args = parseFlags(USAGE, OPTIONS);
+  if (args === null) return 0;
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
+  const { values } = args;
   const json = values.json ?? false;
   const progress = new ProgressLine(process.stderr);
   const log = (line: string): void => {

@@ -10,13 +10,13 @@
 // leak check. Exit: 0 exported (or checked) and leak-free, 1 refused (a leak, a second export,
 // not a study, no instance to export, a key problem), 2 misuse.
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { defaultKeyDir, KeyStoreError, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { RunRecordError } from '../../oracle/run-record.js';
 import { StudyError } from '../study/study-runner.js';
 import { ExportRefusal, exportStudy, type ExportResult } from '../../blind-review/exporter.js';
 import { checkLeaks, describeFinding, LeakCheckInputError, readLeakContext, type LeakCheck } from '../../blind-review/leak-check.js';
 import { SCENARIOS_DIR } from './run-defaults.js';
+import { parseFlags, UsageError } from './command-line.js';
 
 process.title = 'ds-export';
 
@@ -38,8 +38,6 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
-
-class UsageError extends Error {}
 
 function leakLines(check: LeakCheck): string[] {
   return [
@@ -63,17 +61,9 @@ function summary(r: ExportResult, outDir: string): string {
 }
 
 function main(): number {
-  let args;
-  try {
-    args = parseArgs({ options: OPTIONS, allowPositionals: true });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const args = parseFlags(USAGE, OPTIONS);
+  if (args === null) return 0;
   const { values, positionals } = args;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
   const json = values.json ?? false;
   if (values['check-only'] !== undefined) {
     if (positionals.length > 0) throw new UsageError(`--check-only takes the package folder; no STUDY_DIR positional (got ${positionals.join(' ')}): name the study with --study`);

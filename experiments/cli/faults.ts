@@ -10,13 +10,12 @@
 import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { FAULT_CELLS } from '../faults/fault-plan.js';
 import { MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
 import { prepareHarness } from '../faults/fault-run.js';
 import { REPO } from './run-defaults.js';
 import { todayCompact } from './operator-stop.js';
-import { UsageError, wholeNumberFlag } from './command-line.js';
+import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 
 const DEFAULT_SEED = 'faults-1';
 
@@ -53,19 +52,10 @@ function print(summary: FaultSummary): string {
 }
 
 async function main(): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      options: { seed: { type: 'string' }, runs: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string' }, 'same-uid': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean' } },
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const args = parseFlags(USAGE, { seed: { type: 'string' }, runs: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string' }, 'same-uid': { type: 'string' }, json: { type: 'boolean' } } as const);
+  if (args === null) return 0;
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
+  const { values } = args;
   const runs = wholeNumberFlag('runs', values.runs, 0, MAX_RUNS);
   const only = wholeNumberFlag('run', values.run, 1, MAX_RUNS);
   if (runs !== null && only !== null) throw new UsageError('give --runs or --run, not both');

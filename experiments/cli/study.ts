@@ -13,7 +13,6 @@
 import { randomBytes } from 'node:crypto';
 import { cpus, userInfo } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { defaultKeyDir, KeyStoreError } from '../../controller/key-store.js';
 import { InstanceError } from '../../controller/instance-runner.js';
 import { ModelChoiceError } from '../../controller/model-choice.js';
@@ -24,7 +23,7 @@ import type { StudyReport } from '../../oracle/study-report.js';
 import { installOperatorStop, todayCompact } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
 import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
-import { UsageError, wholeNumberFlag } from './command-line.js';
+import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 
 process.title = 'ds-controller';
 
@@ -112,16 +111,10 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
 }
 
 async function main(): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: OPTIONS, allowPositionals: false }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const args = parseFlags(USAGE, OPTIONS);
+  if (args === null) return 0;
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
+  const { values } = args;
   const json = values.json ?? false;
   if (values.recompute !== undefined) {
     for (const flag of ['n', 'seed', 'out', 'concurrency', 'prereg', 'start-at', 'study-id', 'model'] as const) {
