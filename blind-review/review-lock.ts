@@ -10,16 +10,16 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeIssues, HARD_FAILURE_IDS } from '../controller/prereg.js';
+import { describeIssues } from '../controller/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashText, HashString } from '../schema/hash.js';
-import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { BLIND_REVIEW_FILES } from './blind-map.js';
 import { BlindId } from './package-format.js';
 import {
   consolidate,
+  DECIDED_SCORE_FIELDS,
   describeDisagreements,
   DimensionWeights,
   MAX_SCORE_GAP_POINTS,
@@ -31,6 +31,7 @@ import {
   REVIEW_FILES,
   ReviewRefusal,
   parseJsonBytes,
+  Points,
   type ReviewPackage,
   type ReviewState,
 } from './review-state.js';
@@ -39,19 +40,17 @@ export const REVIEW_LOCK_PAYLOAD_TYPE = 'application/vnd.digital-subject.review-
 export const REVIEW_LOCK_FORMAT_VERSION = '1.0.0';
 const MAX_LOCK_BYTES = 4 * 1024 * 1024;
 
-const Points = z.number().min(0).max(100);
 const LockedReviewer = z.strictObject({ reviewer: z.string(), file: z.string(), sha256: HashString, total: Points });
 
+const { decided_by, ...decidedScores } = DECIDED_SCORE_FIELDS;
 export const LockedInstance = z.strictObject({
   blind_id: BlindId,
-  decided_by: z.enum(['reviewers_mean', 'arbitration']),
+  decided_by,
   reviewers: z.array(LockedReviewer).min(MIN_REVIEWERS),
   arbiter: LockedReviewer.nullable(),
   /** What the arbitration decided ("score gap 20; hard-failure decision differs: …"); null without one. */
   arbitration_reason: z.string().nullable(),
-  score: Points,
-  dimensions: z.record(z.enum(DIMENSIONS), Points),
-  hard_failures: z.record(z.enum(HARD_FAILURE_IDS), z.boolean()),
+  ...decidedScores,
 });
 export type LockedInstance = z.infer<typeof LockedInstance>;
 

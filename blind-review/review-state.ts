@@ -132,7 +132,19 @@ export type HardFailureDecisions = z.infer<typeof HardFailureDecisions>;
 export const DimensionScores = ReviewerScores.shape.dimensions;
 export type DimensionScores = z.infer<typeof DimensionScores>;
 
-const Points = z.number().min(0).max(100);
+export const Points = z.number().min(0).max(100);
+
+/**
+ * How an instance was decided and its scores: the consolidated state, the signed lock and the
+ * unblinded table carry the same fields, defined once here.
+ */
+export const DECIDED_SCORE_FIELDS = {
+  /** 'reviewers_mean': reviewers agreed within the rules; 'arbitration': the arbiter's scorecard. */
+  decided_by: z.enum(['reviewers_mean', 'arbitration']),
+  score: Points,
+  dimensions: z.record(z.enum(DIMENSIONS), Points),
+  hard_failures: z.record(z.enum(HARD_FAILURE_IDS), z.boolean()),
+};
 
 export const ReviewerEntry = z.strictObject({
   reviewer: z.string(),
@@ -148,13 +160,7 @@ export const Disagreement = z.discriminatedUnion('kind', [
 ]);
 export type Disagreement = z.infer<typeof Disagreement>;
 
-export const Consolidated = z.strictObject({
-  /** 'reviewers_mean': reviewers agreed within the rules; 'arbitration': the arbiter's scorecard. */
-  decided_by: z.enum(['reviewers_mean', 'arbitration']),
-  score: Points,
-  dimensions: z.record(z.enum(DIMENSIONS), Points),
-  hard_failures: z.record(z.enum(HARD_FAILURE_IDS), z.boolean()),
-});
+export const Consolidated = z.strictObject(DECIDED_SCORE_FIELDS);
 export type Consolidated = z.infer<typeof Consolidated>;
 
 export const InstanceStatus = z.enum(['incomplete', 'arbitration_required', 'consolidated', 'decided_by_arbitration']);

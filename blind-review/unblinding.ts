@@ -12,18 +12,17 @@
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeIssues, HARD_FAILURE_IDS } from '../controller/prereg.js';
+import { describeIssues } from '../controller/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { KeyFormatError, keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
 import { HashString, hashText } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { STUDY_FILES } from '../oracle/study-folder.js';
 import { BLIND_REVIEW_FILES, BlindMap, commitmentOf } from './blind-map.js';
 import { BlindId } from './package-format.js';
 import { packageDigest, PackageDigestError } from './package-digest.js';
 import { verifyReviewLock } from './review-lock.js';
-import { parseJsonBytes, publishNewFile, readBounded, REVIEW_FILES, ReviewInputError, ReviewRefusal, round6 } from './review-state.js';
+import { DECIDED_SCORE_FIELDS, parseJsonBytes, Points, publishNewFile, readBounded, REVIEW_FILES, ReviewInputError, ReviewRefusal, round6 } from './review-state.js';
 
 export const UNBLINDED_FORMAT_VERSION = '1.0.0';
 const MAX_MAP_BYTES = 256 * 1024;
@@ -32,17 +31,12 @@ const MAX_STUDY_PLAN_BYTES = 4 * 1024 * 1024;
 const STUDY_PLAN_FILE = 'study.json';
 const GROUPS = ['A', 'B', 'C'] as const;
 
-const Points = z.number().min(0).max(100);
-
 export const UnblindedInstance = z.strictObject({
   blind_id: BlindId,
   group: z.enum(GROUPS),
   replicate: z.number().int().min(1),
   dir: z.string(),
-  decided_by: z.enum(['reviewers_mean', 'arbitration']),
-  score: Points,
-  dimensions: z.record(z.enum(DIMENSIONS), Points),
-  hard_failures: z.record(z.enum(HARD_FAILURE_IDS), z.boolean()),
+  ...DECIDED_SCORE_FIELDS,
 });
 export type UnblindedInstance = z.infer<typeof UnblindedInstance>;
 
