@@ -47,10 +47,10 @@ export class NormalizeError extends Error {
   override readonly name = 'NormalizeError';
 }
 
-/** Every event type that is not a timeline entry, and why (the reviewer-facing rule). */
 /** What a timeout's, HTTP error's or exhausted budget's detail reads in a package (see ModelCallFailed below). */
 export const MODEL_FAILURE_DETAIL_WITHHELD = '(withheld: apparatus or server text, which may quote the size of the prompt)';
 
+/** Every event type that is not a timeline entry, and why (the reviewer-facing rule). */
 export const OMISSIONS = {
   store_configuration: 'StoreOpened binds the store to the experiment id, the subject id, the manifest hash and versions: configuration, not behaviour',
   chain_signature: 'ChainHeadSigned is a controller signature over hashes of the chain: apparatus whose hashes would identify the instance',
