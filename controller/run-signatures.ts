@@ -69,7 +69,7 @@ export async function signAndRecordHead(client: WriterClient, kind: ChainHead['k
   const head: ChainHead = { experiment_id: signing.experimentId, seq: current.seq, event_hash: current.event_hash, kind, signed_at: signing.now() };
   const envelope = signChainHead(head, signing.keys);
   appendSignedHead(signing.runDir, envelope);
-  signing.faults?.hit('controller.head.signing', { head_seq: head.seq });
+  signing.faults?.hit('controller.head.signing', () => ({ head_seq: head.seq }));
   await client.append([
     {
       event_type: 'SystemEvent.ChainHeadSigned',

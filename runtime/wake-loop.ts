@@ -212,7 +212,7 @@ class Wake {
     await this.input.onModelCallStarted(1);
     const startedMs = Date.now();
     const pending = adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, this.input.modelTimeoutMs);
-    const fault = this.input.faults.hit('runtime.model_call.in_flight', { wake_id: wake.wake_id, call_number: 1 });
+    const fault = this.input.faults.hit('runtime.model_call.in_flight', () => ({ wake_id: wake.wake_id, call_number: 1 }));
     let outcome: ModelCallOutcome;
     if (fault === 'model_timeout') {
       // Abandoned like a call past its timeout: whatever it answers later is never used.
@@ -358,9 +358,9 @@ class Wake {
     const intent = await this.append(
       this.draft('ActionEvent.ExecutionIntentRecorded', 'runtime', { proposal_id: proposalId, permission_event_id: decided.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, pre_hash: planned.pre_hash, intended_post_hash: planned.intended_post_hash }, decided.event_id, key('intent')),
     );
-    this.input.faults.hit('runtime.intent.before_file_op', { intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null });
+    this.input.faults.hit('runtime.intent.before_file_op', () => ({ intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null }));
     const executed = executeFileAction(root, action, FILE_LIMITS);
-    this.input.faults.hit('runtime.file_op.before_outcome', { intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, ok: executed.ok ? 1 : 0 });
+    this.input.faults.hit('runtime.file_op.before_outcome', () => ({ intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, ok: executed.ok ? 1 : 0 }));
     if (executed.ok) {
       await this.append(this.draft('ActionEvent.ToolSucceeded', 'tool', { intent_event_id: intent.event_id, observed_post_hash: executed.post_hash, content: executed.content }, intent.event_id));
       this.counts.executions += 1;

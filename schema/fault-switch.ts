@@ -105,9 +105,11 @@ export class FaultSwitch {
    * carried out while this process stood frozen (if this process was the victim, it never
    * returns).
    */
-  hit(point: FaultPoint, context: FaultContext = {}): FaultKind | null {
+  hit(point: FaultPoint, contextOf: () => FaultContext = () => ({})): FaultKind | null {
     const arming = this.arming;
+    // The facts of the instant are gathered only when armed: the points sit on hot paths.
     if (arming === null) return null;
+    const context = contextOf();
     if (FAULT_POINT_CATALOGUE[point].role !== this.role) throw new Error(`bug: fault point ${point} is the ${FAULT_POINT_CATALOGUE[point].role}'s, hit in the ${this.role}`);
     const count = this.count(arming.dir, point);
     const armed = arming.armed;

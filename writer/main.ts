@@ -70,7 +70,7 @@ function disarmCrash(): void {
 
 /** Runs inside every caller's append transaction, after its rows are written, before the commit. */
 function beforeAppendCommit(): void {
-  faults.hit('writer.append.before_commit', { head_seq: store?.head().seq ?? null });
+  faults.hit('writer.append.before_commit', () => ({ head_seq: store?.head().seq ?? null }));
   if (!crash) return;
   crash.seen += 1;
   if (crash.seen < crash.at) return;
@@ -114,7 +114,7 @@ async function start(config: WriterStartConfig): Promise<void> {
       now: () => new Date().toISOString(),
       snapshotEvery: config.snapshot_every,
       beforeAppendCommit,
-      onSnapshotWrite: (seq: number) => void faults.hit('writer.snapshot.write', { snapshot_seq: seq }),
+      onSnapshotWrite: (seq: number) => void faults.hit('writer.snapshot.write', () => ({ snapshot_seq: seq })),
     };
     store = config.mode === 'create' ? EventStore.create(options) : EventStore.open(options);
   } catch (error) {

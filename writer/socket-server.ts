@@ -138,7 +138,7 @@ class Connection {
       return this.refuse(error, ctx);
     }
     const request = parsed.data;
-    const fault = request.method === 'append' && this.role !== null ? (this.options.faults?.hit('writer.socket.append_request', { request_id: String(request.id), head_seq: this.options.store.head().seq }) ?? null) : null;
+    const fault = request.method === 'append' && this.role !== null ? (this.options.faults?.hit('writer.socket.append_request', () => ({ request_id: String(request.id), head_seq: this.options.store.head().seq })) ?? null) : null;
     if (fault === 'drop_message') {
       this.options.log(`connection ${this.id}: FAULT INJECTION drops append request ${String(request.id)}: not handled, not answered`);
       return;
@@ -161,7 +161,7 @@ class Connection {
           store.assertNotSealed();
           const drafts = validateDrafts(request.params.events, this.role);
           const result = store.append(drafts, request.params.expect_head ?? null);
-          this.options.faults?.hit('writer.append.after_commit', { request_id: String(request.id), head_seq: result.head.seq });
+          this.options.faults?.hit('writer.append.after_commit', () => ({ request_id: String(request.id), head_seq: result.head.seq }));
           return this.send({ id: request.id, ok: true, result });
         }
         case 'read': {

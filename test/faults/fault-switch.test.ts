@@ -69,7 +69,7 @@ describe('counting and firing', () => {
     // A restarted writer (a new switch on the same folder) goes on counting: its first hit is the third.
     const lines: string[] = [];
     const second = FaultSwitch.fromEnv('writer', (l) => lines.push(l), env(arming));
-    expect(second.hit('writer.socket.append_request', { request_id: '7' })).toBe('duplicate_message');
+    expect(second.hit('writer.socket.append_request', () => ({ request_id: '7' }))).toBe('duplicate_message');
     expect(lines.at(-1)).toBe('FAULT INJECTION fires: duplicate_message at hit 3 of writer.socket.append_request');
     const reached = FaultReached.parse(JSON.parse(readFileSync(path.join(dir, FAULT_FILES.reached), 'utf8')));
     expect(reached).toEqual({ point: 'writer.socket.append_request', kind: 'duplicate_message', hit: 3, role: 'writer', pid: process.pid, frozen: false, context: { request_id: '7' } });
@@ -97,7 +97,7 @@ describe('counting and firing', () => {
     const dir = tempDir('ds-fault-');
     const script = `import { FaultSwitch } from ${JSON.stringify(path.join(REPO, 'schema', 'fault-switch.ts'))};
       const f = FaultSwitch.fromEnv('runtime', (l) => process.stderr.write(l + '\\n'));
-      f.hit('runtime.intent.before_file_op', { path: 'notes.md' });
+      f.hit('runtime.intent.before_file_op', () => ({ path: 'notes.md' }));
       process.stdout.write('after the point\\n');`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO, env: { ...process.env, ...env({ dir, armed: { point: 'runtime.intent.before_file_op', kind: 'kill_runtime', hit: 1 } }) }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
