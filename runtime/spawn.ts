@@ -185,6 +185,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
       }
       case 'wake_done': {
         const { type: _type, ...report } = message;
+        modelCallsInFlight.delete(report.wake_id);
         const entry = settle(report.wake_id);
         if (entry) entry.resolve(report);
         else process.stderr.write(`[spawnRuntime] wake_done for ${report.wake_id}, which nobody waits for (timed out?)\n`);
@@ -192,6 +193,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
       }
       case 'wake_failed': {
         const { type: _type, ...failure } = message;
+        modelCallsInFlight.delete(failure.wake_id);
         const entry = settle(failure.wake_id);
         if (entry) entry.reject(new RuntimeWakeError('wake_failed', failure.wake_id, `wake ${failure.wake_id} failed (${failure.code}): ${failure.message}`, failure));
         else process.stderr.write(`[spawnRuntime] wake_failed for ${failure.wake_id}, which nobody waits for: ${failure.code}: ${failure.message}\n`);

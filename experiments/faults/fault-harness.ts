@@ -20,7 +20,7 @@ export const FaultFailure = z.strictObject({
   run: z.number().int().min(0),
   name: z.string(),
   command: z.string(),
-  invariant: z.string(),
+  invariant: z.enum(INVARIANTS),
   detail: z.string(),
 });
 export type FaultFailure = z.infer<typeof FaultFailure>;
@@ -71,7 +71,7 @@ function cellName(point: FaultPoint, kind: FaultKind): string {
 function failuresOf(seed: string, run: number, result: FaultRunResult, command: string): FaultFailure[] {
   return result.invariants
     .filter((i) => !i.ok)
-    .map((i) => ({ seed, run, name: result.name, command, invariant: i.invariant, detail: (i.details.filter((d: string) => !d.startsWith('note:')).join(' | ') || 'no detail').slice(0, MAX_DETAIL_CHARS) }));
+    .map((i) => ({ seed, run, name: result.name, command, invariant: i.invariant, detail: (i.details.filter((d) => !d.startsWith('note:')).join(' | ') || 'no detail').slice(0, MAX_DETAIL_CHARS) }));
 }
 
 function describe(result: FaultRunResult): string {
@@ -151,7 +151,7 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
     exercised[cell] = (exercised[cell] ?? 0) + 1;
   }
   const violations = Object.fromEntries(INVARIANTS.map((i) => [i, 0])) as Record<Invariant, number>;
-  for (const failure of failures) violations[failure.invariant as Invariant] += 1;
+  for (const failure of failures) violations[failure.invariant] += 1;
 
   let reproduction: FaultSummary['reproduction'] = null;
   if (options.only !== null) {

@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import type { Group } from '../../controller/instance-runner.js';
 import { seededRandom } from '../../controller/seeded-random.js';
-import { APPLICABLE_KINDS, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint } from '../../schema/fault-points.js';
+import { APPLICABLE_KINDS, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint, type FaultReached } from '../../schema/fault-points.js';
 
 export const GROUPS: readonly Group[] = ['A', 'B', 'C'];
 
@@ -91,4 +91,11 @@ export function planFaultRun(seed: string, index: number, calibration: Calibrati
 
 export function planFaultRuns(seed: string, runs: number, calibration: Calibration): FaultRunPlan[] {
   return Array.from({ length: runs }, (_, i) => planFaultRun(seed, i + 1, calibration));
+}
+
+/** The workspace path a workspace_tampered fault overwrites: a move's destination, else the intent's path; null when the point gave none. */
+export function tamperTargetOf(reached: FaultReached): string | null {
+  const { op, path: from, to_path: to } = reached.context;
+  const target = op === 'move' && typeof to === 'string' ? to : from;
+  return typeof target === 'string' ? target : null;
 }

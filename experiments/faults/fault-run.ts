@@ -21,13 +21,20 @@ import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
-import { GROUPS } from './fault-plan.js';
-import { checkStoreInvariants, STORE_INVARIANTS, type InvariantResult } from './invariants.js';
+import { GROUPS, tamperTargetOf } from './fault-plan.js';
+import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 
 /** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
 export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit'] as const;
 export const INVARIANTS = [...RUN_INVARIANTS, ...STORE_INVARIANTS] as const;
 export type Invariant = (typeof INVARIANTS)[number];
+
+/** One invariant's verdict on a run; details say why it failed (and `note:` lines, kept when it held). */
+export interface RunInvariantResult {
+  readonly invariant: Invariant;
+  readonly ok: boolean;
+  readonly details: string[];
+}
 
 /** A controller process (new or resumed) may take this long before the harness kills it and says so. */
 export const CONTROLLER_TIMEOUT_MS = 10 * 60_000;
@@ -89,7 +96,7 @@ export interface FaultRunResult {
   readonly runDir: string;
   readonly reached: FaultReached | null;
   readonly exits: Array<number | null>;
-  readonly invariants: InvariantResult[] | Array<{ invariant: Invariant; ok: boolean; details: string[] }>;
+  readonly invariants: RunInvariantResult[];
   readonly violations: Invariant[];
   readonly notes: string[];
   readonly fingerprint: RunFingerprint;
@@ -294,8 +301,8 @@ function damageSnapshots(dbFile: string, how: 'delete' | 'corrupt'): string {
 }
 
 function tamperWorkspace(runDir: string, reached: FaultReached): string {
-  const target = typeof reached.context.to_path === 'string' && reached.context.op === 'move' ? reached.context.to_path : reached.context.path;
-  if (typeof target !== 'string') throw new Error(`the fault point gave no path to tamper with (${JSON.stringify(reached.context)})`);
+  const target = tamperTargetOf(reached);
+  if (target === null) throw new Error(`the fault point gave no path to tamper with (${JSON.stringify(reached.context)})`);
   const file = path.join(runDir, RUN_FILES.workspace, ...target.split('/'));
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, TAMPERED_CONTENT);
@@ -411,16 +418,16 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   const fired = reached as FaultReached | null;
   // Finished = sealed with its final head signed (the controller may still die after that, in its shutdown).
   const finished = finishedRun(runDir);
-  const runChecks: Array<{ invariant: Invariant; ok: boolean; details: string[] }> = [
+  const runChecks: RunInvariantResult[] = [
     { invariant: 'fault_fired', ok: spec.plan === null || fired !== null, details: spec.plan === null || fired !== null ? [] : [`${spec.plan.kind} at hit ${spec.plan.hit} of ${spec.plan.point} never fired (the point was hit ${hits[spec.plan.point]} time(s)): the run proves nothing about it`] },
     { invariant: 'run_finished', ok: finished, details: finished ? [] : [`the instance did not finish after ${exits.length - 1} resume(s); controller exits ${exits.map((e) => e ?? 'killed').join(', ')} (see ${logFile})`] },
     { invariant: 'processes_exit', ok: orphanProblems.length === 0, details: orphanProblems },
   ];
   const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
     ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })
-    : STORE_INVARIANTS.map((invariant: (typeof STORE_INVARIANTS)[number]) => ({ invariant, ok: false, details: [`no ${RUN_FILES.store} in ${runDir}: the instance never started`] }));
+    : STORE_INVARIANTS.map((invariant) => ({ invariant, ok: false, details: [`no ${RUN_FILES.store} in ${runDir}: the instance never started`] }));
   const invariants = [...runChecks, ...storeChecks];
-  const violations = invariants.filter((i) => !i.ok).map((i) => i.invariant as Invariant);
+  const violations = invariants.filter((i) => !i.ok).map((i) => i.invariant);
   const fingerprint = fingerprintOf(spec.plan, fired, exits, runDir, invariants);
   const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: fired, exits, invariants, violations, notes, fingerprint, durationMs: Date.now() - startedMs, calibration };
   writeFileSync(path.join(recordDir, 'fault-run.json'), `${JSON.stringify(result, null, 2)}\n`);

@@ -25,6 +25,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { restoreDrill } from '../../writer/restore.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
+import { tamperTargetOf } from './fault-plan.js';
 
 export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering'] as const;
 export type StoreInvariant = (typeof STORE_INVARIANTS)[number];
@@ -326,15 +327,9 @@ function lifecyclesAt(events: readonly EventEnvelope[], at: ReadonlySet<number>)
   return { after, final: state.lifecycle_state, stopped: null };
 }
 
-/** The path a workspace_tampered fault overwrote: the destination of a move, else the intent's path (as fault-run.ts does). */
-function tamperedPath(reached: FaultReached): string {
-  const { op, path: from, to_path: to } = reached.context;
-  const target = op === 'move' && typeof to === 'string' ? to : from;
-  return typeof target === 'string' ? target : 'the file of the open intent';
-}
 
 function checkTampering(reached: FaultReached, ledger: Ledger, unknownSeqs: ReadonlyArray<{ seq: number; intentId: string }>): string[] {
-  const where = tamperedPath(reached);
+  const where = tamperTargetOf(reached) ?? 'the file of the open intent';
   const intentId = typeof reached.context.intent_event_id === 'string' ? reached.context.intent_event_id : null;
   // Runtime points carry the intent, not the head: the fault fired after that intent was recorded.
   const headSeq = reached.context.head_seq;
