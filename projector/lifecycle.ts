@@ -50,6 +50,11 @@ const ROWS: readonly Row[] = [
   // unknown tool outcome is still open: stopping does not resolve it, and refusing the resume
   // left such an instance unable ever to finish (found while building the fault harness's invariants, issue 8).
   ['STOPPED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']],
+  // An operator settles an unknown outcome while the run is stopped or paused (`npm run repair`,
+  // issue 9): the subject stays where it is, and the resume finds nothing left open. Refusing
+  // it there left no moment for a repair: a resume goes on with the next wake at once.
+  ['STOPPED', 'SystemEvent.OperatorResolved', ['STOPPED']],
+  ['PAUSED', 'SystemEvent.OperatorResolved', ['PAUSED']],
 ];
 
 const TABLE: ReadonlyMap<string, ReadonlySet<LifecycleState>> = new Map(ROWS.map(([from, trigger, to]) => [`${from}|${trigger}`, new Set(to)]));

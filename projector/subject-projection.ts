@@ -158,7 +158,8 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       const intent = own(state.open_intents, e.payload.intent_event_id);
       if (!intent || intent.outcome !== 'unknown') refuse.because(`intent ${e.payload.intent_event_id} has no unknown outcome to resolve`);
       delete state.open_intents[e.payload.intent_event_id];
-      const to: LifecycleState = hasUnknownOutcome(state) ? 'RECOVERING' : state.current_wake_id !== null ? 'AWAKE' : 'DORMANT';
+      const held = state.lifecycle_state === 'STOPPED' || state.lifecycle_state === 'PAUSED';
+      const to: LifecycleState = held ? state.lifecycle_state : hasUnknownOutcome(state) ? 'RECOVERING' : state.current_wake_id !== null ? 'AWAKE' : 'DORMANT';
       moveLifecycle(state, e.event_type, to, refuse);
       return true;
     }

@@ -9,4 +9,7 @@ export const SUBJECT_PROJECTOR_VERSION = '1.2.0';
 // 1.1.0: STOPPED --SystemEvent.Resumed--> DORMANT (an operator resumes an emergency stop).
 // 1.2.0: STOPPED --SystemEvent.Resumed--> RECOVERING when an unknown tool outcome is open (it
 // was refused, so no stream valid under 1.1.0 projects differently).
-export const STATE_MACHINE_VERSION = '1.2.0';
+// 1.3.0: STOPPED / PAUSED --SystemEvent.OperatorResolved--> the same state (an operator settles an
+// unknown outcome between a stop and the resume; it was refused, so no stream valid under 1.2.0
+// projects differently).
+export const STATE_MACHINE_VERSION = '1.3.0';

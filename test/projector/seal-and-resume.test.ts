@@ -53,8 +53,11 @@ describe('SystemEvent.StoreSealed', () => {
 });
 
 describe('resuming an emergency-stopped subject', () => {
-  test('the table has the row STOPPED --Resumed--> DORMANT or RECOVERING, and no other way out of STOPPED', () => {
-    expect(LIFECYCLE_TABLE.filter(([from]) => from === 'STOPPED')).toEqual([['STOPPED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']]]);
+  test('the table has the row STOPPED --Resumed--> DORMANT or RECOVERING, and no other way out of STOPPED (an operator resolution stays STOPPED)', () => {
+    expect(LIFECYCLE_TABLE.filter(([from]) => from === 'STOPPED')).toEqual([
+      ['STOPPED', 'SystemEvent.Resumed', ['DORMANT', 'RECOVERING']],
+      ['STOPPED', 'SystemEvent.OperatorResolved', ['STOPPED']],
+    ]);
     expect(lifecycleAllows('STOPPED', 'SystemEvent.Resumed', 'DORMANT')).toBe(true);
     expect(lifecycleAllows('STOPPED', 'SystemEvent.Resumed', 'RECOVERING')).toBe(true);
     expect(lifecycleAllows('STOPPED', 'SystemEvent.Resumed', 'AWAKE')).toBe(false);
@@ -95,11 +98,27 @@ describe('resuming an emergency-stopped subject', () => {
     const next = P.apply(resumed, r.push(d.wakeStarted('w2')));
     expect([next.lifecycle_state, next.current_wake_id]).toEqual(['RECOVERING', 'w2']);
   });
+
+  test('an operator resolves the unknown outcome while STOPPED: still STOPPED, the intent closed, and the resume is DORMANT', () => {
+    const r = new SubjectStream().open();
+    r.push(d.wakeStarted('w1'));
+    r.push(d.modelAnswered('w1'));
+    const intent = r.fileIntent('p1');
+    r.push(d.toolOutcomeUnknown(intent.event_id));
+    r.push(d.emergencyStopped());
+    const resolved = P.apply(project(r.events), r.push(d.operatorResolved(intent.event_id)));
+    expect(resolved.lifecycle_state).toBe('STOPPED');
+    expect(resolved.open_intents).toEqual({});
+    const resumed = P.apply(resolved, r.push(d.resumed()));
+    expect([resumed.lifecycle_state, resumed.current_wake_id]).toEqual(['DORMANT', null]);
+    // A second statement about the same intent has nothing left to resolve.
+    expect(() => P.apply(resumed, r.peek(d.operatorResolved(intent.event_id)))).toThrow(/has no unknown outcome to resolve/);
+  });
 });
 
-test('the versions record the rule changes (state machine 1.2.0 since a stop may resume into RECOVERING; the projector 1.2.0 since file reads are executions)', () => {
+test('the versions record the rule changes (state machine 1.3.0 since an operator may resolve an unknown outcome while stopped or paused; the projector 1.2.0 since file reads are executions)', () => {
   expect(SUBJECT_PROJECTOR_VERSION).toBe('1.2.0');
-  expect(STATE_MACHINE_VERSION).toBe('1.2.0');
+  expect(STATE_MACHINE_VERSION).toBe('1.3.0');
   expect(P.version).toBe(SUBJECT_PROJECTOR_VERSION);
   expect(P.stateMachineVersion).toBe(STATE_MACHINE_VERSION);
 });
