@@ -27,8 +27,8 @@ export interface RestoreReport {
   readonly versions: ProjectionVersions;
 }
 
-/** Why a snapshot cannot seed a restore under `versions`, or null when it can. */
-function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: number, versions: ProjectionVersions): string | null {
+/** Why a snapshot cannot seed a restore under `versions`, or null when it can (also the audit desk's rule for the state at a seq). */
+export function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: number, versions: ProjectionVersions): string | null {
   if (meta.seq < 1 || meta.seq > headSeq) return `snapshot at seq ${meta.seq} lies outside the events (seq 1 to ${headSeq}): not used`;
   const differences = versionDifferences(`snapshot at seq ${meta.seq}`, meta.versions, versions);
   if (differences.length > 0) return `${differences.map(describeDifference).join('; ')}: not used`;

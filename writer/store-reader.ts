@@ -184,6 +184,32 @@ export class StoreReader {
     return rows.map((r) => ({ ...r, schema_version: typeof r.schema_version === 'string' ? r.schema_version : null }));
   }
 
+  /**
+   * A page of at most `limit` events next to `seq`: after it in seq order (`direction` 'after'),
+   * or before it, nearest first ('before'); only `types` when given. For paging views of a
+   * large store (the audit desk): SQLite walks the seq (or event_type, seq) index, this process
+   * holds one page.
+   */
+  eventsPage(seq: number, direction: 'after' | 'before', limit: number, types: readonly string[] | null): StoredEventRow[] {
+    const typeFilter = types === null ? '' : ` AND event_type IN (${types.map(() => '?').join(', ')})`;
+    const sql = direction === 'after'
+      ? `SELECT seq, envelope FROM events WHERE seq > ?${typeFilter} ORDER BY seq LIMIT ?`
+      : `SELECT seq, envelope FROM events WHERE seq < ?${typeFilter} ORDER BY seq DESC LIMIT ?`;
+    return this.db.prepare(sql).all(seq, ...(types ?? []), limit) as StoredEventRow[];
+  }
+
+  /** The stored envelope text at `seq`, or null. */
+  envelopeAt(seq: number): string | null {
+    const row = this.db.prepare('SELECT envelope FROM events WHERE seq = ?').get(seq) as { envelope: string } | undefined;
+    return row?.envelope ?? null;
+  }
+
+  /** The seq of the event with this event_id (unique column), or null. */
+  seqOfEventId(eventId: string): number | null {
+    const row = this.db.prepare('SELECT seq FROM events WHERE event_id = ?').get(eventId) as { seq: number } | undefined;
+    return row?.seq ?? null;
+  }
+
   /** Events in (afterSeq, toSeq] in seq order, one row at a time: never the whole store in memory. */
   iterateEvents(afterSeq: number, toSeq: number): IterableIterator<StoredEventRow> {
     return this.db.prepare('SELECT seq, envelope FROM events WHERE seq > ? AND seq <= ? ORDER BY seq').iterate(afterSeq, toSeq) as IterableIterator<StoredEventRow>;

@@ -35,6 +35,7 @@ import { BUILD_PROJECTIONS, type ProjectionCatalog } from '../../writer/projecti
 import { WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { replayStore, type ReplayOptions, type ReplayResult } from '../../writer/replay.js';
 import { StoreReader } from '../../writer/store-reader.js';
+import { buildStoreIndex, type StoreIndex } from '../../audit/store-index.js';
 import { aim, formatRate, log, median, roundTo, timeIt, type Aim } from './bench-util.js';
 
 /** Minimum replay / raw read+parse throughput ratio replay is meant to reach. */
@@ -133,6 +134,8 @@ export interface ReplayBenchReport {
     readonly speedup: number;
     readonly states_match: boolean;
   };
+  /** The audit desk's one pass over the store (links only, events dropped), against raw read + parse. */
+  readonly audit_index: Timed & { readonly ratio_to_raw: number; readonly chains: number; readonly cited_events: number; readonly rss_growth_bytes: number };
   readonly ratio: number;
   readonly aim: Aim;
 }
@@ -481,6 +484,26 @@ async function runReplayCases(dbPath: string, params: ReplayBenchParams): Promis
   };
   log(`replay: state at seq ${target}: ${viaSnapshot.partial.ms.toFixed(0)} ms via snapshot ${String(nearest)} vs ${fromStart.partial.ms.toFixed(0)} ms from seq 1`);
 
+  // The audit desk indexes the links between events in one streaming pass when it opens.
+  await yieldToEventLoop();
+  const auditReader = StoreReader.open(dbPath);
+  const rssBeforeIndex = process.memoryUsage().rss;
+  let index: StoreIndex;
+  try {
+    index = buildStoreIndex(auditReader, () => performance.now());
+  } finally {
+    auditReader.close();
+  }
+  const indexed = timed(index.head_seq, index.build_ms);
+  const auditIndex: ReplayBenchReport['audit_index'] = {
+    ...indexed,
+    ratio_to_raw: roundTo(indexed.events_per_second / raw.events_per_second, 4),
+    chains: index.chains.length,
+    cited_events: index.cited_by.size,
+    rss_growth_bytes: Math.max(0, process.memoryUsage().rss - rssBeforeIndex),
+  };
+  log(`replay: audit desk index ${formatRate(indexed.events_per_second)} events/s (${indexed.ms.toFixed(0)} ms)`);
+
   return {
     store: {
       events: n,
@@ -500,6 +523,7 @@ async function runReplayCases(dbPath: string, params: ReplayBenchParams): Promis
     memory,
     restore,
     state_at_seq: stateAtSeq,
+    audit_index: auditIndex,
     ratio: roundTo(ratio, 4),
     aim: aim(ratio, REPLAY_AIM),
   };
@@ -537,6 +561,8 @@ export function replayTableLines(r: ReplayBenchReport): string[] {
   } else {
     lines.push(partialLine(`state @ seq ${q.seq}`, { ...q.via_snapshot, speedup: q.speedup }, `seq 1 (${ms(q.from_seq_1.ms)})`));
   }
+  const a = r.audit_index;
+  lines.push(`  ${'audit desk index'.padEnd(20)} ${formatRate(a.events_per_second).padStart(10)}  events/s  one pass keeping links only (${ms(a.ms)}; ${a.ratio_to_raw}x raw read+parse; ${a.chains} chains, ${a.cited_events} cited events; RSS +${MB(a.rss_growth_bytes)})`);
   const mismatches = [
     ...(r.restore.clean_stop.state_matches_full ? [] : ['restore (clean stop)']),
     ...(r.restore.crash && !r.restore.crash.state_matches_full ? ['restore (crash)'] : []),

@@ -1,13 +1,13 @@
 // Real experiment instances for tests: a locked copy of the default pre-registration, a key
 // folder of its own, and the controller run in-process (it still spawns a real ds-writer and
 // ds-runtime) or as the real `npm run experiment` command line.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNewInstance, resumeInstance, type Group, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../controller/prereg.js';
+import { spawnCli, type SpawnedCli } from './cli.js';
 import { tempDir } from './writer-fixture.js';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -75,13 +75,8 @@ export function resume(run: InstanceRun, signal: AbortSignal = new AbortControll
 }
 
 /** `npm run experiment` as a real process in its own process group (so a group SIGINT is a Ctrl-C). */
-export function spawnExperimentCli(args: readonly string[]): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'experiments', 'cli', 'experiment.ts'), ...args], { cwd: REPO, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+export function spawnExperimentCli(args: readonly string[]): SpawnedCli {
+  return spawnCli('experiment', args, { detached: true });
 }
 
 /** Resolves once `output()` matches `pattern`; rejects after `timeoutMs`. */

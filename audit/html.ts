@@ -1,0 +1,46 @@
+// HTML built only through a tagged template that escapes every interpolated value unless it
+// is already SafeHtml: the audit desk shows text written by a model and by a world script,
+// so an unescaped value would let a run's content script the auditor's page. The page's
+// Content-Security-Policy (page-layout.ts) refuses scripts anyway; this keeps markup intact.
+
+export class SafeHtml {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+function escapeText(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+type Part = SafeHtml | string | number | boolean | null | undefined | readonly Part[];
+
+function render(value: Part): string {
+  if (value === null || value === undefined || value === false) return '';
+  if (value instanceof SafeHtml) return value.text;
+  if (Array.isArray(value)) return value.map((v: Part) => render(v)).join('');
+  return escapeText(String(value));
+}
+
+/** `html\`<td>${text}</td>\``: strings and numbers escaped, SafeHtml kept, arrays joined, null/undefined/false empty. */
+export function html(strings: TemplateStringsArray, ...values: Part[]): SafeHtml {
+  let out = strings[0] ?? '';
+  for (let i = 0; i < values.length; i += 1) out += render(values[i] as Part) + (strings[i + 1] ?? '');
+  return new SafeHtml(out);
+}
+
+/** A query string from pairs; repeated keys allowed, empty values dropped. */
+export function query(pairs: readonly (readonly [string, string | number | null | undefined])[]): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of pairs) if (value !== null && value !== undefined && value !== '') params.append(key, String(value));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/** Text cut to `maxChars`, saying so: the full text is one click away on the event page. */
+export function cut(text: string, maxChars: number): string {
+  return text.length <= maxChars ? text : `${text.slice(0, maxChars)}… [${text.length - maxChars} more characters]`;
+}

@@ -1,0 +1,50 @@
+// The projected state after the event at a seq, without replaying the whole store: from the
+// newest snapshot at or before that seq whose state still hashes to its hash and whose
+// versions are this build's (the restore drill's rule, writer/restore.ts), plus the events
+// after it. Snapshots passed over are reported with the reason, never skipped silently.
+import type { HashString } from '../schema/hash.js';
+import { replayFrom } from '../writer/replay.js';
+import { snapshotProblem } from '../writer/restore.js';
+import type { StoreReader } from '../writer/store-reader.js';
+import type { ProjectionVersions } from '../writer/projection-versions.js';
+
+export interface StateAtSeq {
+  readonly seq: number;
+  readonly state: unknown;
+  readonly state_hash: HashString;
+  /** The snapshot replay started from; null when it replayed from seq 1. */
+  readonly from_snapshot_seq: number | null;
+  readonly events_replayed: number;
+  /** Snapshots at or before `seq` that were newer than the one used, and why each was not. */
+  readonly snapshots_passed_over: readonly string[];
+  readonly versions: ProjectionVersions;
+}
+
+/** Replays on `reader` (opened read-only by the caller). Throws the replay's typed refusals. */
+export function stateAtSeq(reader: StoreReader, seq: number, versions: ProjectionVersions): StateAtSeq {
+  const headSeq = reader.headSeq();
+  const passedOver: string[] = [];
+  let chosen: number | null = null;
+  const { found, malformed } = reader.snapshots();
+  for (const bad of malformed) if (bad <= seq) passedOver.push(`snapshot row at seq ${bad} is malformed: not used`);
+  // Newest first; bounded by the rows of the snapshots table.
+  for (const meta of found) {
+    if (meta.seq > seq) continue;
+    const problem = snapshotProblem(reader, meta, headSeq, versions);
+    if (problem === null) {
+      chosen = meta.seq;
+      break;
+    }
+    passedOver.push(problem);
+  }
+  const replay = replayFrom(reader, { fromSnapshotSeq: chosen, toSeq: seq });
+  return {
+    seq,
+    state: replay.state,
+    state_hash: replay.state_hash,
+    from_snapshot_seq: chosen,
+    events_replayed: replay.events,
+    snapshots_passed_over: passedOver,
+    versions: replay.versions,
+  };
+}
