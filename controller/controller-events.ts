@@ -6,7 +6,7 @@
 // contract controller/plan-conformance.ts checks: docs/controller.md lists it.
 import type { Intervention, PlannedEvent } from './intervention-plan.js';
 import type { ScheduledWake } from './wake-schedule.js';
-import { schemaVersionOf, type EventType } from '../schema/event-catalog.js';
+import { schemaVersionOf, type EventType, type PayloadOf } from '../schema/event-catalog.js';
 import type { EventDraft } from '../writer/protocol.js';
 
 export const CONTROLLER_KEYS = {
@@ -17,6 +17,8 @@ export const CONTROLLER_KEYS = {
   wakeEnded: (wakeId: string) => `wake:${wakeId}:ended`,
   checkpoint: (wakeId: string) => `wake:${wakeId}:checkpoint`,
   ledger: (wakeId: string) => `wake:${wakeId}:ledger`,
+  /** One statement per intent: `npm run repair` repeated is answered with the recorded one. */
+  operatorResolved: (intentEventId: string) => `operator-resolved:${intentEventId}`,
 } as const;
 
 export type WakeOutcome = 'completed' | 'crashed' | 'stopped';
@@ -80,6 +82,23 @@ export function emergencyStoppedDraft(occurredAt: string, operator: string, reas
 
 export function resumedDraft(occurredAt: string, operator: string, reason: string): EventDraft {
   return { ...draft('SystemEvent.Resumed', occurredAt, '', { operator, reason }), idempotency_key: null };
+}
+
+/**
+ * An operator's statement about an unknown tool outcome (DESIGN §7; `npm run repair`,
+ * controller/operator-resolution.ts). Actor `user`, not `experiment`: the envelope's actor
+ * says whose word the event is — the runtime role writes `model` and `tool` for what its
+ * model said and its tools observed — and this is a person's word about the workspace that
+ * no part of the apparatus observed or checked. The controller's own acts (stops, resumes,
+ * heads) stay `experiment`, with the operator named in the payload. Caused by the
+ * ToolOutcomeUnknown it answers.
+ */
+export function operatorResolvedDraft(occurredAt: string, unknownOutcomeEventId: string, payload: PayloadOf<'SystemEvent.OperatorResolved'>): EventDraft {
+  return {
+    ...draft('SystemEvent.OperatorResolved', occurredAt, CONTROLLER_KEYS.operatorResolved(payload.intent_event_id), { ...payload }),
+    actor: 'user',
+    causation_id: unknownOutcomeEventId,
+  };
 }
 
 /** The subject's checkpoint of a wake (spec §9.4), as the runtime reported it: recorded for every group at the same step. */

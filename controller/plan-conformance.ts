@@ -8,7 +8,7 @@
 //   re-hashed consistently and re-signed into a manifest is still not the seed's plan;
 // - events.db follows the plan the way the controller writes it (the contract below).
 //
-// The contract (all controller events with actor 'experiment'):
+// The contract (all controller events with actor 'experiment'; the one operator event below):
 //   SubjectInitialized at schedule.start_at, key `subject-initialized`; then per wake W, in
 //   schedule order:
 //   a. the not yet written interventions (not runtime_crash / writer_crash / long_absence) with
@@ -25,6 +25,12 @@
 //   ChainHeadSigned only between wakes; SystemEvent.StoreSealed last of a finished store; an
 //   emergency stop is WakeEnded{stopped} (if a wake is in progress), EmergencyStopped, and a
 //   resume (Resumed) goes on with the next wake not yet started.
+// One event is not the controller's but an operator's, written by `npm run repair`
+// (controller/operator-resolution.ts) while the controller is stopped: SystemEvent.OperatorResolved
+// with actor 'user' (a person's statement, not the apparatus's) and key
+// `operator-resolved:<intent_event_id>`, only outside a wake: usually while stopped (after the
+// EmergencyStopped of a Ctrl-C, before the Resumed), else between wakes; inside a wake it is a failure. Whether it resolves an unknown outcome is the projector's
+// check (npm run replay), not this one.
 // Every failure is listed with its file and seq; the checker never stops at the first.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -41,7 +47,9 @@ import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { BudgetLedgerRecorded, CheckpointRecorded, InterventionDelivered, WakeEnded, WakeStarted } from '../schema/events/experiment-events.js';
+import { OperatorResolved } from '../schema/events/system-events.js';
 import { ledgerOf } from './budget-ledger.js';
+import { CONTROLLER_KEYS } from './controller-events.js';
 import { hashCanonical } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { StoreReader, StoreReadError } from '../writer/store-reader.js';
@@ -464,6 +472,9 @@ class StoreWalk {
     this.counts.controller_events_checked += 1;
     if (this.sealedAt !== null) this.fail(env.seq, `${env.event_type} after ${STORE_SEALED_TYPE} (seq ${this.sealedAt}): the seal is the last event of a store`);
     if (env.event_type === STORE_SEALED_TYPE) return this.seal(env);
+    // Before the stopped-wake check: a repair between WakeEnded{stopped} and the EmergencyStopped a
+    // resume records (the controller died in between) leaves that pair intact.
+    if (env.event_type === OperatorResolved.type) return this.operatorResolved(env);
     if (this.stoppedWake !== null && env.event_type !== 'SystemEvent.EmergencyStopped') {
       this.fail(env.seq, `${this.stoppedWake.wake_id} ended 'stopped' (seq ${this.stoppedWake.seq}) but ${env.event_type} follows, not SystemEvent.EmergencyStopped`);
       this.stoppedWake = null;
@@ -524,6 +535,17 @@ class StoreWalk {
     if (firstDifference(p.data.granted, wake.budget) !== null) at(`granted ${canonicalJson(p.data.granted)}, the plan's budget is ${canonicalJson(wake.budget)}`);
     const recount = ledgerOf(this.wakeEvents.filter((e) => e.seq < env.seq));
     if (firstDifference(p.data.used, recount) !== null) at(`used ${canonicalJson(p.data.used)}, but the wake's events add up to ${canonicalJson(recount)}`);
+  }
+
+  /** An operator's statement (npm run repair): the operator's actor and key, and never inside a wake. */
+  private operatorResolved(env: EventEnvelope): void {
+    const at = (message: string): void => this.fail(env.seq, `OperatorResolved: ${message}`);
+    if (env.actor !== 'user') at(`actor ${env.actor}; an operator's statement is recorded with actor user (npm run repair writes it so)`);
+    const key = CONTROLLER_KEYS.operatorResolved(str(env.payload.intent_event_id) ?? '');
+    if (env.idempotency_key !== key) at(`idempotency_key ${String(env.idempotency_key)}, expected ${key}`);
+    if (this.wakeInProgress) {
+      at(`written inside ${this.wakeInProgress.wake_id} (started at seq ${this.wakeInProgress.seq}): an operator resolves an unknown outcome between wakes, with the controller stopped, never inside the subject's wake`);
+    }
   }
 
   private seal(env: EventEnvelope): void {

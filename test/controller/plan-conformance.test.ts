@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CONTROLLER_KEYS, operatorResolvedDraft } from '../../controller/controller-events.js';
 import type { ExperimentPlan } from '../../controller/experiment-plan.js';
 import { INTERVENTION_SCRIPT_VERSION } from '../../controller/intervention-plan.js';
 import { checkRunFollowsPlan, type PlanConformanceReport, type PlanFinding } from '../../controller/plan-conformance.js';
@@ -619,6 +620,115 @@ describe('forged stores are caught, with the seq named', () => {
     const none = copyRun();
     for (const name of [RUN_FILES.store, `${RUN_FILES.store}-wal`, `${RUN_FILES.store}-shm`]) rmSync(path.join(none, name), { force: true });
     expect(lines(check(none).failures)).toEqual(['events.db: no events.db: nothing to check against the plan']);
+  });
+});
+
+// ---- the operator's repair (npm run repair, controller/operator-resolution.ts)
+
+describe('an operator statement (SystemEvent.OperatorResolved)', () => {
+  /** What npm run repair appends (actor user, its key, caused by the unknown outcome); these stores keep event counts, so any intent id is taken. */
+  function resolvedDraft(occurredAt: string, overrides: Partial<EventDraft> = {}): EventDraft {
+    const intentId = eventIdFor(PLAN_RUN_SUBJECT_ID, 3);
+    return { ...operatorResolvedDraft(occurredAt, eventIdFor(PLAN_RUN_SUBJECT_ID, 4), { operator: 'alice', intent_event_id: intentId, resolution: 'happened', note: 'checked the file by hand' }), ...overrides };
+  }
+
+  test('is accepted between wakes, while stopped, and between the last wake and the seal', async () => {
+    const [w2, w3] = [wakeOf('wake-0002'), wakeOf('wake-0003')];
+    const between = await forgedRun({
+      wakeLimit: 2,
+      after: async (f, experiment) => {
+        await experiment.append([resolvedDraft(w2.wake_at)]);
+        await f.runWake(w3);
+      },
+    });
+    expect(seqOfType(between, 'SystemEvent.OperatorResolved')).toHaveLength(1);
+    expect(lines(check(between.dir, between.keys.publicKey).failures)).toEqual([]);
+
+    const whileStopped = await forgedRun({
+      wakeLimit: 2,
+      after: async (f, experiment) => {
+        await f.emergencyStop(w2.wake_at);
+        await experiment.append([resolvedDraft(w2.wake_at)]);
+        await f.resume(w2.wake_at);
+        await f.runWake(w3);
+      },
+    });
+    expect(lines(check(whileStopped.dir, whileStopped.keys.publicKey).failures)).toEqual([]);
+
+    const last = inputs.plan.schedule.wakes.at(-1)!;
+    const beforeSeal = await forgedRun({ finish: 'sealed', after: async (_f, experiment) => void (await experiment.append([resolvedDraft(last.wake_at)])) });
+    const report = check(beforeSeal.dir, beforeSeal.keys.publicKey);
+    expect(lines(report.failures)).toEqual([]);
+    expect(report.checked).toMatchObject({ sealed: true, wakes_started: 32, wakes_ended: 32 });
+  }, 120_000);
+
+  test('is accepted after a Ctrl-C inside a wake (WakeEnded{stopped}, EmergencyStopped, the statement, Resumed), and between a stopped wake and the stop a resume makes up for', async () => {
+    const [w3, w4] = [wakeOf('wake-0003'), wakeOf('wake-0004')];
+    // The operator workflow: the subject is RECOVERING, Ctrl-C, npm run repair, --resume.
+    const ctrlC = await forgedRun({
+      wakeLimit: 2,
+      after: async (f, experiment) => {
+        await f.runWakeSteps(w3, ['due', 'deliver', 'start']);
+        await f.end(w3, 'stopped');
+        await f.emergencyStop(w3.wake_at);
+        await experiment.append([resolvedDraft(w3.wake_at)]);
+        await f.resume(w3.wake_at);
+        await f.runWake(w4);
+      },
+    });
+    const [stop, statement, resumed] = ['SystemEvent.EmergencyStopped', 'SystemEvent.OperatorResolved', 'SystemEvent.Resumed'].map((type) => seqOfType(ctrlC, type)[0]!);
+    expect(stop).toBeLessThan(statement!);
+    expect(statement).toBeLessThan(resumed!);
+    const report = check(ctrlC.dir, ctrlC.keys.publicKey);
+    expect(lines(report.failures)).toEqual([]);
+    expect(report.checked).toMatchObject({ emergency_stops: 1, wakes_started: 4, wakes_ended: 4 });
+
+    // The controller died after WakeEnded{stopped}, before recording the stop; the resume records it after the statement.
+    const diedBetween = await forgedRun({
+      wakeLimit: 2,
+      after: async (f, experiment) => {
+        await f.runWakeSteps(w3, ['due', 'deliver', 'start']);
+        await f.end(w3, 'stopped');
+        await experiment.append([resolvedDraft(w3.wake_at)]);
+        await f.emergencyStop(w3.wake_at);
+        await f.resume(w3.wake_at);
+        await f.runWake(w4);
+      },
+    });
+    expect(lines(check(diedBetween.dir, diedBetween.keys.publicKey).failures)).toEqual([]);
+  }, 120_000);
+
+  test('is a failure inside a wake', async () => {
+    const w3 = wakeOf('wake-0003');
+    const run = await forgedRun({
+      wakeLimit: 2,
+      after: async (f, experiment) => {
+        await f.runWakeSteps(w3, ['due', 'deliver', 'start']);
+        await experiment.append([resolvedDraft(w3.wake_at)]);
+        await f.end(w3, 'completed');
+      },
+    });
+    const seq = seqOfType(run, 'SystemEvent.OperatorResolved')[0]!;
+    expect(lines(check(run.dir, run.keys.publicKey).failures)).toEqual([
+      `events.db seq ${seq}: OperatorResolved: written inside wake-0003 (started at seq ${seqOfKey(run, 'wake:wake-0003:started')}): an operator resolves an unknown outcome between wakes, with the controller stopped, never inside the subject's wake`,
+    ]);
+  });
+
+  test("is a failure with the controller's actor or without its key", async () => {
+    const w2 = wakeOf('wake-0002');
+    const run = await forgedRun({
+      wakeLimit: 2,
+      after: async (_f, experiment) => {
+        await experiment.append([resolvedDraft(w2.wake_at, { actor: 'experiment' })]);
+        await experiment.append([resolvedDraft(w2.wake_at, { idempotency_key: null })]);
+      },
+    });
+    const [asController, keyless] = seqOfType(run, 'SystemEvent.OperatorResolved');
+    const key = CONTROLLER_KEYS.operatorResolved(eventIdFor(PLAN_RUN_SUBJECT_ID, 3));
+    expect(lines(check(run.dir, run.keys.publicKey).failures)).toEqual([
+      `events.db seq ${asController}: OperatorResolved: actor experiment; an operator's statement is recorded with actor user (npm run repair writes it so)`,
+      `events.db seq ${keyless}: OperatorResolved: idempotency_key null, expected ${key}`,
+    ]);
   });
 });
 
