@@ -4,12 +4,14 @@
 // naming another Host is refused (a page elsewhere must not reach the desk by DNS rebinding).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ReplayRefusal } from '../writer/replay-errors.js';
+import { ProjectionRefusal } from '../projector/projection.js';
+import type { ReplayMode } from '../writer/replay.js';
+import { ReplayRefusal, VersionMismatchError } from '../writer/replay-errors.js';
 import { StoreReadError } from '../writer/store-reader.js';
 import { TIMELINE_PAGE_EVENTS, type AuditDesk } from './audit-desk.js';
 import { chainPage, chainsPage, CHAIN_FILTERS, type ChainFilter } from './pages/chain-pages.js';
 import { claimsPage } from './pages/claims-page.js';
-import { eventPage } from './pages/event-page.js';
+import { eventPage, unreadableEventPage } from './pages/event-page.js';
 import { integrityPage } from './pages/integrity-page.js';
 import { interventionsPage } from './pages/interventions-page.js';
 import { PAGE_CSP, renderProblem, renderRefusal } from './pages/layout.js';
@@ -44,6 +46,14 @@ function wholeNumber(params: URLSearchParams, name: string, min: number, max: nu
   return value;
 }
 
+const REPLAY_MODES = ['strict', 'migrate', 'use-recorded'] as const satisfies readonly ReplayMode[];
+
+function replayMode(params: URLSearchParams): ReplayMode {
+  const mode = params.get('mode') ?? 'strict';
+  if (!(REPLAY_MODES as readonly string[]).includes(mode)) throw new RequestProblem(400, `mode must be one of ${REPLAY_MODES.join(', ')}`);
+  return mode as ReplayMode;
+}
+
 function pathSeq(desk: AuditDesk, text: string): number {
   if (!/^\d{1,15}$/.test(text)) throw new RequestProblem(400, `a seq is a whole number from 1 to ${desk.index.head_seq}, got ${JSON.stringify(text.slice(0, 40))}`);
   const seq = Number(text);
@@ -68,13 +78,15 @@ function route(desk: AuditDesk, url: URL): Answer {
       const from = wholeNumber(params, 'after_seq', 1, head);
       const after = wholeNumber(params, 'after', 0, head);
       const before = wholeNumber(params, 'before', 1, head + 1);
+      if ([from, after, before].filter((p) => p !== null).length > 1) throw new RequestProblem(400, 'give one of after, before and after_seq: a page starts at one position');
       const position = from !== null ? { afterSeq: from - 1 } : before !== null ? { beforeSeq: before } : { afterSeq: after ?? 0 };
       return page(timelinePage(desk, { types: types.length === 0 ? null : types, position, limit }));
     }
     case 'event': {
-      const event = desk.eventAt(pathSeq(desk, parts[1] ?? ''));
-      if (!event) throw new RequestProblem(404, 'no such event');
-      return page(eventPage(desk, event));
+      const seq = pathSeq(desk, parts[1] ?? '');
+      const row = desk.rowAt(seq);
+      if (row === null) throw new RequestProblem(404, `no row at seq ${seq}: the store has a gap there (seq ${seq} of 1 to ${head}); see Chain & signatures`);
+      return page(row.event === null ? unreadableEventPage(desk, row) : eventPage(desk, row.event));
     }
     case 'event-id': {
       const seq = desk.seqOfEventId(parts[1] ?? '');
@@ -82,10 +94,10 @@ function route(desk: AuditDesk, url: URL): Answer {
       return { redirect: `/event/${seq}` };
     }
     case 'state':
-      return page(statePage(desk, wholeNumber(params, 'seq', 1, head) ?? head));
+      return page(statePage(desk, wholeNumber(params, 'seq', 1, head) ?? head, replayMode(params)));
     case 'state.json': {
-      const state = desk.stateAt(wholeNumber(params, 'seq', 1, head) ?? head);
-      return { status: 200, body: JSON.stringify({ seq: state.seq, state_hash: state.state_hash, from_snapshot_seq: state.from_snapshot_seq, events_replayed: state.events_replayed, snapshots_passed_over: state.snapshots_passed_over, state: state.state }, null, 2), type: 'application/json; charset=utf-8' };
+      const state = desk.stateAt(wholeNumber(params, 'seq', 1, head) ?? head, replayMode(params));
+      return { status: 200, body: JSON.stringify({ seq: state.seq, mode: state.mode, state_hash: state.state_hash, from_snapshot_seq: state.from_snapshot_seq, events_replayed: state.events_replayed, snapshots_passed_over: state.snapshots_passed_over, state: state.state }, null, 2), type: 'application/json; charset=utf-8' };
     }
     case 'snapshots': {
       const seq = wholeNumber(params, 'seq', 1, head);
@@ -159,7 +171,8 @@ export function handle(desk: AuditDesk, request: IncomingMessage, response: Serv
     } catch {
       throw new RequestProblem(400, 'not a URL the desk can read');
     }
-    const answer = route(desk, url);
+    // One read-only connection for the whole request, closed before the answer is sent.
+    const answer = desk.within(() => route(desk, url));
     if ('redirect' in answer) {
       response.writeHead(302, { location: answer.redirect, 'content-security-policy': PAGE_CSP });
       response.end();
@@ -169,9 +182,13 @@ export function handle(desk: AuditDesk, request: IncomingMessage, response: Serv
   } catch (error) {
     if (error instanceof RequestProblem) return send(response, method, error.status, renderProblem(desk, `Cannot show ${rawUrl}`, error.message));
     // A refused replay (other recorded versions) or a store that reads as corrupt is the store's answer, not the desk's failure.
-    if (error instanceof ReplayRefusal || error instanceof StoreReadError) {
+    if (error instanceof StoreReadError && error.code === 'locked') {
+      return send(response, method, 503, renderProblem(desk, 'A writer holds the store', `${error.message}. The instance is running (resumed or repaired since the desk opened); the desk reads the store again once it stops.`));
+    }
+    if (error instanceof ReplayRefusal || error instanceof StoreReadError || error instanceof ProjectionRefusal) {
       log(`audit: ${rawUrl}: ${error.message}`);
-      return send(response, method, 422, renderProblem(desk, `Cannot show ${rawUrl}`, error.message));
+      const modes = error instanceof VersionMismatchError ? ' This store was recorded under other versions: replay it in a chosen mode with ?mode=migrate (upcast to this build) or ?mode=use-recorded (the recorded projector), as npm run replay does.' : '';
+      return send(response, method, 422, renderProblem(desk, `Cannot show ${rawUrl}`, `${error instanceof ProjectionRefusal ? `the events do not replay: ${error.message}` : error.message}${modes}`));
     }
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     log(`audit: ${rawUrl} failed: ${message}`);

@@ -19,6 +19,8 @@ const MAX_SIGNED_FILE_BYTES = 1024 * 1024;
 const MAX_HEADS_BYTES = 16 * 1024 * 1024;
 /** Far above what a run signs (one head every K wakes plus the final one). */
 const MAX_HEAD_LINES = 10_000;
+/** Lines of a file's problem shown on a page and on screen. */
+const MAX_PROBLEM_LINES = 4;
 
 export class AuditInputError extends Error {
   override readonly name = 'AuditInputError';
@@ -70,7 +72,9 @@ function loadManifest(runDir: string, key: Loaded<Uint8Array>): RunFolder['manif
     return { ok: false, problem: `${RUN_FILES.manifest} is not JSON` };
   }
   const checked = checkSignedManifest(envelope, key.value);
-  return checked.ok ? { ok: true, value: { manifest: checked.manifest, sha256: checked.sha256 } } : { ok: false, problem: `${RUN_FILES.manifest}: ${checked.reason}` };
+  // A schema failure lists every field; the first lines say enough on a page and on screen.
+  const reason = checked.ok ? '' : checked.reason.split('\n').slice(0, MAX_PROBLEM_LINES).join(' ') + (checked.reason.split('\n').length > MAX_PROBLEM_LINES ? ' … (npm run verify lists it all)' : '');
+  return checked.ok ? { ok: true, value: { manifest: checked.manifest, sha256: checked.sha256 } } : { ok: false, problem: `${RUN_FILES.manifest}: ${reason}` };
 }
 
 function loadPlan(runDir: string): Loaded<ExperimentPlan> {

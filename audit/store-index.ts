@@ -7,7 +7,7 @@ import type { StoreReader } from '../writer/store-reader.js';
 
 /** The desk refuses a larger store rather than hold an index it cannot bound. */
 export const MAX_INDEXED_EVENTS = 10_000_000;
-/** Recovery rows kept for the recovery page; more are counted, and the page says how many. */
+/** Recovery rows (and orphan steps, unreadable rows) kept for the pages; more are counted, and the pages say how many. */
 export const MAX_RECOVERY_ROWS = 10_000;
 
 export interface ChainStep {
@@ -85,6 +85,15 @@ export interface StoreIndex {
   readonly recovery: readonly ChainStep[];
   readonly recovery_not_listed: number;
   readonly unknown_outcomes: readonly UnknownOutcome[];
+  /**
+   * Decisions, intents, outcomes and tool effects that name a proposal, permission decision or
+   * intent no chain holds (an execution without its decision is an unauthorised execution).
+   */
+  readonly orphan_steps: readonly ChainStep[];
+  readonly orphan_steps_not_listed: number;
+  /** Rows whose stored text is not a JSON object: indexed by their column type only. */
+  readonly unreadable_seqs: readonly number[];
+  readonly unreadable_not_listed: number;
   readonly sealed_seq: number | null;
   readonly build_ms: number;
 }
@@ -118,8 +127,7 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
   let sealedSeq: number | null = null;
   let wake: WakeSpan | null = null;
 
-  const step = (chain: ActionChain | undefined, list: 'outcomes' | 'effects', seq: number, type: string): void => {
-    if (!chain) return;
+  const step = (chain: ActionChain, list: 'outcomes' | 'effects', seq: number, type: string): void => {
     chain[list].push({ seq, event_type: type });
     chainOfSeq.set(seq, chain.proposed_seq);
   };
@@ -131,16 +139,35 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
     }
   };
 
+  const orphans: ChainStep[] = [];
+  const unreadable: number[] = [];
+  let orphansNotListed = 0;
+  let unreadableNotListed = 0;
+  const orphan = (seq: number, type: string): void => {
+    if (orphans.length < MAX_RECOVERY_ROWS) orphans.push({ seq, event_type: type });
+    else orphansNotListed += 1;
+  };
+  // Plan steps reach the task board under the plan proposal's id, not an action proposal's.
+  const planProposals = new Set<string>();
+
   // Bounded by the rows of the store (checked against MAX_INDEXED_EVENTS above).
   for (const row of reader.iterateEvents(0, headSeq)) {
-    let event: EventEnvelope;
+    // The row's column says what it is filed as; a forged or rotten text must not take the desk
+    // down: it is indexed by that column, and its own page says what is wrong (verify says why).
+    let parsed: unknown;
     try {
-      event = JSON.parse(row.envelope) as EventEnvelope;
+      parsed = JSON.parse(row.envelope);
     } catch {
-      throw new AuditIndexError(`the envelope at seq ${row.seq} of ${reader.path} is not JSON; run npm run verify on it`);
+      parsed = null;
     }
-    const type = event.event_type;
-    const p = (event.payload ?? {}) as Record<string, unknown>;
+    const readable = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+    if (!readable && unreadable.length < MAX_RECOVERY_ROWS) unreadable.push(row.seq);
+    else if (!readable) unreadableNotListed += 1;
+    const event = (readable ? parsed : {}) as Partial<EventEnvelope>;
+    const type = row.event_type;
+    const payload = event.payload;
+    const p = (typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? payload : {}) as Record<string, unknown>;
+    const eventId = str(event.event_id) ?? '';
     typeCounts.set(type, (typeCounts.get(type) ?? 0) + 1);
     if (RECOVERY_EVENT_TYPES.has(type) || (type === 'ExperimentEvent.WakeEnded' && p.outcome !== 'completed')) {
       if (recovery.length < MAX_RECOVERY_ROWS) recovery.push({ seq: row.seq, event_type: type });
@@ -173,8 +200,8 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
           chain.decision = p.decision === 'allow' || p.decision === 'deny' ? p.decision : null;
           chain.decision_seq = row.seq;
           chainOfSeq.set(row.seq, chain.proposed_seq);
-          chainByPermission.set(event.event_id, chain);
-        }
+          chainByPermission.set(eventId, chain);
+        } else orphan(row.seq, type);
         break;
       }
       case 'ActionEvent.ExecutionIntentRecorded': {
@@ -182,8 +209,8 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
         if (chain) {
           chain.intent_seq = row.seq;
           chainOfSeq.set(row.seq, chain.proposed_seq);
-          chainByIntent.set(event.event_id, chain);
-        }
+          chainByIntent.set(eventId, chain);
+        } else orphan(row.seq, type);
         break;
       }
       case 'ActionEvent.ToolSucceeded':
@@ -192,7 +219,9 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
       case 'ActionEvent.ToolOutcomeUnknown':
       case 'SystemEvent.OperatorResolved': {
         const intentId = str(p.intent_event_id) ?? '';
-        step(chainByIntent.get(intentId), 'outcomes', row.seq, type);
+        const chain = chainByIntent.get(intentId);
+        if (chain) step(chain, 'outcomes', row.seq, type);
+        else orphan(row.seq, type);
         if (type === 'ActionEvent.ToolOutcomeUnknown') unknown.set(intentId, { intent_event_id: intentId, unknown_seq: row.seq, closed_seq: null, closed_by: null });
         else {
           const open = unknown.get(intentId);
@@ -204,8 +233,15 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
         break;
       }
       case 'MemoryEvent.JournalEntryWritten':
-      case 'MemoryEvent.TaskBoardChanged':
-        step(chainByProposal.get(`${wake?.wake_id ?? ''}|${str(p.proposal_id) ?? ''}`), 'effects', row.seq, type);
+      case 'MemoryEvent.TaskBoardChanged': {
+        const proposalId = str(p.proposal_id) ?? '';
+        const chain = chainByProposal.get(`${wake?.wake_id ?? ''}|${proposalId}`);
+        if (chain) step(chain, 'effects', row.seq, type);
+        else if (!planProposals.has(proposalId)) orphan(row.seq, type);
+        break;
+      }
+      case 'PlanEvent.PlanRevisionProposed':
+        planProposals.add(str(p.proposal_id) ?? '');
         break;
       case 'MemoryEvent.ClaimRecorded':
         cite(ids(p.evidence_event_ids), row.seq, 'claim');
@@ -239,6 +275,10 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
     recovery,
     recovery_not_listed: recoveryNotListed,
     unknown_outcomes: [...unknown.values()],
+    orphan_steps: orphans,
+    orphan_steps_not_listed: orphansNotListed,
+    unreadable_seqs: unreadable,
+    unreadable_not_listed: unreadableNotListed,
     sealed_seq: sealedSeq,
     build_ms: nowMs() - startedMs,
   };

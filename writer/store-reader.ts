@@ -71,6 +71,8 @@ function toSnapshotMeta(raw: unknown): SnapshotMeta | null {
 
 export interface StoredEventRow {
   readonly seq: number;
+  /** The indexed column: what the row is filed under, whatever its envelope text says. */
+  readonly event_type: string;
   readonly envelope: string;
 }
 
@@ -193,15 +195,14 @@ export class StoreReader {
   eventsPage(seq: number, direction: 'after' | 'before', limit: number, types: readonly string[] | null): StoredEventRow[] {
     const typeFilter = types === null ? '' : ` AND event_type IN (${types.map(() => '?').join(', ')})`;
     const sql = direction === 'after'
-      ? `SELECT seq, envelope FROM events WHERE seq > ?${typeFilter} ORDER BY seq LIMIT ?`
-      : `SELECT seq, envelope FROM events WHERE seq < ?${typeFilter} ORDER BY seq DESC LIMIT ?`;
+      ? `SELECT seq, event_type, envelope FROM events WHERE seq > ?${typeFilter} ORDER BY seq LIMIT ?`
+      : `SELECT seq, event_type, envelope FROM events WHERE seq < ?${typeFilter} ORDER BY seq DESC LIMIT ?`;
     return this.db.prepare(sql).all(seq, ...(types ?? []), limit) as StoredEventRow[];
   }
 
-  /** The stored envelope text at `seq`, or null. */
-  envelopeAt(seq: number): string | null {
-    const row = this.db.prepare('SELECT envelope FROM events WHERE seq = ?').get(seq) as { envelope: string } | undefined;
-    return row?.envelope ?? null;
+  /** The row at `seq`, or null. */
+  rowAt(seq: number): StoredEventRow | null {
+    return (this.db.prepare('SELECT seq, event_type, envelope FROM events WHERE seq = ?').get(seq) as StoredEventRow | undefined) ?? null;
   }
 
   /** The seq of the event with this event_id (unique column), or null. */
@@ -212,6 +213,6 @@ export class StoreReader {
 
   /** Events in (afterSeq, toSeq] in seq order, one row at a time: never the whole store in memory. */
   iterateEvents(afterSeq: number, toSeq: number): IterableIterator<StoredEventRow> {
-    return this.db.prepare('SELECT seq, envelope FROM events WHERE seq > ? AND seq <= ? ORDER BY seq').iterate(afterSeq, toSeq) as IterableIterator<StoredEventRow>;
+    return this.db.prepare('SELECT seq, event_type, envelope FROM events WHERE seq > ? AND seq <= ? ORDER BY seq').iterate(afterSeq, toSeq) as IterableIterator<StoredEventRow>;
   }
 }

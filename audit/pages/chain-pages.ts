@@ -5,11 +5,15 @@
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
-import { html, query, type SafeHtml } from '../html.js';
+import { cut, html, query, type SafeHtml } from '../html.js';
 import type { ActionChain } from '../store-index.js';
 import { eventLink, renderPage, stateLink } from './layout.js';
 
 export const CHAINS_PER_PAGE = 100;
+/** A proposal's arguments shown on its chain (a write's text can be 64 KiB); the event page has them whole. */
+const MAX_ARGS_CHARS = 2_000;
+/** Events that name a chain step but fit no chain, listed on the chains page; more are counted. */
+const MAX_ORPHANS_LISTED = 200;
 export const CHAIN_FILTERS = ['all', 'denied', 'executed', 'failed', 'unknown'] as const;
 export type ChainFilter = (typeof CHAIN_FILTERS)[number];
 
@@ -40,7 +44,10 @@ export function chainsPage(desk: AuditDesk, filter: ChainFilter, afterSeq: numbe
   const shown = start < 0 ? [] : all.slice(start, start + CHAINS_PER_PAGE);
   const last = shown.at(-1);
   const more = start >= 0 && start + CHAINS_PER_PAGE < all.length;
-  const body = html`
+  const orphans = desk.index.orphan_steps;
+  const orphanCount = orphans.length + desk.index.orphan_steps_not_listed;
+  const orphanNote = orphanCount === 0 ? html`` : html`<div class="alarm" id="orphan-steps">${orphanCount} event(s) name a proposal, permission decision or intent that no chain holds — an execution without its decision is an unauthorised execution (spec §8.4): ${orphans.slice(0, MAX_ORPHANS_LISTED).map((o) => html`${eventLink(o.seq, `#${o.seq} ${shortType(o.event_type)}`)} `)}${orphanCount > MAX_ORPHANS_LISTED ? html`… ${orphanCount - MAX_ORPHANS_LISTED} more` : ''}</div>`;
+  const body = html`${orphanNote}
     <p>${all.length} chain(s)${filter === 'all' ? '' : ` (${filter})`} of ${desk.index.chains.length}. Filter: ${CHAIN_FILTERS.map(
       (f) => html`<a href="/chains${query([['only', f === 'all' ? null : f]])}" class="${f === filter ? 'active' : ''}">${f}</a> `,
     )}</p>
@@ -62,7 +69,7 @@ function stepDetail(event: EventEnvelope): SafeHtml {
   const e = typed.event;
   switch (e.event_type) {
     case 'ActionEvent.ActionProposed':
-      return html`<p>Arguments: <code>${JSON.stringify(e.payload.args).slice(0, 2_000)}</code></p><p>Rationale: ${e.payload.rationale}</p>`;
+      return html`<p>Arguments: <code>${cut(JSON.stringify(e.payload.args), MAX_ARGS_CHARS)}</code></p><p>Rationale: ${e.payload.rationale}</p>`;
     case 'ActionEvent.PermissionDecided':
       return html`<table class="rules"><thead><tr><th>rule</th><th>passed</th><th>detail</th></tr></thead><tbody>${e.payload.rules.map(
         (r) => html`<tr><td>${r.rule}</td><td class="${r.passed ? 'ok' : 'bad'}">${r.passed ? 'yes' : 'no'}</td><td>${r.detail}</td></tr>`,
@@ -86,13 +93,15 @@ function stepDetail(event: EventEnvelope): SafeHtml {
 
 export function chainPage(desk: AuditDesk, chain: ActionChain): string {
   const seqs = [chain.proposed_seq, chain.decision_seq, chain.intent_seq, ...chain.outcomes.map((o) => o.seq), ...chain.effects.map((o) => o.seq)].filter((s): s is number => s !== null).sort((a, b) => a - b);
-  const steps = seqs.map((seq) => desk.eventAt(seq)).filter((e): e is EventEnvelope => e !== null);
+  const rows = seqs.map((seq) => desk.rowAt(seq));
   const missing = chain.decision_seq === null ? 'no permission decision was recorded for this proposal' : chain.decision === 'allow' && chain.intent_seq === null && chain.effects.length === 0 ? 'allowed, but no execution was recorded' : chain.intent_seq !== null && chain.outcomes.length === 0 ? 'the intent has no outcome: it is open' : null;
   const body = html`<p>Proposal ${chain.proposal_id} in ${chain.wake_id ?? 'no wake'}: ${chain.tool}.${chain.op} — ${chain.decision ?? 'undecided'}.</p>
     ${missing ? html`<div class="warn" id="chain-gap">${missing}</div>` : ''}
-    <ol id="chain-steps">${steps.map(
-      (e) => html`<li class="chain-step" data-type="${e.event_type}"><h3>${eventLink(e.seq)} ${e.event_type} <span class="muted">(${e.actor}, ${e.occurred_at})</span> ${stateLink(e.seq, 'state after')}</h3>${stepDetail(e)}</li>`,
-    )}</ol>
+    <ol id="chain-steps">${rows.map((row, i) => {
+      const e = row?.event ?? null;
+      if (e === null) return html`<li class="chain-step bad">${eventLink(seqs[i]!)}: the stored row does not read as an event (see Chain &amp; signatures)</li>`;
+      return html`<li class="chain-step" data-type="${e.event_type}"><h3>${eventLink(e.seq)} ${e.event_type} <span class="muted">(${e.actor}, ${e.occurred_at})</span> ${stateLink(e.seq, 'state after')}</h3>${stepDetail(e)}</li>`;
+    })}</ol>
     <p><a href="/chains">all chains</a></p>`;
   return renderPage(desk, `Action chain #${chain.proposed_seq}`, 'chains', body);
 }

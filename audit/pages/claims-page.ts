@@ -14,9 +14,10 @@ export function claimsPage(desk: AuditDesk, afterSeq: number): string {
   const head = desk.headState().state as { claims?: Record<string, { status?: unknown }> } | null;
   const total = desk.index.type_counts.get('MemoryEvent.ClaimRecorded') ?? 0;
   const body = html`<p>${total} claim(s) recorded. Status is the projection's at the head (a FACT is refuted when an event it rests on is refuted).</p>
-    <table id="claims"><thead><tr><th>claim</th><th>type</th><th>status at head</th><th>statement</th><th>evidence</th></tr></thead><tbody>${page.events.map((event) => {
-      const typed = typedEvent(event);
-      if (!typed.ok || typed.event.event_type !== 'MemoryEvent.ClaimRecorded') return html`<tr><td>${eventLink(event.seq)}</td><td colspan="4" class="bad">${typed.ok ? 'not a claim' : typed.problem}</td></tr>`;
+    <table id="claims"><thead><tr><th>claim</th><th>type</th><th>status at head</th><th>statement</th><th>evidence</th></tr></thead><tbody>${page.rows.map((row) => {
+      const typed = row.event === null ? ({ ok: false, problem: `unreadable: ${row.problem ?? ''}` } as const) : typedEvent(row.event);
+      if (!typed.ok || typed.event.event_type !== 'MemoryEvent.ClaimRecorded') return html`<tr><td>${eventLink(row.seq)}</td><td colspan="4" class="bad">${typed.ok ? 'not a claim' : typed.problem}</td></tr>`;
+      const event = row.event!;
       const c = typed.event.payload;
       const statusAtHead = head?.claims?.[c.claim_id]?.status;
       return html`<tr class="claim-row"><td>${eventLink(event.seq, `#${event.seq} ${c.claim_id}`)}</td><td>${c.claim_type}</td><td class="${statusAtHead === 'refuted' ? 'bad' : ''}">${typeof statusAtHead === 'string' ? statusAtHead : '—'}</td><td>${cut(c.statement, STATEMENT_CHARS)}</td><td>${c.evidence_event_ids.map((id) => html`${eventIdLink(desk, id)} `)}</td></tr>`;

@@ -4,13 +4,17 @@
 // delivered it. Every event id in the envelope is a link, so causation can be walked.
 import { evidenceEligibility } from '../../projector/evidence.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
-import type { AuditDesk } from '../audit-desk.js';
+import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
-import { html, query, SafeHtml } from '../html.js';
+import { cut, html, query, SafeHtml } from '../html.js';
 import { eventLink, renderPage, stateLink } from './layout.js';
 
 /** Links made inside one envelope; more ids are left as text (a FACT cites at most 64). */
 const MAX_ID_LINKS = 256;
+/** Claims and checkpoints listed as citing one event; more are counted. */
+const MAX_CITATIONS_LISTED = 500;
+/** Stored text shown for a row that does not read as an envelope. */
+const MAX_UNREADABLE_CHARS = 65_536;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 function linkedJson(desk: AuditDesk, value: unknown, selfId: string): SafeHtml {
@@ -27,20 +31,37 @@ function linkedJson(desk: AuditDesk, value: unknown, selfId: string): SafeHtml {
     at = match.index + id.length;
   }
   out += html`${text.slice(at)}`.text;
+  if (links >= MAX_ID_LINKS) out += html`
+[only the first ${MAX_ID_LINKS} event ids above are links]`.text;
   return new SafeHtml(out);
 }
 
-function evidenceTable(desk: AuditDesk, ids: readonly string[], refuted: Readonly<Record<string, string>>): SafeHtml {
-  if (ids.length === 0) return html`<p class="muted" id="evidence">No evidence cited.</p>`;
-  return html`<table id="evidence"><thead><tr><th>evidence</th><th>type</th><th>summary</th><th>eligible as evidence</th><th>refuted at the head</th></tr></thead><tbody>${ids.map((id) => {
+/** The evidence a claim or checkpoint at `citingSeq` cites; `allSound` is false when any item is missing, later, unreadable or ineligible. */
+function evidenceTable(desk: AuditDesk, citingSeq: number, ids: readonly string[], refuted: Readonly<Record<string, string>>): { table: SafeHtml; allSound: boolean } {
+  if (ids.length === 0) return { table: html`<p class="muted" id="evidence">No evidence cited.</p>`, allSound: false };
+  let allSound = true;
+  const table = html`<table id="evidence"><thead><tr><th>evidence</th><th>type</th><th>summary</th><th>eligible as evidence</th><th>refuted at the head</th></tr></thead><tbody>${ids.map((id) => {
     const seq = desk.seqOfEventId(id);
     const cited = seq === null ? null : desk.eventAt(seq);
-    if (seq === null || cited === null) return html`<tr><td colspan="5" class="bad">${id}: not an event of this store</td></tr>`;
+    if (seq === null) {
+      allSound = false;
+      return html`<tr><td colspan="5" class="bad">${id}: not an event of this store</td></tr>`;
+    }
+    if (cited === null) {
+      allSound = false;
+      return html`<tr><td>${eventLink(seq)}</td><td colspan="4" class="bad">the stored row does not read as an event (see Chain &amp; signatures)</td></tr>`;
+    }
+    if (seq >= citingSeq) {
+      allSound = false;
+      return html`<tr class="evidence-row"><td>${eventLink(seq)}</td><td>${cited.event_type}</td><td>${summarizeEvent(cited)}</td><td colspan="2" class="bad">recorded after what cites it (seq ${citingSeq}): it cannot have justified it</td></tr>`;
+    }
     const verdict = evidenceEligibility(cited);
+    if (!verdict.eligible) allSound = false;
     const refuter = refuted[id];
     const refuterSeq = refuter === undefined ? null : desk.seqOfEventId(refuter);
     return html`<tr class="evidence-row"><td>${eventLink(seq)}</td><td>${cited.event_type}</td><td>${summarizeEvent(cited)}</td><td>${verdict.eligible ? html`<span class="ok">yes</span>` : html`<span class="bad">no: ${verdict.reason}</span>`}</td><td>${refuter === undefined ? 'no' : html`<span class="bad">refuted by ${refuterSeq === null ? refuter : eventLink(refuterSeq)}</span>`}</td></tr>`;
   })}</tbody></table>`;
+  return { table, allSound };
 }
 
 interface HeadClaims {
@@ -61,21 +82,22 @@ function claimSection(desk: AuditDesk, event: EventEnvelope): SafeHtml {
   const atHead = head.claims[claim.claim_id];
   const refutedBy = atHead?.refuted_by ?? null;
   const refutingSeq = typeof refutedBy?.refuting_event_id === 'string' ? desk.seqOfEventId(refutedBy.refuting_event_id) : null;
+  const evidence = evidenceTable(desk, event.seq, claim.evidence_event_ids, head.refuted);
   return html`<section id="claim"><h2>Claim ${claim.claim_id} (${claim.claim_type})</h2>
     <p id="claim-statement">${claim.statement}</p>
     <p>Confidence: ${claim.confidence ?? '—'}${claim.alternatives.length > 0 ? html` · alternatives: ${claim.alternatives.join(' | ')}` : ''}</p>
     <p>At the head: <strong id="claim-status">${typeof atHead?.status === 'string' ? atHead.status : 'not in the projected state'}</strong>${refutingSeq !== null ? html` — refuted by ${eventLink(refutingSeq)}` : ''}
       · ${stateLink(event.seq, 'what the subject held right after this claim')}</p>
     <h3>What justifies it: the evidence it cites</h3>
-    ${evidenceTable(desk, claim.evidence_event_ids, head.refuted)}
-    ${claim.claim_type === 'FACT' ? html`<p class="muted">The writer accepted this FACT only because every cited event was already in the store and eligible (checked in the append's transaction).</p>` : ''}
+    ${evidence.table}
+    ${claim.claim_type !== 'FACT' ? '' : evidence.allSound ? html`<p class="muted">Every cited event was in the store before this FACT and is eligible evidence: the writer checks exactly that in the append's transaction.</p>` : html`<p class="alarm" id="fact-unsupported">This FACT is not supported as a FACT must be (see the table): the writer refuses such a FACT, so this store did not come from it unaltered — see Chain &amp; signatures.</p>`}
   </section>`;
 }
 
 function checkpointSection(desk: AuditDesk, event: EventEnvelope): SafeHtml {
   const typed = typedEvent(event);
   if (!typed.ok || typed.event.event_type !== 'ExperimentEvent.CheckpointRecorded') return html``;
-  return html`<section id="checkpoint"><h2>Checkpoint evidence</h2>${evidenceTable(desk, typed.event.payload.evidence_event_ids, headClaims(desk).refuted)}</section>`;
+  return html`<section id="checkpoint"><h2>Checkpoint evidence</h2>${evidenceTable(desk, event.seq, typed.event.payload.evidence_event_ids, headClaims(desk).refuted).table}</section>`;
 }
 
 function deliverySection(desk: AuditDesk, event: EventEnvelope): SafeHtml {
@@ -91,10 +113,11 @@ function deliverySection(desk: AuditDesk, event: EventEnvelope): SafeHtml {
 function citedBySection(desk: AuditDesk, event: EventEnvelope): SafeHtml {
   const citations = desk.index.cited_by.get(event.event_id) ?? [];
   if (citations.length === 0) return html`<section id="cited-by"><h2>Cited as evidence by</h2><p class="muted">No claim or checkpoint cites this event.</p></section>`;
-  return html`<section id="cited-by"><h2>Cited as evidence by (${citations.length})</h2><ul>${citations.map((c) => {
+  const listed = citations.slice(0, MAX_CITATIONS_LISTED);
+  return html`<section id="cited-by"><h2>Cited as evidence by (${citations.length})</h2><ul>${listed.map((c) => {
     const citing = desk.eventAt(c.seq);
     return html`<li class="citation">${eventLink(c.seq)} ${c.kind}: ${citing ? summarizeEvent(citing) : ''}</li>`;
-  })}</ul></section>`;
+  })}</ul>${citations.length > listed.length ? html`<p class="warn">${citations.length - listed.length} more not listed (the first ${MAX_CITATIONS_LISTED} are).</p>` : ''}</section>`;
 }
 
 export function eventPage(desk: AuditDesk, event: EventEnvelope): string {
@@ -112,4 +135,14 @@ export function eventPage(desk: AuditDesk, event: EventEnvelope): string {
     ${claimSection(desk, event)}${checkpointSection(desk, event)}${deliverySection(desk, event)}${citedBySection(desk, event)}
     <h2>Envelope as stored</h2><pre id="envelope">${linkedJson(desk, event, event.event_id)}</pre>`;
   return renderPage(desk, `Event #${seq}`, 'event', body);
+}
+
+/** A stored row that does not read as the event of its seq: what is wrong, and the text as stored. */
+export function unreadableEventPage(desk: AuditDesk, row: StoredEvent): string {
+  const { seq } = row;
+  const body = html`
+    <p class="paging">${seq > 1 ? eventLink(seq - 1, '← previous') : ''} · ${seq < desk.index.head_seq ? eventLink(seq + 1, 'next →') : ''} · <a href="/integrity">Chain &amp; signatures</a></p>
+    <div class="alarm" id="unreadable">The row at seq ${seq} (filed as ${row.event_type}) does not read as an event: ${row.problem}. Verification lists what is wrong with it.</div>
+    <h2>Stored text</h2><pre id="envelope">${cut(row.text, MAX_UNREADABLE_CHARS)}</pre>`;
+  return renderPage(desk, `Seq ${seq}: unreadable`, 'event', body);
 }

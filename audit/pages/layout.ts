@@ -2,8 +2,7 @@
 // and the navigation. Pages carry no script at all; the Content-Security-Policy sent with
 // them allows only this one stylesheet (by hash) and forms submitting back to the desk.
 import { createHash } from 'node:crypto';
-import type { EventEnvelope } from '../../schema/envelope.js';
-import type { AuditDesk } from '../audit-desk.js';
+import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent } from '../event-summary.js';
 import { html, query, SafeHtml } from '../html.js';
 
@@ -63,11 +62,13 @@ export function eventIdLink(desk: AuditDesk, eventId: string): SafeHtml {
   return seq === null ? html`<span class="bad" title="not an event of this store">${eventId} (not in this store)</span>` : eventLink(seq);
 }
 
-/** Rows of events: seq, virtual time, type, actor, summary, state after it. */
-export function eventTable(events: readonly EventEnvelope[]): SafeHtml {
-  return html`<table class="events"><thead><tr><th>seq</th><th>occurred (virtual)</th><th>type</th><th>actor</th><th>summary</th><th></th></tr></thead><tbody>${events.map(
-    (e) => html`<tr data-type="${e.event_type}"><td>${eventLink(e.seq)}</td><td>${e.occurred_at}</td><td>${e.event_type}</td><td>${e.actor}</td><td>${summarizeEvent(e)}</td><td>${stateLink(e.seq, 'state after')}</td></tr>`,
-  )}</tbody></table>`;
+/** Rows of events: seq, virtual time, type, actor, summary, state after it; a row that does not read as its event says why. */
+export function eventTable(rows: readonly StoredEvent[]): SafeHtml {
+  return html`<table class="events"><thead><tr><th>seq</th><th>occurred (virtual)</th><th>type</th><th>actor</th><th>summary</th><th></th></tr></thead><tbody>${rows.map((row) => {
+    const e = row.event;
+    if (e === null) return html`<tr data-type="${row.event_type}" class="unreadable"><td>${eventLink(row.seq)}</td><td></td><td>${row.event_type}</td><td></td><td class="bad">unreadable: ${row.problem} (see <a href="/integrity">Chain &amp; signatures</a>)</td><td></td></tr>`;
+    return html`<tr data-type="${e.event_type}"><td>${eventLink(e.seq)}</td><td>${e.occurred_at}</td><td>${e.event_type}</td><td>${e.actor}</td><td>${summarizeEvent(e)}</td><td>${stateLink(e.seq, 'state after')}</td></tr>`;
+  })}</tbody></table>`;
 }
 
 export function status(ok: boolean, good: string, bad: string): SafeHtml {
@@ -83,7 +84,7 @@ function banner(desk: AuditDesk): SafeHtml {
     <strong>${manifest ? `${manifest.experiment_id} · ${manifest.group_blind_id}` : folder.runDir}</strong>
     · ${index.head_seq} events · ${index.sealed_seq !== null ? `sealed at seq ${index.sealed_seq}` : 'not sealed'}
     · <a href="/integrity" id="verify-status">${verifyText}</a> · read-only
-  </div>${grown === null ? '' : html`<div class="alarm" id="store-grown">The store has grown since the desk indexed it (seq ${index.head_seq} → ${grown}): events after seq ${index.head_seq} are not shown. Restart the desk to index them.</div>`}`;
+  </div>${index.unreadable_seqs.length === 0 ? '' : html`<div class="alarm" id="unreadable-rows">${index.unreadable_seqs.length + index.unreadable_not_listed} stored row(s) are not event envelopes (first at ${eventLink(index.unreadable_seqs[0]!)}): see Chain &amp; signatures.</div>`}${grown === null ? '' : html`<div class="alarm" id="store-grown">The store has grown since the desk indexed it (seq ${index.head_seq} → ${grown}): events after seq ${index.head_seq} are not shown. Restart the desk to index them.</div>`}`;
 }
 
 export function renderPage(desk: AuditDesk, title: string, active: NavKey, body: SafeHtml): string {

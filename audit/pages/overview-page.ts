@@ -5,6 +5,9 @@ import type { AuditDesk } from '../audit-desk.js';
 import { html, query } from '../html.js';
 import { eventLink, renderPage, stateLink, status } from './layout.js';
 
+/** A 72-hour run has ~31 wakes; a store of another shape lists its first ones and links the rest. */
+const MAX_OVERVIEW_WAKES = 500;
+
 export function overviewPage(desk: AuditDesk): string {
   const { folder, index } = desk;
   const manifest = folder.manifest.ok ? folder.manifest.value.manifest : null;
@@ -26,7 +29,7 @@ export function overviewPage(desk: AuditDesk): string {
   const counts = [...index.type_counts.entries()].sort((a, b) => a[0].localeCompare(b[0]));
   const body = html`
     <p>Run folder <code>${folder.runDir}</code>, store <code>${folder.storePath}</code> (opened read-only).
-    Projection ${desk.versions.projection}@${desk.versions.projector_version}, state machine ${desk.versions.state_machine_version}.</p>
+    ${desk.versions === null ? html`<span class="bad">No projection row: states cannot be replayed.</span>` : `Projection ${desk.versions.projection}@${desk.versions.projector_version}, state machine ${desk.versions.state_machine_version}.`}</p>
     ${identity}
     <h2>At the head (seq ${index.head_seq})</h2>
     <p>Lifecycle: <strong id="head-lifecycle">${typeof lifecycle === 'string' ? lifecycle : '—'}</strong> (${head.source}${head.problem ? html` — <span class="bad">${head.problem}</span>` : ''}) · ${stateLink(index.head_seq, 'the whole state at the head')}
@@ -37,7 +40,8 @@ export function overviewPage(desk: AuditDesk): string {
       ([type, n]) => html`<tr><td><a href="/timeline${query([['type', type]])}">${type}</a></td><td>${n}</td></tr>`,
     )}</tbody></table>
     <h2>Wakes (${index.wakes.length})</h2>
-    <table id="wakes"><thead><tr><th>wake</th><th>started</th><th>ended</th><th>outcome</th><th>state</th></tr></thead><tbody>${index.wakes.map(
+    ${index.wakes.length > MAX_OVERVIEW_WAKES ? html`<p class="warn">The first ${MAX_OVERVIEW_WAKES} are listed; every wake is on <a href="/timeline${query([['type', 'ExperimentEvent.WakeStarted'], ['type', 'ExperimentEvent.WakeEnded']])}">the timeline</a>.</p>` : ''}
+    <table id="wakes"><thead><tr><th>wake</th><th>started</th><th>ended</th><th>outcome</th><th>state</th></tr></thead><tbody>${index.wakes.slice(0, MAX_OVERVIEW_WAKES).map(
       (w) => html`<tr><td>${w.wake_id}</td><td>${eventLink(w.started_seq)}</td><td>${w.ended_seq === null ? html`<span class="bad">never ended</span>` : eventLink(w.ended_seq)}</td><td>${w.outcome ?? '—'}</td><td>${stateLink(w.started_seq, 'at start')} · ${w.ended_seq === null ? '' : stateLink(w.ended_seq, 'at end')}</td></tr>`,
     )}</tbody></table>`;
   return renderPage(desk, 'Overview', 'overview', body);

@@ -2,7 +2,7 @@
 // one of them — or the stored projection row — against a replay of the events alone, with the
 // paths where the two states differ. Snapshots are a cache; this page shows whether the
 // cache still tells the truth.
-import type { AuditDesk } from '../audit-desk.js';
+import type { AuditDesk, Comparison } from '../audit-desk.js';
 import { html, query, type SafeHtml } from '../html.js';
 import type { StateDiff } from '../state-diff.js';
 import { renderPage, stateLink, status } from './layout.js';
@@ -14,6 +14,13 @@ function diffTable(diff: StateDiff | null): SafeHtml {
   )}</tbody></table>${diff.not_listed > 0 ? html`<p class="warn">${diff.not_listed} more difference(s) not listed.</p>` : ''}`;
 }
 
+function verdict(title: string, c: Comparison, more: SafeHtml): SafeHtml {
+  return html`<section id="comparison"><h2>${title}</h2>
+    <p>Result: <span id="comparison-result">${status(c.match, 'identical', c.replay_state_hash === null ? 'CANNOT BE CONFIRMED' : 'DIFFERENT')}</span> · stored state hashes to its state_hash: ${status(c.hash_ok, 'yes', 'no (corrupt or edited)')}</p>
+    <p>stored state_hash <code>${c.stored_state_hash ?? '—'}</code><br>replayed state_hash <code>${c.replay_state_hash ?? '—'}</code></p>
+    ${c.note ? html`<p class="bad" id="comparison-note">${c.note}</p>` : ''}${diffTable(c.diff)} ${more}</section>`;
+}
+
 export type SnapshotRequest = { readonly kind: 'list' } | { readonly kind: 'snapshot'; readonly seq: number } | { readonly kind: 'projection' };
 
 export function snapshotPage(desk: AuditDesk, request: SnapshotRequest): string {
@@ -21,18 +28,10 @@ export function snapshotPage(desk: AuditDesk, request: SnapshotRequest): string 
   let comparison: SafeHtml = html``;
   if (request.kind === 'snapshot') {
     const c = desk.compareSnapshot(request.seq);
-    comparison = c === null
-      ? html`<div class="alarm" id="comparison">No snapshot at seq ${request.seq}.</div>`
-      : html`<section id="comparison"><h2>Snapshot at seq ${request.seq} vs replay of seq 1–${request.seq}</h2>
-          <p>Result: <span id="comparison-result">${status(c.match, 'identical', 'DIFFERENT')}</span> · snapshot hashes to its state_hash: ${status(c.hash_ok, 'yes', 'no (corrupt or edited)')}</p>
-          <p>stored state_hash <code>${c.snapshot.state_hash}</code><br>replayed state_hash <code>${c.replay_state_hash}</code></p>
-          ${c.note ? html`<p class="bad">${c.note}</p>` : ''}${diffTable(c.diff)} ${stateLink(request.seq, 'the replayed state at this seq')}</section>`;
+    comparison = c === null ? html`<div class="alarm" id="comparison">No snapshot at seq ${request.seq}.</div>` : verdict(`Snapshot at seq ${request.seq} vs replay of seq 1–${request.seq}`, c, html`${stateLink(request.seq, 'the replayed state at this seq')}`);
   } else if (request.kind === 'projection') {
     const c = desk.compareProjection();
-    comparison = html`<section id="comparison"><h2>Stored projection vs replay of every event</h2>
-      <p>Result: <span id="comparison-result">${status(c.match, 'identical', 'DIFFERENT')}</span> · stored state hashes to its state_hash: ${status(c.stored_hash_ok, 'yes', 'no (edited?)')} · covers seq ${c.covers_seq ?? '—'} of ${desk.index.head_seq}</p>
-      <p>stored state_hash <code>${c.stored_state_hash ?? '—'}</code><br>replayed state_hash <code>${c.replay_state_hash}</code></p>
-      ${c.note ? html`<p class="bad">${c.note}</p>` : ''}${diffTable(c.diff)}</section>`;
+    comparison = verdict(`Stored projection (covers seq ${c.covers_seq ?? '—'}) vs replay of every event (seq 1–${desk.index.head_seq})`, c, html``);
   }
   const body = html`
     <p>Replay recomputes a state from the events alone; a snapshot or the stored projection that differs from it is wrong (the events are the record). Comparing replays seq 1 to the snapshot's seq, which takes a moment on a large store.</p>

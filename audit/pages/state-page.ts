@@ -5,6 +5,7 @@ import { SubjectState } from '../../projector/subject-state.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { html, query, type SafeHtml } from '../html.js';
 import type { StateAtSeq } from '../state-at-seq.js';
+import type { ReplayMode } from '../../writer/replay.js';
 import { eventIdLink, eventLink, renderPage } from './layout.js';
 
 /** Rows per section; the whole state is always one link away as JSON. */
@@ -69,7 +70,7 @@ function subjectSections(desk: AuditDesk, s: SubjectState, seq: number): SafeHtm
 function provenance(computed: StateAtSeq): SafeHtml {
   // A snapshot is a cache: one forged consistently (state and hash) would seed this state unseen,
   // so the page links the check that replays the events alone.
-  return html`<p id="state-provenance">State after seq ${computed.seq}: ${computed.from_snapshot_seq === null ? `replayed from seq 1 (${computed.events_replayed} events)` : html`snapshot at seq ${computed.from_snapshot_seq} (<a href="/snapshots${query([['seq', computed.from_snapshot_seq]])}">check it against a replay</a>) + ${computed.events_replayed} event(s) replayed`}
+  return html`<p id="state-provenance">State after seq ${computed.seq}${computed.mode === 'strict' ? '' : html` <strong class="bad">(replay mode ${computed.mode}: this store was recorded under other versions)</strong>`}: ${computed.from_snapshot_seq === null ? `replayed from seq 1 (${computed.events_replayed} events)` : html`snapshot at seq ${computed.from_snapshot_seq} (<a href="/snapshots${query([['seq', computed.from_snapshot_seq]])}">check it against a replay</a>) + ${computed.events_replayed} event(s) replayed`}
     · state_hash <code>${computed.state_hash}</code> · ${computed.versions.projection}@${computed.versions.projector_version}</p>
     ${computed.snapshots_passed_over.length > 0 ? html`<div class="warn" id="snapshots-passed-over">Snapshots not used: <ul>${computed.snapshots_passed_over.map((p) => html`<li>${p}</li>`)}</ul></div>` : ''}`;
 }
@@ -78,18 +79,19 @@ export function stateForm(desk: AuditDesk, seq: number | null): SafeHtml {
   return html`<form method="get" action="/state" id="state-form"><label>State after seq <input type="number" name="seq" id="state-seq" min="1" max="${desk.index.head_seq}" value="${seq ?? desk.index.head_seq}"></label> <button type="submit" id="show-state">Show</button></form>`;
 }
 
-export function statePage(desk: AuditDesk, seq: number): string {
-  const computed = desk.stateAt(seq);
+export function statePage(desk: AuditDesk, seq: number, mode: ReplayMode = 'strict'): string {
+  const computed = desk.stateAt(seq, mode);
   const wake = [...desk.index.wakes].reverse().find((w) => w.started_seq <= seq);
   const inWake = wake && (wake.ended_seq === null || wake.ended_seq >= seq);
   const event = desk.eventAt(seq);
   const parsed = SubjectState.safeParse(computed.state);
+  const modeParam = mode === 'strict' ? null : mode;
   const body = html`${stateForm(desk, seq)}
     ${provenance(computed)}
     <p>The event at seq ${seq}: ${eventLink(seq)} ${event?.event_type ?? ''}.
       ${wake ? (inWake ? html`It falls in wake ${wake.wake_id} (started at ${eventLink(wake.started_seq)}).` : html`It falls after wake ${wake.wake_id} (ended at ${eventLink(wake.ended_seq ?? wake.started_seq)}).`) : 'It comes before the first wake.'}
-      · <a href="/state.json${query([['seq', seq]])}" id="state-json">the whole state as JSON</a>
-      ${seq > 1 ? html`· <a href="/state${query([['seq', seq - 1]])}">seq ${seq - 1}</a>` : ''} ${seq < desk.index.head_seq ? html`· <a href="/state${query([['seq', seq + 1]])}">seq ${seq + 1}</a>` : ''}</p>
+      · <a href="/state.json${query([['seq', seq], ['mode', modeParam]])}" id="state-json">the whole state as JSON</a>
+      ${seq > 1 ? html`· <a href="/state${query([['seq', seq - 1], ['mode', modeParam]])}">seq ${seq - 1}</a>` : ''} ${seq < desk.index.head_seq ? html`· <a href="/state${query([['seq', seq + 1], ['mode', modeParam]])}">seq ${seq + 1}</a>` : ''}</p>
     ${desk.folder.manifest.ok && !desk.folder.manifest.value.manifest.capabilities.persistent_state ? html`<div class="warn">This instance runs without persistent state: the runtime rebuilds its state from the retrieval window at every wake. What is shown is the store's projection of its events — the record, not what the subject carried between wakes.</div>` : ''}
     ${parsed.success ? subjectSections(desk, parsed.data, seq) : html`<p class="muted">This projection (${computed.versions.projection}) is not the Subject state; shown as stored.</p><pre>${JSON.stringify(computed.state, null, 2)}</pre>`}`;
   return renderPage(desk, `State after seq ${seq}`, 'state', body);

@@ -17,12 +17,12 @@ export function timelinePage(desk: AuditDesk, request: TimelineRequest): string 
   const unknownTypes = (types ?? []).filter((t) => !desk.index.type_counts.has(t));
   const page = desk.timeline(position, limit, types);
   const typePairs = (types ?? []).map((t) => ['type', t] as const);
-  const first = page.events[0]?.seq;
-  const last = page.events.at(-1)?.seq;
+  const first = page.rows[0]?.seq;
+  const last = page.rows.at(-1)?.seq;
   const link = (pairs: readonly (readonly [string, string | number])[]): string => `/timeline${query([...typePairs, ...pairs, ['limit', limit === TIMELINE_PAGE_EVENTS.default ? null : limit]])}`;
   const paging = html`<p class="paging">
     ${page.earlier_before !== null ? html`<a id="prev-page" href="${link([['before', page.earlier_before]])}">← earlier</a>` : html`<span class="muted">start</span>`}
-    · showing ${page.events.length} event(s)${first !== undefined ? ` (seq ${first}–${last})` : ''} ·
+    · showing ${page.rows.length} event(s)${first !== undefined ? ` (seq ${first}–${last})` : ''} ·
     ${page.later_after !== null ? html`<a id="next-page" href="${link([['after', page.later_after]])}">later →</a>` : html`<span class="muted">end</span>`}
   </p>`;
   const byCategory = new Map<string, string[]>();
@@ -44,6 +44,6 @@ export function timelinePage(desk: AuditDesk, request: TimelineRequest): string 
   const body = html`
     <p>${types === null ? 'All event types.' : html`Only: <span id="active-filter">${types.join(', ')}</span>.`} Events are shown as stored; nothing here can change them.</p>
     ${unknownTypes.length > 0 ? html`<div class="warn">No event of type ${unknownTypes.join(', ')} is in this store.</div>` : ''}
-    ${form}${paging}${eventTable(page.events)}${paging}`;
+    ${form}${paging}${eventTable(page.rows)}${paging}`;
   return renderPage(desk, 'Timeline', 'timeline', body);
 }

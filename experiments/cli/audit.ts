@@ -49,7 +49,6 @@ async function main(): Promise<number> {
   const open = index.unknown_outcomes.filter((u) => u.closed_seq === null).length;
   if (open > 0) say(`  ${open} unknown tool outcome(s) still open: see Intents & recovery`);
   const server = await startAuditServer(desk, { port, log: (line) => process.stderr.write(`${line}\n`) }).catch((error: NodeJS.ErrnoException) => {
-    desk.close();
     if (error.code === 'EADDRINUSE') throw new AuditInputError(`port ${port} on 127.0.0.1 is taken; choose another with --port P (0 = any free port)`);
     throw error;
   });
@@ -57,10 +56,7 @@ async function main(): Promise<number> {
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals): void => {
       say(`audit desk: ${signal}, stopping`);
-      void server.close().then(() => {
-        desk.close();
-        resolve(0);
-      });
+      void server.close().then(() => resolve(0));
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

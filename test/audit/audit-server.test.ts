@@ -6,7 +6,9 @@
 // forged into markup renders it as text.
 import { createHash } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AuditDesk } from '../../audit/audit-desk.js';
 import { AUDIT_LIMITS, startAuditServer, type AuditServer } from '../../audit/audit-server.js';
@@ -15,6 +17,7 @@ import { PAGE_CSP } from '../../audit/pages/layout.js';
 import type { ActionChain } from '../../audit/store-index.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { replayStore } from '../../writer/replay.js';
+import { newToken, spawnWriter } from '../../writer/spawn.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readSnapshots, RunCopies, tamper } from '../support/store-forgery.js';
 
@@ -42,7 +45,6 @@ beforeAll(async () => {
   headSeq = events.length;
   snapshotSeqs = readSnapshots(dbPath).map((s) => s.seq);
   desk = AuditDesk.open(runDir);
-  closers.push(() => desk?.close());
   server = await startAuditServer(desk, { port: 0, log: (line) => logs.push(line) });
   closers.push(() => server?.close());
 }, 120_000);
@@ -204,7 +206,7 @@ describe('every page answers 200, with its CSP and nosniff, as HTML without scri
       expect(body, `snapshot ${seq}`).toContain(`replayed state_hash <code>${replayStore(dbPath, { toSeq: seq }).state_hash}</code>`);
     }
     const projection = await page('/snapshots?compare=projection');
-    expect(projection).toContain('Stored projection vs replay of every event');
+    expect(projection).toContain(`Stored projection (covers seq ${headSeq}) vs replay of every event (seq 1–${headSeq})`);
     expect(projection).toContain('<span id="comparison-result"><span class="ok">identical</span></span>');
   });
 
@@ -387,7 +389,6 @@ describe('text from the run is shown as text', () => {
       editEnvelope(db, message.seq, (env) => ({ ...env, payload: { ...env.payload, subject: XSS, body: XSS } }));
     });
     const forgedDesk = AuditDesk.open(dir);
-    closers.push(() => forgedDesk.close());
     const forgedServer = await startAuditServer(forgedDesk, { port: 0, log: (line) => logs.push(line) });
     closers.push(() => forgedServer.close());
     // The forgery breaks the payload hashes: the banner says so on every page.
@@ -413,4 +414,129 @@ describe('text from the run is shown as text', () => {
       expect(await get(target), target).toContain(XSS_ESCAPED);
     }
   });
+});
+
+describe('a damaged store is shown, never fatal (each forgery on its own copy)', () => {
+  /** A desk and server on a forged copy; the answer of `target` on it. */
+  async function forgedDesk(forge: (dir: string) => void): Promise<{ get: (target: string) => Promise<Answer>; desk: AuditDesk }> {
+    const dir = copies!.copy();
+    forge(dir);
+    const forged = AuditDesk.open(dir);
+    const forgedServer = await startAuditServer(forged, { port: 0, log: (line) => logs.push(line) });
+    closers.push(() => forgedServer.close());
+    return { get: (target) => request(target, { port: forgedServer.port }), desk: forged };
+  }
+
+  test('rows that are not envelopes (not JSON, null, {}, another seq, another type) are listed as unreadable, each with its page', async () => {
+    const [a, b, c, d, e] = events.filter((x) => x.event_type === 'WorldEvent.DistractorOccurred').map((x) => x.seq);
+    const { get, desk: forged } = await forgedDesk((dir) =>
+      tamper(dir, (db) => {
+        const set = db.prepare('UPDATE events SET envelope = ? WHERE seq = ?');
+        set.run('{not json', a);
+        set.run('null', b);
+        set.run('{}', c);
+        editEnvelope(db, d!, (env) => ({ ...env, seq: 5 }));
+        editEnvelope(db, e!, (env) => ({ ...env, event_type: 'ActionEvent.Bogus' }));
+      }),
+    );
+    expect(forged.index.unreadable_seqs).toEqual([a, b]);
+    const overview = await get('/');
+    expect(overview.status).toBe(200);
+    expect(overview.body).toContain('2 stored row(s) are not event envelopes');
+    const timeline = await get(`/timeline?after=${a! - 1}&limit=500`);
+    expect(timeline.status).toBe(200);
+    for (const seq of [a, b, c, d, e]) {
+      expect(timeline.body, `seq ${seq}`).toMatch(new RegExp(`<tr data-type="WorldEvent.DistractorOccurred" class="unreadable"><td><a href="/event/${seq}"`));
+      const own = await get(`/event/${seq}`);
+      expect(own.status, `seq ${seq}`).toBe(200);
+      expect(own.body, `seq ${seq}`).toContain(`<div class="alarm" id="unreadable">The row at seq ${seq} (filed as WorldEvent.DistractorOccurred) does not read as an event`);
+    }
+    expect((await get(`/event/${d}`)).body).toContain(`the envelope stored at seq ${d} says seq 5`);
+    expect((await get(`/event/${e}`)).body).toContain('the envelope says ActionEvent.Bogus; the row is filed as WorldEvent.DistractorOccurred');
+    // The index counts rows under the type they are filed as, not what their text claims.
+    expect(forged.index.type_counts.has('ActionEvent.Bogus')).toBe(false);
+    expect(logs.filter((l) => l.includes('failed'))).toEqual([]);
+  });
+
+  test('events the projector refuses: the state and the comparison say the replay stops there, as a 422 or a verdict, not a desk failure', async () => {
+    const proposal = events.find((x) => x.event_type === 'ActionEvent.ActionProposed')!;
+    const { get } = await forgedDesk((dir) => tamper(dir, (db) => editEnvelope(db, proposal.seq, (env) => ({ ...env, payload: { ...env.payload, tool: 'rm' } }))));
+    // Up to the seq before the next snapshot: the replay starts before the forged proposal and
+    // runs on past its permission decision, where the projector refuses it.
+    const state = await get(`/state?seq=${snapshotSeqs.find((s) => s > proposal.seq)! - 1}`);
+    expect(state.status).toBe(422);
+    expect(/<div class="alarm" id="problem">([^<]*)<\/div>/.exec(state.body)?.[1]).toMatch(/^the events do not replay: /);
+    const compared = await get('/snapshots?compare=projection');
+    expect(compared.status).toBe(200);
+    expect(compared.body).toContain('<span id="comparison-result"><span class="bad">CANNOT BE CONFIRMED</span></span>');
+    expect(compared.body).toMatch(/id="comparison-note">cannot be confirmed: the replay of seq 1 to \d+ fails: /);
+    expect(logs.filter((l) => l.includes('failed'))).toEqual([]);
+  });
+
+  test('an intent naming no permission decision is listed as an orphan step (an execution without its decision)', async () => {
+    const intent = events.find((x) => x.event_type === 'ActionEvent.ExecutionIntentRecorded')!;
+    const { get } = await forgedDesk((dir) => tamper(dir, (db) => editEnvelope(db, intent.seq, (env) => ({ ...env, payload: { ...env.payload, permission_event_id: '00000000-0000-8000-8000-000000000000' } }))));
+    const chains = await get('/chains');
+    expect(chains.status).toBe(200);
+    expect(chains.body).toMatch(new RegExp(`<div class="alarm" id="orphan-steps">\\d+ event\\(s\\) name a proposal, permission decision or intent that no chain holds[^]*href="/event/${intent.seq}"`));
+  });
+
+  test('a FACT citing an ineligible or later event is not vouched for', async () => {
+    const fact = events.find((x) => x.event_type === 'MemoryEvent.ClaimRecorded' && x.payload.claim_type === 'FACT')!;
+    const proposal = events.find((x) => x.event_type === 'ActionEvent.ActionProposed' && x.seq < fact.seq)!;
+    const later = events.find((x) => x.event_type === 'WorldEvent.DistractorOccurred' && x.seq > fact.seq)!;
+    const { get } = await forgedDesk((dir) => tamper(dir, (db) => editEnvelope(db, fact.seq, (env) => ({ ...env, payload: { ...env.payload, evidence_event_ids: [proposal.event_id, later.event_id] } }))));
+    const page = (await get(`/event/${fact.seq}`)).body;
+    expect(page).toContain('<p class="alarm" id="fact-unsupported">');
+    expect(page).toContain('no: ActionEvent.ActionProposed is not evidence');
+    expect(page).toContain(`recorded after what cites it (seq ${fact.seq})`);
+    expect(page).not.toContain('Every cited event was in the store before this FACT');
+  });
+
+  test('a store recorded under other versions: the state refuses in strict mode naming the modes, and replays with ?mode=migrate, saying so', async () => {
+    const { get } = await forgedDesk((dir) => tamper(dir, (db) => db.prepare("UPDATE projection SET state_machine_version = '1.2.0' WHERE id = 1").run()));
+    const strict = await get('/state?seq=10');
+    expect(strict.status).toBe(422);
+    expect(strict.body).toContain('?mode=migrate');
+    const migrated = await get('/state?seq=10&mode=migrate');
+    expect(migrated.status).toBe(200);
+    expect(migrated.body).toContain('(replay mode migrate: this store was recorded under other versions)');
+    expect(migrated.body).toContain(replayStore(dbPath, { toSeq: 10 }).state_hash);
+    expect((await get('/state?seq=10&mode=guess')).status).toBe(400);
+  });
+});
+
+test('an open desk does not hold the store: a writer starts on it meanwhile, pages say a writer holds it, and read again once it stops', async () => {
+  const dir = copies!.copy();
+  const opened = AuditDesk.open(dir);
+  const deskServer = await startAuditServer(opened, { port: 0, log: (line) => logs.push(line) });
+  closers.push(() => deskServer.close());
+  const get = (target: string): Promise<Answer> => request(target, { port: deskServer.port });
+  expect((await get('/')).status).toBe(200);
+  const storeOpened = events[0]!.payload as { subject_id: string; experiment_id: string; manifest_sha256: string };
+  const socketDir = mkdtempSync(path.join(tmpdir(), 'ds-audit-sock-'));
+  const writer = await spawnWriter({
+    db_path: path.join(dir, 'events.db'),
+    socket_path: path.join(socketDir, 'w.sock'),
+    mode: 'open',
+    subject_id: storeOpened.subject_id,
+    experiment_id: storeOpened.experiment_id,
+    manifest_sha256: storeOpened.manifest_sha256,
+    tokens: { runtime: newToken(), experiment: newToken() },
+    projection: 'subject',
+    socket_mode: 0o600,
+    snapshot_every: 100,
+  });
+  try {
+    expect(writer.head.seq).toBe(headSeq);
+    const locked = await get('/timeline');
+    expect(locked.status).toBe(503);
+    expect(locked.body).toContain('A writer holds the store');
+  } finally {
+    await writer.stop();
+    rmSync(socketDir, { recursive: true, force: true });
+  }
+  const again = await get('/timeline');
+  expect(again.status).toBe(200);
+  expect(rowSeqs(again.body)[0]).toBe(1);
 });
