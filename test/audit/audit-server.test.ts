@@ -20,6 +20,7 @@ import { replayStore } from '../../writer/replay.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readSnapshots, RunCopies, tamper } from '../support/store-forgery.js';
+import { writeSealedRun } from '../support/writer-fixture.js';
 
 const XSS = '<script>alert(1)</script><img src=x onerror=alert(2)>';
 const XSS_ESCAPED = '&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;';
@@ -539,4 +540,43 @@ test('an open desk does not hold the store: a writer starts on it meanwhile, pag
   const again = await get('/timeline');
   expect(again.status).toBe(200);
   expect(rowSeqs(again.body)[0]).toBe(1);
+});
+
+describe('other kinds of run', () => {
+  /** A desk and server on `dir`; every listed page must answer 200 with its guards. */
+  async function serve(dir: string): Promise<(target: string) => Promise<string>> {
+    const other = AuditDesk.open(dir);
+    const otherServer = await startAuditServer(other, { port: 0, log: (line) => logs.push(line) });
+    closers.push(() => otherServer.close());
+    return async (target) => {
+      const answer = await request(target, { port: otherServer.port });
+      expect(answer.status, `${target}: ${/id="problem">([^<]*)/.exec(answer.body)?.[1] ?? ''}`).toBe(200);
+      expectGuarded(answer, target);
+      return answer.body;
+    };
+  }
+  const ROUTES = ['/', '/timeline', '/snapshots', '/snapshots?compare=projection', '/chains', '/claims', '/recovery', '/interventions', '/integrity'];
+
+  test('a group A run: every page answers; the state page says its projection is the record, not what the subject carried', async () => {
+    const groupA = await finishedRun('A', 'audited-a');
+    closers.push(() => groupA.cleanup());
+    const get = await serve(groupA.runDir);
+    for (const target of ROUTES) await get(target);
+    const rejected = groupA.events.find((e) => e.event_type === 'PlanEvent.PlanRevisionRejected');
+    if (!rejected) throw new Error('the group A run rejected no plan revision: the case this test is for');
+    expect(await get(`/event/${rejected.seq}`)).toContain('rejected: capability_disabled');
+    expect(await get(`/state?seq=${rejected.seq}`)).toContain('This instance runs without persistent state');
+    expect(await get('/')).toContain('persistent state: off · autonomous re-planning: off');
+  }, 60_000);
+
+  test('an event-counts store with a manifest of another shape (the writer fixture, like npm run demo): every page answers and says what it cannot show', async () => {
+    const demo = await writeSealedRun();
+    closers.push(() => rmSync(demo.dir, { recursive: true, force: true }));
+    const get = await serve(demo.dir);
+    for (const target of ROUTES) await get(target);
+    expect(await get('/')).toContain('No verified manifest: manifest.dsse.json: the signed body is not an instance manifest');
+    expect(await get('/recovery')).toContain("This store's projection (event-counts) does not track execution intents");
+    expect(await get('/state?seq=3')).toContain('This projection (event-counts) is not the Subject state; shown as stored.');
+    expect(await get('/interventions')).toContain('No plan to show: no plan.json in the run folder');
+  });
 });
