@@ -3,12 +3,12 @@
 // real command line run as a child process. A repair appends exactly one
 // SystemEvent.OperatorResolved through a writer of its own; every refusal leaves the store as
 // it was (head seq unchanged, no AppendRejected), and a repeat writes nothing.
-import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONTROLLER_KEYS } from '../../controller/controller-events.js';
+import { planIsolation, type IsolationPlan } from '../../controller/isolation.js';
 import { OperatorResolutionResult } from '../../controller/operator-resolution.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { WORKSPACE_FOLDER } from '../../controller/workspace.js';
@@ -73,8 +73,8 @@ interface BuildOptions {
   /** Seal the store and sign its final head. */
   readonly seal?: boolean;
   readonly dir?: string;
-  /** For a writer under another uid (the run folder must be that uid's). */
-  readonly writerUid?: { uid: number; gid: number };
+  /** For a writer under another uid (the run folder must be that uid's), with code that uid can read. */
+  readonly writerUid?: { uid: number; gid: number; codeRoot: string };
 }
 
 /**
@@ -506,20 +506,22 @@ describe('misuse: exit 2, nothing read or written', () => {
 // Separate-uid runs: events.db belongs to the writer's uid (0600), and a later --resume starts
 // the writer under that uid again. The repair runs its writer as the caller (root): afterwards
 // the store and any -wal/-shm must still be that uid's, and its writer must open the store.
+// The plan is the controller's own (controller/isolation.ts): the writer's system user, and
+// code that uid can read — a readable copy when the checkout sits in a folder only root may
+// enter (CI clones into one).
 const isRoot = process.getuid?.() === 0;
-const writerUser = isRoot ? idsOf('ds-writer') : null;
 
-function idsOf(name: string): { uid: number; gid: number } | null {
-  try {
-    return { uid: Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }).trim()), gid: Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }).trim()) };
-  } catch {
-    return null;
-  }
-}
+describe.skipIf(!isRoot)('a store owned by the writer uid of a separate-uids run, repaired as root', () => {
+  let plan: IsolationPlan | undefined;
+  beforeAll(() => {
+    plan = planIsolation();
+    console.log(`[operator-resolution.test] ${plan.summary}`);
+  });
+  afterAll(() => plan?.cleanup());
 
-describe.skipIf(writerUser === null)('a store owned by the writer uid of a separate-uids run, repaired as root', () => {
   test("keeps the store's owner and mode, leaves no root-owned -wal/-shm, and that uid's writer opens it afterwards", async () => {
-    const user = writerUser!;
+    if (!plan?.writer) throw new Error(`as root the controller plans separate uids, but here: ${plan?.summary ?? 'no plan'}`);
+    const user = { ...plan.writer, codeRoot: plan.codeRoot };
     const parent = mkdtempSync('/tmp/ds-repair-uid-');
     chmodSync(parent, 0o755);
     const dir = path.join(parent, 'run');
@@ -544,7 +546,7 @@ describe.skipIf(writerUser === null)('a store owned by the writer uid of a separ
       const socketDir = mkdtempSync(path.join(tmpdir(), 'ds-repair-uid-sock-'));
       chownSync(socketDir, user.uid, user.gid);
       const tokens = { runtime: newToken(), experiment: newToken() };
-      const writer = await spawnWriter({ db_path: db, socket_path: path.join(socketDir, 'w.sock'), mode: 'open', ...run.identity, tokens, projection: 'subject', socket_mode: 0o600, snapshot_every: 1_000 }, user);
+      const writer = await spawnWriter({ db_path: db, socket_path: path.join(socketDir, 'w.sock'), mode: 'open', ...run.identity, tokens, projection: 'subject', socket_mode: 0o600, snapshot_every: 1_000 }, { uid: user.uid, gid: user.gid, codeRoot: user.codeRoot });
       try {
         expect(writer.head.seq).toBe(result.seq);
       } finally {
