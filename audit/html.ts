@@ -1,7 +1,8 @@
 // HTML built only through a tagged template that escapes every interpolated value unless it
 // is already SafeHtml: the audit desk shows text written by a model and by a world script,
 // so an unescaped value would let a run's content script the auditor's page. The page's
-// Content-Security-Policy (page-layout.ts) refuses scripts anyway; this keeps markup intact.
+// Content-Security-Policy (pages/layout.ts) refuses scripts anyway; this keeps markup intact.
+import { escapeHtml } from '../blind-review/scorecard-html.js';
 
 export class SafeHtml {
   constructor(readonly text: string) {}
@@ -10,19 +11,13 @@ export class SafeHtml {
   }
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-function escapeText(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
-
 type Part = SafeHtml | string | number | boolean | null | undefined | readonly Part[];
 
 function render(value: Part): string {
   if (value === null || value === undefined || value === false) return '';
   if (value instanceof SafeHtml) return value.text;
   if (Array.isArray(value)) return value.map((v: Part) => render(v)).join('');
-  return escapeText(String(value));
+  return escapeHtml(String(value));
 }
 
 /** `html\`<td>${text}</td>\``: strings and numbers escaped, SafeHtml kept, arrays joined, null/undefined/false empty. */
@@ -38,9 +33,4 @@ export function query(pairs: readonly (readonly [string, string | number | null 
   for (const [key, value] of pairs) if (value !== null && value !== undefined && value !== '') params.append(key, String(value));
   const text = params.toString();
   return text === '' ? '' : `?${text}`;
-}
-
-/** Text cut to `maxChars`, saying so: the full text is one click away on the event page. */
-export function cut(text: string, maxChars: number): string {
-  return text.length <= maxChars ? text : `${text.slice(0, maxChars)}… [${text.length - maxChars} more characters]`;
 }

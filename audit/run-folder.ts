@@ -7,18 +7,14 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ExperimentPlan } from '../controller/experiment-plan.js';
 import { checkSignedManifest, type InstanceManifest } from '../controller/manifest.js';
-import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
-import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { findRunFiles } from '../writer/verify-store.js';
+import { findRunFiles, readSignedHeads, type SignedHeadLine } from '../writer/verify-store.js';
 import { resolveStorePath } from '../writer/store-reader.js';
 
 const MAX_PLAN_BYTES = 16 * 1024 * 1024;
 const MAX_SIGNED_FILE_BYTES = 1024 * 1024;
 const MAX_HEADS_BYTES = 16 * 1024 * 1024;
-/** Far above what a run signs (one head every K wakes plus the final one). */
-const MAX_HEAD_LINES = 10_000;
 /** Lines of a file's problem shown on a page and on screen. */
 const MAX_PROBLEM_LINES = 4;
 
@@ -27,13 +23,6 @@ export class AuditInputError extends Error {
 }
 
 export type Loaded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: string };
-
-export interface SignedHeadLine {
-  readonly line: number;
-  /** null when the line does not verify (then `problem` says why). */
-  readonly head: ChainHead | null;
-  readonly problem: string | null;
-}
 
 export interface RunFolder {
   readonly runDir: string;
@@ -44,11 +33,16 @@ export interface RunFolder {
   readonly heads: Loaded<readonly SignedHeadLine[]>;
 }
 
-function readBounded(file: string, maxBytes: number): Loaded<string> {
-  if (!existsSync(file)) return { ok: false, problem: `no ${path.basename(file)} in the run folder` };
+/** Why `file` is not read (missing, or larger than the desk reads), or null when it may be. */
+function unreadable(file: string, maxBytes: number): string | null {
+  if (!existsSync(file)) return `no ${path.basename(file)} in the run folder`;
   const bytes = statSync(file).size;
-  if (bytes > maxBytes) return { ok: false, problem: `${path.basename(file)} is ${bytes} bytes, more than the ${maxBytes} the desk reads` };
-  return { ok: true, value: readFileSync(file, 'utf8') };
+  return bytes > maxBytes ? `${path.basename(file)} is ${bytes} bytes, more than the ${maxBytes} the desk reads` : null;
+}
+
+function readBounded(file: string, maxBytes: number): Loaded<string> {
+  const problem = unreadable(file, maxBytes);
+  return problem === null ? { ok: true, value: readFileSync(file, 'utf8') } : { ok: false, problem };
 }
 
 function loadKey(runDir: string): Loaded<Uint8Array> {
@@ -91,26 +85,11 @@ function loadPlan(runDir: string): Loaded<ExperimentPlan> {
 }
 
 function loadHeads(runDir: string, key: Loaded<Uint8Array>): RunFolder['heads'] {
-  const text = readBounded(path.join(runDir, RUN_FILES.heads), MAX_HEADS_BYTES);
-  if (!text.ok) return text;
+  const file = path.join(runDir, RUN_FILES.heads);
+  const problem = unreadable(file, MAX_HEADS_BYTES);
+  if (problem !== null) return { ok: false, problem };
   if (!key.ok) return { ok: false, problem: `the heads cannot be checked: ${key.problem}` };
-  const lines = text.value.split('\n').filter((l) => l.trim() !== '');
-  if (lines.length > MAX_HEAD_LINES) return { ok: false, problem: `${RUN_FILES.heads} has ${lines.length} lines, more than the ${MAX_HEAD_LINES} the desk reads` };
-  return {
-    ok: true,
-    value: lines.map((line, i) => {
-      let envelope: unknown;
-      try {
-        envelope = JSON.parse(line);
-      } catch {
-        return { line: i + 1, head: null, problem: 'not JSON' };
-      }
-      const verified = verifyDsse(envelope, CHAIN_HEAD_PAYLOAD_TYPE, key.value);
-      if (!verified.ok) return { line: i + 1, head: null, problem: verified.reason };
-      const head = ChainHead.safeParse(verified.body);
-      return head.success ? { line: i + 1, head: head.data, problem: null } : { line: i + 1, head: null, problem: 'the signed body is not a chain head' };
-    }),
-  };
+  return { ok: true, value: readSignedHeads(file, key.value) };
 }
 
 /** DIR is one run folder (or its events.db); a folder holding several stores is refused with their paths. */

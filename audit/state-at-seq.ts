@@ -4,7 +4,7 @@
 // after it. Snapshots passed over are reported with the reason, never skipped silently.
 import type { HashString } from '../schema/hash.js';
 import { replayFrom, type ReplayMode } from '../writer/replay.js';
-import { snapshotProblem } from '../writer/restore.js';
+import { newestUsableSnapshot } from '../writer/restore.js';
 import type { StoreReader } from '../writer/store-reader.js';
 import type { ProjectionVersions } from '../writer/projection-versions.js';
 
@@ -32,29 +32,15 @@ export function stateAtSeq(reader: StoreReader, seq: number, versions: Projectio
     const replay = replayFrom(reader, { fromSnapshotSeq: null, toSeq: seq, migrate: mode === 'migrate', useRecorded: mode === 'use-recorded' });
     return { seq, state: replay.state, state_hash: replay.state_hash, from_snapshot_seq: null, events_replayed: replay.events, snapshots_passed_over: [`mode ${mode}: replayed from seq 1, no snapshot used`], versions: replay.versions, mode };
   }
-  const headSeq = reader.headSeq();
-  const passedOver: string[] = [];
-  let chosen: number | null = null;
-  const { found, malformed } = reader.snapshots();
-  for (const bad of malformed) if (bad <= seq) passedOver.push(`snapshot row at seq ${bad} is malformed: not used`);
-  // Newest first; bounded by the rows of the snapshots table.
-  for (const meta of found) {
-    if (meta.seq > seq) continue;
-    const problem = snapshotProblem(reader, meta, headSeq, versions);
-    if (problem === null) {
-      chosen = meta.seq;
-      break;
-    }
-    passedOver.push(problem);
-  }
-  const replay = replayFrom(reader, { fromSnapshotSeq: chosen, toSeq: seq });
+  const newest = newestUsableSnapshot(reader, reader.headSeq(), versions, seq);
+  const replay = replayFrom(reader, { fromSnapshotSeq: newest.seq, toSeq: seq });
   return {
     seq,
     state: replay.state,
     state_hash: replay.state_hash,
-    from_snapshot_seq: chosen,
+    from_snapshot_seq: newest.seq,
     events_replayed: replay.events,
-    snapshots_passed_over: passedOver,
+    snapshots_passed_over: newest.passed_over,
     versions: replay.versions,
     mode,
   };

@@ -34,8 +34,6 @@ import { LIFECYCLE_TABLE, LifecycleState, type LifecycleTrigger } from '../proje
 import { ProjectionRefusal } from '../projector/projection.js';
 import { subjectProjection } from '../projector/subject-projection.js';
 import { SubjectState } from '../projector/subject-state.js';
-import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
-import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { computeEventHash, computePayloadHash, eventIdFor } from '../schema/envelope-hash.js';
@@ -48,7 +46,7 @@ import { describeDifference, formatVersions, versionDifferences, versionsOf } fr
 import { WriterError, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import { newToken, spawnWriter, WriterStartError, type WriterProcess } from '../writer/spawn.js';
 import { StoreReader, StoreReadError } from '../writer/store-reader.js';
-import { keyFileFor, verifyDirectory, type VerifyFailure } from '../writer/verify-store.js';
+import { keyFileFor, readSignedHeads, verifyDirectory, type VerifyFailure } from '../writer/verify-store.js';
 
 /** The repair's writer gets this long to snapshot and exit before it is killed (and the result says so). */
 export const REPAIR_WRITER_STOP_TIMEOUT_MS = 10_000;
@@ -305,15 +303,8 @@ function lastSignedHeadSeq(runDir: string, storeFile: string): number | null {
   const headsFile = path.join(runDir, RUN_FILES.heads);
   const keyFile = keyFileFor(storeFile, runDir);
   if (!existsSync(headsFile) || keyFile === null) return null;
-  const key = parsePublicKeyHex(readFileSync(keyFile, 'utf8'));
-  let highest: number | null = null;
-  for (const line of readFileSync(headsFile, 'utf8').split('\n')) {
-    if (line.trim() === '') continue;
-    const verified = verifyDsse(JSON.parse(line), CHAIN_HEAD_PAYLOAD_TYPE, key);
-    const head = verified.ok ? ChainHead.safeParse(verified.body) : null;
-    if (head?.success && (highest === null || head.data.seq > highest)) highest = head.data.seq;
-  }
-  return highest;
+  const seqs = readSignedHeads(headsFile, parsePublicKeyHex(readFileSync(keyFile, 'utf8'))).flatMap((l) => (l.head === null ? [] : [l.head.seq]));
+  return seqs.length === 0 ? null : Math.max(...seqs);
 }
 
 // ---------------------------------------------------------------- the checks

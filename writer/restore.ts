@@ -27,8 +27,8 @@ export interface RestoreReport {
   readonly versions: ProjectionVersions;
 }
 
-/** Why a snapshot cannot seed a restore under `versions`, or null when it can (also the audit desk's rule for the state at a seq). */
-export function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: number, versions: ProjectionVersions): string | null {
+/** Why a snapshot cannot seed a restore under `versions`, or null when it can. */
+function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: number, versions: ProjectionVersions): string | null {
   if (meta.seq < 1 || meta.seq > headSeq) return `snapshot at seq ${meta.seq} lies outside the events (seq 1 to ${headSeq}): not used`;
   const differences = versionDifferences(`snapshot at seq ${meta.seq}`, meta.versions, versions);
   if (differences.length > 0) return `${differences.map(describeDifference).join('; ')}: not used`;
@@ -42,6 +42,24 @@ export function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq
   return null;
 }
 
+/**
+ * The newest snapshot (at or before `atOrBeforeSeq`, when given) that can seed a replay under
+ * `versions`, and why each newer one — and each malformed row in range — could not.
+ */
+export function newestUsableSnapshot(reader: StoreReader, headSeq: number, versions: ProjectionVersions, atOrBeforeSeq: number | null): { seq: number | null; passed_over: string[] } {
+  const inRange = (seq: number): boolean => atOrBeforeSeq === null || seq <= atOrBeforeSeq;
+  const { found, malformed } = reader.snapshots();
+  const passedOver = malformed.filter(inRange).map((seq) => `snapshot row at seq ${seq} is malformed: not used`);
+  // Newest first; bounded by the rows of the snapshots table.
+  for (const meta of found) {
+    if (!inRange(meta.seq)) continue;
+    const problem = snapshotProblem(reader, meta, headSeq, versions);
+    if (problem === null) return { seq: meta.seq, passed_over: passedOver };
+    passedOver.push(problem);
+  }
+  return { seq: null, passed_over: passedOver };
+}
+
 export function restoreDrill(dbPath: string): RestoreReport {
   const reader = StoreReader.open(dbPath);
   try {
@@ -51,18 +69,9 @@ export function restoreDrill(dbPath: string): RestoreReport {
     const full: ReplayResult = replayFrom(reader, { fromSnapshotSeq: null });
     const warnings: string[] = [];
 
-    const { found, malformed } = reader.snapshots();
-    for (const seq of malformed) warnings.push(`snapshot row at seq ${seq} is malformed: not used`);
-    let chosen: number | null = null;
-    // Newest first; bounded by the rows of the snapshots table.
-    for (const meta of found) {
-      const problem = snapshotProblem(reader, meta, headSeq, full.versions);
-      if (problem === null) {
-        chosen = meta.seq;
-        break;
-      }
-      warnings.push(problem);
-    }
+    const newest = newestUsableSnapshot(reader, headSeq, full.versions, null);
+    warnings.push(...newest.passed_over);
+    const chosen = newest.seq;
     const restored = chosen === null ? full : replayFrom(reader, { fromSnapshotSeq: chosen });
 
     const stored = reader.storedProjection();

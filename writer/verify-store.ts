@@ -266,25 +266,43 @@ function readKey(file: string, root: string, failures: FailureList): Uint8Array 
   }
 }
 
-function verifyHeadsFile(file: string, key: Uint8Array, facts: StoreFacts | null, failures: FailureList, warnings: FailureList, allowOpen: boolean): void {
+/** One line of heads.jsonl: its signed head, or (head null) why it is not one. */
+export type SignedHeadLine =
+  /** `line` is 1-based, counting non-empty lines. */
+  | { readonly line: number; readonly head: ChainHead; readonly problem: null }
+  | { readonly line: number; readonly head: null; readonly problem: string };
+
+/** Every non-empty line of a heads.jsonl, each checked against `key`: the one reading of the file (verify, the audit desk, the repair). */
+export function readSignedHeads(file: string, key: Uint8Array): SignedHeadLine[] {
   const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
-  let finalHead: ChainHead | null = null;
-  lines.forEach((line, index) => {
-    const lineNo = index + 1;
+  return lines.map((text, index): SignedHeadLine => {
+    const line = index + 1;
     let envelope: unknown;
     try {
-      envelope = JSON.parse(line);
+      envelope = JSON.parse(text);
     } catch {
-      return failures.add(file, null, `line ${lineNo} is not JSON`);
+      return { line, head: null, problem: `line ${line} is not JSON` };
     }
     const verified = verifyDsse(envelope, CHAIN_HEAD_PAYLOAD_TYPE, key);
-    if (!verified.ok) return failures.add(file, null, `line ${lineNo}: ${verified.reason}`);
+    if (!verified.ok) return { line, head: null, problem: `line ${line}: ${verified.reason}` };
     const head = ChainHead.safeParse(verified.body);
-    if (!head.success) return failures.add(file, null, `line ${lineNo}: signed body is not a chain head: ${z.prettifyError(head.error)}`);
-    if (finalHead) failures.add(file, head.data.seq, `line ${lineNo}: a head signed after the final head`);
-    if (head.data.kind === 'final') finalHead = head.data;
-    if (facts) checkHead(file, lineNo, head.data, facts, failures);
+    if (!head.success) return { line, head: null, problem: `line ${line}: signed body is not a chain head: ${z.prettifyError(head.error)}` };
+    return { line, head: head.data, problem: null };
   });
+}
+
+function verifyHeadsFile(file: string, key: Uint8Array, facts: StoreFacts | null, failures: FailureList, warnings: FailureList, allowOpen: boolean): void {
+  let finalHead: ChainHead | null = null;
+  for (const entry of readSignedHeads(file, key)) {
+    if (entry.head === null) {
+      failures.add(file, null, entry.problem);
+      continue;
+    }
+    const { line, head } = entry;
+    if (finalHead) failures.add(file, head.seq, `line ${line}: a head signed after the final head`);
+    if (head.kind === 'final') finalHead = head;
+    if (facts) checkHead(file, line, head, facts, failures);
+  }
   if (!facts) return;
   const final = finalHead as ChainHead | null;
   if (final === null) {

@@ -5,7 +5,8 @@
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
-import { cut, html, query, type SafeHtml } from '../html.js';
+import { bounded } from '../../blind-review/event-normalizer.js';
+import { html, query, type SafeHtml } from '../html.js';
 import type { ActionChain } from '../store-index.js';
 import { eventLink, renderPage, stateLink } from './layout.js';
 
@@ -69,7 +70,7 @@ function stepDetail(event: EventEnvelope): SafeHtml {
   const e = typed.event;
   switch (e.event_type) {
     case 'ActionEvent.ActionProposed':
-      return html`<p>Arguments: <code>${cut(JSON.stringify(e.payload.args), MAX_ARGS_CHARS)}</code></p><p>Rationale: ${e.payload.rationale}</p>`;
+      return html`<p>Arguments: <code>${bounded(JSON.stringify(e.payload.args), MAX_ARGS_CHARS)}</code></p><p>Rationale: ${e.payload.rationale}</p>`;
     case 'ActionEvent.PermissionDecided':
       return html`<table class="rules"><thead><tr><th>rule</th><th>passed</th><th>detail</th></tr></thead><tbody>${e.payload.rules.map(
         (r) => html`<tr><td>${r.rule}</td><td class="${r.passed ? 'ok' : 'bad'}">${r.passed ? 'yes' : 'no'}</td><td>${r.detail}</td></tr>`,

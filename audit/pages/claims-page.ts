@@ -3,7 +3,8 @@
 // evidence event's page lists the claims resting on it, back here.
 import type { AuditDesk } from '../audit-desk.js';
 import { typedEvent } from '../event-summary.js';
-import { cut, html, query } from '../html.js';
+import { bounded } from '../../blind-review/event-normalizer.js';
+import { html, query } from '../html.js';
 import { eventIdLink, eventLink, renderPage } from './layout.js';
 
 export const CLAIMS_PER_PAGE = 100;
@@ -20,7 +21,7 @@ export function claimsPage(desk: AuditDesk, afterSeq: number): string {
       const event = row.event!;
       const c = typed.event.payload;
       const statusAtHead = head?.claims?.[c.claim_id]?.status;
-      return html`<tr class="claim-row"><td>${eventLink(event.seq, `#${event.seq} ${c.claim_id}`)}</td><td>${c.claim_type}</td><td class="${statusAtHead === 'refuted' ? 'bad' : ''}">${typeof statusAtHead === 'string' ? statusAtHead : '—'}</td><td>${cut(c.statement, STATEMENT_CHARS)}</td><td>${c.evidence_event_ids.map((id) => html`${eventIdLink(desk, id)} `)}</td></tr>`;
+      return html`<tr class="claim-row"><td>${eventLink(event.seq, `#${event.seq} ${c.claim_id}`)}</td><td>${c.claim_type}</td><td class="${statusAtHead === 'refuted' ? 'bad' : ''}">${typeof statusAtHead === 'string' ? statusAtHead : '—'}</td><td>${bounded(c.statement, STATEMENT_CHARS)}</td><td>${c.evidence_event_ids.map((id) => html`${eventIdLink(desk, id)} `)}</td></tr>`;
     })}</tbody></table>
     ${page.later_after !== null ? html`<p><a id="next-page" href="/claims${query([['after', page.later_after]])}">more →</a></p>` : ''}`;
   return renderPage(desk, 'Claims', 'claims', body);

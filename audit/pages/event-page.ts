@@ -6,7 +6,8 @@ import { evidenceEligibility } from '../../projector/evidence.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
-import { cut, html, query, SafeHtml } from '../html.js';
+import { bounded } from '../../blind-review/event-normalizer.js';
+import { html, query, SafeHtml } from '../html.js';
 import { eventLink, renderPage, stateLink } from './layout.js';
 
 /** Links made inside one envelope; more ids are left as text (a FACT cites at most 64). */
@@ -143,6 +144,6 @@ export function unreadableEventPage(desk: AuditDesk, row: StoredEvent): string {
   const body = html`
     <p class="paging">${seq > 1 ? eventLink(seq - 1, '← previous') : ''} · ${seq < desk.index.head_seq ? eventLink(seq + 1, 'next →') : ''} · <a href="/integrity">Chain &amp; signatures</a></p>
     <div class="alarm" id="unreadable">The row at seq ${seq} (filed as ${row.event_type}) does not read as an event: ${row.problem}. Verification lists what is wrong with it.</div>
-    <h2>Stored text</h2><pre id="envelope">${cut(row.text, MAX_UNREADABLE_CHARS)}</pre>`;
+    <h2>Stored text</h2><pre id="envelope">${bounded(row.text, MAX_UNREADABLE_CHARS)}</pre>`;
   return renderPage(desk, `Seq ${seq}: unreadable`, 'event', body);
 }

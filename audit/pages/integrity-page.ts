@@ -1,6 +1,7 @@
 // Chain and signature status: what `npm run verify` finds (hash chain, payload hashes,
 // signed heads, manifest, seal), each signed head against the event at its seq, and whether
 // the store follows its plan. Computed once when the desk opened, on the files as they were.
+import { computeEventHash } from '../../schema/envelope-hash.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { html, type SafeHtml } from '../html.js';
 import { eventLink, renderPage, status } from './layout.js';
@@ -16,8 +17,9 @@ export function integrityPage(desk: AuditDesk): string {
     ? heads.value.map((line) => {
         if (line.head === null) return html`<tr><td>${line.line}</td><td colspan="4" class="bad">${line.problem}</td></tr>`;
         const event = line.head.seq <= desk.index.head_seq ? desk.eventAt(line.head.seq) : null;
-        const matches = event !== null && event.event_hash === line.head.event_hash;
-        return html`<tr class="signed-head"><td>${line.line}</td><td>${line.head.kind}</td><td>${event ? eventLink(line.head.seq) : line.head.seq}</td><td>${line.head.signed_at}</td><td>${status(matches, 'signature valid; names the stored event', event ? 'signature valid but the stored event has another hash' : 'names a seq beyond the store')}</td></tr>`;
+        // Recomputed, not the envelope's own event_hash field: an edit that leaves that field alone must not pass.
+        const matches = event !== null && computeEventHash(event) === line.head.event_hash;
+        return html`<tr class="signed-head"><td>${line.line}</td><td>${line.head.kind}</td><td>${event ? eventLink(line.head.seq) : line.head.seq}</td><td>${line.head.signed_at}</td><td>${status(matches, 'signature valid; names the stored event', event ? 'signature valid but the stored event hashes otherwise' : 'names a seq beyond the store')}</td></tr>`;
       })
     : [];
   const body = html`

@@ -1,7 +1,7 @@
 // The frame of every desk page: what run this is, whether its chain and signatures verified,
 // and the navigation. Pages carry no script at all; the Content-Security-Policy sent with
 // them allows only this one stylesheet (by hash) and forms submitting back to the desk.
-import { createHash } from 'node:crypto';
+import { cspHash } from '../../blind-review/scorecard-html.js';
 import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent } from '../event-summary.js';
 import { html, query, SafeHtml } from '../html.js';
@@ -26,10 +26,6 @@ form.inline{display:inline}
 fieldset{border:1px solid #ddd;margin:6px 0}
 label{margin-right:10px;white-space:nowrap}
 `;
-
-function cspHash(text: string): string {
-  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
-}
 
 /** Sent as a header with every page: no script, no fetch, no frame, nothing from anywhere else. */
 export const PAGE_CSP = `default-src 'none'; style-src ${cspHash(STYLE)}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;

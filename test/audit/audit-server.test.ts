@@ -580,3 +580,17 @@ describe('other kinds of run', () => {
     expect(await get('/interventions')).toContain('No plan to show: no plan.json in the run folder');
   });
 });
+
+test('a signed head whose event was edited in place (its event_hash field left as it was): the integrity page says the stored event hashes otherwise', async () => {
+  const heads = readFileSync(path.join(runDir, 'heads.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const firstHead = JSON.parse(Buffer.from((JSON.parse(heads[0]!) as { payload: string }).payload, 'base64').toString('utf8')) as { seq: number };
+  const dir = copies!.copy();
+  tamper(dir, (db) => editEnvelope(db, firstHead.seq, (env) => ({ ...env, occurred_at: '2026-01-01T00:00:00.000Z' })));
+  const forged = AuditDesk.open(dir);
+  const forgedServer = await startAuditServer(forged, { port: 0, log: (line) => logs.push(line) });
+  closers.push(() => forgedServer.close());
+  const integrity = (await request('/integrity', { port: forgedServer.port })).body;
+  expect(integrity).toMatch(new RegExp(`<tr class="signed-head"><td>1</td><td>periodic</td><td><a href="/event/${firstHead.seq}"[^]*?<span class="bad">signature valid but the stored event hashes otherwise</span>`));
+  // The untouched run: every head names its stored event.
+  expect(await page('/integrity')).not.toContain('hashes otherwise');
+});
