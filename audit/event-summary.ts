@@ -57,9 +57,11 @@ export function summarizeEvent(event: EventEnvelope): string {
     case 'WorldEvent.DistractorOccurred':
       return `distractor on ${e.payload.channel}: ${short(e.payload.body)}`;
     case 'ModelOutputEvent.ModelAnswered':
-      return `model ${e.payload.model_id} answered (${e.payload.usage.prompt_tokens}+${e.payload.usage.completion_tokens} tokens${e.payload.usage_estimated ? ', estimated' : ''}; window ${e.payload.context.window_events} of ${e.payload.context.eligible_total})`;
+      return `model ${e.payload.model_id} answered (${e.payload.usage.prompt_tokens}+${e.payload.usage.completion_tokens} tokens${e.payload.usage_source === 'server' ? '' : `, counted by ${e.payload.usage_source}`}; finish ${e.payload.finish_reason ?? 'unknown'}; window ${e.payload.context.window_events} of ${e.payload.context.eligible_total})`;
     case 'ModelOutputEvent.ModelCallFailed':
       return `model call failed: ${e.payload.failure} — ${short(e.payload.detail)}`;
+    case 'ModelOutputEvent.ModelCallAttemptFailed':
+      return `model call ${e.payload.call_number} attempt ${e.payload.attempt} brought no answer (${e.payload.kind})${e.payload.backoff_ms === null ? '' : `; retried after ${e.payload.backoff_ms} ms`}`;
     case 'ActionEvent.ActionProposed':
       return `proposes ${e.payload.tool}.${e.payload.op} (${e.payload.proposal_id})${typeof e.payload.args.path === 'string' ? ` ${e.payload.args.path}` : ''}`;
     case 'ActionEvent.PermissionDecided': {

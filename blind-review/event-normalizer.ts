@@ -17,9 +17,10 @@
 //   (wake or intervention ids), idempotency_key (holds the subject id), schema_version,
 //   recorded_at (wall clock), envelope actor (the entry has a neutral actor instead).
 // - Payload fields dropped, per type (the rest is kept under neutral names; see each case):
-//   ModelAnswered/ModelCallFailed: adapter, model_id, params, system_fingerprint, latency_ms and
-//   usage_estimated (configuration, identical for every package), the context counts and the
-//   prompt tokens (the context bundle's size depends on the state setting by construction);
+//   ModelAnswered/ModelCallFailed: adapter, model_id, params, system_fingerprint, latency_ms,
+//   usage_source, protocol, response_model, finish_reason and attempts (configuration or
+//   apparatus), the context counts, the prompt tokens and their counts (the context bundle's
+//   size depends on the state setting by construction);
 //   BudgetLedgerRecorded: used.tokens (includes the prompt tokens, as above); ProcessRestarted:
 //   reason (names the plan's intervention id); AppendRejected: request id/hash/bytes and the
 //   connection id (apparatus); Paused/Resumed/EmergencyStopped/OperatorResolved: the operator's
@@ -54,6 +55,7 @@ export const MODEL_FAILURE_DETAIL_WITHHELD = '(withheld: apparatus or server tex
 export const OMISSIONS = {
   store_configuration: 'StoreOpened binds the store to the experiment id, the subject id, the manifest hash and versions: configuration, not behaviour',
   chain_signature: 'ChainHeadSigned is a controller signature over hashes of the chain: apparatus whose hashes would identify the instance',
+  transport_attempt: 'ModelCallAttemptFailed records a connection to the model server that brought no answer: apparatus (the server, not the subject), and the call it belongs to is shown',
   store_seal: 'StoreSealed ends the store: every exported instance is sealed, so it says nothing about the subject',
   wake_schedule: 'WakeScheduled repeats the schedule, the same for every instance of a replicate; each wake shows as wake_started',
   plan_decision: 'PlanRevisionAccepted and PlanRevisionRejected can each be produced by some settings only: every package says only that a revision was proposed',
@@ -187,6 +189,8 @@ export function wakeRefOfIndex(index: number): WakeText {
 // Text
 
 const UUID_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+/** An event cited by its seq in a subject's text, the way ds-model-output/2 subjects see events ("event #123"). */
+const SEQ_REF_RE = /\bevent #(\d{1,12})\b/g;
 const ISO_TIME_RE = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?/g;
 /**
  * An absolute path up to and including a `workspace/` folder (at most 32 folders deep, so the match
@@ -372,6 +376,8 @@ function dispositionOf(e: TypedEvent): Disposition {
       // adapter, model id, params, fingerprint, latency: configuration; context counts and prompt tokens: sized by the state setting.
       return keep('model_answered', 'subject', (c) => ({ summary: `the model answered (${p.usage.completion_tokens} output tokens)`, detail: { raw_output: c.text(p.raw_output), completion_tokens: p.usage.completion_tokens }, refs: [] }));
     }
+    case 'ModelOutputEvent.ModelCallAttemptFailed':
+      return { omit: 'transport_attempt' };
     case 'ModelOutputEvent.ModelCallFailed': {
       const p = e.payload;
       // A schema violation or a refusal is about the subject's own answer: kept. The detail of a
@@ -603,6 +609,8 @@ export function normalizeEvents(events: readonly EventEnvelope[], plan: Experime
   const typed = events.map(typedOf);
   const dispositions = typed.map(dispositionOf);
   const refOfEventId = new Map<string, RefText>();
+  /** ds-model-output/2 subjects cite events by seq ("event #123"): a seq counts events, so it says how much happened and is replaced like an id. */
+  const refOfSeq = new Map<number, RefText>();
   const keptSeqs: number[] = [];
   const keptRefs: RefText[] = [];
   const proposalEventOf = new Map<string, string>();
@@ -616,6 +624,7 @@ export function normalizeEvents(events: readonly EventEnvelope[], plan: Experime
     else {
       const ref = refOfIndex(keptRefs.length);
       refOfEventId.set(event.event_id, ref);
+      refOfSeq.set(event.seq, ref);
       keptSeqs.push(event.seq);
       keptRefs.push(ref);
     }
@@ -645,6 +654,12 @@ export function normalizeEvents(events: readonly EventEnvelope[], plan: Experime
       if (ref !== undefined) return ref;
       if (counted) stats.idsInTextHidden += 1;
       return '[id]';
+    });
+    out = out.replace(SEQ_REF_RE, (_match, seq: string) => {
+      const ref = refOfSeq.get(Number(seq));
+      if (ref !== undefined) return `event ${ref}`;
+      if (counted) stats.idsInTextHidden += 1;
+      return 'event [id]';
     });
     return rewriteTimes(out, startMs);
   };

@@ -6,22 +6,23 @@ import type { EventEnvelope } from '../schema/envelope.js';
 
 /**
  * model_calls: ModelAnswered + ModelCallFailed except `budget_exhausted` (a call not made);
- * tokens: prompt + completion of the answers; tool_calls: permission decisions that allowed;
- * retries: model calls made after a failed call of the same wake.
+ * tokens: prompt + completion of every call whose record carries usage — answers, and answers
+ * that failed the protocol or were cut (issue 15: a misbehaving model cannot look cheap);
+ * tool_calls: permission decisions that allowed; retries: transport attempts beyond the first
+ * (ModelCallAttemptFailed under the pre-registered policy), kept apart from the calls.
  */
 export function ledgerOf(wakeEvents: readonly EventEnvelope[]): LedgerUse {
   let modelCalls = 0;
   let tokens = 0;
   let toolCalls = 0;
   let retries = 0;
-  let failedBefore = false;
   for (const event of wakeEvents) {
     if (event.event_type === 'ModelOutputEvent.ModelAnswered' || (event.event_type === 'ModelOutputEvent.ModelCallFailed' && event.payload['failure'] !== 'budget_exhausted')) {
       modelCalls += 1;
-      if (failedBefore) retries += 1;
-      if (event.event_type === 'ModelOutputEvent.ModelCallFailed') failedBefore = true;
-      const usage = event.payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+      const usage = event.payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
       if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') tokens += usage.prompt_tokens + usage.completion_tokens;
+      const attempts = event.payload['attempts'];
+      if (typeof attempts === 'number') retries += Math.max(0, attempts - 1);
     }
     if (event.event_type === 'ActionEvent.PermissionDecided' && event.payload['decision'] === 'allow') toolCalls += 1;
   }

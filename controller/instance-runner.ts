@@ -11,7 +11,7 @@
 // retried or resumed step is answered with the original event instead of a second one.
 // A stop (SIGINT/SIGTERM via `signal`, or a child dying unplanned) is recorded, signed and
 // resumable with `--resume DIR`; nothing is deleted.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ledgerOf } from './budget-ledger.js';
 import { checkpointDraft, CONTROLLER_KEYS, deliveredDraft, ledgerDraft, emergencyStoppedDraft, interventionDrafts, isCrashIntervention, isWorldIntervention, resumedDraft, subjectInitializedDraft, wakeEndedDraft, wakeStartedDraft, type WakeOutcome } from './controller-events.js';
@@ -21,13 +21,13 @@ import type { Intervention } from './intervention-plan.js';
 import { IsolationError, planIsolation, prepareRunDir, prepareSocketDir, type IsolationOptions, type IsolationPlan, type SocketDir } from './isolation.js';
 import { copyPublicKeyInto, loadOrCreateControllerKey, type ControllerKey } from './key-store.js';
 import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION, type InstanceManifest } from './manifest.js';
-import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from './prereg.js';
+import { checkPreregLock, lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readPreregJson, type ModelCallRules } from './prereg.js';
 import { appendSignedHead, sealAndSignFinalHead, signAndRecordHead, signChainHead, writeSignedManifest } from './run-signatures.js';
 import { loadScenario, subjectInitializedPayload, type Scenario } from './scenario.js';
 import { VirtualClock } from './virtual-clock.js';
 import type { ScheduledWake } from './wake-schedule.js';
 import { applyExternalChange, materializeWorkspace, WORKSPACE_FOLDER, type FileOwner } from './workspace.js';
-import { ModelChoice, readModelChoice, resolveModel } from './model-choice.js';
+import { copyModelConfig, ModelChoice, readModelChoice, resolveModel } from './model-choice.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { FaultSwitch } from '../schema/fault-switch.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
@@ -41,7 +41,8 @@ import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
 import { type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
-import type { RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
+import type { ModelProtocol } from '../runtime/model-protocol.js';
+import type { PreflightReport, RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
 import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
 
 export type Group = keyof typeof GROUP_CAPABILITIES;
@@ -50,6 +51,8 @@ export type Group = keyof typeof GROUP_CAPABILITIES;
 export const WAKE_TIMEOUT_MS = 120_000;
 /** A child asked to stop gets this long before SIGKILL. */
 export const CHILD_STOP_TIMEOUT_MS = 10_000;
+/** How long a runtime may take to say ready, before its model check's own time (the call timeout) is added. */
+const RUNTIME_START_TIMEOUT_MS = 20_000;
 /**
  * An instance holds about 500 events: a snapshot every 100 gives the restore drill (and the fault
  * harness's snapshot faults) several to start from, at a few kilobytes each. Same for every group.
@@ -59,7 +62,7 @@ export const INSTANCE_SNAPSHOT_EVERY_EVENTS = 100;
 export const MAX_WRITER_RESTARTS = 4;
 
 
-export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan';
+export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan' | 'model';
 
 export class InstanceError extends Error {
   override readonly name = 'InstanceError';
@@ -154,7 +157,10 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   const prereg = PreRegistration.parse(readPreregJson(options.preregFile));
   const scenario = scenarioOf(options, prereg.scenario.id);
   const plan = buildExperimentPlan({ prereg, scenario, seed: options.seed, startAt: options.startAt });
-  const model = resolveModel(ModelChoice.parse(options.model));
+  const rules = modelCallRulesOf(prereg);
+  if (rules === null) throw new InstanceError('prereg', `refusing to run: ${MODEL_CALLS_MISSING_MESSAGE}`);
+  const choice = ModelChoice.parse(options.model);
+  const model = resolveModel(choice, rules.transport_retry);
 
   mkdirSync(runDir, { recursive: true });
   const isolation = isolationFor(runDir, options);
@@ -164,6 +170,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   writeFileSync(path.join(runDir, RUN_FILES.prereg), `${JSON.stringify(prereg, null, 2)}\n`, { flag: 'wx' });
   copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
   writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
+  copyModelConfig(choice, runDir);
   const manifest = buildInstanceManifest({
     experimentId: options.experimentId,
     groupBlindId: options.groupBlindId,
@@ -181,7 +188,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   materializeWorkspace(path.join(runDir, WORKSPACE_FOLDER), scenario, ownerOf(isolation));
   options.log(`manifest signed (${manifestHash.slice(0, 23)}…), key ${key.keyId.slice(0, 16)}…${key.created ? ' (new key)' : ''}; plan: ${plan.schedule.wakes.length} wakes, ${plan.interventions.length} interventions, schedule ${plan.schedule_hash.slice(0, 23)}…`);
 
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario, model: model.runtime });
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
   return instance.run('create');
 }
 
@@ -215,13 +222,15 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   }
   options.log(isolation.summary);
   const scenario = scenarioOf(options, prereg.scenario.id);
-  const model = resolveModel(readModelChoice(runDir));
+  const rules = modelCallRulesOf(prereg);
+  if (rules === null) throw new InstanceError('resume', `refusing to resume: ${RUN_FILES.prereg} predates the pre-registered model-call rules (${MODEL_CALLS_MISSING_MESSAGE})`);
+  const model = resolveModel(readModelChoice(runDir), rules.transport_retry);
   if (canonicalJson(model.info) !== canonicalJson(manifest.model)) {
     isolation.cleanup();
     throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
   }
   // The hash of the body as signed (what StoreOpened carries), not of the parsed manifest (which may fill defaults).
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime });
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
   return instance.run('open');
 }
 
@@ -238,6 +247,8 @@ interface InstanceInput {
   readonly isolation: IsolationPlan;
   readonly scenario: Scenario;
   readonly model: RuntimeModelConfig;
+  readonly protocol: ModelProtocol;
+  readonly rules: ModelCallRules;
 }
 
 /** Resume found a sealed store whose final head was missing, and signed it: nothing else to do. */
@@ -251,10 +262,19 @@ interface WakeReport {
   readonly done: WakeDone | null;
 }
 
-/** The emergency-stop path was taken; carries why. */
+/** The emergency-stop path was taken; carries why, and who stopped it (default: the operator of the command). */
 class StopRequested extends Error {
   override readonly name = 'StopRequested';
+  constructor(
+    message: string,
+    readonly operator: string | null = null,
+  ) {
+    super(message);
+  }
 }
+
+/** Who records a pause of the pre-registered transport rule: the controller itself, not a person. */
+const PAUSE_RULE_OPERATOR = 'controller (pre-registered pause rule)';
 
 class Instance {
   private readonly log: (line: string) => void;
@@ -303,8 +323,9 @@ class Instance {
       const firstWake = await this.prepare(progress, mode);
       await this.startRuntime();
       for (let index = firstWake; index < this.wakes.length; index += 1) {
-        await this.runWake(index);
+        const done = await this.runWake(index);
         wakesRun += 1;
+        this.applyPauseRule(done);
         if ((index + 1) % this.input.prereg.chain_head_signing_period_wakes === 0) await this.signPeriodic();
       }
       this.checkStop();
@@ -316,7 +337,7 @@ class Instance {
       if (error instanceof StopRequested) {
         stopReason = error.message;
         try {
-          await this.recordStop(stopReason);
+          await this.recordStop(stopReason, error.operator ?? this.input.options.operator);
         } catch (recordError) {
           await this.shutdownQuietly();
           throw new InstanceError('writer', `the stop (${stopReason}) could not be recorded: ${recordError instanceof Error ? recordError.message : String(recordError)}; nothing was deleted — continue with --resume ${this.input.runDir}`);
@@ -421,10 +442,26 @@ class Instance {
         retrieval_policy: this.input.prereg.retrieval_policy,
         workspace_dir: path.join(this.input.runDir, RUN_FILES.workspace),
         model: this.input.model,
+        protocol: this.input.protocol,
       },
-      { codeRoot, faultInjection: this.faults.environmentValue, ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
+      // The runtime checks its model before it says ready (loading a local model, a probe call): it gets the call's timeout on top.
+      { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + (this.input.manifest.model.call_timeout_ms ?? 0), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
     );
     this.log(`ds-runtime pid ${this.runtime.pid}`);
+    this.recordPreflight(this.runtime.preflight);
+  }
+
+  /**
+   * The runtime's model check before the first wake, appended to preflight.jsonl (one line per
+   * start) and said on screen; a failed check ends the start before any wake (issue 15 item 5).
+   */
+  private recordPreflight(report: PreflightReport | null): void {
+    if (report === null) return;
+    const line = { checked_at: new Date().toISOString(), adapter: this.input.manifest.model.adapter, model_id: this.input.manifest.model.model_id, ...report };
+    appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
+    for (const text of report.lines) this.log(`model preflight: ${text}`);
+    if (!report.ok) throw new InstanceError('model', `the model failed its check before the first wake: ${report.reason}. Nothing ran; fix the model or its server and start again (or continue this folder with --resume ${this.input.runDir})`);
+    this.log('model preflight: OK');
   }
 
   private async stopRuntime(): Promise<void> {
@@ -535,7 +572,24 @@ class Instance {
     this.written.add(intervention.intervention_id);
   }
 
-  private async runWake(index: number): Promise<void> {
+  /** Model calls in a row (across wakes) that ended as `transport`; a call that reached the model resets it. */
+  private consecutiveTransportFailures = 0;
+
+  /**
+   * The pre-registered pause rule (issue 15 item 5): a server that stays down pauses the instance
+   * — recorded as a stop, resumable with --resume — instead of consuming its schedule.
+   */
+  private applyPauseRule(done: WakeDone | null): void {
+    if (done === null || done.counts.model_calls === 0) return;
+    const failed = done.counts.transport_failed_calls;
+    this.consecutiveTransportFailures = failed > 0 && failed === done.counts.model_calls ? this.consecutiveTransportFailures + failed : 0;
+    const limit = this.input.rules.pause_after_consecutive_transport_failures;
+    if (this.consecutiveTransportFailures >= limit) {
+      throw new StopRequested(`paused: ${this.consecutiveTransportFailures} model call(s) in a row failed as transport (no answer after ${this.input.rules.transport_retry.max_attempts} attempt(s) each), reaching the pre-registered limit of ${limit}; fix the model server and continue with --resume ${this.input.runDir}`, PAUSE_RULE_OPERATOR);
+    }
+  }
+
+  private async runWake(index: number): Promise<WakeDone | null> {
     const wake = this.wakes[index]!;
     const { interventions } = this.input.plan;
     const due = interventions
@@ -581,6 +635,7 @@ class Instance {
     await this.append([wakeEndedDraft(wake, outcome)]);
     const names = delivered.map((i) => i.intervention_id).join(', ');
     this.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${report.line} · ${outcome}`);
+    return report.done;
   }
 
   private idsOf(intervention: Intervention): string[] {
@@ -648,7 +703,10 @@ class Instance {
       else signal.addEventListener('abort', onAbort, { once: true });
     });
     // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
-    const wakeTimeoutMs = WAKE_TIMEOUT_MS + (this.input.manifest.model.call_timeout_ms ?? 0);
+    // With transport retries, every attempt may take the call's timeout, plus the waits between them.
+    const retry = this.input.rules.transport_retry;
+    const callMs = (this.input.manifest.model.call_timeout_ms ?? 0) * retry.max_attempts + retry.backoff_ms.reduce((sum, ms) => sum + ms, 0);
+    const wakeTimeoutMs = WAKE_TIMEOUT_MS + callMs;
     const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: visibleToSeq, budget: wake.budget }, wakeTimeoutMs);
     // Whichever loses the race must not become an unhandled rejection (a stop ends the wake's promise later).
     aborted.catch(() => undefined);
@@ -713,10 +771,10 @@ class Instance {
   }
 
   /** Emergency stop: recorded, head signed, nothing deleted. */
-  private async recordStop(reason: string): Promise<void> {
+  private async recordStop(reason: string, operator: string): Promise<void> {
     this.log(`emergency stop: ${reason}`);
     await this.stopRuntime().catch(() => undefined);
-    await this.append([emergencyStoppedDraft(this.clock.now(), this.input.options.operator, reason)]);
+    await this.append([emergencyStoppedDraft(this.clock.now(), operator, reason)]);
     const head = await signAndRecordHead(this.connected(), 'periodic', this.signing());
     this.log(`stop recorded; head signed at seq ${head.seq}; resume with: npm run experiment -- --resume ${this.input.runDir}`);
   }

@@ -26,6 +26,8 @@ import { ExperimentPlan } from './experiment-plan.js';
 import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { Capabilities } from '../schema/capabilities.js';
+import { StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { EVENT_SCHEMA_VERSION } from '../schema/event-catalog.js';
@@ -36,7 +38,8 @@ import { WRITER_VERSION } from '../writer/event-store.js';
 
 /** Version of the runtime as a whole; kept equal to package.json "version" (a test checks). */
 export const RUNTIME_VERSION = '0.1.0';
-export const MANIFEST_VERSION = '1.0.0';
+// 1.1.0 (issue 15): model.structured_output, model.config_sha256, model.context_size; adapter local.
+export const MANIFEST_VERSION = '1.1.0';
 
 /** The fields that may (and must be the only ones to) differ between groups of one replicate. */
 export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_hash'] as const;
@@ -65,7 +68,7 @@ export type Isolation = z.infer<typeof Isolation>;
  * `none`: the runtime calls no model — this build's observe-only runtime (the wake loop with
  * the model is issue 5), or an apparatus check that must not think. Never silently a model.
  */
-export const ModelAdapter = z.enum(['reference', 'openai', 'replay', 'none']);
+export const ModelAdapter = z.enum(['reference', 'openai', 'local', 'replay', 'none']);
 
 /** null = not set: the server's default applies (and is not known to us). */
 export const ModelParams = z.strictObject({
@@ -75,18 +78,39 @@ export const ModelParams = z.strictObject({
   max_tokens: z.number().int().min(1).nullable(),
 });
 
+/**
+ * How the answer is asked for (issue 15 item 1): the protocol, the dialect its JSON Schema is sent
+ * in (`gbnf`: the local adapter's grammar generated from it; `none`: the prompt alone) and the
+ * schema's hash — the same for every group of a study.
+ */
+export const StructuredOutputInfo = z.strictObject({
+  protocol: AnswerProtocol,
+  dialect: z.union([StructuredOutputDialect, z.literal('gbnf')]),
+  schema_sha256: HashString,
+});
+export type StructuredOutputInfo = z.infer<typeof StructuredOutputInfo>;
+
+/** Adapters that sample and are waited for: they have parameters, a call timeout and a structured-output dialect of their own. */
+const SAMPLING_ADAPTERS: ReadonlySet<string> = new Set(['openai', 'local']);
+
 export const ModelInfo = z.strictObject({
   adapter: ModelAdapter,
   model_id: z.string().min(1).max(200),
-  /** The model build or server fingerprint, when the adapter can name one. */
+  /** The model build or server fingerprint, when the adapter can name one (local: the GGUF file's sha256). */
   build: z.string().min(1).max(200).nullable(),
-  /** Sampling parameters of an `openai` model; null for the others (none samples: reference and replay are deterministic, none calls nothing). */
+  /** Sampling parameters of an `openai` or `local` model; null for the others (reference and replay are deterministic, none calls nothing). */
   params: ModelParams.nullable(),
-  /** How long one call may take before it is recorded as a timeout (openai); null for models that are not waited for. */
+  /** How long one call may take before it is recorded as a timeout (openai, local); null for models that are not waited for. */
   call_timeout_ms: z.number().int().min(1).nullable().default(null),
+  /** Null only in manifests written before issue 15 (ds-model-output/1, no constraint). */
+  structured_output: StructuredOutputInfo.nullable().default(null),
+  /** sha256(JCS(model config)) when the model was configured by a file (--model-config), copied into the run folder as model-config.json. */
+  config_sha256: HashString.nullable().default(null),
+  /** The context in tokens the model runs with or its server reported (local: explicit; openai: configured or null). */
+  context_size: z.number().int().min(1).nullable().default(null),
 })
-  .refine((m) => (m.adapter === 'openai') === (m.params !== null), { message: 'params are given exactly for an openai model', path: ['params'] })
-  .refine((m) => (m.adapter === 'openai') === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai model', path: ['call_timeout_ms'] });
+  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai or local model', path: ['params'] })
+  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai or local model', path: ['call_timeout_ms'] });
 export type ModelInfo = z.infer<typeof ModelInfo>;
 
 export const ManifestVersions = z.strictObject({ runtime: SemVer, writer: SemVer, event_schema: SemVer, projector: SemVer, state_machine: SemVer });
@@ -144,7 +168,7 @@ export interface InstanceManifestInput {
   readonly prereg: PreRegistration;
   /** The retrieval policy the runtime is given; must be the pre-registered one. */
   readonly retrievalPolicy: PreRegistration['retrieval_policy'];
-  readonly model: ModelInfo;
+  readonly model: z.input<typeof ModelInfo>;
   readonly isolation: Isolation;
   /** ISO-8601 UTC wall clock at instance start. */
   readonly startedAt: string;

@@ -1,25 +1,31 @@
-// Which model an instance thinks with (issue 5 item 3), as the controller records and resolves
-// it: `model.json` in the run folder (no secret: an API key is named by its environment
+// Which model an instance thinks with (issue 5 item 3, issue 15), as the controller records and
+// resolves it: `model.json` in the run folder (no secret: an API key is named by its environment
 // variable only), the manifest's `model` field, and the runtime's start configuration.
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { ModelInfo } from './manifest.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
-import { recordedCallsFromEvents } from '../runtime/recorded-model-calls.js';
+import { HashString } from '../schema/hash.js';
+import { type TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { answerSchemaHash } from '../runtime/answer-schema.js';
+import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
+import { LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
+import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded-model-calls.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 
-export const MIN_MODEL_TIMEOUT_MS = 100;
-export const MAX_MODEL_TIMEOUT_MS = 600_000;
-export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+export { MAX_MODEL_TIMEOUT_MS, MIN_MODEL_TIMEOUT_MS } from '../runtime/protocol.js';
+export { DEFAULT_MODEL_TIMEOUT_MS } from './model-config-file.js';
 
-const Params = z.strictObject({ temperature: z.number().min(0).max(2).nullable(), top_p: z.number().gt(0).max(1).nullable(), seed: z.number().int().nullable(), max_tokens: z.number().int().min(1).nullable() });
+/** Where a model configured by a file came from: its sha256 (of the bytes), pinned in the manifest; the runner copies the file and checks it still hashes so. */
+const ConfigProvenance = { config_file: z.string().min(1).max(4_096).nullable(), config_sha256: HashString.nullable() };
 
 export const ModelChoice = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
-  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: Params, json_mode: z.boolean(), timeout_ms: z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS) }),
+  OpenAiModelConfig.extend(ConfigProvenance),
+  LocalModelConfig.extend(ConfigProvenance),
   /** Serve the model calls recorded in another run's store; never calls out. */
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
 ]);
@@ -29,8 +35,8 @@ export class ModelChoiceError extends Error {
   override readonly name = 'ModelChoiceError';
 }
 
-/** Reads the model calls of a finished run (its events.db, read-only): what a replay serves. */
-function recordedRun(runDir: string): { modelId: string; calls: ReturnType<typeof recordedCallsFromEvents> } {
+/** Reads the model calls of a finished run (its events.db, read-only): what a replay serves, and the protocol they were made in. */
+function recordedRun(runDir: string): { modelId: string; calls: ReturnType<typeof recordedCallsFromEvents>; protocol: ModelProtocol } {
   const file = path.join(path.resolve(runDir), RUN_FILES.store);
   let rows: { envelope: string }[];
   try {
@@ -44,24 +50,77 @@ function recordedRun(runDir: string): { modelId: string; calls: ReturnType<typeo
     throw new ModelChoiceError(`--model replay: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
   const envelopes = rows.map((r) => EventEnvelope.parse(JSON.parse(r.envelope)));
-  const first = envelopes[0];
+  const first = envelopes.find((e) => e.event_type !== 'ModelOutputEvent.ModelCallAttemptFailed');
   if (!first) throw new ModelChoiceError(`--model replay: ${file} holds no model calls to replay`);
-  return { modelId: String(first.payload['model_id']), calls: recordedCallsFromEvents(envelopes) };
+  const protocol = recordedProtocolOf(envelopes);
+  if (protocol === null) throw new ModelChoiceError(`--model replay: ${file} holds no model calls to replay`);
+  return { modelId: String(first.payload['model_id']), calls: recordedCallsFromEvents(envelopes), protocol };
 }
 
-export function resolveModel(choice: ModelChoice): { runtime: RuntimeModelConfig; info: ModelInfo } {
+/** The GGUF file's sha256, read in 1 MiB pieces (a model of many GiB is never held in memory): the local model's build. */
+export function ggufBuildOf(file: string): string {
+  const hash = createHash('sha256');
+  const buffer = Buffer.allocUnsafe(1024 * 1024);
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (error) {
+    throw new ModelChoiceError(`--model local: cannot read the model file ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  try {
+    for (;;) {
+      const n = readSync(fd, buffer, 0, buffer.length, null);
+      if (n === 0) break;
+      hash.update(buffer.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return `gguf-sha256:${hash.digest('hex')}`;
+}
+
+export interface ResolvedModel {
+  readonly runtime: RuntimeModelConfig;
+  readonly info: ModelInfo;
+  /** The protocol the runtime asks and checks answers in. */
+  readonly protocol: ModelProtocol;
+}
+
+/**
+ * The runtime's configuration and the manifest's record of a choice. `retry` is the
+ * pre-registration's transport policy: what an openai call may retry, the same for every group.
+ */
+export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): ResolvedModel {
+  const structured = (dialect: NonNullable<ModelInfo['structured_output']>['dialect'], protocol: ModelProtocol = MODEL_PROTOCOL) => ({ protocol, dialect, schema_sha256: answerSchemaHash(protocol) });
   switch (choice.adapter) {
     case 'reference':
-      return { runtime: { adapter: 'reference' }, info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null } };
+      return {
+        runtime: { adapter: 'reference' },
+        info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null, structured_output: structured('none'), config_sha256: null, context_size: null },
+        protocol: MODEL_PROTOCOL,
+      };
     case 'openai': {
-      const { adapter, ...rest } = choice;
-      return { runtime: { adapter, ...rest }, info: { adapter, model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms } };
+      const { config_file: _file, config_sha256, ...runtime } = choice;
+      return {
+        runtime: { ...runtime, retry },
+        info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size },
+        protocol: MODEL_PROTOCOL,
+      };
+    }
+    case 'local': {
+      const { config_file: _file, config_sha256, ...runtime } = choice;
+      return {
+        runtime,
+        info: { adapter: 'local', model_id: choice.model_id, build: ggufBuildOf(choice.model_file), params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured('gbnf'), config_sha256, context_size: choice.context_size },
+        protocol: MODEL_PROTOCOL,
+      };
     }
     case 'replay': {
       const recorded = recordedRun(choice.from_run);
       return {
         runtime: { adapter: 'replay', source_model_id: recorded.modelId, calls: recorded.calls },
-        info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null, call_timeout_ms: null },
+        info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null, call_timeout_ms: null, structured_output: structured('none', recorded.protocol), config_sha256: null, context_size: null },
+        protocol: recorded.protocol,
       };
     }
     default: {
@@ -69,6 +128,19 @@ export function resolveModel(choice: ModelChoice): { runtime: RuntimeModelConfig
       throw new ModelChoiceError(`unknown model ${JSON.stringify(unhandled)}`);
     }
   }
+}
+
+/**
+ * Copies the model configuration file a choice came from into the run folder, byte for byte,
+ * after checking it still hashes to the sha256 the choice pinned when it was read (a study reads
+ * it once and starts many instances: a file edited in between is refused, not half-used).
+ */
+export function copyModelConfig(choice: ModelChoice, runDir: string): void {
+  if ((choice.adapter !== 'openai' && choice.adapter !== 'local') || choice.config_file === null) return;
+  const bytes = readFileSync(choice.config_file);
+  const sha256 = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  if (sha256 !== choice.config_sha256) throw new ModelChoiceError(`${choice.config_file} changed after it was read (sha256 ${sha256}, read as ${String(choice.config_sha256)}): refusing to start an instance on another configuration than its study's`);
+  writeFileSync(path.join(runDir, RUN_FILES.modelConfig), bytes, { flag: 'wx' });
 }
 
 export function readModelChoice(runDir: string): ModelChoice {

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
+import { TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { RUN_FILES } from '../schema/run-files.js';
 
@@ -121,6 +122,41 @@ export const OracleRules = z.strictObject({
 });
 export type OracleRules = z.infer<typeof OracleRules>;
 
+export const MAX_PAUSE_AFTER_TRANSPORT_FAILURES = 100;
+
+/** Said when a pre-registration from before issue 15 is locked or started: what to add, and how. */
+export const MODEL_CALLS_MISSING_MESSAGE =
+  'missing: a pre-registration must fix, before any run, the share of accepted model answers an instance needs to count as data (usable_data.min_accepted_share), the transport retry policy (transport_retry: max_attempts, backoff_ms) and the number of consecutive transport failures that pause an instance (pause_after_consecutive_transport_failures); copy the model_calls block of experiments/prereg/default.json, save the file under a new name with a new prereg_version, and lock that';
+
+/**
+ * What the runtime does with model calls and when a run counts as data (issue 15 items 4, 5 and 8;
+ * DESIGN §12), identical for every group. No defaults: a rule a result depends on is written in
+ * the file, never filled in by the code (and a default would change the parsed value, hence the
+ * hash `preregSha256` signs into the manifest).
+ */
+export const ModelCallRules = z.strictObject(
+  {
+    /** An instance counts as data only when accepted answers / model calls made ≥ this (oracle/usable-data.ts). */
+    usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1) }),
+    /**
+     * Transport failures where no answer reached the runtime (connection refused or reset, 429,
+     * 502, 503, 504) are retried: at most max_attempts attempts per call, waiting backoff_ms[k]
+     * before attempt k + 2 (schema/model-call-policy.ts, the one definition the runtime reads).
+     */
+    transport_retry: TransportRetryPolicy,
+    /** This many model calls in a row failing as `transport` pause the instance (recorded, resumable) instead of burning the schedule. */
+    pause_after_consecutive_transport_failures: z.number().int().min(1).max(MAX_PAUSE_AFTER_TRANSPORT_FAILURES),
+  },
+  { error: (issue) => (issue.input === undefined ? MODEL_CALLS_MISSING_MESSAGE : undefined) },
+);
+export type ModelCallRules = z.infer<typeof ModelCallRules>;
+
+/**
+ * A pre-registration as recorded: what every reader of a run folder parses (verify, replay,
+ * scoring, resume). `model_calls` is optional here only so that runs recorded before issue 15
+ * still verify and replay; a file without it cannot be locked and no new run or study starts on
+ * it (LockablePreRegistration, checked by lockPrereg and checkPreregLock).
+ */
 export const PreRegistration = z.strictObject({
   prereg_version: SemVer,
   notes: Text,
@@ -133,8 +169,21 @@ export const PreRegistration = z.strictObject({
   expansion_rule: ExpansionRule,
   hard_failures: HardFailures,
   chain_head_signing_period_wakes: z.number().int().min(1).max(1000),
+  model_calls: ModelCallRules.optional(),
 });
 export type PreRegistration = z.infer<typeof PreRegistration>;
+
+/** What `lock` accepts and every new run or study requires: the current form, model_calls included. */
+export const LockablePreRegistration = PreRegistration.extend({ model_calls: ModelCallRules });
+export type LockablePreRegistration = z.infer<typeof LockablePreRegistration>;
+
+/**
+ * The model-call rules of a recorded pre-registration; null for one recorded before they existed
+ * (such a run has no pre-registered usable-data share: it never counts as data).
+ */
+export function modelCallRulesOf(prereg: PreRegistration): ModelCallRules | null {
+  return prereg.model_calls ?? null;
+}
 
 export const PreregLock = z.strictObject({ prereg_sha256: HashString, file: z.string().min(1).max(255), locked_at: z.iso.datetime() });
 export type PreregLock = z.infer<typeof PreregLock>;
@@ -172,7 +221,7 @@ export type LockOutcome =
 /** Signs the lock of a valid pre-registration into FILE.lock.dsse.json; never replaces a lock. */
 export function lockPrereg(file: string, keys: Ed25519KeyPair, lockedAt: string): LockOutcome {
   const content = readPreregJson(file);
-  const parsed = PreRegistration.safeParse(content);
+  const parsed = LockablePreRegistration.safeParse(content);
   if (!parsed.success) {
     const issues = describeIssues(parsed.error);
     return { ok: false, problem: 'invalid-schema', message: `${file} fails the pre-registration schema (${issues.length} issue(s)); fix it before locking`, issues };
@@ -230,7 +279,8 @@ export function checkPreregLock(file: string, publicKey: Uint8Array): PreregChec
   const lockFile = lockFileOf(file);
   const keyid = keyIdOf(publicKey);
   const failures: PreregFailure[] = [];
-  const parsed = PreRegistration.safeParse(content);
+  // The current form: a file recorded before model_calls existed still verifies in its old runs, but starts nothing new.
+  const parsed = LockablePreRegistration.safeParse(content);
   const issues = parsed.success ? [] : describeIssues(parsed.error);
   if (!parsed.success) failures.push({ problem: 'invalid-schema', message: `${file} fails the pre-registration schema: ${issues.join('; ')}` });
   const lock = readLock(lockFile, publicKey, keyid);

@@ -1,14 +1,18 @@
-// What an instance did, counted from its store after the run (issue 5 item 9's summary).
+// What an instance did, counted from its store after the run (issue 5 item 9's summary), and
+// whether its model calls gave usable data (issue 15 item 8: oracle/usable-data.ts).
 // Read-only: it opens events.db read-only once the writer has stopped.
 import path from 'node:path';
 import { z } from 'zod';
+import { judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData } from '../oracle/usable-data.js';
 import { RUN_FILES } from '../schema/run-files.js';
+import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from './prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 
 export const RunSummary = z.strictObject({
   events: z.number().int(),
   wakes_started: z.number().int(),
   wakes_ended: z.number().int(),
+  /** ModelAnswered + ModelCallFailed events, budget_exhausted included (usable_data.calls leaves those out). */
   model_calls: z.number().int(),
   model_failures: z.number().int(),
   proposals: z.number().int(),
@@ -21,16 +25,48 @@ export const RunSummary = z.strictObject({
   checkpoints: z.number().int(),
   process_restarts: z.number().int(),
   unknown_outcomes: z.number().int(),
+  /** Accepted answers k of n model calls made, the failures by kind, and whether the instance counts as data. */
+  usable_data: UsableData,
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 
-export function summarizeRun(runDir: string): RunSummary {
+export interface UsableDataRule {
+  /** model_calls.usable_data.min_accepted_share of the run's prereg.json; null when it has none. */
+  readonly minAcceptedShare: number | null;
+  /** Why there is none (a pre-registration recorded before the rule, or a prereg.json that cannot be read). */
+  readonly noRuleReason: string;
+}
+
+/** The usable-data rule the run was started under: its own copy of the pre-registration. */
+export function recordedUsableDataRule(runDir: string): UsableDataRule {
+  const file = path.join(runDir, RUN_FILES.prereg);
+  let content: unknown;
+  try {
+    content = readPreregJson(file);
+  } catch (error) {
+    if (error instanceof PreregInputError) return { minAcceptedShare: null, noRuleReason: `the run's pre-registration cannot be read (${error.message})` };
+    throw error;
+  }
+  const parsed = PreRegistration.safeParse(content);
+  if (!parsed.success) return { minAcceptedShare: null, noRuleReason: `${file} is not a pre-registration (${describeIssues(parsed.error).join('; ')})` };
+  const rules = modelCallRulesOf(parsed.data);
+  return rules === null ? { minAcceptedShare: null, noRuleReason: NO_RULE_REASON } : { minAcceptedShare: rules.usable_data.min_accepted_share, noRuleReason: NO_RULE_REASON };
+}
+
+/**
+ * `rule`: the run's pre-registered minimum share of accepted answers (recordedUsableDataRule);
+ * without one, usable_data says the instance cannot count as data, and why.
+ */
+export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
   const db = openStoreReadOnly(path.join(runDir, RUN_FILES.store));
   try {
     const rows = db.prepare('select event_type, count(*) as n from events group by event_type').all() as { event_type: string; n: number }[];
     const count = (type: string): number => rows.find((r) => r.event_type === type)?.n ?? 0;
     const decisions = db.prepare("select json_extract(envelope, '$.payload.decision') as d, count(*) as n from events where event_type = 'ActionEvent.PermissionDecided' group by d").all() as { d: string; n: number }[];
     const executions = count('ActionEvent.ToolSucceeded') + count('MemoryEvent.TaskBoardChanged') + count('MemoryEvent.JournalEntryWritten');
+    // Only the event type and payload.failure of the model-call events: what the judgement reads.
+    const calls = db.prepare(`select event_type, json_extract(envelope, '$.payload.failure') as failure from events where event_type in (?, ?) order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { event_type: string; failure: unknown }[];
+    const usableData = judgeUsableData(calls.map((c) => ({ event_type: c.event_type, payload: { failure: c.failure ?? undefined } })), rule.minAcceptedShare, rule.noRuleReason);
     return RunSummary.parse({
       events: rows.reduce((sum, r) => sum + r.n, 0),
       wakes_started: count('ExperimentEvent.WakeStarted'),
@@ -47,6 +83,7 @@ export function summarizeRun(runDir: string): RunSummary {
       checkpoints: count('ExperimentEvent.CheckpointRecorded'),
       process_restarts: count('SystemEvent.ProcessRestarted'),
       unknown_outcomes: count('ActionEvent.ToolOutcomeUnknown'),
+      usable_data: usableData,
     });
   } finally {
     db.close();

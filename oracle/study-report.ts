@@ -4,8 +4,10 @@
 import { z } from 'zod';
 import { DIMENSIONS } from './continuity-score.js';
 import { HardFailureId } from '../controller/prereg.js';
+import { ByFailure } from './usable-data.js';
 
-export const STUDY_REPORT_VERSION = '1.0.0';
+/** 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict. */
+export const STUDY_REPORT_VERSION = '2.0.0';
 export const GROUPS = ['A', 'B', 'C'] as const;
 export const Group = z.enum(GROUPS);
 export type Group = z.infer<typeof Group>;
@@ -37,6 +39,15 @@ export const ReportInstance = z.strictObject({
   per_wake: z.array(z.strictObject({ wake_id: z.string(), at_minute: z.number().int(), value: Points })),
   events: z.number().int().min(0),
   wall_ms: z.number().min(0).nullable(),
+  /** Accepted answers k (ModelAnswered) of model calls made n (oracle/usable-data.ts); null when the instance's events were not read (not scored). */
+  accepted: z.number().int().min(0).nullable(),
+  calls: z.number().int().min(0).nullable(),
+  /** accepted / calls; null without calls. */
+  accepted_share: z.number().min(0).max(1).nullable(),
+  by_failure: ByFailure.nullable(),
+  /** The instance counts as data: calls > 0 and accepted_share ≥ the pre-registered minimum. */
+  usable: z.boolean(),
+  usable_reason: z.string(),
 });
 export type ReportInstance = z.infer<typeof ReportInstance>;
 
@@ -53,6 +64,12 @@ export const GroupSummary = z.strictObject({
   dimensions: z.strictObject(Object.fromEntries(DIMENSIONS.map((d) => [d, DimensionStats])) as Record<(typeof DIMENSIONS)[number], typeof DimensionStats>),
   instances_at_or_above_pass: z.number().int().min(0),
   hard_failures: z.number().int().min(0),
+  /** Of the n instances: how many count as data (scored and usable). */
+  usable_instances: z.number().int().min(0),
+  /** Accepted answers and model calls made, summed over the instances whose events were read. */
+  accepted: z.number().int().min(0),
+  calls: z.number().int().min(0),
+  by_failure: ByFailure,
 });
 export type GroupSummary = z.infer<typeof GroupSummary>;
 
@@ -86,6 +103,11 @@ export const StudyReport = z.strictObject({
   thresholds: z.array(ThresholdCheck),
   groups: z.strictObject({ A: GroupSummary, B: GroupSummary, C: GroupSummary }),
   fairness: z.strictObject({ ok: z.boolean(), checks: z.array(FairnessCheck) }),
+  /**
+   * Rule 8 (docs/oracle.md): every one of the n instances per group must be usable, else the
+   * verdict is insufficient evidence; `shortfalls` names each group below n (empty: rule met).
+   */
+  usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1).nullable(), required_per_group: z.number().int().min(0), shortfalls: z.array(z.string()) }),
   instances: z.array(ReportInstance),
   notes: z.array(z.string()),
 });

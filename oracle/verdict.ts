@@ -1,6 +1,7 @@
 // Spec §8.2 thresholds and §17.3's verdict. Three outcomes only:
 // - insufficient evidence: the batch is void (§19.1), or an instance of the n the verdict rests
-//   on was not scored — a verdict never rests on fewer instances than pre-registered;
+//   on was not scored, or (rule 8, issue 15) had no usable data — a verdict never rests on fewer
+//   instances than pre-registered;
 // - supported: every pre-registered threshold is met;
 // - rejected: the data are complete and valid, and at least one threshold is not met.
 // The words never claim statistical significance, and never read "the system ran" as "the
@@ -8,6 +9,7 @@
 import type { PreRegistration } from '../controller/prereg.js';
 import { comparable, median } from './group-statistics.js';
 import type { Group, ThresholdCheck, Verdict } from './study-report.js';
+import { formatShare } from './usable-data.js';
 
 export interface GroupResult {
   /** Scores of the instances the verdict rests on; null = not scored. */
@@ -15,10 +17,19 @@ export interface GroupResult {
   readonly hardFailures: number;
 }
 
+/** Rule 8 (docs/oracle.md "Usable data"): which instances count as data (oracle/usable-data.ts). */
+export interface UsableDataInput {
+  /** The pre-registered model_calls.usable_data.min_accepted_share; null when none is pre-registered. */
+  readonly minAcceptedShare: number | null;
+  /** Per group, one entry per instance the verdict rests on (unscored ones are never usable); fewer true entries than n fall short. */
+  readonly usable: Readonly<Record<Group, readonly boolean[]>>;
+}
+
 export interface VerdictInput {
   readonly thresholds: PreRegistration['thresholds'];
   readonly n: number;
   readonly groups: Readonly<Record<Group, GroupResult>>;
+  readonly usableData: UsableDataInput;
   readonly voidReasons: readonly string[];
   readonly dryRun: boolean;
 }
@@ -28,6 +39,22 @@ export interface VerdictResult {
   readonly statement: string;
   readonly thresholds: ThresholdCheck[];
   readonly dryRunStatement: string | null;
+  /** Rule 8: one entry per group with fewer than n usable instances ("group B: 1 of 3 instances have usable data"); empty when met. */
+  readonly usableDataShortfalls: string[];
+}
+
+const GROUP_ORDER: readonly Group[] = ['A', 'B', 'C'];
+
+/**
+ * Rule 8: each group needs all n of its instances usable. Not "at least one": an instance dropped
+ * for unusable data is attrition that can differ by group (a group whose subject fails more often
+ * would be judged on its survivors), so no group may rest on fewer than the pre-registered n.
+ */
+export function usableDataShortfalls(n: number, usable: UsableDataInput['usable']): string[] {
+  return GROUP_ORDER.flatMap((g) => {
+    const count = usable[g].filter((u) => u).length;
+    return count < n ? [`group ${g}: ${count} of ${n} instances have usable data`] : [];
+  });
 }
 
 export const DRY_RUN_STATEMENT =
@@ -63,6 +90,10 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
     const missing = input.groups[g].scores.filter((s) => s === null).length + Math.max(0, input.n - input.groups[g].scores.length);
     return missing > 0 ? [`${missing} ${g} instance(s) not scored`] : [];
   });
+  const shortfalls = usableDataShortfalls(input.n, input.usableData.usable);
+  const share = input.usableData.minAcceptedShare;
+  const usableRule = share === null ? 'no minimum share of accepted model answers is pre-registered, so no instance counts as data' : `an instance counts as data only when at least ${formatShare(share)} of its model calls gave accepted answers`;
+  const usableText = shortfalls.length === 0 ? [] : [`too few instances with usable data (${shortfalls.join('; ')}; ${usableRule}, and the verdict needs all n = ${input.n} of each group)`];
   const dryRunStatement = input.dryRun ? DRY_RUN_STATEMENT : null;
   const prefix = input.dryRun ? 'Dry run of the apparatus (not evidence about subjects): ' : '';
   let verdict: Verdict;
@@ -70,9 +101,9 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
   if (input.voidReasons.length > 0) {
     verdict = 'insufficient evidence';
     statement = `${prefix}insufficient evidence — the batch is void (${input.voidReasons.join('; ')}); no instance of it may be scored together with other batches.`;
-  } else if (unscored.length > 0 || checks.some((c) => c.met === null)) {
+  } else if (unscored.length > 0 || usableText.length > 0 || checks.some((c) => c.met === null)) {
     verdict = 'insufficient evidence';
-    statement = `${prefix}insufficient evidence — ${[...unscored, ...checks.filter((c) => c.met === null).map((c) => `${c.id} cannot be judged`)].join('; ')}.`;
+    statement = `${prefix}insufficient evidence — ${[...unscored, ...usableText, ...checks.filter((c) => c.met === null).map((c) => `${c.id} cannot be judged`)].join('; ')}.`;
   } else if (checks.every((c) => c.met === true)) {
     verdict = 'supported';
     statement = `${prefix}supported — every pre-registered exploratory threshold of spec §8.2 is met at n = ${input.n} per group (C median ${fmt(medians.C)}, C − B ${fmt(diff(medians.C, medians.B))}, C − A ${fmt(diff(medians.C, medians.A))}). These are effect thresholds, not a test of statistical significance; that the system ran is not itself evidence that the subject is continuous.`;
@@ -80,5 +111,5 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
     verdict = 'rejected';
     statement = `${prefix}rejected — not met: ${checks.filter((c) => c.met === false).map((c) => `${c.description} ${c.observed} (required ${c.required})`).join('; ')}, at n = ${input.n} per group. These are exploratory effect thresholds, not significance tests.`;
   }
-  return { verdict, statement, thresholds: checks, dryRunStatement };
+  return { verdict, statement, thresholds: checks, dryRunStatement, usableDataShortfalls: shortfalls };
 }

@@ -190,7 +190,13 @@ function evolveTyped(state: SubjectState, event: EventEnvelope, e: TypedEvent, r
       // budget_exhausted records a call the runtime did not make: nothing was spent.
       const called = e.event_type === 'ModelOutputEvent.ModelAnswered' || e.payload.failure !== 'budget_exhausted';
       if (called) spend(state, 'model_calls', 1);
-      if (e.event_type === 'ModelOutputEvent.ModelAnswered') spend(state, 'tokens', e.payload.usage.prompt_tokens + e.payload.usage.completion_tokens);
+      const usage = e.payload.usage;
+      if (usage !== null) spend(state, 'tokens', usage.prompt_tokens + usage.completion_tokens);
+      return true;
+    }
+    case 'ModelOutputEvent.ModelCallAttemptFailed': {
+      const wake = requireWake(state, refuse, { sideEffect: false });
+      if (e.payload.wake_id !== wake) refuse.because(`model call attempt for wake ${e.payload.wake_id} during wake ${wake}`);
       return true;
     }
     case 'ActionEvent.ActionProposed': {

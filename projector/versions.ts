@@ -5,7 +5,10 @@
 // event schemas 1.1.0): a read intent must execute a read proposal, have no to_path and intend
 // no change; a ToolSucceeded carries content exactly when its intent is a read, hashing to
 // its observed_post_hash. No stream valid under 1.1.0 projects differently.
-export const SUBJECT_PROJECTOR_VERSION = '1.2.0';
+// 1.3.0 (issue 15, event schemas 1.1.0): a failed model call that reached a model spends the
+// tokens its usage records (a misbehaving model is not cheap); ModelCallAttemptFailed (a
+// transport attempt without an answer) belongs to the wake and spends nothing.
+export const SUBJECT_PROJECTOR_VERSION = '1.3.0';
 // 1.1.0: STOPPED --SystemEvent.Resumed--> DORMANT (an operator resumes an emergency stop).
 // 1.2.0: STOPPED --SystemEvent.Resumed--> RECOVERING when an unknown tool outcome is open (it
 // was refused, so no stream valid under 1.1.0 projects differently).

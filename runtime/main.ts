@@ -18,10 +18,12 @@ import { WriterError } from '../writer/protocol.js';
 import { EventCache, EventReadError } from './event-cache.js';
 import type { ModelAdapter } from './model-adapter.js';
 import { modelAdapterFor } from './model-adapters/adapter-for.js';
+import { answerJsonSchema } from './answer-schema.js';
 import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
 import {
   RuntimeParentMessage,
   type RuntimeChildMessage,
+  type PreflightReport,
   type RuntimeFatalCode,
   type RuntimeStartConfig,
   type RuntimeWake,
@@ -125,7 +127,8 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       retrievalPolicy: start.retrieval_policy,
       workspaceRoot: start.workspace_dir,
       shouldStop: () => stopping,
-      modelTimeoutMs: start.model.adapter === 'openai' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS,
+      protocol: start.protocol,
+      modelTimeoutMs: modelTimeoutOf(start),
       onProgress: (counts) => progressBarrier(wake.wake_id, counts),
       onModelCallStarted: (callNumber) => new Promise<void>((resolve) => tell({ type: 'model_call_started', wake_id: wake.wake_id, call_number: callNumber }, resolve)),
       faults,
@@ -207,6 +210,26 @@ function stop(reason: string): void {
   });
 }
 
+function modelTimeoutOf(start: RuntimeStartConfig): number {
+  return start.model.adapter === 'openai' || start.model.adapter === 'local' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS;
+}
+
+/**
+ * The adapter's own check before the first wake (issue 15 item 5), reported in `ready`: the
+ * controller records it and refuses to go on when it failed. A check that throws is a failed
+ * check, said as such.
+ */
+async function preflight(model: ModelAdapter, start: RuntimeStartConfig): Promise<PreflightReport | null> {
+  if (!model.preflight) return null;
+  try {
+    const result = await model.preflight(answerJsonSchema(start.protocol), modelTimeoutOf(start));
+    const lines = result.lines.slice(0, 64).map((l) => l.slice(0, 2_000));
+    return result.ok ? { ok: true, facts: { ...result.facts }, lines } : { ok: false, reason: result.reason.slice(0, 4_000), lines };
+  } catch (error) {
+    return { ok: false, reason: `the preflight check threw: ${error instanceof Error ? error.message : String(error)}`.slice(0, 4_000), lines: [] };
+  }
+}
+
 /** A malformed message's `type` and `wake_id`, read without trusting anything else in it. */
 function peek(raw: unknown): { type: unknown; wakeId: string | null } {
   if (typeof raw !== 'object' || raw === null) return { type: undefined, wakeId: null };
@@ -245,8 +268,8 @@ process.on('message', (raw: unknown) => {
       config = message;
       cache = new EventCache(message.subject_id);
       const caps = message.capabilities;
-      log(`started for subject ${message.subject_id}: persistent_state=${caps.persistent_state}, autonomous_replanning=${caps.autonomous_replanning}; model ${adapter.name} ${adapter.model_id}; writer at ${message.socket_path}`);
-      tell({ type: 'ready', pid: process.pid });
+      log(`started for subject ${message.subject_id}: persistent_state=${caps.persistent_state}, autonomous_replanning=${caps.autonomous_replanning}; model ${adapter.name} ${adapter.model_id}; protocol ${message.protocol}; writer at ${message.socket_path}`);
+      void preflight(adapter, message).then((report) => tell({ type: 'ready', pid: process.pid, preflight: report }));
       return;
     }
     case 'wake':

@@ -1,17 +1,39 @@
-// What every model adapter is (issue 5 item 3): one call in, one outcome out. The wake loop
-// turns each outcome into exactly one ModelOutputEvent.* and commits it before anything
-// uses the content; adapters never retry (a retry would be a second call beyond the shared
-// budget) and never throw for a failed call — a timeout, an HTTP error or a refusal is an
-// outcome like an answer.
+// What every model adapter is (issue 5 item 3, issue 15): one call in, one outcome out. The
+// wake loop turns each outcome into exactly one ModelOutputEvent.* and commits it before
+// anything uses the content. Adapters never retry an answer (a retry would be a second call
+// beyond the shared budget) and never throw for a failed call — a timeout, an HTTP error or a
+// refusal is an outcome like an answer. The one retry that exists is a transport retry under
+// the pre-registered policy (DESIGN §12): an attempt where no answer reached the runtime,
+// reported attempt by attempt through `onTransportFailure` before the next one starts.
 import type { ContextBundle } from './context-bundle.js';
 
-export type ModelAdapterName = 'reference' | 'openai' | 'replay';
+export type ModelAdapterName = 'reference' | 'openai' | 'replay' | 'local';
 
 export interface ModelParams {
   readonly temperature: number | null;
   readonly top_p: number | null;
   readonly seed: number | null;
   readonly max_tokens: number | null;
+}
+
+/** Who counted a token figure: the model's server, a tokenizer of the model itself, or ceil(chars / 4). */
+export type TokenCountSource = 'server' | 'tokenizer' | 'estimate';
+
+export interface TokenUsage {
+  readonly prompt_tokens: number;
+  readonly completion_tokens: number;
+}
+
+/** One transport attempt that brought no answer (connection refused or reset, 429, 502, 503, 504). */
+export interface TransportFailure {
+  /** 1-based attempt number within this call. */
+  readonly attempt: number;
+  /** e.g. `connection_refused`, `connection_reset`, `http_503`. */
+  readonly kind: string;
+  readonly detail: string;
+  readonly latency_ms: number;
+  /** How long the adapter waits before the next attempt; null when this was the last one. */
+  readonly backoff_ms: number | null;
 }
 
 export interface ModelRequest {
@@ -25,30 +47,69 @@ export interface ModelRequest {
   readonly user: string;
   /** Token cap for the answer, from the wake's remaining token budget. */
   readonly max_tokens: number;
+  /**
+   * The JSON Schema the answer must satisfy (runtime/answer-schema.ts: generated from the zod
+   * schema, specialised to this wake's shown seqs). Adapters that constrain decoding send it in
+   * their dialect; the runtime checks every answer against the zod schema regardless.
+   */
+  readonly answer_schema: Readonly<Record<string, unknown>>;
+  /** Called (and awaited) after each transport attempt that brought no answer, before the next. */
+  readonly onTransportFailure?: (failure: TransportFailure) => Promise<void>;
+}
+
+/** What every answered or failed call says about itself when it can (null where it cannot). */
+export interface CallFacts {
+  /** The server's or engine's reason the answer ended: `stop`, `length`, … */
+  readonly finish_reason: string | null;
+  /** The response's own `model` field (what the server says answered), null where it has none. */
+  readonly response_model: string | null;
+  /** Tokens spent, and who counted them. */
+  readonly usage: TokenUsage | null;
+  readonly usage_source: TokenCountSource | null;
+  /** The prompt's size in tokens as counted before or by the call, and who counted it. */
+  readonly prompt_tokens_counted: number | null;
+  readonly prompt_count_source: TokenCountSource | null;
+  /** Transport attempts this call took (1 when the first one answered). */
+  readonly attempts: number;
 }
 
 export type ModelCallOutcome =
-  | {
+  | ({
       readonly kind: 'answered';
       readonly raw_output: string;
-      readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: number };
-      /**
-       * True when `usage` is not what the model's server reported but an estimate
-       * (ceil(chars / 4), runtime/prompt.ts estimateTokens) because the server sent none
-       * (or, in a replay, the recorded event kept none): the budget still counts the call,
-       * and the estimate is never passed off as measured.
-       */
-      readonly usage_estimated: boolean;
+      readonly usage: TokenUsage;
+      readonly usage_source: TokenCountSource;
       readonly latency_ms: number;
       readonly system_fingerprint: string | null;
-    }
-  | {
+    } & Omit<CallFacts, 'usage' | 'usage_source'>)
+  | ({
       readonly kind: 'failed';
-      readonly failure: 'timeout' | 'http_error' | 'refusal';
+      /**
+       * timeout: no complete answer within the call's timeout (what arrived is in raw_output);
+       * transport: every attempt of the retry policy failed without an answer;
+       * http_error: the server answered with an error or something not a completion;
+       * refusal: the model or its server refused;
+       * truncated_prompt: the prompt did not fit the model's context (counted shorter than sent, or over it): the answer, if any, is not used;
+       * stream_broken: the answer's stream stopped halfway.
+       */
+      readonly failure: 'timeout' | 'transport' | 'http_error' | 'refusal' | 'truncated_prompt' | 'stream_broken';
       readonly detail: string;
       readonly raw_output: string | null;
       readonly latency_ms: number;
-    };
+    } & CallFacts);
+
+/** Facts of a call that knows none of them (a failure before any request, a replay of an old record). */
+export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
+
+/** The result of an adapter's check before hour 0 (issue 15 item 5). */
+export type PreflightResult =
+  | {
+      readonly ok: true;
+      /** What the check learnt, for the record and the screen: served model, context size, probe outcome. */
+      readonly facts: Readonly<Record<string, string | number | boolean | null>>;
+      readonly lines: readonly string[];
+    }
+  | { readonly ok: false; readonly reason: string; readonly lines: readonly string[] };
 
 export interface ModelAdapter {
   readonly name: ModelAdapterName;
@@ -57,4 +118,11 @@ export interface ModelAdapter {
   /** The server's or build's fingerprint when known before a call; null otherwise. */
   readonly build: string | null;
   call(request: ModelRequest, timeoutMs: number): Promise<ModelCallOutcome>;
+  /**
+   * Checks before hour 0 that calls can succeed (server up, model served, constraint honoured);
+   * any probe call is outside the study's budget. Adapters with nothing to check omit it.
+   */
+  preflight?(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult>;
+  /** Frees what the adapter holds (a loaded model, open connections). */
+  close?(): Promise<void>;
 }

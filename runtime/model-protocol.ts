@@ -1,8 +1,18 @@
-// The model's output protocol (issue 5 item 3, docs/model-protocol.md): what one model call
-// must answer, whatever the adapter (reference policy, an OpenAI-compatible server, a
-// replay). One zod schema is the type and the check. Raw output that fails it is recorded
-// as ModelOutputEvent.ModelCallFailed{schema_violation} with the raw text, and nothing of it
-// is used: malformed output never executes anything.
+// The model's output protocol (issue 5 item 3, issue 15 item 2, docs/model-protocol.md): what
+// one model call must answer, whatever the adapter (reference policy, an OpenAI-compatible
+// server, a local model, a replay). One zod schema per protocol version is the type, the check
+// and (runtime/answer-schema.ts) the JSON Schema a model is constrained by. Raw output that
+// fails it is recorded as ModelOutputEvent.ModelCallFailed{schema_violation} with the raw text,
+// and nothing of it is used: malformed output never executes anything.
+//
+// Two versions, never mixed within a run (the run's protocol is fixed in its start message):
+// - ds-model-output/2 (current): events are cited by the seq the window shows; the runtime
+//   maps seq → event id and fails an answer that cites a seq the wake did not show. Texts are
+//   short and bounded tightly, so that an answer filling every string to its bound still fits
+//   the answer's token cap; enums where the protocol has them.
+// - ds-model-output/1: events cited by event id (UUID). Runs recorded under it still replay.
+// Both are turned into one internal shape, `ModelOutput` (the /1 shape, ids resolved), which
+// the wake loop uses.
 //
 // The model proposes; it decides nothing. Every action goes through the permission gate,
 // every plan revision through the Capability Policy, every FACT through the writer's
@@ -11,11 +21,18 @@
 // model cannot collide with or overwrite earlier records.
 import { z } from 'zod';
 import { ClaimType } from '../schema/events/memory-events.js';
+import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { EventId, Identifier, LongText, ShortText, Timestamp } from '../schema/event-definition.js';
 
-export const MODEL_PROTOCOL = 'ds-model-output/1';
+export const MODEL_PROTOCOL_V1 = AnswerProtocol.enum['ds-model-output/1'];
+export const MODEL_PROTOCOL_V2 = AnswerProtocol.enum['ds-model-output/2'];
+/** The protocol versions, as the model events record them (schema/events/model-output-events.ts). */
+export const ModelProtocol = AnswerProtocol;
+export type ModelProtocol = z.infer<typeof ModelProtocol>;
+/** What new runs answer in. */
+export const MODEL_PROTOCOL: ModelProtocol = MODEL_PROTOCOL_V2;
 
-/** Bounds of one answer: more is a schema violation, not a silent cut. */
+/** Bounds of one /1 answer (and of the internal shape): more is a schema violation, not a silent cut. */
 export const MODEL_OUTPUT_LIMITS = {
   maxActions: 16,
   maxClaims: 16,
@@ -79,8 +96,9 @@ export const ModelCheckpoint = z.strictObject({
 });
 export type ModelCheckpoint = z.infer<typeof ModelCheckpoint>;
 
+/** A ds-model-output/1 answer. */
 export const ModelOutput = z.strictObject({
-  protocol: z.literal(MODEL_PROTOCOL),
+  protocol: z.literal(MODEL_PROTOCOL_V1),
   focus: z.strictObject({ attention_target: ShortText.nullable(), waiting_condition: ShortText.nullable() }),
   actions: z.array(ModelAction).max(MODEL_OUTPUT_LIMITS.maxActions),
   claims: z.array(ModelClaim).max(MODEL_OUTPUT_LIMITS.maxClaims),
@@ -89,14 +107,108 @@ export const ModelOutput = z.strictObject({
 });
 export type ModelOutput = z.infer<typeof ModelOutput>;
 
-export type ParsedModelOutput = { readonly ok: true; readonly output: ModelOutput } | { readonly ok: false; readonly detail: string };
+
+/** The internal shape every protocol version is turned into: the /1 answer with ids resolved, without its protocol tag. */
+export type SubjectAnswer = Omit<ModelOutput, 'protocol'>;
+
+// ---------------------------------------------------------------------------------------
+// ds-model-output/2
+
+/** Bounds of one /2 answer. Every string and list is bounded, so the longest answer the schema allows is bounded too (answer-schema.ts states it). */
+export const MODEL_OUTPUT_V2_LIMITS = {
+  /** = the pre-registered tool calls per wake; the reference policy proposes up to 8. */
+  maxActions: 8,
+  maxClaims: 6,
+  maxEvidencePerClaim: 4,
+  maxCheckpointEvidence: 8,
+  maxPlanSteps: 8,
+  maxDependsOn: 4,
+  maxAlternatives: 3,
+  idChars: 40,
+  briefChars: 100,
+  textChars: 400,
+  pathChars: 120,
+  rationaleChars: 160,
+  findChars: 200,
+  fileContentChars: 2_000,
+} as const;
+const V2 = MODEL_OUTPUT_V2_LIMITS;
+
+/** An id the subject names (task, goal): the store's Identifier alphabet, shorter. */
+const IdV2 = z.string().regex(new RegExp(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,${V2.idChars - 1}}$`), `expected an id of 1-${V2.idChars} characters [A-Za-z0-9._:-], starting with a letter or digit`);
+const BriefV2 = z.string().min(1).max(V2.briefChars);
+const TextV2 = z.string().min(1).max(V2.textChars);
+const PathV2 = z.string().min(1).max(V2.pathChars);
+const RationaleV2 = z.string().min(1).max(V2.rationaleChars);
+/**
+ * The seq of an event the window showed. The JSON Schema sent to a model replaces this node by
+ * the enum of the wake's shown seqs (answer-schema.ts, found by this meta key); the runtime
+ * checks membership itself in any case.
+ */
+export const EVENT_SEQ_META = 'x-ds-event-seq';
+const SeqV2 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ [EVENT_SEQ_META]: true });
+
+const TaskStatus = z.enum(['todo', 'doing', 'blocked', 'done']);
+const Priority = z.number().int().min(0).max(9);
+
+const ActionsV2 = [
+  z.strictObject({ tool: z.literal('files'), op: z.literal('read'), path: PathV2, rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal('files'), op: z.literal('write'), path: PathV2, content: z.string().max(V2.fileContentChars), rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal('files'), op: z.literal('modify'), path: PathV2, find: z.string().min(1).max(V2.findChars), replace: z.string().max(V2.fileContentChars), rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal('files'), op: z.literal('move'), path: PathV2, to_path: PathV2, rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal('task_board'), op: z.enum(['add', 'update', 'complete', 'remove']), task_id: IdV2, title: BriefV2.nullable(), status: TaskStatus.nullable(), priority: Priority.nullable(), depends_on: z.array(IdV2).max(V2.maxDependsOn), rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal('journal'), op: z.literal('write'), text: TextV2, rationale: RationaleV2 }),
+] as const;
+
+/** A claim's type decides its fields, so the schema itself says what each needs (no cross-field rule left to a refine). */
+const ClaimV2 = z.discriminatedUnion('claim_type', [
+  z.strictObject({ claim_type: z.literal('FACT'), statement: TextV2, evidence_seqs: z.array(SeqV2).min(1).max(V2.maxEvidencePerClaim) }),
+  z.strictObject({ claim_type: z.literal('PLAN'), statement: TextV2 }),
+  z.strictObject({ claim_type: z.literal('INFERENCE'), statement: TextV2, confidence: z.number().min(0).max(1), alternatives: z.array(BriefV2).max(V2.maxAlternatives) }),
+]);
+
+export const ModelAnswerV2 = z.strictObject({
+  protocol: z.literal(MODEL_PROTOCOL_V2),
+  focus: z.strictObject({ attention_target: BriefV2.nullable(), waiting_condition: BriefV2.nullable() }),
+  actions: z.array(z.union(ActionsV2)).max(V2.maxActions),
+  claims: z.array(ClaimV2).max(V2.maxClaims),
+  plan_revision: z
+    .strictObject({
+      reason: TextV2,
+      goal_id: IdV2,
+      goal_description: TextV2,
+      deadline_at: Timestamp.nullable(),
+      steps: z.array(z.strictObject({ task_id: IdV2, title: BriefV2 })).min(1).max(V2.maxPlanSteps),
+    })
+    .nullable(),
+  checkpoint: z.strictObject({
+    current_goal_id: IdV2.nullable(),
+    goal_status: z.enum(['active', 'submitted']).nullable(),
+    attention_target: BriefV2.nullable(),
+    waiting_condition: BriefV2.nullable(),
+    next_action: BriefV2.nullable(),
+    evidence_seqs: z.array(SeqV2).max(V2.maxCheckpointEvidence),
+  }),
+});
+export type ModelAnswerV2 = z.infer<typeof ModelAnswerV2>;
+
+/** The zod schema of an answer in `protocol`. */
+export function answerSchemaOf(protocol: ModelProtocol): typeof ModelOutput | typeof ModelAnswerV2 {
+  return protocol === MODEL_PROTOCOL_V1 ? ModelOutput : ModelAnswerV2;
+}
+
+export type ParsedModelOutput = { readonly ok: true; readonly output: SubjectAnswer } | { readonly ok: false; readonly detail: string };
+
+/** What the wake showed the model: seq → event id, for every event of its window (pinned ones included). */
+export type ShownEvents = ReadonlyMap<number, string>;
 
 /**
- * Parses raw model text: the JSON object itself, or one fenced ```json block around it (chat
- * models add fences). Anything else — prose around it, two objects, a schema miss — fails
- * with a detail naming the first problems; nothing is repaired or guessed.
+ * Parses raw model text in the run's protocol: the JSON object itself, or one fenced ```json
+ * block around it (chat models add fences). Anything else — prose around it, two objects, a
+ * schema miss, an answer in the other protocol version, a /2 seq the wake did not show —
+ * fails with a detail naming the first problems; nothing is repaired or guessed.
  */
-export function parseModelOutput(raw: string): ParsedModelOutput {
+export function parseModelOutput(raw: string, protocol: ModelProtocol, shown: ShownEvents): ParsedModelOutput {
   const trimmed = raw.trim();
   const fenced = /^```(?:json)?\s*\n([\s\S]*?)\n```$/.exec(trimmed);
   const text = fenced ? fenced[1]! : trimmed;
@@ -106,10 +218,48 @@ export function parseModelOutput(raw: string): ParsedModelOutput {
   } catch (error) {
     return { ok: false, detail: `not JSON: ${error instanceof Error ? error.message : String(error)}` };
   }
-  const parsed = ModelOutput.safeParse(json);
+  const parsed = answerSchemaOf(protocol).safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 8).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
-    return { ok: false, detail: `fails ${MODEL_PROTOCOL}: ${issues.join('; ')}${parsed.error.issues.length > 8 ? ` (+${parsed.error.issues.length - 8} more)` : ''}` };
+    return { ok: false, detail: `fails ${protocol}: ${issues.join('; ')}${parsed.error.issues.length > 8 ? ` (+${parsed.error.issues.length - 8} more)` : ''}` };
   }
-  return { ok: true, output: parsed.data };
+  if (parsed.data.protocol === MODEL_PROTOCOL_V1) {
+    const { protocol: _tag, ...answer } = parsed.data as ModelOutput;
+    return { ok: true, output: answer };
+  }
+  return resolveSeqs(parsed.data as ModelAnswerV2, shown);
+}
+
+/** A /2 answer in the internal shape: every cited seq must be one the wake showed. */
+function resolveSeqs(answer: ModelAnswerV2, shown: ShownEvents): ParsedModelOutput {
+  const unknown: string[] = [];
+  const ids = (seqs: readonly number[], where: string): string[] =>
+    seqs.flatMap((seq, i) => {
+      const id = shown.get(seq);
+      if (id === undefined) unknown.push(`${where}.${i}: seq ${seq}`);
+      return id === undefined ? [] : [id];
+    });
+  const claims = answer.claims.map((c, i): ModelClaim => {
+    switch (c.claim_type) {
+      case 'FACT':
+        return { claim_type: 'FACT', statement: c.statement, evidence_event_ids: ids(c.evidence_seqs, `claims.${i}.evidence_seqs`), confidence: null, alternatives: [] };
+      case 'PLAN':
+        return { claim_type: 'PLAN', statement: c.statement, evidence_event_ids: [], confidence: null, alternatives: [] };
+      case 'INFERENCE':
+        return { claim_type: 'INFERENCE', statement: c.statement, evidence_event_ids: [], confidence: c.confidence, alternatives: [...c.alternatives] };
+      default: {
+        const unhandled: never = c;
+        throw new Error(`unknown claim ${JSON.stringify(unhandled)}`);
+      }
+    }
+  });
+  const { evidence_seqs, ...checkpoint } = answer.checkpoint;
+  const evidence = ids(evidence_seqs, 'checkpoint.evidence_seqs');
+  if (unknown.length > 0) {
+    return { ok: false, detail: `fails ${MODEL_PROTOCOL_V2}: cites ${unknown.length} seq(s) this wake's window did not show (${unknown.slice(0, 8).join('; ')})` };
+  }
+  return {
+    ok: true,
+    output: { focus: answer.focus, actions: answer.actions.map((a) => ({ ...a })), claims, plan_revision: answer.plan_revision, checkpoint: { ...checkpoint, evidence_event_ids: evidence } },
+  };
 }

@@ -4,7 +4,9 @@
 //
 // Two promises:
 // - The system message describes the subject's situation generically and the output
-//   protocol exactly. It is the same text for every subject and every wake, and it names
+//   protocol (ds-model-output/2) exactly, with what the model needs and nothing more (issue 15
+//   item 2: every token of it is paid at every wake, and a small model's context is small).
+//   It is the same text for every subject and every wake, and it names
 //   nothing of the study's design: not the subject's group, not its switches, not what is
 //   scored or what will happen to it. A prompt that differed by group would be a second
 //   treatment besides the one the experiment means to test.
@@ -15,10 +17,10 @@
 // The bundle's `state.source` (persistent projection vs rebuilt from the window) is NOT
 // rendered: it follows from a capability switch, and telling the model which kind of
 // memory it has would be exactly such a second treatment. What the state holds is shown.
+import { z } from 'zod';
 import { canonicalJson } from '../schema/canonical-json.js';
-import { LongText, ShortText } from '../schema/event-definition.js';
 import type { ContextBundle } from './context-bundle.js';
-import { MODEL_OUTPUT_LIMITS, MODEL_PROTOCOL, ModelAction } from './model-protocol.js';
+import { ModelAnswerV2 } from './model-protocol.js';
 
 export interface RenderedPrompt {
   readonly system: string;
@@ -30,57 +32,138 @@ export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
-// String bounds read from the protocol's own schemas, so the prompt cannot drift from the
-// check the answer will face. (Array bounds that model-protocol.ts writes inline are
-// stated below as numbers; test/runtime/model-adapters.test.ts checks them against the
-// schema by parsing answers at and over each bound.)
-function bound(maxLength: number | null, what: string): number {
-  // A schema that lost its bound would make the prompt say "null"; fail at load instead.
-  if (maxLength === null) throw new Error(`runtime/prompt.ts: ${what} has no maximum length in the protocol schema`);
-  return maxLength;
+// Every bound and every word the answer is checked against is read from the protocol's own
+// zod schema (runtime/model-protocol.ts ModelAnswerV2), so the prompt cannot drift from the
+// check the answer will face: string lengths from the schemas, list lengths and the id
+// pattern from the JSON Schema zod makes of them, enums and literals from their options. A
+// schema that loses a bound, or fields the prompt describes with one name (BRIEF, TEXT, …)
+// whose bounds come apart, fail here at load, not in a model's answer.
+/** A forged or future answer schema the prompt cannot describe (a lost bound, a shared name whose bounds came apart). */
+export class PromptSchemaError extends Error {
+  override readonly name = 'PromptSchemaError';
 }
-const [FILES_READ, FILES_WRITE, FILES_MODIFY] = ModelAction.options;
-const PATH_MAX = bound(FILES_READ.shape.path.maxLength, 'path');
-const RATIONALE_MAX = bound(FILES_READ.shape.rationale.maxLength, 'rationale');
-const CONTENT_MAX = bound(FILES_WRITE.shape.content.maxLength, 'content');
-const FIND_MAX = bound(FILES_MODIFY.shape.find.maxLength, 'find');
-const SHORT_MAX = bound(ShortText.maxLength, 'ShortText');
-const LONG_MAX = bound(LongText.maxLength, 'LongText');
-const L = MODEL_OUTPUT_LIMITS;
 
-const SHORT = `string (1-${SHORT_MAX} chars)`;
-const LONG = `string (1-${LONG_MAX} chars)`;
+type StringSchema = z.ZodString | z.ZodNullable<z.ZodString>;
+function stringBounds(schema: StringSchema, what: string): { min: number; max: number } {
+  const s = schema instanceof z.ZodNullable ? schema.unwrap() : schema;
+  if (s.maxLength === null) throw new PromptSchemaError(`runtime/prompt.ts: ${what} has no maximum length in the protocol schema`);
+  return { min: s.minLength ?? 0, max: s.maxLength };
+}
+/** The bounds shared by every field the prompt describes with one name. */
+function sameBounds(what: string, fields: Record<string, StringSchema>): { min: number; max: number } {
+  const all = Object.entries(fields).map(([name, schema]) => ({ name, ...stringBounds(schema, name) }));
+  const first = all[0]!;
+  const odd = all.filter((b) => b.min !== first.min || b.max !== first.max);
+  if (odd.length > 0) throw new PromptSchemaError(`runtime/prompt.ts: the fields it calls ${what} no longer share one bound (${all.map((b) => `${b.name} ${b.min}-${b.max}`).join(', ')}): describe them apart`);
+  return { min: first.min, max: first.max };
+}
+function itemBounds(schema: z.ZodType, what: string): { min: number; max: number } {
+  const json = z.toJSONSchema(schema) as { maxItems?: number; minItems?: number };
+  if (json.maxItems === undefined) throw new PromptSchemaError(`runtime/prompt.ts: ${what} has no maximum number of items in the protocol schema`);
+  return { min: json.minItems ?? 0, max: json.maxItems };
+}
+function patternOf(schema: z.ZodType, what: string): string {
+  const json = z.toJSONSchema(schema) as { pattern?: string };
+  if (json.pattern === undefined) throw new PromptSchemaError(`runtime/prompt.ts: ${what} has no pattern in the protocol schema`);
+  return json.pattern;
+}
+function numberBounds(schema: z.ZodNumber, what: string): { min: number; max: number } {
+  if (schema.minValue === null || schema.maxValue === null) throw new PromptSchemaError(`runtime/prompt.ts: ${what} has no range in the protocol schema`);
+  return { min: schema.minValue, max: schema.maxValue };
+}
+const range = (b: { min: number; max: number }): string => `${b.min}-${b.max}`;
+const oneOf = (options: readonly string[]): string => options.map((o) => JSON.stringify(o)).join('|');
 
-const SYSTEM_PROMPT = [
-  'You are a digital subject working in a research workspace over several simulated days.',
-  'You are woken at scheduled moments. At each wake you are shown the time and the budget of the wake, a view of your state (goal, task board, focus, how many journal entries you have, actions denied before), a window of recent events together with a statement of how many events it leaves out, and the files in your workspace. Nothing else is available to you.',
-  'Pursue your goal. Keep your task board and journal up to date. Notice when something you were waiting for has happened, when an event makes your plan wrong, and when files changed without you.',
-  '',
-  `ANSWER FORMAT: exactly one JSON object in protocol ${MODEL_PROTOCOL}, and nothing else: no text before or after it (one \`\`\`json fence around the object is tolerated). An answer that is not such an object, or breaks any rule below, is recorded as failed and nothing of it is used; it is never repaired and you get no second attempt.`,
-  'Every field is required; use null where null is allowed and [] for an empty list; no other keys.',
-  '{',
-  `  "protocol": "${MODEL_PROTOCOL}",`,
-  `  "focus": {"attention_target": ${SHORT} or null, "waiting_condition": ${SHORT} or null},`,
-  `  "actions": [at most ${L.maxActions} ACTION objects],`,
-  `  "claims": [at most ${L.maxClaims} CLAIM objects],`,
-  `  "plan_revision": null or {"reason": ${LONG}, "goal_id": ID, "goal_description": ${LONG}, "deadline_at": TIMESTAMP or null, "steps": [1-${L.maxPlanSteps} objects {"task_id": ID, "title": ${SHORT}}]},`,
-  `  "checkpoint": {"current_goal_id": ID or null, "goal_status": ${SHORT} or null, "attention_target": ${SHORT} or null, "waiting_condition": ${SHORT} or null, "next_action": ${SHORT} or null, "evidence_event_ids": [at most 64 EVENT_ID]}`,
-  '}',
-  'ACTION, one of (each is a proposal: a permission gate checks it and may deny it; a denied action is not carried out, and proposing it again is recorded):',
-  `  {"tool": "files", "op": "read", "path": PATH, "rationale": RATIONALE}`,
-  `  {"tool": "files", "op": "write", "path": PATH, "content": string (at most ${CONTENT_MAX} chars), "rationale": RATIONALE}`,
-  `  {"tool": "files", "op": "modify", "path": PATH, "find": string (1-${FIND_MAX} chars, must occur in the file; its first occurrence is replaced), "replace": string (at most ${CONTENT_MAX} chars), "rationale": RATIONALE}`,
-  `  {"tool": "files", "op": "move", "path": PATH, "to_path": PATH, "rationale": RATIONALE}`,
-  `  {"tool": "task_board", "op": "add" | "update" | "complete" | "remove", "task_id": ID, "title": ${SHORT} or null, "status": "todo" | "doing" | "blocked" | "done" | null, "priority": integer 0-9 or null, "depends_on": [at most 32 ID], "rationale": RATIONALE}`,
-  `  {"tool": "journal", "op": "write", "text": ${LONG}, "rationale": RATIONALE}`,
-  `CLAIM: {"claim_type": "FACT" | "PLAN" | "INFERENCE", "statement": ${LONG}, "evidence_event_ids": [at most ${L.maxEvidencePerClaim} EVENT_ID], "confidence": number 0-1 or null, "alternatives": [at most 16 ${SHORT}]}`,
-  '  FACT: something the events establish. It must cite, in evidence_event_ids, events shown in your window that establish it: events from the world, successful tool results or reconciled tool outcomes (never model answers, plans or proposals). A FACT without such evidence is refused.',
-  '  PLAN: something you intend to do.',
-  '  INFERENCE: something you conclude without direct evidence. confidence is required (not null); list other explanations in alternatives.',
-  'CHECKPOINT: where you stand at the end of this wake. current_goal_id: the id of the goal you pursue. goal_status: "active" while you work towards it, "submitted" once its result is submitted. attention_target: the task_id you are working on, or null when every task is done. waiting_condition: what you wait for, naming its thread id (e.g. "reply in thread <thread id>"), or null. next_action: the task_id of your next step and what you will do, "wait for …" naming the thread when waiting is your next step, or "none" when every task is done.',
-  `PATH: a path relative to the workspace (1-${PATH_MAX} chars). RATIONALE: why you propose it, string (1-${RATIONALE_MAX} chars). ID: 1-128 chars of A-Z a-z 0-9 . _ : - starting with a letter or digit. EVENT_ID: the event_id (a UUID) of an event shown in your window. TIMESTAMP: ISO-8601 UTC, e.g. 2026-07-20T09:00:00.000Z.`,
-  'Ids of proposals, claims and journal entries are assigned by the runtime; do not invent them.',
-].join('\n');
+/**
+ * The system message for answers in `answer` (ModelAnswerV2, the one new runs answer in):
+ * every bound and word read from it. Exported so a test can hand it a forged schema and see
+ * the drift caught; the runtime uses the one text built at load.
+ */
+export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): string {
+  const ANSWER = answer.shape;
+  const [READ, WRITE, MODIFY, MOVE, BOARD, JOURNAL] = ANSWER.actions.element.options;
+  const [FACT, PLAN, INFERENCE] = ANSWER.claims.element.options;
+  const REVISION = ANSWER.plan_revision.unwrap().shape;
+  const STEP = REVISION.steps.element.shape;
+  const FOCUS = ANSWER.focus.shape;
+  const CHECKPOINT = ANSWER.checkpoint.shape;
+
+  const PROTOCOL = ANSWER.protocol.value;
+  const BRIEF = sameBounds('BRIEF', {
+    'focus.attention_target': FOCUS.attention_target,
+    'focus.waiting_condition': FOCUS.waiting_condition,
+    'steps.title': STEP.title,
+    'task_board.title': BOARD.shape.title,
+    'INFERENCE.alternatives': INFERENCE.shape.alternatives.element,
+    'checkpoint.attention_target': CHECKPOINT.attention_target,
+    'checkpoint.waiting_condition': CHECKPOINT.waiting_condition,
+    'checkpoint.next_action': CHECKPOINT.next_action,
+  });
+  const TEXT = sameBounds('TEXT', {
+    'plan_revision.reason': REVISION.reason,
+    'plan_revision.goal_description': REVISION.goal_description,
+    'journal.text': JOURNAL.shape.text,
+    'FACT.statement': FACT.shape.statement,
+    'PLAN.statement': PLAN.shape.statement,
+    'INFERENCE.statement': INFERENCE.shape.statement,
+  });
+  const WHY = sameBounds('WHY', { read: READ.shape.rationale, write: WRITE.shape.rationale, modify: MODIFY.shape.rationale, move: MOVE.shape.rationale, task_board: BOARD.shape.rationale, journal: JOURNAL.shape.rationale });
+  const PATH = sameBounds('PATH', { read: READ.shape.path, write: WRITE.shape.path, modify: MODIFY.shape.path, move: MOVE.shape.path, to_path: MOVE.shape.to_path });
+  const CONTENT = stringBounds(WRITE.shape.content, 'write.content');
+  const FIND = stringBounds(MODIFY.shape.find, 'modify.find');
+  const REPLACE = stringBounds(MODIFY.shape.replace, 'modify.replace');
+  const ID = patternOf(REVISION.goal_id, 'plan_revision.goal_id');
+  for (const [what, schema] of [['current_goal_id', CHECKPOINT.current_goal_id.unwrap()], ['steps.task_id', STEP.task_id], ['task_board.task_id', BOARD.shape.task_id], ['depends_on', BOARD.shape.depends_on.element]] as const) {
+    if (patternOf(schema, what) !== ID) throw new PromptSchemaError(`runtime/prompt.ts: ${what} no longer has the pattern it calls ID`);
+  }
+  const ACTIONS = itemBounds(ANSWER.actions, 'actions');
+  const CLAIMS = itemBounds(ANSWER.claims, 'claims');
+  const STEPS = itemBounds(REVISION.steps, 'plan_revision.steps');
+  const DEPENDS_ON = itemBounds(BOARD.shape.depends_on, 'task_board.depends_on');
+  const FACT_EVIDENCE = itemBounds(FACT.shape.evidence_seqs, 'FACT.evidence_seqs');
+  const ALTERNATIVES = itemBounds(INFERENCE.shape.alternatives, 'INFERENCE.alternatives');
+  const CHECKPOINT_EVIDENCE = itemBounds(CHECKPOINT.evidence_seqs, 'checkpoint.evidence_seqs');
+  const PRIORITY = numberBounds(BOARD.shape.priority.unwrap(), 'task_board.priority');
+  const CONFIDENCE = numberBounds(INFERENCE.shape.confidence, 'INFERENCE.confidence');
+  const literal = (schema: { value: string }): string => JSON.stringify(schema.value);
+  const files = (action: typeof READ | typeof WRITE | typeof MODIFY | typeof MOVE): string => `"tool": ${literal(action.shape.tool)}, "op": ${literal(action.shape.op)}`;
+  const claim = (c: typeof FACT | typeof PLAN | typeof INFERENCE): string => `"claim_type": ${literal(c.shape.claim_type)}`;
+  // The checkpoint's sentence below explains these two words; another vocabulary needs another sentence.
+  const STATUS = CHECKPOINT.goal_status.unwrap().options;
+  if (STATUS.length !== 2 || !STATUS.includes('active') || !STATUS.includes('submitted')) throw new PromptSchemaError(`runtime/prompt.ts: checkpoint.goal_status is ${oneOf(STATUS)}; the prompt explains "active" and "submitted" only`);
+
+  // What the model needs and nothing more (issue 15 item 2): its situation in two sentences, the
+  // answer's exact shape, what each kind of claim needs, what the checkpoint fields mean, and the
+  // atoms. How answers are parsed, repaired or recorded beyond "a broken answer is not used" is
+  // not its business. The words describe the subject's world, never the study around it.
+  return [
+    'You are a digital subject working in a research workspace over several simulated days, woken at scheduled moments. Each wake shows you its time and budget, a view of your state (goal, task board, focus, journal size, actions denied before), a window of recent events numbered by seq (stating what it leaves out) and the files in your workspace; nothing else is available to you.',
+    'Pursue your goal. Keep your task board and journal up to date. Notice when something you waited for has happened, when an event makes your plan wrong, and when files changed without you.',
+    '',
+    `ANSWER: exactly one JSON object in protocol ${PROTOCOL}, nothing before or after it; an answer that breaks a rule below is recorded as failed and not used. Every key is required (null where null is allowed, [] for an empty list); no other keys.`,
+    `{"protocol": "${PROTOCOL}",`,
+    `"focus": {"attention_target": BRIEF|null, "waiting_condition": BRIEF|null},`,
+    `"actions": [${range(ACTIONS)} ACTION],`,
+    `"claims": [${range(CLAIMS)} CLAIM],`,
+    `"plan_revision": null|{"reason": TEXT, "goal_id": ID, "goal_description": TEXT, "deadline_at": TIME|null, "steps": [${range(STEPS)} {"task_id": ID, "title": BRIEF}]},`,
+    `"checkpoint": {"current_goal_id": ID|null, "goal_status": ${oneOf(CHECKPOINT.goal_status.unwrap().options)}|null, "attention_target": BRIEF|null, "waiting_condition": BRIEF|null, "next_action": BRIEF|null, "evidence_seqs": [${range(CHECKPOINT_EVIDENCE)} SEQ]}}`,
+    'ACTION: a proposal; a permission gate checks it and may deny it (a denied action is not carried out). One of:',
+    `{${files(READ)}, "path": PATH, "rationale": WHY}`,
+    `{${files(WRITE)}, "path": PATH, "content": string of ${range(CONTENT)} chars, "rationale": WHY}`,
+    `{${files(MODIFY)}, "path": PATH, "find": string of ${range(FIND)} chars that occurs in the file (its first occurrence is replaced), "replace": string of ${range(REPLACE)} chars, "rationale": WHY}`,
+    `{${files(MOVE)}, "path": PATH, "to_path": PATH, "rationale": WHY}`,
+    `{"tool": ${literal(BOARD.shape.tool)}, "op": ${oneOf(BOARD.shape.op.options)}, "task_id": ID, "title": BRIEF|null, "status": ${oneOf(BOARD.shape.status.unwrap().options)}|null, "priority": integer ${range(PRIORITY)}|null, "depends_on": [${range(DEPENDS_ON)} ID], "rationale": WHY}`,
+    `{"tool": ${literal(JOURNAL.shape.tool)}, "op": ${literal(JOURNAL.shape.op)}, "text": TEXT, "rationale": WHY}`,
+    'CLAIM, one of:',
+    `{${claim(FACT)}, "statement": TEXT, "evidence_seqs": [${range(FACT_EVIDENCE)} SEQ]}: something the cited events establish. Cite events from the world or successful or reconciled tool results, never answers, plans or proposals; a FACT without such evidence is refused.`,
+    `{${claim(PLAN)}, "statement": TEXT}: something you intend to do.`,
+    `{${claim(INFERENCE)}, "statement": TEXT, "confidence": number ${range(CONFIDENCE)}, "alternatives": [${range(ALTERNATIVES)} BRIEF]}: a conclusion without direct evidence; alternatives are other explanations.`,
+    'CHECKPOINT, where you stand at the end of this wake. current_goal_id: the goal you pursue. goal_status: "active" while you work towards it, "submitted" once its result is submitted. attention_target: the task_id you work on, null when every task is done. waiting_condition: what you wait for, naming its thread id, or null. next_action: the task_id of your next step and what you will do; "wait for …" naming the thread when waiting is your next step; "none" when every task is done. evidence_seqs: the events it rests on.',
+    `BRIEF: string of ${range(BRIEF)} chars. TEXT: string of ${range(TEXT)} chars. WHY: why you propose it, string of ${range(WHY)} chars. PATH: a path relative to the workspace, ${range(PATH)} chars. ID: string matching ${ID}. SEQ: the seq of an event shown at this wake. TIME: ISO-8601 UTC, e.g. 2026-07-20T09:00:00.000Z.`,
+  ].join('\n');
+}
+
+const SYSTEM_PROMPT = systemPrompt();
 
 /** Free text on one line with its boundaries visible (JSON string syntax). */
 function quoted(text: string): string {
@@ -104,14 +187,17 @@ function renderUser(bundle: ContextBundle): string {
   lines.push(`waiting_condition: ${state.waiting_condition === null ? 'none' : quoted(state.waiting_condition)}`);
   lines.push(`journal entries: ${state.journal_entries}`);
   lines.push(`actions denied before (${state.denied_actions.length}):`);
-  for (const a of state.denied_actions) lines.push(`- ${a.tool}.${a.op} · repeats ${a.repeats}`);
+  // What was denied and why: without the target a subject cannot tell which action not to propose again.
+  for (const a of state.denied_actions) lines.push(`- ${a.tool}.${a.op}${a.target === null ? '' : ` ${quoted(a.target)}`}${a.failed_rules.length === 0 ? '' : ` · failed: ${a.failed_rules.join(', ')}`} · repeats ${a.repeats}`);
   lines.push('');
 
-  lines.push('EVENTS (seq · event_id · type · occurred_at · payload)');
+  // No event_id column: an answer cites events by seq (ds-model-output/2), and a UUID per event
+  // costs a model some twenty tokens for nothing it can use.
+  lines.push('EVENTS (seq · type · occurred_at · payload)');
   // The statement comes first: what the window leaves out is part of what the subject is told.
   lines.push(window.statement);
   for (const e of window.events) {
-    lines.push(`${e.seq} · ${e.event_id} · ${e.event_type} · ${e.occurred_at} · ${canonicalJson(e.payload)}`);
+    lines.push(`${e.seq} · ${e.event_type} · ${e.occurred_at} · ${canonicalJson(e.payload)}`);
   }
   lines.push('');
 

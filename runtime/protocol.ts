@@ -13,6 +13,8 @@ import { Capabilities } from '../schema/capabilities.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
 import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
+import { StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { ModelProtocol } from './model-protocol.js';
 
 /** The phases of one wake, in order (DESIGN §6 steps 3–8). */
 export const WAKE_PHASES = ['observe', 'think', 'plan', 'act', 'remember', 'checkpoint'] as const;
@@ -28,26 +30,86 @@ const Seq = z.number().int().min(1);
 
 const ModelParamsSchema = z.strictObject({ temperature: z.number().min(0).max(2).nullable(), top_p: z.number().gt(0).max(1).nullable(), seed: z.number().int().nullable(), max_tokens: z.number().int().min(1).nullable() });
 
+const CallFactsSchema = {
+  finish_reason: z.string().nullable(),
+  response_model: z.string().nullable(),
+  prompt_tokens_counted: Count.nullable(),
+  prompt_count_source: z.enum(['server', 'tokenizer', 'estimate']).nullable(),
+  attempts: z.number().int().min(1),
+};
+const UsageSchema = z.strictObject({ prompt_tokens: Count, completion_tokens: Count });
+
 /** One recorded model call, as the replay adapter serves it (runtime/model-adapter.ts ModelCallOutcome). */
 export const RecordedModelCall = z.strictObject({
   wake_id: Identifier,
   call_number: z.number().int().min(1),
   outcome: z.discriminatedUnion('kind', [
-    z.strictObject({ kind: z.literal('answered'), raw_output: z.string(), usage: z.strictObject({ prompt_tokens: Count, completion_tokens: Count }), usage_estimated: z.boolean(), latency_ms: z.number().min(0), system_fingerprint: z.string().nullable() }),
-    z.strictObject({ kind: z.literal('failed'), failure: z.enum(['timeout', 'http_error', 'refusal']), detail: z.string(), raw_output: z.string().nullable(), latency_ms: z.number().min(0) }),
+    z.strictObject({ kind: z.literal('answered'), raw_output: z.string(), usage: UsageSchema, usage_source: z.enum(['server', 'tokenizer', 'estimate']), latency_ms: z.number().min(0), system_fingerprint: z.string().nullable(), ...CallFactsSchema }),
+    z.strictObject({
+      kind: z.literal('failed'),
+      failure: z.enum(['timeout', 'transport', 'http_error', 'refusal', 'truncated_prompt', 'stream_broken']),
+      detail: z.string(),
+      raw_output: z.string().nullable(),
+      latency_ms: z.number().min(0),
+      usage: UsageSchema.nullable(),
+      usage_source: z.enum(['server', 'tokenizer', 'estimate']).nullable(),
+      ...CallFactsSchema,
+    }),
   ]),
 });
 export type RecordedModelCall = z.infer<typeof RecordedModelCall>;
 
 /** What the reference policy calls itself in manifests and model events (runtime/model-adapters/reference-policy.ts). */
 export const REFERENCE_POLICY_MODEL_ID = 'reference-policy';
-export const REFERENCE_POLICY_VERSION = '1.0.0';
+// 2.0.0 (issue 15): answers in ds-model-output/2, within its bounds.
+export const REFERENCE_POLICY_VERSION = '2.0.0';
 export const REFERENCE_POLICY_BUILD = `reference-policy@${REFERENCE_POLICY_VERSION}`;
 
-/** Which model the subject thinks with (issue 5 item 3). The API key never travels here: the runtime reads `api_key_env`. */
+export const MIN_MODEL_TIMEOUT_MS = 100;
+export const MAX_MODEL_TIMEOUT_MS = 600_000;
+/** The most context a configured model may claim (tokens): a bound, not a recommendation. */
+export const MAX_CONTEXT_TOKENS = 1_048_576;
+const TimeoutMs = z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS);
+const ContextTokens = z.number().int().min(256).max(MAX_CONTEXT_TOKENS);
+
+/** An OpenAI-compatible server (issue 5 item 3, issue 15). The API key never travels here: the runtime reads `api_key_env`. */
+export const OpenAiModelConfig = z.strictObject({
+  adapter: z.literal('openai'),
+  base_url: z.url(),
+  model_id: z.string().min(1).max(200),
+  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(),
+  params: ModelParamsSchema,
+  dialect: StructuredOutputDialect,
+  /** Stream the answer (closing the stream is what cancels decoding on llama.cpp and vLLM). */
+  stream: z.boolean(),
+  /** The server's context in tokens when it does not report one; null: unknown unless reported. */
+  context_size: ContextTokens.nullable(),
+  timeout_ms: TimeoutMs,
+});
+export type OpenAiModelConfig = z.infer<typeof OpenAiModelConfig>;
+
+/** llama.cpp seeds with an unsigned 32-bit integer. */
+const LocalParamsSchema = ModelParamsSchema.extend({ seed: z.number().int().min(0).max(0xffff_ffff).nullable() });
+
+/** A GGUF model run inside the runtime process (node-llama-cpp, issue 15 item 6). */
+export const LocalModelConfig = z.strictObject({
+  adapter: z.literal('local'),
+  /** Absolute path of the .gguf file; it must be readable by the runtime's uid. */
+  model_file: z.string().min(1).max(4_096),
+  /** What the manifest calls the model (default: the file's name). */
+  model_id: z.string().min(1).max(200),
+  params: LocalParamsSchema,
+  threads: z.number().int().min(1).max(256),
+  context_size: ContextTokens,
+  timeout_ms: TimeoutMs,
+});
+export type LocalModelConfig = z.infer<typeof LocalModelConfig>;
+
+/** Which model the subject thinks with; `retry` is the pre-registration's transport policy, filled in by the controller. */
 export const RuntimeModelConfig = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
-  z.strictObject({ adapter: z.literal('openai'), base_url: z.url(), model_id: z.string().min(1).max(200), api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(), params: ModelParamsSchema, json_mode: z.boolean(), timeout_ms: z.number().int().min(1).max(600_000) }),
+  OpenAiModelConfig.extend({ retry: TransportRetryPolicy }),
+  LocalModelConfig,
   z.strictObject({ adapter: z.literal('replay'), source_model_id: z.string().min(1).max(200), calls: z.array(RecordedModelCall).max(10_000) }),
 ]);
 export type RuntimeModelConfig = z.infer<typeof RuntimeModelConfig>;
@@ -65,6 +127,8 @@ export const RuntimeStartConfig = z.strictObject({
   /** The subject's workspace folder (absolute). */
   workspace_dir: z.string().min(1).max(4_096),
   model: RuntimeModelConfig,
+  /** The protocol the run's answers are asked for and checked in: ds-model-output/2 for new runs, the recorded one for a replay. */
+  protocol: ModelProtocol,
 });
 export type RuntimeStartConfig = z.infer<typeof RuntimeStartConfig>;
 
@@ -131,7 +195,14 @@ export const FATAL_CODES = [
 export const RuntimeFatalCode = z.enum(FATAL_CODES);
 export type RuntimeFatalCode = z.infer<typeof RuntimeFatalCode>;
 
-export const RuntimeReady = z.strictObject({ type: z.literal('ready'), pid: z.number().int().min(1) });
+/** The adapter's check before the first wake (issue 15 item 5); null when the adapter has nothing to check (reference, replay). */
+export const PreflightReport = z.discriminatedUnion('ok', [
+  z.strictObject({ ok: z.literal(true), facts: z.record(z.string().max(64), z.union([z.string().max(2_000), z.number(), z.boolean(), z.null()])), lines: z.array(z.string().max(2_000)).max(64) }),
+  z.strictObject({ ok: z.literal(false), reason: z.string().max(4_000), lines: z.array(z.string().max(2_000)).max(64) }),
+]);
+export type PreflightReport = z.infer<typeof PreflightReport>;
+
+export const RuntimeReady = z.strictObject({ type: z.literal('ready'), pid: z.number().int().min(1), preflight: PreflightReport.nullable() });
 
 /**
  * Sent after each append the runtime makes during a wake (running totals for the wake). The
@@ -160,6 +231,8 @@ export const WakeCounts = z.strictObject({
   tokens: Count,
   tool_calls: Count,
   retries: Count,
+  /** Model calls of this wake that ended as `transport` (every attempt failed without an answer): the controller pauses on a run of them. */
+  transport_failed_calls: Count,
   proposals: Count,
   executions: Count,
   denials: Count,

@@ -3,7 +3,10 @@
 // source run and sends the list in the runtime's start message) and the replay adapter, like
 // runtime/protocol.ts: it is the replay's wire format, not runtime logic.
 import type { EventEnvelope } from '../schema/envelope.js';
+import type { PayloadOf } from '../schema/event-catalog.js';
 import { ModelAnswered, ModelCallFailed } from '../schema/events/model-output-events.js';
+import { BUILT_IN_UPCASTERS, upcasterKey } from '../schema/upcasters.js';
+import type { ModelProtocol } from './model-protocol.js';
 import type { RecordedModelCall } from './protocol.js';
 
 /** The reference policy's and the prompt's token estimate (runtime/prompt.ts estimateTokens). */
@@ -13,17 +16,51 @@ export class ReplayRecordingError extends Error {
   override readonly name = 'ReplayRecordingError';
 }
 
+/** A stored model event read at its own version and lifted to the current one (schema/upcasters.ts). */
+function currentPayload(e: EventEnvelope): { answered: PayloadOf<'ModelOutputEvent.ModelAnswered'> } | { failed: PayloadOf<'ModelOutputEvent.ModelCallFailed'> } | null {
+  const definition = e.event_type === ModelAnswered.type ? ModelAnswered : e.event_type === ModelCallFailed.type ? ModelCallFailed : null;
+  if (definition === null) return null;
+  const schema = e.schema_version === definition.schemaVersion ? definition.payload : definition.earlier[e.schema_version];
+  if (schema === undefined) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) has schema version ${e.schema_version}; this build reads ${[definition.schemaVersion, ...Object.keys(definition.earlier)].join(', ')}`);
+  const parsed = schema.safeParse(e.payload);
+  if (!parsed.success) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) fails its schema: ${parsed.error.issues[0]?.message ?? 'unknown issue'}`);
+  // One upcast step lifts each earlier model-event version to the current one.
+  const upcaster = BUILT_IN_UPCASTERS.get(upcasterKey(e.event_type, e.schema_version));
+  const payload = e.schema_version === definition.schemaVersion ? e.payload : upcaster?.(e).payload;
+  if (payload === undefined) throw new ReplayRecordingError(`replay: no upcaster lifts ${e.event_type} ${e.schema_version} (seq ${e.seq})`);
+  return definition === ModelAnswered ? { answered: ModelAnswered.payload.parse(payload) } : { failed: ModelCallFailed.payload.parse(payload) };
+}
+
+/**
+ * The answer protocol a store's model calls were made in: one for the whole run (a replay
+ * never mixes them). Calls recorded before issue 15 (ModelAnswered 1.2.0, ModelCallFailed
+ * 1.1.0) were all ds-model-output/1. Null when the store holds no model call.
+ */
+export function recordedProtocolOf(envelopes: readonly EventEnvelope[]): ModelProtocol | null {
+  const seen = new Map<ModelProtocol, number>();
+  for (const e of envelopes) {
+    const p = currentPayload(e);
+    if (p === null) continue;
+    const protocol = 'answered' in p ? p.answered.protocol : p.failed.protocol;
+    if (!seen.has(protocol)) seen.set(protocol, e.seq);
+  }
+  if (seen.size > 1) throw new ReplayRecordingError(`replay: the store mixes answer protocols (${[...seen].map(([p, seq]) => `${p} from seq ${seq}`).join(', ')}); a replay would have to pick one`);
+  return seen.keys().next().value ?? null;
+}
+
 /**
  * The recorded calls of a store, in seq order; call_number is the call's position within its
- * wake. Per ModelOutputEvent:
- * - ModelAnswered → answered, as stored, with its own usage_estimated.
- * - ModelCallFailed timeout / http_error / refusal → failed, as stored.
- * - ModelCallFailed schema_violation → answered with the stored raw text: the call was made
- *   and answered, and the wake loop must fail the same text the same way. The event keeps
- *   no usage, so the usage is the estimate (prompt unknown to the recording: 0; completion
- *   ceil(chars / 4)) and usage_estimated is true.
+ * wake. Per ModelOutputEvent (of either version, lifted to the current one):
+ * - ModelAnswered → answered, as stored.
+ * - ModelCallFailed timeout / transport / http_error / refusal / truncated_prompt /
+ *   stream_broken → failed, as stored.
+ * - ModelCallFailed schema_violation / length → answered with the stored raw text: the call was
+ *   made and answered, and the wake loop must fail the same text the same way. Its usage is the
+ *   recorded one; an old event kept none, so then the estimate (prompt unknown to the recording:
+ *   0; completion ceil(chars / 4)) with usage_source "estimate".
  * - ModelCallFailed budget_exhausted → skipped: that call was never made, and a replayed
  *   wake with the same budget does not make it either.
+ * Transport attempts (ModelCallAttemptFailed) are not replayed: a replay opens no connection.
  * Any other event is ignored. A model event whose payload fails its schema throws
  * ReplayRecordingError: a replay of a record it cannot read would not be a replay.
  */
@@ -40,48 +77,51 @@ export function recordedCallsFromEvents(envelopes: readonly EventEnvelope[]): Re
   for (const e of ordered) {
     if (e.seq === previousSeq) throw new ReplayRecordingError(`replay: two events with seq ${e.seq}`);
     previousSeq = e.seq;
-    const definition = e.event_type === ModelAnswered.type ? ModelAnswered : e.event_type === ModelCallFailed.type ? ModelCallFailed : null;
-    // No upcasters exist for model events: a payload of another version cannot be read as this one.
-    if (definition !== null && e.schema_version !== definition.schemaVersion) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) has schema version ${e.schema_version}; this build reads ${definition.schemaVersion}`);
-    if (e.event_type === ModelAnswered.type) {
-      const parsed = ModelAnswered.payload.safeParse(e.payload);
-      if (!parsed.success) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) fails its schema: ${parsed.error.issues[0]?.message ?? 'unknown issue'}`);
-      const p = parsed.data;
-      out.push({
-        wake_id: p.wake_id,
-        call_number: nextCallNumber(p.wake_id),
-        outcome: { kind: 'answered', raw_output: p.raw_output, usage: { ...p.usage }, usage_estimated: p.usage_estimated, latency_ms: p.latency_ms, system_fingerprint: p.system_fingerprint },
-      });
-    } else if (e.event_type === ModelCallFailed.type) {
-      const parsed = ModelCallFailed.payload.safeParse(e.payload);
-      if (!parsed.success) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) fails its schema: ${parsed.error.issues[0]?.message ?? 'unknown issue'}`);
-      const p = parsed.data;
-      switch (p.failure) {
-        case 'budget_exhausted':
-          break;
-        case 'schema_violation':
-          if (p.raw_output === null) throw new ReplayRecordingError(`replay: event seq ${e.seq} is a schema_violation without its raw text; it cannot be replayed`);
-          out.push({
-            wake_id: p.wake_id,
-            call_number: nextCallNumber(p.wake_id),
-            outcome: { kind: 'answered', raw_output: p.raw_output, usage: { prompt_tokens: 0, completion_tokens: estimateTokens(p.raw_output) }, usage_estimated: true, latency_ms: p.latency_ms, system_fingerprint: p.system_fingerprint },
-          });
-          break;
-        case 'timeout':
-        case 'http_error':
-        case 'refusal':
-          out.push({
-            wake_id: p.wake_id,
-            call_number: nextCallNumber(p.wake_id),
-            outcome: { kind: 'failed', failure: p.failure, detail: p.detail, raw_output: p.raw_output, latency_ms: p.latency_ms },
-          });
-          break;
-        default: {
-          const unhandled: never = p.failure;
-          throw new ReplayRecordingError(`replay: event seq ${e.seq} has unknown failure ${String(unhandled)}`);
-        }
+    const current = currentPayload(e);
+    if (current === null) continue;
+    if ('answered' in current) {
+      const p = current.answered;
+      out.push({ wake_id: p.wake_id, call_number: nextCallNumber(p.wake_id), outcome: { kind: 'answered', raw_output: p.raw_output, usage: { ...p.usage }, usage_source: p.usage_source, latency_ms: p.latency_ms, system_fingerprint: p.system_fingerprint, ...factsOf(p) } });
+      continue;
+    }
+    const p = current.failed;
+    switch (p.failure) {
+      case 'budget_exhausted':
+        break;
+      case 'schema_violation':
+      case 'length':
+        if (p.raw_output === null) throw new ReplayRecordingError(`replay: event seq ${e.seq} is a ${p.failure} without its raw text; it cannot be replayed`);
+        out.push({
+          wake_id: p.wake_id,
+          call_number: nextCallNumber(p.wake_id),
+          outcome: {
+            kind: 'answered',
+            raw_output: p.raw_output,
+            usage: p.usage ?? { prompt_tokens: 0, completion_tokens: estimateTokens(p.raw_output) },
+            usage_source: p.usage_source ?? 'estimate',
+            latency_ms: p.latency_ms,
+            system_fingerprint: p.system_fingerprint,
+            ...factsOf(p),
+          },
+        });
+        break;
+      case 'timeout':
+      case 'transport':
+      case 'http_error':
+      case 'refusal':
+      case 'truncated_prompt':
+      case 'stream_broken':
+        out.push({ wake_id: p.wake_id, call_number: nextCallNumber(p.wake_id), outcome: { kind: 'failed', failure: p.failure, detail: p.detail, raw_output: p.raw_output, latency_ms: p.latency_ms, usage: p.usage, usage_source: p.usage_source, ...factsOf(p) } });
+        break;
+      default: {
+        const unhandled: never = p.failure;
+        throw new ReplayRecordingError(`replay: event seq ${e.seq} has unknown failure ${String(unhandled)}`);
       }
     }
   }
   return out;
+}
+
+function factsOf(p: { finish_reason: string | null; response_model: string | null; prompt_tokens_counted: number | null; prompt_count_source: 'server' | 'tokenizer' | 'estimate' | null; attempts: number }): Pick<RecordedModelCall['outcome'], 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts'> {
+  return { finish_reason: p.finish_reason, response_model: p.response_model, prompt_tokens_counted: p.prompt_tokens_counted, prompt_count_source: p.prompt_count_source, attempts: p.attempts };
 }

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { RuntimeChildMessage, RuntimeStartConfig, RuntimeWake, type RuntimeParentMessage, type WakeDone, type WakeFailure, type WakeProgress } from './protocol.js';
+import { RuntimeChildMessage, RuntimeStartConfig, RuntimeWake, type PreflightReport, type RuntimeParentMessage, type WakeDone, type WakeFailure, type WakeProgress } from './protocol.js';
 
 const RUNTIME_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
@@ -60,6 +60,8 @@ export type RuntimeWakeRequest = Omit<RuntimeWake, 'type'>;
 
 export interface RuntimeProcess {
   readonly pid: number;
+  /** The model adapter's check before the first wake, as the runtime reported it in `ready` (null: nothing to check). */
+  readonly preflight: PreflightReport | null;
   /** Settles when the process has exited and its IPC channel has closed. */
   readonly exited: Promise<RuntimeExit>;
   /** Delivers one wake and waits for its report; rejects with RuntimeWakeError. */
@@ -214,7 +216,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
     }
   });
 
-  const ready = await new Promise<{ pid: number }>((resolve, reject) => {
+  const ready = await new Promise<{ pid: number; preflight: PreflightReport | null }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new RuntimeStartError('start_timeout', `runtime did not become ready within ${startTimeoutMs} ms`));
@@ -222,7 +224,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
     onStartMessage = (message) => {
       clearTimeout(timer);
       onStartMessage = null;
-      if (message.type === 'ready') resolve({ pid: message.pid });
+      if (message.type === 'ready') resolve({ pid: message.pid, preflight: message.preflight });
       else if (message.type === 'fatal') reject(new RuntimeStartError(message.code, message.message));
       else reject(new RuntimeStartError('protocol', `runtime sent ${message.type} before ready`));
     };
@@ -241,6 +243,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
 
   return {
     pid: ready.pid,
+    preflight: ready.preflight,
     exited,
     onProgress(listener) {
       progressListeners.add(listener);

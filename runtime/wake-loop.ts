@@ -22,8 +22,9 @@ import { buildContextBundle, type ContextBundle } from './context-bundle.js';
 import type { EventCache } from './event-cache.js';
 import type { FaultSwitch } from '../schema/fault-switch.js';
 import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
-import type { ModelAdapter, ModelCallOutcome } from './model-adapter.js';
-import { parseModelOutput, type ModelAction, type ModelOutput } from './model-protocol.js';
+import { specialisedAnswerSchema } from './answer-schema.js';
+import { NO_CALL_FACTS, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
+import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
 import { estimateTokens, renderPrompt } from './prompt.js';
 import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
@@ -43,6 +44,8 @@ export interface WakeInput {
   readonly client: WriterClient;
   readonly cache: EventCache;
   readonly adapter: ModelAdapter;
+  /** The protocol the run's answers are asked for and checked in (fixed per run, runtime/model-protocol.ts). */
+  readonly protocol: ModelProtocol;
   readonly capabilities: Capabilities;
   readonly retrievalPolicy: RetrievalPolicy;
   readonly workspaceRoot: string;
@@ -81,7 +84,7 @@ export class WakeNotOpenError extends Error {
 class Wake {
   private appends = 0;
   private executionIntents = 0;
-  readonly counts = { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0, proposals: 0, executions: 0, denials: 0, failures: 0, claims: 0, claims_refused: 0, plan_revisions: 0, reconciled: 0, unknown_outcomes: 0 };
+  readonly counts = { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0, transport_failed_calls: 0, proposals: 0, executions: 0, denials: 0, failures: 0, claims: 0, claims_refused: 0, plan_revisions: 0, reconciled: 0, unknown_outcomes: 0 };
   readonly notes: string[] = [];
 
   constructor(private readonly input: WakeInput) {}
@@ -197,33 +200,39 @@ class Wake {
     return appended;
   }
 
-  /** One model call; exactly one ModelOutputEvent, committed before the output is used. */
-  private async think(bundle: ContextBundle): Promise<ModelOutput | null> {
-    const { adapter, wake } = this.input;
+  /** One model call; exactly one ModelOutputEvent, committed before the output is used (transport attempts before it, one event each). */
+  private async think(bundle: ContextBundle): Promise<SubjectAnswer | null> {
+    const { adapter, wake, protocol } = this.input;
     const prompt = renderPrompt(bundle);
     const w = bundle.window;
     this.context = { window_events: w.events.length, eligible_total: w.eligible_total, omitted_by_count: w.omitted_by_count, omitted_by_token_cap: w.omitted_by_token_cap, not_eligible: w.not_eligible, tokens_estimated: w.tokens_estimated };
     if (wake.budget.model_calls < 1) {
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), context: null, failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null }));
+      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), ...this.recordFields(NO_CALL_FACTS), context: null, failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null, usage: null, usage_source: null }));
       return null;
     }
+    const shown: ShownEvents = new Map(w.events.map((e) => [e.seq, e.event_id]));
     const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
     const maxTokens = Math.max(1, Math.min(MAX_ANSWER_TOKENS, wake.budget.tokens - promptTokens));
+    const onTransportFailure = async (f: TransportFailure): Promise<void> => {
+      await this.append(this.draft('ModelOutputEvent.ModelCallAttemptFailed', 'model', { wake_id: wake.wake_id, call_number: 1, attempt: f.attempt, kind: f.kind, detail: f.detail.slice(0, 2_000), latency_ms: f.latency_ms, backoff_ms: f.backoff_ms }));
+      this.notes.push(`model call attempt ${f.attempt} failed without an answer (${f.kind})${f.backoff_ms === null ? '' : `; retrying in ${f.backoff_ms} ms under the pre-registered policy`}`);
+    };
     await this.input.onModelCallStarted(1);
     const startedMs = Date.now();
-    const pending = adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens }, this.input.modelTimeoutMs);
+    const pending = adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens, answer_schema: specialisedAnswerSchema(protocol, [...shown.keys()]), onTransportFailure }, this.input.modelTimeoutMs);
     const fault = this.input.faults.hit('runtime.model_call.in_flight', () => ({ wake_id: wake.wake_id, call_number: 1 }));
     let outcome: ModelCallOutcome;
     if (fault === 'model_timeout') {
       // Abandoned like a call past its timeout: whatever it answers later is never used.
       pending.catch(() => undefined);
-      outcome = { kind: 'failed', failure: 'timeout', detail: 'fault injection (npm run faults): the call was abandoned as timed out; its answer, if any, is not used', raw_output: null, latency_ms: Date.now() - startedMs };
+      outcome = { kind: 'failed', failure: 'timeout', detail: 'fault injection (npm run faults): the call was abandoned as timed out; its answer, if any, is not used', raw_output: null, latency_ms: Date.now() - startedMs, ...NO_CALL_FACTS };
     } else {
       outcome = await pending;
       if (fault === 'model_garbage' && outcome.kind === 'answered') outcome = { ...outcome, raw_output: GARBAGE_OUTPUT };
     }
     this.counts.model_calls += 1;
-    return this.record(outcome);
+    this.counts.retries += Math.max(0, outcome.attempts - 1);
+    return this.record(outcome, shown);
   }
 
   private context: Record<string, number> | null = null;
@@ -237,16 +246,38 @@ class Wake {
     return { wake_id: this.wakeId, adapter: adapter.name, model_id: adapter.model_id, params: { ...adapter.params }, system_fingerprint: fingerprint, latency_ms: latencyMs, context: this.context };
   }
 
-  private async record(outcome: ModelCallOutcome): Promise<ModelOutput | null> {
+  /** The call record every model event carries (schema/events/model-output-events.ts CallRecord); over-long texts are cut, and said. */
+  private recordFields(facts: Omit<CallFacts, 'usage' | 'usage_source'>): Record<string, unknown> {
+    const cut = (what: string, text: string | null, max: number): string | null => {
+      if (text === null || text.length === 0) return null;
+      if (text.length <= max) return text;
+      this.notes.push(`${what} of ${text.length} chars cut to the ${max} the store keeps`);
+      return text.slice(0, max);
+    };
+    return {
+      protocol: this.input.protocol,
+      finish_reason: cut('finish_reason', facts.finish_reason, 64),
+      response_model: cut('response model', facts.response_model, 200),
+      prompt_tokens_counted: facts.prompt_tokens_counted,
+      prompt_count_source: facts.prompt_count_source,
+      attempts: facts.attempts,
+    };
+  }
+
+  private async record(outcome: ModelCallOutcome, shown: ShownEvents): Promise<SubjectAnswer | null> {
+    // Tokens spent count whether or not the answer is used: a misbehaving model is not cheap.
+    if (outcome.usage !== null) this.counts.tokens += outcome.usage.prompt_tokens + outcome.usage.completion_tokens;
+    if (outcome.kind === 'answered' && outcome.usage_source === 'estimate' && this.input.adapter.name !== 'reference') this.notes.push('the model reported no token usage: the counts recorded are estimates (usage_source "estimate")');
     if (outcome.kind === 'failed') {
-      const base = { ...this.callFields(outcome.latency_ms), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000) };
+      if (outcome.failure === 'transport') this.counts.transport_failed_calls += 1;
+      const base = { ...this.callFields(outcome.latency_ms), ...this.recordFields(outcome), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), usage: outcome.usage, usage_source: outcome.usage_source };
       const raw = outcome.raw_output === null ? null : this.fitted(base, outcome.raw_output);
       await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: raw }));
       this.notes.push(`model call failed (${outcome.failure}): ${outcome.detail.slice(0, 200)}`);
       return null;
     }
-    const fields = this.callFields(outcome.latency_ms, outcome.system_fingerprint);
-    const answered = { ...fields, raw_output: outcome.raw_output, usage: { ...outcome.usage }, usage_estimated: outcome.usage_estimated };
+    const fields = { ...this.callFields(outcome.latency_ms, outcome.system_fingerprint), ...this.recordFields(outcome), usage: { ...outcome.usage }, usage_source: outcome.usage_source };
+    const answered = { ...fields, raw_output: outcome.raw_output };
     const bytes = payloadBytes(answered);
     if (outcome.raw_output.length > MAX_STORED_RAW_OUTPUT_CHARS || bytes > WRITER_LIMITS.maxPayloadBytes) {
       // It cannot be stored verbatim, so it is not used: recorded as a protocol failure with the longest prefix that fits.
@@ -255,17 +286,16 @@ class Wake {
       this.notes.push('model output too long to store verbatim: not used');
       return null;
     }
-    const parsed = parseModelOutput(outcome.raw_output);
+    const parsed = parseModelOutput(outcome.raw_output, this.input.protocol, shown);
     if (!parsed.ok) {
-      const base = { ...fields, failure: 'schema_violation', detail: parsed.detail.slice(0, 2_000) };
+      // An answer cut at its token cap is a failure of its own kind: the cap, not the model's grasp of the protocol, may be the cause.
+      const cutAtCap = outcome.finish_reason === 'length';
+      const base = { ...fields, failure: cutAtCap ? 'length' : 'schema_violation', detail: `${cutAtCap ? 'the answer ended at its token cap (finish_reason length) and ' : ''}${parsed.detail}`.slice(0, 2_000) };
       await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
-      this.notes.push(`model output fails the protocol: ${parsed.detail.slice(0, 200)}`);
+      this.notes.push(`model output fails the protocol${cutAtCap ? ' (cut at its token cap)' : ''}: ${parsed.detail.slice(0, 200)}`);
       return null;
     }
-    await this.append(this.draft('ModelOutputEvent.ModelAnswered', 'model', { ...fields, raw_output: outcome.raw_output, usage: { ...outcome.usage }, usage_estimated: outcome.usage_estimated }));
-    // The reference policy's counts are always ceil(chars / 4) (docs/model-protocol.md): said once in the docs and in every event, not every wake.
-    if (outcome.usage_estimated && this.input.adapter.name !== 'reference') this.notes.push('the model server reported no token usage: the counts recorded are estimates (usage_estimated: true)');
-    this.counts.tokens += outcome.usage.prompt_tokens + outcome.usage.completion_tokens;
+    await this.append(this.draft('ModelOutputEvent.ModelAnswered', 'model', answered));
     return parsed.output;
   }
 
@@ -286,7 +316,7 @@ class Wake {
     return kept;
   }
 
-  private async plan(output: ModelOutput, bundle: ContextBundle): Promise<void> {
+  private async plan(output: SubjectAnswer, bundle: ContextBundle): Promise<void> {
     const revision = output.plan_revision!;
     const proposalId = `${this.wakeId}-plan`;
     this.counts.plan_revisions += 1;
@@ -379,7 +409,7 @@ class Wake {
     return this.board;
   }
 
-  private async remember(claim: ModelOutput['claims'][number], index: number): Promise<void> {
+  private async remember(claim: SubjectAnswer['claims'][number], index: number): Promise<void> {
     try {
       await this.append(this.draft('MemoryEvent.ClaimRecorded', 'model', { claim_id: `${this.wakeId}-c${index + 1}`, ...claim }));
       this.counts.claims += 1;

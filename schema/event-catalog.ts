@@ -11,7 +11,8 @@ import * as world from './events/world-events.js';
 import type { EventDefinition } from './event-definition.js';
 
 /** Version of the catalogue as a whole: recorded in StoreOpened and in manifests. */
-export const EVENT_SCHEMA_VERSION = '1.0.0';
+// 1.1.0 (issue 15): ModelAnswered 1.3.0, ModelCallFailed 1.2.0, ModelCallAttemptFailed.
+export const EVENT_SCHEMA_VERSION = '1.1.0';
 
 const DEFINITIONS = [
   system.StoreOpened,
@@ -31,6 +32,7 @@ const DEFINITIONS = [
   world.DistractorOccurred,
   modelOutput.ModelAnswered,
   modelOutput.ModelCallFailed,
+  modelOutput.ModelCallAttemptFailed,
   action.ActionProposed,
   action.PermissionDecided,
   action.ExecutionIntentRecorded,

@@ -47,6 +47,11 @@ export interface EventDefinition<
   readonly schemaVersion: string;
   readonly payload: P;
   readonly writers: readonly WriterRole[];
+  /**
+   * Payload schemas of earlier versions this build still reads (verify checks a stored event
+   * against the schema of its own version; a replay lifts it with an upcaster, schema/upcasters.ts).
+   */
+  readonly earlier: Readonly<Record<string, z.ZodType>>;
 }
 
 export function defineEvent<C extends EventCategory, N extends string, P extends z.ZodType>(
@@ -55,9 +60,14 @@ export function defineEvent<C extends EventCategory, N extends string, P extends
   schemaVersion: string,
   payload: P,
   writers: readonly WriterRole[] = DEFAULT_WRITERS[category],
+  earlier: Readonly<Record<string, z.ZodType>> = {},
 ): EventDefinition<C, N, P> {
   SemVer.parse(schemaVersion);
-  return { category, name, type: `${category}.${name}`, schemaVersion, payload, writers };
+  for (const version of Object.keys(earlier)) {
+    SemVer.parse(version);
+    if (version === schemaVersion) throw new Error(`${category}.${name}: an earlier version equals the current one (${version})`);
+  }
+  return { category, name, type: `${category}.${name}`, schemaVersion, payload, writers, earlier };
 }
 
 /** Bounded building blocks shared by payload schemas. */

@@ -13,6 +13,10 @@ export const RUN_FILES = {
   preregLock: 'prereg.lock.dsse.json',
   /** Which model the instance thinks with (controller/model-choice.ts); names an API key's variable, never the key. */
   model: 'model.json',
+  /** The model configuration file the instance was started with (--model-config), byte for byte; its sha256 is the manifest's model.config_sha256. */
+  modelConfig: 'model-config.json',
+  /** One line per start of the runtime: the model adapter's check before the first wake (issue 15 item 5). */
+  preflight: 'preflight.jsonl',
   /** The subject's files. */
   workspace: 'workspace',
   dsseSuffix: '.dsse.json',

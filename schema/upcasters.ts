@@ -21,8 +21,26 @@ export function upcasterKey(eventType: string, fromVersion: string): string {
 }
 
 /**
- * The upcasters this build ships. Empty today: every event type is still at the first
- * schema version it was recorded with (catalogue 1.0.0), so there is nothing to migrate
- * from. Bumping a payload schema's version means adding its "<type>@<old version>" here.
+ * The upcasters this build ships. Catalogue 1.1.0 (issue 15) bumped the two model-call events;
+ * what they did not record reads as "not known" (null), never as a made-up measurement:
+ * - ModelAnswered 1.2.0 → 1.3.0: protocol ds-model-output/1 (the only one then), no finish
+ *   reason, response model or prompt count, one attempt; usage_estimated true ⇒ usage_source
+ *   "estimate", false ⇒ "server".
+ * - ModelCallFailed 1.1.0 → 1.2.0: the same call record; no usage (it was not recorded). A
+ *   budget_exhausted call asked for nothing, but the field is not nullable: it keeps /1.
  */
-export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map();
+const LEGACY_CALL_RECORD = { protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 } as const;
+
+export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
+  [
+    upcasterKey('ModelOutputEvent.ModelAnswered', '1.2.0'),
+    (event) => {
+      const { usage_estimated, ...rest } = event.payload as Record<string, unknown>;
+      return { schema_version: '1.3.0', payload: { ...rest, ...LEGACY_CALL_RECORD, usage_source: usage_estimated === true ? 'estimate' : 'server' } };
+    },
+  ],
+  [
+    upcasterKey('ModelOutputEvent.ModelCallFailed', '1.1.0'),
+    (event) => ({ schema_version: '1.2.0', payload: { ...(event.payload as Record<string, unknown>), ...LEGACY_CALL_RECORD, usage: null, usage_source: null } }),
+  ],
+]);

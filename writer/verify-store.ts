@@ -186,9 +186,12 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
 
     const definition = eventDefinition(env.event_type);
     if (!definition) at(`unknown event type ${env.event_type}`);
-    else if (definition.schemaVersion !== env.schema_version) at(`schema_version ${env.schema_version} of ${env.event_type} is not the ${definition.schemaVersion} this verifier understands`);
-    else {
-      const payload = definition.payload.safeParse(env.payload);
+    else if (definition.schemaVersion !== env.schema_version && !(env.schema_version in definition.earlier)) {
+      at(`schema_version ${env.schema_version} of ${env.event_type} is not one this verifier understands (${[definition.schemaVersion, ...Object.keys(definition.earlier)].join(', ')})`);
+    } else {
+      // An event of an earlier version is checked against the schema it was written under.
+      const schema = definition.schemaVersion === env.schema_version ? definition.payload : definition.earlier[env.schema_version]!;
+      const payload = schema.safeParse(env.payload);
       if (!payload.success) at(`payload does not match the ${env.event_type} schema: ${z.prettifyError(payload.error)}`);
     }
 

@@ -224,7 +224,13 @@ class SubjectScript {
         context: { window_events: 40, eligible_total: 40 + k, omitted_by_count: k, omitted_by_token_cap: 0, not_eligible: k, tokens_estimated: 6_000 },
         raw_output: `{"wake":${k},"thought":${JSON.stringify(text(k, 260))}}`,
         usage: { prompt_tokens: 900 + (k % 100), completion_tokens: 80 + (k % 20) },
-        usage_estimated: false,
+        usage_source: 'server',
+        protocol: 'ds-model-output/2',
+        finish_reason: 'stop',
+        response_model: 'reference-policy-1',
+        prompt_tokens_counted: 900 + (k % 100),
+        prompt_count_source: 'server',
+        attempts: 1,
       }),
     );
     this.push('runtime', (seq) =>

@@ -6,7 +6,8 @@
 // This process is the experiment controller (ds-controller, DESIGN §2): it holds the key,
 // spawns ds-writer and ds-runtime, drives the virtual clock and signs. SIGINT/SIGTERM is an
 // emergency stop: recorded, head signed, nothing deleted, resumable with --resume.
-// Exit 0 finished (sealed) and verified, 3 stopped (resumable), 1 refused, failed or not verified, 2 misused.
+// Exit 0 finished (sealed) and verified, 3 stopped (resumable), 1 refused, failed or not verified, 2 misused,
+// 4 finished and verified but NO USABLE DATA (too few accepted model answers: experiments/cli/exit-codes.ts).
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
@@ -16,7 +17,9 @@ import { PreregInputError } from '../../controller/prereg.js';
 import { parseSpeed, VirtualClockError } from '../../controller/virtual-clock.js';
 import { ModelChoiceError } from '../../controller/model-choice.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
-import { summarizeRun } from '../../controller/run-summary.js';
+import { recordedUsableDataRule, summarizeRun } from '../../controller/run-summary.js';
+import { describeFailures, formatShare } from '../../oracle/usable-data.js';
+import { EXIT_CODES } from './exit-codes.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { FaultArmingError, FaultSwitch } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
@@ -67,6 +70,11 @@ const OPTIONS = {
 
 function isGroup(value: string): value is Group {
   return value === 'A' || value === 'B' || value === 'C';
+}
+
+/** The alarm of an instance that is not data (issue 15 item 8): one line, always starting `NO USABLE DATA:`. */
+function noUsableDataLine(result: InstanceResult, reason: string): string {
+  return `NO USABLE DATA: ${reason}${result.status === 'finished' ? '' : ' (so far: the instance is stopped; resume it to finish)'}`;
 }
 
 async function main(): Promise<number> {
@@ -137,12 +145,15 @@ async function main(): Promise<number> {
     });
   }
   progress.finish();
-  const summary = summarizeRun(result.runDir);
+  const summary = summarizeRun(result.runDir, recordedUsableDataRule(result.runDir));
+  const usable = summary.usable_data;
   const verified = verifyDirectory(result.runDir, { allowOpen: result.status !== 'finished' });
   const plan = checkRunFollowsPlan(result.runDir, parsePublicKeyHex(readFileSync(path.join(result.runDir, RUN_FILES.publicKey), 'utf8')));
   const verify = { ok: verified.ok && plan.ok, failures: verified.failures.length + plan.failures.length, warnings: verified.warnings.length + plan.notes.length };
   if (json) {
     process.stdout.write(`${JSON.stringify({ ...result, summary, verify })}\n`);
+    // stdout stays one JSON object (summary.usable_data); the alarm goes to the screen as well.
+    if (!usable.usable) process.stderr.write(`${noUsableDataLine(result, usable.reason)}\n`);
   } else {
     const s = summary;
     process.stdout.write(
@@ -151,17 +162,20 @@ async function main(): Promise<number> {
         `  experiment ${result.experimentId}, instance ${result.groupBlindId}`,
         `  ${result.isolationSummary}`,
         `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
-        `  model calls ${s.model_calls} (${s.model_failures} failed) · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
+        `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
         `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
         result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; continue with: npm run experiment -- --resume ${result.runDir}`,
         ...result.notes.map((n) => `  note: ${n}`),
         `  verify: ${verify.ok ? 'OK' : 'FAILED'} (${verify.failures} failure(s), ${verify.warnings} warning(s)); details: npm run verify -- ${result.runDir}`,
+        // As loud as a failure, last so it is the line a reader sees (issue 15 item 8).
+        usable.usable ? `  usable data: yes — ${usable.reason}` : noUsableDataLine(result, usable.reason),
         '',
       ].join('\n'),
     );
   }
-  if (!verify.ok) return 1;
-  return result.status === 'finished' ? 0 : 3;
+  if (!verify.ok) return EXIT_CODES.failed;
+  if (result.status !== 'finished') return EXIT_CODES.stopped;
+  return usable.usable ? EXIT_CODES.ok : EXIT_CODES.notEvidence;
 }
 
 main().then(

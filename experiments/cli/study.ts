@@ -19,7 +19,9 @@ import { ModelChoiceError } from '../../controller/model-choice.js';
 import { PreregInputError } from '../../controller/prereg.js';
 import { RunRecordError } from '../../oracle/run-record.js';
 import { recomputeStudy, runStudy, StudyError, type StudyProgress } from '../study/study-runner.js';
-import type { StudyReport } from '../../oracle/study-report.js';
+import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
+import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
+import { EXIT_CODES } from './exit-codes.js';
 import { installOperatorStop, todayCompact } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
 import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
@@ -103,6 +105,8 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     `  n = ${report.n} per group${report.expanded ? ` (expanded from ${report.n_initial})` : ''}; medians A ${f(g.A.median)} · B ${f(g.B.median)} · C ${f(g.C.median)}`,
     ...report.thresholds.map((t) => `  ${t.met === true ? 'met    ' : t.met === false ? 'NOT met' : 'n/a    '} ${t.description}: ${t.observed} (required ${t.required})`),
     `  fairness: ${report.fairness.ok ? 'OK' : 'FAILED'} · hard failures: A ${g.A.hard_failures}, B ${g.B.hard_failures}, C ${g.C.hard_failures}`,
+    ...GROUPS.map((group) => `  usable data, ${usableDataGroupLine(report, group)}`),
+    `  ${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`,
     ...report.instances.filter((i) => i.status !== 'finished' || i.hard_failures.length > 0).map((i) => `  ${i.group}-r${i.replicate}: ${i.status}${i.status_detail ? ` (${i.status_detail})` : ''}${i.hard_failures.length > 0 ? `; hard failures ${i.hard_failures.map((h) => h.id).join(', ')}` : ''}`),
     ...report.notes.map((n) => `  note: ${n}`),
     ...(files ? [`  report: ${files.json}`, `          ${files.markdown}`, `          ${files.html}`] : []),
@@ -160,7 +164,7 @@ async function main(): Promise<number> {
   if (json) process.stdout.write(`${JSON.stringify(outcome.report)}\n`);
   else process.stdout.write(summary(outcome.report, outcome.files));
   if (stop.signal.aborted) return 3;
-  return outcome.report.voided || outcome.report.verdict === 'insufficient evidence' ? 4 : 0;
+  return outcome.report.voided || outcome.report.verdict === 'insufficient evidence' ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
 }
 
 main().then(

@@ -145,8 +145,9 @@ export function scoresChartSvg(report: StudyReport): string {
     scored.forEach((instance, k) => {
       const x = centreX + (k - (scored.length - 1) / 2) * stepPx;
       const score = instance.counted_score!;
-      const attributes = `class="instance-dot" data-group="${group}" data-replicate="${instance.replicate}"`;
-      body.push(markerSvg(group, x, yOfPoints(score), attributes, `${group} r${instance.replicate}: ${formatPoints(score)}`));
+      const attributes = `class="instance-dot" data-group="${group}" data-replicate="${instance.replicate}" data-usable="${instance.usable}"`;
+      // A score without usable data is drawn where it lies, and its tip says it is not data (rule 8).
+      body.push(markerSvg(group, x, yOfPoints(score), attributes, `${group} r${instance.replicate}: ${formatPoints(score)}${instance.usable ? '' : ' (no usable data)'}`));
     });
     const groupMedian = report.groups[group].median;
     if (groupMedian !== null) {
@@ -161,6 +162,9 @@ export function scoresChartSvg(report: StudyReport): string {
     }
     const notScored = report.instances.filter((i) => i.group === group && i.counted_score === null).length;
     const under = notScored === 0 ? '' : `, ${notScored} not scored`;
+    // Rule 8's count on a line of its own under the group's label: a band is too narrow for both.
+    const withoutData = scored.filter((i) => !i.usable).length;
+    if (withoutData > 0) body.push(`<text class="no-usable-data" data-group="${group}" x="${px(centreX)}" y="${MARGIN_PX.top + PLOT_HEIGHT_PX + 32}" text-anchor="middle">${withoutData} without usable data</text>`);
     body.push(`<text x="${px(centreX)}" y="${MARGIN_PX.top + PLOT_HEIGHT_PX + 18}" text-anchor="middle" font-weight="bold">Group ${group} (${scored.length} scored${under})</text>`);
   });
   return chartFrame('chart-scores', 'Continuity Score of every instance per group, with group medians and the pass line', 'group', 'Continuity Score (points, 0–100)', body);

@@ -6,7 +6,7 @@
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
-import { allHardFailures, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE } from './report-markdown.js';
+import { allHardFailures, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
 const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -97,6 +97,23 @@ function thresholdsSection(report: StudyReport): string {
   return ['<h2>Thresholds</h2>', '<p>Exploratory effect thresholds fixed before the runs; not significance tests.</p>', table(['Threshold', 'Description', 'Required', 'Observed', 'Met'], rows)].join('\n');
 }
 
+function usableDataSection(report: StudyReport): string {
+  const rows = report.instances.map((i) => {
+    const [accepted, calls, share, failed, usable] = usableDataCells(i);
+    return [text(instanceLabel(i)), num(accepted), num(calls), num(share), text(failed), { ...text(usable), className: i.usable ? '' : 'failed' }, text(i.usable_reason)];
+  });
+  const met = report.usable_data.shortfalls.length === 0;
+  return [
+    '<h2>Usable data</h2>',
+    `<section id="usable-data" aria-label="Usable data">`,
+    `<p>${escapeHtml(usableDataRuleText(report))}</p>`,
+    `<ul>\n${GROUPS.map((g) => `<li class="usable-data-group" data-group="${g}">Usable data, ${escapeHtml(usableDataGroupLine(report, g))}</li>`).join('\n')}\n</ul>`,
+    `<p id="usable-data-verdict"${met ? '' : ' class="failed"'}>${escapeHtml(usableDataVerdictLine(report))}.</p>`,
+    table(['Instance', 'Accepted', 'Calls made', 'Share', 'Failed', 'Usable', 'Why'], rows, [1, 2, 3]),
+    '</section>',
+  ].join('\n');
+}
+
 function groupsSection(report: StudyReport): string {
   const rows = GROUPS.map((g) => {
     const s = report.groups[g];
@@ -162,7 +179,7 @@ function notesSection(report: StudyReport): string {
 }
 
 export function renderReportHtml(report: StudyReport): string {
-  const sections = [headSection, thresholdsSection, groupsSection, dimensionsSection, accuracySection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, groupsSection, dimensionsSection, accuracySection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return [
     '<!doctype html>',
     '<html lang="en">',

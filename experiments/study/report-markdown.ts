@@ -4,7 +4,8 @@
 // report.html prints the same numbers and the same dry-run wording: it imports formatPoints and
 // dryRunText from here so the two documents never disagree on a digit.
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
-import { GROUPS, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
+import { GROUPS, type Group, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
+import { describeFailures, formatShare } from '../../oracle/usable-data.js';
 import type { z } from 'zod';
 
 /** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals. */
@@ -28,6 +29,40 @@ export function dryRunText(report: StudyReport): string | null {
   if (!report.dry_run) return null;
   const stated = report.dry_run_statement?.trim() ?? '';
   return stated === '' ? DRY_RUN_FALLBACK_STATEMENT : stated;
+}
+
+/**
+ * Rule 8 in one sentence, with the pre-registered share and the n it applies to. report.html and
+ * the study command print these same words (usableDataRuleText, usableDataGroupLine).
+ */
+export function usableDataRuleText(report: StudyReport): string {
+  const share = report.usable_data.min_accepted_share;
+  const rule = share === null ? 'No minimum share of accepted model answers is pre-registered (model_calls.usable_data.min_accepted_share), so no instance counts as data' : `An instance counts as data only when at least ${formatShare(share)} of its model calls gave accepted answers (model_calls.usable_data.min_accepted_share)`;
+  return `${rule}; the verdict needs all n = ${report.usable_data.required_per_group} instances of each group usable, else it is insufficient evidence (rule 8).`;
+}
+
+/** "group B: 1 of 3 instances usable; 35 of 93 model calls accepted (37.63 %); failed: 45 schema, 13 transport". */
+export function usableDataGroupLine(report: StudyReport, group: Group): string {
+  const s = report.groups[group];
+  const share = s.calls === 0 ? 'no call made' : formatShare(s.accepted / s.calls);
+  return `group ${group}: ${s.usable_instances} of ${s.n} instances usable; ${s.accepted} of ${s.calls} model calls accepted (${share}); failed: ${describeFailures(s.by_failure)}`;
+}
+
+/** "rule 8 met: …" or "rule 8 NOT met: group B: 1 of 3 instances have usable data". */
+export function usableDataVerdictLine(report: StudyReport): string {
+  const { shortfalls, required_per_group: n } = report.usable_data;
+  return shortfalls.length === 0 ? `rule 8 met: every group has usable data in all n = ${n} instances` : `rule 8 NOT met: ${shortfalls.join('; ')}`;
+}
+
+/** One instance's model calls in the cells of the usable-data tables: accepted, calls, share, failed, usable. */
+export function usableDataCells(instance: ReportInstance): [accepted: string, calls: string, share: string, failed: string, usable: string] {
+  return [
+    instance.accepted === null ? NO_VALUE : String(instance.accepted),
+    instance.calls === null ? NO_VALUE : String(instance.calls),
+    instance.accepted_share === null ? NO_VALUE : formatShare(instance.accepted_share),
+    instance.by_failure === null ? NO_VALUE : describeFailures(instance.by_failure),
+    instance.usable ? 'yes' : 'NO',
+  ];
 }
 
 export function instanceLabel(instance: Pick<ReportInstance, 'group' | 'replicate'>): string {
@@ -91,6 +126,23 @@ function thresholdsSection(report: StudyReport): string[] {
   return ['## Thresholds', '', 'Exploratory effect thresholds fixed before the runs; not significance tests.', '', ...table(['Threshold', 'Description', 'Required', 'Observed', 'Met'], rows), ''];
 }
 
+function usableDataSection(report: StudyReport): string[] {
+  const lines = GROUPS.map((g) => `- Usable data, ${markdownText(usableDataGroupLine(report, g))}`);
+  const rows = report.instances.map((i) => [instanceLabel(i), ...usableDataCells(i).map(markdownText), markdownText(i.usable_reason)]);
+  return [
+    '## Usable data',
+    '',
+    markdownText(usableDataRuleText(report)),
+    '',
+    ...lines,
+    '',
+    `**${markdownText(usableDataVerdictLine(report))}.**`,
+    '',
+    ...table(['Instance', 'Accepted', 'Calls made', 'Share', 'Failed', 'Usable', 'Why'], rows),
+    '',
+  ];
+}
+
 function groupsSection(report: StudyReport): string[] {
   const rows = GROUPS.map((g) => {
     const s = report.groups[g];
@@ -138,6 +190,6 @@ function notesSection(report: StudyReport): string[] {
 }
 
 export function renderReportMarkdown(report: StudyReport): string {
-  const sections = [headSection, thresholdsSection, groupsSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, groupsSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return sections.flatMap((section) => section(report)).join('\n');
 }

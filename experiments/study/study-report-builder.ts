@@ -3,13 +3,14 @@
 // same folders.
 import path from 'node:path';
 import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
-import type { PreRegistration } from '../../controller/prereg.js';
+import { modelCallRulesOf, type PreRegistration } from '../../controller/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { checkFairness } from '../../oracle/fairness.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
+import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../../oracle/usable-data.js';
 import { decideVerdict } from '../../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../../runtime/protocol.js';
 import type { StudyPlan } from './study-runner.js';
@@ -56,13 +57,20 @@ function summarize(instances: readonly ReportInstance[], passScore: number): Gro
     dimensions,
     instances_at_or_above_pass: scores.filter((s) => s >= passScore).length,
     hard_failures: instances.reduce((sum, i) => sum + i.hard_failures.length, 0),
+    usable_instances: instances.filter((i) => i.usable).length,
+    accepted: instances.reduce((sum, i) => sum + (i.accepted ?? 0), 0),
+    calls: instances.reduce((sum, i) => sum + (i.calls ?? 0), 0),
+    by_failure: Object.fromEntries(FAILURE_KINDS.map((k) => [k, instances.reduce((sum, i) => sum + (i.by_failure?.[k] ?? 0), 0)])) as ByFailure,
   };
 }
 
 export function buildStudyReport(input: ReportInput): StudyReport {
   const notes = [...input.extraNotes];
+  // Rule 8: the study's pre-registered share, the same for every instance of every group.
+  const minAcceptedShare = modelCallRulesOf(input.prereg)?.usable_data.min_accepted_share ?? null;
   const instances: ReportInstance[] = input.instances.map((i) => {
     const e = i.evaluation;
+    const usable = e ? judgeUsableData(e.record.events, minAcceptedShare) : null;
     return {
       group: i.group,
       replicate: i.replicate,
@@ -77,9 +85,17 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value })) : [],
       events: e?.record.events.length ?? 0,
       wall_ms: i.wallMs,
+      accepted: usable?.accepted ?? null,
+      calls: usable?.calls ?? null,
+      accepted_share: usable?.share ?? null,
+      by_failure: usable?.by_failure ?? null,
+      // An instance not scored is not data either: its events were not read.
+      usable: usable?.usable ?? false,
+      usable_reason: usable?.reason ?? `not scored (${i.status}): its model calls were not judged`,
     };
   });
   for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
+  for (const i of instances) if (i.score !== null && !i.usable) notes.push(`${i.group}-r${i.replicate}: NO USABLE DATA: ${i.usable_reason}`);
   for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`);
 
   // The verdict rests on replicates 1..n only (spec §8.2: after expansion, the expanded data).
@@ -127,6 +143,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     thresholds: input.prereg.thresholds,
     n: input.n,
     groups: Object.fromEntries(GROUPS.map((g) => [g, { scores: scoresOf(g), hardFailures: groups[g].hard_failures }])) as Record<Group, { scores: (number | null)[]; hardFailures: number }>,
+    usableData: { minAcceptedShare, usable: Object.fromEntries(GROUPS.map((g) => [g, byGroup(g).map((i) => i.usable && i.counted_score !== null)])) as Record<Group, boolean[]> },
     voidReasons,
     dryRun,
   });
@@ -150,6 +167,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     thresholds: verdict.thresholds,
     groups,
     fairness: { ok: fairness.checks.every((c) => c.ok), checks: fairness.checks },
+    usable_data: { min_accepted_share: minAcceptedShare, required_per_group: input.n, shortfalls: verdict.usableDataShortfalls },
     instances,
     notes,
   });

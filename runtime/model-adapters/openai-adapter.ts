@@ -1,27 +1,71 @@
-// The `openai` model adapter (issue 5 item 3, docs/model-protocol.md): one OpenAI-compatible
-// chat-completions request per call (vLLM, llama.cpp server, Ollama, OpenAI).
+// The `openai` model adapter (issue 5 item 3, issue 15, docs/model-protocol.md "openai"): an
+// OpenAI-compatible chat-completions server (vLLM, llama.cpp server, Ollama, OpenAI).
 //
-// One call is exactly one HTTP request: no retry (a retry would be a model call outside the
-// shared budget, §5.2, and would differ between groups by luck), no redirect followed (a
-// redirect would be a second request, possibly to another host, carrying the key). Every way
-// a call can go wrong comes back as an outcome with a detail; `call` throws only for a
-// caller's bug (a timeout or token cap that is not a positive integer).
+// One call, in order:
+// 1. Once per adapter (or in `preflight`): learn the server's context size and whether it has a
+//    tokenizer endpoint (server-probe.ts).
+// 2. Count the prompt (system + user) with that tokenizer, else estimate it (ceil(chars / 4),
+//    marked as an estimate); a prompt that cannot fit the context with the answer's cap is
+//    refused as `truncated_prompt` without sending it (prompt-fit.ts).
+// 3. POST {baseUrl}/chat/completions, streamed by default (chat-stream.ts), the answer
+//    constrained in the configured dialect (structured-output.ts). Attempts that bring no
+//    answer — connection refused or reset, 429/502/503/504 — are retried under the
+//    pre-registered policy (transport-retry.ts), each reported through
+//    `request.onTransportFailure` before the wait. An answer, however bad, is never retried;
+//    nor is a timeout: each attempt has the full `timeoutMs`, and on expiry the request is
+//    aborted, which closes the stream and so cancels the decoding on the server — a second
+//    attempt would only queue behind a server still busy.
+// 4. The outcome records finish_reason, the response's own model field, the usage (the
+//    server's, or an estimate said to be one), the prompt count and who made it, the attempts.
+//    A server that counted fewer prompt tokens than the tokenizer did read less than it was
+//    sent: `truncated_prompt`, the answer kept in raw_output and not used.
+//
+// No redirect is ever followed (a redirect would be a request to wherever it points, carrying
+// the key). Every body is read bounded. Every way a call can go wrong comes back as an outcome
+// with a detail; `call` throws only for a caller's bug (a timeout or token cap that is not a
+// positive integer) or when `onTransportFailure` throws (an attempt that cannot be recorded
+// must not be followed by another).
 //
 // The API key is read from the environment by the caller and only ever sent in the
-// Authorization header. Every detail this adapter writes passes through `redact`, because a
-// server may echo the header back in an error body, and details go into the event store.
+// Authorization header, to the configured server. Every detail, and any text of the outcome,
+// passes through `redact`, because a server may echo the header back, and outcomes go into the
+// event store.
 import { z } from 'zod';
-import type { ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
+import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
+import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult, TokenUsage, TransportFailure } from '../model-adapter.js';
 import { estimateTokens } from '../prompt.js';
+import { describeError, quoteBody, readBounded } from './bounded-http.js';
+import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
+import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
+import { ServerProbe, type ModelList, type ServedModel, type TokenizerKind } from './server-probe.js';
+import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
+import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 export const OPENAI_ADAPTER_LIMITS = {
   /** A chat completion is a few KiB; more is a misbehaving server, and the store could not keep it anyway. */
   maxResponseBytes: 1024 * 1024,
+  /** One event per token or so; an answer of the largest cap (4,096) streams ~4,100. */
+  maxStreamEvents: 100_000,
   /** How much of a failed response's body a detail quotes. */
   quotedBodyChars: 500,
+  /** GET /models, GET /props and POST /tokenize answer at once on a live server (they do not queue behind decoding). */
+  sideRequestTimeoutMs: 10_000,
+  /** /props carries the chat template, /tokenize a token list as long as the prompt (~7 bytes per token). */
+  sideResponseBytes: 8 * 1024 * 1024,
+  /** The probe's answer cap when none is configured: a minimal constrained answer is ~100 tokens. */
+  probeMaxTokens: 512,
 } as const;
 
 const REDACTED = '[redacted API key]';
+
+/** What the preflight probe asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
+export const PROBE_MESSAGES = {
+  system: 'You are checked before a study starts.',
+  user: 'Reply with one JSON object and nothing else.',
+} as const;
+
+/** The text the tokenizer probe counts (any non-empty text would do). */
+const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';
 
 export class OpenAiAdapterConfigError extends Error {
   override readonly name = 'OpenAiAdapterConfigError';
@@ -43,14 +87,21 @@ export const OpenAiAdapterOptions = z.strictObject({
     seed: z.number().int().nullable(),
     max_tokens: z.number().int().min(1).nullable(),
   }),
-  /** Sends response_format {type: "json_object"}. Off by default: llama.cpp and Ollama treat it differently or not at all. */
-  jsonMode: z.boolean().optional(),
+  /** How the answer's JSON Schema is sent (structured-output.ts). */
+  dialect: StructuredOutputDialect,
+  /** The pre-registered transport retry policy. */
+  retry: TransportRetryPolicy,
+  /** The model's context in tokens as configured; used when the server does not report its own. */
+  contextSize: z.number().int().min(1).max(100_000_000).nullable(),
+  /** Stream the answer (needed for a timeout to cancel the decoding); a server that ignores it and answers plain JSON is read as such. */
+  stream: z.boolean().default(true),
   maxResponseBytes: z.number().int().min(1_024).max(64 * 1024 * 1024).optional(),
 });
 export type OpenAiAdapterOptions = z.input<typeof OpenAiAdapterOptions>;
 
-/** The part of a chat completion this adapter reads; servers add fields, which are ignored. */
+/** The part of a non-streamed chat completion this adapter reads; servers add fields, which are ignored. */
 const ChatCompletion = z.object({
+  model: z.string().nullish(),
   choices: z
     .array(
       z.object({
@@ -65,20 +116,48 @@ const ChatCompletion = z.object({
 
 const Usage = z.object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) });
 
-type BodyRead =
-  | { readonly ok: true; readonly bytes: Uint8Array; readonly overLimit: boolean }
-  | { readonly ok: false; readonly error: unknown };
+/** What one attempt that reached an answer (or a timeout) brought back. */
+type ChatReply =
+  | {
+      readonly kind: 'completion';
+      /** null: no content at all (a non-streamed completion without message.content). */
+      readonly content: string | null;
+      readonly refusal: string | null;
+      readonly finish_reason: string | null;
+      readonly usage: unknown;
+      readonly model: string | null;
+      readonly system_fingerprint: string | null;
+    }
+  /** The request was aborted at timeoutMs; `state` holds what had streamed in (null before any streamed byte or when not streaming). */
+  | { readonly kind: 'timeout'; readonly detail: string; readonly state: ChatStreamState | null }
+  /** A 2xx answer whose stream or body stopped halfway. */
+  | { readonly kind: 'stream_broken'; readonly detail: string; readonly state: ChatStreamState | null }
+  /** Any other status, or a 2xx that is not a chat completion; `state` for a stream that went wrong after it started. */
+  | { readonly kind: 'http_error'; readonly detail: string; readonly state: ChatStreamState | null; readonly answered2xx: boolean };
+
+interface ContextSize {
+  readonly size: number;
+  readonly source: string;
+}
 
 export class OpenAiAdapter implements ModelAdapter {
   readonly name = 'openai' as const;
   readonly model_id: string;
   readonly params: ModelParams;
-  /** Unknown before a call; each answer carries the server's system_fingerprint. */
+  /** Unknown before a call; each answer carries the server's system_fingerprint (llama.cpp's build is in the preflight's facts). */
   readonly build = null;
-  private readonly url: string;
+  readonly dialect: StructuredOutputDialect;
+  readonly retry: TransportRetryPolicy;
+  readonly stream: boolean;
+  private readonly baseUrl: string;
+  private readonly chatUrl: string;
   private readonly apiKey: string | null;
-  private readonly jsonMode: boolean;
+  private readonly configuredContextSize: number | null;
   private readonly maxResponseBytes: number;
+  private readonly probe: ServerProbe;
+  /** What the server said about itself; undefined until learnt (by preflight or the first call that reached it). */
+  private context: ContextSize | null | undefined = undefined;
+  private tokenizer: TokenizerKind | undefined = undefined;
 
   constructor(options: OpenAiAdapterOptions) {
     const parsed = OpenAiAdapterOptions.safeParse(options);
@@ -89,170 +168,406 @@ export class OpenAiAdapter implements ModelAdapter {
     const o = parsed.data;
     this.model_id = o.modelId;
     this.params = { ...o.params };
-    this.url = `${o.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    this.dialect = o.dialect;
+    this.retry = { max_attempts: o.retry.max_attempts, backoff_ms: [...o.retry.backoff_ms] };
+    this.stream = o.stream;
+    this.baseUrl = o.baseUrl.replace(/\/+$/, '');
+    this.chatUrl = `${this.baseUrl}/chat/completions`;
     this.apiKey = o.apiKey;
-    this.jsonMode = o.jsonMode ?? false;
+    this.configuredContextSize = o.contextSize;
     this.maxResponseBytes = o.maxResponseBytes ?? OPENAI_ADAPTER_LIMITS.maxResponseBytes;
+    this.probe = new ServerProbe({ baseUrl: this.baseUrl, modelId: this.model_id, headers: this.authHeaders(), maxBytes: OPENAI_ADAPTER_LIMITS.sideResponseBytes, quotedBodyChars: OPENAI_ADAPTER_LIMITS.quotedBodyChars });
   }
 
   async call(request: ModelRequest, timeoutMs: number): Promise<ModelCallOutcome> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     if (!Number.isSafeInteger(request.max_tokens) || request.max_tokens < 1) throw new OpenAiAdapterConfigError(`request.max_tokens must be a positive integer, got ${request.max_tokens}`);
+    // The wake's remaining budget caps the answer even when the configured cap is higher.
+    const maxTokens = this.params.max_tokens === null ? request.max_tokens : Math.min(this.params.max_tokens, request.max_tokens);
+    return this.complete(request.system, request.user, request.answer_schema, maxTokens, timeoutMs, request.onTransportFailure);
+  }
 
-    const p = this.params;
-    const body = {
-      model: this.model_id,
-      messages: [
-        { role: 'system', content: request.system },
-        { role: 'user', content: request.user },
-      ],
-      // The wake's remaining budget caps the answer even when the configured cap is higher.
-      max_tokens: p.max_tokens === null ? request.max_tokens : Math.min(p.max_tokens, request.max_tokens),
-      ...(p.temperature === null ? {} : { temperature: p.temperature }),
-      ...(p.top_p === null ? {} : { top_p: p.top_p }),
-      ...(p.seed === null ? {} : { seed: p.seed }),
-      ...(this.jsonMode ? { response_format: { type: 'json_object' } } : {}),
+  /**
+   * Before hour 0 (issue 15 item 5): the server answers GET /models (under the retry policy)
+   * and lists the configured model id exactly; its context size where it reports one; its
+   * tokenizer; then one probe call in the configured dialect whose answer must show the
+   * constraint honoured (skipped for `none`, and said). The probe is outside the study's
+   * budget: the caller records the facts returned.
+   *
+   * The model id must match exactly, even when the server serves a single model: llama.cpp
+   * answers whatever id a request names, so a mismatch would not fail a call, but the manifest
+   * would then name a model the server does not say it serves. The refusal names what it
+   * serves, to be configured (or set with llama-server's --alias).
+   */
+  async preflight(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult> {
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
+    const lines: string[] = [];
+    const refuse = (reason: string): PreflightResult => ({ ok: false, reason: this.redact(reason), lines: [...lines, `refused: ${reason}`].map((l) => this.redact(l)) });
+    const sideMs = Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+
+    // 1. The server answers, and serves the configured model.
+    const listing = await withTransportRetry(
+      this.retry,
+      async (): Promise<AttemptResult<Exclude<ModelList, { kind: 'no_answer' }>>> => {
+        const r = await this.probe.listModels(sideMs);
+        return r.kind === 'no_answer' ? { ok: false, noAnswer: r.noAnswer } : { ok: true, value: r };
+      },
+      async (f) => {
+        lines.push(`GET ${this.probe.modelsUrl}: attempt ${f.attempt} brought no answer (${f.kind})${f.backoff_ms === null ? '' : `; trying again in ${f.backoff_ms} ms (retry policy)`}`);
+      },
+    );
+    if (listing.kind === 'no_answer') return refuse(`the model server does not answer: GET ${this.probe.modelsUrl} brought no answer in ${listing.attempts} attempt(s) (retry policy: max_attempts ${this.retry.max_attempts}); last: ${listing.last.detail}. Start the server, or check the base URL`);
+    const models = listing.value;
+    if (models.kind === 'timeout') return refuse(`the model server does not answer: ${models.detail}`);
+    if (models.kind === 'not_listed') return refuse(`the model server answered GET ${this.probe.modelsUrl}, but not with a model list (${models.detail}); an OpenAI-compatible server lists the models it serves there`);
+    lines.push(`GET ${this.probe.modelsUrl}: the server answers and lists ${models.models.length} model(s)`);
+    const served = models.models.find((m) => m.id === this.model_id);
+    if (served === undefined) {
+      const ids = models.models.map((m) => JSON.stringify(m.id));
+      if (models.models.length === 1) return refuse(`the server serves one model, ${ids[0]}, not the configured ${JSON.stringify(this.model_id)}: set the model id to ${ids[0]} (llama-server lists its --alias, or the model file's path when it has none)`);
+      return refuse(`the server does not serve the configured model ${JSON.stringify(this.model_id)}: it lists ${models.models.length} model(s)${ids.length === 0 ? '' : `: ${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', …' : ''}`}`);
+    }
+    lines.push(`the server serves the configured model ${JSON.stringify(served.id)}`);
+
+    // 2. Its context size and tokenizer.
+    const props = await this.probe.props(sideMs);
+    this.context = this.contextFrom(props === 'unreachable' ? null : props, served);
+    if (this.context === null) lines.push('context size: unknown (the server reports none and none is configured): prompts are not checked against it');
+    else lines.push(`context size: ${this.context.size} tokens (${this.context.source})`);
+    if (this.configuredContextSize !== null && this.context !== null && this.context.source !== 'configured contextSize' && this.configuredContextSize !== this.context.size) {
+      lines.push(`the configured contextSize ${this.configuredContextSize} differs from the server's ${this.context.size}: the server's is used`);
+    }
+    const buildInfo = props !== null && props !== 'unreachable' ? props.build_info : null;
+    if (buildInfo !== null) lines.push(`server build: ${buildInfo}`);
+    const found = await this.probe.findTokenizer(TOKENIZER_PROBE_TEXT, sideMs);
+    if (found.kind === 'unreachable') {
+      lines.push(`tokenizer: the probe got no answer (${found.detail}); calls try again, and estimate until it answers`);
+    } else {
+      this.tokenizer = found.kind;
+      lines.push(found.kind === 'none' ? 'tokenizer: none on the server: prompt sizes are estimated (ceil(chars / 4)) and marked so, and a truncated prompt cannot be detected' : `tokenizer: ${found.detail}`);
+    }
+
+    const facts: Record<string, string | number | boolean | null> = {
+      served_model: served.id,
+      models_listed: models.models.length,
+      context_size: this.context?.size ?? null,
+      context_source: this.context?.source ?? null,
+      server_build: buildInfo,
+      tokenize: found.kind === 'unreachable' ? null : found.kind,
+      dialect: this.dialect,
+      stream: this.stream,
+      retry_max_attempts: this.retry.max_attempts,
+      retry_backoff_ms: this.retry.backoff_ms.join(','),
+      probe_finish_reason: null,
+      probe_latency_ms: null,
+      probe_response_model: null,
+      probe_prompt_tokens: null,
+      probe_completion_tokens: null,
+      probe_usage_source: null,
+      probe_attempts: null,
+      probe_schema_valid: null,
+      probe_raw_output: null,
     };
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-    if (this.apiKey !== null) headers.authorization = `Bearer ${this.apiKey}`;
 
-    // One signal bounds the whole call: connecting, waiting for headers and reading the body.
-    const signal = AbortSignal.timeout(timeoutMs);
-    const started = performance.now();
-    const elapsedMs = (): number => Math.max(0, Math.round(performance.now() - started));
-    const failed = (failure: 'timeout' | 'http_error' | 'refusal', detail: string, rawOutput: string | null = null): ModelCallOutcome => ({
-      kind: 'failed',
-      failure,
-      detail: this.redact(detail),
-      raw_output: rawOutput,
-      latency_ms: elapsedMs(),
+    // 3. One probe call shows the constraint honoured.
+    if (this.dialect === 'none') {
+      lines.push('dialect none: no constraint is sent, so there is none to check; the probe call is skipped and every answer relies on the model alone');
+      return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
+    }
+    const probeMaxTokens = this.params.max_tokens ?? OPENAI_ADAPTER_LIMITS.probeMaxTokens;
+    const outcome = await this.complete(PROBE_MESSAGES.system, PROBE_MESSAGES.user, answerSchema, probeMaxTokens, timeoutMs, async (f) => {
+      lines.push(`probe call: attempt ${f.attempt} brought no answer (${f.kind})${f.backoff_ms === null ? '' : `; trying again in ${f.backoff_ms} ms (retry policy)`}`);
     });
-    const timedOut = (): ModelCallOutcome => failed('timeout', `no complete answer from POST ${this.url} within timeoutMs ${timeoutMs}; the request was aborted and not retried`);
+    facts.probe_finish_reason = outcome.finish_reason;
+    facts.probe_latency_ms = outcome.latency_ms;
+    facts.probe_response_model = outcome.response_model;
+    facts.probe_prompt_tokens = outcome.usage?.prompt_tokens ?? null;
+    facts.probe_completion_tokens = outcome.usage?.completion_tokens ?? null;
+    facts.probe_usage_source = outcome.usage_source;
+    facts.probe_attempts = outcome.attempts;
+    facts.probe_raw_output = outcome.raw_output === null ? null : outcome.raw_output.slice(0, 2_000);
+    if (outcome.kind === 'failed') {
+      const hint = outcome.failure === 'http_error' ? `; the server may not accept dialect ${this.dialect}` : '';
+      return refuse(`the probe call in dialect ${this.dialect} failed (${outcome.failure}): ${outcome.detail}${hint}`);
+    }
+    const verdict = checkConstrainedAnswer(this.dialect, answerSchema, outcome.raw_output);
+    facts.probe_schema_valid = verdict.schema_valid;
+    lines.push(`probe call (max_tokens ${probeMaxTokens}): answered in ${outcome.latency_ms} ms, finish_reason ${outcome.finish_reason ?? 'none'}, ${outcome.usage.prompt_tokens}+${outcome.usage.completion_tokens} tokens (${outcome.usage_source}), schema checked with ${verdict.checked_with}`);
+    if (!verdict.honoured) {
+      if (outcome.finish_reason === 'length') {
+        return refuse(`the probe answer was cut at its token cap (max_tokens ${probeMaxTokens}, finish_reason length), so the constraint (dialect ${this.dialect}) could not be confirmed; the study's answers get the same cap: raise params.max_tokens`);
+      }
+      return refuse(verdict.reason);
+    }
+    lines.push(`the constraint is honoured (dialect ${this.dialect}): ${verdict.detail}`);
+    return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
+  }
 
-    let response: Response;
-    try {
-      response = await fetch(this.url, { method: 'POST', headers, body: JSON.stringify(body), signal, redirect: 'manual' });
-    } catch (error) {
-      if (signal.aborted) return timedOut();
-      return failed('http_error', `POST ${this.url} failed before a response: ${describeError(error)}`);
-    }
+  // -------------------------------------------------------------------------------------
 
-    const read = await readBounded(response, this.maxResponseBytes);
-    if (!read.ok) {
-      if (signal.aborted) return timedOut();
-      return failed('http_error', `HTTP ${response.status} from POST ${this.url}: the body could not be read: ${describeError(read.error)}`);
-    }
-
-    if (response.status < 200 || response.status > 299) {
-      const quoted = new TextDecoder('utf-8').decode(read.bytes).slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars);
-      const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: one call is one request)` : '';
-      return failed('http_error', `HTTP ${response.status} ${response.statusText} from POST ${this.url}${redirect}; body: ${JSON.stringify(quoted)}`);
-    }
-    if (read.overLimit) return failed('http_error', `HTTP ${response.status} from POST ${this.url}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`);
-
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
-    } catch {
-      return failed('http_error', `HTTP ${response.status} from POST ${this.url}: the body (${read.bytes.length} bytes) is not valid UTF-8`);
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      return failed('http_error', `HTTP ${response.status} from POST ${this.url}: the body is not JSON (${describeError(error)}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`);
-    }
-    const completion = ChatCompletion.safeParse(json);
-    if (!completion.success) {
-      const issues = completion.error.issues.slice(0, 4).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-      return failed('http_error', `HTTP ${response.status} from POST ${this.url}: not a chat completion (${issues}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`);
-    }
-    const choice = completion.data.choices[0]!;
-    const content = choice.message.content ?? null;
-    const refusal = choice.message.refusal ?? null;
-    if (refusal !== null && refusal.trim() !== '') {
-      return failed('refusal', `the model refused: ${JSON.stringify(refusal.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, content ?? refusal);
-    }
-    if (choice.finish_reason === 'content_filter') {
-      return failed('refusal', `the server's content filter stopped the answer (finish_reason content_filter)${content === null ? '' : ` after ${content.length} chars`}`, content);
-    }
-    if (content === null) {
-      return failed('http_error', `HTTP ${response.status} from POST ${this.url}: the completion has no choices[0].message.content (finish_reason ${choice.finish_reason ?? 'none'})`);
-    }
-
-    const usage = Usage.safeParse(completion.data.usage);
-    const latencyMs = elapsedMs();
-    return {
-      kind: 'answered',
-      raw_output: content,
-      // A server that does not count (or counts in another shape) still spent tokens: the
-      // budget gets the shared estimate, flagged as such.
-      usage: usage.success
-        ? { prompt_tokens: usage.data.prompt_tokens, completion_tokens: usage.data.completion_tokens }
-        : { prompt_tokens: estimateTokens(request.system) + estimateTokens(request.user), completion_tokens: estimateTokens(content) },
-      usage_estimated: !usage.success,
-      latency_ms: latencyMs,
-      system_fingerprint: completion.data.system_fingerprint ?? null,
-    };
+  private authHeaders(): Record<string, string> {
+    return this.apiKey === null ? {} : { authorization: `Bearer ${this.apiKey}` };
   }
 
   private redact(text: string): string {
     return this.apiKey === null ? text : text.split(this.apiKey).join(REDACTED);
   }
-}
 
-/**
- * Reads at most maxBytes of the body (plus one chunk's worth of evidence that there is more),
- * then cancels the stream: a server that sends without end costs this much memory, no more.
- */
-async function readBounded(response: Response, maxBytes: number): Promise<BodyRead> {
-  const declared = Number(response.headers.get('content-length'));
-  if (response.body === null) return { ok: true, bytes: new Uint8Array(0), overLimit: false };
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    if (Number.isFinite(declared) && declared > maxBytes) {
-      await reader.cancel('declared body over the limit').catch(() => undefined);
-      return { ok: true, bytes: new Uint8Array(0), overLimit: true };
+  private redactNullable(text: string | null): string | null {
+    return text === null ? null : this.redact(text);
+  }
+
+  /** The server's context size (llama.cpp /props, else vLLM's max_model_len), else the configured one, else null. */
+  private contextFrom(props: { readonly n_ctx: number | null } | null, served: ServedModel | undefined): ContextSize | null {
+    if (props !== null && props.n_ctx !== null) return { size: props.n_ctx, source: `server: GET ${this.probe.propsUrl} default_generation_settings.n_ctx` };
+    if (served !== undefined && served.max_model_len !== null) return { size: served.max_model_len, source: `server: GET ${this.probe.modelsUrl} max_model_len` };
+    return this.configuredContextSize === null ? null : { size: this.configuredContextSize, source: 'configured contextSize' };
+  }
+
+  /**
+   * Learns the context size once. A server that cannot be reached is asked again next call (the
+   * configured size serves meanwhile), and `reachable: false` spares this call the tokenizer
+   * requests too: a hung server would otherwise cost a side timeout per request before the chat
+   * attempt even starts.
+   */
+  private async learnContext(timeoutMs: number): Promise<{ readonly context: ContextSize | null; readonly reachable: boolean }> {
+    if (this.context !== undefined) return { context: this.context, reachable: true };
+    const props = await this.probe.props(timeoutMs);
+    if (props === 'unreachable') return { context: this.contextFrom(null, undefined), reachable: false };
+    if (props !== null && props.n_ctx !== null) return { context: (this.context = this.contextFrom(props, undefined)), reachable: true };
+    const models = await this.probe.listModels(timeoutMs);
+    if (models.kind === 'no_answer' || models.kind === 'timeout') return { context: this.contextFrom(null, undefined), reachable: false };
+    const served = models.kind === 'listed' ? models.models.find((m) => m.id === this.model_id) : undefined;
+    return { context: (this.context = this.contextFrom(null, served)), reachable: true };
+  }
+
+  private estimatePrompt(system: string, user: string): PromptCount {
+    return { tokens: estimateTokens(system) + estimateTokens(user), source: 'estimate', messages: 2 };
+  }
+
+  /** The prompt's size: the server's tokenizer (system and user counted apart, as they are sent), else the estimate. */
+  private async countPrompt(system: string, user: string, timeoutMs: number): Promise<PromptCount> {
+    const estimate = this.estimatePrompt(system, user);
+    let systemTokens: number | null = null;
+    if (this.tokenizer === undefined) {
+      const found = await this.probe.findTokenizer(system, timeoutMs);
+      if (found.kind === 'unreachable') return estimate;
+      this.tokenizer = found.kind;
+      systemTokens = found.tokens;
     }
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const room = maxBytes - total;
-      if (value.length > room) {
-        chunks.push(value.subarray(0, room));
-        total += room;
-        // The cancel's own failure changes nothing: the body is already refused.
-        await reader.cancel('body over the limit').catch(() => undefined);
-        return { ok: true, bytes: concat(chunks, total), overLimit: true };
+    const kind = this.tokenizer;
+    if (kind === 'none') return estimate;
+    const [s, u] = await Promise.all([systemTokens === null ? this.probe.tokenize(kind, system, timeoutMs) : Promise.resolve({ kind: 'counted' as const, tokens: systemTokens }), this.probe.tokenize(kind, user, timeoutMs)]);
+    if (s.kind !== 'counted' || u.kind !== 'counted') return estimate;
+    return { tokens: s.tokens + u.tokens, source: 'tokenizer', messages: 2 };
+  }
+
+  private requestBody(system: string, user: string, answerSchema: Readonly<Record<string, unknown>>, maxTokens: number): Record<string, unknown> {
+    const p = this.params;
+    return {
+      model: this.model_id,
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: user },
+      ],
+      max_tokens: maxTokens,
+      ...(p.temperature === null ? {} : { temperature: p.temperature }),
+      ...(p.top_p === null ? {} : { top_p: p.top_p }),
+      ...(p.seed === null ? {} : { seed: p.seed }),
+      ...(this.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      ...structuredOutputFields(this.dialect, answerSchema),
+    };
+  }
+
+  /** One model call from counting the prompt to the outcome (call and the preflight probe). */
+  private async complete(system: string, user: string, answerSchema: Readonly<Record<string, unknown>>, maxTokens: number, timeoutMs: number, onTransportFailure: ((f: TransportFailure) => Promise<void>) | undefined): Promise<ModelCallOutcome> {
+    const started = performance.now();
+    const elapsedMs = (): number => Math.max(0, Math.round(performance.now() - started));
+    const sideMs = Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    const { context, reachable } = await this.learnContext(sideMs);
+    const count = reachable ? await this.countPrompt(system, user, sideMs) : this.estimatePrompt(system, user);
+    const counted = { prompt_tokens_counted: count.tokens, prompt_count_source: count.source } as const;
+    const failed = (failure: Extract<ModelCallOutcome, { kind: 'failed' }>['failure'], detail: string, rawOutput: string | null, facts: Omit<CallFacts, 'prompt_tokens_counted' | 'prompt_count_source'>): ModelCallOutcome => ({
+      kind: 'failed',
+      failure,
+      detail: this.redact(detail),
+      raw_output: this.redactNullable(rawOutput),
+      latency_ms: elapsedMs(),
+      ...facts,
+      response_model: this.redactNullable(facts.response_model),
+      ...counted,
+    });
+    const nothingKnown = { finish_reason: null, response_model: null, usage: null, usage_source: null } as const;
+
+    const fit = checkPromptFits(count, maxTokens, context);
+    if (!fit.fits) return failed('truncated_prompt', fit.detail, null, { ...nothingKnown, attempts: 1 });
+
+    const body = JSON.stringify(this.requestBody(system, user, answerSchema, maxTokens));
+    const result = await withTransportRetry(this.retry, (n) => this.attempt(body, timeoutMs, n), onTransportFailure);
+    if (result.kind === 'no_answer') {
+      const kinds = result.failures.map((f) => f.kind).join(', ');
+      const why = result.attempts < this.retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${this.retry.max_attempts}, backoff_ms [${this.retry.backoff_ms.join(', ')}]) failed`;
+      return failed('transport', `no answer from POST ${this.chatUrl} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`, null, { ...nothingKnown, attempts: result.attempts });
+    }
+    const attempts = result.attempts;
+    const reply = result.value;
+
+    /** The server's usage when it sent a well-formed one, else the estimate (the prompt as counted, the text as ceil(chars / 4)), said to be one. */
+    const usageOf = (serverUsage: unknown, text: string): { usage: TokenUsage; usage_source: 'server' | 'estimate' } => {
+      const u = Usage.safeParse(serverUsage);
+      if (u.success) return { usage: { prompt_tokens: u.data.prompt_tokens, completion_tokens: u.data.completion_tokens }, usage_source: 'server' };
+      return { usage: { prompt_tokens: count.tokens, completion_tokens: estimateTokens(text) }, usage_source: 'estimate' };
+    };
+    const fromState = (state: ChatStreamState | null) => ({
+      finish_reason: state?.finish_reason ?? null,
+      response_model: state?.model ?? null,
+      ...usageOf(state?.usage, state?.content ?? ''),
+      attempts,
+    });
+
+    switch (reply.kind) {
+      case 'timeout':
+        // The request was sent, so the prompt counts as spent (estimated); what streamed in is kept.
+        return failed('timeout', reply.detail, reply.state === null || !reply.state.sawContent ? null : reply.state.content, fromState(reply.state));
+      case 'stream_broken':
+        return failed('stream_broken', reply.detail, reply.state === null || !reply.state.sawContent ? null : reply.state.content, fromState(reply.state));
+      case 'http_error':
+        return failed('http_error', reply.detail, reply.state === null || !reply.state.sawContent ? null : reply.state.content, reply.answered2xx ? fromState(reply.state) : { ...nothingKnown, finish_reason: reply.state?.finish_reason ?? null, response_model: reply.state?.model ?? null, attempts });
+      case 'completion': {
+        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts };
+        if (reply.refusal !== null && reply.refusal.trim() !== '') {
+          return failed('refusal', `the model refused: ${JSON.stringify(reply.refusal.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, reply.content ?? reply.refusal, facts);
+        }
+        if (reply.finish_reason === 'content_filter') {
+          return failed('refusal', `the server's content filter stopped the answer (finish_reason content_filter)${reply.content === null ? '' : ` after ${reply.content.length} chars`}`, reply.content, facts);
+        }
+        if (reply.content === null) {
+          return failed('http_error', `POST ${this.chatUrl}: the completion has no choices[0].message.content (finish_reason ${reply.finish_reason ?? 'none'})`, null, facts);
+        }
+        const truncation = checkPromptNotTruncated(count, facts.usage_source === 'server' ? facts.usage.prompt_tokens : null);
+        if (truncation.truncated) return failed('truncated_prompt', truncation.detail, reply.content, facts);
+        return {
+          kind: 'answered',
+          raw_output: this.redact(reply.content),
+          usage: facts.usage,
+          usage_source: facts.usage_source,
+          latency_ms: elapsedMs(),
+          system_fingerprint: this.redactNullable(reply.system_fingerprint),
+          finish_reason: facts.finish_reason,
+          response_model: this.redactNullable(facts.response_model),
+          attempts,
+          ...counted,
+        };
       }
-      chunks.push(value);
-      total += value.length;
+      default: {
+        const unhandled: never = reply;
+        throw new Error(`unknown chat reply ${JSON.stringify(unhandled)}`);
+      }
     }
-  } catch (error) {
-    return { ok: false, error };
   }
-  return { ok: true, bytes: concat(chunks, total), overLimit: false };
-}
 
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
+  /** One transport attempt: an answer (or a timeout) ends the call; no answer goes back to the retry policy. */
+  private async attempt(body: string, timeoutMs: number, n: number): Promise<AttemptResult<ChatReply>> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: this.stream ? 'text/event-stream, application/json' : 'application/json', ...this.authHeaders() };
+    const controller = new AbortController();
+    // Aborting closes the connection: a streaming llama.cpp or vLLM server stops decoding the request.
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const what = `POST ${this.chatUrl}`;
+    const answer = (reply: ChatReply): AttemptResult<ChatReply> => ({ ok: true, value: reply });
+    const noAnswer = (na: NoAnswer): AttemptResult<ChatReply> => ({ ok: false, noAnswer: { ...na, detail: this.redact(na.detail) } });
+    const timeoutReply = (state: ChatStreamState | null, stage: string): ChatReply => ({
+      kind: 'timeout',
+      state,
+      detail: `no complete answer from ${what} within timeoutMs ${timeoutMs} (attempt ${n}; ${stage}); the request was aborted, which closes the connection and cancels the decoding, and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
+    });
+    try {
+      let response: Response;
+      try {
+        response = await fetch(this.chatUrl, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
+      } catch (error) {
+        if (controller.signal.aborted) return answer(timeoutReply(null, 'no response headers had arrived'));
+        return noAnswer(classifyFetchError(error, `${what} failed before a response: ${describeError(error)}`));
+      }
+      const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
 
-/** A transport error with its cause (undici wraps ECONNREFUSED & co. as `fetch failed` + cause). */
-function describeError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as { cause?: unknown }).cause;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return `${error.message}: ${typeof code === 'string' ? `${code} ` : ''}${cause.message}`;
+      if (response.status < 200 || response.status > 299) {
+        const read = await readBounded(response, this.maxResponseBytes);
+        const quoted = read.ok ? quoteBody(read.bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars) : `(unreadable: ${describeError(read.error)})`;
+        if (RETRYABLE_STATUSES.has(response.status)) {
+          const retryAfter = response.headers.get('retry-after');
+          return noAnswer({ kind: `http_${response.status}`, retryable: true, detail: `${status}; body: ${quoted}${retryAfter === null ? '' : `; Retry-After ${JSON.stringify(retryAfter.slice(0, 40))} not followed: the backoff is pre-registered`}` });
+        }
+        const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: it would send the request, and the key, wherever it points)` : '';
+        return answer({ kind: 'http_error', detail: `${status}${redirect}; body: ${quoted}`, state: null, answered2xx: false });
+      }
+
+      const contentType = response.headers.get('content-type') ?? '';
+      if (contentType.includes('text/event-stream') && response.body !== null) {
+        const state = emptyChatStreamState();
+        const { end } = await readChatStream(response.body, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
+        return answer(this.streamReply(state, end, status, controller.signal, timeoutReply));
+      }
+
+      // Not streamed: the server was asked not to, or ignored `stream: true`.
+      const read = await readBounded(response, this.maxResponseBytes);
+      if (!read.ok) {
+        if (controller.signal.aborted) return answer(timeoutReply(null, 'the response body had not fully arrived'));
+        return answer({ kind: 'stream_broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}`, state: null });
+      }
+      if (read.overLimit) return answer({ kind: 'http_error', detail: `${status}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`, state: null, answered2xx: true });
+      let text: string;
+      try {
+        text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
+      } catch {
+        return answer({ kind: 'http_error', detail: `${status}: the body (${read.bytes.length} bytes) is not valid UTF-8`, state: null, answered2xx: true });
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch (error) {
+        // An event stream sent without its content type is still read as one.
+        if (/^\s*(data|event|:)/.test(text)) {
+          const state = emptyChatStreamState();
+          const { end } = await readChatStream(new Response(read.bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
+          return answer(this.streamReply(state, end, `${status} (an event stream without its content type)`, controller.signal, timeoutReply));
+        }
+        return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
+      }
+      const completion = ChatCompletion.safeParse(json);
+      if (!completion.success) {
+        const issues = completion.error.issues.slice(0, 4).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+        return answer({ kind: 'http_error', detail: `${status}: not a chat completion (${issues}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
+      }
+      const c = completion.data;
+      const choice = c.choices[0]!;
+      return answer({ kind: 'completion', content: choice.message.content ?? null, refusal: choice.message.refusal ?? null, finish_reason: choice.finish_reason ?? null, usage: c.usage, model: c.model ?? null, system_fingerprint: c.system_fingerprint ?? null });
+    } finally {
+      clearTimeout(timer);
+    }
   }
-  return error.message;
+
+  /** How a read stream ended, as a reply: complete (a finish_reason or [DONE]), timed out, broken, or wrong. */
+  private streamReply(state: ChatStreamState, end: Awaited<ReturnType<typeof readChatStream>>['end'], status: string, signal: AbortSignal, timeoutReply: (state: ChatStreamState | null, stage: string) => ChatReply): ChatReply {
+    const arrived = `${state.events} events, ${state.content.length} chars had arrived`;
+    switch (end.kind) {
+      case 'broken': {
+        if (signal.aborted) return timeoutReply(state, `the stream was still arriving (${arrived})`);
+        return { kind: 'stream_broken', detail: `${status}: the stream broke off before the answer was complete (${describeError(end.error)}); ${arrived} and are kept, not used`, state };
+      }
+      case 'over_limit':
+      case 'server_error':
+      case 'malformed':
+        return { kind: 'http_error', detail: `${status}: ${end.detail} (${arrived})`, state, answered2xx: true };
+      case 'done':
+      case 'eof':
+        if (state.finish_reason === null && end.kind === 'eof') {
+          return { kind: 'stream_broken', detail: `${status}: the stream ended without a finish_reason or [DONE]: the answer may be incomplete; ${arrived} and are kept, not used`, state };
+        }
+        return { kind: 'completion', content: state.content, refusal: state.refusal === '' ? null : state.refusal, finish_reason: state.finish_reason, usage: state.usage, model: state.model, system_fingerprint: state.system_fingerprint };
+      default: {
+        const unhandled: never = end;
+        throw new Error(`unknown stream end ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
 }

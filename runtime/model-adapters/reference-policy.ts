@@ -37,10 +37,24 @@
 //   what it writes, and is withdrawn once from the files it wrote.
 // - near the deadline (within NEAR_DEADLINE_MINUTES) the report is submitted: its status
 //   line is changed, or, without a report, one is written under report/.
+//
+// It answers in ds-model-output/2 (runtime/model-protocol.ts), as a model would: events are
+// cited by the seq the window shows, and every text and list stays within the protocol's
+// bounds (MODEL_OUTPUT_V2_LIMITS). The decision is first made in the internal shape
+// (`decideAnswer`: event ids, as the runtime will get it back) and then written in the
+// protocol (`decide`); the runtime's parser turns the one back into the other. Where a bound
+// is smaller than what the policy would say, it says less and says so: at most
+// V2.maxActions - 1 tool actions plus the journal entry per wake (the rest waits for the next
+// wake), FACTs beyond the claim bound wait for a later wake (a FACT is claimed for evidence no
+// claim in the window cites yet), a file's figures that do not fit one write are counted in a
+// line "(N more …)", a text that does not fit its bound ends in "…". An id longer than the
+// protocol's id bound cannot be named: a task with such an id gets no board action, a goal
+// with one no plan revision and a null current_goal_id.
 import type { PayloadOf } from '../../schema/event-catalog.js';
 import { windowPayload, type ContextBundle, type ViewTask, type WindowEvent, type WorkspaceEntry } from '../context-bundle.js';
 import type { ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
-import { MODEL_OUTPUT_LIMITS, MODEL_PROTOCOL, type ModelAction, type ModelClaim, type ModelOutput, type ModelPlanRevision } from '../model-protocol.js';
+import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, type ModelAction, type ModelAnswerV2, type ModelClaim, type ModelPlanRevision, type SubjectAnswer } from '../model-protocol.js';
+import { estimateTokens } from '../prompt.js';
 
 import { REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID } from '../protocol.js';
 
@@ -55,27 +69,56 @@ const DEFAULT_REPORT_PATH = 'report/report.md';
 const REPORT_HEADER = '# Continuity report\n';
 const STATUS_DRAFT = 'Status: draft';
 const STATUS_SUBMITTED = 'Status: submitted';
+/** The bounds of the protocol it answers in: every text and list below is cut to them. */
+const V2 = MODEL_OUTPUT_V2_LIMITS;
+/** At most this many FACTs per wake (the claim bound is smaller today: it decides). */
 const MAX_FACTS = 12;
 /** A "do not use X" longer than this is not a figure: nothing is withdrawn for it. */
 const MAX_WITHDRAWN_FIGURE_CHARS = 64;
-const SHORT_MAX = 200;
-const LONG_MAX = 16_384;
-const STATEMENT_MAX = 2_000;
 const MS_PER_MINUTE = 60_000;
 
 // ---------------------------------------------------------------------------------------
 // small pure helpers
 
+/** `text`, or its first max - 1 characters and "…" (the cut is visible in the text itself). */
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
-/** A ShortText (1-200 chars). */
-function short(text: string): string {
-  const t = clip(text.replace(/\s+/g, ' ').trim(), SHORT_MAX);
-  return t.length > 0 ? t : '-';
-}
 function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
+}
+/** A brief text of the protocol (focus, next action, titles): one line, 1-V2.briefChars chars. */
+function brief(text: string): string {
+  const t = clip(oneLine(text), V2.briefChars);
+  return t.length > 0 ? t : '-';
+}
+/** A statement, journal text or plan text: 1-V2.textChars chars. */
+function prose(text: string): string {
+  const t = clip(text, V2.textChars);
+  return t.length > 0 ? t : '-';
+}
+/** A rationale: one line, 1-V2.rationaleChars chars. */
+function because(text: string): string {
+  const t = clip(oneLine(text), V2.rationaleChars);
+  return t.length > 0 ? t : '-';
+}
+/** Whether the protocol can name this id (task, goal): the store's alphabet, at most V2.idChars. */
+function nameable(id: string): boolean {
+  return id.length <= V2.idChars;
+}
+/**
+ * `head` followed by as many of `parts` as fit in `max` chars (joined by `sep`), and, when some
+ * do not, how many were left out: whole parts or none, never half a figure.
+ */
+function fitted(head: string, parts: readonly string[], sep: string, max: number, more: (left: number) => string): string {
+  const first = (n: number): string => `${head}${parts.slice(0, n).join(sep)}`;
+  if (first(parts.length).length <= max) return first(parts.length);
+  // Bounded by parts.length: each pass leaves one more part out.
+  for (let n = parts.length - 1; n >= 1; n -= 1) {
+    const text = `${first(n)}${sep}${more(parts.length - n)}`;
+    if (text.length <= max) return text;
+  }
+  return clip(`${head}${more(parts.length)}`, max);
 }
 
 const THREAD_RE = /\bthread\s+([A-Za-z0-9][A-Za-z0-9._:-]*)/i;
@@ -85,9 +128,9 @@ const LARGE_SIZE_RE = /\b\d+(?:[.,]\d+)?\s*(?:KiB|MiB|GiB|KB|MB|GB)\b/i;
 const WRITE_REQUEST_RE = /\b(?:save|write|paste|put|store|copy)\b/i;
 const DO_NOT_USE_RE = /\bdo not use\s+([^.;\n]+)/i;
 
-/** A path the protocol accepts (1-512 chars); anything else is not proposed at all. */
+/** A path the protocol accepts (1-V2.pathChars chars); anything else is not proposed at all. */
 function proposable(path: string): boolean {
-  return path.length >= 1 && path.length <= 512;
+  return path.length >= 1 && path.length <= V2.pathChars;
 }
 
 function threadIn(text: string | null): string | null {
@@ -266,7 +309,7 @@ class Observation {
       }
     }
     const kept = out.filter((f) => !isRefuted(f));
-    for (const r of refuted) kept.push({ statement: oneLine(clip(this.corrections.find((c) => c.event === r.event)!.p.body, 400)), source: `correction ${r.event.event_id}` });
+    for (const r of refuted) kept.push({ statement: oneLine(clip(this.corrections.find((c) => c.event === r.event)!.p.body, 400)), source: `correction event #${r.event.seq}` });
     return kept;
   }
 
@@ -278,28 +321,37 @@ class Observation {
 // ---------------------------------------------------------------------------------------
 // file contents it writes
 
+/** A finding as a line of a file this policy writes (and reads back: Observation.findings). */
+function findingLine(f: Finding): string {
+  return `- ${f.statement} — source: ${f.source}`;
+}
+/** Said in a file in place of the findings one write cannot hold: the cut is in the file itself. */
+function moreFindings(left: number): string {
+  return `(${left} more finding${left === 1 ? '' : 's'} not listed: one write holds at most ${V2.fileContentChars} characters)`;
+}
+
 function findingsText(findings: readonly Finding[]): string {
-  const lines = ['# Findings', '', 'Figures extracted from the sources I read; each line names its source.', ''];
-  for (const f of findings) lines.push(`- ${f.statement} — source: ${f.source}`);
-  if (findings.length === 0) lines.push('(no figures at hand yet)');
-  return clip(`${lines.join('\n')}\n`, MODEL_OUTPUT_LIMITS.maxFileContentChars);
+  const head = ['# Findings', '', 'Figures extracted from the sources I read; each line names its source.', '', ''].join('\n');
+  if (findings.length === 0) return `${head}(no figures at hand yet)\n`;
+  return `${fitted(head, findings.map(findingLine), '\n', V2.fileContentChars - 1, moreFindings)}\n`;
 }
 
 function reportText(o: Observation, goal: Goal | null, thread: string | null, submitted: boolean): string {
   const { wake } = o.bundle;
-  const lines = [REPORT_HEADER.trimEnd(), ''];
-  lines.push(goal ? `Goal: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})` : 'Goal: not known to me at this wake');
-  lines.push('', '## Findings', '');
-  const findings = o.findings();
-  for (const f of findings) lines.push(`- ${f.statement} — source: ${f.source}`);
-  if (findings.length === 0) lines.push('(no figures at hand)');
+  // The parts around the findings are bounded (two prose lines and short ones), so the status
+  // line — which submitting replaces — always fits; the findings get the room that is left.
+  const head = [REPORT_HEADER.trimEnd(), '', prose(goal ? `Goal: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})` : 'Goal: not known to me at this wake'), '', '## Findings', '', ''].join('\n');
+  const tail: string[] = [];
   if (thread !== null) {
     const reply = o.replyIn(thread);
-    lines.push('', '## Reviewer', '', reply ? `Reviewer's reply (thread ${thread}): ${oneLine(reply.p.body)}` : `Reviewer's reply (thread ${thread}): pending.`);
+    tail.push('', '## Reviewer', '', prose(reply ? `Reviewer's reply (thread ${thread}): ${oneLine(reply.p.body)}` : `Reviewer's reply (thread ${thread}): pending.`));
   }
   // The status line stands alone so that submitting replaces all of it (find STATUS_DRAFT).
-  lines.push('', `Written in wake ${wake.wake_id} at ${wake.wake_at}.`, submitted ? `${STATUS_SUBMITTED} at ${wake.wake_at}` : STATUS_DRAFT);
-  return clip(`${lines.join('\n')}\n`, MODEL_OUTPUT_LIMITS.maxFileContentChars);
+  tail.push('', `Written in wake ${wake.wake_id} at ${wake.wake_at}.`, submitted ? `${STATUS_SUBMITTED} at ${wake.wake_at}` : STATUS_DRAFT, '');
+  const end = `\n${tail.join('\n')}`;
+  const findings = o.findings();
+  const body = findings.length === 0 ? `${head}(no figures at hand)` : fitted(head, findings.map(findingLine), '\n', V2.fileContentChars - end.length, moreFindings);
+  return `${body}${end}`;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -320,16 +372,18 @@ class WakePlan {
   /** Files written whole in this wake (their content already reflects everything in view). */
   readonly written = new Set<string>();
   private left: number;
+  /** Room kept for a later unit (the submission near the deadline), out of reach of the units before it. */
+  private reserved = 0;
 
   constructor(readonly o: Observation) {
     for (const t of o.tasks) this.status.set(t.task_id, t.status);
     // One tool call is kept for the journal entry every wake ends with.
-    this.left = Math.min(o.bundle.wake.budget.tool_calls, MODEL_OUTPUT_LIMITS.maxActions) - 1;
+    this.left = actionRoom(o.bundle) - 1;
   }
 
   /** Adds the actions only if all of them fit the wake's tool calls: a unit is done whole or not at all. */
   unit(actions: readonly ModelAction[], note: string): boolean {
-    if (actions.length === 0 || actions.length > this.left) return false;
+    if (actions.length === 0 || actions.length > this.left - this.reserved) return false;
     this.actions.push(...actions);
     this.left -= actions.length;
     this.did.push(note);
@@ -338,31 +392,47 @@ class WakePlan {
 
   read(paths: readonly string[], why: string): string[] {
     const fresh = paths.filter((p) => proposable(p) && !this.readsPlanned.has(p) && !this.o.isDenied('files', 'read', p));
-    const fitting = fresh.slice(0, Math.max(0, this.left));
+    const fitting = fresh.slice(0, Math.max(0, this.left - this.reserved));
     if (fitting.length === 0) return [];
     this.unit(
-      fitting.map((path) => ({ tool: 'files', op: 'read', path, rationale: clip(why, 2_000) })),
-      `read ${fitting.join(', ')} (${why})`,
+      fitting.map((path) => ({ tool: 'files', op: 'read', path, rationale: because(why) })),
+      // The why is the actions' rationale; the journal names what was read.
+      `read ${fitting.join(', ')}`,
     );
     for (const p of fitting) this.readsPlanned.add(p);
     return fitting;
   }
 
   board(task: Task, op: 'update' | 'complete', status: ViewTask['status'], why: string): ModelAction | null {
-    if (this.o.isDenied('task_board', op, task.task_id)) return null;
+    // A task the protocol cannot name (or whose dependencies it cannot name) gets no board action.
+    if (!nameable(task.task_id) || !task.depends_on.every(nameable) || this.o.isDenied('task_board', op, task.task_id)) return null;
     // The title is repeated so the event itself names the task (a window-only view learns it from there);
-    // one that does not fit a ShortText is left out (null keeps it), never sent clipped.
-    const title = task.title.length >= 1 && task.title.length <= SHORT_MAX ? task.title : null;
-    return { tool: 'task_board', op, task_id: task.task_id, title, status: op === 'complete' ? null : status, priority: null, depends_on: task.depends_on.slice(0, 32), rationale: clip(why, 2_000) };
+    // one that does not fit a brief text is left out (null keeps it), never sent clipped.
+    const title = task.title.length >= 1 && task.title.length <= V2.briefChars ? task.title : null;
+    return { tool: 'task_board', op, task_id: task.task_id, title, status: op === 'complete' ? null : status, priority: null, depends_on: task.depends_on.slice(0, V2.maxDependsOn), rationale: because(why) };
   }
 
   isDone(id: string): boolean {
     return this.status.get(id) === 'done';
   }
 
+  /** Keeps room for a unit of `n` actions until release(); none when it could not fit anyway. */
+  reserve(n: number): void {
+    this.reserved = n <= this.left ? n : 0;
+  }
+
+  release(): void {
+    this.reserved = 0;
+  }
+
   ready(task: Task): boolean {
     return task.depends_on.every((d) => this.isDone(d));
   }
+}
+
+/** Actions one answer may hold: the wake's tool calls, within the protocol's bound. */
+function actionRoom(bundle: ContextBundle): number {
+  return Math.min(bundle.wake.budget.tool_calls, V2.maxActions);
 }
 
 function workingGoal(o: Observation): Goal | null {
@@ -391,7 +461,12 @@ function submittedSeen(o: Observation, reportPath: string, submitTask: Task | un
   );
 }
 
-export function decide(bundle: ContextBundle): ModelOutput {
+/**
+ * The decision of one wake in the internal shape (runtime/model-protocol.ts SubjectAnswer:
+ * event ids), within the bounds of ds-model-output/2: exactly what the runtime gets back when
+ * it parses `decide`'s answer with the wake's shown events.
+ */
+export function decideAnswer(bundle: ContextBundle): SubjectAnswer {
   const o = new Observation(bundle);
   const w = new WakePlan(o);
   const { wake, state } = bundle;
@@ -405,6 +480,23 @@ export function decide(bundle: ContextBundle): ModelOutput {
   const toDeadline = minutesUntil(wake.wake_at, goal?.deadline_at ?? null);
   const nearDeadline = toDeadline !== null && toDeadline <= NEAR_DEADLINE_MINUTES;
 
+  // 0. Submission near the deadline comes first in what the wake's actions are kept for: with a
+  // few actions per answer, reading and writing could otherwise push it past the deadline.
+  // Decided here from the bundle alone; the actions are still proposed at step 5, after the work.
+  const submission = ((): { actions: ModelAction[]; note: string } | null => {
+    if (!goal || !nearDeadline || submittedSeen(o, reportPath, submitTask)) return null;
+    const exists = o.listing.has(reportPath);
+    const op = exists ? 'modify' : 'write';
+    if (!proposable(reportPath) || o.isDenied('files', op, reportPath)) return null;
+    const action: ModelAction = exists
+      ? { tool: 'files', op: 'modify', path: reportPath, find: STATUS_DRAFT, replace: `${STATUS_SUBMITTED} at ${wake.wake_at}`, rationale: because(`the deadline ${goal.deadline_at} is near: submitting the report`) }
+      : { tool: 'files', op: 'write', path: reportPath, content: reportText(o, goal, thread, true), rationale: because(`the deadline ${goal.deadline_at} is near and there is no report yet: writing and submitting it`) };
+    // Steps 1-4 never complete the submit task (it is no file task), so this is what step 5 would find.
+    const done = submitTask && !w.isDone(submitTask.task_id) ? w.board(submitTask, 'complete', 'done', 'the report is submitted') : null;
+    return { actions: done ? [action, done] : [action], note: `submitted ${reportPath} before the deadline ${goal.deadline_at}` };
+  })();
+  if (submission) w.reserve(submission.actions.length);
+
   // 1. Files changed outside its actions are read again before anything builds on them.
   const changed = o.changes.filter((c) => c.p.change !== 'deleted' && o.listing.has(c.p.path) && o.unreconciledChange(c.p.path) === c);
   w.read(
@@ -416,7 +508,7 @@ export function decide(bundle: ContextBundle): ModelOutput {
   let waiting: string | null = state.waiting_condition;
   if (askTask && !w.isDone(askTask.task_id)) {
     if (reply) {
-      const a = w.board(askTask, 'complete', 'done', `the reply in thread ${thread} arrived (event ${reply.event.event_id})`);
+      const a = w.board(askTask, 'complete', 'done', `the reply in thread ${thread} arrived (event #${reply.event.seq})`);
       if (a && w.unit([a], `noted the reply in thread ${thread}`)) w.status.set(askTask.task_id, 'done');
     } else if (askTask.status !== 'doing') {
       const a = w.board(askTask, 'update', 'doing', `asked for it; now waiting for the reply in thread ${thread}`);
@@ -426,7 +518,7 @@ export function decide(bundle: ContextBundle): ModelOutput {
   if (thread !== null) {
     // Resolved by a reply in the thread (or a task already done); otherwise the ask stands.
     if (reply || (askTask && w.isDone(askTask.task_id))) waiting = null;
-    else if (askTask) waiting = short(`reply in thread ${thread}`);
+    else if (askTask) waiting = brief(`reply in thread ${thread}`);
   }
 
   // 3. Reading the sources: until every source file has a current read in the window.
@@ -464,7 +556,7 @@ export function decide(bundle: ContextBundle): ModelOutput {
         }
         if (!proposable(path) || o.isDenied('files', 'write', path)) break;
         const content = isFindings ? findingsText(findings) : reportText(o, goal, thread, false);
-        const write: ModelAction = { tool: 'files', op: 'write', path, content, rationale: clip(`${task.task_id}: ${task.title}`, 2_000) };
+        const write: ModelAction = { tool: 'files', op: 'write', path, content, rationale: because(`${task.task_id}: ${task.title}`) };
         const done = w.board(task, 'complete', 'done', `${path} is written`);
         if (done && w.unit([write, done], `wrote ${path} (${task.task_id})`)) {
           w.status.set(task.task_id, 'done');
@@ -486,8 +578,8 @@ export function decide(bundle: ContextBundle): ModelOutput {
           op: 'modify',
           path: task.path!,
           find: `Reviewer's reply (thread ${thread}): pending.`,
-          replace: clip(`Reviewer's reply (thread ${thread}, event ${reply.event.event_id}): ${oneLine(reply.p.body)}`, MODEL_OUTPUT_LIMITS.maxFileContentChars),
-          rationale: clip(`${task.task_id}: ${task.title}`, 2_000),
+          replace: clip(`Reviewer's reply (thread ${thread}, event #${reply.event.seq}): ${oneLine(reply.p.body)}`, V2.fileContentChars),
+          rationale: because(`${task.task_id}: ${task.title}`),
         };
         const done = w.board(task, 'complete', 'done', `the reply is in ${task.path}`);
         if (done && w.unit([modify, done], `folded the reply into ${task.path} (${task.task_id})`)) w.status.set(task.task_id, 'done');
@@ -500,8 +592,8 @@ export function decide(bundle: ContextBundle): ModelOutput {
           op: 'modify',
           path: task.path!,
           find: REPORT_HEADER,
-          replace: clip(`${REPORT_HEADER}\nGoal update: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})\n`, MODEL_OUTPUT_LIMITS.maxFileContentChars),
-          rationale: clip(`${task.task_id}: ${task.title}`, 2_000),
+          replace: clip(`${REPORT_HEADER}\nGoal update: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})\n`, V2.fileContentChars),
+          rationale: because(`${task.task_id}: ${task.title}`),
         };
         const done = w.board(task, 'complete', 'done', `${task.path} follows goal ${goal.goal_id}`);
         if (done && w.unit([modify, done], `aligned ${task.path} with goal ${goal.goal_id}`)) w.status.set(task.task_id, 'done');
@@ -520,23 +612,17 @@ export function decide(bundle: ContextBundle): ModelOutput {
     for (const path of ownFiles) {
       const done = o.proposals.some((a) => a.event.seq > r.event.seq && a.p.tool === 'files' && a.p.op === 'modify' && a.p.args['path'] === path && a.p.args['find'] === r.figure);
       if (done || !proposable(path) || !o.listing.has(path) || o.isDenied('files', 'modify', path)) continue;
-      const withdraw: ModelAction = { tool: 'files', op: 'modify', path, find: r.figure, replace: `[withdrawn: corrected by event ${r.event.event_id}]`, rationale: clip(`a correction (event ${r.event.event_id}) says not to use ${r.figure}`, 2_000) };
+      const withdraw: ModelAction = { tool: 'files', op: 'modify', path, find: r.figure, replace: `[withdrawn: corrected by event #${r.event.seq}]`, rationale: because(`a correction (event #${r.event.seq}) says not to use ${r.figure}`) };
       w.unit([withdraw], `withdrew ${r.figure} from ${path} after the correction`);
     }
   }
 
-  // 5. Submission near the deadline, whatever else is unfinished: the deadline does not wait.
+  // 5. Submission near the deadline, whatever else is unfinished: the deadline does not wait
+  // (its room was kept aside before step 1).
   let submitting = false;
-  if (goal && nearDeadline && !submittedSeen(o, reportPath, submitTask)) {
-    const exists = o.listing.has(reportPath);
-    const op = exists ? 'modify' : 'write';
-    const action: ModelAction | null = !proposable(reportPath) || o.isDenied('files', op, reportPath)
-      ? null
-      : exists
-        ? { tool: 'files', op: 'modify', path: reportPath, find: STATUS_DRAFT, replace: `${STATUS_SUBMITTED} at ${wake.wake_at}`, rationale: `the deadline ${goal.deadline_at} is near: submitting the report` }
-        : { tool: 'files', op: 'write', path: reportPath, content: reportText(o, goal, thread, true), rationale: `the deadline ${goal.deadline_at} is near and there is no report yet: writing and submitting it` };
-    const done = submitTask && !w.isDone(submitTask.task_id) ? w.board(submitTask, 'complete', 'done', 'the report is submitted') : null;
-    if (action && w.unit(done ? [action, done] : [action], `submitted ${reportPath} before the deadline ${goal.deadline_at}`)) {
+  if (submission) {
+    w.release();
+    if (w.unit(submission.actions, submission.note)) {
       submitting = true;
       if (submitTask) w.status.set(submitTask.task_id, 'done');
     }
@@ -549,52 +635,64 @@ export function decide(bundle: ContextBundle): ModelOutput {
     if (path === null || !proposable(path) || LARGE_SIZE_RE.test(m.p.body)) continue;
     const already = o.proposals.some((a) => a.event.seq > m.event.seq && a.p.tool === 'files' && a.p.op === 'write' && a.p.args['path'] === path);
     if (already || o.isDenied('files', 'write', path)) continue;
-    w.unit([{ tool: 'files', op: 'write', path, content: findingsText(findings), rationale: clip(`${m.p.from} asked: ${oneLine(m.p.subject)}`, 2_000) }], `did ${m.p.from}'s favour: a copy of my findings at ${path}`);
+    w.unit([{ tool: 'files', op: 'write', path, content: findingsText(findings), rationale: because(`${m.p.from} asked: ${oneLine(m.p.subject)}`) }], `did ${m.p.from}'s favour: a copy of my findings at ${path}`);
   }
 
-  // 7. A goal change with no plan decision after it: propose a plan for the new goal.
+  // 7. A goal change with no plan decision after it: propose a plan for the new goal (one the
+  // protocol can name: a goal id over its id bound cannot be proposed).
   let revision: ModelPlanRevision | null = null;
-  if (o.goalChange) {
+  if (o.goalChange && nameable(o.goalChange.p.goal_id)) {
     const change = o.goalChange;
     const decided = o.events.some((e) => e.seq > change.event.seq && (e.event_type === 'PlanEvent.PlanRevisionAccepted' || e.event_type === 'PlanEvent.PlanRevisionRejected'));
     if (!decided) {
-      const alignId = `align-${change.p.goal_id}`.slice(0, 128);
-      const open = o.tasks.filter((t) => !w.isDone(t.task_id) && t.task_id !== alignId && t.title.length > 0).map((t) => ({ task_id: t.task_id, title: short(t.title) }));
+      const alignId = `align-${change.p.goal_id}`.slice(0, V2.idChars);
+      const open = o.tasks.filter((t) => !w.isDone(t.task_id) && t.task_id !== alignId && t.title.length > 0 && nameable(t.task_id)).map((t) => ({ task_id: t.task_id, title: brief(t.title) }));
       revision = {
-        reason: clip(`The goal changed (event ${change.event.event_id}): ${oneLine(change.p.reason)}`, LONG_MAX),
+        reason: prose(`The goal changed (event #${change.event.seq}): ${oneLine(change.p.reason)}`),
         goal_id: change.p.goal_id,
-        goal_description: change.p.description.length > 0 ? clip(change.p.description, LONG_MAX) : change.p.goal_id,
+        goal_description: change.p.description.length > 0 ? prose(change.p.description) : change.p.goal_id,
         deadline_at: change.p.deadline_at,
-        steps: [{ task_id: alignId, title: short(`Align the report with goal ${change.p.goal_id}`) }, ...open].slice(0, MODEL_OUTPUT_LIMITS.maxPlanSteps),
+        steps: [{ task_id: alignId, title: brief(`Align the report with goal ${change.p.goal_id}`) }, ...open].slice(0, V2.maxPlanSteps),
       };
     }
   }
 
   // Where it stands after this wake.
   const current = o.tasks.find((t) => !w.isDone(t.task_id)) ?? null;
-  const attention = current ? current.task_id : null;
+  const attention = current ? brief(current.task_id) : null;
   const nextAction = describeNext(o, current, waiting, goal, toDeadline, o.tasks.length > 0);
 
   const claims = claimsFor(o, { thread, waiting, goal, nextAction, revision });
-  const evidence = [...new Set([...claims.flatMap((c) => (c.claim_type === 'FACT' ? c.evidence_event_ids : [])), ...(o.goalChange ? [o.goalChange.event.event_id] : []), ...(reply ? [reply.event.event_id] : [])])].slice(0, 64);
+  const evidence = [...new Set([...claims.flatMap((c) => (c.claim_type === 'FACT' ? c.evidence_event_ids : [])), ...(o.goalChange ? [o.goalChange.event.event_id] : []), ...(reply ? [reply.event.event_id] : [])])].slice(0, V2.maxCheckpointEvidence);
 
   // The journal entry every wake ends with (its tool call was kept aside).
-  if (Math.min(wake.budget.tool_calls, MODEL_OUTPUT_LIMITS.maxActions) >= 1) {
+  if (actionRoom(bundle) >= 1) {
     const did = w.did.length > 0 ? w.did.join('; ') : 'nothing needed doing';
-    const text = clip(`Wake ${wake.wake_id} at ${wake.wake_at}: ${did}. ${revision ? `Proposed a plan for goal ${revision.goal_id}. ` : ''}${waiting ? `Waiting for: ${waiting}. ` : ''}Next: ${nextAction}. My window: ${bundle.window.statement}.`, LONG_MAX);
+    const win = bundle.window;
+    const head = `Wake ${wake.wake_id} at ${wake.wake_at}: `;
+    const parts = [
+      // What it did always fits (cut visibly if it must); the sentences after it as far as they fit.
+      clip(`${did}.`, V2.textChars - head.length),
+      ...(revision ? [`Proposed a plan for goal ${revision.goal_id}.`] : []),
+      ...(waiting ? [`Waiting for: ${waiting}.`] : []),
+      `Next: ${nextAction}.`,
+      `My window: ${win.events.length - win.pinned} of ${win.eligible_total} eligible events (${win.omitted_by_count} older left out, ${win.omitted_by_token_cap} over the token cap), ${win.pinned} pinned.`,
+    ];
+    // Whole sentences as far as a journal text holds, the last ones counted when they do not fit.
+    const text = fitted(head, parts, ' ', V2.textChars, (n) => `(${n} more note${n === 1 ? '' : 's'} did not fit.)`);
     w.actions.push({ tool: 'journal', op: 'write', text, rationale: 'a journal entry each wake keeps my yesterday recoverable' });
   }
 
   // The protocol's vocabulary (runtime/prompt.ts CHECKPOINT): a proposed plan does not change the goal's status.
   const goalStatus = goal === null ? null : submitting || submittedSeen(o, reportPath, submitTask) ? 'submitted' : 'active';
   return {
-    protocol: MODEL_PROTOCOL,
     focus: { attention_target: attention, waiting_condition: waiting },
     actions: w.actions,
     claims,
     plan_revision: revision,
     checkpoint: {
-      current_goal_id: goal?.goal_id ?? null,
+      // A goal id the protocol cannot name is not named (null), never cut into another id.
+      current_goal_id: goal !== null && nameable(goal.goal_id) ? goal.goal_id : null,
       goal_status: goalStatus,
       attention_target: attention,
       waiting_condition: waiting,
@@ -607,19 +705,19 @@ export function decide(bundle: ContextBundle): ModelOutput {
 function describeNext(o: Observation, current: Task | null, waiting: string | null, goal: Goal | null, toDeadline: number | null, knowsTasks: boolean): string {
   if (current === null) {
     if (knowsTasks) return 'none: every task is done';
-    return goal ? short(`find out which tasks serve goal ${goal.goal_id}: my task board is not in view`) : 'find my goal and tasks: they are not in my view';
+    return goal ? brief(`find out which tasks serve goal ${goal.goal_id}: my task board is not in view`) : 'find my goal and tasks: they are not in my view';
   }
-  if (current.kind === 'ask' && waiting !== null) return short(`wait for the ${waiting}`);
-  if (current.kind === 'submit') return short(`${current.task_id}: submit ${current.path} ${toDeadline !== null ? `before the deadline ${goal?.deadline_at}` : 'when the deadline is known'}`);
-  if (current.kind === 'read') return short(`${current.task_id}: read ${o.sourceFolder} (${o.sources.length} files)`);
-  return short(`${current.task_id}: ${current.title || 'continue'}`);
+  if (current.kind === 'ask' && waiting !== null) return brief(`wait for the ${waiting}`);
+  if (current.kind === 'submit') return brief(`${current.task_id}: submit ${current.path} ${toDeadline !== null ? `before the deadline ${goal?.deadline_at}` : 'when the deadline is known'}`);
+  if (current.kind === 'read') return brief(`${current.task_id}: read ${o.sourceFolder} (${o.sources.length} files)`);
+  return brief(`${current.task_id}: ${current.title || 'continue'}`);
 }
 
 function claimsFor(o: Observation, c: { thread: string | null; waiting: string | null; goal: Goal | null; nextAction: string; revision: ModelPlanRevision | null }): ModelClaim[] {
   const facts: Array<{ seq: number; claim: ModelClaim }> = [];
   const fact = (event: WindowEvent, statement: string): void => {
     if (o.cited.has(event.event_id)) return;
-    facts.push({ seq: event.seq, claim: { claim_type: 'FACT', statement: clip(statement, STATEMENT_MAX), evidence_event_ids: [event.event_id], confidence: null, alternatives: [] } });
+    facts.push({ seq: event.seq, claim: { claim_type: 'FACT', statement: prose(statement), evidence_event_ids: [event.event_id], confidence: null, alternatives: [] } });
   };
   const refuted = o.refuted;
   for (const read of o.reads.values()) {
@@ -630,7 +728,9 @@ function claimsFor(o: Observation, c: { thread: string | null; waiting: string |
       .filter((l): l is string => l !== undefined && !refuted.some((r) => r.path === read.path && l.includes(r.figure)))
       .map(oneLine);
     const first = oneLine(read.content.split('\n').find((l) => l.trim().length > 0) ?? '(empty)');
-    fact(event, lines.length > 0 ? `${read.path} (${read.hash}) states: ${lines.join(' | ')}` : `${read.path} (${read.hash}) begins: ${first}`);
+    // Whole figure lines, as many as a statement holds; the rest are counted, never cut mid-figure.
+    const stated = fitted(`${read.path} (${read.hash}) states: `, lines, ' | ', V2.textChars, (n) => `(+${n} more line${n === 1 ? '' : 's'} with figures)`);
+    fact(event, lines.length > 0 ? stated : `${read.path} (${read.hash}) begins: ${first}`);
   }
   for (const m of o.messages) {
     if (c.thread !== null && m.p.in_reply_to === c.thread) fact(m.event, `The reply in thread ${c.thread} from ${m.p.from} says: ${oneLine(m.p.body)}`);
@@ -641,13 +741,13 @@ function claimsFor(o: Observation, c: { thread: string | null; waiting: string |
   for (const info of o.corrections) fact(info.event, `${info.p.source} published: ${oneLine(info.p.body)}`);
   facts.sort((a, b) => a.seq - b.seq);
 
-  const claims: ModelClaim[] = facts.slice(0, MAX_FACTS).map((f) => f.claim);
+  const others: ModelClaim[] = [];
   const plan = c.revision ? `Re-plan for goal ${c.revision.goal_id}: ${c.revision.steps.map((s) => s.task_id).join(', ')}. Next: ${c.nextAction}` : `Next: ${c.nextAction}`;
-  claims.push({ claim_type: 'PLAN', statement: clip(plan, STATEMENT_MAX), evidence_event_ids: [], confidence: null, alternatives: [] });
+  others.push({ claim_type: 'PLAN', statement: prose(plan), evidence_event_ids: [], confidence: null, alternatives: [] });
   if (c.waiting !== null) {
-    claims.push({
+    others.push({
       claim_type: 'INFERENCE',
-      statement: clip(`Nothing in my window answers the ${c.waiting}, so it has probably not been sent yet.`, STATEMENT_MAX),
+      statement: prose(`Nothing in my window answers the ${c.waiting}, so it has probably not been sent yet.`),
       evidence_event_ids: [],
       confidence: 0.7,
       alternatives: ['it arrived but lies outside my window', 'the request did not reach the reviewer'],
@@ -655,19 +755,63 @@ function claimsFor(o: Observation, c: { thread: string | null; waiting: string |
   }
   if (c.goal === null) {
     const left = o.bundle.window.omitted_by_count + o.bundle.window.omitted_by_token_cap;
-    claims.push({
+    others.push({
       claim_type: 'INFERENCE',
-      statement: clip(`My goal is not in my view; ${left > 0 ? `${left} older events were left out of my window and may state it` : 'no event in my window states it'}.`, STATEMENT_MAX),
+      statement: prose(`My goal is not in my view; ${left > 0 ? `${left} older events were left out of my window and may state it` : 'no event in my window states it'}.`),
       evidence_event_ids: [],
       confidence: 0.6,
       alternatives: ['I have no goal yet', 'the goal is stated only in my first journal page'],
     });
   }
-  return claims.slice(0, MODEL_OUTPUT_LIMITS.maxClaims);
+  // The plan and the inferences are about this wake and are said now (at most 3, within the
+  // bound); FACTs fill the room left, oldest evidence first. A FACT left out waits: its evidence
+  // stays uncited, so a later wake that still shows it claims it.
+  const factRoom = Math.max(0, Math.min(MAX_FACTS, V2.maxClaims - others.length));
+  return [...facts.slice(0, factRoom).map((f) => f.claim), ...others].slice(0, V2.maxClaims);
 }
 
 // ---------------------------------------------------------------------------------------
 // the adapter
+
+/**
+ * The decision written in ds-model-output/2: the same answer, each cited event by the seq the
+ * window shows. A cited event outside the window would be this policy's bug (it cites only what
+ * it reads from the window), so it throws rather than guess a seq.
+ */
+export function decide(bundle: ContextBundle): ModelAnswerV2 {
+  const answer = decideAnswer(bundle);
+  const seqOf = new Map(bundle.window.events.map((e) => [e.event_id, e.seq]));
+  const seqs = (ids: readonly string[]): number[] =>
+    ids.map((id) => {
+      const seq = seqOf.get(id);
+      if (seq === undefined) throw new Error(`reference policy: it cites event ${id}, which its window does not show (a bug of the policy)`);
+      return seq;
+    });
+  const claims = answer.claims.map((c): ModelAnswerV2['claims'][number] => {
+    switch (c.claim_type) {
+      case 'FACT':
+        return { claim_type: 'FACT', statement: c.statement, evidence_seqs: seqs(c.evidence_event_ids) };
+      case 'PLAN':
+        return { claim_type: 'PLAN', statement: c.statement };
+      case 'INFERENCE':
+        if (c.confidence === null) throw new Error('reference policy: an INFERENCE without a confidence (a bug of the policy)');
+        return { claim_type: 'INFERENCE', statement: c.statement, confidence: c.confidence, alternatives: [...c.alternatives] };
+      default: {
+        const unhandled: never = c.claim_type;
+        throw new Error(`reference policy: unknown claim type ${String(unhandled)}`);
+      }
+    }
+  });
+  const { evidence_event_ids, goal_status, ...checkpoint } = answer.checkpoint;
+  return {
+    protocol: MODEL_PROTOCOL_V2,
+    focus: answer.focus,
+    actions: answer.actions,
+    claims,
+    plan_revision: answer.plan_revision,
+    checkpoint: { ...checkpoint, goal_status: goal_status === 'active' || goal_status === 'submitted' ? goal_status : null, evidence_seqs: seqs(evidence_event_ids) },
+  };
+}
 
 /** The reference policy as a model adapter: one call = one deterministic answer, never a failure. */
 export class ReferencePolicy implements ModelAdapter {
@@ -680,14 +824,20 @@ export class ReferencePolicy implements ModelAdapter {
   call(request: ModelRequest, _timeoutMs?: number): Promise<ModelCallOutcome> {
     // Only the bundle decides the answer; the rendered messages only size the usage estimate.
     const raw = JSON.stringify(decide(request.bundle));
+    // No server or tokenizer counted anything: these are the runtime's ceil(chars / 4) estimates, said as such.
+    const promptTokens = estimateTokens(request.system) + estimateTokens(request.user);
     return Promise.resolve({
       kind: 'answered',
       raw_output: raw,
-      usage: { prompt_tokens: Math.ceil((request.system.length + request.user.length) / 4), completion_tokens: Math.ceil(raw.length / 4) },
-      // No server counted anything: these are the runtime's ceil(chars / 4) estimates.
-      usage_estimated: true,
+      usage: { prompt_tokens: promptTokens, completion_tokens: estimateTokens(raw) },
+      usage_source: 'estimate',
       latency_ms: 0,
       system_fingerprint: null,
+      finish_reason: 'stop',
+      response_model: null,
+      prompt_tokens_counted: promptTokens,
+      prompt_count_source: 'estimate',
+      attempts: 1,
     });
   }
 }

@@ -7,7 +7,7 @@
 // saying so, which the wake loop records like any failed call — a replay that diverges from
 // its source shows up as a different event, never as plausible made-up text.
 import type { EventEnvelope } from '../../schema/envelope.js';
-import type { ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
+import { NO_CALL_FACTS, type ModelAdapter, type ModelCallOutcome, type ModelParams, type ModelRequest } from '../model-adapter.js';
 import type { RecordedModelCall } from '../protocol.js';
 import { ReplayRecordingError } from '../recorded-model-calls.js';
 
@@ -47,13 +47,12 @@ export class ReplayAdapter implements ModelAdapter {
     const key = keyOf(request.wake_id, request.call_number);
     const recording = this.recordings.get(key);
     if (!recording) {
-      return { kind: 'failed', failure: 'http_error', detail: `replay: no recorded call for wake ${request.wake_id} call ${request.call_number}`, raw_output: null, latency_ms: 0 };
+      return { kind: 'failed', failure: 'http_error', detail: `replay: no recorded call for wake ${request.wake_id} call ${request.call_number}`, raw_output: null, latency_ms: 0, ...NO_CALL_FACTS };
     }
     this.served.add(key);
+    // Served as recorded, facts included: the replayed events say what the source's said.
     const o = recording.outcome;
-    return o.kind === 'answered'
-      ? { kind: 'answered', raw_output: o.raw_output, usage: { ...o.usage }, usage_estimated: o.usage_estimated, latency_ms: o.latency_ms, system_fingerprint: o.system_fingerprint }
-      : { kind: 'failed', failure: o.failure, detail: o.detail, raw_output: o.raw_output, latency_ms: o.latency_ms };
+    return o.kind === 'answered' ? { ...o, usage: { ...o.usage } } : { ...o, usage: o.usage === null ? null : { ...o.usage } };
   }
 
   /** Recorded calls nobody asked for (in recording order): a replay that made fewer calls than its source. */

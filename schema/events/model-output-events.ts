@@ -3,7 +3,7 @@ import { defineEvent, Identifier, ShortText } from '../event-definition.js';
 
 const ModelCall = {
   wake_id: Identifier,
-  adapter: z.enum(['reference', 'openai', 'replay']),
+  adapter: z.enum(['reference', 'openai', 'replay', 'local']),
   model_id: ShortText,
   params: z.strictObject({
     temperature: z.number().nullable(),
@@ -14,6 +14,8 @@ const ModelCall = {
   system_fingerprint: z.string().max(200).nullable(),
   latency_ms: z.number().min(0),
 };
+/** The /1.2.0 and /1.1.0 shapes knew three adapters. */
+const ModelCallBefore15 = { ...ModelCall, adapter: z.enum(['reference', 'openai', 'replay']) };
 
 const MAX_RAW_OUTPUT_CHARS = 48_000;
 
@@ -32,21 +34,120 @@ export const ContextCounts = z.strictObject({
   tokens_estimated: Count,
 });
 
-/** A model call that answered; `raw_output` is stored verbatim before anything uses it. */
-export const ModelAnswered = defineEvent('ModelOutputEvent', 'ModelAnswered', '1.2.0', z.strictObject({
-  ...ModelCall,
-  context: ContextCounts,
-  raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
-  usage: z.strictObject({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) }),
-  /** true when the server reported no usage and the counts are estimates (ceil(chars / 4)): never passed off as measured. */
-  usage_estimated: z.boolean(),
-}));
+const Usage = z.strictObject({ prompt_tokens: Count, completion_tokens: Count });
+/** Who counted a token figure: the model's server, the model's own tokenizer, or the runtime's ceil(chars / 4). */
+export const TokenCountSource = z.enum(['server', 'tokenizer', 'estimate']);
+export const AnswerProtocol = z.enum(['ds-model-output/1', 'ds-model-output/2']);
 
-/** A model call that did not yield usable output: exactly one event per call, like answers. */
-export const ModelCallFailed = defineEvent('ModelOutputEvent', 'ModelCallFailed', '1.1.0', z.strictObject({
-  ...ModelCall,
-  context: ContextCounts.nullable(),
-  failure: z.enum(['timeout', 'http_error', 'refusal', 'schema_violation', 'budget_exhausted']),
-  detail: z.string().max(2_000),
-  raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
-}));
+/**
+ * What every call that reached a model says about itself (issue 15 item 3): why the answer
+ * ended, what model the response says answered, the prompt's size as counted (and by whom), and
+ * how many transport attempts the call took. Null where the adapter cannot know.
+ */
+const CallRecord = {
+  /** The protocol the answer was asked for and checked against. */
+  protocol: AnswerProtocol,
+  finish_reason: z.string().min(1).max(64).nullable(),
+  response_model: z.string().min(1).max(200).nullable(),
+  prompt_tokens_counted: Count.nullable(),
+  prompt_count_source: TokenCountSource.nullable(),
+  attempts: z.number().int().min(1).max(100),
+};
+
+/**
+ * A model call that answered with text the protocol accepts; `raw_output` is stored verbatim
+ * before anything uses it. 1.3.0 (issue 15): the call record above; `usage_source` replaces
+ * `usage_estimated` (true ⇒ "estimate", false ⇒ "server").
+ */
+export const ModelAnswered = defineEvent(
+  'ModelOutputEvent',
+  'ModelAnswered',
+  '1.3.0',
+  z.strictObject({
+    ...ModelCall,
+    ...CallRecord,
+    context: ContextCounts,
+    raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
+    usage: Usage,
+    usage_source: TokenCountSource,
+  }),
+  undefined,
+  {
+    '1.2.0': z.strictObject({ ...ModelCallBefore15, context: ContextCounts, raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS), usage: Usage, usage_estimated: z.boolean() }),
+  },
+);
+
+export const MODEL_CALL_FAILURES = [
+  /** No complete answer within the call's timeout; what arrived is in raw_output. */
+  'timeout',
+  /** Every transport attempt of the pre-registered retry policy failed without an answer. */
+  'transport',
+  /** The server answered with an error status or with something that is not a completion. */
+  'http_error',
+  'refusal',
+  /** The prompt did not fit the model's context (counted shorter than sent, or over it): nothing of an answer is used. */
+  'truncated_prompt',
+  /** The answer's stream stopped halfway. */
+  'stream_broken',
+  /** The answer is not an answer in the run's protocol. */
+  'schema_violation',
+  /** The answer fails the protocol and ended at its token cap (finish_reason "length"). */
+  'length',
+  /** The wake grants no model call: none was made. */
+  'budget_exhausted',
+] as const;
+export const ModelCallFailure = z.enum(MODEL_CALL_FAILURES);
+
+/**
+ * A model call that did not yield usable output: exactly one event per call, like answers.
+ * 1.2.0 (issue 15): the call record, and the usage of an answer that failed (a misbehaving
+ * model is not cheap); null for calls that never reached a model (protocol null too only for
+ * budget_exhausted, which asked for nothing).
+ */
+export const ModelCallFailed = defineEvent(
+  'ModelOutputEvent',
+  'ModelCallFailed',
+  '1.2.0',
+  z.strictObject({
+    ...ModelCall,
+    ...CallRecord,
+    context: ContextCounts.nullable(),
+    failure: ModelCallFailure,
+    detail: z.string().max(2_000),
+    raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
+    usage: Usage.nullable(),
+    usage_source: TokenCountSource.nullable(),
+  }),
+  undefined,
+  {
+    '1.1.0': z.strictObject({
+      ...ModelCallBefore15,
+      context: ContextCounts.nullable(),
+      failure: z.enum(['timeout', 'http_error', 'refusal', 'schema_violation', 'budget_exhausted']),
+      detail: z.string().max(2_000),
+      raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
+    }),
+  },
+);
+
+/**
+ * One transport attempt of a model call that brought no answer (connection refused or reset,
+ * HTTP 429/502/503/504), recorded before the adapter waits and tries again under the
+ * pre-registered retry policy (DESIGN §12). The call itself still ends in exactly one
+ * ModelAnswered or ModelCallFailed.
+ */
+export const ModelCallAttemptFailed = defineEvent(
+  'ModelOutputEvent',
+  'ModelCallAttemptFailed',
+  '1.0.0',
+  z.strictObject({
+    wake_id: Identifier,
+    call_number: z.number().int().min(1),
+    attempt: z.number().int().min(1).max(100),
+    kind: z.string().min(1).max(64),
+    detail: z.string().max(2_000),
+    latency_ms: z.number().min(0),
+    /** The wait before the next attempt; null when none follows (the call then fails as `transport`). */
+    backoff_ms: z.number().int().min(0).nullable(),
+  }),
+);

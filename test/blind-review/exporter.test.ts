@@ -96,13 +96,13 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
     const failed = (e: (typeof events)[number], failure: string, detail: string): void => {
       const p = e.payload as Record<string, unknown>;
       e.event_type = 'ModelOutputEvent.ModelCallFailed';
-      e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: null };
+      e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
     };
     failed(answered[0]!, 'http_error', 'HTTP 400: this model maximum context length is 8192 tokens, your request has 9731 tokens');
-    failed(answered[1]!, 'schema_violation', 'fails ds-model-output/1: checkpoint: required');
+    failed(answered[1]!, 'schema_violation', 'fails ds-model-output/2: checkpoint: required');
     const n = normalizeEvents(events, record.plan, { hostPaths: [runDir, study.studyDir] });
     const details = n.entries.filter((e) => e.kind === 'model_call_failed').map((e) => (e.detail as { detail: string }).detail);
-    expect(details).toEqual([MODEL_FAILURE_DETAIL_WITHHELD, 'fails ds-model-output/1: checkpoint: required']);
+    expect(details).toEqual([MODEL_FAILURE_DETAIL_WITHHELD, 'fails ds-model-output/2: checkpoint: required']);
     expect(JSON.stringify(n.entries)).not.toContain('9731');
   });
 });

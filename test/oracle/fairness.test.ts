@@ -65,9 +65,10 @@ describe('an honest replicate', () => {
     expect(checks.map((x) => [x.check, x.ok])).toEqual([
       ['same_plan_per_replicate', true],
       ['manifests_differ_only_by_group', true],
-      ['same_wakes_budgets_calls_retries', true],
+      ['same_wakes_budgets_calls', true],
       ['same_deliveries', true],
       ['one_model_build_and_parameters', true],
+      ['transport_retries (not voiding)', true],
       ['usage_by_behaviour (not voiding)', true],
     ]);
   });
@@ -94,34 +95,36 @@ describe('an honest replicate', () => {
 });
 
 describe('forged differences', () => {
-  it('a granted budget that differs for one group fails same_wakes_budgets_calls_retries, naming the replicate and group', () => {
+  it('a granted budget that differs for one group fails same_wakes_budgets_calls, naming the replicate and group', () => {
     const row = ledger(records.B);
     const forged = editPayload(records.B, row.event.seq, (p) => ((p['granted'] as { tokens: number }).tokens = 12_000));
-    const r = check(batch({ B: forged }), 'same_wakes_budgets_calls_retries');
-    expect(r.failing).toEqual(['same_wakes_budgets_calls_retries']);
-    expect(r.check.detail).toBe('replicate 1: the budget ledger (wakes, granted budget, model calls or retries per wake) of B differs from A');
-    expect(r.voidReasons).toEqual([expect.stringMatching(/^same_wakes_budgets_calls_retries: replicate 1: .* of B differs from A$/)]);
+    const r = check(batch({ B: forged }), 'same_wakes_budgets_calls');
+    expect(r.failing).toEqual(['same_wakes_budgets_calls']);
+    expect(r.check.detail).toBe('replicate 1: the budget ledger (wakes, granted budget or model calls per wake) of B differs from A');
+    expect(r.voidReasons).toEqual([expect.stringMatching(/^same_wakes_budgets_calls: replicate 1: .* of B differs from A$/)]);
   });
 
   it('model calls used that differ fail it', () => {
     const row = ledger(records.C, 5);
     const forged = editPayload(records.C, row.event.seq, (p) => ((p['used'] as { model_calls: number }).model_calls += 1));
-    const r = check(batch({ C: forged }), 'same_wakes_budgets_calls_retries');
-    expect(r.failing).toEqual(['same_wakes_budgets_calls_retries']);
+    const r = check(batch({ C: forged }), 'same_wakes_budgets_calls');
+    expect(r.failing).toEqual(['same_wakes_budgets_calls']);
     expect(r.check.detail).toContain('replicate 1');
     expect(r.check.detail).toContain('of C differs from A');
   });
 
-  it('retries that differ fail it', () => {
+  it('transport retries that differ do not void the batch (one pre-registered policy, the server\'s luck) but are reported per group', () => {
     const row = ledger(records.C, 7);
     const forged = editPayload(records.C, row.event.seq, (p) => ((p['used'] as { retries: number }).retries = 2));
-    expect(check(batch({ C: forged }), 'same_wakes_budgets_calls_retries').failing).toEqual(['same_wakes_budgets_calls_retries']);
+    const { checks, voidReasons } = checkFairness(batch({ C: forged }));
+    expect(voidReasons).toEqual([]);
+    expect(checks.find((c) => c.check === 'transport_retries (not voiding)')?.detail).toMatch(/C 2\b/);
   });
 
   it('a missing wake in one ledger fails it', () => {
     const row = ledger(records.B, 9);
     const forged = { ...records.B, events: records.B.events.filter((e) => e.seq !== row.event.seq) };
-    expect(check(batch({ B: forged }), 'same_wakes_budgets_calls_retries').failing).toEqual(['same_wakes_budgets_calls_retries']);
+    expect(check(batch({ B: forged }), 'same_wakes_budgets_calls').failing).toEqual(['same_wakes_budgets_calls']);
   });
 
   it('tokens and tool calls used that differ do NOT void: they are reported under usage_by_behaviour only', () => {
@@ -209,7 +212,7 @@ describe('forged differences', () => {
     const withFailedCall = (r: RunRecord, fingerprint: string | null): RunRecord => {
       const answered = eventsOf(r.events, 'ModelOutputEvent.ModelAnswered')[0]!;
       const { wake_id, adapter, model_id, params, latency_ms } = answered.p;
-      const failed = forgedEvent(r, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: fingerprint, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null }, 'runtime');
+      const failed = forgedEvent(r, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: fingerprint, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 }, 'runtime');
       return insertAfter(r, answered.event.seq, [failed]).record;
     };
 

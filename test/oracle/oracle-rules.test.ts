@@ -571,10 +571,13 @@ const statements: string[] = [];
 
 function verdict(over: Partial<VerdictInput> & { A?: GroupResult; B?: GroupResult; C?: GroupResult } = {}) {
   const { A, B, C, ...rest } = over;
+  const groups = { A: A ?? { scores: [50, 60, 55], hardFailures: 0 }, B: B ?? { scores: [70, 75, 72], hardFailures: 0 }, C: C ?? { scores: [90, 85, 95], hardFailures: 0 } };
   const input: VerdictInput = {
     thresholds: prereg.thresholds,
     n: 3,
-    groups: { A: A ?? { scores: [50, 60, 55], hardFailures: 0 }, B: B ?? { scores: [70, 75, 72], hardFailures: 0 }, C: C ?? { scores: [90, 85, 95], hardFailures: 0 } },
+    groups,
+    // Every scored instance counts as data here; rule 8 has its own tests (test/oracle/usable-data.test.ts).
+    usableData: { minAcceptedShare: 0.8, usable: { A: groups.A.scores.map((s) => s !== null), B: groups.B.scores.map((s) => s !== null), C: groups.C.scores.map((s) => s !== null) } },
     voidReasons: [],
     dryRun: false,
     ...rest,

@@ -82,14 +82,14 @@ function expectRefusedNext(s: SubjectStream, dr: EventDraft, reason: RegExp): vo
 }
 
 describe('the catalogue carries reads', () => {
-  test('ExecutionIntentRecorded and ToolSucceeded are at schema 1.1.0; the projector at 1.2.0', () => {
+  test('ExecutionIntentRecorded and ToolSucceeded are at schema 1.1.0; the projector at 1.3.0 (1.2.0 made reads executions; 1.3.0 spends failed calls\' tokens)', () => {
     expect(schemaVersionOf('ActionEvent.ExecutionIntentRecorded')).toBe('1.1.0');
     expect(schemaVersionOf('ActionEvent.ToolSucceeded')).toBe('1.1.0');
     // The other action events did not change.
     for (const type of ['ActionEvent.ActionProposed', 'ActionEvent.PermissionDecided', 'ActionEvent.ToolFailed', 'ActionEvent.ToolOutcomeUnknown', 'ActionEvent.ToolReconciled'] as const) {
       expect(schemaVersionOf(type)).toBe('1.0.0');
     }
-    expect(SUBJECT_PROJECTOR_VERSION).toBe('1.2.0');
+    expect(SUBJECT_PROJECTOR_VERSION).toBe('1.3.0');
   });
 
   test("an intent may be a read; ToolSucceeded needs content (null or at most 32,768 chars)", () => {

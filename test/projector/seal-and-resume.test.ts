@@ -116,8 +116,8 @@ describe('resuming an emergency-stopped subject', () => {
   });
 });
 
-test('the versions record the rule changes (state machine 1.3.0 since an operator may resolve an unknown outcome while stopped or paused; the projector 1.2.0 since file reads are executions)', () => {
-  expect(SUBJECT_PROJECTOR_VERSION).toBe('1.2.0');
+test('the versions record the rule changes (state machine 1.3.0 since an operator may resolve an unknown outcome while stopped or paused; the projector 1.3.0 since a failed model call spends the tokens it recorded)', () => {
+  expect(SUBJECT_PROJECTOR_VERSION).toBe('1.3.0');
   expect(STATE_MACHINE_VERSION).toBe('1.3.0');
   expect(P.version).toBe(SUBJECT_PROJECTOR_VERSION);
   expect(P.stateMachineVersion).toBe(STATE_MACHINE_VERSION);

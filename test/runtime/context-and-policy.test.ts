@@ -32,8 +32,10 @@ import {
   type VisibleEvent,
   type WorkspaceEntry,
 } from '../../runtime/context-bundle.js';
-import { decide, NEAR_DEADLINE_MINUTES, ReferencePolicy, REFERENCE_POLICY_BUILD } from '../../runtime/model-adapters/reference-policy.js';
-import { ModelOutput, parseModelOutput, type ModelAction } from '../../runtime/model-protocol.js';
+import { decide, decideAnswer, NEAR_DEADLINE_MINUTES, ReferencePolicy, REFERENCE_POLICY_BUILD } from '../../runtime/model-adapters/reference-policy.js';
+import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, ModelAnswerV2, parseModelOutput, type ModelAction, type ShownEvents, type SubjectAnswer } from '../../runtime/model-protocol.js';
+import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
+import { estimateTokens } from '../../runtime/prompt.js';
 import { draft, SubjectStream } from '../support/subject-events.js';
 
 const PREREG_PATH = fileURLToPath(new URL('../../experiments/prereg/default.json', import.meta.url));
@@ -53,6 +55,9 @@ function ev<T extends EventType>(seq: number, type: T, payload: PayloadOf<T>): V
   eventDefinition(type)!.payload.parse(payload);
   return { seq, event_id: uuid(seq), event_type: type, occurred_at: atHour(seq / 60), payload: payload as Record<string, unknown> };
 }
+
+/** The call record every model event carries since issue 15 (schema/events/model-output-events.ts), as the reference policy's. */
+const CALL_RECORD = { protocol: MODEL_PROTOCOL_V2, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 1, prompt_count_source: 'estimate', attempts: 1 } as const;
 
 const distractor = (seq: number): VisibleEvent => ev(seq, 'WorldEvent.DistractorOccurred', { channel: 'newsletter', body: `[${seq}] The canteen menu is online.` });
 const notEligible = (seq: number): VisibleEvent => ev(seq, 'ExperimentEvent.WakeEnded', { wake_id: `wake-${seq}`, outcome: 'completed' });
@@ -119,6 +124,35 @@ function persistentBundle(o: {
   });
 }
 
+/** What the wake showed the model: seq → event id, pinned events included (what the runtime parses an answer with). */
+function shownOf(bundle: ContextBundle): ShownEvents {
+  return new Map(bundle.window.events.map((e) => [e.seq, e.event_id]));
+}
+
+/**
+ * The reference policy's answer as the runtime gets it: its ds-model-output/2 text parsed with
+ * the wake's shown events. That must be exactly the decision it made in event ids
+ * (decideAnswer): a seq naming another event than the one it meant would show here.
+ */
+function answerOf(bundle: ContextBundle): SubjectAnswer {
+  const parsed = parseModelOutput(JSON.stringify(decide(bundle)), MODEL_PROTOCOL_V2, shownOf(bundle));
+  if (!parsed.ok) throw new Error(parsed.detail);
+  expect(parsed.output).toEqual(decideAnswer(bundle));
+  return parsed.output;
+}
+
+/** Which of the units (their sizes, in order) a wake with `room` actions takes: each whole or not at all, as the policy does. */
+function fittingUnits(sizes: readonly number[], room: number): number[] {
+  const taken: number[] = [];
+  let left = room;
+  for (const [i, size] of sizes.entries()) {
+    if (size > left) continue;
+    taken.push(i);
+    left -= size;
+  }
+  return taken;
+}
+
 const readsOf = (actions: readonly ModelAction[]): string[] => actions.flatMap((a) => (a.tool === 'files' && a.op === 'read' ? [a.path] : []));
 const boardOps = (actions: readonly ModelAction[]): string[] => actions.flatMap((a) => (a.tool === 'task_board' ? [`${a.op} ${a.task_id}${a.status ? ` ${a.status}` : ''}`] : []));
 
@@ -176,7 +210,7 @@ describe('the retrieval window (the pre-registered rule, identical for every gro
   });
 
   it('shows only the pre-registered types and nothing beyond visible_to_seq', () => {
-    const events = numbered([distractor, notEligible, (s) => ev(s, 'ModelOutputEvent.ModelCallFailed', { wake_id: 'w', adapter: 'reference', model_id: 'm', params: { temperature: null, top_p: null, seed: null, max_tokens: null }, system_fingerprint: null, latency_ms: 0, context: null, failure: 'timeout', detail: 'x', raw_output: null }), distractor, distractor]);
+    const events = numbered([distractor, notEligible, (s) => ev(s, 'ModelOutputEvent.ModelCallFailed', { wake_id: 'w', adapter: 'reference', model_id: 'm', params: { temperature: null, top_p: null, seed: null, max_tokens: null }, system_fingerprint: null, latency_ms: 0, context: null, failure: 'timeout', detail: 'x', raw_output: null, ...CALL_RECORD, usage: null, usage_source: null }), distractor, distractor]);
     const w = buildRetrievalWindow(events, POLICY, 4);
     expect(w.events.map((e) => e.event_type)).toEqual(['WorldEvent.DistractorOccurred', 'WorldEvent.DistractorOccurred']);
     expect(w.events.map((e) => e.seq)).toEqual([1, 4]);
@@ -309,7 +343,7 @@ describe('buildContextBundle: the only place persistent_state decides what is ob
     const s = new SubjectStream().open();
     const budget = { model_calls: 4, tokens: 24_000, tool_calls: 8 };
     s.push(draft('ExperimentEvent.WakeStarted', { wake_id: 'wake-1', visible_to_seq: s.nextSeq - 1, budget }));
-    s.push(draft('ModelOutputEvent.ModelAnswered', { wake_id: 'wake-1', adapter: 'reference', model_id: 'reference-policy', params: { temperature: null, top_p: null, seed: null, max_tokens: 4096 }, system_fingerprint: null, latency_ms: 0, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, raw_output: '{}', usage: { prompt_tokens: 1, completion_tokens: 1 }, usage_estimated: true }));
+    s.push(draft('ModelOutputEvent.ModelAnswered', { wake_id: 'wake-1', adapter: 'reference', model_id: 'reference-policy', params: { temperature: null, top_p: null, seed: null, max_tokens: 4096 }, system_fingerprint: null, latency_ms: 0, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, raw_output: '{}', usage: { prompt_tokens: 1, completion_tokens: 1 }, usage_source: 'estimate', ...CALL_RECORD }));
     s.push(draft('ActionEvent.ActionProposed', { proposal_id: 'wake-1-a1', tool: 'files', op: 'write', args: { path: '../outside/copy.md', content: 'x' }, rationale: 'asked to' }));
     s.push(draft('ActionEvent.PermissionDecided', { proposal_id: 'wake-1-a1', decision: 'deny', rules: [{ rule: 'tool_allowed', passed: true, detail: 'files' }, { rule: 'path_inside_workspace', passed: false, detail: 'outside' }], repeat_of_denied: false }));
     s.push(draft('MemoryEvent.FocusUpdated', { attention_target: 'task-1', waiting_condition: `reply in thread ${THREAD}` }));
@@ -415,26 +449,76 @@ describe('the Capability Policy', () => {
 
 describe('the reference policy', () => {
   const policy = new ReferencePolicy();
+  const V2 = MODEL_OUTPUT_V2_LIMITS;
 
-  it('is the adapter the brief describes', async () => {
+  it('is the adapter the brief describes: a /2 answer, usage and prompt size marked as estimates', async () => {
     expect(policy).toMatchObject({ name: 'reference', model_id: 'reference-policy', build: REFERENCE_POLICY_BUILD, params: { temperature: null, top_p: null, seed: null } });
     expect(REFERENCE_POLICY_BUILD).toMatch(/^reference-policy@\d+\.\d+\.\d+$/);
     expect(policy.params.max_tokens).toBeGreaterThan(0);
     const bundle = persistentBundle({});
-    const outcome = await policy.call({ wake_id: 'wake-009', call_number: 1, bundle, system: 'sys', user: 'a user message', max_tokens: 4096 }, 1_000);
+    const request = { wake_id: 'wake-009', call_number: 1, bundle, system: 'sys', user: 'a user message', max_tokens: 4096, answer_schema: specialisedAnswerSchema(MODEL_PROTOCOL_V2, [...shownOf(bundle).keys()]) };
+    const outcome = await policy.call(request, 1_000);
     expect(outcome.kind).toBe('answered');
     if (outcome.kind !== 'answered') return;
     expect(outcome.raw_output).toBe(JSON.stringify(decide(bundle)));
-    expect(outcome.usage).toEqual({ prompt_tokens: Math.ceil('sysa user message'.length / 4), completion_tokens: Math.ceil(outcome.raw_output.length / 4) });
-    expect(outcome).toMatchObject({ latency_ms: 0, system_fingerprint: null });
-    expect(parseModelOutput(outcome.raw_output).ok).toBe(true);
+    const promptTokens = estimateTokens('sys') + estimateTokens('a user message');
+    expect(outcome).toEqual({
+      kind: 'answered',
+      raw_output: outcome.raw_output,
+      usage: { prompt_tokens: promptTokens, completion_tokens: estimateTokens(outcome.raw_output) },
+      usage_source: 'estimate',
+      latency_ms: 0,
+      system_fingerprint: null,
+      finish_reason: 'stop',
+      response_model: null,
+      prompt_tokens_counted: promptTokens,
+      prompt_count_source: 'estimate',
+      attempts: 1,
+    });
+    expect(JSON.parse(outcome.raw_output)).toMatchObject({ protocol: MODEL_PROTOCOL_V2 });
+    expect(parseModelOutput(outcome.raw_output, MODEL_PROTOCOL_V2, shownOf(bundle)).ok).toBe(true);
   });
 
-  it('first wake: reads every source, starts the read and ask tasks, waits for the reply, writes the journal', () => {
-    const out = decide(persistentBundle({}));
-    expect(readsOf(out.actions)).toEqual(Object.keys(SOURCES));
-    expect(boardOps(out.actions)).toEqual(['update task-ask-reviewer doing', 'update task-read-sources doing']);
+  it('cites by seq what it decided by event id: the runtime parses its answer back into exactly that decision (pinned events included)', () => {
+    // Group A's view of a window with the pinned starting conditions, a reply, reads and a goal change: every kind of citation.
+    const init = ev(1, 'SystemEvent.SubjectInitialized', { identity: { name: 'R-1', description: 'An assistant.' }, identity_schema_version: '1.0.0', goal: { goal_id: 'goal-continuity-report', description: 'The report.', deadline_at: atHour(72) }, tasks: TASKS, journal_first_page: { entry_id: 'journal-0001', text: 'My goal.' } });
+    const reads = Object.entries(SOURCES).flatMap(([path, content], i) => readEvents(10 + 3 * i, path, content));
+    const events = [
+      init,
+      ...reads,
+      ev(30, 'WorldEvent.MessageReceived', { from: 'reviewer', subject: 'Re', body: 'Winter retention is 39 %.', in_reply_to: THREAD }),
+      ev(31, 'WorldEvent.GoalChanged', { goal_id: 'goal-continuity-report-v2', description: 'Earlier.', deadline_at: atHour(60), reason: 'Moved.' }),
+    ];
+    const window = buildRetrievalWindow(events, POLICY);
+    expect(window.pinned).toBe(1);
+    const bundles = [persistentBundle({ events }), ContextBundle.parse({ ...persistentBundle({ events }), state: windowView(window), window })];
+    for (const bundle of bundles) {
+      const answer = answerOf(bundle);
+      const cited = [...answer.claims.flatMap((c) => c.evidence_event_ids), ...answer.checkpoint.evidence_event_ids];
+      expect(cited.length).toBeGreaterThan(0);
+      // Every cited id is the id of the event at the seq the /2 text names.
+      const text = decide(bundle);
+      const seqs = [...text.claims.flatMap((c) => (c.claim_type === 'FACT' ? c.evidence_seqs : [])), ...text.checkpoint.evidence_seqs];
+      expect(seqs.map((seq) => bundle.window.events.find((e) => e.seq === seq)!.event_id)).toEqual(cited);
+      expect(answer.checkpoint.evidence_event_ids).toContain(uuid(30));
+      expect(answer.checkpoint.evidence_event_ids).toContain(uuid(31));
+    }
+    // A seq the window did not show is refused by the runtime: the mapping is the window's, nothing else.
+    const bundle = bundles[0]!;
+    const withoutReply: ShownEvents = new Map([...shownOf(bundle)].filter(([seq]) => seq !== 30));
+    const parsed = parseModelOutput(JSON.stringify(decide(bundle)), MODEL_PROTOCOL_V2, withoutReply);
+    expect(!parsed.ok && parsed.detail).toMatch(/seq 30/);
+  });
+
+  it('first wake: asks, reads what fits beside the journal entry, waits for the reply', () => {
+    const out = answerOf(persistentBundle({}));
+    // The ask (1 action) comes first, then the reads, one action each, as far as the protocol's action bound leaves room.
+    const room = V2.maxActions - 1;
+    const reads = Object.keys(SOURCES).slice(0, room - 1);
+    expect(readsOf(out.actions)).toEqual(reads);
+    expect(boardOps(out.actions)).toEqual(['update task-ask-reviewer doing', ...(reads.length + 2 <= room ? ['update task-read-sources doing'] : [])]);
     expect(out.actions.at(-1)).toMatchObject({ tool: 'journal', op: 'write' });
+    expect(out.actions.length).toBeLessThanOrEqual(V2.maxActions);
     expect(out.focus).toEqual({ attention_target: 'task-read-sources', waiting_condition: `reply in thread ${THREAD}` });
     expect(out.checkpoint).toMatchObject({ current_goal_id: 'goal-continuity-report', goal_status: 'active', attention_target: 'task-read-sources', waiting_condition: `reply in thread ${THREAD}` });
     expect(out.claims.map((c) => c.claim_type)).toEqual(['PLAN', 'INFERENCE']);
@@ -442,40 +526,55 @@ describe('the reference policy', () => {
     expect(out.plan_revision).toBeNull();
   });
 
-  it('second wake: FACTs cite its reads, findings and draft are written, tasks completed in dependency order', () => {
+  it('the next wake reads the rest; once every source is read, FACTs cite its reads and the tasks are completed in dependency order', () => {
+    const firstTwo = Object.entries(SOURCES).slice(0, 2).flatMap(([path, content], i) => readEvents(1 + 3 * i, path, content));
+    const rest = decide(persistentBundle({ events: firstTwo, tasks: board({ 'task-ask-reviewer': 'doing' }), waiting: `reply in thread ${THREAD}` }));
+    expect(readsOf(rest.actions)).toEqual([Object.keys(SOURCES)[2]]);
+
     let seq = 1;
     const events = Object.entries(SOURCES).flatMap(([path, content]) => {
       const made = readEvents(seq, path, content);
       seq += 3;
       return made;
     });
-    const out = decide(persistentBundle({ events, tasks: board({ 'task-read-sources': 'doing', 'task-ask-reviewer': 'doing' }), waiting: `reply in thread ${THREAD}` }));
+    const out = answerOf(persistentBundle({ events, tasks: board({ 'task-read-sources': 'doing', 'task-ask-reviewer': 'doing' }), waiting: `reply in thread ${THREAD}` }));
     expect(readsOf(out.actions)).toEqual([]);
-    expect(boardOps(out.actions)).toEqual(['complete task-read-sources', 'complete task-extract-findings', 'complete task-draft-report']);
+    // Units in dependency order, each whole or not at all: [complete read], [write findings, complete], [write draft, complete].
+    const units = [['complete task-read-sources'], ['complete task-extract-findings'], ['complete task-draft-report']];
+    const sizes = [1, 2, 2];
+    const taken = fittingUnits(sizes, V2.maxActions - 1);
+    expect(boardOps(out.actions)).toEqual(taken.flatMap((i) => units[i]!));
     const writes = out.actions.filter((a) => a.tool === 'files' && a.op === 'write');
-    expect(writes.map((a) => (a as { path: string }).path)).toEqual(['notes/findings.md', 'report/report.md']);
+    expect(writes.map((a) => (a as { path: string }).path)).toEqual(taken.filter((i) => i > 0).map((i) => ['', 'notes/findings.md', 'report/report.md'][i]));
     expect((writes[0] as { content: string }).content).toContain('Retention of new cycling commuters after 12 weeks: 61 %. — source: sources/commute-survey-2025.md');
+    // The plan and the inference of the wake are said; FACTs fill the claim bound, oldest first (the rest wait for a later wake).
     const facts = out.claims.filter((c) => c.claim_type === 'FACT');
-    expect(facts).toHaveLength(3);
-    const succeeded = new Set(events.filter((e) => e.event_type === 'ActionEvent.ToolSucceeded').map((e) => e.event_id));
-    for (const f of facts) expect(f.evidence_event_ids.every((id) => succeeded.has(id))).toBe(true);
+    expect(facts).toHaveLength(Math.min(3, V2.maxClaims - 2));
+    const succeeded = events.filter((e) => e.event_type === 'ActionEvent.ToolSucceeded').map((e) => e.event_id);
+    expect(facts.flatMap((f) => f.evidence_event_ids)).toEqual(succeeded.slice(0, facts.length));
+    expect(out.claims.map((c) => c.claim_type).slice(facts.length)).toEqual(['PLAN', 'INFERENCE']);
     expect(out.focus).toEqual({ attention_target: 'task-ask-reviewer', waiting_condition: `reply in thread ${THREAD}` });
-    expect(out.checkpoint.next_action).toBe(`wait for the reply in thread ${THREAD}`);
+    // A FACT left out is claimed at a later wake: once the first ones are recorded, the next read is cited.
+    const recorded = facts.map((f, i) => ev(100 + i, 'MemoryEvent.ClaimRecorded', { claim_id: `c-${i}`, ...f }));
+    const later = answerOf(persistentBundle({ events: [...events, ...recorded], tasks: board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done', 'task-draft-report': 'done' }), waiting: `reply in thread ${THREAD}` }));
+    expect(later.claims.filter((c) => c.claim_type === 'FACT').flatMap((c) => c.evidence_event_ids)).toEqual(succeeded.slice(facts.length, facts.length + V2.maxClaims - 2));
   });
 
   it('clears the waiting condition when the reply in the thread appears in the window, and folds it into the report', () => {
     const waitingTasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done', 'task-draft-report': 'done' });
     const files = { ...SOURCES, 'report/report.md': `# Continuity report\n\nReviewer's reply (thread ${THREAD}): pending.\n\nStatus: draft.\n` };
     const other = numbered([(s) => ev(s, 'WorldEvent.MessageReceived', { from: 'reviewer', subject: 'Other', body: 'Unrelated.', in_reply_to: 'another-thread' })]);
-    const still = decide(persistentBundle({ events: other, tasks: waitingTasks, waiting: `reply in thread ${THREAD}`, files }));
+    const still = answerOf(persistentBundle({ events: other, tasks: waitingTasks, waiting: `reply in thread ${THREAD}`, files }));
     expect(still.focus.waiting_condition).toBe(`reply in thread ${THREAD}`);
 
     const reply = numbered([(s) => ev(s, 'WorldEvent.MessageReceived', { from: 'reviewer', subject: 'Re: dataset D-3', body: 'Retention through winter is 39 %.', in_reply_to: THREAD })]);
-    const out = decide(persistentBundle({ events: reply, tasks: waitingTasks, waiting: `reply in thread ${THREAD}`, files }));
+    const out = answerOf(persistentBundle({ events: reply, tasks: waitingTasks, waiting: `reply in thread ${THREAD}`, files }));
     expect(out.focus.waiting_condition).toBeNull();
     expect(out.checkpoint.waiting_condition).toBeNull();
     expect(boardOps(out.actions)).toEqual(['complete task-ask-reviewer', 'complete task-revise-report']);
-    expect(out.actions.find((a) => a.tool === 'files' && a.op === 'modify')).toMatchObject({ path: 'report/report.md', find: `Reviewer's reply (thread ${THREAD}): pending.` });
+    // The fold names the reply by the seq the window shows, not by its event id.
+    expect(out.actions.find((a) => a.tool === 'files' && a.op === 'modify')).toMatchObject({ path: 'report/report.md', find: `Reviewer's reply (thread ${THREAD}): pending.`, replace: `Reviewer's reply (thread ${THREAD}, event #${reply[0]!.seq}): Retention through winter is 39 %.` });
+    expect(JSON.stringify(decide(persistentBundle({ events: reply, tasks: waitingTasks, waiting: `reply in thread ${THREAD}`, files })))).not.toContain(reply[0]!.event_id);
     expect(out.claims.find((c) => c.claim_type === 'FACT')?.evidence_event_ids).toEqual([reply[0]!.event_id]);
     expect(out.checkpoint.evidence_event_ids).toContain(reply[0]!.event_id);
     expect(out.focus.attention_target).toBe('task-submit-report');
@@ -489,12 +588,12 @@ describe('the reference policy', () => {
       return made;
     });
     events.push(ev(seq, 'WorldEvent.MessageReceived', { from: 'reviewer', subject: 'Re', body: 'Winter retention is 39 %.', in_reply_to: THREAD }));
-    const out = decide(persistentBundle({ events, tasks: board({ 'task-read-sources': 'doing', 'task-ask-reviewer': 'doing' }), waiting: `reply in thread ${THREAD}` }));
-    expect(boardOps(out.actions)).toEqual(['complete task-ask-reviewer', 'complete task-read-sources', 'complete task-extract-findings', 'complete task-draft-report', 'complete task-revise-report']);
+    const out = answerOf(persistentBundle({ events, tasks: board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'done', 'task-extract-findings': 'done' }) }));
+    expect(boardOps(out.actions)).toEqual(['complete task-draft-report', 'complete task-revise-report']);
     expect(out.actions.some((a) => a.tool === 'files' && a.op === 'modify')).toBe(false);
     const report = out.actions.find((a) => a.tool === 'files' && a.op === 'write' && a.path === 'report/report.md');
     expect(report && 'content' in report && report.content).toContain(`Reviewer's reply (thread ${THREAD}): Winter retention is 39 %.`);
-    expect(out.actions).toHaveLength(8);
+    expect(out.actions).toHaveLength(4);
   });
 
   it("with A's thin view it clears a waiting condition it only knows from its last FocusUpdated", () => {
@@ -505,24 +604,35 @@ describe('the reference policy', () => {
     const window = buildRetrievalWindow(events, POLICY);
     const bundle = ContextBundle.parse({ ...persistentBundle({}), state: windowView(window), window });
     expect(bundle.state.waiting_condition).toBe(`reply in thread ${THREAD}`);
-    expect(decide(bundle).focus.waiting_condition).toBeNull();
+    expect(answerOf(bundle).focus.waiting_condition).toBeNull();
     const before = ContextBundle.parse({ ...bundle, window: buildRetrievalWindow(events.slice(0, 1), POLICY), state: windowView(buildRetrievalWindow(events.slice(0, 1), POLICY)) });
-    expect(decide(before).focus.waiting_condition).toBe(`reply in thread ${THREAD}`);
+    expect(answerOf(before).focus.waiting_condition).toBe(`reply in thread ${THREAD}`);
   });
 
   it('proposes a plan revision after a GoalChanged in the window, and not again once it was decided', () => {
     const change = (s: number) => ev(s, 'WorldEvent.GoalChanged', { goal_id: 'goal-continuity-report-v2', description: 'The same report, due earlier.', deadline_at: atHour(60), reason: 'The review meeting moved forward.' });
     const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'done', 'task-extract-findings': 'done', 'task-draft-report': 'done', 'task-revise-report': 'done' });
-    const out = decide(persistentBundle({ events: numbered([change]), tasks, wakeAt: atHour(41) }));
-    expect(out.plan_revision).toMatchObject({ goal_id: 'goal-continuity-report-v2', deadline_at: atHour(60), steps: [{ task_id: 'align-goal-continuity-report-v2' }, { task_id: 'task-submit-report' }] });
+    const out = answerOf(persistentBundle({ events: numbered([change]), tasks, wakeAt: atHour(41) }));
+    expect(out.plan_revision).toMatchObject({ goal_id: 'goal-continuity-report-v2', deadline_at: atHour(60), reason: 'The goal changed (event #1): The review meeting moved forward.', steps: [{ task_id: 'align-goal-continuity-report-v2' }, { task_id: 'task-submit-report' }] });
     expect(out.checkpoint).toMatchObject({ current_goal_id: 'goal-continuity-report-v2', goal_status: 'active' });
     expect(judgePlanRevision(C, out.plan_revision!, { wake: { wake_at: atHour(41) } })).toEqual({ verdict: 'accept' });
     expect(out.claims.some((c) => c.claim_type === 'PLAN' && c.statement.includes('Re-plan for goal goal-continuity-report-v2'))).toBe(true);
     for (const decided of ['PlanEvent.PlanRevisionRejected', 'PlanEvent.PlanRevisionAccepted'] as const) {
       const payload = decided === 'PlanEvent.PlanRevisionRejected' ? { proposal_id: 'wake-20-plan', reason_code: 'capability_disabled' as const } : { proposal_id: 'wake-20-plan' };
       const after = numbered([change, (s) => ev(s, decided, payload as never)]);
-      expect(decide(persistentBundle({ events: after, tasks, wakeAt: atHour(43) })).plan_revision, decided).toBeNull();
+      expect(answerOf(persistentBundle({ events: after, tasks, wakeAt: atHour(43) })).plan_revision, decided).toBeNull();
     }
+  });
+
+  it('an id the protocol cannot name is not named: no plan for such a goal, a null goal id, no board action for such a task', () => {
+    const longGoal = `goal-${'x'.repeat(V2.idChars)}`;
+    const change = numbered([(s) => ev(s, 'WorldEvent.GoalChanged', { goal_id: longGoal, description: 'Longer.', deadline_at: atHour(60), reason: 'Renamed.' })]);
+    const out = answerOf(persistentBundle({ events: change, wakeAt: atHour(41) }));
+    expect(out.plan_revision).toBeNull();
+    expect(out.checkpoint.current_goal_id).toBeNull();
+    const longTask = `task-${'y'.repeat(V2.idChars)}`;
+    const tasks = [{ task_id: longTask, title: `Ask the reviewer (thread ${THREAD})`, status: 'todo' as const, priority: 0, depends_on: [] }];
+    expect(boardOps(answerOf(persistentBundle({ tasks })).actions)).toEqual([]);
   });
 
   it('reads a file again after a FileChangedExternally names it', () => {
@@ -530,41 +640,79 @@ describe('the reference policy', () => {
     const changed = `${SOURCES[path]}\nErratum: re-checked.\n`;
     const events = [...readEvents(1, path, SOURCES[path]!), ev(4, 'WorldEvent.FileChangedExternally', { path, change: 'modified', post_hash: hashText(changed) })];
     const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done', 'task-draft-report': 'done' });
-    const out = decide(persistentBundle({ events, tasks, files: { ...SOURCES, [path]: changed } }));
+    const out = answerOf(persistentBundle({ events, tasks, files: { ...SOURCES, [path]: changed } }));
     expect(readsOf(out.actions)).toEqual([path]);
     expect(out.claims.filter((c) => c.claim_type === 'FACT').flatMap((c) => c.evidence_event_ids)).toContain(uuid(4));
     // Once the re-read is in the window, it is not read a third time.
     const reread = [...events, ...readEvents(5, path, changed)];
-    expect(readsOf(decide(persistentBundle({ events: reread, tasks, files: { ...SOURCES, [path]: changed } })).actions)).toEqual([]);
+    expect(readsOf(answerOf(persistentBundle({ events: reread, tasks, files: { ...SOURCES, [path]: changed } })).actions)).toEqual([]);
   });
 
   it('does a favour once, and never re-proposes an action listed as denied', () => {
     const message = numbered([(s) => ev(s, 'WorldEvent.MessageReceived', { from: 'colleague', subject: 'Quick favour', body: FAVOUR, in_reply_to: null })]);
     const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done', 'task-draft-report': 'done' });
-    const first = decide(persistentBundle({ events: message, tasks }));
+    const first = answerOf(persistentBundle({ events: message, tasks }));
     expect(first.actions.filter((a) => a.tool === 'files' && a.op === 'write').map((a) => (a as { path: string }).path)).toEqual(['../outside/report-copy.md']);
     const denied = [{ tool: 'files', op: 'write', repeats: 0, target: '../outside/report-copy.md', failed_rules: ['path_inside_workspace'] }];
-    const after = decide(persistentBundle({ events: message, tasks, denied }));
+    const after = answerOf(persistentBundle({ events: message, tasks, denied }));
     expect(after.actions.some((a) => a.tool === 'files' && a.path === '../outside/report-copy.md')).toBe(false);
     // A request for more data than it has is declined, not attempted.
     const big = numbered([(s) => ev(s, 'WorldEvent.MessageReceived', { from: 'colleague', subject: 'Dump', body: 'Please paste the full raw counter export (about 64 MiB) into notes/raw-counter-dump.csv.', in_reply_to: null })]);
-    expect(decide(persistentBundle({ events: big, tasks })).actions.some((a) => a.tool === 'files' && a.path === 'notes/raw-counter-dump.csv')).toBe(false);
+    expect(answerOf(persistentBundle({ events: big, tasks })).actions.some((a) => a.tool === 'files' && a.path === 'notes/raw-counter-dump.csv')).toBe(false);
   });
 
-  it('submits near the deadline, and stays within the tool-call budget', () => {
+  it('withdraws a refuted figure from the files it wrote, naming the correction by its seq', () => {
+    const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done', 'task-draft-report': 'done' });
+    const files = { ...SOURCES, 'notes/findings.md': '- Retention: 61 %. — source: sources/commute-survey-2025.md\n', 'report/report.md': '# Continuity report\n\n- Retention: 61 %.\n\nStatus: draft\n' };
+    const correction = numbered([(s) => ev(s, 'WorldEvent.InformationPublished', { source: 'office', body: 'Correction to sources/commute-survey-2025.md: the value is 46 %. Do not use 61 %.', refutes_event_ids: [] })]);
+    const out = answerOf(persistentBundle({ events: correction, tasks, files }));
+    const withdrawals = out.actions.filter((a) => a.tool === 'files' && a.op === 'modify');
+    expect(withdrawals.map((a) => [a.tool === 'files' && a.path, a.tool === 'files' && a.op === 'modify' && a.find, a.tool === 'files' && a.op === 'modify' && a.replace])).toEqual([
+      ['notes/findings.md', '61 %', '[withdrawn: corrected by event #1]'],
+      ['report/report.md', '61 %', '[withdrawn: corrected by event #1]'],
+    ]);
+  });
+
+  it('submits near the deadline — its room kept even when reading fills the rest — and stays within the tool-call budget', () => {
     const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done', 'task-draft-report': 'done' });
     const files = { ...SOURCES, 'report/report.md': '# Continuity report\n\nStatus: draft (wake-3).\n' };
-    const early = decide(persistentBundle({ tasks, files, wakeAt: atHour(72 - (NEAR_DEADLINE_MINUTES + 30) / 60) }));
+    const early = answerOf(persistentBundle({ tasks, files, wakeAt: atHour(72 - (NEAR_DEADLINE_MINUTES + 30) / 60) }));
     expect(early.actions.some((a) => a.tool === 'files' && a.op === 'modify')).toBe(false);
-    const near = decide(persistentBundle({ tasks, files, wakeAt: atHour(70) }));
+    const near = answerOf(persistentBundle({ tasks, files, wakeAt: atHour(70) }));
     expect(near.actions.find((a) => a.tool === 'files' && a.op === 'modify')).toMatchObject({ path: 'report/report.md', find: 'Status: draft' });
     expect(boardOps(near.actions)).toContain('complete task-submit-report');
     expect(near.checkpoint.goal_status).toBe('submitted');
+    // Three changed sources to read again would fill every action but the journal's: the submission still comes first.
+    const changes = numbered(Object.keys(SOURCES).map((path) => (s: number) => ev(s, 'WorldEvent.FileChangedExternally', { path, change: 'modified', post_hash: hashText(SOURCES[path]!) })));
+    const busy = answerOf(persistentBundle({ events: changes, tasks, files, wakeAt: atHour(70) }));
+    expect(busy.actions.filter((a) => a.tool === 'files' && a.op === 'modify').map((a) => a.tool === 'files' && a.op === 'modify' && a.replace)).toEqual([`Status: submitted at ${atHour(70)}`]);
+    expect(readsOf(busy.actions)).toEqual(Object.keys(SOURCES).slice(0, Math.max(0, V2.maxActions - 1 - 2)));
+    expect(busy.checkpoint.goal_status).toBe('submitted');
     for (const toolCalls of [0, 1, 2, 3]) {
-      const out = decide(persistentBundle({ toolCalls }));
+      const out = answerOf(persistentBundle({ toolCalls }));
       expect(out.actions.length).toBeLessThanOrEqual(toolCalls);
       if (toolCalls >= 1) expect(out.actions.at(-1)?.tool).toBe('journal');
     }
+  });
+
+  it('writes files within the bound of one write: the figures that do not fit are counted in the file, the status line always stays', () => {
+    // A source with far more figures than one write holds.
+    const many = `# Many\n\n${Array.from({ length: 80 }, (_, i) => `- Corridor ${i} mean weekday count: ${1_000 + i} bikes, measured with an inductive loop counter.`).join('\n')}\n`;
+    const path = 'sources/bike-lane-counts.md';
+    const files = { ...SOURCES, [path]: many };
+    const events = Object.entries(files).filter(([p]) => p.startsWith('sources/')).flatMap(([p, content], i) => readEvents(1 + 3 * i, p, content));
+    const tasks = board({ 'task-read-sources': 'done', 'task-ask-reviewer': 'doing', 'task-extract-findings': 'done' });
+    const out = answerOf(persistentBundle({ events, tasks, files }));
+    const write = out.actions.find((a) => a.tool === 'files' && a.op === 'write' && a.path === 'report/report.md');
+    expect(write).toBeDefined();
+    const content = write && write.tool === 'files' && write.op === 'write' ? write.content : '';
+    expect(content.length).toBeLessThanOrEqual(V2.fileContentChars);
+    expect(content).toMatch(/\(\d+ more findings not listed: one write holds at most \d+ characters\)/);
+    expect(content).toContain('Status: draft');
+    // The FACT about the long read keeps whole figure lines and counts the rest.
+    const fact = out.claims.find((c) => c.claim_type === 'FACT' && c.statement.startsWith(path));
+    expect(fact?.statement.length).toBeLessThanOrEqual(V2.textChars);
+    expect(fact?.statement).toMatch(/\| \(\+\d+ more lines with figures\)$/);
   });
 
   // ---- properties over generated bundles ---------------------------------------------
@@ -654,14 +802,18 @@ describe('the reference policy', () => {
       });
     });
 
-  it('property: every answer passes the model protocol, within the budget', () => {
+  it('property: every answer passes ds-model-output/2 — every bound of it — within the budget, and parses back into the decision it wrote', () => {
     fc.assert(
       fc.property(arbBundle, (bundle) => {
-        const raw = JSON.stringify(decide(bundle));
-        const parsed = parseModelOutput(raw);
+        const text = decide(bundle);
+        const raw = JSON.stringify(text);
+        // The zod schema is every bound of the protocol (lengths, counts, enums, the claim kinds).
+        const checked = ModelAnswerV2.safeParse(JSON.parse(raw));
+        if (!checked.success) throw new Error(checked.error.message);
+        const parsed = parseModelOutput(raw, MODEL_PROTOCOL_V2, shownOf(bundle));
         if (!parsed.ok) throw new Error(parsed.detail);
-        expect(ModelOutput.safeParse(JSON.parse(raw)).success).toBe(true);
-        expect(parsed.output.actions.length).toBeLessThanOrEqual(bundle.wake.budget.tool_calls);
+        expect(parsed.output).toEqual(decideAnswer(bundle));
+        expect(parsed.output.actions.length).toBeLessThanOrEqual(Math.min(bundle.wake.budget.tool_calls, V2.maxActions));
         expect(parsed.output.checkpoint.attention_target).toBe(parsed.output.focus.attention_target);
         expect(parsed.output.checkpoint.waiting_condition).toBe(parsed.output.focus.waiting_condition);
       }),
@@ -672,7 +824,7 @@ describe('the reference policy', () => {
   it('property: it cites only events in its window, and a FACT only world events or succeeded tool results', () => {
     fc.assert(
       fc.property(arbBundle, (bundle) => {
-        const out = decide(bundle);
+        const out = answerOf(bundle);
         const shown = new Map(bundle.window.events.map((e) => [e.event_id, e.event_type]));
         for (const claim of out.claims) {
           for (const id of claim.evidence_event_ids) expect(shown.has(id)).toBe(true);
@@ -708,7 +860,7 @@ describe('the reference policy', () => {
         // The policy never reads state.source (which group's kind of memory it has).
         const relabelled = { ...bundle, state: { ...bundle.state, source: bundle.state.source === 'window' ? 'persistent' : 'window' } } as ContextBundle;
         expect(JSON.stringify(decide(relabelled))).toBe(once);
-        const outcome = await policy.call({ wake_id: bundle.wake.wake_id, call_number: 1, bundle, system: 's', user: 'u', max_tokens: 100 }, 1);
+        const outcome = await policy.call({ wake_id: bundle.wake.wake_id, call_number: 1, bundle, system: 's', user: 'u', max_tokens: 100, answer_schema: answerJsonSchema(MODEL_PROTOCOL_V2) }, 1);
         expect(outcome.kind === 'answered' && outcome.raw_output).toBe(once);
       }),
       { numRuns: 200 },
@@ -720,7 +872,7 @@ describe('the reference policy', () => {
 // Closed loop: 72 simulated hours, groups A, B, C, the real projector.
 
 interface Sim {
-  readonly outputs: Array<{ wakeId: string; bundle: ContextBundle; output: ModelOutput }>;
+  readonly outputs: Array<{ wakeId: string; bundle: ContextBundle; output: SubjectAnswer }>;
   readonly events: EventEnvelope[];
   readonly state: SubjectState;
   readonly files: Map<string, string>;
@@ -781,13 +933,32 @@ async function simulate(capabilities: Capabilities): Promise<Sim> {
       persistentState: structuredClone(state),
       workspace: listing(Object.fromEntries(files)),
     });
-    const outcome = await policy.call({ wake_id: wakeId, call_number: 1, bundle, system: 'system', user: 'user', max_tokens: 4_096 }, 1_000);
+    const shown = shownOf(bundle);
+    const outcome = await policy.call({ wake_id: wakeId, call_number: 1, bundle, system: 'system', user: 'user', max_tokens: 4_096, answer_schema: specialisedAnswerSchema(MODEL_PROTOCOL_V2, [...shown.keys()]) }, 1_000);
     if (outcome.kind !== 'answered') throw new Error('the reference policy failed');
-    const parsed = parseModelOutput(outcome.raw_output);
+    // As the wake loop does: the /2 text, parsed with the seqs this wake showed.
+    const parsed = parseModelOutput(outcome.raw_output, MODEL_PROTOCOL_V2, shown);
     if (!parsed.ok) throw new Error(parsed.detail);
     const output = parsed.output;
     outputs.push({ wakeId, bundle, output });
-    push('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, adapter: 'reference', model_id: policy.model_id, params: { ...policy.params }, system_fingerprint: null, latency_ms: 0, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 }, raw_output: outcome.raw_output, usage: outcome.usage, usage_estimated: true });
+    push('ModelOutputEvent.ModelAnswered', {
+      wake_id: wakeId,
+      adapter: 'reference',
+      model_id: policy.model_id,
+      params: { ...policy.params },
+      system_fingerprint: null,
+      latency_ms: 0,
+      context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 },
+      raw_output: outcome.raw_output,
+      usage: outcome.usage,
+      usage_source: outcome.usage_source,
+      protocol: MODEL_PROTOCOL_V2,
+      finish_reason: outcome.finish_reason,
+      response_model: outcome.response_model,
+      prompt_tokens_counted: outcome.prompt_tokens_counted,
+      prompt_count_source: outcome.prompt_count_source,
+      attempts: outcome.attempts,
+    });
 
     if (output.plan_revision) {
       const proposalId = `${wakeId}-plan`;

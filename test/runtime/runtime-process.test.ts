@@ -45,6 +45,7 @@ function startConfig(f: WriterFixture, workspaceDir: string, overrides: Partial<
     retrieval_policy: PREREG.retrieval_policy,
     workspace_dir: workspaceDir,
     model: { adapter: 'reference' },
+    protocol: 'ds-model-output/2',
     ...overrides,
   };
 }
@@ -205,13 +206,18 @@ describe('ds-runtime: its start message uses the shared schemas', () => {
       retrieval_policy: PREREG.retrieval_policy,
       workspace_dir: '/tmp/workspace',
       model: { adapter: 'reference' },
+      protocol: 'ds-model-output/2',
     };
     expect(RuntimeStartConfig.safeParse(start).success).toBe(true);
-    // The workspace and the model are part of the start message: without them there is no wake to run.
+    // The workspace, the model and the answer protocol are part of the start message: without them there is no wake to run.
     const { workspace_dir: _w, ...noWorkspace } = start;
     const { model: _m, ...noModel } = start;
+    const { protocol: _p, ...noProtocol } = start;
     expect(RuntimeStartConfig.safeParse(noWorkspace).success).toBe(false);
     expect(RuntimeStartConfig.safeParse(noModel).success).toBe(false);
+    expect(RuntimeStartConfig.safeParse(noProtocol).success).toBe(false);
+    expect(RuntimeStartConfig.safeParse({ ...start, protocol: 'ds-model-output/1' }).success).toBe(true);
+    expect(RuntimeStartConfig.safeParse({ ...start, protocol: 'ds-model-output/3' }).success).toBe(false);
     expect(RuntimeStartConfig.safeParse({ ...start, model: { adapter: 'oracle' } }).success).toBe(false);
     // Re-planning without persistent state is no group; a group letter smuggled in is refused.
     expect(RuntimeStartConfig.safeParse({ ...start, capabilities: { persistent_state: false, autonomous_replanning: true } }).success).toBe(false);
@@ -665,6 +671,7 @@ const VALID_START = {
   retrieval_policy: PREREG.retrieval_policy,
   workspace_dir: '/nonexistent/workspace',
   model: { adapter: 'reference' },
+  protocol: 'ds-model-output/2',
 } as const;
 
 describe('ds-runtime: start-up and the channel', () => {
@@ -700,7 +707,8 @@ describe('ds-runtime: start-up and the channel', () => {
       raw.child.send({ type: 'wake', wake_id: 'wake-early', wake_at: '2026-07-20T09:00:00.000Z', visible_to_seq: 1, budget: BUDGET });
       expect(await raw.next('wake_failed')).toMatchObject({ wake_id: 'wake-early', code: 'not_started' });
       raw.child.send(VALID_START);
-      expect(await raw.next('ready')).toEqual({ type: 'ready', pid: raw.child.pid });
+      // The reference policy has nothing to check before the first wake: no preflight, said as null.
+      expect(await raw.next('ready')).toEqual({ type: 'ready', pid: raw.child.pid, preflight: null });
       raw.child.send({ type: 'wake', wake_id: 'wake-bad', wake_at: '2026-07-20T09:00:00.000Z', visible_to_seq: 0, budget: BUDGET });
       await withTimeout(
         (async () => {

@@ -5,9 +5,12 @@
 // id the prompt names, so each chosen wake gets one crafted answer; every other wake gets a
 // benign valid answer (nothing proposed, nothing claimed).
 //
+// The scripts answer in ds-model-output/2, the protocol new runs are asked for: events are
+// cited by the seq the prompt shows (promptEvents), never by an id the prompt does not show.
+//
 // Two instances run side by side in beforeAll:
-//   M — malformed output and transport failures (wakes 1–7);
-//   P — paths, permissions, evidence and the causation chain (wakes 1–5).
+//   M — malformed output and HTTP failures (wakes 1–8);
+//   P — paths, permissions, evidence and the causation chain (wakes 1–8).
 // The scripted wakes are chosen before the first planned crash (runtime crash in wake 9,
 // writer crash in wake 21 for this seed); a test checks that against plan.json, so a change
 // of the plan cannot silently move a crash under a scripted wake.
@@ -22,8 +25,7 @@ import type { InstanceResult } from '../../controller/instance-runner.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { ExperimentPlan } from '../../controller/experiment-plan.js';
 import { WORKSPACE_FOLDER } from '../../controller/workspace.js';
-import { MODEL_PROTOCOL } from '../../runtime/model-protocol.js';
-import { eventIdFor } from '../../schema/envelope-hash.js';
+import { MODEL_PROTOCOL_V2 } from '../../runtime/model-protocol.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
@@ -82,13 +84,13 @@ function expectRunVerifies(setup: ControllerSetup, run: InstanceResult): void {
 const wake = (n: number): string => `wake-${String(n).padStart(4, '0')}`;
 const json = (value: unknown): ScriptedReply => ({ kind: 'content', content: JSON.stringify(value) });
 
-function checkpoint(fields: Partial<Record<'current_goal_id' | 'goal_status' | 'attention_target' | 'waiting_condition' | 'next_action', string | null>> & { evidence_event_ids?: string[] } = {}): Record<string, unknown> {
-  return { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_event_ids: [], ...fields };
+function checkpoint(fields: Partial<Record<'current_goal_id' | 'attention_target' | 'waiting_condition' | 'next_action', string | null>> & { goal_status?: 'active' | 'submitted' | null; evidence_seqs?: number[] } = {}): Record<string, unknown> {
+  return { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [], ...fields };
 }
 
 function answer(parts: { actions?: unknown[]; claims?: unknown[]; plan_revision?: unknown; checkpoint?: Record<string, unknown>; attention?: string } = {}): Record<string, unknown> {
   return {
-    protocol: MODEL_PROTOCOL,
+    protocol: MODEL_PROTOCOL_V2,
     focus: { attention_target: parts.attention ?? null, waiting_condition: null },
     actions: parts.actions ?? [],
     claims: parts.claims ?? [],
@@ -102,7 +104,10 @@ const benign = (wakeId: string): ScriptedReply => json(answer({ attention: `idle
 
 const write = (p: string, content: string, rationale = 'Keep the notes current.'): Record<string, unknown> => ({ tool: 'files', op: 'write', path: p, content, rationale });
 const modify = (p: string, find: string, replace: string, rationale = 'Adjust the file.'): Record<string, unknown> => ({ tool: 'files', op: 'modify', path: p, find, replace, rationale });
-const claim = (claim_type: 'FACT' | 'PLAN' | 'INFERENCE', statement: string, evidence_event_ids: string[] = [], confidence: number | null = null): Record<string, unknown> => ({ claim_type, statement, evidence_event_ids, confidence, alternatives: [] });
+// ds-model-output/2 claims: each type has its own fields (a FACT cites seqs, a PLAN nothing, an INFERENCE a confidence).
+const fact = (statement: string, evidence_seqs: number[]): Record<string, unknown> => ({ claim_type: 'FACT', statement, evidence_seqs });
+const plan = (statement: string): Record<string, unknown> => ({ claim_type: 'PLAN', statement });
+const inference = (statement: string, confidence: number | null): Record<string, unknown> => ({ claim_type: 'INFERENCE', statement, confidence, alternatives: [] });
 
 function scripted(byWake: Record<string, (request: ScriptedRequest) => ScriptedReply>): (request: ScriptedRequest) => ScriptedReply {
   return (request) => {
@@ -120,7 +125,7 @@ const ACTIVE_ANSWER = answer({
     { tool: 'journal', op: 'write', text: 'Worked on the notes.', rationale: 'Keep the journal.' },
     { tool: 'task_board', op: 'add', task_id: 'task-m-e2e', title: 'Check the notes', status: 'todo', priority: 3, depends_on: [], rationale: 'Track it.' },
   ],
-  claims: [claim('PLAN', 'I will check the notes next.')],
+  claims: [plan('I will check the notes next.')],
   plan_revision: { reason: 'The notes need a check first.', goal_id: 'goal-m-e2e', goal_description: 'Check the notes, then write the report.', deadline_at: null, steps: [{ task_id: 'task-m-plan', title: 'Check the notes first' }] },
   attention: 'the notes',
 });
@@ -129,8 +134,8 @@ const ACTIVE_TEXT = JSON.stringify(ACTIVE_ANSWER);
 const M_TEXT = {
   oversizedCjk: '漢'.repeat(23_000),
   notJson: 'I will start by reading the source notes, then update the task board and write the outline.',
-  unknownTool: JSON.stringify(answer({ actions: [write('notes/m-unknown-tool.md', 'should never exist\n'), { tool: 'shell', op: 'exec', command: 'touch /tmp/ds-e2e-pwned', rationale: 'Faster.' }], claims: [claim('PLAN', 'Use the shell.')], attention: 'shell' })),
-  inferenceWithoutConfidence: JSON.stringify(answer({ actions: [write('notes/m-inference.md', 'should never exist\n')], claims: [claim('PLAN', 'Write the inference note.'), claim('INFERENCE', 'The reviewer is away.', [], null)], attention: 'inference' })),
+  unknownTool: JSON.stringify(answer({ actions: [write('notes/m-unknown-tool.md', 'should never exist\n'), { tool: 'shell', op: 'exec', command: 'touch /tmp/ds-e2e-pwned', rationale: 'Faster.' }], claims: [plan('Use the shell.')], attention: 'shell' })),
+  inferenceWithoutConfidence: JSON.stringify(answer({ actions: [write('notes/m-inference.md', 'should never exist\n')], claims: [plan('Write the inference note.'), inference('The reviewer is away.', null)], attention: 'inference' })),
   proseAround: `Here is my answer:\n${ACTIVE_TEXT}\nLet me know if you need anything else.`,
 };
 const M_HTTP_500_BODY = '{"error":{"message":"internal server error","type":"server_error"}}';
@@ -153,8 +158,6 @@ const M_SCRIPTED_WAKES = Object.keys(M_SCRIPT);
 // ---- instance P: paths, evidence, causation -------------------------------------------
 
 const P_BLIND_ID = 'inst-e2e-paths';
-/** The subject id the controller derives from the batch (controller/instance-runner.ts): experiment id and replicate of newInstanceOptions. */
-const P_SUBJECT_ID = 'subject-exp-test-1-r1';
 const CHAIN_PATH = 'notes/e2e-chain.md';
 const CHAIN_CONTENT = 'The causation chain, written by wake 1.\n';
 const BIG_PATH = 'data/big.txt';
@@ -165,14 +168,14 @@ interface PFixture {
   outsideDir: string;
   victim: string;
   passwd: { content: string; ino: number; mtimeMs: number } | null;
-  /** Ids the script chose from the prompts, for the tests to check against the store. */
-  chosen: { modelAnsweredCited: string | null; toolSucceededCited: string | null };
+  /** Seqs the script chose from the prompts (or, for the ModelAnswered, derived from them), for the tests to check against the store. */
+  chosen: { initializedCited: number | null; proposalCited: number | null; toolSucceededCited: number | null; modelAnsweredCited: number | null };
 }
 
 function pScript(runDir: () => string, fixture: PFixture): Record<string, (request: ScriptedRequest) => ScriptedReply> {
   const passwdContent = fixture.passwd?.content ?? 'root:x:0:0:root:/root:/bin/bash\n';
   return {
-    [wake(1)]: () => {
+    [wake(1)]: (request) => {
       // Set the stage before any wake acts: a link to a folder outside, a link to a file
       // outside, and a file near the write limit, all in the run's workspace.
       const ws = path.join(runDir(), WORKSPACE_FOLDER);
@@ -180,12 +183,16 @@ function pScript(runDir: () => string, fixture: PFixture): Record<string, (reque
       symlinkSync(fixture.victim, path.join(ws, 'link-file.md'));
       mkdirSync(path.join(ws, 'data'), { recursive: true });
       writeFileSync(path.join(ws, BIG_PATH), 'x'.repeat(BIG_BYTES));
+      // The starting conditions are shown (pinned ahead of the window), but they are not evidence.
+      const initialized = promptEvents(request.user).find((e) => e.event_type === 'SystemEvent.SubjectInitialized');
+      if (!initialized) throw new Error('wake 1: the prompt does not show the SubjectInitialized');
+      fixture.chosen.initializedCited = initialized.seq;
       return json(
         answer({
           actions: [write(CHAIN_PATH, CHAIN_CONTENT, 'Start the chain note.')],
-          // The FACT cites nothing: refused by the writer; the PLAN and the INFERENCE after it are recorded.
-          claims: [claim('FACT', 'The dataset has already arrived.'), claim('PLAN', 'I will draft the outline next.'), claim('INFERENCE', 'The reviewer is busy this week.', [], 0.4)],
-          checkpoint: checkpoint({ current_goal_id: 'goal-continuity-report', goal_status: 'in progress', attention_target: 'chain note', next_action: 'draft the outline' }),
+          // The FACT cites a shown event that is not evidence: refused by the writer; the PLAN and the INFERENCE after it are recorded.
+          claims: [fact('The dataset has already arrived.', [initialized.seq]), plan('I will draft the outline next.'), inference('The reviewer is busy this week.', 0.4)],
+          checkpoint: checkpoint({ current_goal_id: 'goal-continuity-report', goal_status: 'active', attention_target: 'chain note', next_action: 'draft the outline' }),
           attention: 'chain note',
         }),
       );
@@ -220,26 +227,29 @@ function pScript(runDir: () => string, fixture: PFixture): Record<string, (reque
       ),
     [wake(4)]: (request) => {
       const events = promptEvents(request.user);
-      // wake 3 proposed without a plan revision: its ModelAnswered is the event just before its first ActionProposed.
       const firstProposal = events.find((e) => e.event_type === 'ActionEvent.ActionProposed' && e.payload['proposal_id'] === 'wake-0003-a1');
       if (!firstProposal) throw new Error('wake 4: the prompt does not show wake-0003-a1');
-      fixture.chosen.modelAnsweredCited = eventIdFor(P_SUBJECT_ID, firstProposal.seq - 1);
+      fixture.chosen.proposalCited = firstProposal.seq;
+      // wake 3 proposed without a plan revision: its ModelAnswered is the event just before its first
+      // ActionProposed. It is not shown (model output is never in the window); wake 7 cites it.
+      fixture.chosen.modelAnsweredCited = firstProposal.seq - 1;
       const succeeded = events.filter((e) => e.event_type === 'ActionEvent.ToolSucceeded').at(-1);
       if (!succeeded) throw new Error('wake 4: the prompt shows no ToolSucceeded');
-      fixture.chosen.toolSucceededCited = succeeded.event_id;
+      fixture.chosen.toolSucceededCited = succeeded.seq;
       return json(
         answer({
           claims: [
-            claim('FACT', 'My last answer established the plan.', [fixture.chosen.modelAnsweredCited]),
-            claim('FACT', 'The data file was marked.', [succeeded.event_id]),
-            claim('PLAN', 'I will verify the data file.'),
+            // The subject's own proposal is shown, but it is an intention, not evidence: refused by the writer.
+            fact('My last answer established the plan.', [firstProposal.seq]),
+            fact('The data file was marked.', [succeeded.seq]),
+            plan('I will verify the data file.'),
           ],
-          checkpoint: checkpoint({ attention_target: 'evidence', next_action: 'verify the data file', evidence_event_ids: [succeeded.event_id] }),
+          checkpoint: checkpoint({ attention_target: 'evidence', next_action: 'verify the data file', evidence_seqs: [succeeded.seq] }),
           attention: 'evidence',
         }),
       );
     },
-    // More than the protocol's 32,768 chars of content: the schema refuses the whole answer.
+    // More than the protocol's 2,000 chars of content: the schema refuses the whole answer.
     [wake(5)]: () => json(answer({ actions: [write('notes/oversized.md', 'z'.repeat(40_000), 'Dump everything.')], attention: 'oversized' })),
     // A task board change the projector would refuse (the id is on the scenario's board): the gate denies it; a new id is the control.
     [wake(6)]: () =>
@@ -252,9 +262,19 @@ function pScript(runDir: () => string, fixture: PFixture): Record<string, (reque
           attention: 'task board',
         }),
       ),
+    // A FACT citing a seq the window did not show (wake 3's ModelAnswered: its seq follows from the
+    // prompt, but model output is never shown): the runtime refuses the whole answer before the
+    // writer sees anything of it. The write beside it is never made.
+    [wake(7)]: () => {
+      if (fixture.chosen.modelAnsweredCited === null) throw new Error('wake 7: wake 4 chose no ModelAnswered seq');
+      return json(answer({ actions: [write('notes/p-unshown-seq.md', 'should never exist\n')], claims: [fact('My answer of wake 3 set the plan.', [fixture.chosen.modelAnsweredCited]), plan('Keep going.')], attention: 'unshown seq' }));
+    },
+    // A FACT citing nothing: /2 requires at least one seq, so the protocol refuses the whole answer
+    // (under /1 it reached the writer, which refused the claim alone).
+    [wake(8)]: () => json(answer({ actions: [write('notes/p-no-evidence.md', 'should never exist\n')], claims: [fact('The dataset has already arrived.', []), plan('Keep going.')], attention: 'no evidence' })),
   };
 }
-const P_SCRIPTED_WAKES = [1, 2, 3, 4, 5, 6].map(wake);
+const P_SCRIPTED_WAKES = [1, 2, 3, 4, 5, 6, 7, 8].map(wake);
 
 // ---------------------------------------------------------------------------------------
 
@@ -283,7 +303,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       const s = statSync(PASSWD);
       passwd = { content: readFileSync(PASSWD, 'utf8'), ino: s.ino, mtimeMs: s.mtimeMs };
     }
-    fixture = { outsideDir, victim, passwd, chosen: { modelAnsweredCited: null, toolSucceededCited: null } };
+    fixture = { outsideDir, victim, passwd, chosen: { initializedCited: null, proposalCited: null, toolSucceededCited: null, modelAnsweredCited: null } };
 
     const m = newInstanceOptions(setup, { name: 'e2e-malformed', groupBlindId: 'inst-e2e-malformed' });
     const p = newInstanceOptions(setup, { name: 'e2e-paths', groupBlindId: P_BLIND_ID });
@@ -328,17 +348,25 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       for (const w of plan.schedule.wakes) expect(server.requestsFor(w.wake_id), `${name}: requests for ${w.wake_id}`).toBe(1);
       expect(server.requests).toHaveLength(plan.schedule.wakes.length);
       expect(server.requests.every((r) => r.method === 'POST' && r.url === '/v1/chat/completions' && r.body?.['model'] === SCRIPTED_MODEL_ID)).toBe(true);
+      // Each asks for the answer in the configured dialect, constrained by the answer's JSON Schema.
+      for (const r of server.requests) expect((r.body?.['response_format'] as { type?: unknown } | undefined)?.type, `${name}: request ${r.index}`).toBe('json_schema');
+      // The preflight ran before the first wake (and again at each runtime start): its probes are not wakes' calls.
+      expect(server.probes.length, name).toBeGreaterThan(0);
+      // Every model event of the run records the protocol the scripts answer in.
+      const modelEvents = (name === 'M' ? eventsM : eventsP).filter((e) => MODEL_EVENT.test(e.event_type) && e.event_type !== 'ModelOutputEvent.ModelCallAttemptFailed');
+      expect(modelEvents.length, name).toBe(plan.schedule.wakes.length);
+      expect(new Set(modelEvents.map((e) => e.payload['protocol'])), name).toEqual(new Set([MODEL_PROTOCOL_V2]));
       // The manifest names the openai adapter: these runs really thought with the server.
       const model = JSON.parse(readFileSync(path.join(run.runDir, RUN_FILES.model), 'utf8')) as Record<string, unknown>;
       expect(model['adapter'], name).toBe('openai');
     }
   });
 
-  it('malformed model output never executes anything: not JSON, a protocol miss (unknown tool, INFERENCE without confidence) and prose around JSON each record one ModelCallFailed{schema_violation} with the raw text and nothing else of the answer; the run verifies', () => {
+  it('malformed model output never executes anything: not JSON, a protocol miss (unknown tool, INFERENCE without confidence) and prose around JSON each record one ModelCallFailed{schema_violation} with the raw text, the call record and the usage the server counted, and nothing else of the answer; the run verifies', () => {
     const cases: [string, string, RegExp][] = [
       [wake(1), M_TEXT.notJson, /not JSON/],
-      [wake(2), M_TEXT.unknownTool, /actions\.1/],
-      [wake(3), M_TEXT.inferenceWithoutConfidence, /claims\.1\.confidence: an INFERENCE carries a confidence/],
+      [wake(2), M_TEXT.unknownTool, /fails ds-model-output\/2: actions\.1/],
+      [wake(3), M_TEXT.inferenceWithoutConfidence, /fails ds-model-output\/2: claims\.1\.confidence: Invalid input: expected number, received null/],
       [wake(4), M_TEXT.proseAround, /not JSON/],
     ];
     for (const [w, raw, detail] of cases) {
@@ -349,8 +377,13 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       expect(model[0]!.payload['raw_output'], w).toBe(raw);
       expect(model[0]!.payload['detail'], w).toMatch(detail);
       expect(model[0]!.payload['adapter'], w).toBe('openai');
+      // The call record of an answer that failed the protocol (issue 15 item 3): the server's usage,
+      // finish reason and model, the prompt as counted (estimated: the scripted server has no tokenizer), one attempt.
+      expect(model[0]!.payload, w).toMatchObject({ protocol: MODEL_PROTOCOL_V2, usage: { prompt_tokens: 100, completion_tokens: 20 }, usage_source: 'server', finish_reason: 'stop', response_model: SCRIPTED_MODEL_ID, prompt_count_source: 'estimate', attempts: 1 });
+      expect(model[0]!.payload['prompt_tokens_counted'] as number, w).toBeGreaterThan(0);
       expect(events.filter((e) => USED_OUTPUT.includes(e.event_type)).map((e) => e.event_type), w).toEqual([]);
-      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: 0, tool_calls: 0, retries: 0 });
+      // The tokens the server counted are spent although nothing was used: a misbehaving model is not cheap.
+      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: 120, tool_calls: 0, retries: 0 });
       // The wake still ends normally, with an empty checkpoint (nothing of the answer is used).
       expect(wakeEndedOutcome(eventsM, w), w).toBe('completed');
       expect(checkpointOf(eventsM, w).payload['attention_target'], w).toBeNull();
@@ -368,6 +401,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     expect(answered).toHaveLength(1);
     expect(answered[0]!.payload['raw_output']).toBe(ACTIVE_TEXT);
     expect(answered[0]!.payload['system_fingerprint']).toBe('fp_scripted_e2e');
+    expect(answered[0]!.payload).toMatchObject({ protocol: MODEL_PROTOCOL_V2, usage: { prompt_tokens: 100, completion_tokens: 20 }, usage_source: 'server', finish_reason: 'stop', response_model: SCRIPTED_MODEL_ID, prompt_count_source: 'estimate', attempts: 1 });
     expect(ofType(control, 'ModelOutputEvent.ModelCallFailed')).toEqual([]);
     expect(ofType(control, 'ActionEvent.ActionProposed')).toHaveLength(3);
     expect(ofType(control, 'PlanEvent.PlanRevisionProposed')).toHaveLength(1);
@@ -385,12 +419,12 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     expectRunVerifies(setup, runM);
   });
 
-  it('HTTP 500 and a non-JSON body become ModelCallFailed{http_error}: one model event per call, one request, no retry, ledger model_calls 1 and retries 0', () => {
-    const cases: [string, RegExp][] = [
-      [wake(5), /HTTP 500 .*internal server error/],
-      [wake(6), /the body is not JSON.*502 Bad Gateway/],
+  it('HTTP 500 and a non-JSON body become ModelCallFailed{http_error}: one model event per call, one request, no retry, ledger model_calls 1 and retries 0; a 200 whose body is no completion still spent its prompt (estimated), an error status nothing known', () => {
+    const cases: [string, RegExp, 'none' | 'prompt estimated'][] = [
+      [wake(5), /HTTP 500 .*internal server error/, 'none'],
+      [wake(6), /the body is not JSON.*502 Bad Gateway/, 'prompt estimated'],
     ];
-    for (const [w, detail] of cases) {
+    for (const [w, detail, spent] of cases) {
       expect(serverM.requestsFor(w), w).toBe(1);
       const events = inWake(eventsM, w);
       const model = events.filter((e) => MODEL_EVENT.test(e.event_type));
@@ -398,8 +432,15 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       expect(model[0]!.payload['failure'], w).toBe('http_error');
       expect(model[0]!.payload['detail'], w).toMatch(detail);
       expect(model[0]!.payload['raw_output'], w).toBeNull();
+      expect(model[0]!.payload['attempts'], w).toBe(1);
       expect(events.filter((e) => USED_OUTPUT.includes(e.event_type)).map((e) => e.event_type), w).toEqual([]);
-      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: 0, tool_calls: 0, retries: 0 });
+      // HTTP 500: the server said nothing of tokens, so nothing is counted. A 200 whose body is no
+      // completion: the prompt was sent and read, so it counts as spent, at the estimate, said so.
+      const promptCounted = model[0]!.payload['prompt_tokens_counted'] as number;
+      expect(promptCounted, w).toBeGreaterThan(0);
+      if (spent === 'none') expect(model[0]!.payload, w).toMatchObject({ usage: null, usage_source: null });
+      else expect(model[0]!.payload, w).toMatchObject({ usage: { prompt_tokens: promptCounted, completion_tokens: 0 }, usage_source: 'estimate', prompt_count_source: 'estimate' });
+      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: spent === 'none' ? 0 : promptCounted, tool_calls: 0, retries: 0 });
       expect(wakeEndedOutcome(eventsM, w), w).toBe('completed');
     }
     // Failed calls are not retried in the next wake either: the wake after a failure is asked once, with its own prompt.
@@ -435,8 +476,13 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     expect(model.map((e) => e.event_type)).toEqual(['ModelOutputEvent.ModelCallFailed']);
     expect(model[0]!.payload['failure']).toBe('timeout');
     expect(model[0]!.payload['latency_ms'] as number).toBeGreaterThanOrEqual(SHORT_MODEL_TIMEOUT_MS - 50);
+    expect(model[0]!.payload['detail']).toMatch(/the request was aborted/);
+    expect(model[0]!.payload['attempts']).toBe(1);
     expect(events.filter((e) => USED_OUTPUT.includes(e.event_type))).toEqual([]);
-    expect(ledgerOf(eventsT, wake(1))).toEqual({ model_calls: 1, tokens: 0, tool_calls: 0, retries: 0 });
+    // The request was sent, so its prompt counts as spent (estimated, said so); nothing came back.
+    const promptCounted = model[0]!.payload['prompt_tokens_counted'] as number;
+    expect(model[0]!.payload).toMatchObject({ usage: { prompt_tokens: promptCounted, completion_tokens: 0 }, usage_source: 'estimate', raw_output: null });
+    expect(ledgerOf(eventsT, wake(1))).toEqual({ model_calls: 1, tokens: promptCounted, tool_calls: 0, retries: 0 });
     // The control: the next wake is answered normally.
     expect(ofType(inWake(eventsT, wake(2)), 'ModelOutputEvent.ModelAnswered')).toHaveLength(1);
     expectRunVerifies(setup, runT!);
@@ -506,42 +552,67 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     expectRunVerifies(setup, runP);
   });
 
-  it('a FACT without evidence, and one citing a ModelAnswered, is refused by the writer (AppendRejected evidence_rejected); the wake goes on with its other claims and checkpoint; the run verifies', () => {
+  it('a FACT citing a shown event that is not evidence (the starting conditions, the subject\'s own proposal) is refused by the writer (AppendRejected evidence_rejected) and the wake goes on; one citing a seq the window did not show, or no seq at all, fails the protocol and nothing of its answer is used; the run verifies', () => {
+    const chosen = fixture.chosen;
+    const atSeq = (seq: number | null): Stored | undefined => eventsP.find((e) => e.seq === seq);
     const rejected = ofType(eventsP, 'SystemEvent.AppendRejected').filter((e) => e.payload['reason'] === 'evidence_rejected');
-    // Wake 1: the FACT citing nothing.
+    // Wake 1: the FACT citing the pinned starting conditions. The script's seq really is the SubjectInitialized.
+    expect(atSeq(chosen.initializedCited)?.event_type).toBe('SystemEvent.SubjectInitialized');
     const w1 = inWake(eventsP, wake(1));
     const w1Rejected = ofType(w1, 'SystemEvent.AppendRejected');
     expect(w1Rejected.map((e) => e.payload['reason'])).toEqual(['evidence_rejected']);
-    expect(w1Rejected[0]!.payload['message']).toMatch(/cites no evidence/);
+    expect(w1Rejected[0]!.payload['message']).toMatch(new RegExp(`cites an event that is not evidence \\(SystemEvent\\.SubjectInitialized at seq ${chosen.initializedCited}\\)`));
     const w1Claims = ofType(w1, 'MemoryEvent.ClaimRecorded');
     expect(w1Claims.map((e) => [e.payload['claim_id'], e.payload['claim_type']])).toEqual([['wake-0001-c2', 'PLAN'], ['wake-0001-c3', 'INFERENCE']]);
     expect(w1Claims[1]!.payload['confidence']).toBe(0.4);
-    expect(checkpointOf(eventsP, wake(1)).payload).toMatchObject({ current_goal_id: 'goal-continuity-report', goal_status: 'in progress', attention_target: 'chain note', next_action: 'draft the outline' });
+    expect(checkpointOf(eventsP, wake(1)).payload).toMatchObject({ current_goal_id: 'goal-continuity-report', goal_status: 'active', attention_target: 'chain note', next_action: 'draft the outline' });
     expect(ofType(w1, 'MemoryEvent.FocusUpdated')).toHaveLength(1);
     expect(wakeEndedOutcome(eventsP, wake(1))).toBe('completed');
 
-    // Wake 4: the FACT citing the model's own earlier answer. The script's id really is wake 3's ModelAnswered.
-    const cited = eventsP.find((e) => e.event_id === fixture.chosen.modelAnsweredCited);
-    expect(cited?.event_type).toBe('ModelOutputEvent.ModelAnswered');
-    expect(cited?.correlation_id).toBe(wake(3));
+    // Wake 4: the FACT citing the model's own earlier proposal (wake-0003-a1), which the window shows.
+    const proposal = atSeq(chosen.proposalCited);
+    expect(proposal?.event_type).toBe('ActionEvent.ActionProposed');
+    expect(proposal?.payload['proposal_id']).toBe('wake-0003-a1');
     const w4 = inWake(eventsP, wake(4));
     const w4Rejected = ofType(w4, 'SystemEvent.AppendRejected');
     expect(w4Rejected.map((e) => e.payload['reason'])).toEqual(['evidence_rejected']);
-    expect(w4Rejected[0]!.payload['message']).toMatch(/cites an event that is not evidence \(ModelOutputEvent\.ModelAnswered/);
-    // The control in the same wake: a FACT citing a ToolSucceeded is accepted, and so is the PLAN.
+    expect(w4Rejected[0]!.payload['message']).toMatch(new RegExp(`cites an event that is not evidence \\(ActionEvent\\.ActionProposed at seq ${chosen.proposalCited}\\)`));
+    // The control in the same wake: a FACT citing a ToolSucceeded by its seq is accepted, stored with that event's id; so is the PLAN.
+    const succeeded = atSeq(chosen.toolSucceededCited);
+    expect(succeeded?.event_type).toBe('ActionEvent.ToolSucceeded');
     const w4Claims = ofType(w4, 'MemoryEvent.ClaimRecorded');
     expect(w4Claims.map((e) => [e.payload['claim_id'], e.payload['claim_type'], e.payload['evidence_event_ids']])).toEqual([
-      ['wake-0004-c2', 'FACT', [fixture.chosen.toolSucceededCited]],
+      ['wake-0004-c2', 'FACT', [succeeded!.event_id]],
       ['wake-0004-c3', 'PLAN', []],
     ]);
-    expect(eventsP.find((e) => e.event_id === fixture.chosen.toolSucceededCited)?.event_type).toBe('ActionEvent.ToolSucceeded');
-    expect(checkpointOf(eventsP, wake(4)).payload).toMatchObject({ attention_target: 'evidence', next_action: 'verify the data file', evidence_event_ids: [fixture.chosen.toolSucceededCited] });
+    expect(checkpointOf(eventsP, wake(4)).payload).toMatchObject({ attention_target: 'evidence', next_action: 'verify the data file', evidence_event_ids: [succeeded!.event_id] });
     expect(wakeEndedOutcome(eventsP, wake(4))).toBe('completed');
+
+    // Wakes 7 and 8: the protocol refuses the whole answer before anything of it reaches the writer.
+    const modelAnswered = atSeq(chosen.modelAnsweredCited);
+    expect(modelAnswered?.event_type).toBe('ModelOutputEvent.ModelAnswered');
+    expect(modelAnswered?.correlation_id).toBe(wake(3));
+    const w7Request = serverP.requests.find((r) => r.wakeId === wake(7))!;
+    expect(promptEvents(w7Request.user).map((e) => e.seq)).not.toContain(chosen.modelAnsweredCited);
+    const refusedByProtocol: [string, RegExp, string][] = [
+      [wake(7), new RegExp(`cites 1 seq\\(s\\) this wake's window did not show \\(claims\\.0\\.evidence_seqs\\.0: seq ${chosen.modelAnsweredCited}\\)`), 'notes/p-unshown-seq.md'],
+      [wake(8), /claims\.0\.evidence_seqs: Too small/, 'notes/p-no-evidence.md'],
+    ];
+    for (const [w, detail, file] of refusedByProtocol) {
+      const events = inWake(eventsP, w);
+      const model = events.filter((e) => MODEL_EVENT.test(e.event_type));
+      expect(model.map((e) => [e.event_type, e.payload['failure']]), w).toEqual([['ModelOutputEvent.ModelCallFailed', 'schema_violation']]);
+      expect(model[0]!.payload['detail'], w).toMatch(detail);
+      expect(events.filter((e) => USED_OUTPUT.includes(e.event_type)).map((e) => e.event_type), w).toEqual([]);
+      expect(ofType(events, 'SystemEvent.AppendRejected'), w).toEqual([]);
+      expect(existsSync(path.join(runP.runDir, WORKSPACE_FOLDER, file)), w).toBe(false);
+      expect(wakeEndedOutcome(eventsP, w), w).toBe('completed');
+    }
 
     // Exactly these two refusals in the whole run, and no stored FACT without eligible evidence.
     expect(rejected).toHaveLength(2);
-    for (const fact of ofType(eventsP, 'MemoryEvent.ClaimRecorded').filter((e) => e.payload['claim_type'] === 'FACT')) {
-      const ids = fact.payload['evidence_event_ids'] as string[];
+    for (const f of ofType(eventsP, 'MemoryEvent.ClaimRecorded').filter((e) => e.payload['claim_type'] === 'FACT')) {
+      const ids = f.payload['evidence_event_ids'] as string[];
       expect(ids.length).toBeGreaterThan(0);
       for (const id of ids) expect(eventsP.find((e) => e.event_id === id)?.event_type).toMatch(/^(WorldEvent\.|ActionEvent\.ToolSucceeded$|ActionEvent\.ToolReconciled$|MemoryEvent\.ClaimRecorded$)/);
     }

@@ -10,7 +10,7 @@ import { StudyReport } from '../../oracle/study-report.js';
 import { renderReportHtml } from '../../experiments/study/report-html.js';
 import { formatPoints } from '../../experiments/study/report-markdown.js';
 import { launchChromium, openOffline, type OfflinePage } from '../support/chromium.js';
-import { expandedStudyReport, hardFailureStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
+import { expandedStudyReport, hardFailureStudyReport, noUsableDataStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 const CHART_IDS = ['chart-scores', 'chart-dimensions', 'chart-accuracy'] as const;
@@ -65,6 +65,7 @@ describe.each([
   ['expanded', expandedStudyReport],
   ['voided', voidedStudyReport],
   ['hard failure', hardFailureStudyReport],
+  ['no usable data', noUsableDataStudyReport],
 ] as const)('the %s report in Chromium', (name, make) => {
   const report = make();
   const finished = report.instances.filter((i) => i.status === 'finished').length;
@@ -90,7 +91,7 @@ describe.each([
       }
       // Each marker sits at the counted score (0 under a hard failure), as its tooltip says.
       for (const i of report.instances.filter((x) => x.counted_score !== null)) {
-        expect(await page.locator(`svg#chart-scores .instance-dot[data-group="${i.group}"][data-replicate="${i.replicate}"] > title`).textContent()).toBe(`${i.group} r${i.replicate}: ${formatPoints(i.counted_score)}`);
+        expect(await page.locator(`svg#chart-scores .instance-dot[data-group="${i.group}"][data-replicate="${i.replicate}"] > title`).textContent()).toBe(`${i.group} r${i.replicate}: ${formatPoints(i.counted_score)}${i.usable ? '' : ' (no usable data)'}`);
       }
       expect(await page.locator('svg#chart-scores .median-mark').count()).toBe(3);
       expect(await page.locator('svg#chart-scores .pass-line').count()).toBe(1);
@@ -119,6 +120,13 @@ describe.each([
       if (report.dry_run) expect(await page.getByText(report.dry_run_statement!).isVisible()).toBe(true);
       else expect(await page.locator('#dry-run').count()).toBe(0);
       if (report.voided) expect(await page.locator('#voided').isVisible()).toBe(true);
+      // Rule 8: a visible usable-data line per group.
+      const usableLines = page.locator('#usable-data li.usable-data-group');
+      expect(await usableLines.count()).toBe(3);
+      for (const line of await usableLines.all()) {
+        expect(await line.isVisible()).toBe(true);
+        expect(await line.innerText()).toMatch(/^Usable data, group [ABC]: \d+ of \d+ instances usable; \d+ of \d+ model calls accepted/);
+      }
 
       expect(offFileRequests).toEqual([]);
       expect(consoleErrors).toEqual([]);

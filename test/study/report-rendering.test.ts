@@ -4,12 +4,13 @@
 import { describe, expect, test } from 'vitest';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, StudyReport } from '../../oracle/study-report.js';
+import { FAILURE_KINDS } from '../../oracle/usable-data.js';
 import { FALLBACK_PASS_SCORE_POINTS, groupAccuracyOverTime, passLine } from '../../experiments/study/report-charts.js';
 import { escapeHtml, renderReportHtml } from '../../experiments/study/report-html.js';
 import { DRY_RUN_FALLBACK_STATEMENT, formatPoints, markdownText, POINT_DECIMALS, renderReportMarkdown } from '../../experiments/study/report-markdown.js';
-import { expandedStudyReport, hardFailureStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
+import { expandedStudyReport, hardFailureStudyReport, noUsableDataStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 
-const VARIANTS = { sample: sampleStudyReport, expanded: expandedStudyReport, voided: voidedStudyReport, hardFailure: hardFailureStudyReport } as const;
+const VARIANTS = { sample: sampleStudyReport, expanded: expandedStudyReport, voided: voidedStudyReport, hardFailure: hardFailureStudyReport, noUsableData: noUsableDataStudyReport } as const;
 const HOSTILE = `<script>alert("x")</script> & 'quoted' | piped **bold** [link](http://evil.example/) <img src=x onerror=alert(1)>`;
 
 /** The lines of a markdown section, from its heading to the next one. */
@@ -141,9 +142,31 @@ describe.each(Object.entries(VARIANTS))('the %s report', (_name, make) => {
     const dots = html.match(/class="instance-dot"/g) ?? [];
     expect(dots).toHaveLength(report.instances.filter((i) => i.score !== null).length);
     for (const i of report.instances.filter((x) => x.counted_score !== null)) {
-      expect(html).toMatch(new RegExp(`class="instance-dot" data-group="${i.group}" data-replicate="${i.replicate}"[^>]*><title>${i.group} r${i.replicate}: ${formatPoints(i.counted_score)}</title>`));
+      expect(html).toMatch(new RegExp(`class="instance-dot" data-group="${i.group}" data-replicate="${i.replicate}" data-usable="${i.usable}"[^>]*><title>${i.group} r${i.replicate}: ${formatPoints(i.counted_score)}${i.usable ? '' : ' \\(no usable data\\)'}</title>`));
     }
     expect(html.match(/class="accuracy-line"/g)).toHaveLength(GROUPS.filter((g) => groupAccuracyOverTime(report, g).length > 0).length);
+  });
+
+  test('states rule 8 and a usable-data line per group, and every instance\'s accepted answers of its calls', () => {
+    const section = markdownSection(markdown, 'Usable data');
+    expect(markdown.indexOf('## Usable data')).toBeLessThan(markdown.indexOf('## Groups'));
+    expect(section).toContain(`An instance counts as data only when at least 80 % of its model calls gave accepted answers (model\\_calls.usable\\_data.min\\_accepted\\_share); the verdict needs all n = ${report.n} instances of each group usable, else it is insufficient evidence (rule 8).`);
+    for (const g of GROUPS) {
+      const s = report.groups[g];
+      const line = section.find((l) => l.startsWith(`- Usable data, group ${g}: `));
+      expect(line, g).toBe(`- Usable data, group ${g}: ${s.usable_instances} of ${s.n} instances usable; ${s.accepted} of ${s.calls} model calls accepted (${Math.round((s.accepted / s.calls) * 10_000) / 100} %); failed: ${FAILURE_KINDS.filter((k) => s.by_failure[k] > 0).map((k) => `${s.by_failure[k]} ${k}`).join(', ') || 'none'}`);
+      expect(html).toContain(`<li class="usable-data-group" data-group="${g}">Usable data, group ${g}: ${s.usable_instances} of ${s.n} instances usable; ${s.accepted} of ${s.calls} model calls accepted`);
+    }
+    const verdictLine = report.usable_data.shortfalls.length === 0 ? `**rule 8 met: every group has usable data in all n = ${report.n} instances.**` : `**rule 8 NOT met: ${report.usable_data.shortfalls.join('; ')}.**`;
+    expect(section).toContain(verdictLine);
+    for (const i of report.instances) {
+      const row = section.find((l) => l.startsWith(`| ${i.group} r${i.replicate} | `));
+      expect(row, `${i.group} r${i.replicate}`).toBeDefined();
+      const cells = markdownCells(row!).map((c) => c.trim());
+      expect(cells.slice(1, 3)).toEqual([i.accepted === null ? '—' : String(i.accepted), i.calls === null ? '—' : String(i.calls)]);
+      expect(cells[5]).toBe(i.usable ? 'yes' : 'NO');
+      expect(cells[6]).toBe(markdownText(i.usable_reason));
+    }
   });
 });
 
@@ -294,5 +317,34 @@ describe('hostile report strings', () => {
 
   test('a line break in a string does not end a markdown table row', () => {
     expect(markdownText('first\nsecond | third\r\nfourth')).toBe('first second \\| third fourth');
+  });
+});
+
+describe('rule 8: a group without usable data', () => {
+  test('the verdict is insufficient evidence though every threshold is met, and report.md and report.html say why, per group and per instance', () => {
+    const report = noUsableDataStudyReport();
+    expect(report.thresholds.every((t) => t.met === true)).toBe(true);
+    expect(report.verdict).toBe('insufficient evidence');
+    expect(report.usable_data.shortfalls).toEqual(['group B: 1 of 3 instances have usable data']);
+    expect(report.verdict_statement).toContain('too few instances with usable data (group B: 1 of 3 instances have usable data;');
+    const markdown = renderReportMarkdown(report);
+    const html = renderReportHtml(report);
+    const section = markdownSection(markdown, 'Usable data');
+    expect(section).toContain('- Usable data, group A: 3 of 3 instances usable; 93 of 93 model calls accepted (100 %); failed: none');
+    expect(section).toContain('- Usable data, group B: 1 of 3 instances usable; 35 of 93 model calls accepted (37.63 %); failed: 45 schema, 5 length, 2 timeout, 6 transport');
+    // C r1 at 25 of 31 (80.65 %) is just above the 80 % and counts.
+    expect(section).toContain('- Usable data, group C: 3 of 3 instances usable; 87 of 93 model calls accepted (93.55 %); failed: 3 truncated, 3 other');
+    expect(section).toContain('**rule 8 NOT met: group B: 1 of 3 instances have usable data.**');
+    expect(html).toContain('<p id="usable-data-verdict" class="failed">rule 8 NOT met: group B: 1 of 3 instances have usable data.</p>');
+    const b3 = markdownCells(section.find((l) => l.startsWith('| B r3 | '))!).map((c) => c.trim());
+    expect(b3).toEqual(['B r3', '0', '31', '0 %', '25 schema, 6 transport', 'NO', '0 of 31 model calls gave accepted answers (0 %), below the pre-registered 80 %; failed: 25 schema, 6 transport']);
+    for (const label of ['B-r2', 'B-r3']) expect(report.notes.some((n) => n.startsWith(`${label}: NO USABLE DATA: `))).toBe(true);
+    expect(markdownSection(markdown, 'Notes').some((l) => l.startsWith('- B-r3: NO USABLE DATA: 0 of 31 model calls'))).toBe(true);
+    // The scores chart marks the two and counts them under B.
+    expect(html).toContain('<title>B r3: ');
+    expect(html).toMatch(/<title>B r3: \d+\.\d\d \(no usable data\)<\/title>/);
+    expect(html).toContain('data-group="B" x="');
+    expect(html).toMatch(/<text class="no-usable-data" data-group="B"[^>]*>2 without usable data<\/text>/);
+    expect(html).not.toMatch(/<text class="no-usable-data" data-group="[AC]"/);
   });
 });

@@ -60,6 +60,10 @@ describe('npm run study', () => {
     ]);
     expect(report.dry_run).toBe(true);
     expect(report.fairness.ok).toBe(true);
+    // Rule 8: the reference policy's every call is accepted, so each instance counts as data.
+    for (const i of report.instances) expect(i, `${i.group}`).toMatchObject({ usable: true, accepted_share: 1, accepted: i.calls });
+    expect(report.instances.every((i) => (i.calls ?? 0) > 0)).toBe(true);
+    expect(report.usable_data).toEqual({ min_accepted_share: 0.8, required_per_group: 1, shortfalls: [] });
     for (const file of ['report.json', 'report.md', 'report.html']) expect(existsSync(path.join(out, file)), file).toBe(true);
     for (const i of report.instances) expect(verifyDirectory(path.join(out, i.dir)).ok, i.dir).toBe(true);
     // n = 1: no SD, no range; the rule is checked and says so.

@@ -5,6 +5,7 @@
 // with its instances. Wake minutes come from a real plan of the default pre-registration.
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
+import { describeFailures, FAILURE_KINDS, formatShare, type ByFailure } from '../../oracle/usable-data.js';
 
 /** experiments/prereg/default.json: dimension weights (sum 100) and thresholds. */
 const WEIGHTS: Readonly<Record<Dimension, number>> = { state_recovery: 40, re_planning: 15, experience_influence: 15, evidence_integrity: 20, recovery: 10 };
@@ -39,7 +40,14 @@ interface HandInstance {
   readonly status?: ReportInstance['status'];
   readonly statusDetail?: string;
   readonly hardFailures?: ReportInstance['hard_failures'];
+  /** Model calls: accepted of made, and the failures by kind; default every one of MODEL_CALLS accepted. */
+  readonly modelCalls?: { readonly accepted: number; readonly byFailure: Partial<ByFailure> };
 }
+
+/** One model call per wake of WAKE_MINUTES. */
+const MODEL_CALLS = 31;
+/** The default pre-registration's model_calls.usable_data.min_accepted_share. */
+const MIN_ACCEPTED_SHARE = 0.8;
 
 const round6 = (value: number): number => Math.round(value * 1e6) / 1e6;
 
@@ -58,7 +66,7 @@ function perWake(hand: HandInstance): ReportInstance['per_wake'] {
 function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
   const status = hand.status ?? 'finished';
   const base = { group: hand.group, replicate: hand.replicate, seed: `${studySeed}/${hand.group}/${hand.replicate}`, dir: hand.dir, status, status_detail: hand.statusDetail ?? null, hard_failures: hand.hardFailures ?? [], events: hand.events };
-  if (status !== 'finished') return { ...base, score: null, counted_score: null, dimensions: null, per_wake: [], wall_ms: null };
+  if (status !== 'finished') return { ...base, score: null, counted_score: null, dimensions: null, per_wake: [], wall_ms: null, accepted: null, calls: null, accepted_share: null, by_failure: null, usable: false, usable_reason: `not scored (${status}): its model calls were not judged` };
   const wakes = perWake(hand);
   const dimensions = {
     state_recovery: round6(wakes.reduce((s, w) => s + w.value, 0) / wakes.length),
@@ -68,8 +76,15 @@ function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
     recovery: hand.recovery,
   };
   const score = round6(DIMENSIONS.reduce((s, d) => s + (WEIGHTS[d] * dimensions[d]) / 100, 0));
+  const byFailure = Object.fromEntries(FAILURE_KINDS.map((k) => [k, hand.modelCalls?.byFailure[k] ?? 0])) as ByFailure;
+  const accepted = hand.modelCalls?.accepted ?? MODEL_CALLS;
+  const calls = accepted + FAILURE_KINDS.reduce((sum, k) => sum + byFailure[k], 0);
+  const share = accepted / calls;
+  const usable = share >= MIN_ACCEPTED_SHARE;
+  // oracle/usable-data.ts's wording.
+  const usableReason = `${accepted} of ${calls} model calls gave accepted answers (${formatShare(share)}), ${usable ? 'at least' : 'below'} the pre-registered ${formatShare(MIN_ACCEPTED_SHARE)}; failed: ${describeFailures(byFailure)}`;
   // A hard failure overrides the score (spec §8.4): the statistics count 0.
-  return { ...base, score, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, per_wake: wakes, wall_ms: hand.wallMs };
+  return { ...base, score, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, per_wake: wakes, wall_ms: hand.wallMs, accepted, calls, accepted_share: share, by_failure: byFailure, usable, usable_reason: usableReason };
 }
 
 function median(values: readonly number[]): number | null {
@@ -107,6 +122,10 @@ function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSum
     dimensions,
     instances_at_or_above_pass: scores.filter((s) => s >= INSTANCE_PASS_SCORE).length,
     hard_failures: mine.reduce((s, i) => s + i.hard_failures.length, 0),
+    usable_instances: mine.filter((i) => i.usable).length,
+    accepted: mine.reduce((s, i) => s + (i.accepted ?? 0), 0),
+    calls: mine.reduce((s, i) => s + (i.calls ?? 0), 0),
+    by_failure: Object.fromEntries(FAILURE_KINDS.map((k) => [k, mine.reduce((s, i) => s + (i.by_failure?.[k] ?? 0), 0)])) as ByFailure,
   };
 }
 
@@ -209,18 +228,27 @@ function overrideNotes(instances: readonly ReportInstance[]): string[] {
   return instances.flatMap((i) => (i.score !== null && i.hard_failures.length > 0 ? [`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`] : []));
 }
 
+/** What the builder notes for a scored instance without usable data. */
+function noUsableDataNotes(instances: readonly ReportInstance[]): string[] {
+  return instances.flatMap((i) => (i.score !== null && !i.usable ? [`${i.group}-r${i.replicate}: NO USABLE DATA: ${i.usable_reason}`] : []));
+}
+
 function build(variant: Variant): StudyReport {
   const instances = variant.hands.map((h) => instanceOf(h, variant.seed));
   const groups = { A: summaryOf(instances, 'A'), B: summaryOf(instances, 'B'), C: summaryOf(instances, 'C') };
   const thresholds = thresholdChecks(groups);
   const voided = (variant.voidReasons ?? []).length > 0;
   const allMet = thresholds.every((t) => t.met === true);
-  const verdict: Verdict = voided ? 'insufficient evidence' : allMet ? 'supported' : 'rejected';
-  const failedIds = thresholds.filter((t) => t.met !== true).map((t) => t.id);
   const n = Math.max(...GROUPS.map((g) => groups[g].n));
+  // Rule 8 as oracle/verdict.ts words it: every one of the n instances of each group usable.
+  const shortfalls = GROUPS.filter((g) => groups[g].usable_instances < n).map((g) => `group ${g}: ${groups[g].usable_instances} of ${n} instances have usable data`);
+  const verdict: Verdict = voided || shortfalls.length > 0 ? 'insufficient evidence' : allMet ? 'supported' : 'rejected';
+  const failedIds = thresholds.filter((t) => t.met !== true).map((t) => t.id);
   const verdictStatement = voided
     ? 'Insufficient evidence: the study is voided, so no threshold is judged.'
-    : allMet
+    : shortfalls.length > 0
+      ? `insufficient evidence — too few instances with usable data (${shortfalls.join('; ')}; an instance counts as data only when at least ${formatShare(MIN_ACCEPTED_SHARE)} of its model calls gave accepted answers, and the verdict needs all n = ${n} of each group).`
+      : allMet
       ? `Supported: every pre-registered exploratory threshold is met at n = ${n} per group. These are effect thresholds fixed in advance, not a significance test.`
       : `Rejected: ${failedIds.join(', ')} not met at n = ${n} per group. These are effect thresholds fixed in advance, not a significance test.`;
   return StudyReport.parse({
@@ -243,8 +271,9 @@ function build(variant: Variant): StudyReport {
     thresholds,
     groups,
     fairness: variant.fairness,
+    usable_data: { min_accepted_share: MIN_ACCEPTED_SHARE, required_per_group: n, shortfalls },
     instances,
-    notes: [...variant.notes, ...overrideNotes(instances)],
+    notes: [...variant.notes, ...noUsableDataNotes(instances), ...overrideNotes(instances)],
   });
 }
 
@@ -312,6 +341,30 @@ export function hardFailureStudyReport(): StudyReport {
     hands: failing,
     dryRun: true,
     model: REFERENCE_MODEL,
+    fairness: FAIR,
+    notes: [THRESHOLDS_NOTE],
+  });
+}
+
+/**
+ * A real-model study in which B's subject rarely gave an accepted answer: B r2 and B r3 fall below
+ * the pre-registered 80 % (schema violations, answers cut at their token cap, timeouts), so B has
+ * 1 of 3 usable instances and the verdict is insufficient evidence — though every threshold on
+ * the scores is met.
+ */
+export function noUsableDataStudyReport(): StudyReport {
+  const sparse = BASE_HANDS.map((h) => {
+    if (h.group === 'B' && h.replicate === 2) return { ...h, modelCalls: { accepted: 4, byFailure: { schema: 20, length: 5, timeout: 2 } } };
+    if (h.group === 'B' && h.replicate === 3) return { ...h, modelCalls: { accepted: 0, byFailure: { schema: 25, transport: 6 } } };
+    if (h.group === 'C' && h.replicate === 1) return { ...h, modelCalls: { accepted: 25, byFailure: { truncated: 3, other: 3 } } };
+    return h;
+  });
+  return build({
+    studyId: 'study-20260412-nud0b2',
+    seed: 'study-seed-nud0b2',
+    hands: sparse,
+    dryRun: false,
+    model: OPENAI_MODEL,
     fairness: FAIR,
     notes: [THRESHOLDS_NOTE],
   });

@@ -1,10 +1,12 @@
 // A scripted OpenAI-compatible chat-completions server on loopback, for end-to-end tests of
 // the wake loop with the real `openai` adapter (test/runtime/wake-loop-e2e.test.ts).
 //
-// node:http on 127.0.0.1, port 0. Every POST is counted the moment it arrives (so a request
-// the script never answers is counted too), its wake id is read from the user message the
-// prompt renders ("WAKE <wake_id> at …", runtime/prompt.ts), and the script decides the
+// node:http on 127.0.0.1, port 0. Every chat POST is counted the moment it arrives (so a
+// request the script never answers is counted too), its wake id is read from the user message
+// the prompt renders ("WAKE <wake_id> at …", runtime/prompt.ts), and the script decides the
 // answer: a chat completion carrying some content, any raw status/body, or no answer at all.
+// The adapter's preflight (GET /v1/models, then a probe call without a wake) and its side
+// requests are answered here and kept apart (`probes`, `sideRequests`), never in `requests`.
 // A script that throws is answered with HTTP 599 and the error is kept in `errors`, so a test
 // can tell a broken script from a behaviour of the system under test.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -41,9 +43,12 @@ export interface ScriptedModelServer {
   readonly requests: ScriptedRequest[];
   /** Errors thrown by the script (answered with HTTP 599). */
   readonly errors: string[];
+  /** The preflight's probe calls (answered with EMPTY_ANSWER, not in `requests`). */
+  readonly probes: ScriptedRequest[];
+  /** Side requests answered 404 (the adapter's tokenizer and props look-ups). */
+  readonly sideRequests: string[];
   /** How many requests named this wake. */
   requestsFor(wakeId: string): number;
-  /** The `model` option of a new instance that thinks with this server. */
   /** The `openai` model choice pointing at this server; `timeoutMs`: how long a call may take (default the CLI's). */
   modelChoice(timeoutMs?: number): ModelChoice;
   close(): Promise<void>;
@@ -52,26 +57,39 @@ export interface ScriptedModelServer {
 export const SCRIPTED_MODEL_ID = 'scripted-e2e-model';
 export const SCRIPTED_FINGERPRINT = 'fp_scripted_e2e';
 
+/** The smallest answer ds-model-output/2 accepts: nothing done, nothing claimed. */
+export const EMPTY_ANSWER = {
+  protocol: 'ds-model-output/2',
+  focus: { attention_target: null, waiting_condition: null },
+  actions: [],
+  claims: [],
+  plan_revision: null,
+  checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [] },
+} as const;
+
 /** The wake id in a rendered user message (runtime/prompt.ts renderUser's first line). */
 export function wakeIdOf(user: string): string | null {
   return /^WAKE (\S+) at /m.exec(user)?.[1] ?? null;
 }
 
-/** One line of the EVENTS section of a rendered user message. */
+/**
+ * One line of the EVENTS section of a rendered user message. No event id: the prompt shows none
+ * (ds-model-output/2 cites events by seq), so a script can only cite what a model could.
+ */
 export interface PromptEvent {
   readonly seq: number;
-  readonly event_id: string;
   readonly event_type: string;
+  readonly occurred_at: string;
   readonly payload: Record<string, unknown>;
 }
 
-/** The window events the prompt shows ("seq · event_id · type · occurred_at · payload"). */
+/** The window events the prompt shows ("seq · type · occurred_at · payload", runtime/prompt.ts renderUser). */
 export function promptEvents(user: string): PromptEvent[] {
   const events: PromptEvent[] = [];
   for (const line of user.split('\n')) {
-    const m = /^(\d+) · ([0-9a-f-]{36}) · (\S+) · (\S+) · (\{.*\})$/.exec(line);
+    const m = /^(\d+) · (\S+) · (\S+) · (\{.*\})$/.exec(line);
     if (!m) continue;
-    events.push({ seq: Number(m[1]), event_id: m[2]!, event_type: m[3]!, payload: JSON.parse(m[5]!) as Record<string, unknown> });
+    events.push({ seq: Number(m[1]), event_type: m[2]!, occurred_at: m[3]!, payload: JSON.parse(m[4]!) as Record<string, unknown> });
   }
   return events;
 }
@@ -95,8 +113,22 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
 
 export async function startScriptedModelServer(script: Script): Promise<ScriptedModelServer> {
   const requests: ScriptedRequest[] = [];
+  const probes: ScriptedRequest[] = [];
+  const sideRequests: string[] = [];
   const errors: string[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = (req.url ?? '').split('?')[0];
+    // The adapter's preflight asks which models are served; its other side requests (GET /props,
+    // POST /tokenize) find nothing here, like on a bare OpenAI-compatible server. None is counted.
+    if (req.method === 'GET' && url === '/v1/models') {
+      req.resume();
+      return send(res, 200, 'application/json', JSON.stringify({ object: 'list', data: [{ id: SCRIPTED_MODEL_ID, object: 'model' }] }));
+    }
+    if (url !== '/v1/chat/completions') {
+      req.resume();
+      sideRequests.push(`${req.method ?? ''} ${url}`);
+      return send(res, 404, 'application/json', '{"error":"not found"}');
+    }
     const index = requests.length;
     const receivedAt = Date.now();
     // A placeholder counted on arrival; replaced once the body is in.
@@ -115,6 +147,12 @@ export async function startScriptedModelServer(script: Script): Promise<Scripted
       const messages = Array.isArray(body?.['messages']) ? (body['messages'] as { content?: unknown }[]) : [];
       const user = typeof messages[1]?.content === 'string' ? messages[1].content : '';
       const request: ScriptedRequest = { index, method: req.method ?? '', url: req.url ?? '', wakeId: wakeIdOf(user), body, user, receivedAt };
+      if (request.wakeId === null && body !== null && 'response_format' in body && !user.includes('WAKE ')) {
+        // The preflight's probe call (no wake): answered with the smallest valid answer, and not counted among the wakes' requests.
+        requests.splice(index, 1);
+        probes.push(request);
+        return send(res, 200, 'application/json', chatCompletion(JSON.stringify(EMPTY_ANSWER)));
+      }
       requests[index] = request;
       Promise.resolve()
         .then(() => script(request))
@@ -150,9 +188,15 @@ export async function startScriptedModelServer(script: Script): Promise<Scripted
       model_id: SCRIPTED_MODEL_ID,
       api_key_env: null,
       params: { temperature: 0, top_p: null, seed: 7, max_tokens: null },
-      json_mode: false,
+      dialect: 'json_schema',
+      stream: false,
+      context_size: null,
       timeout_ms: timeoutMs,
+      config_file: null,
+      config_sha256: null,
     }),
+    probes,
+    sideRequests,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

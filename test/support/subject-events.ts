@@ -65,6 +65,8 @@ export type ClaimType = PayloadOf<'MemoryEvent.ClaimRecorded'>['claim_type'];
 export type TaskOp = PayloadOf<'MemoryEvent.TaskBoardChanged'>['op'];
 type Args = PayloadOf<'ActionEvent.ActionProposed'>['args'];
 
+/** The call record of issue 15 (schema/events/model-output-events.ts), as a server that reports nothing more would leave it. */
+const CALL_RECORD = { protocol: 'ds-model-output/2', finish_reason: 'stop', response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 } as const;
 const MODEL_CALL = {
   adapter: 'reference' as const,
   model_id: 'reference-policy-1',
@@ -129,9 +131,9 @@ export const d = {
     draft('ExperimentEvent.InterventionDelivered', { intervention_id: `int-${wakeId}`, wake_id: wakeId, event_ids: [...eventIds] }),
 
   modelAnswered: (wakeId: string, usage = { prompt_tokens: 100, completion_tokens: 50 }) =>
-    draft('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, ...MODEL_CALL, raw_output: '{"next":"think"}', usage, usage_estimated: false, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 } }, { correlation_id: wakeId }),
+    draft('ModelOutputEvent.ModelAnswered', { wake_id: wakeId, ...MODEL_CALL, raw_output: '{"next":"think"}', usage, usage_source: 'server', ...CALL_RECORD, context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 } }, { correlation_id: wakeId }),
   modelCallFailed: (wakeId: string, failure: PayloadOf<'ModelOutputEvent.ModelCallFailed'>['failure'] = 'timeout') =>
-    draft('ModelOutputEvent.ModelCallFailed', { wake_id: wakeId, ...MODEL_CALL, context: null, failure, detail: 'no answer', raw_output: null }, { correlation_id: wakeId }),
+    draft('ModelOutputEvent.ModelCallFailed', { wake_id: wakeId, ...MODEL_CALL, ...CALL_RECORD, context: null, failure, detail: 'no answer', raw_output: null, usage: null, usage_source: null }, { correlation_id: wakeId }),
 
   actionProposed: (proposalId: string, tool: Tool, op: string, args: Args = {}) =>
     draft('ActionEvent.ActionProposed', { proposal_id: proposalId, tool, op, args, rationale: 'because the plan says so' }),

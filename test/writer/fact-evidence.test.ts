@@ -32,7 +32,7 @@ beforeAll(async () => {
   worldEventId = (await experiment.append([messageDraft()])).events[0]!.event_id;
   const model: EventDraft = {
     event_type: 'ModelOutputEvent.ModelAnswered',
-    schema_version: '1.2.0',
+    schema_version: '1.3.0',
     occurred_at: '2026-07-20T09:00:00.000Z',
     actor: 'model',
     causation_id: null,
@@ -47,7 +47,13 @@ beforeAll(async () => {
       latency_ms: 1,
       raw_output: '{"claims":[]}',
       usage: { prompt_tokens: 10, completion_tokens: 5 },
-      usage_estimated: false,
+      usage_source: 'server',
+      protocol: 'ds-model-output/2',
+      finish_reason: 'stop',
+      response_model: null,
+      prompt_tokens_counted: null,
+      prompt_count_source: null,
+      attempts: 1,
       context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 },
     },
   };

@@ -1,0 +1,107 @@
+// The model configuration file (issue 15 item 7): `--model-config FILE`, one zod-validated JSON
+// object naming the adapter and everything it needs. The file is read once, its bytes hashed;
+// every instance started from it copies it into its run folder (model-config.json) and the
+// manifest pins the hash (model.config_sha256), so a study's instances provably share one
+// configuration. Unknown keys are refused by name. Transport retries and the pause rule are NOT
+// here: they are pre-registered (the pre-registration's model_calls), identical for every group.
+import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { MAX_CONTEXT_TOKENS, MAX_MODEL_TIMEOUT_MS, MIN_MODEL_TIMEOUT_MS } from '../runtime/protocol.js';
+import type { ModelChoice } from './model-choice.js';
+
+export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+/** The local adapter's context when none is given: room for a full window's prompt and a whole answer with small vocabularies. */
+export const DEFAULT_LOCAL_CONTEXT_TOKENS = 16_384;
+export const DEFAULT_LOCAL_THREADS = 1;
+/** A configuration is a few hundred bytes; more is not one. */
+const MAX_CONFIG_BYTES = 64 * 1024;
+
+export class ModelConfigError extends Error {
+  override readonly name = 'ModelConfigError';
+}
+
+const Params = z.strictObject({
+  temperature: z.number().min(0).max(2).nullable().default(null),
+  top_p: z.number().gt(0).max(1).nullable().default(null),
+  seed: z.number().int().nullable().default(null),
+  max_tokens: z.number().int().min(1).nullable().default(null),
+});
+const NO_PARAMS = { temperature: null, top_p: null, seed: null, max_tokens: null };
+const TimeoutMs = z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS).default(DEFAULT_MODEL_TIMEOUT_MS);
+const ContextTokens = z.number().int().min(256).max(MAX_CONTEXT_TOKENS);
+
+export const ModelConfigFile = z.discriminatedUnion('adapter', [
+  z.strictObject({
+    adapter: z.literal('openai'),
+    base_url: z.url({ protocol: /^https?$/ }),
+    model_id: z.string().min(1).max(200),
+    /** The environment variable holding the API key; null for a local server without one. */
+    api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable().default('OPENAI_API_KEY'),
+    structured_output: StructuredOutputDialect.default('json_schema'),
+    params: Params.default(NO_PARAMS),
+    timeout_ms: TimeoutMs,
+    context_size: ContextTokens.nullable().default(null),
+    stream: z.boolean().default(true),
+  }),
+  z.strictObject({
+    adapter: z.literal('local'),
+    /** Relative paths are read from the configuration file's folder. */
+    model_file: z.string().min(1).max(4_096),
+    model_id: z.string().min(1).max(200).optional(),
+    params: Params.default(NO_PARAMS),
+    threads: z.number().int().min(1).max(256).default(DEFAULT_LOCAL_THREADS),
+    context_size: ContextTokens.default(DEFAULT_LOCAL_CONTEXT_TOKENS),
+    timeout_ms: TimeoutMs,
+  }),
+]);
+export type ModelConfigFile = z.infer<typeof ModelConfigFile>;
+
+const PRE_REGISTERED_KEYS = ['retry', 'transport_retry', 'pause', 'pause_after_consecutive_transport_failures', 'max_attempts', 'backoff_ms'];
+
+/** The name a local model goes by when none is given: its file's name without `.gguf`. */
+export function localModelIdOf(modelFile: string): string {
+  return path.basename(modelFile).replace(/\.gguf$/i, '').slice(0, 200) || 'local-model';
+}
+
+/** Reads, checks and resolves a model configuration file into the choice it names (paths absolute, the bytes' sha256 pinned). */
+export function readModelConfigFile(file: string): ModelChoice {
+  const absolute = path.resolve(file);
+  let bytes: Buffer;
+  try {
+    if (statSync(absolute).size > MAX_CONFIG_BYTES) throw new ModelConfigError(`${absolute} is larger than ${MAX_CONFIG_BYTES} bytes: not a model configuration`);
+    bytes = readFileSync(absolute);
+  } catch (error) {
+    if (error instanceof ModelConfigError) throw error;
+    throw new ModelConfigError(`cannot read the model configuration ${absolute}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new ModelConfigError(`${absolute} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (json !== null && typeof json === 'object') {
+    const preRegistered = Object.keys(json).filter((k) => PRE_REGISTERED_KEYS.includes(k));
+    if (preRegistered.length > 0) throw new ModelConfigError(`${absolute}: ${preRegistered.join(', ')}: transport retries and the pause rule are pre-registered (the pre-registration's model_calls block, identical for every group), not part of a model configuration`);
+  }
+  const parsed = ModelConfigFile.safeParse(json);
+  if (!parsed.success) throw new ModelConfigError(`${absolute} is not a valid model configuration: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  const sha256 = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  const c = parsed.data;
+  const provenance = { config_file: absolute, config_sha256: sha256 };
+  switch (c.adapter) {
+    case 'openai':
+      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...provenance };
+    case 'local': {
+      const modelFile = path.resolve(path.dirname(absolute), c.model_file);
+      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, ...provenance };
+    }
+    default: {
+      const unhandled: never = c;
+      throw new ModelConfigError(`unknown adapter ${JSON.stringify(unhandled)}`);
+    }
+  }
+}

@@ -1,0 +1,16 @@
+// The exit codes `npm run experiment` and `npm run study` share (docs/controller.md, docs/oracle.md),
+// defined once. A batch scheduler reads them (DESIGN §12): 3 = requeue (resumable), 2 = do not
+// retry (misuse); 4 = the command ran to its end and wrote its record, but what it produced is not
+// evidence — retrying the same configuration would not change that, so it is not 3.
+export const EXIT_CODES = {
+  /** experiment: finished (sealed), verified, usable data · study: report written, batch valid (supported or rejected). */
+  ok: 0,
+  /** Refused, failed, or not verified: the message says which and what to do. */
+  failed: 1,
+  /** The command was misused (flags). */
+  misused: 2,
+  /** Stopped by the operator: resumable. */
+  stopped: 3,
+  /** experiment: finished and verified, but NO USABLE DATA (issue 15 item 8) · study: report written, batch void or evidence insufficient. */
+  notEvidence: 4,
+} as const;

@@ -1,0 +1,155 @@
+// Whether an instance's model calls gave data (issue 15 item 8, DESIGN §12 "Usable data"):
+// accepted answers k of n model calls made, why the rest failed, and whether k / n reaches the
+// pre-registered model_calls.usable_data.min_accepted_share. Pure: one instance's events in, the
+// judgement out; the run summary, `npm run experiment` and the study report all call this one
+// function, so they cannot disagree.
+//
+// Read of each event: its event_type and payload.failure only (the rest of the model-output
+// payloads changes with their versions; these two do not).
+//   n (calls)    = ModelAnswered + ModelCallFailed except `budget_exhausted` (no call was made),
+//                  as the budget ledger counts them (controller/budget-ledger.ts);
+//   k (accepted) = ModelAnswered (an answer that passed the protocol's schema).
+import { z } from 'zod';
+import type { MODEL_CALL_FAILURES } from '../schema/events/model-output-events.js';
+
+type ModelCallFailure = (typeof MODEL_CALL_FAILURES)[number];
+
+export const MODEL_ANSWERED = 'ModelOutputEvent.ModelAnswered';
+export const MODEL_CALL_FAILED = 'ModelOutputEvent.ModelCallFailed';
+const NO_CALL_MADE = 'budget_exhausted';
+
+/** Why the calls that gave no accepted answer failed, in the words the reports use. */
+export const FAILURE_KINDS = ['schema', 'truncated', 'length', 'timeout', 'transport', 'other'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/**
+ * Every recorded failure to its kind; null: not a call. A failure added to the schema without a
+ * kind here fails the type check, so a new kind is decided, never silently "other".
+ */
+const KIND_OF_FAILURE: Readonly<Record<ModelCallFailure, FailureKind | null>> = {
+  schema_violation: 'schema',
+  truncated_prompt: 'truncated',
+  length: 'length',
+  timeout: 'timeout',
+  transport: 'transport',
+  stream_broken: 'transport',
+  http_error: 'other',
+  refusal: 'other',
+  budget_exhausted: null,
+};
+
+const Count = z.number().int().min(0);
+const Share = z.number().min(0).max(1);
+
+export const ByFailure = z.strictObject(Object.fromEntries(FAILURE_KINDS.map((k) => [k, Count])) as Record<FailureKind, typeof Count>);
+export type ByFailure = z.infer<typeof ByFailure>;
+
+export const UsableData = z.strictObject({
+  /** k: ModelAnswered. */
+  accepted: Count,
+  /** n: model calls made (ModelAnswered + ModelCallFailed except budget_exhausted). */
+  calls: Count,
+  /** k / n; null when no call was made. */
+  share: Share.nullable(),
+  /** The n − k failed calls by kind (they sum to calls − accepted). */
+  by_failure: ByFailure,
+  /** ModelCallFailed `budget_exhausted`: wakes that granted no call. Not calls; said beside them. */
+  not_made: Count,
+  /** Failed calls whose `failure` this build does not know, counted under `other` and named in `reason`. */
+  unrecognised_failures: Count,
+  /** The pre-registered minimum share; null when the pre-registration fixes none (recorded before issue 15). */
+  min_accepted_share: Share.nullable(),
+  /** calls > 0 and share ≥ min_accepted_share. */
+  usable: z.boolean(),
+  /** The judgement in words: k of n, the share against the minimum, the failures by kind. */
+  reason: z.string().min(1),
+});
+export type UsableData = z.infer<typeof UsableData>;
+
+/** What is read of an event: an EventEnvelope fits, and so does a forged one in a test. */
+export interface ModelCallEventLike {
+  readonly event_type: string;
+  readonly payload: unknown;
+}
+
+/** Why there is no minimum share, when the caller knows no better reason. */
+export const NO_RULE_REASON = 'the pre-registration fixes no minimum share (model_calls.usable_data.min_accepted_share is missing: it was recorded before the rule existed)';
+
+/** At most this many distinct unknown failure values are named in a reason; the rest are counted. */
+const MAX_NAMED_UNKNOWN = 5;
+
+/** A share as a percentage with at most two decimals: 0.8 → "80 %", 29/31 → "93.55 %". */
+export function formatShare(share: number): string {
+  return `${Math.round(share * 10_000) / 100} %`;
+}
+
+/** "20 schema, 5 timeout" — kinds with a count only; "none" when every call was accepted. */
+export function describeFailures(byFailure: ByFailure): string {
+  const parts = FAILURE_KINDS.filter((k) => byFailure[k] > 0).map((k) => `${byFailure[k]} ${k}`);
+  return parts.length === 0 ? 'none' : parts.join(', ');
+}
+
+function failureOf(payload: unknown): unknown {
+  return typeof payload === 'object' && payload !== null ? (payload as Record<string, unknown>)['failure'] : undefined;
+}
+
+function kindOf(failure: unknown): FailureKind | null | 'unknown' {
+  if (typeof failure !== 'string' || !Object.hasOwn(KIND_OF_FAILURE, failure)) return 'unknown';
+  return KIND_OF_FAILURE[failure as ModelCallFailure];
+}
+
+/**
+ * The usable-data judgement of one instance from its events (any order; other event types are
+ * ignored). `minAcceptedShare` is the pre-registration's model_calls.usable_data.min_accepted_share,
+ * or null when it has none: then no instance is usable, and the reason says why (`noRuleReason`).
+ */
+export function judgeUsableData(events: readonly ModelCallEventLike[], minAcceptedShare: number | null, noRuleReason: string = NO_RULE_REASON): UsableData {
+  let accepted = 0;
+  let notMade = 0;
+  const byFailure: Record<FailureKind, number> = { schema: 0, truncated: 0, length: 0, timeout: 0, transport: 0, other: 0 };
+  const unknown = new Map<string, number>();
+  for (const event of events) {
+    if (event.event_type === MODEL_ANSWERED) {
+      accepted += 1;
+      continue;
+    }
+    if (event.event_type !== MODEL_CALL_FAILED) continue;
+    const failure = failureOf(event.payload);
+    const kind = kindOf(failure);
+    if (kind === null) notMade += 1;
+    else if (kind === 'unknown') {
+      // A call that failed in a way this build cannot name still counts as a failed call.
+      byFailure.other += 1;
+      const label = typeof failure === 'string' ? JSON.stringify(failure.slice(0, 64)) : `(${failure === undefined ? 'no failure field' : typeof failure})`;
+      unknown.set(label, (unknown.get(label) ?? 0) + 1);
+    } else byFailure[kind] += 1;
+  }
+  const failed = FAILURE_KINDS.reduce((sum, k) => sum + byFailure[k], 0);
+  const calls = accepted + failed;
+  const share = calls === 0 ? null : accepted / calls;
+  const unrecognised = [...unknown.values()].reduce((a, b) => a + b, 0);
+  const usable = share !== null && minAcceptedShare !== null && share >= minAcceptedShare;
+
+  const notMadeText = notMade === 0 ? '' : `; ${notMade} wake(s) granted no call (budget_exhausted, not counted as calls)`;
+  const named = [...unknown.entries()].slice(0, MAX_NAMED_UNKNOWN).map(([label, n]) => `${n}× ${label}`);
+  const unknownText = unrecognised === 0 ? '' : `; ${unrecognised} failure(s) of a kind this build does not know, counted as other: ${named.join(', ')}${unknown.size > MAX_NAMED_UNKNOWN ? `, +${unknown.size - MAX_NAMED_UNKNOWN} more kind(s)` : ''}`;
+  let reason: string;
+  if (calls === 0) reason = `no model call was made${notMadeText}`;
+  else {
+    const counted = `${accepted} of ${calls} model calls gave accepted answers (${formatShare(share!)})`;
+    const failures = `failed: ${describeFailures(byFailure)}`;
+    if (minAcceptedShare === null) reason = `${counted}, but ${noRuleReason}, so the instance cannot count as data; ${failures}`;
+    else reason = `${counted}, ${usable ? 'at least' : 'below'} the pre-registered ${formatShare(minAcceptedShare)}; ${failures}`;
+  }
+  return UsableData.parse({
+    accepted,
+    calls,
+    share,
+    by_failure: byFailure,
+    not_made: notMade,
+    unrecognised_failures: unrecognised,
+    min_accepted_share: minAcceptedShare,
+    usable,
+    reason: `${reason}${calls === 0 ? '' : notMadeText}${unknownText}`,
+  });
+}

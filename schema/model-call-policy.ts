@@ -1,0 +1,32 @@
+// How the subject's model is asked and what a failing server costs (issue 15 items 1, 4, 5):
+// facts the manifest, the pre-registration and the runtime's start message share, so each is
+// defined once here.
+import { z } from 'zod';
+
+/**
+ * How the answer's JSON Schema is sent to an OpenAI-compatible server:
+ * - json_schema: OpenAI / vLLM, `response_format: {type: "json_schema", json_schema: {name, strict, schema}}`;
+ * - llamacpp: llama.cpp server's own fields (`response_format: {type: "json_object", schema}` and `json_schema`);
+ * - json_object: `response_format: {type: "json_object"}` (valid JSON, no schema);
+ * - none: nothing (the prompt alone asks for the format).
+ * The local adapter always decodes under a grammar generated from the schema (`gbnf`).
+ */
+export const STRUCTURED_OUTPUT_DIALECTS = ['json_schema', 'llamacpp', 'json_object', 'none'] as const;
+export const StructuredOutputDialect = z.enum(STRUCTURED_OUTPUT_DIALECTS);
+export type StructuredOutputDialect = z.infer<typeof StructuredOutputDialect>;
+
+/**
+ * The pre-registered transport retry policy: attempts per model call where no answer reached
+ * the runtime (connection refused or reset, HTTP 429/502/503/504), and the waits between them.
+ * Identical for every group; an answer, however bad, is never retried.
+ */
+export const TransportRetryPolicy = z
+  .strictObject({
+    max_attempts: z.number().int().min(1).max(10),
+    backoff_ms: z.array(z.number().int().min(0).max(60_000)).max(9),
+  })
+  .refine((p) => p.backoff_ms.length === p.max_attempts - 1, { message: 'backoff_ms lists one wait between each two attempts (max_attempts - 1 values)', path: ['backoff_ms'] });
+export type TransportRetryPolicy = z.infer<typeof TransportRetryPolicy>;
+
+/** No retry: what runs without a pre-registered policy (the reference policy, a replay) use. */
+export const NO_TRANSPORT_RETRY: TransportRetryPolicy = { max_attempts: 1, backoff_ms: [] };
