@@ -1,7 +1,7 @@
 // One line per event for the desk's lists: what an auditor scans for. An exhaustive switch
 // over the event catalogue, so a new event type does not compile until it says how it reads.
 // The full envelope is always on the event's own page; a summary is never the evidence.
-import { z } from 'zod';
+import { currentPayloadOf } from '../schema/current-payload.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { eventDefinition, type TypedEvent } from '../schema/event-catalog.js';
 
@@ -12,19 +12,29 @@ function short(text: string): string {
   return line.length <= SUMMARY_TEXT_CHARS ? line : `${line.slice(0, SUMMARY_TEXT_CHARS)}…`;
 }
 
-/** The payload checked against its schema, or why it cannot be read as its type. */
+/**
+ * The payload as the current catalogue reads it, or why it cannot be read as its type: an event
+ * of an earlier version is checked against its own schema and lifted by the built-in upcasters
+ * (schema/current-payload.ts), so the desk reads it like every other reader of the run does.
+ */
 export function typedEvent(event: EventEnvelope): { ok: true; event: TypedEvent } | { ok: false; problem: string } {
-  const definition = eventDefinition(event.event_type);
-  if (!definition) return { ok: false, problem: `type ${event.event_type} is not in this build's event catalogue` };
-  const parsed = definition.payload.safeParse(event.payload);
-  if (!parsed.success) return { ok: false, problem: `payload does not match the ${event.event_type} schema: ${z.prettifyError(parsed.error)}` };
-  return { ok: true, event: { event_type: event.event_type, payload: parsed.data } as TypedEvent };
+  const read = currentPayloadOf(event);
+  return read.ok ? read : { ok: false, problem: read.reason };
+}
+
+/** Says when the summary reads a lifted copy: the envelope as stored is at another version. */
+function liftedNote(event: EventEnvelope): string {
+  const current = eventDefinition(event.event_type)?.schemaVersion;
+  return current === undefined || current === event.schema_version ? '' : ` [recorded as ${event.schema_version}, read as ${current}: what it did not record shows as unknown]`;
 }
 
 export function summarizeEvent(event: EventEnvelope): string {
   const typed = typedEvent(event);
   if (!typed.ok) return `⚠ ${short(typed.problem)}`;
-  const e = typed.event;
+  return `${summaryOf(typed.event)}${liftedNote(event)}`;
+}
+
+function summaryOf(e: TypedEvent): string {
   switch (e.event_type) {
     case 'SystemEvent.StoreOpened':
       return `store opened for experiment ${e.payload.experiment_id}, subject ${e.payload.subject_id}, projection ${e.payload.projection.name}@${e.payload.projection.version}`;

@@ -10,6 +10,11 @@
 //   are its cause (causation_id) and the events its payload cites. A UUID in text
 //   that names no kept event becomes "[id]" (an omitted event's id would say which events exist).
 //   A payload reference to an omitted event is left out of `refs` and counted in the stats.
+// - Seqs: a seq counts the events before it, so it says how much happened in the run (which
+//   differs by group). A seq cited in text ("event #137", "seq 137") and every seq in a
+//   ds-model-output/2 answer's `"evidence_seqs": [137, 141]` become refs the same way (the list
+//   then reads `["E0012", "E0015"]`), "[id]" when the seq names no kept event. Payload seqs
+//   (visible_to_seq, observed_event_seq) become the ref of the last kept event at or before them.
 // - Times: `occurred_at` becomes simulated time since hour 0 (plan.schedule.start_at), "h12:30";
 //   an ISO-8601 time inside text becomes the same form ("before hour 0" / "after h999" outside
 //   the study, "[time]" when it is no time). Wakes become W01, … by schedule position.
@@ -20,7 +25,11 @@
 //   ModelAnswered/ModelCallFailed: adapter, model_id, params, system_fingerprint, latency_ms,
 //   usage_source, protocol, response_model, finish_reason and attempts (configuration or
 //   apparatus), the context counts, the prompt tokens and their counts (the context bundle's
-//   size depends on the state setting by construction);
+//   size depends on the state setting by construction); ModelCallFailed: the failure kinds the
+//   apparatus decides and the prompt's size sways (truncated_prompt, timeout, transport,
+//   stream_broken, http_error) all read `no_answer`, with neither their detail nor what arrived
+//   (SHOWN_MODEL_FAILURE); the detail of every failure but a schema violation or a refusal
+//   (MODEL_FAILURE_DETAIL_WITHHELD);
 //   BudgetLedgerRecorded: used.tokens (includes the prompt tokens, as above); ProcessRestarted:
 //   reason (names the plan's intervention id); AppendRejected: request id/hash/bytes and the
 //   connection id (apparatus); Paused/Resumed/EmergencyStopped/OperatorResolved: the operator's
@@ -37,7 +46,9 @@
 import { z } from 'zod';
 import type { ExperimentPlan } from '../controller/experiment-plan.js';
 import type { EventEnvelope } from '../schema/envelope.js';
-import { eventDefinition, type TypedEvent } from '../schema/event-catalog.js';
+import { currentPayloadOf } from '../schema/current-payload.js';
+import type { TypedEvent } from '../schema/event-catalog.js';
+import type { MODEL_CALL_FAILURES } from '../schema/events/model-output-events.js';
 import { Ref, SimTime, TimelineEntry, TimelineKind, WakeRef } from './package-format.js';
 
 /** A package-local event ref ("E0001") and a wake ref ("W01"): the contract exports only their schemas. */
@@ -48,8 +59,33 @@ export class NormalizeError extends Error {
   override readonly name = 'NormalizeError';
 }
 
-/** What a timeout's, HTTP error's or exhausted budget's detail reads in a package (see ModelCallFailed below). */
+/** What the detail of a failure not about the subject's answer reads in a package (see ModelCallFailed below). */
 export const MODEL_FAILURE_DETAIL_WITHHELD = '(withheld: apparatus or server text, which may quote the size of the prompt)';
+
+/** A model call's failure as a package shows it. */
+export const ShownModelFailure = z.enum(['no_answer', 'schema_violation', 'length', 'refusal', 'budget_exhausted']);
+export type ShownModelFailure = z.infer<typeof ShownModelFailure>;
+/**
+ * Each recorded failure kind → the kind a package shows. The apparatus decides `truncated_prompt`
+ * (does the prompt fit the context), `timeout`, `transport`, `stream_broken` and `http_error`, and
+ * the prompt's size sways them (a longer prompt fits less often and takes longer to read); the
+ * prompts of groups that keep state are longer by construction, so which of them happened says
+ * something about the group: every package shows them as one kind, `no_answer`. A schema
+ * violation, an answer cut at its token cap (`length`) and a refusal are about the subject's own
+ * answer; `budget_exhausted` is the wake's grant, the same schedule for every group. A new
+ * failure kind is a compile error here until someone decides what a reviewer sees of it.
+ */
+export const SHOWN_MODEL_FAILURE = {
+  timeout: 'no_answer',
+  transport: 'no_answer',
+  http_error: 'no_answer',
+  truncated_prompt: 'no_answer',
+  stream_broken: 'no_answer',
+  schema_violation: 'schema_violation',
+  length: 'length',
+  refusal: 'refusal',
+  budget_exhausted: 'budget_exhausted',
+} as const satisfies Record<(typeof MODEL_CALL_FAILURES)[number], ShownModelFailure>;
 
 /** Every event type that is not a timeline entry, and why (the reviewer-facing rule). */
 export const OMISSIONS = {
@@ -101,7 +137,7 @@ export const DETAIL_SCHEMAS = {
   world_information: z.strictObject({ source: Text, body: Text, refutes: z.array(Ref) }),
   world_distraction: z.strictObject({ channel: Text, body: Text }),
   model_answered: z.strictObject({ raw_output: Text, completion_tokens: Count }),
-  model_call_failed: z.strictObject({ failure: Text, detail: Text, raw_output: Text.nullable() }),
+  model_call_failed: z.strictObject({ failure: ShownModelFailure, detail: Text, raw_output: Text.nullable() }),
   action_proposed: z.strictObject({
     tool: Text,
     op: Text,
@@ -189,8 +225,25 @@ export function wakeRefOfIndex(index: number): WakeText {
 // Text
 
 const UUID_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
-/** An event cited by its seq in a subject's text, the way ds-model-output/2 subjects see events ("event #123"). */
-const SEQ_REF_RE = /\bevent #(\d{1,12})\b/g;
+/**
+ * An event cited by its seq in text, the way ds-model-output/2 subjects see events: "event #123"
+ * (the reference policy's words), "seq 123" (the prompt's word, and the runtime's in a schema
+ * violation's detail: "claims.0.evidence_seqs.1: seq 140"). Group 1 is the word, kept.
+ */
+const SEQ_REF_RE = /\b(event #|seq #?)(\d{1,15})\b/gi;
+/**
+ * A ds-model-output/2 answer's list of cited seqs in its raw JSON text, `"evidence_seqs": [137, 141]`
+ * (group 1: the backslashes before the key's quotes, when the text quotes JSON in JSON; group 2: up
+ * to the "["; group 3: the list). The list is read up to its "]" or, in an answer cut short, up to
+ * the first character no list of numbers has; at most 4,096 characters (a list has at most 16 seqs).
+ */
+const SEQ_LIST_RE = /(\\*)"evidence_seqs\1"(\s*:\s*\[)([\s\d,"\\.-]{0,4096})/g;
+/**
+ * One cited seq in such a list: a number, bare or (in a wrong answer) quoted. No letters in either
+ * expression, so that a list already of refs is left as it is (every text is scrubbed twice:
+ * as text, then as a string of the detail). A number they do not read (1e2) is left to the leak check.
+ */
+const SEQ_IN_LIST_RE = /\\*"?(-?\d+(?:\.\d+)?)\\*"?/g;
 const ISO_TIME_RE = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?/g;
 /**
  * An absolute path up to and including a `workspace/` folder (at most 32 folders deep, so the match
@@ -216,7 +269,7 @@ export interface NormalizeStats {
   textsCut: number;
   /** Payload references (causation, evidence, …) to an omitted or unknown event, left out of refs. */
   refsToOmittedEvents: number;
-  /** UUIDs in text that named no kept event, written as "[id]". */
+  /** UUIDs and seqs in text (seqs cited in words or in an evidence_seqs list) that named no kept event, written as "[id]". */
   idsInTextHidden: number;
   /** Events that carry the writer's wall clock (AppendRejected) given the simulated time of the event before them. */
   timesFromNeighbour: number;
@@ -380,11 +433,19 @@ function dispositionOf(e: TypedEvent): Disposition {
       return { omit: 'transport_attempt' };
     case 'ModelOutputEvent.ModelCallFailed': {
       const p = e.payload;
-      // A schema violation or a refusal is about the subject's own answer: kept. The detail of a
-      // timeout, an HTTP error or an exhausted budget is the apparatus's or the server's text and
-      // may quote the prompt's size, which depends on whether the group keeps state: withheld.
+      // The kind as SHOWN_MODEL_FAILURE says. A schema violation's or a refusal's detail is about
+      // the subject's own answer: kept. Every other detail is the apparatus's or the server's text
+      // and may quote the prompt's size, which depends on whether the group keeps state: withheld.
+      // What arrived of a call that brought no answer is withheld too: a whole answer (the server
+      // read a truncated prompt) or a part of one (a timeout, a broken stream) or nothing (a
+      // refused connection) would tell again which apparatus failure it was; none of it was used.
+      const failure = SHOWN_MODEL_FAILURE[p.failure];
       const aboutTheAnswer = p.failure === 'schema_violation' || p.failure === 'refusal';
-      return keep('model_call_failed', 'subject', (c) => ({ summary: `the model call failed: ${p.failure}`, detail: { failure: p.failure, detail: aboutTheAnswer ? c.text(p.detail) : MODEL_FAILURE_DETAIL_WITHHELD, raw_output: p.raw_output === null ? null : c.text(p.raw_output) }, refs: [] }));
+      return keep('model_call_failed', 'subject', (c) => ({
+        summary: `the model call failed: ${failure}`,
+        detail: { failure, detail: aboutTheAnswer ? c.text(p.detail) : MODEL_FAILURE_DETAIL_WITHHELD, raw_output: p.raw_output === null || failure === 'no_answer' ? null : c.text(p.raw_output) },
+        refs: [],
+      }));
     }
     case 'ActionEvent.ActionProposed': {
       const p = e.payload;
@@ -579,12 +640,11 @@ function deepMapStrings(value: unknown, f: (text: string) => string): unknown {
   return value;
 }
 
+/** The event read at the catalogue's current version (an event of an earlier version lifted by its upcasters). */
 function typedOf(event: EventEnvelope): TypedEvent {
-  const definition = eventDefinition(event.event_type);
-  if (!definition) throw new NormalizeError(`the event at seq ${event.seq} has type ${event.event_type}, which the event catalogue does not know: export it with the version of this program that wrote it`);
-  const parsed = definition.payload.safeParse(event.payload);
-  if (!parsed.success) throw new NormalizeError(`the event at seq ${event.seq} (${event.event_type}) does not match its payload schema (${z.prettifyError(parsed.error)}); run npm run verify on the run folder`);
-  return { event_type: event.event_type, payload: parsed.data } as TypedEvent;
+  const current = currentPayloadOf(event);
+  if (!current.ok) throw new NormalizeError(`the event at seq ${event.seq} (${event.event_type} ${event.schema_version}) cannot be read: ${current.reason}; run npm run verify on the run folder, and export it with the version of this program that wrote it if it is newer`);
+  return current.event;
 }
 
 function proposalIdOf(e: TypedEvent): string | null {
@@ -641,6 +701,13 @@ export function normalizeEvents(events: readonly EventEnvelope[], plan: Experime
   }
 
   const hostPaths = [...new Set(options.hostPaths.filter((p) => p.length > 1))].sort((a, b) => b.length - a.length);
+  /** The ref of the kept event at `seq`, or "[id]" (counted) for a seq that names no kept event. */
+  const refOrHidden = (seq: string, counted: boolean): string => {
+    const ref = refOfSeq.get(Number(seq));
+    if (ref !== undefined) return ref;
+    if (counted) stats.idsInTextHidden += 1;
+    return '[id]';
+  };
   // `counted`: the summary repeats words of the detail; an id hidden in both is counted once (in the detail).
   const scrub = (text: string, counted = true): string => {
     let out = text;
@@ -655,12 +722,13 @@ export function normalizeEvents(events: readonly EventEnvelope[], plan: Experime
       if (counted) stats.idsInTextHidden += 1;
       return '[id]';
     });
-    out = out.replace(SEQ_REF_RE, (_match, seq: string) => {
-      const ref = refOfSeq.get(Number(seq));
-      if (ref !== undefined) return `event ${ref}`;
-      if (counted) stats.idsInTextHidden += 1;
-      return 'event [id]';
+    // A seq list becomes a list of quoted refs, as a ds-model-output/1 answer's evidence_event_ids read.
+    out = out.replace(SEQ_LIST_RE, (_match, escapes: string, open: string, list: string) => {
+      const quote = `${escapes}"`;
+      const items = list.replace(SEQ_IN_LIST_RE, (_item, seq: string) => `${quote}${refOrHidden(seq, counted)}${quote}`);
+      return `${quote}evidence_seqs${quote}${open}${items}`;
     });
+    out = out.replace(SEQ_REF_RE, (_match, word: string, seq: string) => `${word.replace(/[\s#]+$/, '')} ${refOrHidden(seq, counted)}`);
     return rewriteTimes(out, startMs);
   };
   const cut = (): void => {

@@ -7,7 +7,8 @@
 //       present in several packages; a timeline entry's detail is compared per kind, since which
 //       kinds occur is behaviour);
 //   (c) no text holds a group label, a capability word or flag name, an instance folder name, a
-//       UUID, a string only some groups' packages can contain by construction (the plan-decision
+//       UUID, an event cited by its seq (a seq counts events, so it says how much happened in the
+//       run), a string only some groups' packages can contain by construction (the plan-decision
 //       event names and reason codes), another package's blind id, or any forbidden string of the
 //       study (experiment id, subject ids, seeds, group blind ids, configuration and chain
 //       hashes, host paths);
@@ -46,6 +47,7 @@ export const LEAK_KINDS = [
   'group_only_vocabulary',
   'instance_name',
   'uuid',
+  'event_seq',
   'foreign_blind_id',
   'experiment_id',
   'subject_id',
@@ -318,6 +320,12 @@ const PATTERNS: ReadonlyArray<{ readonly kind: LeakKind; readonly what: string; 
   { kind: 'group_only_vocabulary', what: 'a word only some groups can produce (a plan decision or its reason code)', re: new RegExp(GROUP_ONLY_WORDS.map(escape).join('|'), 'gi') },
   { kind: 'instance_name', what: 'an instance folder name', re: /\b[ABC]-r\d+\b/g },
   { kind: 'uuid', what: 'a UUID (event ids must be package refs)', re: /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi },
+  // Seqs count events: the normalizer writes every seq cited in text as a ref (event-normalizer.ts, SEQ_REF_RE).
+  { kind: 'event_seq', what: 'an event cited by its seq (seqs must be package refs)', re: /\b(?:event #|seq #?)\d/gi },
+  // A ds-model-output/2 answer's "evidence_seqs": [137, 141] with a number left in it (a ref "E0012" is not one, nor
+  // "[id]"). The key's quote is escaped as deep as the text nests JSON (\" in the timeline, &quot; in the page); the
+  // list is read up to its "]", at most 4,096 characters.
+  { kind: 'event_seq', what: 'a list of cited seqs (evidence_seqs) holding a number (seqs must be package refs)', re: /evidence_seqs(?:\\|"|&quot;|&#34;|&#x22;){0,8}\s*:\s*\[(?:\[id\]|[^\]]){0,4096}?(?<![A-Za-z0-9])\d/gi },
 ];
 const HEX_TOKEN_RE = /(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/gi;
 const REF_RE = /^E\d{4,6}$/;

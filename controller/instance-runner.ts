@@ -27,7 +27,7 @@ import { loadScenario, subjectInitializedPayload, type Scenario } from './scenar
 import { VirtualClock } from './virtual-clock.js';
 import type { ScheduledWake } from './wake-schedule.js';
 import { applyExternalChange, materializeWorkspace, WORKSPACE_FOLDER, type FileOwner } from './workspace.js';
-import { copyModelConfig, ModelChoice, readModelChoice, resolveModel } from './model-choice.js';
+import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from './model-choice.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { FaultSwitch } from '../schema/fault-switch.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
@@ -40,6 +40,7 @@ import { RUN_FILES } from '../schema/run-files.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
 import { type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
+import type { EventEnvelope } from '../schema/envelope.js';
 import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
 import type { ModelProtocol } from '../runtime/model-protocol.js';
 import type { PreflightReport, RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
@@ -53,6 +54,8 @@ export const WAKE_TIMEOUT_MS = 120_000;
 export const CHILD_STOP_TIMEOUT_MS = 10_000;
 /** How long a runtime may take to say ready, before its model check's own time (the call timeout) is added. */
 const RUNTIME_START_TIMEOUT_MS = 20_000;
+/** A server's preflight side requests (models, props, tokenizer), each bounded by 10 s in the openai adapter. */
+const PREFLIGHT_SIDE_REQUESTS_MS = 30_000;
 /**
  * An instance holds about 500 events: a snapshot every 100 gives the restore drill (and the fault
  * harness's snapshot faults) several to start from, at a few kilobytes each. Same for every group.
@@ -161,6 +164,8 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   if (rules === null) throw new InstanceError('prereg', `refusing to run: ${MODEL_CALLS_MISSING_MESSAGE}`);
   const choice = ModelChoice.parse(options.model);
   const model = resolveModel(choice, rules.transport_retry);
+  // Checked before anything is written: a configuration file changed since it was read refuses the start with the folder untouched.
+  const modelConfig = modelConfigBytes(choice);
 
   mkdirSync(runDir, { recursive: true });
   const isolation = isolationFor(runDir, options);
@@ -170,7 +175,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   writeFileSync(path.join(runDir, RUN_FILES.prereg), `${JSON.stringify(prereg, null, 2)}\n`, { flag: 'wx' });
   copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
   writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
-  copyModelConfig(choice, runDir);
+  copyModelConfig(choice, runDir, modelConfig);
   const manifest = buildInstanceManifest({
     experimentId: options.experimentId,
     groupBlindId: options.groupBlindId,
@@ -275,6 +280,8 @@ class StopRequested extends Error {
 
 /** Who records a pause of the pre-registered transport rule: the controller itself, not a person. */
 const PAUSE_RULE_OPERATOR = 'controller (pre-registered pause rule)';
+/** Who records a start refused by the model's check before the first wake. */
+const PREFLIGHT_OPERATOR = 'controller (model preflight)';
 
 class Instance {
   private readonly log: (line: string) => void;
@@ -321,12 +328,22 @@ class Instance {
         throw new AlreadySealed();
       }
       const firstWake = await this.prepare(progress, mode);
-      await this.startRuntime();
+      // A resume with every wake already run only seals: no model is asked, so none is started (or checked).
+      if (firstWake < this.wakes.length) {
+        try {
+          await this.startRuntime();
+        } catch (error) {
+          // A refused model check ends this start: recorded (head signed), so that a later resume finds a stop with its reason, not a controller that died unrecorded.
+          if (error instanceof InstanceError && error.code === 'model') await this.recordStop(error.message, PREFLIGHT_OPERATOR).catch(() => undefined);
+          throw error;
+        }
+      }
       for (let index = firstWake; index < this.wakes.length; index += 1) {
         const done = await this.runWake(index);
         wakesRun += 1;
-        this.applyPauseRule(done);
         if ((index + 1) % this.input.prereg.chain_head_signing_period_wakes === 0) await this.signPeriodic();
+        // After the last wake no schedule is left to protect: the run is sealed, not paused.
+        if (index + 1 < this.wakes.length) this.applyPauseRule(done);
       }
       this.checkStop();
       await this.stopRuntime();
@@ -444,8 +461,8 @@ class Instance {
         model: this.input.model,
         protocol: this.input.protocol,
       },
-      // The runtime checks its model before it says ready (loading a local model, a probe call): it gets the call's timeout on top.
-      { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + (this.input.manifest.model.call_timeout_ms ?? 0), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
+      // The runtime checks its model before it says ready (loading a local model; a server's side requests and a probe call, retried like any call).
+      { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + this.modelCallBudgetMs(), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
     );
     this.log(`ds-runtime pid ${this.runtime.pid}`);
     this.recordPreflight(this.runtime.preflight);
@@ -461,6 +478,11 @@ class Instance {
     appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
     for (const text of report.lines) this.log(`model preflight: ${text}`);
     if (!report.ok) throw new InstanceError('model', `the model failed its check before the first wake: ${report.reason}. Nothing ran; fix the model or its server and start again (or continue this folder with --resume ${this.input.runDir})`);
+    // The controller hashed the model file into the signed manifest; the runtime loaded a file of its own reading: they must be the same one.
+    const pinned = this.input.manifest.model.build;
+    if (this.input.manifest.model.adapter === 'local' && report.facts['build'] !== pinned) {
+      throw new InstanceError('model', `the runtime loaded a model hashing to ${String(report.facts['build'])}, but the signed manifest pins ${String(pinned)}: the model file changed after the start; restore it, or start a new run`);
+    }
     this.log('model preflight: OK');
   }
 
@@ -572,6 +594,12 @@ class Instance {
     this.written.add(intervention.intervention_id);
   }
 
+  /** The longest one model call may take: every transport attempt its timeout, plus the pre-registered waits between them. */
+  private modelCallBudgetMs(): number {
+    const retry = this.input.rules.transport_retry;
+    return (this.input.manifest.model.call_timeout_ms ?? 0) * retry.max_attempts + retry.backoff_ms.reduce((sum, ms) => sum + ms, 0);
+  }
+
   /** Model calls in a row (across wakes) that ended as `transport`; a call that reached the model resets it. */
   private consecutiveTransportFailures = 0;
 
@@ -579,17 +607,17 @@ class Instance {
    * The pre-registered pause rule (issue 15 item 5): a server that stays down pauses the instance
    * — recorded as a stop, resumable with --resume — instead of consuming its schedule.
    */
-  private applyPauseRule(done: WakeDone | null): void {
-    if (done === null || done.counts.model_calls === 0) return;
-    const failed = done.counts.transport_failed_calls;
-    this.consecutiveTransportFailures = failed > 0 && failed === done.counts.model_calls ? this.consecutiveTransportFailures + failed : 0;
+  private applyPauseRule(calls: ModelCallTally): void {
+    if (calls.made === 0) return;
+    const failed = calls.transport;
+    this.consecutiveTransportFailures = failed > 0 && failed === calls.made ? this.consecutiveTransportFailures + failed : 0;
     const limit = this.input.rules.pause_after_consecutive_transport_failures;
     if (this.consecutiveTransportFailures >= limit) {
       throw new StopRequested(`paused: ${this.consecutiveTransportFailures} model call(s) in a row failed as transport (no answer after ${this.input.rules.transport_retry.max_attempts} attempt(s) each), reaching the pre-registered limit of ${limit}; fix the model server and continue with --resume ${this.input.runDir}`, PAUSE_RULE_OPERATOR);
     }
   }
 
-  private async runWake(index: number): Promise<WakeDone | null> {
+  private async runWake(index: number): Promise<ModelCallTally> {
     const wake = this.wakes[index]!;
     const { interventions } = this.input.plan;
     const due = interventions
@@ -631,11 +659,11 @@ class Instance {
     if (crash?.kind === 'writer_crash') await this.finishWriterCrash(crash);
     // Same fields, same step, every group: the checkpoint as the subject gave it (none when the wake crashed before it).
     if (report.done) await this.append([checkpointDraft(wake, report.done.checkpoint)]);
-    await this.recordLedger(wake, startedSeq);
+    const wakeEvents = await this.recordLedger(wake, startedSeq);
     await this.append([wakeEndedDraft(wake, outcome)]);
     const names = delivered.map((i) => i.intervention_id).join(', ');
     this.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${report.line} · ${outcome}`);
-    return report.done;
+    return modelCallTallyOf(wakeEvents, wake.wake_id);
   }
 
   private idsOf(intervention: Intervention): string[] {
@@ -674,10 +702,12 @@ class Instance {
   }
 
   /** The ledger of the wake that started at `startedSeq`, counted from the store. */
-  private async recordLedger(wake: ScheduledWake, startedSeq: number): Promise<void> {
+  private async recordLedger(wake: ScheduledWake, startedSeq: number): Promise<readonly EventEnvelope[]> {
     const client = this.connected();
     const head = await client.head();
-    await this.append([ledgerDraft(wake, ledgerOf(await client.readRange(startedSeq + 1, head.seq)))]);
+    const events = await client.readRange(startedSeq + 1, head.seq);
+    await this.append([ledgerDraft(wake, ledgerOf(events))]);
+    return events;
   }
 
   /** Runs the runtime's wake; carries out a planned runtime crash. Returns a line for the screen. */
@@ -703,10 +733,7 @@ class Instance {
       else signal.addEventListener('abort', onAbort, { once: true });
     });
     // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
-    // With transport retries, every attempt may take the call's timeout, plus the waits between them.
-    const retry = this.input.rules.transport_retry;
-    const callMs = (this.input.manifest.model.call_timeout_ms ?? 0) * retry.max_attempts + retry.backoff_ms.reduce((sum, ms) => sum + ms, 0);
-    const wakeTimeoutMs = WAKE_TIMEOUT_MS + callMs;
+    const wakeTimeoutMs = WAKE_TIMEOUT_MS + this.modelCallBudgetMs();
     const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: visibleToSeq, budget: wake.budget }, wakeTimeoutMs);
     // Whichever loses the race must not become an unhandled rejection (a stop ends the wake's promise later).
     aborted.catch(() => undefined);
@@ -778,6 +805,17 @@ class Instance {
     const head = await signAndRecordHead(this.connected(), 'periodic', this.signing());
     this.log(`stop recorded; head signed at seq ${head.seq}; resume with: npm run experiment -- --resume ${this.input.runDir}`);
   }
+}
+
+/** A wake's model calls as its stored events say (a runtime killed mid-wake never reports its own counts). */
+interface ModelCallTally {
+  readonly made: number;
+  readonly transport: number;
+}
+
+function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): ModelCallTally {
+  const calls = events.filter((e) => e.correlation_id === wakeId && (e.event_type === 'ModelOutputEvent.ModelAnswered' || (e.event_type === 'ModelOutputEvent.ModelCallFailed' && e.payload['failure'] !== 'budget_exhausted')));
+  return { made: calls.length, transport: calls.filter((e) => e.payload['failure'] === 'transport').length };
 }
 
 /** "h18:05": hours and minutes since hour 0 of the simulated study. */

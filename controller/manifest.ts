@@ -104,9 +104,9 @@ export const ModelInfo = z.strictObject({
   call_timeout_ms: z.number().int().min(1).nullable().default(null),
   /** Null only in manifests written before issue 15 (ds-model-output/1, no constraint). */
   structured_output: StructuredOutputInfo.nullable().default(null),
-  /** sha256(JCS(model config)) when the model was configured by a file (--model-config), copied into the run folder as model-config.json. */
+  /** The sha256 of the model configuration file's bytes when the model was configured by one (--model-config), copied byte for byte into the run folder as model-config.json. */
   config_sha256: HashString.nullable().default(null),
-  /** The context in tokens the model runs with or its server reported (local: explicit; openai: configured or null). */
+  /** The context in tokens as configured (local: explicit; openai: the configured fallback or null — what a server reports is in preflight.jsonl). */
   context_size: z.number().int().min(1).nullable().default(null),
 })
   .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai or local model', path: ['params'] })

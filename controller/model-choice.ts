@@ -16,8 +16,6 @@ import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded
 import { EventEnvelope } from '../schema/envelope.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 
-export { MAX_MODEL_TIMEOUT_MS, MIN_MODEL_TIMEOUT_MS } from '../runtime/protocol.js';
-export { DEFAULT_MODEL_TIMEOUT_MS } from './model-config-file.js';
 
 /** Where a model configured by a file came from: its sha256 (of the bytes), pinned in the manifest; the runner copies the file and checks it still hashes so. */
 const ConfigProvenance = { config_file: z.string().min(1).max(4_096).nullable(), config_sha256: HashString.nullable() };
@@ -131,16 +129,27 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
 }
 
 /**
- * Copies the model configuration file a choice came from into the run folder, byte for byte,
- * after checking it still hashes to the sha256 the choice pinned when it was read (a study reads
- * it once and starts many instances: a file edited in between is refused, not half-used).
+ * The bytes of the model configuration file a choice came from (null for a choice made by flags),
+ * checked to still hash to the sha256 the choice pinned when it was read (a study reads it once
+ * and starts many instances: a file edited in between is refused, not half-used). Called before
+ * a run folder is written, so that the refusal leaves nothing behind.
  */
-export function copyModelConfig(choice: ModelChoice, runDir: string): void {
-  if ((choice.adapter !== 'openai' && choice.adapter !== 'local') || choice.config_file === null) return;
-  const bytes = readFileSync(choice.config_file);
+export function modelConfigBytes(choice: ModelChoice): Buffer | null {
+  if ((choice.adapter !== 'openai' && choice.adapter !== 'local') || choice.config_file === null) return null;
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(choice.config_file);
+  } catch (error) {
+    throw new ModelChoiceError(`cannot read the model configuration ${choice.config_file} again to copy it into the run folder: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const sha256 = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   if (sha256 !== choice.config_sha256) throw new ModelChoiceError(`${choice.config_file} changed after it was read (sha256 ${sha256}, read as ${String(choice.config_sha256)}): refusing to start an instance on another configuration than its study's`);
-  writeFileSync(path.join(runDir, RUN_FILES.modelConfig), bytes, { flag: 'wx' });
+  return bytes;
+}
+
+/** Copies the configuration file into the run folder byte for byte (the bytes modelConfigBytes checked; by default, checked now). */
+export function copyModelConfig(choice: ModelChoice, runDir: string, bytes: Buffer | null = modelConfigBytes(choice)): void {
+  if (bytes !== null) writeFileSync(path.join(runDir, RUN_FILES.modelConfig), bytes, { flag: 'wx' });
 }
 
 export function readModelChoice(runDir: string): ModelChoice {

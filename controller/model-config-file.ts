@@ -9,10 +9,16 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
-import { MAX_CONTEXT_TOKENS, MAX_MODEL_TIMEOUT_MS, MIN_MODEL_TIMEOUT_MS } from '../runtime/protocol.js';
+import { LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import type { ModelChoice } from './model-choice.js';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+/**
+ * A local model's call timeout when none is given: no server queue to protect, and the prompt is
+ * evaluated on this machine's CPU — attention over a prompt of ~10,000 tokens took 10–60 s on
+ * the 2 busy cores here (docs/local-model.md), so 60 s cut answers that were on their way.
+ */
+export const DEFAULT_LOCAL_TIMEOUT_MS = 300_000;
 /** The local adapter's context when none is given: room for a full window's prompt and a whole answer with small vocabularies. */
 export const DEFAULT_LOCAL_CONTEXT_TOKENS = 16_384;
 export const DEFAULT_LOCAL_THREADS = 1;
@@ -30,20 +36,19 @@ const Params = z.strictObject({
   max_tokens: z.number().int().min(1).nullable().default(null),
 });
 const NO_PARAMS = { temperature: null, top_p: null, seed: null, max_tokens: null };
-const TimeoutMs = z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS).default(DEFAULT_MODEL_TIMEOUT_MS);
-const ContextTokens = z.number().int().min(256).max(MAX_CONTEXT_TOKENS);
+const TimeoutMs = ModelTimeoutMs.default(DEFAULT_MODEL_TIMEOUT_MS);
 
 export const ModelConfigFile = z.discriminatedUnion('adapter', [
   z.strictObject({
     adapter: z.literal('openai'),
-    base_url: z.url({ protocol: /^https?$/ }),
+    base_url: ServerBaseUrl,
     model_id: z.string().min(1).max(200),
     /** The environment variable holding the API key; null for a local server without one. */
     api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable().default('OPENAI_API_KEY'),
     structured_output: StructuredOutputDialect.default('json_schema'),
     params: Params.default(NO_PARAMS),
     timeout_ms: TimeoutMs,
-    context_size: ContextTokens.nullable().default(null),
+    context_size: ServerContextTokens.nullable().default(null),
     stream: z.boolean().default(true),
   }),
   z.strictObject({
@@ -53,8 +58,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     model_id: z.string().min(1).max(200).optional(),
     params: Params.default(NO_PARAMS),
     threads: z.number().int().min(1).max(256).default(DEFAULT_LOCAL_THREADS),
-    context_size: ContextTokens.default(DEFAULT_LOCAL_CONTEXT_TOKENS),
-    timeout_ms: TimeoutMs,
+    context_size: LocalContextTokens.default(DEFAULT_LOCAL_CONTEXT_TOKENS),
+    timeout_ms: ModelTimeoutMs.default(DEFAULT_LOCAL_TIMEOUT_MS),
   }),
 ]);
 export type ModelConfigFile = z.infer<typeof ModelConfigFile>;

@@ -3,7 +3,7 @@
 // Read-only: it opens events.db read-only once the writer has stopped.
 import path from 'node:path';
 import { z } from 'zod';
-import { judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData } from '../oracle/usable-data.js';
+import { judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData } from '../schema/usable-data.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from './prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';

@@ -74,12 +74,15 @@ export function checkFairness(instances: readonly FairnessInstance[]): { checks:
   const params = new Set<string>();
   for (const i of instances) {
     // Failed calls too: a call that failed still ran on some build with some parameters.
-    const calls = [...eventsOf(i.record.events, 'ModelOutputEvent.ModelAnswered'), ...eventsOf(i.record.events, 'ModelOutputEvent.ModelCallFailed')];
-    for (const { p } of calls) {
-      // A call that names no build next to calls that do is a difference too: "none" is counted as one build.
-      fingerprints.add(p.system_fingerprint ?? '(none reported)');
-      params.add(canonicalJson({ adapter: p.adapter, model_id: p.model_id, params: p.params }));
-    }
+    const answered = eventsOf(i.record.events, 'ModelOutputEvent.ModelAnswered');
+    const failed = eventsOf(i.record.events, 'ModelOutputEvent.ModelCallFailed');
+    // An answer came from some build: one that names none next to answers that do is a difference
+    // too ("none" counts as one build). A failed call often reached no build at all (a refused
+    // connection, a timeout before any header, a prompt never sent): its null says nothing, while
+    // a fingerprint it does carry counts like an answer's.
+    for (const { p } of answered) fingerprints.add(p.system_fingerprint ?? '(none reported)');
+    for (const { p } of failed) if (p.system_fingerprint !== null) fingerprints.add(p.system_fingerprint);
+    for (const { p } of [...answered, ...failed]) params.add(canonicalJson({ adapter: p.adapter, model_id: p.model_id, params: p.params }));
   }
   const modelDiffs: string[] = [];
   if (models.size > 1) modelDiffs.push(`${models.size} different model settings in the manifests: ${[...models].join(' | ')}`);

@@ -8,10 +8,12 @@
 //   replay_cannot_restore_state       — writer/replay-check.ts on the run's events.db;
 //   configuration_changed_after_start — chain, signatures and heads (writer/verify-store.ts),
 //                                       the plan, manifest and pre-registration lock
-//                                       (controller/plan-conformance.ts), and the study's
-//                                       locked pre-registration hash.
+//                                       (controller/plan-conformance.ts), the study's
+//                                       locked pre-registration hash, and the model every
+//                                       call ran under against the one the manifest pins.
 import path from 'node:path';
 import { z } from 'zod';
+import type { InstanceManifest } from '../controller/manifest.js';
 import { checkPlansUnder, SCENARIO_ROOT } from '../controller/plan-conformance.js';
 import { HARD_FAILURE_IDS, HardFailureId } from '../controller/prereg.js';
 import type { EventEnvelope } from '../schema/envelope.js';
@@ -178,6 +180,31 @@ function replayFailure(record: RunRecord, out: HardFailure[]): void {
   }
 }
 
+/**
+ * Model calls that ran under another model than the signed manifest pins (issue 15): each
+ * ModelAnswered and ModelCallFailed names its adapter, model id and answer protocol, and each
+ * must be the manifest's model.adapter, model.model_id and model.structured_output.protocol (the
+ * protocol only when the manifest names one: manifests before issue 15 do not). Events of an
+ * earlier version are read lifted (run-record.ts payloadOf): a /1 call record says /1.
+ */
+function modelChanges(events: readonly EventEnvelope[], manifest: InstanceManifest, out: HardFailure[]): void {
+  const id = 'configuration_changed_after_start';
+  const pinned = manifest.model;
+  const protocol = pinned.structured_output?.protocol ?? null;
+  const found: HardFailure[] = [];
+  for (const event of events) {
+    const call = payloadOf(event, 'ModelOutputEvent.ModelAnswered') ?? payloadOf(event, 'ModelOutputEvent.ModelCallFailed');
+    if (call === null) continue;
+    const differs = [
+      call.adapter !== pinned.adapter ? `adapter ${call.adapter}, not ${pinned.adapter}` : null,
+      call.model_id !== pinned.model_id ? `model id ${JSON.stringify(call.model_id)}, not ${JSON.stringify(pinned.model_id)}` : null,
+      protocol !== null && call.protocol !== protocol ? `protocol ${call.protocol}, not ${protocol}` : null,
+    ].filter((d): d is string => d !== null);
+    if (differs.length > 0) found.push({ id, seq: event.seq, detail: `${event.event_type} at seq ${event.seq} ran under another model than the signed manifest pins: ${differs.join('; ')}` });
+  }
+  listSome(found, id, 'model calls under another model than the manifest pins', (f) => f, out);
+}
+
 function configurationChanges(record: RunRecord, options: HardFailureOptions, out: HardFailure[]): void {
   const id = 'configuration_changed_after_start';
   const { runDir } = record;
@@ -196,8 +223,11 @@ function configurationChanges(record: RunRecord, options: HardFailureOptions, ou
   }
   const manifest = record.manifest;
   if (manifest === null) out.push({ id, seq: null, detail: `the signed manifest does not verify: ${record.manifestProblem ?? 'no reason given'}` });
-  else if (manifest.prereg_sha256 !== record.preregSha256) {
-    out.push({ id, seq: null, detail: `${RUN_FILES.prereg} hashes to ${record.preregSha256}; the signed manifest names ${manifest.prereg_sha256}: the pre-registration changed after the start` });
+  else {
+    if (manifest.prereg_sha256 !== record.preregSha256) {
+      out.push({ id, seq: null, detail: `${RUN_FILES.prereg} hashes to ${record.preregSha256}; the signed manifest names ${manifest.prereg_sha256}: the pre-registration changed after the start` });
+    }
+    modelChanges(record.events, manifest, out);
   }
   const expected = options.expectedPreregSha256;
   if (expected === null) return;

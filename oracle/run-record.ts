@@ -9,9 +9,10 @@ import { ExperimentPlan } from '../controller/experiment-plan.js';
 import { checkSignedManifest, type InstanceManifest } from '../controller/manifest.js';
 import { PreRegistration } from '../controller/prereg.js';
 import { loadScenario, type Scenario } from '../controller/scenario.js';
+import { currentPayloadOf } from '../schema/current-payload.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
-import { eventDefinition, type EventType, type PayloadOf } from '../schema/event-catalog.js';
+import type { EventType, PayloadOf } from '../schema/event-catalog.js';
 import { hashCanonical, type HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { keyFileFor } from '../writer/verify-store.js';
@@ -94,11 +95,16 @@ export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
   return { runDir, plan, prereg, preregSha256: hashCanonical(prereg), scenario, manifest, manifestProblem, events };
 }
 
-/** The payload of `event` if it is of `type`, checked against the catalogue; null for another type or a payload that fails it. */
+/**
+ * The payload of `event` if it is of `type`, as the current catalogue reads it: an event of an
+ * earlier version (ModelAnswered 1.2.0, say) checked against its own schema and lifted by the
+ * built-in upcasters (schema/current-payload.ts), so scoring and fairness count it like any
+ * other. Null for another type, or a payload that fails its schema (verify reports those).
+ */
 export function payloadOf<T extends EventType>(event: EventEnvelope, type: T): PayloadOf<T> | null {
   if (event.event_type !== type) return null;
-  const result = eventDefinition(type)?.payload.safeParse(event.payload);
-  return result?.success ? (result.data as PayloadOf<T>) : null;
+  const read = currentPayloadOf(event);
+  return read.ok ? (read.event.payload as PayloadOf<T>) : null;
 }
 
 /** Every event of `type` with its typed payload, in seq order. */

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { DIMENSIONS } from './continuity-score.js';
 import { HardFailureId } from '../controller/prereg.js';
-import { ByFailure } from './usable-data.js';
+import { ByFailure } from '../schema/usable-data.js';
 
 /** 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict. */
 export const STUDY_REPORT_VERSION = '2.0.0';

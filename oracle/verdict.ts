@@ -9,7 +9,7 @@
 import type { PreRegistration } from '../controller/prereg.js';
 import { comparable, median } from './group-statistics.js';
 import type { Group, ThresholdCheck, Verdict } from './study-report.js';
-import { formatShare } from './usable-data.js';
+import { formatShare } from '../schema/usable-data.js';
 
 export interface GroupResult {
   /** Scores of the instances the verdict rests on; null = not scored. */

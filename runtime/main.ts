@@ -18,7 +18,7 @@ import { WriterError } from '../writer/protocol.js';
 import { EventCache, EventReadError } from './event-cache.js';
 import type { ModelAdapter } from './model-adapter.js';
 import { modelAdapterFor } from './model-adapters/adapter-for.js';
-import { answerJsonSchema } from './answer-schema.js';
+import { specialisedAnswerSchema } from './answer-schema.js';
 import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
 import {
   RuntimeParentMessage,
@@ -222,7 +222,8 @@ function modelTimeoutOf(start: RuntimeStartConfig): number {
 async function preflight(model: ModelAdapter, start: RuntimeStartConfig): Promise<PreflightReport | null> {
   if (!model.preflight) return null;
   try {
-    const result = await model.preflight(answerJsonSchema(start.protocol), modelTimeoutOf(start));
+    // The probe is asked in the form every wake sends: seqs specialised to a shown set (here: seq 1).
+    const result = await model.preflight(specialisedAnswerSchema(start.protocol, [1]), modelTimeoutOf(start));
     const lines = result.lines.slice(0, 64).map((l) => l.slice(0, 2_000));
     return result.ok ? { ok: true, facts: { ...result.facts }, lines } : { ok: false, reason: result.reason.slice(0, 4_000), lines };
   } catch (error) {

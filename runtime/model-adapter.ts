@@ -96,6 +96,8 @@ export type ModelCallOutcome =
       readonly detail: string;
       readonly raw_output: string | null;
       readonly latency_ms: number;
+      /** The build that failed, when the adapter knows it (a local model always does): a failed call ran on some build too. */
+      readonly system_fingerprint?: string | null;
     } & CallFacts);
 
 /** Facts of a call that knows none of them (a failure before any request, a replay of an old record). */

@@ -67,15 +67,29 @@ export const REFERENCE_POLICY_BUILD = `reference-policy@${REFERENCE_POLICY_VERSI
 
 export const MIN_MODEL_TIMEOUT_MS = 100;
 export const MAX_MODEL_TIMEOUT_MS = 600_000;
-/** The most context a configured model may claim (tokens): a bound, not a recommendation. */
+/** The most context a server's model may claim (tokens): a bound, not a recommendation. */
 export const MAX_CONTEXT_TOKENS = 1_048_576;
-const TimeoutMs = z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS);
-const ContextTokens = z.number().int().min(256).max(MAX_CONTEXT_TOKENS);
+/** The most context the local adapter allocates (tokens): its KV cache lives in the runtime process. */
+export const MAX_LOCAL_CONTEXT_TOKENS = 131_072;
+export const MIN_CONTEXT_TOKENS = 256;
+export const ModelTimeoutMs = z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS);
+export const ServerContextTokens = z.number().int().min(MIN_CONTEXT_TOKENS).max(MAX_CONTEXT_TOKENS);
+export const LocalContextTokens = z.number().int().min(MIN_CONTEXT_TOKENS).max(MAX_LOCAL_CONTEXT_TOKENS);
+const TimeoutMs = ModelTimeoutMs;
+/**
+ * An OpenAI-compatible server's base URL, e.g. http://127.0.0.1:8080/v1: http(s) only, no
+ * credentials (the key travels in a header, from an environment variable, never in a file), no
+ * query or fragment.
+ */
+export const ServerBaseUrl = z
+  .url({ protocol: /^https?$/ })
+  .refine((u) => { const url = new URL(u); return url.username === '' && url.password === ''; }, { message: 'the base URL must not carry credentials; name the API key\'s environment variable instead' })
+  .refine((u) => { const url = new URL(u); return url.search === '' && url.hash === ''; }, { message: 'the base URL must not carry a query or fragment' });
 
 /** An OpenAI-compatible server (issue 5 item 3, issue 15). The API key never travels here: the runtime reads `api_key_env`. */
 export const OpenAiModelConfig = z.strictObject({
   adapter: z.literal('openai'),
-  base_url: z.url(),
+  base_url: ServerBaseUrl,
   model_id: z.string().min(1).max(200),
   api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).nullable(),
   params: ModelParamsSchema,
@@ -83,7 +97,7 @@ export const OpenAiModelConfig = z.strictObject({
   /** Stream the answer (closing the stream is what cancels decoding on llama.cpp and vLLM). */
   stream: z.boolean(),
   /** The server's context in tokens when it does not report one; null: unknown unless reported. */
-  context_size: ContextTokens.nullable(),
+  context_size: ServerContextTokens.nullable(),
   timeout_ms: TimeoutMs,
 });
 export type OpenAiModelConfig = z.infer<typeof OpenAiModelConfig>;
@@ -100,7 +114,7 @@ export const LocalModelConfig = z.strictObject({
   model_id: z.string().min(1).max(200),
   params: LocalParamsSchema,
   threads: z.number().int().min(1).max(256),
-  context_size: ContextTokens,
+  context_size: LocalContextTokens,
   timeout_ms: TimeoutMs,
 });
 export type LocalModelConfig = z.infer<typeof LocalModelConfig>;
@@ -231,8 +245,6 @@ export const WakeCounts = z.strictObject({
   tokens: Count,
   tool_calls: Count,
   retries: Count,
-  /** Model calls of this wake that ended as `transport` (every attempt failed without an answer): the controller pauses on a run of them. */
-  transport_failed_calls: Count,
   proposals: Count,
   executions: Count,
   denials: Count,

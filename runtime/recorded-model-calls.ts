@@ -5,7 +5,7 @@
 import type { EventEnvelope } from '../schema/envelope.js';
 import type { PayloadOf } from '../schema/event-catalog.js';
 import { ModelAnswered, ModelCallFailed } from '../schema/events/model-output-events.js';
-import { BUILT_IN_UPCASTERS, upcasterKey } from '../schema/upcasters.js';
+import { currentPayloadOf } from '../schema/current-payload.js';
 import type { ModelProtocol } from './model-protocol.js';
 import type { RecordedModelCall } from './protocol.js';
 
@@ -16,19 +16,15 @@ export class ReplayRecordingError extends Error {
   override readonly name = 'ReplayRecordingError';
 }
 
-/** A stored model event read at its own version and lifted to the current one (schema/upcasters.ts). */
+/** A stored model event read at its own version and lifted to the current one (schema/current-payload.ts). */
 function currentPayload(e: EventEnvelope): { answered: PayloadOf<'ModelOutputEvent.ModelAnswered'> } | { failed: PayloadOf<'ModelOutputEvent.ModelCallFailed'> } | null {
-  const definition = e.event_type === ModelAnswered.type ? ModelAnswered : e.event_type === ModelCallFailed.type ? ModelCallFailed : null;
-  if (definition === null) return null;
-  const schema = e.schema_version === definition.schemaVersion ? definition.payload : definition.earlier[e.schema_version];
-  if (schema === undefined) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) has schema version ${e.schema_version}; this build reads ${[definition.schemaVersion, ...Object.keys(definition.earlier)].join(', ')}`);
-  const parsed = schema.safeParse(e.payload);
-  if (!parsed.success) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}) fails its schema: ${parsed.error.issues[0]?.message ?? 'unknown issue'}`);
-  // One upcast step lifts each earlier model-event version to the current one.
-  const upcaster = BUILT_IN_UPCASTERS.get(upcasterKey(e.event_type, e.schema_version));
-  const payload = e.schema_version === definition.schemaVersion ? e.payload : upcaster?.(e).payload;
-  if (payload === undefined) throw new ReplayRecordingError(`replay: no upcaster lifts ${e.event_type} ${e.schema_version} (seq ${e.seq})`);
-  return definition === ModelAnswered ? { answered: ModelAnswered.payload.parse(payload) } : { failed: ModelCallFailed.payload.parse(payload) };
+  if (e.event_type !== ModelAnswered.type && e.event_type !== ModelCallFailed.type) return null;
+  const current = currentPayloadOf(e);
+  if (!current.ok) throw new ReplayRecordingError(`replay: event seq ${e.seq} (${e.event_type}): ${current.reason}`);
+  const typed = current.event;
+  if (typed.event_type === 'ModelOutputEvent.ModelAnswered') return { answered: typed.payload };
+  if (typed.event_type === 'ModelOutputEvent.ModelCallFailed') return { failed: typed.payload };
+  return null;
 }
 
 /**

@@ -84,7 +84,7 @@ export class WakeNotOpenError extends Error {
 class Wake {
   private appends = 0;
   private executionIntents = 0;
-  readonly counts = { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0, transport_failed_calls: 0, proposals: 0, executions: 0, denials: 0, failures: 0, claims: 0, claims_refused: 0, plan_revisions: 0, reconciled: 0, unknown_outcomes: 0 };
+  readonly counts = { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0, proposals: 0, executions: 0, denials: 0, failures: 0, claims: 0, claims_refused: 0, plan_revisions: 0, reconciled: 0, unknown_outcomes: 0 };
   readonly notes: string[] = [];
 
   constructor(private readonly input: WakeInput) {}
@@ -213,7 +213,10 @@ class Wake {
     const shown: ShownEvents = new Map(w.events.map((e) => [e.seq, e.event_id]));
     const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
     const maxTokens = Math.max(1, Math.min(MAX_ANSWER_TOKENS, wake.budget.tokens - promptTokens));
+    let abandoned = false;
     const onTransportFailure = async (f: TransportFailure): Promise<void> => {
+      // A call given up as timed out (the fault harness's model_timeout) records nothing after its ModelCallFailed.
+      if (abandoned) return;
       await this.append(this.draft('ModelOutputEvent.ModelCallAttemptFailed', 'model', { wake_id: wake.wake_id, call_number: 1, attempt: f.attempt, kind: f.kind, detail: f.detail.slice(0, 2_000), latency_ms: f.latency_ms, backoff_ms: f.backoff_ms }));
       this.notes.push(`model call attempt ${f.attempt} failed without an answer (${f.kind})${f.backoff_ms === null ? '' : `; retrying in ${f.backoff_ms} ms under the pre-registered policy`}`);
     };
@@ -224,6 +227,7 @@ class Wake {
     let outcome: ModelCallOutcome;
     if (fault === 'model_timeout') {
       // Abandoned like a call past its timeout: whatever it answers later is never used.
+      abandoned = true;
       pending.catch(() => undefined);
       outcome = { kind: 'failed', failure: 'timeout', detail: 'fault injection (npm run faults): the call was abandoned as timed out; its answer, if any, is not used', raw_output: null, latency_ms: Date.now() - startedMs, ...NO_CALL_FACTS };
     } else {
@@ -267,10 +271,12 @@ class Wake {
   private async record(outcome: ModelCallOutcome, shown: ShownEvents): Promise<SubjectAnswer | null> {
     // Tokens spent count whether or not the answer is used: a misbehaving model is not cheap.
     if (outcome.usage !== null) this.counts.tokens += outcome.usage.prompt_tokens + outcome.usage.completion_tokens;
-    if (outcome.kind === 'answered' && outcome.usage_source === 'estimate' && this.input.adapter.name !== 'reference') this.notes.push('the model reported no token usage: the counts recorded are estimates (usage_source "estimate")');
+    if (this.input.adapter.name !== 'reference' && this.input.adapter.name !== 'replay') {
+      if (outcome.kind === 'answered' && outcome.usage_source === 'estimate') this.notes.push('the model reported no token usage: the counts recorded are estimates (usage_source "estimate")');
+      if (outcome.prompt_count_source === 'estimate') this.notes.push('the prompt was not counted by a tokenizer (prompt_count_source "estimate"): a prompt the server cut short cannot be detected for this call');
+    }
     if (outcome.kind === 'failed') {
-      if (outcome.failure === 'transport') this.counts.transport_failed_calls += 1;
-      const base = { ...this.callFields(outcome.latency_ms), ...this.recordFields(outcome), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), usage: outcome.usage, usage_source: outcome.usage_source };
+      const base = { ...this.callFields(outcome.latency_ms, outcome.system_fingerprint ?? null), ...this.recordFields(outcome), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), usage: outcome.usage, usage_source: outcome.usage_source };
       const raw = outcome.raw_output === null ? null : this.fitted(base, outcome.raw_output);
       await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: raw }));
       this.notes.push(`model call failed (${outcome.failure}): ${outcome.detail.slice(0, 200)}`);

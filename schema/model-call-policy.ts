@@ -27,6 +27,3 @@ export const TransportRetryPolicy = z
   })
   .refine((p) => p.backoff_ms.length === p.max_attempts - 1, { message: 'backoff_ms lists one wait between each two attempts (max_attempts - 1 values)', path: ['backoff_ms'] });
 export type TransportRetryPolicy = z.infer<typeof TransportRetryPolicy>;
-
-/** No retry: what runs without a pre-registered policy (the reference policy, a replay) use. */
-export const NO_TRANSPORT_RETRY: TransportRetryPolicy = { max_attempts: 1, backoff_ms: [] };

@@ -2,11 +2,14 @@
 // folder, every DSSE file, against the controller's public key. It lists every failure
 // it finds with its seq and never stops at the first; it only reads. A finished store
 // ends with its one SystemEvent.StoreSealed, and the final signed head names exactly it.
+// Every event is at the version of its type that the catalogue StoreOpened names holds
+// (schema/catalogue-versions.ts), and the signed manifest names that catalogue too.
 import type Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { canonicalJson } from '../schema/canonical-json.js';
+import { KNOWN_CATALOGUES, versionInCatalogue } from '../schema/catalogue-versions.js';
 import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
@@ -109,6 +112,8 @@ class FailureList {
 interface StoreFacts {
   readonly experimentId: string | null;
   readonly manifestSha256: string | null;
+  /** The event catalogue StoreOpened names (event_schema_version), or null when it names none. */
+  readonly eventCatalogue: string | null;
   readonly lastSeq: number;
   /** Seq of the (first) SystemEvent.StoreSealed, or null for a store that was never sealed. */
   readonly sealSeq: number | null;
@@ -135,6 +140,9 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
   let manifestSha256: string | null = null;
   let lastSeq = 0;
   let sealSeq: number | null = null;
+  /** The event catalogue StoreOpened names, when this build knows it: every event is held to its versions. */
+  let catalogue: string | null = null;
+  let recordedCatalogue: string | null = null;
   const rows = db.prepare('SELECT seq, event_id, event_type, idempotency_key, envelope FROM events ORDER BY seq').iterate() as IterableIterator<{
     seq: number;
     event_id: string;
@@ -184,6 +192,15 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
     if (computePayloadHash(env.payload) !== env.payload_hash) at('payload_hash does not match the payload (payload edited?)');
     if (computeEventHash(env) !== env.event_hash) at('event_hash does not match the envelope (event edited?)');
 
+    if (row.seq === 1 && env.event_type === 'SystemEvent.StoreOpened') {
+      const recorded = env.payload.event_schema_version;
+      catalogue = typeof recorded === 'string' ? recorded : null;
+      recordedCatalogue = catalogue;
+      if (catalogue !== null && !KNOWN_CATALOGUES.includes(catalogue)) {
+        at(`StoreOpened says the store was opened under event catalogue ${catalogue}; this verifier knows ${KNOWN_CATALOGUES.join(', ')}: verify it with the build that wrote it (its events' versions are not checked here)`);
+        catalogue = null;
+      }
+    }
     const definition = eventDefinition(env.event_type);
     if (!definition) at(`unknown event type ${env.event_type}`);
     else if (definition.schemaVersion !== env.schema_version && !(env.schema_version in definition.earlier)) {
@@ -193,6 +210,15 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
       const schema = definition.schemaVersion === env.schema_version ? definition.payload : definition.earlier[env.schema_version]!;
       const payload = schema.safeParse(env.payload);
       if (!payload.success) at(`payload does not match the ${env.event_type} schema: ${z.prettifyError(payload.error)}`);
+      // A writer writes only its own catalogue's version of a type (schema/catalogue-versions.ts).
+      // Without a readable StoreOpened (already a failure) there is no catalogue to hold events to.
+      if (catalogue !== null) {
+        const expected = versionInCatalogue(catalogue, definition);
+        if (expected === null) at(`${env.event_type} did not exist in event catalogue ${catalogue}, which StoreOpened says this store was opened under: another writer wrote it, or it was forged`);
+        else if (expected !== undefined && expected !== env.schema_version) {
+          at(`${env.event_type} ${env.schema_version} in a store opened under event catalogue ${catalogue}, whose ${env.event_type} is ${expected}: a writer writes only its catalogue's version, so another writer wrote it, or it was forged`);
+        }
+      }
     }
 
     if (row.seq === 1) {
@@ -242,7 +268,7 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
       return null;
     }
   };
-  return { facts: { experimentId, manifestSha256, lastSeq, sealSeq, hashAt }, events, close: () => db.close() };
+  return { facts: { experimentId, manifestSha256, eventCatalogue: recordedCatalogue, lastSeq, sealSeq, hashAt }, events, close: () => db.close() };
 }
 
 /** Checks a signed chain head against the store it names. */
@@ -390,9 +416,13 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
         if (facts.manifestSha256 !== hashCanonical(verified.body)) {
           failures.add(file, 1, `the signed manifest hashes to ${hashCanonical(verified.body)}, StoreOpened names ${String(facts.manifestSha256)}`);
         }
-        const manifest = verified.body as { experiment_id?: unknown };
+        const manifest = verified.body as { experiment_id?: unknown; event_schema_version?: unknown };
         if (manifest.experiment_id !== undefined && manifest.experiment_id !== facts.experimentId) {
           failures.add(file, 1, `the signed manifest is for experiment ${String(manifest.experiment_id)}, the store for ${String(facts.experimentId)}`);
+        }
+        // The catalogue every event is held to is StoreOpened's; the signed manifest must name the same one.
+        if (manifest.event_schema_version !== undefined && manifest.event_schema_version !== facts.eventCatalogue) {
+          failures.add(file, 1, `the signed manifest names event catalogue ${String(manifest.event_schema_version)}, StoreOpened ${String(facts.eventCatalogue)}`);
         }
       }
     }

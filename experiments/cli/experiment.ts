@@ -18,7 +18,7 @@ import { parseSpeed, VirtualClockError } from '../../controller/virtual-clock.js
 import { ModelChoiceError } from '../../controller/model-choice.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { recordedUsableDataRule, summarizeRun } from '../../controller/run-summary.js';
-import { describeFailures, formatShare } from '../../oracle/usable-data.js';
+import { describeFailures, formatShare } from '../../schema/usable-data.js';
 import { EXIT_CODES } from './exit-codes.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { FaultArmingError, FaultSwitch } from '../../schema/fault-switch.js';

@@ -3,7 +3,7 @@
 // the same choice as a file (controller/model-config-file.ts); the flags keep working.
 import path from 'node:path';
 import { ModelChoice } from '../../controller/model-choice.js';
-import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
+import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
 import { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../../schema/model-call-policy.js';
 
 export const MODEL_OPTIONS = {
@@ -33,7 +33,7 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}]
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
                      both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
-                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS}],
+                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)],
                      replay (--replay-from RUN_DIR: serve that run's recorded model calls)
   --model-config F   the model as a JSON file instead of the flags above (docs/model-protocol.md);
                      copied into every run folder, its sha256 in the manifest`;
@@ -90,7 +90,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
   if (model !== 'openai' && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai or local only');
   if (model !== 'replay' && values['replay-from'] !== undefined) throw new ModelFlagError('--replay-from applies to --model replay only');
   const params = (): Record<string, number | null> => ({ temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) });
-  const timeoutMs = (): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const timeoutMs = (fallbackMs: number = DEFAULT_MODEL_TIMEOUT_MS): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? fallbackMs;
   switch (model) {
     case 'reference':
       return { adapter: 'reference' };
@@ -119,7 +119,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
           params: params(),
           threads: numberFlag('threads', values.threads, true) ?? DEFAULT_LOCAL_THREADS,
           context_size: numberFlag('context-size', values['context-size'], true) ?? DEFAULT_LOCAL_CONTEXT_TOKENS,
-          timeout_ms: timeoutMs(),
+          timeout_ms: timeoutMs(DEFAULT_LOCAL_TIMEOUT_MS),
           config_file: null,
           config_sha256: null,
         },

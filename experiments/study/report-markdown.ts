@@ -5,7 +5,7 @@
 // dryRunText from here so the two documents never disagree on a digit.
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, type Group, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
-import { describeFailures, formatShare } from '../../oracle/usable-data.js';
+import { describeFailures, formatShare } from '../../schema/usable-data.js';
 import type { z } from 'zod';
 
 /** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals. */

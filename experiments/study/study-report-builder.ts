@@ -10,7 +10,7 @@ import { checkFairness } from '../../oracle/fairness.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
-import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../../oracle/usable-data.js';
+import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../../schema/usable-data.js';
 import { decideVerdict } from '../../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../../runtime/protocol.js';
 import type { StudyPlan } from './study-runner.js';

@@ -34,6 +34,7 @@ import { basename, isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { answerGrammar, AnswerGrammarError } from '../answer-grammar.js';
 import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult } from '../model-adapter.js';
+import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
 import { checkConstrainedAnswer } from './structured-output.js';
 import {
   checkEngineModel,
@@ -52,7 +53,7 @@ import {
 
 export const LOCAL_ADAPTER_LIMITS = {
   /** A context of more tokens is beyond what a CPU evaluates in a call's time (prompt evaluation grows with its square). */
-  maxContextSize: 131_072,
+  maxContextSize: MAX_LOCAL_CONTEXT_TOKENS,
   /** Compiled grammars kept (one per distinct answer schema; a wake's schema differs by its shown seqs). */
   grammarCacheEntries: 16,
   /** Engine log lines kept for preflight and failure details, each cut to maxEngineLogChars. */
@@ -108,7 +109,7 @@ export const LocalAdapterOptions = z.strictObject({
   }),
   threads: z.number().int().min(1).max(256).default(1),
   /** The context in tokens: prompt + answer cap must fit in it. Explicit: it decides what fits and how long prompts take. */
-  contextSize: z.number().int().min(256).max(LOCAL_ADAPTER_LIMITS.maxContextSize),
+  contextSize: LocalContextTokens,
   /** Only the CPU build is installed (docs/local-model.md). */
   gpu: z.literal(false).default(false),
   flashAttention: z.boolean().default(false),
@@ -445,6 +446,7 @@ export class LocalAdapter implements ModelAdapter {
       detail,
       raw_output: rawOutput,
       latency_ms: elapsedMs(),
+      system_fingerprint: l.fingerprint,
       ...counted,
       ...facts,
     });

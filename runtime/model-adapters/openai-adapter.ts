@@ -32,6 +32,7 @@
 // event store.
 import { z } from 'zod';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
+import { ServerBaseUrl } from '../protocol.js';
 import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult, TokenUsage, TransportFailure } from '../model-adapter.js';
 import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
@@ -73,10 +74,7 @@ export class OpenAiAdapterConfigError extends Error {
 
 export const OpenAiAdapterOptions = z.strictObject({
   /** e.g. http://127.0.0.1:8080/v1; the adapter posts to `${baseUrl}/chat/completions`. */
-  baseUrl: z
-    .url({ protocol: /^https?$/ })
-    .refine((u) => { const url = new URL(u); return url.username === '' && url.password === ''; }, { message: 'baseUrl must not carry credentials; pass the key as apiKey' })
-    .refine((u) => { const url = new URL(u); return url.search === '' && url.hash === ''; }, { message: 'baseUrl must not carry a query or fragment' }),
+  baseUrl: ServerBaseUrl,
   modelId: z.string().min(1).max(200),
   /** From the environment, by the caller; null for a local server that wants none. */
   apiKey: z.string().min(1).max(4_096).nullable(),
@@ -239,6 +237,8 @@ export class OpenAiAdapter implements ModelAdapter {
     }
     const buildInfo = props !== null && props !== 'unreachable' ? props.build_info : null;
     if (buildInfo !== null) lines.push(`server build: ${buildInfo}`);
+    // Said before the first wake: without a stream, closing a timed-out request does not stop llama.cpp or vLLM decoding it, and the next calls queue behind it.
+    if (!this.stream) lines.push('stream: off — a call that times out is abandoned here but may keep the server decoding; later calls can queue behind it (stream is the default)');
     const found = await this.probe.findTokenizer(TOKENIZER_PROBE_TEXT, sideMs);
     if (found.kind === 'unreachable') {
       lines.push(`tokenizer: the probe got no answer (${found.detail}); calls try again, and estimate until it answers`);

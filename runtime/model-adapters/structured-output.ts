@@ -21,8 +21,6 @@ import { z } from 'zod';
 import { StructuredOutputDialect } from '../../schema/model-call-policy.js';
 import { answerSchemaOf, ModelProtocol } from '../model-protocol.js';
 
-// The dialect enum is defined once, with the facts the manifest and the pre-registration share.
-export { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../../schema/model-call-policy.js';
 
 /** The `name` OpenAI's form requires; a constant, so the request is the same for every group. */
 export const JSON_SCHEMA_NAME = 'ds_model_output';
@@ -43,11 +41,6 @@ export function structuredOutputFields(dialect: StructuredOutputDialect, schema:
       throw new Error(`unknown structured-output dialect ${JSON.stringify(unhandled)}`);
     }
   }
-}
-
-/** Whether a dialect promises the schema itself (not only JSON). */
-export function dialectConstrainsToSchema(dialect: StructuredOutputDialect): boolean {
-  return dialect === 'json_schema' || dialect === 'llamacpp';
 }
 
 export type ConstraintVerdict =

@@ -14,7 +14,6 @@ import type { TransportFailure } from '../model-adapter.js';
 // The policy's schema is defined once, with the facts the manifest and the pre-registration
 // share: max_attempts 1..10 (the first included), backoff_ms[n - 1] the wait before attempt
 // n + 1, exactly max_attempts - 1 entries of 0..60,000 ms.
-export { TransportRetryPolicy } from '../../schema/model-call-policy.js';
 
 /** HTTP statuses that say "no answer now, try later": rate limited, or a gateway/backend not there. */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);

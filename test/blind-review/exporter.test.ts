@@ -8,13 +8,15 @@ import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync 
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf } from '../../blind-review/blind-map.js';
-import { DETAIL_SCHEMAS, MODEL_FAILURE_DETAIL_WITHHELD, normalizeEvents, OMISSIONS } from '../../blind-review/event-normalizer.js';
+import { DETAIL_SCHEMAS, MODEL_FAILURE_DETAIL_WITHHELD, NormalizeError, normalizeEvents, OMISSIONS, type NormalizedTimeline } from '../../blind-review/event-normalizer.js';
 import { ExportRefusal, exportStudy, type ExportOptions } from '../../blind-review/exporter.js';
 import { ActionChains, ClaimsWithEvidence, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from '../../blind-review/package-format.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
 import { SCENARIO_ROOT } from '../../controller/plan-conformance.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { verifyDsse } from '../../schema/dsse.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy, unseal, type BlindStudy } from '../support/blind-study.js';
 import { runCli } from '../support/cli.js';
@@ -55,6 +57,27 @@ function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => path.join(dir, f));
 }
 
+/** Turns a real ModelAnswered into a ModelCallFailed 1.2.0 of the same call (a forgery). */
+function asFailedCall(e: EventEnvelope, failure: string, detail: string, rawOutput: string | null): void {
+  const p = e.payload;
+  e.event_type = 'ModelOutputEvent.ModelCallFailed';
+  e.schema_version = ModelCallFailed.schemaVersion;
+  e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: rawOutput, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
+}
+
+/** A run's events, each a copy to forge. */
+function eventsOf(group: 'A' | 'B' | 'C'): { runDir: string; record: ReturnType<typeof loadRunRecord>; events: EventEnvelope[] } {
+  const runDir = path.join(study.studyDir, 'instances', `${group}-r1`);
+  const record = loadRunRecord(runDir, SCENARIO_ROOT);
+  return { runDir, record, events: record.events.map((e) => structuredClone(e)) };
+}
+
+/** The cited seqs of a ds-model-output/2 answer (claims', then the checkpoint's), as parsed from its text. */
+function citedSeqs(raw: string): unknown[] {
+  const answer = JSON.parse(raw) as { claims: Array<{ evidence_seqs?: unknown[] }>; checkpoint: { evidence_seqs: unknown[] } };
+  return [...answer.claims.flatMap((c) => c.evidence_seqs ?? []), ...answer.checkpoint.evidence_seqs];
+}
+
 describe('normalizeEvents rules, on forged copies of real events', () => {
   test('ids in text become refs or [id], host paths and ISO times are rewritten, a refused plan decision is omitted, a refusal otherwise kept', () => {
     const runDir = path.join(study.studyDir, 'instances', 'B-r1');
@@ -93,17 +116,123 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
     const record = loadRunRecord(runDir, SCENARIO_ROOT);
     const events = record.events.map((e) => structuredClone(e));
     const answered = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered').slice(0, 2);
-    const failed = (e: (typeof events)[number], failure: string, detail: string): void => {
-      const p = e.payload as Record<string, unknown>;
-      e.event_type = 'ModelOutputEvent.ModelCallFailed';
-      e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
-    };
-    failed(answered[0]!, 'http_error', 'HTTP 400: this model maximum context length is 8192 tokens, your request has 9731 tokens');
-    failed(answered[1]!, 'schema_violation', 'fails ds-model-output/2: checkpoint: required');
+    asFailedCall(answered[0]!, 'http_error', 'HTTP 400: this model maximum context length is 8192 tokens, your request has 9731 tokens', null);
+    asFailedCall(answered[1]!, 'schema_violation', 'fails ds-model-output/2: checkpoint: required', null);
     const n = normalizeEvents(events, record.plan, { hostPaths: [runDir, study.studyDir] });
     const details = n.entries.filter((e) => e.kind === 'model_call_failed').map((e) => (e.detail as { detail: string }).detail);
     expect(details).toEqual([MODEL_FAILURE_DETAIL_WITHHELD, 'fails ds-model-output/2: checkpoint: required']);
     expect(JSON.stringify(n.entries)).not.toContain('9731');
+  });
+
+  test("a real ds-model-output/2 answer's evidence_seqs come out as the refs of the events they cite", () => {
+    const { runDir, record, events } = eventsOf('B');
+    const n = normalizeEvents(events, record.plan, { hostPaths: [runDir, study.studyDir] });
+    const eventAt = new Map(events.map((e) => [e.seq, e] as const));
+    const answers = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered');
+    const entries = n.entries.filter((e) => e.kind === 'model_answered');
+    expect(entries).toHaveLength(answers.length);
+    let cited = 0;
+    for (const [i, answer] of answers.entries()) {
+      const seqs = citedSeqs(String(answer.payload['raw_output']));
+      const refs = citedSeqs((entries[i]!.detail as { raw_output: string }).raw_output);
+      // The reference policy cites kept events only (world events, tool results): each seq is a ref, none hidden.
+      expect(refs, `answer ${i}`).toEqual(seqs.map((seq) => n.refOfEventId.get(eventAt.get(seq as number)!.event_id)));
+      cited += seqs.length;
+    }
+    expect(answers.length).toBeGreaterThan(10);
+    expect(cited).toBeGreaterThan(10);
+    expect(JSON.stringify(n.entries)).not.toMatch(/evidence_seqs\\?":\s*\[\s*\d|event #\d/);
+  });
+
+  test('seqs in forged answers: bare, quoted, in JSON quoted in JSON, in a cut-short list and in text become refs, or [id] (counted) for a seq that names no kept event', () => {
+    const { runDir, record, events } = eventsOf('A');
+    const kept = events.find((e) => e.event_type === 'WorldEvent.MessageReceived')!;
+    const other = events.find((e) => e.event_type === 'WorldEvent.InformationPublished')!;
+    const omitted = events.find((e) => e.event_type === 'SystemEvent.StoreOpened')!;
+    const missing = events.at(-1)!.seq + 1_000;
+    const [answer, cutShort] = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered');
+    const forge = (raw: { answer: string; cut: string }): NormalizedTimeline => {
+      const copy = events.map((e) => structuredClone(e));
+      copy.find((e) => e.event_id === answer!.event_id)!.payload['raw_output'] = raw.answer;
+      asFailedCall(copy.find((e) => e.event_id === cutShort!.event_id)!, 'length', 'the answer fails ds-model-output/2 and ended at its token cap', raw.cut);
+      return normalizeEvents(copy, record.plan, { hostPaths: [runDir, study.studyDir] });
+    };
+    const k = kept.seq;
+    const o = other.seq;
+    const n = forge({
+      answer: `{"claims":[{"claim_type":"FACT","statement":"event #${k} and seq ${o}, not Event #${omitted.seq}","evidence_seqs":[${k}, ${omitted.seq},${missing}]}],"checkpoint":{"evidence_seqs": [ "${o}" ],"next_action":"{\\"evidence_seqs\\":[${k}]}"}}`,
+      cut: `{"checkpoint":{"evidence_seqs":[${o}, ${k}`,
+    });
+    const baseline = forge({ answer: '{}', cut: '{}' });
+    const ref = (e: EventEnvelope): string => n.refOfEventId.get(e.event_id)!;
+    expect(n.refOfEventId.has(omitted.event_id)).toBe(false);
+    const raw = (kind: 'model_answered' | 'model_call_failed'): string => (n.entries.find((e) => e.kind === kind && (e.detail as { raw_output: string | null }).raw_output !== '{}')!.detail as { raw_output: string }).raw_output;
+    expect(raw('model_answered')).toBe(
+      `{"claims":[{"claim_type":"FACT","statement":"event ${ref(kept)} and seq ${ref(other)}, not Event [id]","evidence_seqs":["${ref(kept)}", "[id]","[id]"]}],"checkpoint":{"evidence_seqs": [ "${ref(other)}" ],"next_action":"{\\"evidence_seqs\\":[\\"${ref(kept)}\\"]}"}}`,
+    );
+    // Still JSON: the reviewer reads the answer's structure.
+    expect(JSON.parse(raw('model_answered'))).toMatchObject({ claims: [{ evidence_seqs: [ref(kept), '[id]', '[id]'] }], checkpoint: { evidence_seqs: [ref(other)] } });
+    expect(raw('model_call_failed')).toBe(`{"checkpoint":{"evidence_seqs":["${ref(other)}", "${ref(kept)}"`);
+    // The omitted event's seq twice (text and list), the missing seq once.
+    expect(n.stats.idsInTextHidden - baseline.stats.idsInTextHidden).toBe(3);
+  });
+
+  test('the failures the apparatus decides (truncated_prompt, timeout, transport, stream_broken, http_error) read as one kind, no_answer: two events differing only by them normalize identically', () => {
+    const { runDir, record, events } = eventsOf('B');
+    const target = events.find((e) => e.event_type === 'ModelOutputEvent.ModelAnswered')!;
+    const withFailure = (failure: string): NormalizedTimeline => {
+      const copy = events.map((e) => structuredClone(e));
+      const e = copy.find((c) => c.event_id === target.event_id)!;
+      asFailedCall(e, failure, 'the prompt (9731 tokens) does not fit the context (8192 tokens) with the answer cap', String(target.payload['raw_output']));
+      return normalizeEvents(copy, record.plan, { hostPaths: [runDir, study.studyDir] });
+    };
+    const truncated = withFailure('truncated_prompt');
+    const timeout = withFailure('timeout');
+    expect(JSON.stringify(timeout.entries)).toBe(JSON.stringify(truncated.entries));
+    expect(timeout.stats).toEqual(truncated.stats);
+    for (const failure of ['transport', 'stream_broken', 'http_error']) expect(JSON.stringify(withFailure(failure).entries), failure).toBe(JSON.stringify(truncated.entries));
+    const entry = truncated.entries.find((e) => e.kind === 'model_call_failed')!;
+    expect(entry.summary).toBe('the model call failed: no_answer');
+    // Neither the detail nor what arrived: a whole answer would tell a truncated prompt from a timeout.
+    expect(entry.detail).toEqual({ failure: 'no_answer', detail: MODEL_FAILURE_DETAIL_WITHHELD, raw_output: null });
+    expect(JSON.stringify(truncated.entries)).not.toMatch(/truncated_prompt|9731/);
+    // The failures about the subject's own answer, and the wake's grant, keep their kind.
+    for (const failure of ['schema_violation', 'length', 'refusal', 'budget_exhausted']) {
+      const shown = withFailure(failure).entries.find((e) => e.kind === 'model_call_failed')!;
+      expect(shown.detail, failure).toMatchObject({ failure, raw_output: expect.stringContaining('"protocol"') });
+    }
+  });
+
+  test('events recorded before issue 15 (ModelAnswered 1.2.0, ModelCallFailed 1.1.0) are read lifted to the current version', () => {
+    const { runDir, record, events } = eventsOf('A');
+    const [answer, failedCall] = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered');
+    asFailedCall(failedCall!, 'schema_violation', 'fails ds-model-output/1: checkpoint: required', 'not json');
+    const current = normalizeEvents(events, record.plan, { hostPaths: [runDir, study.studyDir] });
+
+    const old = events.map((e) => structuredClone(e));
+    const oldAnswer = old.find((e) => e.event_id === answer!.event_id)!;
+    const { protocol: _p, finish_reason: _f, response_model: _r, prompt_tokens_counted: _c, prompt_count_source: _s, attempts: _a, usage_source, ...answer12 } = oldAnswer.payload;
+    oldAnswer.schema_version = '1.2.0';
+    oldAnswer.payload = { ...answer12, usage_estimated: usage_source === 'estimate' };
+    const oldFailed = old.find((e) => e.event_id === failedCall!.event_id)!;
+    const { protocol: _p2, finish_reason: _f2, response_model: _r2, prompt_tokens_counted: _c2, prompt_count_source: _s2, attempts: _a2, usage: _u, usage_source: _us, ...failed11 } = oldFailed.payload;
+    oldFailed.schema_version = '1.1.0';
+    oldFailed.payload = failed11;
+    // Real old payloads: each passes the schema of its own version, not the current one.
+    expect(ModelAnswered.earlier['1.2.0']!.safeParse(oldAnswer.payload).success).toBe(true);
+    expect(ModelAnswered.payload.safeParse(oldAnswer.payload).success).toBe(false);
+    expect(ModelCallFailed.earlier['1.1.0']!.safeParse(oldFailed.payload).success).toBe(true);
+    expect(ModelCallFailed.payload.safeParse(oldFailed.payload).success).toBe(false);
+
+    const lifted = normalizeEvents(old, record.plan, { hostPaths: [runDir, study.studyDir] });
+    // Nothing the upcasters add (protocol, finish reason, attempts, …) is shown: the entries are the same.
+    expect(lifted.entries).toEqual(current.entries);
+    expect(lifted.entries.find((e) => e.kind === 'model_call_failed')!.detail).toMatchObject({ failure: 'schema_violation', detail: 'fails ds-model-output/1: checkpoint: required' });
+
+    // An old payload stamped with the current version is not read as anything: refused, saying what to do.
+    oldAnswer.schema_version = ModelAnswered.schemaVersion;
+    expect(() => normalizeEvents(old, record.plan, { hostPaths: [runDir, study.studyDir] })).toThrow(NormalizeError);
+    expect(() => normalizeEvents(old, record.plan, { hostPaths: [runDir, study.studyDir] })).toThrow(/\(ModelOutputEvent\.ModelAnswered 1\.3\.0\) cannot be read: .*fails its schema.*run npm run verify/);
   });
 });
 

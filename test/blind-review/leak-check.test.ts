@@ -74,6 +74,21 @@ const FORGERIES: readonly Forgery[] = [
   { name: 'an event hash of the chain in a summary', kind: 'chain_hash', plant: (pkg) => editEntry(pkg, null, (e) => void (e.summary += ` ${eventHash}`)) },
   { name: 'the absolute study folder path in a summary', kind: 'host_path', plant: (pkg) => editEntry(pkg, 'model_answered', (e) => void (e.summary += ` ${studyDir}/instances`)) },
   { name: 'a UUID in a claim', kind: 'uuid', plant: (pkg) => editJson<Array<{ statement: string }>>(path.join(pkg, PACKAGE_FILES.claims), (c) => void (c[0]!.statement += ' 0f9c2d1e-7a3b-4c5d-9e8f-0a1b2c3d4e5f')) },
+  // Seqs count events (how much happened in the run, which differs by group): every one must be a ref.
+  { name: 'an event cited by its seq ("event #137") in a journal entry', kind: 'event_seq', plant: (pkg) => editEntry(pkg, 'journal_entry', (e) => void ((e.detail as { text: string }).text += ' (see event #137)')) },
+  { name: 'an event cited as "seq 137" in a claim', kind: 'event_seq', plant: (pkg) => editJson<Array<{ statement: string }>>(path.join(pkg, PACKAGE_FILES.claims), (c) => void (c[0]!.statement += ' (seq 137)')) },
+  { name: "a raw answer's evidence_seqs list of numbers (JSON in JSON: the quote escaped)", kind: 'event_seq', plant: (pkg) => editEntry(pkg, 'model_answered', (e) => void ((e.detail as { raw_output: string }).raw_output += ' {"evidence_seqs":[137,141]}')) },
+  { name: 'a quoted seq after a ref and an [id] in an evidence_seqs list', kind: 'event_seq', plant: (pkg) => editEntry(pkg, 'model_answered', (e) => void ((e.detail as { raw_output: string }).raw_output += ' {"evidence_seqs": ["E0001", "[id]", "137"]}')) },
+  { name: 'an evidence_seqs list of numbers in the scorecard page (the quote as &quot;)', kind: 'event_seq', plant: (pkg) => writeFileSync(path.join(pkg, PACKAGE_FILES.scorecard), `${readFileSync(path.join(pkg, PACKAGE_FILES.scorecard), 'utf8')}<pre>{&quot;evidence_seqs&quot;: [137]}</pre>\n`) },
+  {
+    name: 'a model-call failure kind only the apparatus decides (truncated_prompt: prompts of groups that keep state are longer)',
+    kind: 'schema',
+    plant: (pkg) =>
+      editEntry(pkg, 'model_answered', (e) => {
+        e.kind = 'model_call_failed';
+        e.detail = { failure: 'truncated_prompt', detail: '(withheld)', raw_output: null };
+      }),
+  },
   { name: 'an instance folder name in a journal entry', kind: 'instance_name', plant: (pkg) => editEntry(pkg, 'journal_entry', (e) => void ((e.detail as { text: string }).text += ' see C-r1')) },
   { name: "a manifest's group blind id in a checkpoint", kind: 'group_blind_id', plant: (pkg) => editJson<Array<{ goal_status: string | null }>>(path.join(pkg, PACKAGE_FILES.checkpoints), (c) => void (c[0]!.goal_status = 'active (inst-srcbx)')) },
   { name: '"PlanRevisionAccepted" in one package', kind: 'group_only_vocabulary', plant: (pkg) => editEntry(pkg, 'model_answered', (e) => void ((e.detail as { raw_output: string }).raw_output += ' PlanRevisionAccepted')) },

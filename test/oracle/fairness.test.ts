@@ -10,6 +10,7 @@ import { eventsOf, loadRunRecord, type RunRecord } from '../../oracle/run-record
 import type { Group } from '../../oracle/study-report.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
+import { ModelAnswered } from '../../schema/events/model-output-events.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
 import { cloneRecord, editPayload, forgedEvent, insertAfter } from '../support/record-forgery.js';
 
@@ -240,7 +241,7 @@ describe('forged differences', () => {
       expect(same.check.detail).toBe('one model setting for the batch (build: fp_build_1)');
     });
 
-    it('calls that name a build beside calls that name none fail it: "(none reported)" counts as a build', () => {
+    it('answers that name a build beside answers that name none fail it: "(none reported)" counts as a build; a failed call counts only when it names one', () => {
       // One answered call of C without a fingerprint, every other call of the batch on fp_build_1.
       const one = check(batch(allOn('fp_build_1', { C: withFingerprint(records.C, 'fp_build_1', { 3: null }) })), 'one_model_build_and_parameters');
       expect(one.failing).toEqual(['one_model_build_and_parameters']);
@@ -249,12 +250,44 @@ describe('forged differences', () => {
       const instance = check(batch(allOn('fp_build_1', { A: records.A })), 'one_model_build_and_parameters');
       expect(instance.failing).toEqual(['one_model_build_and_parameters']);
       expect(instance.check.detail).toContain('2 builds (system_fingerprint): (none reported), fp_build_1');
-      // A failed call ran on some build too: one without a fingerprint in an all-fp_build_1 batch fails it …
-      const failed = check(batch(allOn('fp_build_1', { B: withFailedCall(withFingerprint(records.B, 'fp_build_1'), null) })), 'one_model_build_and_parameters');
-      expect(failed.failing).toEqual(['one_model_build_and_parameters']);
-      expect(failed.check.detail).toContain('fp_build_1, (none reported)');
-      // … and one on the same build does not.
+      // A failed call that names another build ran on it: caught …
+      const other = check(batch(allOn('fp_build_1', { B: withFailedCall(withFingerprint(records.B, 'fp_build_1'), 'fp_build_2') })), 'one_model_build_and_parameters');
+      expect(other.failing).toEqual(['one_model_build_and_parameters']);
+      expect(other.check.detail).toContain('fp_build_1, fp_build_2');
+      // … one that names none (a refused connection, a timeout before any header, a prompt never sent) reached no build and says nothing …
+      expect(check(batch(allOn('fp_build_1', { B: withFailedCall(withFingerprint(records.B, 'fp_build_1'), null) })), 'one_model_build_and_parameters').voidReasons).toEqual([]);
+      // … and one on the same build does not void either.
       expect(check(batch(allOn('fp_build_1', { B: withFailedCall(withFingerprint(records.B, 'fp_build_1'), 'fp_build_1') })), 'one_model_build_and_parameters').voidReasons).toEqual([]);
+    });
+
+    /** A copy with C's `nth` answer rewritten as a ModelAnswered 1.2.0 (the /1 call record, before issue 15), `edit` applied to it. */
+    const answerAtV12 = (r: RunRecord, nth: number, edit: (p: Record<string, unknown>) => void = () => {}): RunRecord => {
+      const copy = cloneRecord(r);
+      const { event, p } = eventsOf(copy.events, 'ModelOutputEvent.ModelAnswered')[nth]!;
+      const { wake_id, adapter, model_id, params, system_fingerprint, latency_ms, context, raw_output, usage, usage_source } = p;
+      const payload: Record<string, unknown> = { wake_id, adapter, model_id, params, system_fingerprint, latency_ms, context, raw_output, usage, usage_estimated: usage_source === 'estimate' };
+      edit(payload);
+      ModelAnswered.earlier['1.2.0']!.parse(payload);
+      event.schema_version = '1.2.0';
+      event.payload = payload;
+      return copy;
+    };
+
+    it('a call recorded at an earlier version (ModelAnswered 1.2.0) is read lifted and counted: its other model id or build is caught, not skipped', () => {
+      const answers = eventsOf(records.C.events, 'ModelOutputEvent.ModelAnswered').length;
+      // Lifted, the same call on the same model makes no difference …
+      const same = answerAtV12(records.C, 1);
+      expect(eventsOf(same.events, 'ModelOutputEvent.ModelAnswered')).toHaveLength(answers);
+      expect(check(batch({ C: same }), 'one_model_build_and_parameters').voidReasons).toEqual([]);
+      // … one that ran on another model id is one more setting …
+      const otherModel = check(batch({ C: answerAtV12(records.C, 1, (p) => (p['model_id'] = 'another-model')) }), 'one_model_build_and_parameters');
+      expect(otherModel.failing).toEqual(['one_model_build_and_parameters']);
+      expect(otherModel.check.detail).toContain('model calls ran with 2 different model ids or parameters');
+      expect(otherModel.check.detail).toContain('"model_id":"another-model"');
+      // … and one that names a build beside answers that name none is a second build.
+      const otherBuild = check(batch({ C: answerAtV12(records.C, 1, (p) => (p['system_fingerprint'] = 'fp_build_2')) }), 'one_model_build_and_parameters');
+      expect(otherBuild.failing).toEqual(['one_model_build_and_parameters']);
+      expect(otherBuild.check.detail).toContain('the model server reported 2 builds (system_fingerprint): (none reported), fp_build_2');
     });
 
     it('a model call with other parameters fails it', () => {

@@ -12,7 +12,7 @@ import { detectHardFailures, MAX_LISTED_HARD_FAILURES, type HardFailure } from '
 import { eventsOf, loadRunRecord, type RunRecord } from '../../oracle/run-record.js';
 import { checkSideEffects, MAX_WORKSPACE_DEPTH } from '../../oracle/side-effects.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
-import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
+import { schemaVersionOf, type EventType, type PayloadOf } from '../../schema/event-catalog.js';
 import { hashText, type HashString } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
@@ -220,6 +220,8 @@ describe('duplicate_side_effect: the workspace on disk', () => {
     const unknown = cloneRecord(record);
     const event = unknown.events.find((e) => e.seq === seq)!;
     event.event_type = 'ActionEvent.ToolOutcomeUnknown';
+    // At its own type's version: a ToolSucceeded's 1.1.0 is no version of ToolOutcomeUnknown, and reads as nothing.
+    event.schema_version = schemaVersionOf('ActionEvent.ToolOutcomeUnknown');
     event.payload = { intent_event_id: succeeded.p.intent_event_id, observed_hash: null, detail: 'forged: killed mid-write' };
     expect(checkSideEffects(unknown, workspace).problems).toEqual([]);
     const resolve = (resolution: 'happened' | 'did_not_happen') =>
@@ -369,6 +371,57 @@ describe('configuration_changed_after_start', () => {
   it('catches a manifest that does not verify', () => {
     const forged: RunRecord = { ...cloneRecord(record), manifest: null, manifestProblem: 'forged: bad signature' };
     expect(withId(detectHardFailures(forged, clean), 'configuration_changed_after_start')).toEqual([{ id: 'configuration_changed_after_start', seq: null, detail: expect.stringContaining('forged: bad signature') }]);
+  });
+
+  describe('model calls under another model than the signed manifest pins', () => {
+    const config = (r: RunRecord) => withId(detectHardFailures(r, clean), 'configuration_changed_after_start');
+    const calls = (r: RunRecord) => [...eventsOf(r.events, 'ModelOutputEvent.ModelAnswered'), ...eventsOf(r.events, 'ModelOutputEvent.ModelCallFailed')];
+    const pinned = () => record.manifest!.model;
+    const PINS = 'ran under another model than the signed manifest pins';
+
+    it('the honest run: every call names the manifest\'s adapter, model id and protocol', () => {
+      expect(calls(record).length).toBeGreaterThan(10);
+      expect(pinned().structured_output).not.toBeNull();
+      for (const { p } of calls(record)) expect([p.adapter, p.model_id, p.protocol]).toEqual([pinned().adapter, pinned().model_id, pinned().structured_output!.protocol]);
+      expect(config(record)).toEqual([]);
+    });
+
+    it('catches an answer from another model id or adapter, and a failed call under another protocol, each at its seq', () => {
+      const answers = eventsOf(record.events, 'ModelOutputEvent.ModelAnswered');
+      const [a, b] = [answers[2]!, answers[5]!];
+      let forged = editPayload(record, a.event.seq, (p) => (p['model_id'] = 'another-model'));
+      forged = editPayload(forged, b.event.seq, (p) => (p['adapter'] = 'openai'));
+      const { wake_id, adapter, model_id, params, latency_ms } = b.p;
+      const failed = forgedEvent(forged, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: null, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 });
+      const inserted = insertAfter(forged, b.event.seq, [failed]);
+      expect(config(inserted.record)).toEqual([
+        { id: 'configuration_changed_after_start', seq: a.event.seq, detail: `ModelOutputEvent.ModelAnswered at seq ${a.event.seq} ${PINS}: model id "another-model", not ${JSON.stringify(pinned().model_id)}` },
+        { id: 'configuration_changed_after_start', seq: b.event.seq, detail: `ModelOutputEvent.ModelAnswered at seq ${b.event.seq} ${PINS}: adapter openai, not ${pinned().adapter}` },
+        { id: 'configuration_changed_after_start', seq: inserted.seqs[0], detail: `ModelOutputEvent.ModelCallFailed at seq ${inserted.seqs[0]} ${PINS}: protocol ds-model-output/1, not ${pinned().structured_output!.protocol}` },
+      ]);
+    });
+
+    it('reads a call recorded at an earlier version lifted: a ModelAnswered 1.2.0 in this /2 run is a /1 call, and caught', () => {
+      const copy = cloneRecord(record);
+      const { event, p } = eventsOf(copy.events, 'ModelOutputEvent.ModelAnswered')[3]!;
+      const { wake_id, adapter, model_id, params, system_fingerprint, latency_ms, context, raw_output, usage } = p;
+      event.schema_version = '1.2.0';
+      event.payload = { wake_id, adapter, model_id, params, system_fingerprint, latency_ms, context, raw_output, usage, usage_estimated: false };
+      expect(config(copy)).toEqual([{ id: 'configuration_changed_after_start', seq: event.seq, detail: `ModelOutputEvent.ModelAnswered at seq ${event.seq} ${PINS}: protocol ds-model-output/1, not ${pinned().structured_output!.protocol}` }]);
+      // A manifest from before issue 15 pins no protocol: the lifted /1 call is then on its model.
+      const before15: RunRecord = { ...copy, manifest: { ...copy.manifest!, model: { ...copy.manifest!.model, structured_output: null } } };
+      expect(config(before15)).toEqual([]);
+    });
+
+    it('lists the first ten and counts the rest', () => {
+      const copy = cloneRecord(record);
+      const all = calls(copy);
+      for (const { event } of all) event.payload['model_id'] = 'another-model';
+      const found = config(copy);
+      expect(found).toHaveLength(11);
+      expect(found.slice(0, 10).map((f) => f.seq)).toEqual(all.map(({ event }) => event.seq).sort((x, y) => x - y).slice(0, 10));
+      expect(found[10]).toEqual({ id: 'configuration_changed_after_start', seq: null, detail: `${all.length - 10} more model calls under another model than the manifest pins not listed here (run the check itself for all of them)` });
+    });
   });
 
   it('catches a broken signed log (verify fails), naming where', () => {

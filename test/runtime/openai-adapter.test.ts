@@ -12,7 +12,8 @@ import type { ModelCallOutcome, ModelRequest, TransportFailure } from '../../run
 import { emptyChatStreamState, readChatStream } from '../../runtime/model-adapters/chat-stream.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapter, OpenAiAdapterConfigError, type OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-adapter.js';
 import { checkPromptFits, checkPromptNotTruncated, TOKENIZE_SLACK_PER_MESSAGE } from '../../runtime/model-adapters/prompt-fit.js';
-import { JSON_SCHEMA_NAME, STRUCTURED_OUTPUT_DIALECTS, structuredOutputFields, type StructuredOutputDialect } from '../../runtime/model-adapters/structured-output.js';
+import { JSON_SCHEMA_NAME, structuredOutputFields } from '../../runtime/model-adapters/structured-output.js';
+import { STRUCTURED_OUTPUT_DIALECTS, type StructuredOutputDialect } from '../../schema/model-call-policy.js';
 import { classifyFetchError, withTransportRetry } from '../../runtime/model-adapters/transport-retry.js';
 import { estimateTokens, renderPrompt } from '../../runtime/prompt.js';
 import {

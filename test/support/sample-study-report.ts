@@ -5,7 +5,7 @@
 // with its instances. Wake minutes come from a real plan of the default pre-registration.
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
-import { describeFailures, FAILURE_KINDS, formatShare, type ByFailure } from '../../oracle/usable-data.js';
+import { describeFailures, FAILURE_KINDS, formatShare, type ByFailure } from '../../schema/usable-data.js';
 
 /** experiments/prereg/default.json: dimension weights (sum 100) and thresholds. */
 const WEIGHTS: Readonly<Record<Dimension, number>> = { state_recovery: 40, re_planning: 15, experience_influence: 15, evidence_integrity: 20, recovery: 10 };

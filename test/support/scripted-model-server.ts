@@ -11,7 +11,8 @@
 // can tell a broken script from a behaviour of the system under test.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_MODEL_TIMEOUT_MS, type ModelChoice } from '../../controller/model-choice.js';
+import type { ModelChoice } from '../../controller/model-choice.js';
+import { DEFAULT_MODEL_TIMEOUT_MS } from '../../controller/model-config-file.js';
 
 export interface ScriptedRequest {
   /** 0-based position among all requests this server received. */
@@ -111,7 +112,8 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
   res.end(body);
 }
 
-export async function startScriptedModelServer(script: Script): Promise<ScriptedModelServer> {
+/** `port`: listen on this port instead of a free one (a test that stops a server and starts it again where its clients point). */
+export async function startScriptedModelServer(script: Script, options: { readonly port?: number } = {}): Promise<ScriptedModelServer> {
   const requests: ScriptedRequest[] = [];
   const probes: ScriptedRequest[] = [];
   const sideRequests: string[] = [];
@@ -174,7 +176,13 @@ export async function startScriptedModelServer(script: Script): Promise<Scripted
         );
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}/v1`;
   return {

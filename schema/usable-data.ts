@@ -10,12 +10,12 @@
 //                  as the budget ledger counts them (controller/budget-ledger.ts);
 //   k (accepted) = ModelAnswered (an answer that passed the protocol's schema).
 import { z } from 'zod';
-import type { MODEL_CALL_FAILURES } from '../schema/events/model-output-events.js';
+import { ModelAnswered, ModelCallFailed, type MODEL_CALL_FAILURES } from './events/model-output-events.js';
 
 type ModelCallFailure = (typeof MODEL_CALL_FAILURES)[number];
 
-export const MODEL_ANSWERED = 'ModelOutputEvent.ModelAnswered';
-export const MODEL_CALL_FAILED = 'ModelOutputEvent.ModelCallFailed';
+export const MODEL_ANSWERED = ModelAnswered.type;
+export const MODEL_CALL_FAILED = ModelCallFailed.type;
 const NO_CALL_MADE = 'budget_exhausted';
 
 /** Why the calls that gave no accepted answer failed, in the words the reports use. */
