@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { planIsolation } from '../../controller/isolation.js';
 import { AnswerGrammarError } from '../../runtime/answer-grammar.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { ContextBundle } from '../../runtime/context-bundle.js';
@@ -283,13 +284,20 @@ describe('bad input is a typed error that says what to do', () => {
           return `${(error as Error).name}: ${(error as Error).message}`;
         }
       }
-      // As root: the same function, in a child process running as nobody.
-      const code = `import(${JSON.stringify(pathToFileURL(join(ROOT, 'runtime/model-adapters/local-adapter.ts')).href)}).then((m) => { try { m.checkModelFile(${JSON.stringify(path)}); console.log('READ'); } catch (e) { console.log(e.name + ': ' + e.message); } })`;
-      const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, uid: 65_534, gid: 65_534, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
-      if (child.status !== 0) throw new Error(`child failed (${child.status}): ${child.stderr}`);
-      return child.stdout.trim();
+      // As root: the same function, in a child process running as the runtime's own uid, from the
+      // code the controller's isolation plan makes readable to it (CI's checkout sits in a folder only root may enter).
+      const plan = planIsolation();
+      try {
+        if (!plan.runtime) throw new Error(`as root the controller plans separate uids, but here: ${plan.summary}`);
+        const code = `import(${JSON.stringify(pathToFileURL(join(plan.codeRoot, 'runtime/model-adapters/local-adapter.ts')).href)}).then((m) => { try { m.checkModelFile(${JSON.stringify(path)}); console.log('READ'); } catch (e) { console.log(e.name + ': ' + e.message); } })`;
+        const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: plan.codeRoot, uid: plan.runtime.uid, gid: plan.runtime.gid, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
+        if (child.status !== 0) throw new Error(`child failed (${child.status}): ${child.stderr}`);
+        return child.stdout.trim();
+      } finally {
+        plan.cleanup();
+      }
     };
-    expect(check(file)).toMatch(/^LocalModelUnreadableError: the model file .*secret\.gguf is not readable by this process \(uid 65534, EACCES\): make it readable/);
+    expect(check(file)).toMatch(/^LocalModelUnreadableError: the model file .*secret\.gguf is not readable by this process \(uid \d+, EACCES\): make it readable/);
     expect(check(join(hidden, 'model.gguf'))).toMatch(/^LocalModelUnreadableError: .*cannot be reached by this process/);
     chmodSync(file, 0o644);
     expect(check(file)).toBe('READ');
