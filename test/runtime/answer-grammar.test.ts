@@ -10,6 +10,7 @@
 //   ModelAnswerV2.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { EMPTY_ANSWER } from '../support/scripted-model-server.js';
 import { answerGrammar, AnswerGrammarError, ANSWER_GRAMMAR_LIMITS, integerAlternatives } from '../../runtime/answer-grammar.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { loadLocalEngine, type EngineContext, type EngineLlama, type EngineModel, type LocalEngine } from '../../runtime/model-adapters/load-engine.js';
@@ -141,14 +142,7 @@ const RICH = {
   plan_revision: { reason: 'The data is late.', goal_id: 'goal-1', goal_description: 'Report by Friday', deadline_at: '2026-07-31T17:00:00Z', steps: [{ task_id: 'task-1', title: 'Collect notes' }] },
   checkpoint: { current_goal_id: 'goal-1', goal_status: 'active', attention_target: 'report', waiting_condition: 'data', next_action: 'draft', evidence_seqs: [3, 17, 41] },
 };
-const MINIMAL = {
-  protocol: 'ds-model-output/2',
-  focus: { attention_target: null, waiting_condition: null },
-  actions: [],
-  claims: [],
-  plan_revision: null,
-  checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [] },
-};
+const MINIMAL = EMPTY_ANSWER;
 
 type Answer = typeof RICH;
 const clone = (a: unknown): Answer => structuredClone(a) as Answer;

@@ -4,6 +4,7 @@
 // configured dialect shows the constraint honoured — else a refusal with a reason a person can
 // act on. And the checker behind the probe, fed forged answers.
 import { afterEach, describe, expect, test } from 'vitest';
+import { EMPTY_ANSWER } from '../support/scripted-model-server.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { OpenAiAdapter, PROBE_MESSAGES, type OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-adapter.js';
 import { checkConstrainedAnswer } from '../../runtime/model-adapters/structured-output.js';
@@ -14,14 +15,7 @@ const CHAT = '/v1/chat/completions';
 const SCHEMA = answerJsonSchema('ds-model-output/2');
 
 /** The shortest valid ds-model-output/2 answer: what a constrained model writes. */
-const MINIMAL = JSON.stringify({
-  protocol: 'ds-model-output/2',
-  focus: { attention_target: null, waiting_condition: null },
-  actions: [],
-  claims: [],
-  plan_revision: null,
-  checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [] },
-});
+const MINIMAL = JSON.stringify(EMPTY_ANSWER);
 
 function adapterFor(server: { baseUrl: string }, overrides: Partial<OpenAiAdapterOptions> = {}): OpenAiAdapter {
   return new OpenAiAdapter({ baseUrl: server.baseUrl, modelId: MODEL, apiKey: API_KEY, params: { temperature: 0, top_p: null, seed: 1, max_tokens: null }, dialect: 'llamacpp', retry: { max_attempts: 2, backoff_ms: [20] }, contextSize: null, ...overrides });
