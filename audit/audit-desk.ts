@@ -5,6 +5,8 @@
 // an exclusive lock), and a request made while a writer holds the store is answered "locked".
 // Nothing here can write: connections are read-only (SQLite refuses any write on them), and only
 // writer/'s read side (store reader, replay, verifier) is imported, never its client or spawner.
+// A store file that is not intact SQLite (damaged, empty, unreadable) is refused at open, before
+// anything is served: pages of a file with a damaged page would fail one by one, or show part.
 import { checkRunFollowsPlan, type PlanConformanceReport } from '../controller/plan-conformance.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { hashText } from '../schema/hash.js';
@@ -115,10 +117,14 @@ export class AuditDesk {
     readonly opened: OpenedDesk,
   ) {}
 
-  /** Opens DIR (a run folder or its events.db): verification, plan check and index, all read-only. */
+  /**
+   * Opens DIR (a run folder or its events.db): verification, plan check and index, all read-only.
+   * Throws StoreReadError for a store that is locked, or whose file is not intact (quick_check
+   * reads every page once: ~150 ms for a 113 MB store, store-file-failure.ts).
+   */
   static open(dirOrFile: string, nowMs: () => number = () => performance.now()): AuditDesk {
     const folder = openRunFolder(dirOrFile);
-    const reader = StoreReader.open(folder.storePath);
+    const reader = StoreReader.open(folder.storePath, { checkIntegrity: true });
     let index: StoreIndex;
     let versions: ProjectionVersions | null;
     try {
@@ -141,7 +147,8 @@ export class AuditDesk {
   /**
    * Runs `read` with the store open read-only, and closes it after: one request's worth. Throws
    * StoreReadError 'locked' while a writer holds the store (an instance resumed or repaired
-   * meanwhile). Synchronous, so requests never share a connection.
+   * meanwhile), 'damaged' when a page it reads is (the file was damaged after the desk opened).
+   * Synchronous, so requests never share a connection.
    */
   within<T>(read: () => T): T {
     if (this.session) return read();

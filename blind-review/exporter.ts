@@ -1,7 +1,13 @@
-// The blind-review export (DESIGN §10, spec §8.5, §16.3): one package per finished instance of a
-// study, named by a random blind id, written in a random order; the group ↔ blind-id map sealed
-// in the study folder (0600, never overwritten); a controller-signed commitment to the map beside
-// the packages. Nothing is moved into place until the leak check passes on the written packages.
+// The blind-review export (DESIGN §10, spec §8.5, §16.3): one package per instance of a study,
+// named by a random blind id, written in a random order; the group ↔ blind-id map sealed in the
+// study folder (0600, never overwritten); a controller-signed commitment to the map beside the
+// packages. Nothing is moved into place until the leak check passes on the written packages.
+//
+// All or nothing (issue 16): the map can be sealed once only, so an export that left out one
+// instance (damaged, unfinished, missing) could never be completed — the study would be
+// reviewable only in part, for good. Every instance the study's report counts must be exportable,
+// and every entry of instances/ must be one of them; otherwise the export is refused before
+// anything is written (no package folder, no map, no commitment), naming each instance and why.
 //
 // Layout written:
 //   <out>/<blind id>/                exactly PACKAGE_FILE_NAMES (package-format.ts)
@@ -9,7 +15,8 @@
 //   <out>/controller.pub             the key that checks it (64 hex + newline)
 //   <study>/blind-map.sealed.json    the BlindMap, mode 0600, flag wx
 //
-// Order of writes (what a crash leaves): packages into <out>/.export-<random>/ → leak check →
+// Order of writes (what a crash leaves): every instance read and checked (nothing written; one
+// refusal refuses the export) → packages into <out>/.export-<random>/ → leak check →
 // the sealed map (wx: a second export of the study is refused here at the latest) → commitment
 // and key → packages renamed into <out>. A leak leaves the temp folder for inspection and writes
 // no map; any later failure names the temp folder too.
@@ -20,6 +27,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import { GROUP_CAPABILITIES } from '../controller/manifest.js';
 import type { InterventionKind, Intervention } from '../controller/intervention-plan.js';
 import { writePublicKey } from '../controller/run-signatures.js';
@@ -51,11 +59,13 @@ import {
 import type { ScorecardData } from './scorecard-data.js';
 import { renderScorecard as defaultRenderScorecard } from './scorecard-html.js';
 
-export type ExportProblem = 'not-a-study' | 'out-not-empty' | 'map-inside-out' | 'already-exported' | 'no-instances' | 'nothing-to-export' | 'leak' | 'write-failed';
+export type ExportProblem = 'not-a-study' | 'out-not-a-folder' | 'out-not-empty' | 'map-inside-out' | 'already-exported' | 'no-instances' | 'instances-refused' | 'leak' | 'write-failed';
 
 /** The export refused or failed: nothing was published (see tempDir for what was written). */
 export class ExportRefusal extends Error {
   override readonly name = 'ExportRefusal';
+  /** The problem as a stable snake_case code (`export_instances_refused`, …): what a script reads. */
+  readonly code: string;
   constructor(
     readonly problem: ExportProblem,
     message: string,
@@ -67,6 +77,7 @@ export class ExportRefusal extends Error {
     } = {},
   ) {
     super(message);
+    this.code = `export_${problem.replaceAll('-', '_')}`;
   }
 }
 
@@ -90,9 +101,8 @@ export interface ExportOptions {
 }
 
 export interface ExportResult {
-  /** Sorted by blind id (never in map order). */
+  /** Sorted by blind id (never in map order); one per instance of the study (an export is all or nothing). */
   readonly packages: ReadonlyArray<{ readonly blind_id: BlindId; readonly dir: string }>;
-  readonly refused: readonly RefusedInstance[];
   readonly commitment: { readonly hash: string; readonly file: string; readonly publicKeyFile: string };
   readonly mapFile: string;
   readonly leakCheck: LeakCheck;
@@ -101,6 +111,7 @@ export interface ExportResult {
 }
 
 const INSTANCE_DIR_RE = /^([ABC])-r([1-9][0-9]*)$/;
+const GROUPS = (Object.keys(GROUP_CAPABILITIES) as Array<keyof typeof GROUP_CAPABILITIES>).sort();
 /** A study has at most 99 instances (experiments/study/study-runner.ts MAX_STUDY_INSTANCES). */
 const MAX_INSTANCE_ENTRIES = 99;
 const BLIND_ID_BYTES = 3;
@@ -376,7 +387,7 @@ function message(error: unknown): string {
 /** Why a loaded instance cannot be exported, or null. */
 function refusalOf(record: RunRecord, group: 'A' | 'B' | 'C', replicate: number, plan: StudyPlan): string | null {
   const last = record.events.at(-1);
-  if (last?.event_type !== 'SystemEvent.StoreSealed') return 'not finished: its store is not sealed (the run stopped or failed); resume it with npm run experiment -- --resume DIR, or export without it';
+  if (last?.event_type !== 'SystemEvent.StoreSealed') return 'not finished: its store is not sealed (the run stopped or failed); finish it (npm run study -- --resume STUDY_DIR, or npm run experiment -- --resume DIR)';
   if (record.manifest === null) return `its signed manifest does not verify (${record.manifestProblem ?? 'unknown problem'}): its group cannot be vouched for`;
   const expected = GROUP_CAPABILITIES[group];
   const caps = record.manifest.capabilities;
@@ -388,6 +399,21 @@ function refusalOf(record: RunRecord, group: 'A' | 'B' | 'C', replicate: number,
 
 function isEmptyOrMissing(dir: string): boolean {
   return !existsSync(dir) || (lstatSync(dir).isDirectory() && readdirSync(dir).length === 0);
+}
+
+/** The one field of report.json the export needs: how many instances per group the study counts (its n, after any expansion). */
+const ReportInstanceCount = z.looseObject({ n: z.number().int().min(0).max(Math.floor(MAX_INSTANCE_ENTRIES / GROUPS.length)) });
+
+function instancesPerGroupOf(reportText: string, reportFile: string): number {
+  let json: unknown;
+  try {
+    json = JSON.parse(reportText);
+  } catch (error) {
+    throw new ExportRefusal('not-a-study', `${reportFile} is not JSON (${message(error)}): the study's report is damaged; rebuild it with npm run study -- --recompute STUDY_DIR`);
+  }
+  const parsed = ReportInstanceCount.safeParse(json);
+  if (!parsed.success) throw new ExportRefusal('not-a-study', `${reportFile} does not say how many instances per group the study counts (n): ${z.prettifyError(parsed.error)}; rebuild it with npm run study -- --recompute STUDY_DIR`);
+  return parsed.data.n;
 }
 
 function inside(child: string, parent: string): boolean {
@@ -431,8 +457,9 @@ function statsNotes(stats: NormalizeStats, packages: number): string[] {
 }
 
 /**
- * Exports every finished instance of the study in `studyDir` into `outDir` (new or empty). Refuses
- * (ExportRefusal) a second export, a leak, a folder that is not a study, or a study with nothing to export.
+ * Exports every instance of the study in `studyDir` into `outDir` (new or empty), or nothing. Refuses
+ * (ExportRefusal) a second export, a leak, a folder that is not a study, and a study with any
+ * instance that cannot be exported (missing, unreadable, unfinished, foreign): then nothing is written.
  */
 export function exportStudy(studyDir: string, outDir: string, options: ExportOptions): ExportResult {
   const random = options.random ?? randomBytes;
@@ -449,26 +476,39 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
   // The report (with its expansion decision) is committed to before review: a study without one is not finished.
   const reportFile = path.join(study, STUDY_FILES.json);
   if (!existsSync(reportFile)) throw new ExportRefusal('not-a-study', `${reportFile} is missing: the study has not written its report (with the expansion decision) yet; run it to its end first`);
-  const reportSha256 = hashText(readFileSync(reportFile, 'utf8'));
+  const reportText = readFileSync(reportFile, 'utf8');
+  const reportSha256 = hashText(reportText);
+  const perGroup = instancesPerGroupOf(reportText, reportFile);
   const mapFile = path.join(study, BLIND_REVIEW_FILES.sealedMap);
   if (existsSync(mapFile)) throw new ExportRefusal('already-exported', `${mapFile} exists: this study was exported already, and a second export would give its instances new blind ids after the first commitment; review the packages of the first export (a map is never overwritten)`);
   if (inside(mapFile, out)) throw new ExportRefusal('map-inside-out', `the package folder ${out} would contain the study folder's sealed map ${mapFile}: choose a package folder outside the study folder`);
+  if (existsSync(out) && !lstatSync(out).isDirectory()) throw new ExportRefusal('out-not-a-folder', `${out} exists and is not a folder: the packages need a new or empty folder; nothing was written`);
   if (!isEmptyOrMissing(out)) throw new ExportRefusal('out-not-empty', `${out} exists and is not empty: the packages need a new or empty folder`);
 
-  // The instances: every entry of instances/ is exported or refused with a reason, none skipped.
+  // The instances: every one the report counts, and every entry of instances/, is exported or
+  // refused with a reason; one refusal refuses the export, before anything is written.
   const instancesDir = path.join(study, STUDY_FILES.instances);
   const names = existsSync(instancesDir) ? readdirSync(instancesDir).sort() : [];
-  if (names.length === 0) throw new ExportRefusal('no-instances', `${instancesDir} holds no instance folder: nothing to export`);
+  if (names.length === 0) throw new ExportRefusal('no-instances', `${instancesDir} holds no instance folder: nothing to export; finish the study first (npm run study -- --resume ${study}); nothing was written`);
   if (names.length > MAX_INSTANCE_ENTRIES) throw new ExportRefusal('no-instances', `${instancesDir} holds ${names.length} entries, over the ${MAX_INSTANCE_ENTRIES} instances a study has`);
+  const expected = new Set(GROUPS.flatMap((g) => Array.from({ length: perGroup }, (_, i) => `${g}-r${i + 1}`)));
   const refused: RefusedInstance[] = [];
   const candidates: Candidate[] = [];
   const contextInstances: ContextInstance[] = [];
+  for (const missing of [...expected].filter((n) => !names.includes(n))) {
+    refused.push({ instance: path.join(STUDY_FILES.instances, missing), reason: `missing: the study's report counts ${perGroup} instance(s) per group, but this folder does not exist (the study stopped before it started it); finish the study (npm run study -- --resume STUDY_DIR)` });
+  }
   for (const name of names) {
     const dir = path.join(instancesDir, name);
     const relDir = path.relative(study, dir);
     const m = INSTANCE_DIR_RE.exec(name);
     if (!m || !lstatSync(dir).isDirectory()) {
-      refused.push({ instance: relDir, reason: `not an instance folder of npm run study (expected a folder named <A|B|C>-r<k>)` });
+      refused.push({ instance: relDir, reason: `not an instance folder of npm run study (expected a folder named <A|B|C>-r<k>); move it out of ${STUDY_FILES.instances}/` });
+      contextInstances.push({ name, dir, record: null });
+      continue;
+    }
+    if (!expected.has(name)) {
+      refused.push({ instance: relDir, reason: `not one of the study's instances: its report counts replicates 1 to ${perGroup} per group; move it out of ${STUDY_FILES.instances}/` });
       contextInstances.push({ name, dir, record: null });
       continue;
     }
@@ -480,7 +520,9 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
     } catch (error) {
       // Whatever keeps a run folder from being read (a missing file, a broken store, another scenario) refuses that instance, by name.
       if (!(error instanceof Error)) throw error;
-      refused.push({ instance: relDir, reason: `its run folder cannot be read: ${message(error)}` });
+      const why = message(error);
+      const hint = why.includes('npm run verify') ? '' : `; npm run verify -- ${dir} says what is wrong (restore the folder from a copy, or run the instance again)`;
+      refused.push({ instance: relDir, reason: `its run folder cannot be read: ${why}${hint}` });
       contextInstances.push({ name, dir, record: null });
       continue;
     }
@@ -499,7 +541,15 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
       refused.push({ instance: relDir, reason: `its events cannot be normalized: ${error.message}` });
     }
   }
-  if (candidates.length === 0) throw new ExportRefusal('nothing-to-export', `no instance of ${study} can be exported:\n${refused.map((r) => `  ${r.instance}: ${r.reason}`).join('\n')}`, { refused });
+  if (refused.length > 0) {
+    refused.sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
+    const total = new Set([...expected, ...names]).size;
+    throw new ExportRefusal(
+      'instances-refused',
+      `${refused.length} of the ${total} instance(s) of ${study} cannot be exported, so nothing was exported: an export is all or nothing (its map is sealed once, so an export without them could never be completed). Nothing was written: no package, no sealed map, no commitment; ${out} and the study folder are as they were. Make every instance exportable (finish a stopped study with npm run study -- --resume ${study}; check a damaged instance with npm run verify -- DIR and restore it or run it again), then export again:\n${refused.map((r) => `  ${r.instance}: ${r.reason}`).join('\n')}`,
+      { refused },
+    );
+  }
 
   // Blind ids and a random order, then the packages into a temp folder inside <out>.
   const blindIds = drawBlindIds(candidates.length, random);
@@ -518,12 +568,12 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
       addStats(stats, c.timeline.stats);
     }
   } catch (error) {
-    throw new ExportRefusal('write-failed', `writing the packages failed: ${message(error)}; what was written is in ${temp} (nothing was published: no map, no commitment)`, { refused, tempDir: temp });
+    throw new ExportRefusal('write-failed', `writing the packages failed: ${message(error)}; what was written is in ${temp} (nothing was published: no map, no commitment)`, { tempDir: temp });
   }
 
   const leakCheck = checkLeaks(temp, leakContextOf(study, plan, contextInstances));
   if (!leakCheck.ok) {
-    throw new ExportRefusal('leak', `the leak check found ${leakCheck.findings.length} problem(s) in the packages; nothing was published (no map, no commitment). The packages are left in ${temp} for inspection:\n${leakCheck.findings.map((f) => `  ${describeFinding(f)}`).join('\n')}`, { refused, findings: leakCheck.findings, tempDir: temp });
+    throw new ExportRefusal('leak', `the leak check found ${leakCheck.findings.length} problem(s) in the packages; nothing was published (no map, no commitment). The packages are left in ${temp} for inspection; delete that folder (or give another --out) before exporting again:\n${leakCheck.findings.map((f) => `  ${describeFinding(f)}`).join('\n')}`, { findings: leakCheck.findings, tempDir: temp });
   }
 
   // The sealed map first (wx): a concurrent second export stops here, before anything is published.
@@ -532,8 +582,8 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
   try {
     writeFileSync(mapFile, `${JSON.stringify(map, null, 2)}\n`, { flag: 'wx', mode: MAP_FILE_MODE });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ExportRefusal('already-exported', `${mapFile} appeared while exporting: another export of this study was first; nothing of this one was published (its packages are in ${temp})`, { refused, tempDir: temp });
-    throw new ExportRefusal('write-failed', `writing the sealed map ${mapFile} failed: ${message(error)}; nothing was published (the packages are in ${temp})`, { refused, tempDir: temp });
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new ExportRefusal('already-exported', `${mapFile} appeared while exporting: another export of this study was first; nothing of this one was published (its packages are in ${temp})`, { tempDir: temp });
+    throw new ExportRefusal('write-failed', `writing the sealed map ${mapFile} failed: ${message(error)}; nothing was published (the packages are in ${temp})`, { tempDir: temp });
   }
 
   const hash = commitmentOf(map);
@@ -554,7 +604,7 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
     for (const c of order) renameSync(path.join(temp, c.blindId), path.join(out, c.blindId));
     rmSync(temp, { recursive: true });
   } catch (error) {
-    throw new ExportRefusal('write-failed', `publishing the packages failed after the map ${mapFile} was sealed: ${message(error)}; the packages not yet moved are in ${temp}; move them into ${out} by hand (the map and commitment cover them)`, { refused, tempDir: temp });
+    throw new ExportRefusal('write-failed', `publishing the packages failed after the map ${mapFile} was sealed: ${message(error)}; the packages not yet moved are in ${temp}; move them into ${out} by hand (the map and commitment cover them)`, { tempDir: temp });
   }
 
   const notes = statsNotes(stats, assigned.length);
@@ -563,7 +613,6 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
   if ([...runKeys].some((k) => k !== ours)) notes.push('the commitment is signed by another key than the one in the instances\' controller.pub: reviewers check it with the controller.pub beside the packages');
   return {
     packages: assigned.map((c) => ({ blind_id: c.blindId, dir: path.join(out, c.blindId) })).sort((a, b) => (a.blind_id < b.blind_id ? -1 : 1)),
-    refused,
     commitment: { hash, file: commitmentFile, publicKeyFile: path.join(out, BLIND_REVIEW_FILES.publicKey) },
     mapFile,
     leakCheck,

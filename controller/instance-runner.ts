@@ -41,7 +41,8 @@ import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
 import { type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import type { EventEnvelope } from '../schema/envelope.js';
-import { newToken, spawnWriter, type WriterProcess } from '../writer/spawn.js';
+import { newToken, spawnWriter, WriterStartError, type WriterProcess } from '../writer/spawn.js';
+import { openStoreReadOnly, readingStore, storeReadErrorFromWriterCode, StoreReadError } from '../writer/store-reader.js';
 import type { ModelProtocol } from '../runtime/model-protocol.js';
 import type { PreflightReport, RuntimeModelConfig, WakeDone } from '../runtime/protocol.js';
 import { spawnRuntime, RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
@@ -91,6 +92,17 @@ interface CommonOptions {
   readonly log: (line: string) => void;
   /** The fault harness's points in this process (npm run faults); FaultSwitch.off otherwise. */
   readonly faults?: FaultSwitch;
+  /**
+   * Asked after each wake with the events it recorded: a stop to record right there (the
+   * unknown-outcome drill's, experiments/cli/drill.ts), or null to go on. Unset: never.
+   */
+  readonly stopAfterWake?: (wakeEvents: readonly EventEnvelope[]) => WakeStopOrder | null;
+}
+
+/** A stop a caller orders after a wake: recorded like any stop, with this reason and operator. */
+export interface WakeStopOrder {
+  readonly reason: string;
+  readonly operator: string;
 }
 
 export interface NewInstanceOptions extends CommonOptions {
@@ -197,6 +209,49 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   return instance.run('create');
 }
 
+/** Whether heads.jsonl holds a final head signed by `publicKey`. */
+function hasFinalHead(runDir: string, publicKey: Uint8Array): boolean {
+  const file = path.join(runDir, RUN_FILES.heads);
+  if (!existsSync(file)) return false;
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  return lines.some((line) => {
+    const verified = verifyDsse(JSON.parse(line), CHAIN_HEAD_PAYLOAD_TYPE, publicKey);
+    return verified.ok && ChainHead.safeParse(verified.body).data?.kind === 'final';
+  });
+}
+
+/** A store problem met on the way into a resume, said as a refusal of the resume (same code: StoreReadError's). */
+function resumeRefusalOf(runDir: string, error: unknown): unknown {
+  const refusing = `refusing to resume ${runDir}: `;
+  if (error instanceof StoreReadError) return new StoreReadError(error.code, `${refusing}${error.message}`);
+  if (error instanceof WriterStartError) return storeReadErrorFromWriterCode(error.code, `${refusing}${error.message}`) ?? error;
+  return error;
+}
+
+/**
+ * The store, read-only, before a resume spawns or writes anything (issue 16): an empty,
+ * damaged (quick_check) or unreadable events.db is refused — the writer's open would make an
+ * empty file a 4,096-byte database — and one a writer holds (the instance itself, another
+ * resume, a repair) is refused as locked: the read-only probe gets SQLITE_BUSY and creates no
+ * file. A finished run (sealed, final head signed) is refused here too: starting its writer
+ * would rewrite the file's header for nothing. Throws StoreReadError or InstanceError.
+ */
+function checkStoreBeforeResume(runDir: string, storeFile: string, publicKey: Uint8Array): void {
+  let sealedSeq: number | null;
+  try {
+    const db = openStoreReadOnly(storeFile, { checkIntegrity: true });
+    try {
+      const row = readingStore(storeFile, () => db.prepare("SELECT seq FROM events WHERE event_type = 'SystemEvent.StoreSealed' ORDER BY seq DESC LIMIT 1").get() as { seq: number } | undefined);
+      sealedSeq = row?.seq ?? null;
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    throw resumeRefusalOf(runDir, error);
+  }
+  if (sealedSeq !== null && hasFinalHead(runDir, publicKey)) throw new InstanceError('resume', `${runDir} is finished and sealed (seq ${sealedSeq}); nothing to resume`);
+}
+
 export async function resumeInstance(options: ResumeOptions): Promise<InstanceResult> {
   const runDir = path.resolve(options.runDir);
   const need = (file: string): string => {
@@ -220,6 +275,7 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   const versions = { runtime: RUNTIME_VERSION, writer: WRITER_VERSION, event_schema: EVENT_SCHEMA_VERSION, projector: SUBJECT_PROJECTOR_VERSION, state_machine: STATE_MACHINE_VERSION };
   const drift = Object.entries(versions).filter(([name, version]) => manifest.versions[name as keyof typeof versions] !== version);
   if (drift.length > 0) throw new InstanceError('resume', `refusing to resume under other versions than the instance started with (${drift.map(([n, v]) => `${n} ${manifest.versions[n as keyof typeof versions]} → ${v}`).join(', ')}): that would be configuration drift after start`);
+  checkStoreBeforeResume(runDir, need(RUN_FILES.store), key.keys.publicKey);
   const isolation = isolationFor(runDir, options);
   if (isolation.manifest.mode !== manifest.isolation.mode) {
     isolation.cleanup();
@@ -318,7 +374,11 @@ class Instance {
     let stopReason: string | null = null;
     let finalHead: ChainHead | null = null;
     try {
-      await this.startWriter(mode);
+      // A writer that refuses the store on a resume (it changed, or another writer took it, after
+      // checkStoreBeforeResume) is the same refusal: store_locked, store_damaged, …
+      await this.startWriter(mode).catch((error: unknown) => {
+        throw mode === 'open' ? resumeRefusalOf(this.input.runDir, error) : error;
+      });
       const progress = await readProgress(this.connected());
       if (progress.sealed) {
         if (this.hasFinalHead()) throw new InstanceError('resume', `${this.input.runDir} is finished and sealed (seq ${progress.head.seq}); nothing to resume`);
@@ -342,8 +402,10 @@ class Instance {
         const done = await this.runWake(index);
         wakesRun += 1;
         if ((index + 1) % this.input.prereg.chain_head_signing_period_wakes === 0) await this.signPeriodic();
+        const order = this.input.options.stopAfterWake?.(done.events) ?? null;
+        if (order !== null) throw new StopRequested(order.reason, order.operator);
         // After the last wake no schedule is left to protect: the run is sealed, not paused.
-        if (index + 1 < this.wakes.length) this.applyPauseRule(done);
+        if (index + 1 < this.wakes.length) this.applyPauseRule(done.calls);
       }
       this.checkStop();
       await this.stopRuntime();
@@ -385,13 +447,7 @@ class Instance {
 
   /** Whether heads.jsonl holds a final head signed by this controller's key. */
   private hasFinalHead(): boolean {
-    const file = path.join(this.input.runDir, RUN_FILES.heads);
-    if (!existsSync(file)) return false;
-    const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
-    return lines.some((line) => {
-      const verified = verifyDsse(JSON.parse(line), CHAIN_HEAD_PAYLOAD_TYPE, this.input.key.keys.publicKey);
-      return verified.ok && ChainHead.safeParse(verified.body).data?.kind === 'final';
-    });
+    return hasFinalHead(this.input.runDir, this.input.key.keys.publicKey);
   }
 
   private signFinalHeadOnSeal(head: Head): ChainHead {
@@ -617,7 +673,7 @@ class Instance {
     }
   }
 
-  private async runWake(index: number): Promise<ModelCallTally> {
+  private async runWake(index: number): Promise<{ readonly calls: ModelCallTally; readonly events: readonly EventEnvelope[] }> {
     const wake = this.wakes[index]!;
     const { interventions } = this.input.plan;
     const due = interventions
@@ -663,7 +719,7 @@ class Instance {
     await this.append([wakeEndedDraft(wake, outcome)]);
     const names = delivered.map((i) => i.intervention_id).join(', ');
     this.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${report.line} · ${outcome}`);
-    return modelCallTallyOf(wakeEvents, wake.wake_id);
+    return { calls: modelCallTallyOf(wakeEvents, wake.wake_id), events: wakeEvents };
   }
 
   private idsOf(intervention: Intervention): string[] {

@@ -12,7 +12,7 @@
 //
 // Nothing here prints or logs the secret: errors name files and modes, never contents,
 // and the returned key pair hides `secretKey` from JSON.stringify and console.log.
-import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { generateKeyPair, keyIdOf, parsePublicKeyHex, publicKeyOf, SECRET_KEY_BYTES, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
@@ -31,7 +31,7 @@ const SECRET_FILE_READ_LIMIT_BYTES = 128;
 /** Path depth bound for walking up to the root looking for a run folder. */
 const MAX_ANCESTOR_DEPTH = 256;
 
-export type KeyStoreProblem = 'too-open' | 'not-owner' | 'not-a-regular-file' | 'malformed' | 'public-key-mismatch' | 'inside-run-folder' | 'missing';
+export type KeyStoreProblem = 'not-a-folder' | 'too-open' | 'not-owner' | 'not-a-regular-file' | 'malformed' | 'public-key-mismatch' | 'inside-run-folder' | 'missing';
 
 /** A key folder the controller must not use, with what to do about it in the message. */
 export class KeyStoreError extends Error {
@@ -76,6 +76,8 @@ export function loadOrCreateControllerKey(keyDir: string = defaultKeyDir(), opti
   const dir = path.resolve(keyDir);
   refuseInsideRunFolder(dir, options.runDirs ?? []);
   const secretFile = path.join(dir, KEY_FILES.secret);
+  // A file where the folder should be: said before any mkdir turns it into EEXIST/ENOTDIR.
+  if (existsSync(dir) && !statSync(dir).isDirectory()) throw new KeyStoreError('not-a-folder', `the key folder ${dir} is a file; give --key-dir a folder (default ${defaultKeyDir()}); nothing was changed`);
   if (!existsSync(dir) || !existsSync(secretFile)) {
     if (options.create === false) {
       throw new KeyStoreError('missing', `no controller key in ${dir} (expected ${KEY_FILES.secret}); a key is made on first use by \`npm run prereg -- lock FILE --key-dir ${dir}\`; or pass the --key-dir that holds the controller's key`);

@@ -5,9 +5,12 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import type { ModelInfo } from './manifest.js';
+import { checkSignedManifest, type ModelInfo } from './manifest.js';
+import { ExperimentPlan } from './experiment-plan.js';
+import type { Capabilities } from '../schema/capabilities.js';
+import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { HashString } from '../schema/hash.js';
+import { hashCanonical, HashString } from '../schema/hash.js';
 import { type TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
@@ -53,6 +56,70 @@ function recordedRun(runDir: string): { modelId: string; calls: ReturnType<typeo
   const protocol = recordedProtocolOf(envelopes);
   if (protocol === null) throw new ModelChoiceError(`--model replay: ${file} holds no model calls to replay`);
   return { modelId: String(first.payload['model_id']), calls: recordedCallsFromEvents(envelopes), protocol };
+}
+
+/**
+ * What a replay must share with its source run to reproduce it, read from the source's signed
+ * manifest and its plan (checked against the manifest's hashes): event ids derive from the
+ * subject id, `subject-<experiment id>-r<replicate>`; the wakes, their seqs and what each window
+ * shows from the seed, the start time, the pre-registration and the group's capabilities. A
+ * replay under other values serves the same recorded answers into another history, where the
+ * seqs and ids they cite name other events (its FACT claims are refused, issue 16 item 5).
+ */
+export interface ReplaySource {
+  readonly runDir: string;
+  readonly experimentId: string;
+  readonly replicate: number;
+  readonly capabilities: Capabilities;
+  readonly seed: string;
+  readonly startAt: string;
+  readonly preregSha256: HashString;
+  /** The protocol its calls were made in: /1 answers cite event ids, /2 answers cite seqs. */
+  readonly protocol: ModelProtocol;
+}
+
+/** Reads a --replay-from run's settings (its own controller.pub verifies its manifest); ModelChoiceError when they cannot be read or do not verify. */
+export function readReplaySource(runDir: string): ReplaySource {
+  const dir = path.resolve(runDir);
+  const read = (file: string): string => {
+    try {
+      return readFileSync(path.join(dir, file), 'utf8');
+    } catch (error) {
+      throw new ModelChoiceError(`--replay-from ${dir}: cannot read its ${file} (${error instanceof Error ? error.message : String(error)}): give the folder of a run made by npm run experiment; nothing was written`);
+    }
+  };
+  const parsedJson = (file: string): unknown => {
+    try {
+      return JSON.parse(read(file));
+    } catch (error) {
+      if (error instanceof ModelChoiceError) throw error;
+      throw new ModelChoiceError(`--replay-from ${dir}: its ${file} is not JSON; nothing was written`);
+    }
+  };
+  let publicKey: Uint8Array;
+  try {
+    publicKey = parsePublicKeyHex(read(RUN_FILES.publicKey));
+  } catch (error) {
+    if (error instanceof ModelChoiceError) throw error;
+    throw new ModelChoiceError(`--replay-from ${dir}: its ${RUN_FILES.publicKey} is not a public key (${error instanceof Error ? error.message : String(error)}); nothing was written`);
+  }
+  const signed = checkSignedManifest(parsedJson(RUN_FILES.manifest), publicKey);
+  if (!signed.ok) throw new ModelChoiceError(`--replay-from ${dir}: its ${RUN_FILES.manifest} does not verify (${signed.reason}); a replay takes its settings only from a signed manifest; nothing was written`);
+  const plan = ExperimentPlan.safeParse(parsedJson(RUN_FILES.plan));
+  const manifest = signed.manifest;
+  if (!plan.success || hashCanonical(plan.data.schedule) !== manifest.wake_schedule_hash || plan.data.seed !== manifest.random_seed) {
+    throw new ModelChoiceError(`--replay-from ${dir}: its ${RUN_FILES.plan} is not the plan its signed manifest names (schedule hash or seed differ, or it does not parse); nothing was written`);
+  }
+  return {
+    runDir: dir,
+    experimentId: manifest.experiment_id,
+    replicate: manifest.replicate,
+    capabilities: manifest.capabilities,
+    seed: manifest.random_seed,
+    startAt: plan.data.schedule.start_at,
+    preregSha256: manifest.prereg_sha256,
+    protocol: recordedRun(dir).protocol,
+  };
 }
 
 /** The GGUF file's sha256, read in 1 MiB pieces (a model of many GiB is never held in memory): the local model's build. */

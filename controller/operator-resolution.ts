@@ -75,8 +75,18 @@ export const OPERATOR_RESOLUTION_REFUSALS = [
   'not_found',
   /** The caller may not write the store (not its owner, not root). */
   'permission',
-  /** A writer holds the store (a running instance). */
-  'locked',
+  /** A writer holds the store (a running instance, a resume, another repair): safe, nothing changed. */
+  'store_locked',
+  /** The file is not an intact SQLite database (store-file-failure.ts; SQLite's quick_check). */
+  'store_damaged',
+  /** events.db is 0 bytes. */
+  'store_empty',
+  /** The file cannot be read, or the disk failed a read or write of it. */
+  'store_unreadable',
+  'store_io_error',
+  /** The file, or its folder, may not be written: the writer cannot open it; or the disk is full. */
+  'store_read_only',
+  'store_full',
   'not_a_store',
   /** npm run verify's checks failed: `failures` lists them. */
   'verify_failed',
@@ -253,18 +263,26 @@ function scanStore(reader: StoreReader, intentEventId: string): StoreScan {
   return { opened, head: { seq: last.seq, event_hash: HashString.parse(last.event_hash) }, lastVirtual, sealSeq, openWake, stoppedSeq, pausedSeq, named, lastUnknown, outcomes, keyed };
 }
 
+/** A file-level problem of the store (store-file-failure.ts) as the repair's refusal of the same code; null for any other. */
+function fileRefusalOf(code: string, message: string): OperatorResolutionRefusal | null {
+  const refusal = OperatorResolutionRefusalCode.safeParse(code.startsWith('store_') ? code : `store_${code}`);
+  if (!refusal.success || refusal.data === 'store_changed') return null;
+  if (refusal.data === 'store_locked') {
+    return new OperatorResolutionRefusal(
+      'store_locked',
+      `${message}. A repair is appended only while the instance is stopped, by a writer of its own — stop the instance first (Ctrl-C in its terminal, or SIGTERM to ds-controller, records an emergency stop), then run the repair`,
+    );
+  }
+  return new OperatorResolutionRefusal(refusal.data, message);
+}
+
+/** The store, read-only, checked page by page (quick_check) first: a repair is never appended to a damaged file. */
 function openReader(storeFile: string): StoreReader {
   try {
-    return StoreReader.open(storeFile);
+    return StoreReader.open(storeFile, { checkIntegrity: true });
   } catch (error) {
     if (!(error instanceof StoreReadError)) throw error;
-    if (error.code === 'locked') {
-      throw new OperatorResolutionRefusal(
-        'locked',
-        `${error.message}: a repair is appended only while the instance is stopped, by a writer of its own — stop the instance first (Ctrl-C in its terminal, or SIGTERM to ds-controller, records an emergency stop), then run the repair`,
-      );
-    }
-    throw new OperatorResolutionRefusal(error.code === 'not_found' ? 'not_found' : 'not_a_store', error.message);
+    throw fileRefusalOf(error.code, error.message) ?? new OperatorResolutionRefusal(error.code === 'not_found' ? 'not_found' : 'not_a_store', error.message);
   }
 }
 
@@ -634,7 +652,8 @@ async function appendThroughWriter(storeFile: string, identity: StoreIdentity, e
       });
     } catch (error) {
       if (!(error instanceof WriterStartError)) throw error;
-      throw new OperatorResolutionRefusal('writer_refused', `the writer did not start on ${storeFile} (${error.code}): ${error.message}; nothing was appended`);
+      // The file went bad, or another writer took it, between the checks and this start.
+      throw fileRefusalOf(error.code, `${error.message}; nothing was appended`) ?? new OperatorResolutionRefusal('writer_refused', `the writer did not start on ${storeFile} (${error.code}): ${error.message}; nothing was appended`);
     }
     if (writer.sealed || writer.head.seq !== expected.seq || writer.head.event_hash !== expected.event_hash) {
       throw new OperatorResolutionRefusal('store_changed', `the store moved while it was being checked (head seq ${expected.seq} when checked, ${writer.head.seq}${writer.sealed ? ', sealed' : ''} when the writer opened it): another process wrote it; nothing was appended — run the command again`);

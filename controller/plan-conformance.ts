@@ -782,6 +782,10 @@ function checkStore(runDir: string, plan: ExperimentPlan, subjectInitialized: Su
       walk.visit(env);
     }
     walk.finish(lastSeq);
+  } catch (error) {
+    // A damaged page (writer/store-file-failure.ts) ends the walk: a finding of this run, not a failure of the command.
+    if (!(error instanceof StoreReadError)) throw error;
+    out.fail(RUN_FILES.store, null, `the store could not be read to its end (${counts.events_read} event(s) read), so it was not checked against the plan: ${error.message}`);
   } finally {
     reader.close();
   }

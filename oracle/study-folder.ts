@@ -1,7 +1,8 @@
 // The study folder's contract (what npm run study writes and every later step reads: scoring,
-// --recompute, the blind-review export): its file names and study.json. Here rather than in
-// experiments/, because nothing may import from experiments/ (DESIGN §3).
-//   <study>/study.json                 what the study was started with (StudyPlan)
+// --recompute, --resume, the blind-review export): its file names and study.json. Here rather
+// than in experiments/, because nothing may import from experiments/ (DESIGN §3).
+//   <study>/study.json                 what the study was started with (StudyPlan): everything
+//                                      `npm run study -- --resume` needs to finish it
 //   <study>/instances/<G>-r<k>/        one run folder per instance
 //   <study>/report.json, report.md, report.html
 import { existsSync, readFileSync } from 'node:fs';
@@ -12,30 +13,92 @@ import { ModelChoice } from '../controller/model-choice.js';
 export const STUDY_FILES = { plan: 'study.json', instances: 'instances', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 33 replicates). */
 export const MAX_STUDY_INSTANCES = 99;
+/** study.json is a few hundred bytes; a larger one is not ours (read whole, so bounded). */
+const MAX_STUDY_PLAN_BYTES = 64 * 1024;
+
+/** Written now; 1.0.0 (before --resume) is still read: it lacks only what 1.1.0 added, each with a default. */
+export const STUDY_VERSION = '1.1.0';
 
 export const StudyPlan = z.strictObject({
-  study_version: z.literal('1.0.0'),
+  study_version: z.enum(['1.0.0', STUDY_VERSION]),
   study_id: z.string().min(1).max(128),
   seed: z.string().min(1).max(100),
   prereg_file: z.string(),
   prereg_sha256: z.string(),
   n_initial: z.number().int().min(1),
   n_expanded: z.number().int().min(1),
+  /** What --resume runs with unless given --concurrency. */
   concurrency: z.number().int().min(1),
   start_at: z.iso.datetime(),
   model: ModelChoice,
   started_at: z.iso.datetime(),
+  /**
+   * 1.1.0: the controller's key folder the study was started with (a path; the key never leaves
+   * it), the default --key-dir of --resume. Absent in 1.0.0: the default key folder.
+   */
+  key_dir: z.string().min(1).max(4096).optional(),
+  /** 1.1.0: the --same-uid reason the study was started with (null: none), kept by --resume. Absent in 1.0.0: none. */
+  same_uid: z.string().min(1).max(1000).nullable().optional(),
 });
 export type StudyPlan = z.infer<typeof StudyPlan>;
 
+/**
+ * Why a study is refused or cannot go on. The folder is left as it was unless the message says
+ * otherwise. `code` is stable (docs/errors.md): exit 1, except the folder codes that name a
+ * path of the wrong kind (STUDY_PATH_CODES), which are misuse (exit 2).
+ */
+export type StudyErrorCode =
+  /** The pre-registration is not locked, changed, or gone. */
+  | 'prereg_refused'
+  /** study.json is there but not a study plan this build reads. */
+  | 'plan_unreadable'
+  /** The study's instance folders are not what its study.json and its rule allow. */
+  | 'folder_changed'
+  /** A bound of the study (instances, concurrency) or a value of its plan is out of range. */
+  | 'out_of_bounds'
+  /** Another process is running the study now (a writer holds one of its stores). */
+  | 'in_use'
+  /** The folder names no study (no study.json). */
+  | 'not_a_study'
+  /** --out names a file, or runs through one. */
+  | 'out_is_a_file'
+  /** --out names a non-empty folder (a study or not). */
+  | 'out_not_empty'
+  /** The study folder could not be made. */
+  | 'out_unwritable';
+
+/** The codes that name a path of the wrong kind: the caller misused the command (exit 2). */
+export const STUDY_PATH_CODES: ReadonlySet<StudyErrorCode> = new Set(['not_a_study', 'out_is_a_file', 'out_not_empty']);
+
 export class StudyError extends Error {
   override readonly name = 'StudyError';
+  constructor(
+    readonly code: StudyErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export function readStudyPlan(outDir: string): StudyPlan {
   const file = path.join(outDir, STUDY_FILES.plan);
-  if (!existsSync(file)) throw new StudyError(`${file} is missing: ${outDir} is not a study folder of npm run study`);
-  const parsed = StudyPlan.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new StudyError(`${file}: ${z.prettifyError(parsed.error)}`);
+  if (!existsSync(file)) throw new StudyError('not_a_study', `${file} is missing: ${outDir} is not a study folder of npm run study`);
+  let text: string;
+  try {
+    const bytes = readFileSync(file);
+    if (bytes.length > MAX_STUDY_PLAN_BYTES) throw new StudyError('plan_unreadable', `${file} is ${bytes.length} bytes, over the ${MAX_STUDY_PLAN_BYTES} a study plan takes: not a study.json of npm run study; nothing was changed`);
+    text = bytes.toString('utf8');
+  } catch (error) {
+    if (error instanceof StudyError) throw error;
+    throw new StudyError('plan_unreadable', `${file} cannot be read (${error instanceof Error ? error.message : String(error)}); nothing was changed`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new StudyError('plan_unreadable', `${file} is not JSON (${error instanceof Error ? error.message : String(error)}): damaged or not written by npm run study; nothing was changed`);
+  }
+  const parsed = StudyPlan.safeParse(raw);
+  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads 1.0.0 and ${STUDY_VERSION}): ${z.prettifyError(parsed.error)}; nothing was changed`);
   return parsed.data;
 }

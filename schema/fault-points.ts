@@ -5,10 +5,12 @@
 // it out inside each process.
 //
 // Nothing here is armed in a study: without DS_FAULT_INJECTION every point is a no-op, and a
-// process that finds the variable says so on its first line of output.
+// process that finds the variable says so on its first line of output. Besides the harness,
+// only a drill arms a point (`npm run experiment -- --drill`, experiments/cli/drill.ts): the
+// same switch, armed by a flag instead of the variable, and the run marked as a drill.
 import { z } from 'zod';
 
-/** The environment variable the harness sets on the controller (inherited by its writer and runtime). */
+/** The environment variable the harness sets on the controller (inherited by its writer and runtime); `npm run experiment -- --drill` sets it on the writer and runtime only. */
 export const FAULT_ENV = 'DS_FAULT_INJECTION';
 
 export const FAULT_ROLES = ['writer', 'runtime', 'controller'] as const;
@@ -102,11 +104,21 @@ export function killedRole(kind: FaultKind): FaultRole | null {
   }
 }
 
+/** A value a fault point's context holds (FaultReached['context']). */
+const ContextValue = z.union([z.string().max(1_024), z.number()]);
+
 export const ArmedFault = z.strictObject({
   point: FaultPointSchema,
   kind: FaultKindSchema,
   /** Fires at this hit of the point, counted over every process of the point's role in the instance. */
   hit: z.number().int().min(1).max(1_000_000),
+  /**
+   * Optional: fires instead at the first hit at or after `hit` whose context holds, for every key
+   * named, one of the values listed — for an arming that cannot know the hit in advance (the
+   * unknown-outcome drill, experiments/cli/drill.ts: the first write, modify or move intent,
+   * whatever the seed). Absent: exactly hit `hit`, as the harness plans it.
+   */
+  only_if: z.record(z.string().min(1).max(64), z.array(ContextValue).min(1).max(16)).optional(),
 });
 export type ArmedFault = z.infer<typeof ArmedFault>;
 
@@ -116,6 +128,8 @@ export const FaultArming = z.strictObject({
   dir: z.string().min(1).max(1_024).refine((p) => p.startsWith('/'), 'must be an absolute path'),
   /** null: count hits only (a calibration run). */
   armed: ArmedFault.nullable(),
+  /** Who armed it, for the line each armed process logs; absent: the harness (npm run faults). */
+  armed_by: z.string().min(1).max(200).optional(),
 });
 export type FaultArming = z.infer<typeof FaultArming>;
 

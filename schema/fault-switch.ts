@@ -17,6 +17,7 @@ import {
   FAULT_POINT_CATALOGUE,
   FaultArming,
   SELF_HANDLED_KINDS,
+  type ArmedFault,
   type FaultKind,
   type FaultPoint,
   type FaultReached,
@@ -60,6 +61,25 @@ export function childEnvironment(faultInjection: string | null): NodeJS.ProcessE
   return env;
 }
 
+/** "workspace_tampered at hit 3 of P", or "… at the first hit from 1 of P whose op is write, modify or move". */
+function describeArmed(armed: ArmedFault): string {
+  if (armed.only_if === undefined) return `${armed.kind} at hit ${armed.hit} of ${armed.point}`;
+  const where = Object.entries(armed.only_if).map(([key, values]) => `${key} is ${values.join(' or ')}`).join(' and ');
+  return `${armed.kind} at the first hit from ${armed.hit} of ${armed.point} whose ${where}`;
+}
+
+/** Whether the armed fault fires at this hit: exactly hit `hit`, or with only_if the first matching one from it (the `fired` file makes it the first). */
+function firesAt(armed: ArmedFault, count: number, context: FaultContext): boolean {
+  if (armed.only_if === undefined) return armed.hit === count;
+  return (
+    count >= armed.hit &&
+    Object.entries(armed.only_if).every(([key, values]) => {
+      const value = context[key];
+      return value !== undefined && value !== null && values.includes(value);
+    })
+  );
+}
+
 export class FaultSwitch {
   private constructor(
     private readonly role: FaultRole,
@@ -85,13 +105,22 @@ export class FaultSwitch {
     }
     const parsed = FaultArming.safeParse(raw);
     if (!parsed.success) throw new FaultArmingError(`${FAULT_ENV} is set but invalid: ${z.prettifyError(parsed.error)}`);
-    const arming = parsed.data;
+    return FaultSwitch.arm(role, parsed.data, log);
+  }
+
+  /**
+   * The switch of an arming made in this process rather than read from the variable (the
+   * controller of a drill, experiments/cli/drill.ts); `armed_by` names who armed it on the line
+   * every armed process logs. Its children get it as DS_FAULT_INJECTION (environmentValue).
+   */
+  static arm(role: FaultRole, arming: FaultArming, log: (line: string) => void): FaultSwitch {
+    const by = arming.armed_by ?? `${FAULT_ENV}, npm run faults`;
     if (!existsSync(arming.dir)) throw new FaultArmingError(`${FAULT_ENV} names the folder ${arming.dir}, which does not exist`);
     // With its start time: the harness signals a pid only while it is still this process.
     writeFileSync(path.join(arming.dir, FAULT_FILES.pid(role)), `${process.pid} ${processStartTicks(process.pid) ?? 'unknown'}\n`);
     const armed = arming.armed;
     const mine = armed !== null && FAULT_POINT_CATALOGUE[armed.point].role === role;
-    log(`FAULT INJECTION (${FAULT_ENV}, npm run faults): ${mine ? `armed: ${armed.kind} at hit ${armed.hit} of ${armed.point}` : 'counting fault-point hits; no fault armed in this process'}`);
+    log(`FAULT INJECTION (${by}): ${mine ? `armed: ${describeArmed(armed)}` : 'counting fault-point hits; no fault armed in this process'}`);
     return new FaultSwitch(role, arming, log);
   }
 
@@ -114,7 +143,7 @@ export class FaultSwitch {
     const count = this.count(arming.dir, point);
     const armed = arming.armed;
     if (armed === null) appendFileSync(path.join(arming.dir, FAULT_FILES.contexts(point)), `${JSON.stringify({ hit: count, context })}\n`);
-    if (armed === null || armed.point !== point || armed.hit !== count) return null;
+    if (armed === null || armed.point !== point || !firesAt(armed, count, context)) return null;
     if (!this.claimFiring(arming.dir)) return null;
     const frozen = !SELF_HANDLED_KINDS.includes(armed.kind);
     const reached: FaultReached = { point, kind: armed.kind, hit: count, role: this.role, pid: process.pid, frozen, context };

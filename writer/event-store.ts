@@ -5,7 +5,10 @@
 // the commit succeeded. Every K events (and on a clean close) the same transaction also
 // writes a snapshot: a cache for restore drills, never a source of truth (spec §12.1).
 // A store ends with SystemEvent.StoreSealed; after it nothing is appended, by this class
-// and by a trigger in the file.
+// and by a trigger in the file. Opening an existing store writes nothing until the file is
+// known to be an intact store of this format (store-file-failure.ts: not empty, SQLite's
+// header, quick_check), so a refused open leaves it byte-identical; a clean close leaves it
+// in rollback-journal mode, so that reading it later creates no -wal/-shm beside it.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { canonicalJson } from '../schema/canonical-json.js';
@@ -20,6 +23,7 @@ import { buildEnvelopeText } from './envelope-text.js';
 import { describeDifference, formatVersions, versionDifferences, versionsOf, type ProjectionVersions } from './projection-versions.js';
 import type { ValidatedDraft } from './draft-validation.js';
 import { WriterError, type AppendResult, type EventDraft, type Head } from './protocol.js';
+import { classifyStoreError, quickCheckFailure, storeFileCode, storeFileProblemBeforeOpen, type StoreFileCode, type StoreFileFailure } from './store-file-failure.js';
 import { CREATE_STORE_SQL, STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
 
 export const WRITER_VERSION = '0.1.0';
@@ -30,11 +34,25 @@ export interface StoreIdentity {
   readonly manifest_sha256: HashString;
 }
 
+/** store_exists / store_missing and the file problems (store_empty, store_damaged, store_locked, …) are store-file-failure.ts's codes. */
+export type StoreOpenErrorCode = 'store_exists' | StoreFileCode | 'not_a_store' | 'identity_mismatch' | 'projection_mismatch' | 'corrupt' | 'pragma';
+
 export class StoreOpenError extends Error {
   override readonly name = 'StoreOpenError';
-  constructor(readonly code: 'store_exists' | 'store_missing' | 'not_a_store' | 'identity_mismatch' | 'projection_mismatch' | 'corrupt' | 'pragma', message: string) {
+  constructor(readonly code: StoreOpenErrorCode, message: string) {
     super(message);
   }
+}
+
+function storeOpenErrorOf(failure: StoreFileFailure): StoreOpenError {
+  return new StoreOpenError(storeFileCode(failure.problem), failure.message);
+}
+
+/** What SQLite or the file system said while opening, as a StoreOpenError; anything else unchanged. */
+function asStoreOpenError(file: string, error: unknown): unknown {
+  if (error instanceof StoreOpenError) return error;
+  const failure = classifyStoreError(file, error, 'write');
+  return failure ? storeOpenErrorOf(failure) : error;
 }
 
 export interface EventStoreOptions {
@@ -96,15 +114,28 @@ export class EventStore {
     this.versions = versionsOf(projection);
     if (create && existsSync(path)) throw new StoreOpenError('store_exists', `refusing to create ${path}: a file is already there (a store is never overwritten)`);
     if (!create && !existsSync(path)) throw new StoreOpenError('store_missing', `no store at ${path}; start the writer in create mode to make one`);
-    this.db = new Database(path, { timeout: 1_000 });
+    // SQLite would make an empty file a database (4,096 bytes) and rewrite a foreign header: look first.
+    const before = create ? null : storeFileProblemBeforeOpen(path);
+    if (before) throw storeOpenErrorOf(before);
     try {
+      this.db = new Database(path, { timeout: 1_000, fileMustExist: !create });
+    } catch (error) {
+      throw asStoreOpenError(path, error);
+    }
+    try {
+      // Exclusive first: the first read below takes the lock and keeps it (another writer's
+      // lock shows up there as store_locked), and nothing is written until the file is checked.
+      this.db.pragma('locking_mode = EXCLUSIVE');
+      if (!create) {
+        this.checkIsStore();
+        const damage = quickCheckFailure(this.db, path);
+        if (damage) throw storeOpenErrorOf(damage);
+      }
       this.configureConnection();
       if (create) {
         this.db.exec(CREATE_STORE_SQL);
         this.db.pragma(`application_id = ${STORE_APPLICATION_ID}`);
         this.db.pragma(`user_version = ${STORE_FORMAT_VERSION}`);
-      } else {
-        this.checkIsStore();
       }
       this.insertEvent = this.db.prepare('INSERT INTO events (seq, event_id, event_type, idempotency_key, envelope) VALUES (?, ?, ?, ?, ?)');
       this.upsertProjection = this.db.prepare(
@@ -140,7 +171,7 @@ export class EventStore {
       }
     } catch (error) {
       this.db.close();
-      throw error;
+      throw asStoreOpenError(path, error);
     }
   }
 
@@ -191,12 +222,21 @@ export class EventStore {
 
   /**
    * Clean shutdown: snapshots the head unless a snapshot of this very state is already
-   * there, then closes the file. The file is closed even when the snapshot fails.
+   * there, then leaves the file in rollback-journal mode and closes it. The file is closed
+   * even when either fails.
+   *
+   * Why rollback mode: a read-only connection to a WAL-mode file creates a 0-byte -wal and a
+   * 32 KiB -shm beside it and cannot remove them (measured on a sealed store), so every verify
+   * or replay would change the run folder. Switching back checkpoints the WAL into the file
+   * (which the close did anyway) and sets the header's two journal bytes; the next writer
+   * switches to WAL again on open.
    */
   close(): void {
     if (!this.db.open) return;
     try {
       this.snapshotHead();
+      const mode = this.db.pragma('journal_mode = DELETE', { simple: true });
+      if (mode !== 'delete') throw new StoreOpenError('pragma', `${this.options.path} stayed in journal_mode ${String(mode)} at close: readers will create -wal/-shm beside it (every event is committed)`);
     } finally {
       this.db.close();
     }
@@ -395,9 +435,8 @@ export class EventStore {
   }
 
   private configureConnection(): void {
-    // Exclusive locking before WAL: no shared-memory index, and no other connection can
-    // read or write the file while the writer holds it.
-    this.db.pragma('locking_mode = EXCLUSIVE');
+    // Exclusive locking (set in the constructor) before WAL: no shared-memory index, and no
+    // other connection can read or write the file while the writer holds it.
     const mode = this.db.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new StoreOpenError('pragma', `could not switch ${this.options.path} to WAL (journal_mode is ${String(mode)})`);
     this.db.pragma('synchronous = FULL');

@@ -4,6 +4,9 @@
 // ends with its one SystemEvent.StoreSealed, and the final signed head names exactly it.
 // Every event is at the version of its type that the catalogue StoreOpened names holds
 // (schema/catalogue-versions.ts), and the signed manifest names that catalogue too.
+// A store whose file is not intact SQLite (damaged, empty, unreadable, locked) is one more
+// failure, listed with its store and its code (store_damaged, …: store-file-failure.ts), after
+// whatever could be read from it; verification goes on with the other stores and files.
 import type Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +21,7 @@ import { computeEventHash, computePayloadHash, eventIdFor, MAX_SEQ } from '../sc
 import { eventDefinition } from '../schema/event-catalog.js';
 import { GENESIS_HASH, hashCanonical, hashText } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
+import { classifyStoreError, quickCheckFailure, storeFileCode, type StoreFileFailure } from './store-file-failure.js';
 import { openStoreReadOnly, StoreReadError } from './store-reader.js';
 
 export interface VerifyFailure {
@@ -122,16 +126,67 @@ interface StoreFacts {
 
 const NEVER_SIGNED = 'sealed but the final head was never signed';
 
-function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq: number; payload: unknown }[]): { facts: StoreFacts; events: number; close: () => void } | null {
+/** A store that cannot be read as a store, as its one failure: the code first, so a reader of the list (or a script) sees which. */
+function unreadableStoreReason(error: StoreReadError): string {
+  return `store_${error.code}: ${error.message}`;
+}
+
+/** A file that opened but failed a read or quick_check; `readUpTo`: the last seq read before a read failed. */
+function damagedStoreReason(failure: StoreFileFailure, readUpTo: number | null): string {
+  const read = readUpTo === null ? '' : ` (events were read and checked up to seq ${readUpTo}; nothing after it could be)`;
+  return `${storeFileCode(failure.problem)}: ${failure.message}${read}`;
+}
+
+/**
+ * What a store yields: its facts for the signed files beside it, or null when the file is not
+ * intact (already a failure: its heads and manifest are then checked for their signatures only,
+ * not compared with a store that cannot be read whole).
+ */
+interface VerifiedStore {
+  readonly facts: StoreFacts | null;
+  readonly events: number;
+  readonly close: () => void;
+}
+
+function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq: number; payload: unknown }[]): VerifiedStore | null {
   let db: Database.Database;
   try {
     db = openStoreReadOnly(file);
   } catch (error) {
     if (!(error instanceof StoreReadError)) throw error;
-    failures.add(file, null, error.code === 'locked' ? 'store is locked: a writer is still running on it; stop it before verifying' : error.message);
+    failures.add(file, null, unreadableStoreReason(error));
     return null;
   }
+  let walked: WalkedStore;
+  try {
+    walked = walkStore(db, file, failures, chainHeadEvents);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  // Every page once, also those no query above read (an index, the free-page list): a file with
+  // a damaged page is not an intact store even where its events read back. Where the walk met
+  // the damage, quick_check says which pages; a lock or a failing disk is said as it was met.
+  const met = walked.readFailure;
+  const failure = met === null || met.problem === 'damaged' ? (quickCheckFailure(db, file) ?? met) : met;
+  const close = (): void => void db.close();
+  if (failure === null) return { facts: walked.facts, events: walked.events, close };
+  const stoppedAt = met === null ? null : walked.lastSeq;
+  failures.add(file, stoppedAt === null ? null : stoppedAt + 1, damagedStoreReason(failure, stoppedAt));
+  return { facts: null, events: walked.events, close };
+}
 
+interface WalkedStore {
+  readonly facts: StoreFacts;
+  readonly events: number;
+  /** The last seq read before a read failed (or the last one). */
+  readonly lastSeq: number;
+  /** What SQLite said when a read failed (a damaged page); null when every read went through. */
+  readonly readFailure: StoreFileFailure | null;
+}
+
+/** Every event in seq order, then the projection row; a SQLite failure stops the walk and is returned, never thrown. */
+function walkStore(db: Database.Database, file: string, failures: FailureList, chainHeadEvents: { seq: number; payload: unknown }[]): WalkedStore {
   let expectedSeq = 1;
   let previousHash: string | null = GENESIS_HASH;
   let events = 0;
@@ -143,124 +198,139 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
   /** The event catalogue StoreOpened names, when this build knows it: every event is held to its versions. */
   let catalogue: string | null = null;
   let recordedCatalogue: string | null = null;
-  const rows = db.prepare('SELECT seq, event_id, event_type, idempotency_key, envelope FROM events ORDER BY seq').iterate() as IterableIterator<{
-    seq: number;
-    event_id: string;
-    event_type: string;
-    idempotency_key: string | null;
-    envelope: string;
-  }>;
-  for (const row of rows) {
-    events += 1;
-    lastSeq = row.seq;
-    const at = (reason: string): void => failures.add(file, row.seq, reason);
-    if (row.seq !== expectedSeq) {
-      at(row.seq > expectedSeq ? `seq gap: expected seq ${expectedSeq}, found ${row.seq} (${row.seq - expectedSeq} missing)` : `seq out of order: expected ${expectedSeq}, found ${row.seq}`);
-    }
-    expectedSeq = row.seq + 1;
-
-    let raw: unknown;
-    try {
-      raw = JSON.parse(row.envelope);
-    } catch {
-      at('stored envelope is not JSON');
-      previousHash = null;
-      continue;
-    }
-    let canonical: string | null = null;
-    try {
-      canonical = canonicalJson(raw);
-    } catch (error) {
-      at(`stored envelope has no canonical form: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (canonical !== null && canonical !== row.envelope) at('stored text is not the canonical (RFC 8785) form of the envelope');
-    const parsed = EventEnvelope.safeParse(raw);
-    if (!parsed.success) {
-      at(`envelope does not match the schema: ${z.prettifyError(parsed.error)}`);
-      previousHash = null;
-      continue;
-    }
-    const env = parsed.data;
-    if (env.seq !== row.seq) at(`envelope says seq ${env.seq} but is stored at seq ${row.seq} (rows moved or swapped)`);
-    if (env.event_id !== row.event_id || env.event_type !== row.event_type || env.idempotency_key !== row.idempotency_key) {
-      at('indexed columns (event_id, event_type, idempotency_key) differ from the envelope');
-    }
-    if (previousHash === null) at('chain link unchecked: the previous event could not be read');
-    else if (env.previous_event_hash !== previousHash) {
-      at(row.seq === 1 ? 'seq 1 must link to the genesis hash (sha256: and 64 zeros)' : `chain link broken: previous_event_hash is not the event_hash of seq ${row.seq - 1}`);
-    }
-    if (computePayloadHash(env.payload) !== env.payload_hash) at('payload_hash does not match the payload (payload edited?)');
-    if (computeEventHash(env) !== env.event_hash) at('event_hash does not match the envelope (event edited?)');
-
-    if (row.seq === 1 && env.event_type === 'SystemEvent.StoreOpened') {
-      const recorded = env.payload.event_schema_version;
-      catalogue = typeof recorded === 'string' ? recorded : null;
-      recordedCatalogue = catalogue;
-      if (catalogue !== null && !KNOWN_CATALOGUES.includes(catalogue)) {
-        at(`StoreOpened says the store was opened under event catalogue ${catalogue}; this verifier knows ${KNOWN_CATALOGUES.join(', ')}: verify it with the build that wrote it (its events' versions are not checked here)`);
-        catalogue = null;
+  let readFailure: StoreFileFailure | null = null;
+  try {
+    const rows = db.prepare('SELECT seq, event_id, event_type, idempotency_key, envelope FROM events ORDER BY seq').iterate() as IterableIterator<{
+      seq: number;
+      event_id: string;
+      event_type: string;
+      idempotency_key: string | null;
+      envelope: string;
+    }>;
+    for (const row of rows) {
+      events += 1;
+      lastSeq = row.seq;
+      const at = (reason: string): void => failures.add(file, row.seq, reason);
+      if (row.seq !== expectedSeq) {
+        at(row.seq > expectedSeq ? `seq gap: expected seq ${expectedSeq}, found ${row.seq} (${row.seq - expectedSeq} missing)` : `seq out of order: expected ${expectedSeq}, found ${row.seq}`);
       }
-    }
-    const definition = eventDefinition(env.event_type);
-    if (!definition) at(`unknown event type ${env.event_type}`);
-    else if (definition.schemaVersion !== env.schema_version && !(env.schema_version in definition.earlier)) {
-      at(`schema_version ${env.schema_version} of ${env.event_type} is not one this verifier understands (${[definition.schemaVersion, ...Object.keys(definition.earlier)].join(', ')})`);
-    } else {
-      // An event of an earlier version is checked against the schema it was written under.
-      const schema = definition.schemaVersion === env.schema_version ? definition.payload : definition.earlier[env.schema_version]!;
-      const payload = schema.safeParse(env.payload);
-      if (!payload.success) at(`payload does not match the ${env.event_type} schema: ${z.prettifyError(payload.error)}`);
-      // A writer writes only its own catalogue's version of a type (schema/catalogue-versions.ts).
-      // Without a readable StoreOpened (already a failure) there is no catalogue to hold events to.
-      if (catalogue !== null) {
-        const expected = versionInCatalogue(catalogue, definition);
-        if (expected === null) at(`${env.event_type} did not exist in event catalogue ${catalogue}, which StoreOpened says this store was opened under: another writer wrote it, or it was forged`);
-        else if (expected !== undefined && expected !== env.schema_version) {
-          at(`${env.event_type} ${env.schema_version} in a store opened under event catalogue ${catalogue}, whose ${env.event_type} is ${expected}: a writer writes only its catalogue's version, so another writer wrote it, or it was forged`);
+      expectedSeq = row.seq + 1;
+
+      let raw: unknown;
+      try {
+        raw = JSON.parse(row.envelope);
+      } catch {
+        at('stored envelope is not JSON');
+        previousHash = null;
+        continue;
+      }
+      let canonical: string | null = null;
+      try {
+        canonical = canonicalJson(raw);
+      } catch (error) {
+        at(`stored envelope has no canonical form: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      if (canonical !== null && canonical !== row.envelope) at('stored text is not the canonical (RFC 8785) form of the envelope');
+      const parsed = EventEnvelope.safeParse(raw);
+      if (!parsed.success) {
+        at(`envelope does not match the schema: ${z.prettifyError(parsed.error)}`);
+        previousHash = null;
+        continue;
+      }
+      const env = parsed.data;
+      if (env.seq !== row.seq) at(`envelope says seq ${env.seq} but is stored at seq ${row.seq} (rows moved or swapped)`);
+      if (env.event_id !== row.event_id || env.event_type !== row.event_type || env.idempotency_key !== row.idempotency_key) {
+        at('indexed columns (event_id, event_type, idempotency_key) differ from the envelope');
+      }
+      if (previousHash === null) at('chain link unchecked: the previous event could not be read');
+      else if (env.previous_event_hash !== previousHash) {
+        at(row.seq === 1 ? 'seq 1 must link to the genesis hash (sha256: and 64 zeros)' : `chain link broken: previous_event_hash is not the event_hash of seq ${row.seq - 1}`);
+      }
+      if (computePayloadHash(env.payload) !== env.payload_hash) at('payload_hash does not match the payload (payload edited?)');
+      if (computeEventHash(env) !== env.event_hash) at('event_hash does not match the envelope (event edited?)');
+
+      if (row.seq === 1 && env.event_type === 'SystemEvent.StoreOpened') {
+        const recorded = env.payload.event_schema_version;
+        catalogue = typeof recorded === 'string' ? recorded : null;
+        recordedCatalogue = catalogue;
+        if (catalogue !== null && !KNOWN_CATALOGUES.includes(catalogue)) {
+          at(`StoreOpened says the store was opened under event catalogue ${catalogue}; this verifier knows ${KNOWN_CATALOGUES.join(', ')}: verify it with the build that wrote it (its events' versions are not checked here)`);
+          catalogue = null;
         }
       }
-    }
-
-    if (row.seq === 1) {
-      if (env.event_type !== 'SystemEvent.StoreOpened') at(`the first event is ${env.event_type}, not SystemEvent.StoreOpened`);
-      else {
-        subjectId = env.subject_id;
-        experimentId = String(env.payload.experiment_id);
-        manifestSha256 = String(env.payload.manifest_sha256);
-        if (env.payload.subject_id !== env.subject_id) at(`StoreOpened names subject ${String(env.payload.subject_id)} but its envelope says ${env.subject_id}`);
+      const definition = eventDefinition(env.event_type);
+      if (!definition) at(`unknown event type ${env.event_type}`);
+      else if (definition.schemaVersion !== env.schema_version && !(env.schema_version in definition.earlier)) {
+        at(`schema_version ${env.schema_version} of ${env.event_type} is not one this verifier understands (${[definition.schemaVersion, ...Object.keys(definition.earlier)].join(', ')})`);
+      } else {
+        // An event of an earlier version is checked against the schema it was written under.
+        const schema = definition.schemaVersion === env.schema_version ? definition.payload : definition.earlier[env.schema_version]!;
+        const payload = schema.safeParse(env.payload);
+        if (!payload.success) at(`payload does not match the ${env.event_type} schema: ${z.prettifyError(payload.error)}`);
+        // A writer writes only its own catalogue's version of a type (schema/catalogue-versions.ts).
+        // Without a readable StoreOpened (already a failure) there is no catalogue to hold events to.
+        if (catalogue !== null) {
+          const expected = versionInCatalogue(catalogue, definition);
+          if (expected === null) at(`${env.event_type} did not exist in event catalogue ${catalogue}, which StoreOpened says this store was opened under: another writer wrote it, or it was forged`);
+          else if (expected !== undefined && expected !== env.schema_version) {
+            at(`${env.event_type} ${env.schema_version} in a store opened under event catalogue ${catalogue}, whose ${env.event_type} is ${expected}: a writer writes only its catalogue's version, so another writer wrote it, or it was forged`);
+          }
+        }
       }
-    } else if (env.event_type === 'SystemEvent.StoreOpened') at('a second SystemEvent.StoreOpened: another chain was spliced in');
-    if (subjectId !== null && env.subject_id !== subjectId) at(`subject_id ${env.subject_id} differs from the store's ${subjectId}`);
-    if (env.seq > MAX_SEQ) at(`seq ${env.seq} is beyond the largest seq an event id can carry (${MAX_SEQ})`);
-    else if (env.event_id !== eventIdFor(env.subject_id, env.seq)) at('event_id is not the one derived from subject_id and seq');
-    if (env.event_type === 'SystemEvent.ChainHeadSigned') chainHeadEvents.push({ seq: env.seq, payload: env.payload });
-    if (env.event_type === 'SystemEvent.StoreSealed') {
-      if (sealSeq === null) sealSeq = row.seq;
-      else at(`a second SystemEvent.StoreSealed (the store was sealed at seq ${sealSeq})`);
-    }
-    // Link the next event to what is stored here, so one edit is reported once.
-    previousHash = env.event_hash;
-  }
-  if (events === 0) failures.add(file, null, 'the store holds no events (StoreOpened missing)');
-  // Reported once, at the first event too many: the writer and a trigger both refuse these.
-  if (sealSeq !== null && lastSeq > sealSeq) {
-    failures.add(file, sealSeq + 1, `${lastSeq - sealSeq} event(s) after SystemEvent.StoreSealed at seq ${sealSeq}: nothing may follow the seal (inserted outside the writer?)`);
-  }
 
-  const projection = db.prepare('SELECT state, state_hash, last_applied_event_seq FROM projection WHERE id = 1').get() as
-    | { state: string; state_hash: string; last_applied_event_seq: number }
-    | undefined;
-  if (!projection) failures.add(file, null, 'no projection row: events and state were not committed together');
-  else {
-    if (projection.last_applied_event_seq !== lastSeq) {
-      failures.add(file, lastSeq, `projection last_applied_event_seq ${projection.last_applied_event_seq} differs from the last event seq ${lastSeq}`);
+      if (row.seq === 1) {
+        if (env.event_type !== 'SystemEvent.StoreOpened') at(`the first event is ${env.event_type}, not SystemEvent.StoreOpened`);
+        else {
+          subjectId = env.subject_id;
+          experimentId = String(env.payload.experiment_id);
+          manifestSha256 = String(env.payload.manifest_sha256);
+          if (env.payload.subject_id !== env.subject_id) at(`StoreOpened names subject ${String(env.payload.subject_id)} but its envelope says ${env.subject_id}`);
+        }
+      } else if (env.event_type === 'SystemEvent.StoreOpened') at('a second SystemEvent.StoreOpened: another chain was spliced in');
+      if (subjectId !== null && env.subject_id !== subjectId) at(`subject_id ${env.subject_id} differs from the store's ${subjectId}`);
+      if (env.seq > MAX_SEQ) at(`seq ${env.seq} is beyond the largest seq an event id can carry (${MAX_SEQ})`);
+      else if (env.event_id !== eventIdFor(env.subject_id, env.seq)) at('event_id is not the one derived from subject_id and seq');
+      if (env.event_type === 'SystemEvent.ChainHeadSigned') chainHeadEvents.push({ seq: env.seq, payload: env.payload });
+      if (env.event_type === 'SystemEvent.StoreSealed') {
+        if (sealSeq === null) sealSeq = row.seq;
+        else at(`a second SystemEvent.StoreSealed (the store was sealed at seq ${sealSeq})`);
+      }
+      // Link the next event to what is stored here, so one edit is reported once.
+      previousHash = env.event_hash;
     }
-    if (hashText(projection.state) !== projection.state_hash) failures.add(file, null, 'projection state does not hash to its state_hash');
+    if (events === 0) failures.add(file, null, 'the store holds no events (StoreOpened missing)');
+    // Reported once, at the first event too many: the writer and a trigger both refuse these.
+    if (sealSeq !== null && lastSeq > sealSeq) {
+      failures.add(file, sealSeq + 1, `${lastSeq - sealSeq} event(s) after SystemEvent.StoreSealed at seq ${sealSeq}: nothing may follow the seal (inserted outside the writer?)`);
+    }
+
+    const projection = db.prepare('SELECT state, state_hash, last_applied_event_seq FROM projection WHERE id = 1').get() as
+      | { state: string; state_hash: string; last_applied_event_seq: number }
+      | undefined;
+    if (!projection) failures.add(file, null, 'no projection row: events and state were not committed together');
+    else {
+      if (projection.last_applied_event_seq !== lastSeq) {
+        failures.add(file, lastSeq, `projection last_applied_event_seq ${projection.last_applied_event_seq} differs from the last event seq ${lastSeq}`);
+      }
+      if (hashText(projection.state) !== projection.state_hash) failures.add(file, null, 'projection state does not hash to its state_hash');
+    }
+  } catch (error) {
+    readFailure = classifyStoreError(file, error, 'read');
+    if (readFailure === null) throw error;
   }
 
   const lookup = db.prepare('SELECT envelope FROM events WHERE seq = ?');
   const hashAt = (seq: number): string | null => {
-    const hit = lookup.get(seq) as { envelope: string } | undefined;
+    let hit: { envelope: string } | undefined;
+    try {
+      hit = lookup.get(seq) as { envelope: string } | undefined;
+    } catch (error) {
+      // Only after quick_check passed (a damaged file yields no facts): a lock or a disk failing now.
+      const failure = classifyStoreError(file, error, 'read');
+      if (failure === null) throw error;
+      failures.add(file, seq, `${storeFileCode(failure.problem)}: the event at seq ${seq} could not be read to compare a signed head with it: ${failure.message}`);
+      return null;
+    }
     if (!hit) return null;
     try {
       return (JSON.parse(hit.envelope) as { event_hash?: string }).event_hash ?? null;
@@ -268,7 +338,7 @@ function verifyStore(file: string, failures: FailureList, chainHeadEvents: { seq
       return null;
     }
   };
-  return { facts: { experimentId, manifestSha256, eventCatalogue: recordedCatalogue, lastSeq, sealSeq, hashAt }, events, close: () => db.close() };
+  return { facts: { experimentId, manifestSha256, eventCatalogue: recordedCatalogue, lastSeq, sealSeq, hashAt }, events, lastSeq, readFailure };
 }
 
 /** Checks a signed chain head against the store it names. */
@@ -369,13 +439,16 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
       if (!result) continue;
       closers.push(result.close);
       events += result.events;
-      storeFacts.set(path.dirname(file), result.facts);
+      // A damaged store (already a failure) is not compared with the files beside it.
+      if (result.facts === null) continue;
+      const facts = result.facts;
+      storeFacts.set(path.dirname(file), facts);
       const dir = path.dirname(file);
       if (!existsSync(path.join(dir, RUN_FILES.heads))) {
         const reason = `no ${RUN_FILES.heads}: no signed head covers this store`;
-        if (result.facts.sealSeq !== null) failures.add(file, result.facts.sealSeq, `${NEVER_SIGNED} (${reason})`);
-        else if (options.allowOpen) warnings.add(file, result.facts.lastSeq, `${reason} (accepted: --open)`);
-        else failures.add(file, result.facts.lastSeq, reason);
+        if (facts.sealSeq !== null) failures.add(file, facts.sealSeq, `${NEVER_SIGNED} (${reason})`);
+        else if (options.allowOpen) warnings.add(file, facts.lastSeq, `${reason} (accepted: --open)`);
+        else failures.add(file, facts.lastSeq, reason);
       }
       if (!existsSync(path.join(dir, RUN_FILES.manifest))) failures.add(file, 1, `no ${RUN_FILES.manifest}: the manifest hash in StoreOpened cannot be checked`);
       if (chainHeadEvents.length === 0) continue;
@@ -386,7 +459,7 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
         const verified = verifyDsse(payload.envelope, CHAIN_HEAD_PAYLOAD_TYPE, key);
         if (!verified.ok) failures.add(file, event.seq, `ChainHeadSigned: ${verified.reason}`);
         else if (canonicalJson(verified.body) !== canonicalJson(payload.head)) failures.add(file, event.seq, 'ChainHeadSigned: the signed body differs from the head in the event');
-        else checkHead(file, null, ChainHead.parse(verified.body), result.facts, failures);
+        else checkHead(file, null, ChainHead.parse(verified.body), facts, failures);
       }
     }
 

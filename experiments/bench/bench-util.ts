@@ -6,10 +6,9 @@ export function log(line: string): void {
   process.stderr.write(`[bench] ${line}\n`);
 }
 
-/** A bad flag: bench.ts prints it with the usage and exits 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
+// A bad flag is the commands' one UsageError: bench.ts prints it with the usage and exits 2.
+import { UsageError } from '../cli/command-line.js';
+export { UsageError };
 
 export function positiveInt(flag: string, text: string | undefined, fallback: number, max: number, min = 1): number {
   if (text === undefined) return fallback;

@@ -35,6 +35,7 @@ import { log, positiveInt, UsageError, type Aim } from './bench-util.js';
 import { DEFAULT_REPLAY_EVENTS, MAX_REPLAY_EVENTS, MIN_REPLAY_EVENTS, REPLAY_ROUNDS, replayTableLines, runReplayBench, type ReplayBenchParams } from './replay-bench.js';
 import { DEFAULT_STUDY_N, MAX_STUDY_N, MIN_STUDY_N, runStudyBench, studyAimLine, studyTableLines, type StudyBenchParams, type StudyBenchReport } from './study-bench.js';
 import { DEFAULT_STUB_LATENCY_MS, MAX_STUB_LATENCY_MS, runWakeOverheadBench, WAKE_BENCH_GROUP, WAKE_BENCH_INSTANCE_SEED, wakeOverheadAimLine, wakeOverheadTableLines, type WakeOverheadParams } from './wake-overhead-bench.js';
+import { reportFailure } from '../cli/command-outcome.js';
 
 const USAGE = `usage: npm run bench -- ${APPEND_USAGE} [--replay-events M] [--study-n S] [--study-concurrency K] [--stub-latency-ms L] [--separate-uids] [--json]`;
 const BENCH_SAME_UID_REASON = 'benchmark';
@@ -82,14 +83,8 @@ function parseCommandLine(argv: string[]): CommandLine {
 }
 
 async function main(): Promise<number> {
-  let params;
-  try {
-    params = parseCommandLine(process.argv.slice(2));
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    process.stderr.write(`${error.message}\n${USAGE}\n`);
-    return 2;
-  }
+  // A bad flag throws UsageError: reportFailure prints it with the usage, exit 2.
+  const params = parseCommandLine(process.argv.slice(2));
   const startMs = performance.now();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ds-bench-'));
   // The replay store runs to a gigabyte; an interrupted run should not leave it behind.
@@ -132,7 +127,7 @@ async function main(): Promise<number> {
     log(`bench took ${((performance.now() - startMs) / 1_000).toFixed(0)} s`);
 
     if (params.json) {
-      process.stdout.write(`${JSON.stringify(report)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...report, exit_code: 0 })}\n`);
       for (const name of missed) log(`MISSED aim ${name}: ratio ${ratios[name]!.toFixed(3)} < ${aims[name]!.min_ratio}`);
       for (const line of missedLines.slice(missed.length)) log(line);
       return 0;
@@ -162,7 +157,6 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exitCode = 1;
+    process.exitCode = reportFailure('bench', USAGE, error, process.argv.includes('--json'));
   },
 );

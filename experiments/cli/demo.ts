@@ -5,9 +5,8 @@
 // is verified from its files.
 // The key is made for this run and kept in memory only; the controller (issue 4) keeps
 // its key in a key folder outside every run.
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { sealAndSignFinalHead, signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
@@ -16,6 +15,9 @@ import { WriterClient } from '../../writer/client.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WriterError, type EventDraft } from '../../writer/protocol.js';
 import { newSocketPath, newToken, spawnWriter } from '../../writer/spawn.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
+import { parseFlags, UsageError } from './command-line.js';
+import { CommandRefusal, runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 const USAGE = 'usage: npm run demo -- [--out DIR] [--json]';
 const SUBJECT_ID = 'subject-001';
@@ -38,20 +40,15 @@ function draft(type: EventType, actor: Actor, hour: number, payload: Record<stri
   };
 }
 
-async function main(): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { out: { type: 'string' }, json: { type: 'boolean' } } }));
-  } catch (error) {
-    say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
-    return 2;
-  }
+async function main(): Promise<CommandOutput | null> {
+  const args = parseFlags(USAGE, { out: { type: 'string' }, json: { type: 'boolean' } });
+  if (args === null) return null;
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
+  const { values } = args;
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const runDir = path.resolve(values.out ?? path.join('runs', `demo-${stamp}`));
-  if (existsSync(runDir) && readdirSync(runDir).length > 0) {
-    say(`demo: ${runDir} is not empty; a run folder is never reused. Pick another --out.`);
-    return 2;
-  }
+  if (existsSync(runDir) && !statSync(runDir).isDirectory()) throw new UsageError(`--out ${runDir} is a file; give a new or empty folder`);
+  if (existsSync(runDir) && readdirSync(runDir).length > 0) throw new UsageError(`${runDir} is not empty; a run folder is never reused. Pick another --out.`);
   mkdirSync(runDir, { recursive: true });
   const experimentId = `demo-${stamp}`;
   const keys = generateKeyPair();
@@ -102,8 +99,7 @@ async function main(): Promise<number> {
     say(`retried append with the same idempotency key: deduplicated=${retry.events[0]!.deduplicated}, seq ${retry.events[0]!.seq} (nothing written)`);
     try {
       await runtime.append([draft('WorldEvent.DistractorOccurred', 'runtime', 1, { channel: 'news', body: 'a runtime may not write world events' })]);
-      say('demo: the writer accepted a WorldEvent from the runtime role; this must not happen');
-      return 1;
+      throw new DemoBroken('the writer accepted a WorldEvent from the runtime role; this must not happen');
     } catch (error) {
       if (!(error instanceof WriterError)) throw error;
       say(`refused as expected: ${error.code}: ${error.message} (recorded as AppendRejected at seq ${error.rejectionSeq})`);
@@ -115,8 +111,7 @@ async function main(): Promise<number> {
     say(`sealed the store at seq ${final.seq} and signed the final head on the seal`);
     try {
       await runtime.append([draft('MemoryEvent.JournalEntryWritten', 'runtime', 3, { proposal_id: 'proposal-2', entry_id: 'page-3', text: 'Written after the seal.' })]);
-      say('demo: the writer accepted an append after the seal; this must not happen');
-      return 1;
+      throw new DemoBroken('the writer accepted an append after the seal; this must not happen');
     } catch (error) {
       if (!(error instanceof WriterError) || error.code !== 'sealed') throw error;
       say(`refused after the seal as expected: ${error.code}: ${error.message} (not recorded: nothing may follow the seal)`);
@@ -128,22 +123,22 @@ async function main(): Promise<number> {
     if (exit.code !== 0) say(`writer exited with code ${exit.code} signal ${exit.signal}`);
   }
   const report = verifyDirectory(runDir);
-  if (values.json) process.stdout.write(`${JSON.stringify({ run_dir: runDir, verify: report })}\n`);
-  else {
-    process.stdout.write(`run folder: ${runDir}\nverify: ${report.ok ? 'OK' : 'FAILED'} (${report.stores} store, ${report.events} events)\n`);
-    for (const f of report.failures) process.stdout.write(`  ${f.store} seq ${f.seq}: ${f.reason}\n`);
-    const shown = path.relative(process.cwd(), runDir) || runDir;
-    process.stdout.write(`check it yourself: npm run verify -- ${shown}\nrestore drill (state from snapshot + events == from events alone): npm run restore -- ${shown}\n`);
-  }
-  return report.ok ? 0 : 1;
+  const shown = path.relative(process.cwd(), runDir) || runDir;
+  const text = [
+    `run folder: ${runDir}`,
+    `verify: ${report.ok ? 'OK' : 'FAILED'} (${report.stores} store, ${report.events} events)`,
+    ...report.failures.map((f) => `  ${f.store} seq ${f.seq}: ${f.reason}`),
+    `check it yourself: npm run verify -- ${shown}`,
+    `restore drill (state from snapshot + events == from events alone): npm run restore -- ${shown}`,
+  ];
+  return { exitCode: report.ok ? EXIT_CODES.ok : EXIT_CODES.failed, json: { run_dir: runDir, verify: report }, text: text.join('\n') };
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    say(`demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exitCode = 1;
-  },
-);
+/** The writer let through what it must refuse: the demo's own check failed (exit 1). */
+class DemoBroken extends CommandRefusal {
+  constructor(message: string) {
+    super('demo_writer_misbehaved', message);
+  }
+}
+
+runCommand('demo', USAGE, main);

@@ -1,6 +1,7 @@
 // npm run experiment -- --group A|B|C [--seed S] [--prereg FILE] [--out DIR] [--key-dir DIR]
 //                       [--model reference|openai|replay] [--speed F] [--start-at ISO]
 //                       [--experiment-id ID] [--replicate N] [--same-uid REASON] [--json]
+// npm run experiment -- --group A|B|C --drill unknown-outcome [--out DIR] [...] (experiments/cli/drill.ts)
 // npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--same-uid REASON] [--json]
 //
 // This process is the experiment controller (ds-controller, DESIGN §2): it holds the key,
@@ -9,27 +10,31 @@
 // Exit 0 finished (sealed) and verified, 3 stopped (resumable), 1 refused, failed or not verified, 2 misused,
 // 4 finished and verified but NO USABLE DATA (too few accepted model answers: experiments/cli/exit-codes.ts).
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
-import { InstanceError, resumeInstance, runNewInstance, type Group, type InstanceResult } from '../../controller/instance-runner.js';
-import { KeyStoreError, defaultKeyDir } from '../../controller/key-store.js';
-import { PreregInputError } from '../../controller/prereg.js';
-import { parseSpeed, VirtualClockError } from '../../controller/virtual-clock.js';
-import { ModelChoiceError } from '../../controller/model-choice.js';
+import { resumeInstance, runNewInstance, type Group, type InstanceResult } from '../../controller/instance-runner.js';
+import { defaultKeyDir } from '../../controller/key-store.js';
+import { preregSha256 } from '../../controller/manifest.js';
+import { readReplaySource } from '../../controller/model-choice.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
+import { PreRegistration, readPreregJson } from '../../controller/prereg.js';
 import { recordedUsableDataRule, summarizeRun } from '../../controller/run-summary.js';
-import { describeFailures, formatShare } from '../../schema/usable-data.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { parseSpeed } from '../../controller/virtual-clock.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { FAULT_ENV } from '../../schema/fault-points.js';
 import { FaultArmingError, FaultSwitch } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
+import { describeFailures, formatShare } from '../../schema/usable-data.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
-import { installOperatorStop, todayCompact } from './operator-stop.js';
 import { parseFlags, UsageError } from './command-line.js';
-import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
+import { runCommand, type CommandOutput } from './command-outcome.js';
+import { drillExperimentId, drillLines, DRILLS, isDrillName, runUnknownOutcomeDrill, type DrillReport } from './drill.js';
+import { EXIT_CODES } from './exit-codes.js';
+import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf, replaySettingsOf, type ReplaySettings } from './model-flags.js';
+import { installOperatorStop, todayCompact, untilPressSettled } from './operator-stop.js';
 import { ProgressLine } from './progress-line.js';
-import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
-import { readFileSync } from 'node:fs';
+import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, folderFlag, idFlag, lockBundledPrereg, SCENARIOS_DIR, seedFlag, startAtFlag } from './run-defaults.js';
 
 process.title = 'ds-controller';
 
@@ -37,6 +42,7 @@ process.title = 'ds-controller';
 const USAGE = `usage: npm run experiment -- --group A|B|C [options]
        npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--json]
   --group A|B|C      capability switches: A no persistent state, B persistent state, C + re-planning
+                     (with --model replay: the source run's, like its seed, start, experiment id, replicate)
   --seed S           the seed of the schedule and interventions (default ${DEFAULT_SEED})
 ${MODEL_USAGE}
   --prereg FILE      a locked pre-registration (lock it first: npm run prereg -- lock FILE);
@@ -49,6 +55,10 @@ ${MODEL_USAGE}
   --replicate N      which replicate of the batch this is (default 1)
   --same-uid REASON  run writer and runtime under this uid even as root, saying why
   --resume DIR       continue an interrupted instance from its store
+  --drill NAME       ${DRILLS.join('|')}: a drill run, never study data (docs/controller.md "Manual repair"):
+                     the runtime is killed at its first write intent, a third party changes the file,
+                     the resume records the outcome unknown and stops; the screen prints the repair
+                     and the resume commands to run next
   --json             print the result as one JSON object`;
 
 const OPTIONS = {
@@ -64,6 +74,7 @@ const OPTIONS = {
   replicate: { type: 'string' },
   'same-uid': { type: 'string' },
   resume: { type: 'string' },
+  drill: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
@@ -77,17 +88,31 @@ function noUsableDataLine(result: InstanceResult, reason: string): string {
   return `NO USABLE DATA: ${reason}${result.status === 'finished' ? '' : ' (so far: the instance is stopped; resume it to finish)'}`;
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<CommandOutput | null> {
   const args = parseFlags(USAGE, OPTIONS);
-  if (args === null) return 0;
+  if (args === null) return null;
   if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
   const { values } = args;
-  const json = values.json ?? false;
+  const startAt = startAtFlag(values['start-at']);
+  const seedGiven = values.seed === undefined ? undefined : seedFlag(values.seed);
+  const experimentIdGiven = idFlag('experiment-id', values['experiment-id']);
+  folderFlag('out', values.out);
+  folderFlag('resume', values.resume);
+  folderFlag('key-dir', values['key-dir']);
   const progress = new ProgressLine(process.stderr);
   const log = (line: string): void => {
     progress.line(`[ds-controller] ${line}`);
   };
   const stop = installOperatorStop(log, 'finishing the current step, recording the stop and signing the head');
+  const drill = values.drill;
+  if (drill !== undefined) {
+    if (!isDrillName(drill)) throw new UsageError(`--drill must be ${DRILLS.join(' or ')} (got ${JSON.stringify(drill)})`);
+    for (const flag of ['resume', 'experiment-id', 'replicate'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --drill: ${flag === 'resume' ? 'a drill run is resumed (after its repair) with --resume alone' : 'a drill makes its own experiment id (drill-…), so that it never passes as a batch of the study'}`);
+    }
+    if (values.model === 'replay') throw new UsageError('--model replay cannot be combined with --drill: a replay takes its source\'s experiment id, a drill makes its own (drill-…)');
+    if (process.env[FAULT_ENV]) throw new UsageError(`${FAULT_ENV} is set: a drill arms its own fault; unset it (it is only for npm run faults)`);
+  }
   let faults: FaultSwitch;
   try {
     faults = FaultSwitch.fromEnv('controller', log);
@@ -114,35 +139,52 @@ async function main(): Promise<number> {
   };
 
   let result: InstanceResult;
+  let drillReport: DrillReport | null = null;
   if (values.resume !== undefined) {
     for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate', 'model', 'replay-from', 'base-url', 'model-id'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed instance keeps what it was started with`);
     }
     result = await resumeInstance({ ...common, runDir: values.resume });
   } else {
-    if (values.group === undefined || !isGroup(values.group)) throw new UsageError(`give --group A, B or C${values.group === undefined ? '' : ` (got ${JSON.stringify(values.group)})`}`);
+    if (values.model !== 'replay' && (values.group === undefined || !isGroup(values.group))) throw new UsageError(`give --group A, B or C${values.group === undefined ? '' : ` (got ${JSON.stringify(values.group)})`}`);
     const model = modelChoiceOf(values);
+    // A replay runs under its source's settings (issue 16 item 5), checked before anything is written.
+    const replay: ReplaySettings | null = model.adapter === 'replay' ? replaySettingsOf(readReplaySource(model.from_run), values, preregSha256(PreRegistration.parse(readPreregJson(values.prereg ?? DEFAULT_PREREG)))) : null;
+    for (const line of replay?.lines ?? []) log(line);
+    const group = replay?.group ?? values.group;
+    if (group === undefined || !isGroup(group)) throw new UsageError(`give --group A, B or C${group === undefined ? '' : ` (got ${JSON.stringify(group)})`}`);
     if (values.prereg === undefined) lockBundledPrereg(common.keyDir, log);
-    const replicate = Number(values.replicate ?? '1');
+    const replicate = replay?.replicate ?? Number(values.replicate ?? '1');
     if (!Number.isInteger(replicate) || replicate < 1) throw new UsageError(`--replicate must be a whole number ≥ 1, got ${values.replicate}`);
-    const experimentId = values['experiment-id'] ?? `exp-${todayCompact()}-${randomBytes(3).toString('hex')}`;
+    const experimentId = replay?.experimentId ?? experimentIdGiven ?? (drill === undefined ? `exp-${todayCompact()}-${randomBytes(3).toString('hex')}` : drillExperimentId());
     // Random, never derived from the group: the id must not reveal it (spec §8.5).
     const groupBlindId = `inst-${randomBytes(4).toString('hex')}`;
-    const runDir = values.out ?? path.join('runs', experimentId, groupBlindId);
-    log(`group ${values.group}, seed ${values.seed ?? DEFAULT_SEED}, run folder ${path.resolve(runDir)}`);
-    result = await runNewInstance({
+    // A replay shares its source's experiment id: its folder says it is a replay, beside the source's instances.
+    const runDir = values.out ?? path.join('runs', experimentId, replay === null ? groupBlindId : `replay-${groupBlindId}`);
+    const seed = replay?.seed ?? seedGiven ?? DEFAULT_SEED;
+    log(`group ${group}, seed ${seed}, run folder ${path.resolve(runDir)}${drill === undefined ? '' : `; DRILL ${drill}: not study data`}`);
+    const instance = {
       ...common,
       runDir,
       preregFile: values.prereg ?? DEFAULT_PREREG,
-      seed: values.seed ?? DEFAULT_SEED,
-      group: values.group,
-      startAt: values['start-at'] ?? DEFAULT_START_AT,
+      seed,
+      group,
+      startAt: replay?.startAt ?? startAt,
       experimentId,
       replicate,
       groupBlindId,
       startedAt: new Date().toISOString(),
       model,
-    });
+    };
+    if (drill === undefined) {
+      result = await runNewInstance(instance);
+    } else {
+      const { faults: _unarmed, signal: _signal, ...rest } = instance;
+      const resumeFlags = [...(values['key-dir'] === undefined ? [] : ['--key-dir', values['key-dir']]), ...(values['same-uid'] === undefined ? [] : ['--same-uid', values['same-uid']])];
+      const drilled = await runUnknownOutcomeDrill({ instance: rest, signal: stop.signal, operatorName: userInfo().username, resumeFlags });
+      result = drilled.result;
+      drillReport = drilled.report;
+    }
   }
   progress.finish();
   const summary = summarizeRun(result.runDir, recordedUsableDataRule(result.runDir));
@@ -150,48 +192,54 @@ async function main(): Promise<number> {
   const verified = verifyDirectory(result.runDir, { allowOpen: result.status !== 'finished' });
   const plan = checkRunFollowsPlan(result.runDir, parsePublicKeyHex(readFileSync(path.join(result.runDir, RUN_FILES.publicKey), 'utf8')));
   const verify = { ok: verified.ok && plan.ok, failures: verified.failures.length + plan.failures.length, warnings: verified.warnings.length + plan.notes.length };
-  if (json) {
-    process.stdout.write(`${JSON.stringify({ ...result, summary, verify })}\n`);
-    // stdout stays one JSON object (summary.usable_data); the alarm goes to the screen as well.
-    if (!usable.usable) process.stderr.write(`${noUsableDataLine(result, usable.reason)}\n`);
-  } else {
-    const s = summary;
-    process.stdout.write(
-      [
-        `${result.status === 'finished' ? 'FINISHED' : 'STOPPED'}: ${result.runDir}`,
-        `  experiment ${result.experimentId}, instance ${result.groupBlindId}`,
-        `  ${result.isolationSummary}`,
-        `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
-        `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
-        `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
-        result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; continue with: npm run experiment -- --resume ${result.runDir}`,
-        ...result.notes.map((n) => `  note: ${n}`),
-        `  verify: ${verify.ok ? 'OK' : 'FAILED'} (${verify.failures} failure(s), ${verify.warnings} warning(s)); details: npm run verify -- ${result.runDir}`,
-        // As loud as a failure, last so it is the line a reader sees (issue 15 item 8).
-        usable.usable ? `  usable data: yes — ${usable.reason}` : noUsableDataLine(result, usable.reason),
-        '',
-      ].join('\n'),
-    );
+  const stopped = result.status !== 'finished';
+  const s = summary;
+  const text = [
+    `${stopped ? 'STOPPED' : 'FINISHED'}: ${result.runDir}`,
+    `  experiment ${result.experimentId}, instance ${result.groupBlindId}`,
+    `  ${result.isolationSummary}`,
+    `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
+    `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
+    `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
+    result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
+    ...result.notes.map((n) => `  note: ${n}`),
+    // A stopped store has no final signed head: plain verify fails it by design, --open accepts it as a warning.
+    `  verify: ${verify.ok ? 'OK' : 'FAILED'} (${verify.failures} failure(s), ${verify.warnings} warning(s)); details: npm run verify -- ${result.runDir}${stopped ? ' --open' : ''}`,
+    // As loud as a failure, last so it is the line a reader sees (issue 15 item 8).
+    usable.usable ? `  usable data: yes — ${usable.reason}` : noUsableDataLine(result, usable.reason),
+    // The drill's account and the commands to run next come last: they are what the operator does now.
+    ...(drillReport === null ? [] : drillLines(drillReport)),
+  ].join('\n');
+  // With --json, stdout stays one JSON object (summary.usable_data); the alarm goes to the screen as well.
+  if (process.argv.includes('--json') && !usable.usable) process.stderr.write(`${noUsableDataLine(result, usable.reason)}\n`);
+  const json = {
+    status: result.status,
+    run_dir: result.runDir,
+    experiment_id: result.experimentId,
+    group_blind_id: result.groupBlindId,
+    isolation: result.isolation,
+    isolation_summary: result.isolationSummary,
+    wakes_total: result.wakesTotal,
+    wakes_run: result.wakesRun,
+    head: result.head,
+    final_head: result.finalHead,
+    stop_reason: result.stopReason,
+    notes: result.notes,
+    summary,
+    verify,
+    ...(drillReport === null ? {} : { drill: drillReport }),
+  };
+  // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
+  await untilPressSettled();
+  return { exitCode: exitCodeOf(), json, text };
+
+  function exitCodeOf(): number {
+    if (!verify.ok) return EXIT_CODES.failed;
+    // A drill that did not reach its unknown outcome failed as a drill, unless the operator stopped it (resumable).
+    if (drillReport !== null && !drillReport.reached && !(stop.signal.aborted && result.status === 'stopped')) return EXIT_CODES.failed;
+    if (result.status !== 'finished') return EXIT_CODES.stopped;
+    return usable.usable ? EXIT_CODES.ok : EXIT_CODES.notEvidence;
   }
-  if (!verify.ok) return EXIT_CODES.failed;
-  if (result.status !== 'finished') return EXIT_CODES.stopped;
-  return usable.usable ? EXIT_CODES.ok : EXIT_CODES.notEvidence;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError || error instanceof ModelFlagError || error instanceof BundledPreregError) {
-      process.stderr.write(`experiment: ${error.message}\n${USAGE}\n`);
-      process.exitCode = 2;
-    } else if (error instanceof InstanceError || error instanceof ModelChoiceError || error instanceof KeyStoreError || error instanceof PreregInputError || error instanceof VirtualClockError) {
-      process.stderr.write(`experiment: ${error.message}\n`);
-      process.exitCode = 1;
-    } else {
-      process.stderr.write(`experiment: failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-      process.exitCode = 1;
-    }
-  },
-);
+runCommand('experiment', USAGE, main);

@@ -1,34 +1,40 @@
 // npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--same-uid REASON] [--json]
-// npm run faults -- --seed S --run I [--out DIR] [--json]
+// npm run faults -- --seed S --run I --out DIR [--json]
 //
 // The fault-injection harness (issue 8, docs/faults.md): real instances, each with one seeded
 // fault (a SIGKILL of the writer, the runtime or the controller at a named point, a damaged
 // snapshot, a tampered workspace file, a dropped or duplicated socket message, a model timeout or
 // garbage answer), resumed to the end and checked against the invariants. `--run I` reruns one
-// run of a seed and, when OUT holds its earlier record, says whether it reproduced.
-// Exit 0 every invariant held (and a rerun reproduced), 1 a violation, 2 misuse.
+// run of a seed and says whether it reproduced its earlier record in OUT; without such a record
+// it is refused before anything runs or is written (a check that compares nothing is no check).
+// Exit 0 every invariant held (and a rerun reproduced), 1 a violation or a rerun that differs,
+// 2 misuse (a rerun without a record to compare with included). Ends through runCommand: with
+// --json, one JSON object on stdout whatever happens (docs/errors.md).
 import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { FAULT_CELLS } from '../faults/fault-plan.js';
-import { MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
+import { earlierRecordsOf, FaultRerunRefusal, MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
 import { prepareHarness } from '../faults/fault-run.js';
 import { REPO } from './run-defaults.js';
 import { todayCompact } from './operator-stop.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
+import { CommandRefusal, runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 const DEFAULT_SEED = 'faults-1';
 
 const USAGE = `usage: npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--json]
-       npm run faults -- --seed S --run I [--out DIR] [--json]
+       npm run faults -- --seed S --run I --out DIR [--json]
   --seed S           the harness seed: every run's group, point, kind and hit follow from it (default ${DEFAULT_SEED})
   --runs N           runs 1..N (default ${FAULT_CELLS.length}: every fault kind at every point it applies to once); 0 = calibrate only
-  --run I            rerun run I of the seed only, and compare it with its earlier record in --out
+  --run I            rerun run I of the seed only, and compare it with its earlier record in --out (refused without one)
   --out DIR          the harness folder (default runs/faults-<date>-<random>; reused: the calibration is kept there)
   --concurrency K    instances at once (default: the number of cores, ${cpus().length})
   --same-uid REASON  run writers and runtimes under the controller's uid even as root, saying why
   --json             print the summary as one JSON object on stdout
-exit: 0 no violation (and a rerun reproduced) · 1 a violation · 2 misuse`;
+exit: 0 no violation (and a rerun reproduced) · 1 a violation, or a rerun that differs · 2 misuse (a rerun with no record in --out too)`;
 
 
 function print(summary: FaultSummary): string {
@@ -45,42 +51,40 @@ function print(summary: FaultSummary): string {
   ];
   if (summary.reproduction) {
     const r = summary.reproduction;
-    lines.push(r.compared ? `  rerun of run ${r.run}: ${r.same ? 'reproduced its earlier record exactly' : `DIFFERS from its earlier record in ${r.differences.join(', ')}`}` : `  rerun of run ${r.run}: no earlier record in this folder to compare with`);
+    lines.push(r.compared ? `  rerun of run ${r.run}: ${r.same ? 'reproduced its earlier record exactly' : `DIFFERS from its earlier record in ${r.differences.join(', ')}`}` : `  rerun of run ${r.run}: NOT COMPARED (no earlier record): not a reproduction`);
   }
   for (const f of summary.failures) lines.push(`  ✗ ${f.invariant} in ${f.name}: ${f.detail}\n      reproduce: ${f.command}`);
   return `${lines.join('\n')}\n`;
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<CommandOutput | null> {
   const args = parseFlags(USAGE, { seed: { type: 'string' }, runs: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string' }, 'same-uid': { type: 'string' }, json: { type: 'boolean' } } as const);
-  if (args === null) return 0;
+  if (args === null) return null;
   if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
   const { values } = args;
   const runs = wholeNumberFlag('runs', values.runs, 0, MAX_RUNS);
   const only = wholeNumberFlag('run', values.run, 1, MAX_RUNS);
   if (runs !== null && only !== null) throw new UsageError('give --runs or --run, not both');
   if (only !== null && values.seed === undefined) throw new UsageError('--run I needs the --seed it belongs to');
+  if (only !== null && values.out === undefined) throw new UsageError(`--run I compares the rerun with its record in the harness folder that made it: give that folder's --out (a new folder holds nothing to compare with)`);
   const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64) ?? cpus().length;
   const outDir = path.resolve(values.out ?? path.join('runs', `faults-${todayCompact()}-${randomBytes(3).toString('hex')}`));
-  const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null);
-  const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
-  log(`seed ${values.seed ?? DEFAULT_SEED}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
-  const summary = await runHarness({ setup, seed: values.seed ?? DEFAULT_SEED, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
-  process.stdout.write(values.json ? `${JSON.stringify(summary)}\n` : print(summary));
-  return summary.ok ? 0 : 1;
+  if (existsSync(outDir) && !lstatSync(outDir).isDirectory()) throw new UsageError(`--out ${outDir} exists and is not a folder: the harness needs a folder of its own (new, or one it made)`);
+  const seed = values.seed ?? DEFAULT_SEED;
+  try {
+    // Before prepareHarness creates anything: a rerun with nothing to compare with is refused here, OUT untouched.
+    if (only !== null) earlierRecordsOf(outDir, seed, only);
+    const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null);
+    const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
+    log(`seed ${seed}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
+    // runHarness looks again before it calibrates (the records may have gone meanwhile): refused the same way.
+    const summary = await runHarness({ setup, seed, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
+    return { exitCode: summary.ok ? EXIT_CODES.ok : EXIT_CODES.failed, json: summary, text: print(summary) };
+  } catch (error) {
+    // Misuse: the wrong --out for a rerun (exit 2), with what the search found.
+    if (error instanceof FaultRerunRefusal) throw new CommandRefusal(error.code, error.message, EXIT_CODES.misused, error.details);
+    throw error;
+  }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`faults: ${error.message}\n${USAGE}\n`);
-      process.exitCode = 2;
-    } else {
-      process.stderr.write(`faults: failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-      process.exitCode = 1;
-    }
-  },
-);
+runCommand('faults', USAGE, main);

@@ -1,8 +1,13 @@
 // The --model flags shared by npm run experiment and npm run study: one parser, so a study's
 // instances are configured exactly as a single experiment would be. `--model-config FILE` names
-// the same choice as a file (controller/model-config-file.ts); the flags keep working.
+// the same choice as a file (controller/model-config-file.ts); the flags keep working. For
+// `--model replay`, replaySettingsOf decides the settings a replay must share with its source.
 import path from 'node:path';
-import { ModelChoice } from '../../controller/model-choice.js';
+import type { Group } from '../../controller/instance-runner.js';
+import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
+import { ModelChoice, type ReplaySource } from '../../controller/model-choice.js';
+import { canonicalJson } from '../../schema/canonical-json.js';
+import { RUN_FILES } from '../../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
 import { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../../schema/model-call-policy.js';
 
@@ -34,7 +39,8 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
                      both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
                      [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)],
-                     replay (--replay-from RUN_DIR: serve that run's recorded model calls)
+                     replay (--replay-from RUN_DIR: serve that run's recorded model calls; group, seed,
+                     start, experiment id and replicate default to that run's, so that it is reproduced)
   --model-config F   the model as a JSON file instead of the flags above (docs/model-protocol.md);
                      copied into every run folder, its sha256 in the manifest`;
 
@@ -132,4 +138,63 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
     default:
       throw new ModelFlagError(`--model must be reference, openai, local or replay (got ${JSON.stringify(model)})`);
   }
+}
+
+/** The flags of npm run experiment a replay decides (absent: not given). */
+export interface ReplayFlagValues {
+  readonly group?: string | undefined;
+  readonly seed?: string | undefined;
+  readonly 'start-at'?: string | undefined;
+  readonly 'experiment-id'?: string | undefined;
+  readonly replicate?: string | undefined;
+}
+
+/** What a replay runs with, and the screen lines that say where each value came from. */
+export interface ReplaySettings {
+  readonly group: Group;
+  readonly seed: string;
+  readonly startAt: string;
+  readonly experimentId: string;
+  readonly replicate: number;
+  readonly lines: readonly string[];
+}
+
+const GROUPS = Object.keys(GROUP_CAPABILITIES) as Group[];
+
+/**
+ * The settings of a replay of `source` (issue 16 item 5): each defaults to the source run's, so
+ * that `--model replay --replay-from RUN` alone reproduces RUN. An explicit value that differs
+ * is refused (ModelFlagError, exit 2) when the replay could not line up with its recordings:
+ * another group, seed or start puts other events at the seqs the recorded answers cite. Another
+ * experiment id or replicate only renames the events (their ids derive from them): taken, and
+ * said, for /2 recordings, which cite seqs; refused for /1 recordings, which cite event ids.
+ */
+export function replaySettingsOf(source: ReplaySource, given: ReplayFlagValues, preregSha256: string): ReplaySettings {
+  const from = `--replay-from ${source.runDir}`;
+  if (preregSha256 !== source.preregSha256) {
+    throw new ModelFlagError(`${from}: the source ran under the pre-registration ${source.preregSha256}, this one hashes to ${preregSha256}: a replay under another pre-registration has another schedule and budgets and does not reproduce its source; copy ${path.join(source.runDir, RUN_FILES.prereg)} out of the run folder, lock the copy (npm run prereg -- lock FILE) and pass it with --prereg`);
+  }
+  const sourceGroup = GROUPS.find((g) => canonicalJson(GROUP_CAPABILITIES[g]) === canonicalJson(source.capabilities));
+  if (sourceGroup === undefined) throw new ModelFlagError(`${from}: its signed manifest's capabilities ${canonicalJson(source.capabilities)} are no group's of this build (A, B or C): it cannot be replayed as any of them`);
+  const conflict = (flag: string, value: string, theirs: string): ModelFlagError =>
+    new ModelFlagError(`--${flag} ${value} conflicts with ${from}, which ran with ${theirs}: a replay reproduces its source only under the same ${flag} (another one puts other events where the recorded answers point); drop --${flag}, it defaults to the source's`);
+  if (given.group !== undefined && given.group !== sourceGroup) throw conflict('group', given.group, `group ${sourceGroup}'s capabilities`);
+  if (given.seed !== undefined && given.seed !== source.seed) throw conflict('seed', given.seed, `seed ${source.seed}`);
+  const startAt = given['start-at'];
+  if (startAt !== undefined && Date.parse(startAt) !== Date.parse(source.startAt)) throw conflict('start-at', startAt, `hour 0 at ${source.startAt}`);
+  let replicate = source.replicate;
+  if (given.replicate !== undefined) {
+    replicate = Number(given.replicate);
+    if (!Number.isInteger(replicate) || replicate < 1) throw new ModelFlagError(`--replicate must be a whole number ≥ 1, got ${given.replicate}`);
+  }
+  const experimentId = given['experiment-id'] ?? source.experimentId;
+  const lines = [`replay of ${source.runDir}: group ${sourceGroup}, seed ${source.seed}, hour 0 at ${source.startAt}, experiment ${source.experimentId}, replicate ${source.replicate}: the source run's (a replay reproduces its source only under its settings)`];
+  if (experimentId !== source.experimentId || replicate !== source.replicate) {
+    const renamed = `experiment ${experimentId}, replicate ${replicate} (the source's: ${source.experimentId}, replicate ${source.replicate})`;
+    if (source.protocol !== 'ds-model-output/2') {
+      throw new ModelFlagError(`--experiment-id/--replicate give ${renamed}: the source's answers are ${source.protocol}, which cite event ids, and event ids derive from the experiment id and replicate, so every cited event would be missing; drop them, they default to the source's`);
+    }
+    lines.push(`replay under ${renamed}: its events get other ids than the source's; the recorded ${source.protocol} answers cite seqs, so they still line up`);
+  }
+  return { group: sourceGroup, seed: source.seed, startAt: source.startAt, experimentId, replicate, lines };
 }

@@ -13,6 +13,8 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { MAX_FAILURES_IN_MESSAGE, OperatorResolutionRefusal, OperatorResolutionRequest, resolveUnknownOutcome, type IntentRef, type OperatorResolutionResult } from '../../controller/operator-resolution.js';
 import { parseFlags, UsageError } from './command-line.js';
+import { runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 process.title = 'ds-repair';
 
@@ -96,36 +98,20 @@ function summary(r: OperatorResolutionResult): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<CommandOutput | null> {
   const args = parseFlags(USAGE, OPTIONS);
-  if (args === null) return 0;
+  if (args === null) return null;
   const request = requestFrom(args.values, args.positionals);
-  const json = args.values.json ?? false;
   try {
     const result = await resolveUnknownOutcome(request);
-    process.stdout.write(json ? `${JSON.stringify(result)}\n` : summary(result));
-    return 0;
+    return { exitCode: EXIT_CODES.ok, json: { ...result }, text: summary(result) };
   } catch (error) {
-    if (!(error instanceof OperatorResolutionRefusal)) throw error;
-    process.stderr.write(`repair: REFUSED (${error.code}): ${error.message}\n`);
     // The message names the first MAX_FAILURES_IN_MESSAGE; the rest would be lost on the screen.
-    if (error.failures.length > MAX_FAILURES_IN_MESSAGE) process.stderr.write(`${error.failures.map((f) => `  ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`).join('\n')}\n`);
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code: error.code, message: error.message, failures: error.failures } })}\n`);
-    return 1;
+    if (error instanceof OperatorResolutionRefusal && error.failures.length > MAX_FAILURES_IN_MESSAGE) {
+      process.stderr.write(`${error.failures.map((f) => `  ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`).join('\n')}\n`);
+    }
+    throw error;
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`repair: ${error.message}\n${USAGE}\n`);
-      process.exitCode = 2;
-    } else {
-      process.stderr.write(`repair: failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-      process.exitCode = 1;
-    }
-  },
-);
+runCommand('repair', USAGE, main);

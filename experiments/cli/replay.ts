@@ -7,8 +7,9 @@ import { z } from 'zod';
 import { formatVersions } from '../../writer/projection-versions.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { resolveStorePath } from '../../writer/store-reader.js';
-import { parseCommandLine } from './command-line.js';
-import { reportStoreCommandError } from './store-command-errors.js';
+import { parseFlags, UsageError } from './command-line.js';
+import { runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 const USAGE = `usage: npm run replay -- DIR [--to-seq N] [--json] [--migrate | --use-recorded]
   DIR             a run folder holding events.db, or the events.db path (its writer must be stopped)
@@ -19,65 +20,45 @@ exit: 0 match (or nothing stored at N), 1 mismatch or corrupt store, 2 misuse or
 
 const Seq = z.string().regex(/^[1-9][0-9]*$/, 'expected a whole number >= 1').transform(Number).pipe(z.number().int().min(1));
 
-function main(): number {
-  const cli = parseCommandLine(
-    USAGE,
-    { json: { type: 'boolean' }, 'to-seq': { type: 'string' }, migrate: { type: 'boolean' }, 'use-recorded': { type: 'boolean' } },
-    'run folder or events.db',
-  );
-  if (!cli.ok) return cli.exitCode;
-  const { values, target } = cli;
-  if (values.migrate && values['use-recorded']) {
-    process.stderr.write(`--migrate and --use-recorded exclude each other: one replay either upcasts to this build or runs the recorded build\n${USAGE}\n`);
-    return 2;
-  }
+function main(): CommandOutput | null {
+  const args = parseFlags(USAGE, { json: { type: 'boolean' }, 'to-seq': { type: 'string' }, migrate: { type: 'boolean' }, 'use-recorded': { type: 'boolean' } });
+  if (args === null) return null;
+  if (args.positionals.length !== 1) throw new UsageError(args.positionals.length === 0 ? 'give exactly one run folder or events.db (none given)' : `give exactly one run folder or events.db, got ${args.positionals.length}`);
+  const { values } = args;
+  const target = args.positionals[0]!;
+  if (values.migrate && values['use-recorded']) throw new UsageError('--migrate and --use-recorded exclude each other: one replay either upcasts to this build or runs the recorded build');
   let toSeq: number | undefined;
   if (values['to-seq'] !== undefined) {
     const parsed = Seq.safeParse(values['to-seq']);
-    if (!parsed.success) {
-      process.stderr.write(`--to-seq ${JSON.stringify(values['to-seq'])}: ${z.prettifyError(parsed.error)}\n${USAGE}\n`);
-      return 2;
-    }
+    if (!parsed.success) throw new UsageError(`--to-seq ${JSON.stringify(values['to-seq'])}: ${z.prettifyError(parsed.error)}`);
     toSeq = parsed.data;
   }
-  const json = values.json ?? false;
-  let check;
-  try {
-    check = checkReplay(resolveStorePath(target), { toSeq, migrate: values.migrate ?? false, useRecorded: values['use-recorded'] ?? false });
-  } catch (error) {
-    return reportStoreCommandError('replay', error, json);
-  }
+  const check = checkReplay(resolveStorePath(target), { toSeq, migrate: values.migrate ?? false, useRecorded: values['use-recorded'] ?? false });
   const { replay } = check;
-  if (json) {
-    process.stdout.write(
-      `${JSON.stringify({
-        state_hash: replay.state_hash,
-        events: replay.events,
-        match: check.match,
-        to_seq: replay.to_seq,
-        head_seq: check.head_seq,
-        compared_with: check.compared_with,
-        stored_state_hash: check.stored_state_hash,
-        mode: replay.mode,
-        versions: replay.versions,
-        accepted_differences: replay.accepted_differences,
-        migrated_events: replay.migrated_events,
-        notes: check.notes,
-      })}\n`,
-    );
-  } else {
-    const lines = [
-      `replayed ${replay.events} event(s) of ${target}, seq 1 to ${replay.to_seq} of ${check.head_seq}, as ${formatVersions(replay.versions)} [${replay.mode}]`,
-      `state_hash ${replay.state_hash}`,
-      check.compared_with === null
-        ? 'stored: nothing to compare'
-        : `stored ${check.compared_with === 'projection' ? 'projection' : 'snapshot'} at seq ${replay.to_seq}: ${String(check.stored_state_hash)}`,
-      `match: ${check.match === null ? 'n/a (nothing stored to compare at this seq)' : check.match ? 'yes' : 'NO'}`,
-      ...check.notes.map((n) => `note: ${n}`),
-    ];
-    process.stdout.write(`${lines.join('\n')}\n`);
-  }
-  return check.match === false ? 1 : 0;
+  const json = {
+    state_hash: replay.state_hash,
+    events: replay.events,
+    match: check.match,
+    to_seq: replay.to_seq,
+    head_seq: check.head_seq,
+    compared_with: check.compared_with,
+    stored_state_hash: check.stored_state_hash,
+    mode: replay.mode,
+    versions: replay.versions,
+    accepted_differences: replay.accepted_differences,
+    migrated_events: replay.migrated_events,
+    notes: check.notes,
+  };
+  const lines = [
+    `replayed ${replay.events} event(s) of ${target}, seq 1 to ${replay.to_seq} of ${check.head_seq}, as ${formatVersions(replay.versions)} [${replay.mode}]`,
+    `state_hash ${replay.state_hash}`,
+    check.compared_with === null
+      ? 'stored: nothing to compare'
+      : `stored ${check.compared_with === 'projection' ? 'projection' : 'snapshot'} at seq ${replay.to_seq}: ${String(check.stored_state_hash)}`,
+    `match: ${check.match === null ? 'n/a (nothing stored to compare at this seq)' : check.match ? 'yes' : 'NO'}`,
+    ...check.notes.map((n) => `note: ${n}`),
+  ];
+  return { exitCode: check.match === false ? EXIT_CODES.failed : EXIT_CODES.ok, json, text: lines.join('\n') };
 }
 
-process.exitCode = main();
+runCommand('replay', USAGE, main);

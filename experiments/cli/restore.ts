@@ -6,41 +6,32 @@
 import { formatVersions } from '../../writer/projection-versions.js';
 import { restoreDrill } from '../../writer/restore.js';
 import { resolveStorePath } from '../../writer/store-reader.js';
-import { parseCommandLine } from './command-line.js';
-import { reportStoreCommandError } from './store-command-errors.js';
+import { parseFlags, UsageError } from './command-line.js';
+import { runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 const USAGE = `usage: npm run restore -- DIR [--json]
   DIR  a run folder holding events.db, or the events.db path (its writer must be stopped)
 exit: 0 restored == full replay == stored projection, 1 they differ or the store is corrupt, 2 misuse or refused replay`;
 
-function main(): number {
-  const cli = parseCommandLine(USAGE, { json: { type: 'boolean' } }, 'run folder or events.db');
-  if (!cli.ok) return cli.exitCode;
-  const { target } = cli;
-  const json = cli.values.json ?? false;
-  let report;
-  try {
-    report = restoreDrill(resolveStorePath(target));
-  } catch (error) {
-    return reportStoreCommandError('restore', error, json);
-  }
-  if (json) {
-    process.stdout.write(`${JSON.stringify(report)}\n`);
-  } else {
-    const lines = [
-      `restore drill on ${target} (${report.head_seq} events) as ${formatVersions(report.versions)}`,
-      report.snapshot_used === null
-        ? `restored from seq 1 (no usable snapshot): ${report.events_replayed} event(s) replayed`
-        : `restored from the snapshot at seq ${report.snapshot_used} + ${report.events_replayed} event(s) after it`,
-      `restored state_hash     ${report.state_hash}`,
-      `full replay state_hash  ${report.full_replay_state_hash}`,
-      `stored projection       ${report.stored_state_hash}`,
-      `match: ${report.match ? 'yes' : 'NO'}`,
-      ...report.warnings.map((w) => `warning: ${w}`),
-    ];
-    process.stdout.write(`${lines.join('\n')}\n`);
-  }
-  return report.match ? 0 : 1;
+function main(): CommandOutput | null {
+  const args = parseFlags(USAGE, { json: { type: 'boolean' } });
+  if (args === null) return null;
+  if (args.positionals.length !== 1) throw new UsageError(args.positionals.length === 0 ? 'give exactly one run folder or events.db (none given)' : `give exactly one run folder or events.db, got ${args.positionals.length}`);
+  const target = args.positionals[0]!;
+  const report = restoreDrill(resolveStorePath(target));
+  const lines = [
+    `restore drill on ${target} (${report.head_seq} events) as ${formatVersions(report.versions)}`,
+    report.snapshot_used === null
+      ? `restored from seq 1 (no usable snapshot): ${report.events_replayed} event(s) replayed`
+      : `restored from the snapshot at seq ${report.snapshot_used} + ${report.events_replayed} event(s) after it`,
+    `restored state_hash     ${report.state_hash}`,
+    `full replay state_hash  ${report.full_replay_state_hash}`,
+    `stored projection       ${report.stored_state_hash}`,
+    `match: ${report.match ? 'yes' : 'NO'}`,
+    ...report.warnings.map((w) => `warning: ${w}`),
+  ];
+  return { exitCode: report.match ? EXIT_CODES.ok : EXIT_CODES.failed, json: { ...report }, text: lines.join('\n') };
 }
 
-process.exitCode = main();
+runCommand('restore', USAGE, main);

@@ -11,10 +11,13 @@
 import { parseArgs } from 'node:util';
 import { arbitrate } from '../../blind-review/arbitration.js';
 import { lockReview } from '../../blind-review/review-lock.js';
-import { consolidate, DEFAULT_REVIEW_PREREG, describeState, openReviewPackage, readReviewFolder, ReviewInputError, ReviewRefusal, type ReviewState } from '../../blind-review/review-state.js';
+import { consolidate, DEFAULT_REVIEW_PREREG, describeState, openReviewPackage, readReviewFolder, type ReviewState } from '../../blind-review/review-state.js';
 import { importScores } from '../../blind-review/score-import.js';
 import { unblind } from '../../blind-review/unblinding.js';
-import { defaultKeyDir, KeyStoreError, loadOrCreateControllerKey } from '../../controller/key-store.js';
+import { defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
+import { UsageError } from './command-line.js';
+import { runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 const USAGE = `usage: npm run review -- import PKG_DIR FILE… [--prereg FILE] [--json]
        npm run review -- arbitrate PKG_DIR FILE [--json]
@@ -48,8 +51,6 @@ function isCommand(word: string | undefined): word is Command {
   return word !== undefined && Object.hasOwn(COMMANDS, word);
 }
 
-class Misuse extends Error {}
-
 interface Call {
   readonly command: Command;
   readonly positionals: readonly string[];
@@ -59,33 +60,32 @@ interface Call {
 function parseCall(argv: readonly string[]): Call | { help: true } {
   const [command, ...rest] = argv;
   if (command === '--help' || command === '-h') return { help: true };
-  if (!isCommand(command)) throw new Misuse(`give a subcommand: ${Object.keys(COMMANDS).join(', ')}${command === undefined ? '' : ` (got ${JSON.stringify(command)})`}`);
+  if (!isCommand(command)) throw new UsageError(`give a subcommand: ${Object.keys(COMMANDS).join(', ')}${command === undefined ? '' : ` (got ${JSON.stringify(command)})`}`);
   const spec = COMMANDS[command];
   let parsed;
   try {
     parsed = parseArgs({ args: [...rest], allowPositionals: true, strict: true, options: { ...spec.options, json: { type: 'boolean' }, help: { type: 'boolean' } } });
   } catch (error) {
-    throw new Misuse(`${command}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new UsageError(`${command}: ${error instanceof Error ? error.message : String(error)}`);
   }
   const values = parsed.values as Call['values'] & { help?: boolean };
   if (values.help) return { help: true };
   const n = parsed.positionals.length;
   const wanted = command === 'import' ? n >= 2 : command === 'arbitrate' ? n === 2 : n === 1;
-  if (!wanted) throw new Misuse(`${command} takes ${spec.positionals} (got ${n} argument(s): ${parsed.positionals.map((p) => JSON.stringify(p)).join(' ') || 'none'})`);
-  if (command === 'unblind' && values.study === undefined) throw new Misuse('unblind needs --study STUDY_DIR: the study folder that holds blind-map.sealed.json');
+  if (!wanted) throw new UsageError(`${command} takes ${spec.positionals} (got ${n} argument(s): ${parsed.positionals.map((p) => JSON.stringify(p)).join(' ') || 'none'})`);
+  if (command === 'unblind' && values.study === undefined) throw new UsageError('unblind needs --study STUDY_DIR: the study folder that holds blind-map.sealed.json');
   return { command, positionals: parsed.positionals, values };
 }
 
-function print(json: boolean, object: Record<string, unknown>, lines: readonly string[]): void {
-  process.stdout.write(json ? `${JSON.stringify(object)}\n` : lines.map((l) => `${l}\n`).join(''));
+function done(object: Record<string, unknown>, lines: readonly string[]): CommandOutput {
+  return { exitCode: EXIT_CODES.ok, json: object, text: lines.join('\n') };
 }
 
 function stateLines(pkgDir: string, state: ReviewState): string[] {
   return [`review of ${pkgDir} (${state.blind_ids} instance(s), pre-registration ${state.prereg_sha256 ?? 'not yet recorded'}):`, ...describeState(state)];
 }
 
-function run(call: Call): number {
-  const json = call.values.json ?? false;
+function run(call: Call): CommandOutput {
   const [pkgDir, ...files] = call.positionals as [string, ...string[]];
   const now = new Date().toISOString();
   switch (call.command) {
@@ -96,8 +96,7 @@ function run(call: Call): number {
         ...r.files.map((f) => (f.outcome === 'imported' ? `imported ${f.source}: ${f.blind_id} by ${f.reviewer} → review/${f.stored_as}` : `unchanged ${f.source}: this very scorecard of ${f.reviewer} for ${f.blind_id} is already imported (review/${f.stored_as}); nothing written`)),
         ...stateLines(pkgDir, r.state),
       ];
-      print(json, { ok: true, command: 'import', ...r }, lines);
-      return 0;
+      return done({ ok: true, command: 'import', ...r }, lines);
     }
     case 'arbitrate': {
       const r = arbitrate(pkgDir, files[0]!);
@@ -105,14 +104,12 @@ function run(call: Call): number {
         r.outcome === 'arbitrated' ? `arbitrated ${r.blind_id} by ${r.arbiter} → review/${r.stored_as} (was: ${r.decided})` : `unchanged: this very arbitration of ${r.blind_id} by ${r.arbiter} is already stored (review/${r.stored_as}); nothing written`,
         ...stateLines(pkgDir, r.state),
       ];
-      print(json, { ok: true, command: 'arbitrate', ...r }, lines);
-      return 0;
+      return done({ ok: true, command: 'arbitrate', ...r }, lines);
     }
     case 'status': {
       const pkg = openReviewPackage(pkgDir);
       const state = consolidate(pkg, readReviewFolder(pkg));
-      print(json, { ok: true, command: 'status', state }, stateLines(pkgDir, state));
-      return 0;
+      return done({ ok: true, command: 'status', state }, stateLines(pkgDir, state));
     }
     case 'lock': {
       const key = loadOrCreateControllerKey(call.values['key-dir'], { create: false });
@@ -121,8 +118,7 @@ function run(call: Call): number {
         `locked the review of ${pkgDir}: ${r.lock.instances.length} instance(s), ${r.lock.files.length} file(s) covered, pre-registration ${r.lock.prereg_sha256}; signed by keyid ${r.keyid} into ${r.lock_file}`,
         ...r.lock.instances.map((i) => `  ${i.blind_id}  ${i.score} (${i.decided_by === 'arbitration' ? `decided by arbitration: ${i.arbitration_reason}` : "reviewers' mean"}); hard failures: ${foundOf(i.hard_failures)}`),
       ];
-      print(json, { ok: true, command: 'lock', ...r }, lines);
-      return 0;
+      return done({ ok: true, command: 'lock', ...r }, lines);
     }
     case 'unblind': {
       const r = unblind(pkgDir, call.values.study!, now);
@@ -135,8 +131,7 @@ function run(call: Call): number {
         ...u.notes.map((n) => `note: ${n}`),
         r.outcome === 'written' ? `wrote ${r.file}` : `${r.file} already holds this result; kept as it is`,
       ];
-      print(json, { ok: true, command: 'unblind', ...r }, lines);
-      return 0;
+      return done({ ok: true, command: 'unblind', ...r }, lines);
     }
   }
 }
@@ -146,35 +141,13 @@ function foundOf(decisions: Record<string, boolean>): string {
   return found.length === 0 ? 'none found' : `found ${found.join(', ')}`;
 }
 
-function main(): number {
-  const argv = process.argv.slice(2);
-  const json = argv.includes('--json');
-  let call: Call | { help: true };
-  try {
-    call = parseCall(argv);
-  } catch (error) {
-    if (!(error instanceof Misuse)) throw error;
-    process.stderr.write(`review: ${error.message}\n${USAGE}\n`);
-    return 2;
-  }
+function main(): CommandOutput | null {
+  const call = parseCall(process.argv.slice(2));
   if ('help' in call) {
     process.stdout.write(`${USAGE}\n`);
-    return 0;
+    return null;
   }
-  try {
-    return run(call);
-  } catch (error) {
-    if (error instanceof ReviewRefusal) {
-      if (json) process.stdout.write(`${JSON.stringify({ ok: false, command: call.command, problem: error.problem, message: error.message, details: error.details })}\n`);
-      else process.stderr.write(`REFUSED (${error.problem}): ${error.message}\n${error.details.map((d) => `  ${d}\n`).join('')}`);
-      return 1;
-    }
-    if (error instanceof ReviewInputError || error instanceof KeyStoreError) {
-      process.stderr.write(`review ${call.command}: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
-  }
+  return run(call);
 }
 
-process.exitCode = main();
+runCommand('review', USAGE, main);

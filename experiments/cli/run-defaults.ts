@@ -1,10 +1,13 @@
 // Defaults shared by npm run experiment and npm run study: the bundled pre-registration (locked
 // on first use), the scenario folder, hour 0 of the simulated study and the default seed.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockFileOf, lockPrereg } from '../../controller/prereg.js';
+import { Seed } from '../../controller/experiment-plan.js';
+import { Identifier, Timestamp } from '../../schema/event-definition.js';
+import { UsageError } from './command-line.js';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export const DEFAULT_PREREG = path.join(REPO, 'experiments', 'prereg', 'default.json');
@@ -29,4 +32,32 @@ export function lockBundledPrereg(keyDir: string, log: (line: string) => void): 
   const outcome = lockPrereg(DEFAULT_PREREG, key.keys, new Date().toISOString());
   if (!outcome.ok) throw new BundledPreregError(`cannot lock the bundled pre-registration ${DEFAULT_PREREG}: ${outcome.message}`);
   log(`locked the bundled pre-registration on first use: ${outcome.lock.prereg_sha256} by key ${outcome.keyid.slice(0, 16)}… into ${outcome.lock_file}${key.created ? ` (new controller key in ${key.keyDir})` : ''}`);
+}
+
+/** `--start-at ISO`: an ISO 8601 instant in UTC (as the plan records it), checked before anything is written. */
+export function startAtFlag(text: string | undefined): string {
+  if (text === undefined) return DEFAULT_START_AT;
+  if (!Timestamp.safeParse(text).success) throw new UsageError(`--start-at must be an ISO 8601 instant in UTC such as ${DEFAULT_START_AT}, got ${JSON.stringify(text)}`);
+  return text;
+}
+
+/** A folder flag that names a file is misuse, said before anything is created (an ENOTDIR deep inside otherwise). */
+export function folderFlag(flag: string, dir: string | undefined): void {
+  if (dir !== undefined && existsSync(dir) && !statSync(dir).isDirectory()) throw new UsageError(`--${flag} ${dir} is a file; give a folder`);
+}
+
+/** `--seed S` as the plan records it, checked before anything is written. */
+export function seedFlag(text: string | undefined): string {
+  if (text === undefined) return DEFAULT_SEED;
+  const parsed = Seed.safeParse(text);
+  if (!parsed.success) throw new UsageError(`--seed ${JSON.stringify(text)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return parsed.data;
+}
+
+/** An id flag (--experiment-id, --study-id): an identifier the manifest and folder names can carry. */
+export function idFlag(flag: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const parsed = Identifier.safeParse(text);
+  if (!parsed.success) throw new UsageError(`--${flag} ${JSON.stringify(text)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return parsed.data;
 }

@@ -1,49 +1,57 @@
 // npm run study -- [--n 3] [--seed S] [--out DIR] [--concurrency K] [--json] [--prereg FILE]
 //                  [--key-dir DIR] [--start-at ISO] [--study-id ID] [--same-uid REASON] [--model …]
+// npm run study -- --resume DIR [--key-dir DIR] [--concurrency K] [--same-uid REASON] [--json]
 // npm run study -- --recompute DIR [--json]
 //
 // Runs groups A, B and C × n replicates (replicate k: the same seed for every group), scores
 // every instance from its run folder, applies the pre-registered expansion rule (spec §6.2),
 // checks fairness (§5.2, §19.1), states the verdict (§8.2, §17.3) and writes report.json,
 // report.md and report.html. This process is the controller of every instance (ds-controller).
-// SIGINT/SIGTERM stops every running instance (recorded, resumable) and still writes the report.
+// SIGINT/SIGTERM stops every running instance (recorded, resumable) and still writes the report;
+// --resume DIR finishes such a study from its study.json (keeps the sealed instances, resumes
+// the stopped ones, starts the ones never started), then the rule and the report.
 // Exit: 0 report written and the batch valid (supported or rejected), 4 report written but the
-// batch void or the evidence insufficient, 3 stopped by the operator, 1 failed or refused,
-// 2 misused. --recompute: 0 every number recomputed, 1 differences.
+// batch void or the evidence insufficient, 3 stopped (by the operator, or an instance stopped
+// itself, e.g. the model pause rule): continue with --resume, 1 failed or refused (an instance
+// that could not be started or resumed: the report says which), 2 misused (flags, a bad flag
+// value, a path of the wrong kind). --recompute: 0 every number recomputed, 1 differences.
+// Ends through runCommand: with --json, one JSON object on stdout whatever happens.
 import { randomBytes } from 'node:crypto';
 import { cpus, userInfo } from 'node:os';
 import path from 'node:path';
-import { defaultKeyDir, KeyStoreError } from '../../controller/key-store.js';
-import { InstanceError } from '../../controller/instance-runner.js';
-import { ModelChoiceError } from '../../controller/model-choice.js';
-import { PreregInputError } from '../../controller/prereg.js';
-import { RunRecordError } from '../../oracle/run-record.js';
-import { recomputeStudy, runStudy, StudyError, type StudyProgress } from '../study/study-runner.js';
+import { defaultKeyDir } from '../../controller/key-store.js';
+import { checkNewStudyFolder, recomputeStudy, resumeStudy, runStudy, studyResumeCommand, StudyError, StudyPlan, STUDY_PATH_CODES, type StudyOutcome, type StudyProgress } from '../study/study-runner.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
+import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from './exit-codes.js';
-import { installOperatorStop, todayCompact } from './operator-stop.js';
-import { MODEL_OPTIONS, MODEL_USAGE, ModelFlagError, modelChoiceOf } from './model-flags.js';
-import { BundledPreregError, DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, SCENARIOS_DIR, lockBundledPrereg } from './run-defaults.js';
+import { installOperatorStop, todayCompact, untilPressSettled } from './operator-stop.js';
+import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf } from './model-flags.js';
+import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 
 process.title = 'ds-controller';
 
 const USAGE = `usage: npm run study -- [options]
+       npm run study -- --resume DIR [--key-dir DIR] [--concurrency K] [--same-uid REASON] [--json]
        npm run study -- --recompute DIR [--json]
-  --n N              replicates per group before the expansion rule (default: the pre-registration's, 3)
+  --n N              replicates per group before the expansion rule (default: the pre-registration's, 3);
+                     the pre-registered rule may then add replicates to every group (3 → 5: 15 instances)
   --seed S           the study seed; replicate k of every group runs with seed S-rk (default ${DEFAULT_SEED})
   --out DIR          the study folder (default runs/<study id>; must be new or empty)
-  --concurrency K    instances run at once (default: the number of cores, ${cpus().length})
+  --concurrency K    instances run at once (default: the number of cores, ${cpus().length}; with --resume: the study's)
   --prereg FILE      a locked pre-registration (default experiments/prereg/default.json, locked on first use)
-  --key-dir DIR      the controller's key folder (default ${defaultKeyDir()})
-  --start-at ISO     virtual time of hour 0 (default ${DEFAULT_START_AT})
+  --key-dir DIR      the controller's key folder (default ${defaultKeyDir()}; with --resume: the study's)
+  --start-at ISO     virtual time of hour 0, an ISO 8601 UTC time (default ${DEFAULT_START_AT})
   --study-id ID      the batch id shared by every instance (default study-<date>-<random>)
   --same-uid REASON  run writers and runtimes under this uid even as root, saying why
 ${MODEL_USAGE}
+  --resume DIR       finish a stopped or interrupted study: keep its sealed instances, resume the
+                     stopped ones, start the ones never started, then the expansion rule and the report
+                     (everything else comes from DIR/study.json)
   --recompute DIR    rebuild a finished study's report from its run folders and compare it with report.json
-  --json             print report.json (or the recomputation) on stdout
-exit: 0 report written, batch valid · 4 report written, void or insufficient evidence · 3 stopped · 1 failed · 2 misuse`;
+  --json             print report.json (or the recomputation) on stdout, with exit_code
+exit: 0 report written, batch valid · 4 report written, void or insufficient evidence · 3 stopped (continue with --resume) · 1 failed · 2 misuse`;
 
 const OPTIONS = {
   ...MODEL_OPTIONS,
@@ -56,6 +64,7 @@ const OPTIONS = {
   'start-at': { type: 'string' },
   'study-id': { type: 'string' },
   'same-uid': { type: 'string' },
+  resume: { type: 'string' },
   recompute: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
@@ -114,73 +123,154 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
   ].join('\n');
 }
 
-async function main(): Promise<number> {
-  const args = parseFlags(USAGE, OPTIONS);
-  if (args === null) return 0;
-  if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
-  const { values } = args;
-  const json = values.json ?? false;
-  if (values.recompute !== undefined) {
-    for (const flag of ['n', 'seed', 'out', 'concurrency', 'prereg', 'start-at', 'study-id', 'model'] as const) {
-      if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --recompute: the study folder says what it ran with`);
-    }
-    const r = recomputeStudy(path.resolve(values.recompute), SCENARIOS_DIR);
-    if (json) process.stdout.write(`${JSON.stringify({ match: r.differences.length === 0, differences: r.differences, report: r.report })}\n`);
-    else {
-      process.stdout.write(r.differences.length === 0 ? `RECOMPUTED: every number of ${values.recompute}/report.json follows from its run folders (verdict ${r.report.verdict})\n` : `DIFFERENT: ${r.differences.length} difference(s) between report.json and the run folders:\n${r.differences.map((d) => `  ${d}`).join('\n')}\n`);
-    }
-    return r.differences.length === 0 ? 0 : 1;
-  }
+/** What a study run sets itself, so what --resume and --recompute take from the folder instead. */
+const PLAN_FLAGS = ['n', 'seed', 'out', 'prereg', 'start-at', 'study-id', ...(Object.keys(MODEL_OPTIONS) as (keyof typeof MODEL_OPTIONS)[])] as const;
 
-  const screen = new StudyScreen();
-  const stop = installOperatorStop((l) => screen.line(l), 'stopping every running instance (recorded, resumable), then writing the report');
-
-  const keyDir = values['key-dir'] ?? defaultKeyDir();
-  const model = modelChoiceOf(values);
-  if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => screen.line(`[study] ${l}`));
-  const studyId = values['study-id'] ?? `study-${todayCompact()}-${randomBytes(3).toString('hex')}`;
-  const outDir = values.out ?? path.join('runs', studyId);
-  const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64) ?? Math.max(1, cpus().length);
-  const n = wholeNumberFlag('n', values.n, 1, 33);
-  screen.line(`[study] ${studyId}: seed ${values.seed ?? DEFAULT_SEED}, ${n ?? 'pre-registered'} replicate(s) per group, concurrency ${concurrency}, folder ${path.resolve(outDir)}`);
-  const outcome = await runStudy({
-    outDir,
-    seed: values.seed ?? DEFAULT_SEED,
-    preregFile: values.prereg ?? DEFAULT_PREREG,
-    keyDir,
-    scenariosDir: SCENARIOS_DIR,
-    concurrency,
-    n,
-    startAt: values['start-at'] ?? DEFAULT_START_AT,
-    model,
-    studyId,
-    operator: `${userInfo().username} (uid ${process.getuid?.() ?? 'unknown'})`,
-    signal: stop.signal,
-    ...(values['same-uid'] === undefined ? {} : { isolation: { forceSameUid: values['same-uid'] } }),
-    log: (line) => screen.line(line),
-    onProgress: (p) => screen.progress(p),
-  });
-  screen.clear();
-  if (json) process.stdout.write(`${JSON.stringify(outcome.report)}\n`);
-  else process.stdout.write(summary(outcome.report, outcome.files));
-  if (stop.signal.aborted) return 3;
-  return outcome.report.voided || outcome.report.verdict === 'insufficient evidence' ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
+/** A StudyError that names a path of the wrong kind is misuse (exit 2), with the study's own code. */
+function asCommandFailure(error: unknown): unknown {
+  if (error instanceof StudyError && STUDY_PATH_CODES.has(error.code)) return new CommandRefusal(`study_${error.code}`, error.message, EXIT_CODES.misused);
+  return error;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError || error instanceof ModelFlagError || error instanceof BundledPreregError) {
-      process.stderr.write(`study: ${error.message}\n${USAGE}\n`);
-      process.exitCode = 2;
-    } else if (error instanceof StudyError || error instanceof InstanceError || error instanceof ModelChoiceError || error instanceof KeyStoreError || error instanceof PreregInputError || error instanceof RunRecordError) {
-      process.stderr.write(`study: ${error.message}\n`);
-      process.exitCode = 1;
-    } else {
-      process.stderr.write(`study: failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-      process.exitCode = 1;
+function failedInstances(report: StudyReport): string[] {
+  return report.instances.filter((i) => i.status === 'failed').map((i) => `${i.group}-r${i.replicate}`);
+}
+
+/**
+ * The exit of a study run: an instance that could not be started or resumed fails it (1: the
+ * report is partial); a stop — the operator's, or an instance's own (the model pause rule) —
+ * is 3, resumable; a pause after an unauthorised execution is not undone by resuming, so it is
+ * the void batch's 4; else 0, or 4 when the batch is void or the evidence insufficient.
+ */
+function exitCodeOf(outcome: StudyOutcome, aborted: boolean): number {
+  const { report } = outcome;
+  if (failedInstances(report).length > 0) return EXIT_CODES.failed;
+  if (aborted || (outcome.paused === null && report.instances.some((i) => i.status === 'stopped'))) return EXIT_CODES.stopped;
+  return report.voided || report.verdict === 'insufficient evidence' ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
+}
+
+/** The last lines of a run that did not end the study: what state it is in and the one command that continues it. */
+function unfinishedLines(outcome: StudyOutcome, exitCode: number, outDir: string): string[] {
+  const resume = studyResumeCommand(outDir);
+  if (exitCode === EXIT_CODES.failed) {
+    const failed = failedInstances(outcome.report);
+    return [`NOT FINISHED: ${failed.length} instance(s) could not be started or resumed (${failed.join(', ')}; why: above and in report.json); the report covers the others. Nothing was deleted: fix what the message says (or move the folder away to start that instance afresh), then ${resume}`];
+  }
+  if (exitCode === EXIT_CODES.stopped) {
+    const stopped = outcome.report.instances.filter((i) => i.status === 'stopped').map((i) => `${i.group}-r${i.replicate}`);
+    return [`STOPPED: the study is not finished (${stopped.length > 0 ? `stopped: ${stopped.join(', ')}` : 'no instance was under way'}; every stop recorded, nothing deleted); continue it with: ${resume}`];
+  }
+  return [];
+}
+
+function studyOutput(outcome: StudyOutcome, aborted: boolean, outDir: string, screen: StudyScreen, json: boolean): CommandOutput {
+  screen.clear();
+  const exitCode = exitCodeOf(outcome, aborted);
+  const first = outcome.nothingToDo ? [`nothing to do: every instance of ${outDir} is sealed and report.json follows from them (left as it was)`] : [];
+  const last = unfinishedLines(outcome, exitCode, outDir);
+  // With --json stdout is the report alone; what state the study is in still reaches the screen.
+  if (json) for (const line of [...first, ...last]) screen.line(line);
+  const text = [...first, summary(outcome.report, outcome.files).trimEnd(), ...last, ''].join('\n');
+  return { exitCode, json: outcome.report, text };
+}
+
+async function main(context: CommandContext): Promise<CommandOutput | null> {
+  const args = parseFlags(USAGE, OPTIONS);
+  if (args === null) return null;
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
+  const { values } = args;
+  if (values.recompute !== undefined) {
+    for (const flag of [...PLAN_FLAGS, 'concurrency', 'resume'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --recompute: the study folder says what it ran with`);
     }
-  },
-);
+    const dir = path.resolve(values.recompute);
+    let r;
+    try {
+      r = recomputeStudy(dir, SCENARIOS_DIR);
+    } catch (error) {
+      throw asCommandFailure(error);
+    }
+    const text = r.differences.length === 0 ? `RECOMPUTED: every number of ${values.recompute}/report.json follows from its run folders (verdict ${r.report.verdict})\n` : `DIFFERENT: ${r.differences.length} difference(s) between report.json and the run folders:\n${r.differences.map((d) => `  ${d}`).join('\n')}\n`;
+    return { exitCode: r.differences.length === 0 ? EXIT_CODES.ok : EXIT_CODES.failed, json: { match: r.differences.length === 0, differences: r.differences, report: r.report }, text };
+  }
+
+  const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64);
+  const operator = `${userInfo().username} (uid ${process.getuid?.() ?? 'unknown'})`;
+  const isolation = values['same-uid'] === undefined ? {} : { isolation: { forceSameUid: values['same-uid'] } };
+  const screen = new StudyScreen();
+
+  if (values.resume !== undefined) {
+    for (const flag of PLAN_FLAGS) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed study keeps what it was started with (its study.json)`);
+    }
+    const outDir = path.resolve(values.resume);
+    const stop = installOperatorStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
+    let outcome: StudyOutcome;
+    try {
+      outcome = await resumeStudy({
+        outDir,
+        keyDir: values['key-dir'] ?? null,
+        scenariosDir: SCENARIOS_DIR,
+        concurrency,
+        operator,
+        signal: stop.signal,
+        ...isolation,
+        log: (line) => screen.line(line),
+        onProgress: (p) => screen.progress(p),
+      });
+    } catch (error) {
+      throw asCommandFailure(error);
+    }
+    // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
+    await untilPressSettled();
+    return studyOutput(outcome, stop.signal.aborted, outDir, screen, context.json);
+  }
+
+  // Every flag is checked before anything is written (a key, a lock, the study folder).
+  const model = modelChoiceOf(values);
+  const n = wholeNumberFlag('n', values.n, 1, 33);
+  // The controller's own parser of hour 0 (the wake schedule's Timestamp), so what passes here passes there.
+  const startAt = startAtFlag(values['start-at']);
+  const seed = values.seed ?? DEFAULT_SEED;
+  if (!StudyPlan.shape.seed.safeParse(seed).success) throw new UsageError(`--seed must be 1 to 100 characters, got ${seed.length}`);
+  // Every instance's manifest carries it as its experiment_id, and the default folder is named by it.
+  const studyId = idFlag('study-id', values['study-id']) ?? `study-${todayCompact()}-${randomBytes(3).toString('hex')}`;
+  const outDir = path.resolve(values.out ?? path.join('runs', studyId));
+  const keyDir = values['key-dir'] ?? defaultKeyDir();
+  try {
+    checkNewStudyFolder(outDir);
+  } catch (error) {
+    throw asCommandFailure(error);
+  }
+  const stop = installOperatorStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
+  if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => screen.line(`[study] ${l}`));
+  const effectiveConcurrency = concurrency ?? Math.max(1, cpus().length);
+  screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, concurrency ${effectiveConcurrency}, folder ${outDir}`);
+  let outcome: StudyOutcome;
+  try {
+    outcome = await runStudy({
+      outDir,
+      seed,
+      preregFile: values.prereg ?? DEFAULT_PREREG,
+      keyDir,
+      scenariosDir: SCENARIOS_DIR,
+      concurrency: effectiveConcurrency,
+      n,
+      startAt,
+      model,
+      studyId,
+      operator,
+      signal: stop.signal,
+      ...isolation,
+      log: (line) => screen.line(line),
+      onProgress: (p) => screen.progress(p),
+    });
+  } catch (error) {
+    throw asCommandFailure(error);
+  }
+  // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
+  await untilPressSettled();
+  return studyOutput(outcome, stop.signal.aborted, outDir, screen, context.json);
+}
+
+runCommand('study', USAGE, main);

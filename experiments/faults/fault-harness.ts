@@ -2,17 +2,25 @@
 // every point's hits, and a control: its invariants must hold too), plan the runs from the seed,
 // run them side by side, and sum up faults by kind and point, violations by invariant, and for
 // every violation the seed and the command that reproduces it.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+//
+// A rerun (`only`) is a reproduction check, so it needs something to check against: the record of
+// the same run of the same seed in the same folder. Without one it is refused before anything
+// runs (FaultRerunRefusal; a check that compared nothing must not pass as one).
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { z } from 'zod';
 import { FAULT_KINDS, FAULT_POINTS, type FaultKind, type FaultPoint } from '../../schema/fault-points.js';
-import { Calibration, FAULT_CELLS, GROUPS, instanceSeedOf, planFaultRun, type FaultRunPlan } from './fault-plan.js';
-import { calibrate, calibrationOf, INVARIANTS, reproduceCommand, RunFingerprint, runFaultPlan, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
+import { Calibration, FAULT_CELLS, FaultRunPlan, GROUPS, instanceSeedOf, planFaultRun } from './fault-plan.js';
+import { calibrate, calibrationOf, INVARIANTS, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
 
 /** More runs than this in one batch are refused (200 take about half an hour on two cores). */
 export const MAX_RUNS = 5_000;
 const MAX_DETAIL_CHARS = 500;
+/** A run's record (fault-run.json) larger than this is not read as one: records are a few hundred KiB at most. */
+const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+/** Folders of runs/ a rerun's search names in its refusal, at most (the rest are counted). */
+const MAX_NAMED_RECORDS = 10;
 
 export const FaultFailure = z.strictObject({
   seed: z.string(),
@@ -44,7 +52,11 @@ export const FaultSummary = z.strictObject({
   }),
   /** Hits of every point in each group's clean run. */
   calibration: z.record(z.string(), z.record(z.string(), z.number().int())),
-  /** Set when one run was rerun (--run): whether it reproduced the earlier record in the same folder. */
+  /**
+   * Set when one run was rerun (--run): whether it reproduced the earlier record in the same
+   * folder. compared is always true (a rerun without a record to compare with is refused before
+   * it runs); it stays in the summary so a reader never has to infer it.
+   */
   reproduction: z.strictObject({ run: z.number().int(), compared: z.boolean(), same: z.boolean(), differences: z.array(z.string()) }).nullable(),
   out: z.string(),
   duration_s: z.number(),
@@ -56,13 +68,95 @@ export interface HarnessOptions {
   readonly seed: string;
   /** Runs 1..runs; ignored when `only` is set. */
   readonly runs: number;
-  /** Rerun just this run index (and compare it with its earlier record, if the folder has one). */
+  /** Rerun just this run index and compare it with its earlier record in the folder (refused when there is none). */
   readonly only: number | null;
   readonly concurrency: number;
   readonly onProgress: (line: string) => void;
 }
 
 const CalibrationFile = z.strictObject({ seed: z.string(), calibration: Calibration });
+
+/** A rerun refused before it ran: the harness folder holds no record of that run to compare it with. Nothing was run or written. */
+export class FaultRerunRefusal extends Error {
+  override readonly name = 'FaultRerunRefusal';
+  readonly code = 'fault_rerun_no_earlier_record';
+  constructor(
+    message: string,
+    /** What the search found in OUT/runs/ and why none of it is a record of the run (relative to OUT). */
+    readonly details: { readonly out: string; readonly seed: string; readonly run: number; readonly looked_at: readonly string[] },
+  ) {
+    super(message);
+  }
+}
+
+/** The parts of a run's record (fault-run.json, written by fault-run.ts) a rerun compares with. */
+const RunRecordFile = z.looseObject({ plan: FaultRunPlan, fingerprint: RunFingerprint });
+
+export interface EarlierRecord {
+  /** OUT/runs/<run>/fault-run.json */
+  readonly file: string;
+  readonly plan: FaultRunPlan;
+  readonly fingerprint: RunFingerprint;
+}
+
+/** How every folder of run `index` under OUT/runs/ begins (runNameOf, whatever the plan's group, point and kind). */
+function runFolderPrefix(index: number): string {
+  return `${String(index).padStart(4, '0')}-`;
+}
+
+/**
+ * Every record of run `index` of `seed` in the harness folder `outDir`, read only (nothing is
+ * created, not even `outDir`). Refuses (FaultRerunRefusal) when there is none, naming what it
+ * found instead: a folder without a record (a run that never ended), a record of another seed,
+ * one that does not parse.
+ */
+export function earlierRecordsOf(outDir: string, seed: string, index: number): EarlierRecord[] {
+  const runsDir = path.join(outDir, 'runs');
+  const lookedAt: string[] = [];
+  const records: EarlierRecord[] = [];
+  const entries = existsSync(runsDir) && lstatSync(runsDir).isDirectory() ? readdirSync(runsDir).filter((n) => n.startsWith(runFolderPrefix(index))).sort() : [];
+  for (const name of entries) {
+    const file = path.join(runsDir, name, 'fault-run.json');
+    const rel = path.join('runs', name, 'fault-run.json');
+    if (!existsSync(file) || !lstatSync(file).isFile()) {
+      lookedAt.push(`${rel}: missing (that run never ended)`);
+      continue;
+    }
+    if (statSync(file).size > MAX_RECORD_BYTES) {
+      lookedAt.push(`${rel}: ${statSync(file).size} bytes, over the ${MAX_RECORD_BYTES} a record has; not read`);
+      continue;
+    }
+    let parsed;
+    try {
+      parsed = RunRecordFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    } catch (error) {
+      lookedAt.push(`${rel}: not JSON (${error instanceof Error ? error.message : String(error)})`);
+      continue;
+    }
+    if (!parsed.success) {
+      lookedAt.push(`${rel}: not a run's record: ${z.prettifyError(parsed.error).split('\n').slice(0, 3).join(' ')}`);
+      continue;
+    }
+    if (parsed.data.plan.seed !== seed || parsed.data.plan.index !== index) {
+      lookedAt.push(`${rel}: a record of run ${parsed.data.plan.index} of seed ${JSON.stringify(parsed.data.plan.seed)}, not of run ${index} of seed ${JSON.stringify(seed)}`);
+      continue;
+    }
+    records.push({ file, plan: parsed.data.plan, fingerprint: parsed.data.fingerprint });
+  }
+  if (records.length > 0) return records;
+  const where = !existsSync(outDir) ? `${outDir} does not exist` : `${outDir} holds no record of run ${index} of seed ${JSON.stringify(seed)} (looked for runs/${runFolderPrefix(index)}*/fault-run.json)`;
+  const named = lookedAt.slice(0, MAX_NAMED_RECORDS).map((l) => `\n  ${l}`).join('') + (lookedAt.length > MAX_NAMED_RECORDS ? `\n  … and ${lookedAt.length - MAX_NAMED_RECORDS} more` : '');
+  throw new FaultRerunRefusal(
+    `${where}. --run ${index} is a reproduction check: it compares the new run with run ${index}'s record in --out, so here it would compare nothing. Nothing was run and nothing was written. Give the --out of the harness folder that made run ${index} (the folder its batch's summary names, as in a failure's "reproduce:" line), or run the batch there first: npm run faults -- --seed ${JSON.stringify(seed)} --runs ${index} --out DIR${named}`,
+    { out: outDir, seed, run: index, looked_at: lookedAt },
+  );
+}
+
+/** The record a rerun of `plan` is compared with: the one at its plan's own folder, else (the plan changed with the calibration) the newest one. */
+function recordFor(plan: FaultRunPlan, records: readonly EarlierRecord[]): EarlierRecord {
+  const own = records.find((r) => path.basename(path.dirname(r.file)) === runNameOf(plan));
+  return own ?? [...records].sort((a, b) => statSync(b.file).mtimeMs - statSync(a.file).mtimeMs)[0]!;
+}
 
 function cellName(point: FaultPoint, kind: FaultKind): string {
   return `${point} ${kind}`;
@@ -85,7 +179,14 @@ function describe(result: FaultRunResult): string {
 async function calibration(options: HarnessOptions, queue: PQueue, failures: FaultFailure[]): Promise<Calibration> {
   const file = path.join(options.setup.outDir, 'calibration.json');
   if (existsSync(file)) {
-    const saved = CalibrationFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    let json: unknown = null;
+    try {
+      json = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      // A torn or foreign file is no calibration: made again (and replaced), saying so.
+      options.onProgress(`calibration: ${file} is not JSON (${error instanceof Error ? error.message : String(error)}); calibrating again`);
+    }
+    const saved = CalibrationFile.safeParse(json);
     if (saved.success && saved.data.seed === options.seed) {
       options.onProgress(`calibration: reused ${file} (made for seed ${options.seed}; delete it after changing the code)`);
       return saved.data.calibration;
@@ -112,18 +213,15 @@ async function calibration(options: HarnessOptions, queue: PQueue, failures: Fau
 export async function runHarness(options: HarnessOptions): Promise<FaultSummary> {
   const startedMs = Date.now();
   if (options.only === null && (!Number.isSafeInteger(options.runs) || options.runs < 0 || options.runs > MAX_RUNS)) throw new RangeError(`runs must be 0..${MAX_RUNS}, got ${options.runs}`);
+  // A rerun's records are found (or the rerun refused) before anything runs, the calibration included.
+  const records = options.only !== null ? earlierRecordsOf(options.setup.outDir, options.seed, options.only) : [];
   const queue = new PQueue({ concurrency: options.concurrency });
   const failures: FaultFailure[] = [];
   const cal = await calibration(options, queue, failures);
   const indices = options.only !== null ? [options.only] : Array.from({ length: options.runs }, (_, i) => i + 1);
   const plans: FaultRunPlan[] = indices.map((index) => planFaultRun(options.seed, index, cal));
-
-  let earlier: RunFingerprint | null = null;
-  if (options.only !== null) {
-    const plan = plans[0]!;
-    const record = path.join(options.setup.outDir, 'runs', `${String(plan.index).padStart(4, '0')}-${plan.group}-${plan.point}-${plan.kind}`, 'fault-run.json');
-    if (existsSync(record)) earlier = RunFingerprint.parse((JSON.parse(readFileSync(record, 'utf8')) as { fingerprint: unknown }).fingerprint);
-  }
+  // Read before the rerun replaces the record in its folder.
+  const earlier: RunFingerprint | null = options.only !== null ? recordFor(plans[0]!, records).fingerprint : null;
 
   const results: FaultRunResult[] = [];
   let done = 0;
@@ -154,13 +252,13 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
   for (const failure of failures) violations[failure.invariant] += 1;
 
   let reproduction: FaultSummary['reproduction'] = null;
-  if (options.only !== null) {
-    const rerun = results[0]!;
-    const compared = earlier !== null ? sameRun(earlier, rerun.fingerprint) : null;
-    reproduction = { run: options.only, compared: compared !== null, same: compared?.same ?? false, differences: compared?.differences ?? [] };
+  if (options.only !== null && earlier !== null) {
+    const compared = sameRun(earlier, results[0]!.fingerprint);
+    reproduction = { run: options.only, compared: true, same: compared.same, differences: compared.differences };
   }
   const summary: FaultSummary = {
-    ok: failures.length === 0 && (reproduction === null || !reproduction.compared || reproduction.same),
+    // A rerun passes only by reproducing its record: one that compared nothing is not a pass.
+    ok: failures.length === 0 && (options.only === null || (reproduction !== null && reproduction.compared && reproduction.same)),
     seed: options.seed,
     runs: results.length,
     faults,

@@ -439,8 +439,13 @@ export async function calibrate(setup: HarnessSetup, group: (typeof GROUPS)[numb
   return execute(setup, { name: `calibration-${group}`, plan: null, group, instanceSeed, arming: { armed: null } });
 }
 
+/** The folder of a planned run under OUT/runs/ (its record, run folder and log). */
+export function runNameOf(plan: FaultRunPlan): string {
+  return `${String(plan.index).padStart(4, '0')}-${plan.group}-${plan.point}-${plan.kind}`;
+}
+
 export async function runFaultPlan(setup: HarnessSetup, plan: FaultRunPlan): Promise<FaultRunResult> {
-  const name = `${String(plan.index).padStart(4, '0')}-${plan.group}-${plan.point}-${plan.kind}`;
+  const name = runNameOf(plan);
   return execute(setup, { name, plan, group: plan.group, instanceSeed: plan.instance_seed, arming: { armed: { point: plan.point, kind: plan.kind, hit: plan.hit } } });
 }
 

@@ -206,11 +206,12 @@ describe('the audit desk in Chromium, on a real run', () => {
 });
 
 describe('the audit command', () => {
-  test('stops on Ctrl-C with exit 0 and refuses misuse (2) and a folder that is not a run (1)', async () => {
+  test('stops on Ctrl-C with exit 0 and refuses misuse and a folder that holds no store (both 2)', async () => {
     const [misuse, notARun] = await Promise.all([runCli('audit', []), runCli('audit', [run.setup.keyDir, '--port', '0'])]);
     expect(misuse.code).toBe(2);
     expect(misuse.stderr).toContain('give the run folder to audit');
-    expect(notARun.code).toBe(1);
+    // A folder without a store is a path of the wrong kind (docs/errors.md): misuse, exit 2.
+    expect(notARun.code).toBe(2);
     expect(notARun.stderr).toMatch(/holds no events\.db/);
     desk.child.kill('SIGINT');
     expect(await desk.exited).toBe(0);

@@ -21,6 +21,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { replayStore } from '../../writer/replay.js';
 import { StoreReadError } from '../../writer/store-reader.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
+import { damageMiddleOfStore } from '../support/damaged-store-file.js';
 import { editEnvelope, readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
 import { messageDraft, startWriterFixture, tempDir } from '../support/writer-fixture.js';
 
@@ -326,7 +327,8 @@ describe('read-only', () => {
     const before = folderFacts(dir);
     const storeSha = before.get(RUN_FILES.store)?.sha256;
     expect(storeSha).toMatch(/^[0-9a-f]{64}$/);
-    expect(before.has(`${RUN_FILES.store}-shm`)).toBe(true);
+    // The writer's clean close leaves the store in rollback mode: no -wal/-shm for a reader to make or move.
+    expect([...before.keys()].filter((name) => name.startsWith(`${RUN_FILES.store}-`))).toEqual([]);
     // mtimes are compared: let the clock move past the copy's.
     await new Promise((resolve) => setTimeout(resolve, 20));
     const d = AuditDesk.open(dir);
@@ -344,14 +346,34 @@ describe('read-only', () => {
     expect(d.within(() => d.grownTo())).toBeNull();
     const after = folderFacts(dir);
     expect(after.get(RUN_FILES.store)?.sha256).toBe(storeSha);
-    // SQLite's WAL index (events.db-shm) is shared memory every reader maps: the first
-    // read-only connection to a store nobody else has open (npm run verify and replay too)
-    // rewrites its header in place, so its mtime moves; its bytes and size must not.
-    // Everything else, mtime included, is as it was.
-    const shm = `${RUN_FILES.store}-shm`;
-    const withoutShmMtime = (facts: Map<string, FileFacts>): Map<string, FileFacts> => new Map([...facts].map(([rel, f]) => [rel, rel === shm ? { ...f, mtimeMs: 0 } : f]));
-    expect(withoutShmMtime(after)).toEqual(withoutShmMtime(before));
+    // Every entry, mtime included, is as it was: no side file was made, moved or left.
+    expect(after).toEqual(before);
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+  });
+
+  test('a store in WAL mode on disk (its writer was killed): the -shm a read-only open makes is removed again', async () => {
+    const dir = copies!.copy();
+    // What a killed writer leaves: the header in WAL mode (no -wal with frames here, the harder case for a reader).
+    const db = new Database(storeOf(dir));
+    db.pragma('journal_mode = WAL');
+    db.close();
+    expect(readdirSync(dir).filter((name) => name.startsWith(`${RUN_FILES.store}-`))).toEqual([]);
+    const before = folderFacts(dir);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const d = AuditDesk.open(dir);
+    d.timeline({ afterSeq: 0 }, 50, null);
+    d.headState();
+    expect(folderFacts(dir)).toEqual(before);
+  });
+
+  test('a store with random bytes over a page of an index no page reads in seq order is refused before serving (quick_check), byte-identical', () => {
+    const dir = copies!.copy();
+    const damage = damageMiddleOfStore(storeOf(dir), { btree: 'events_by_type' });
+    const before = folderFacts(dir);
+    const error = thrownBy(() => AuditDesk.open(dir));
+    expect(error, `page ${damage.pageno}`).toBeInstanceOf(StoreReadError);
+    expect(error).toMatchObject({ code: 'damaged', message: expect.stringContaining(`${storeOf(dir)} is damaged: it is not an intact SQLite database (SQLite`) });
+    expect(folderFacts(dir)).toEqual(before);
   });
 
   test('a store a running writer holds is refused as locked', async () => {

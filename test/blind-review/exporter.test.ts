@@ -1,10 +1,16 @@
 // The blind-review export (blind-review/exporter.ts) on a real study: one real A, B and C run
-// (test/support/blind-study.ts), so that the packages really differ by group, plus an unfinished
-// instance that must be refused with its reason. Checked: the exact file set, every file against
-// its schema, nothing identifying anywhere, refs that resolve, the sealed map (0600, in the study
-// folder only), the signed commitment, the refusal of a second export, fresh blind ids per export,
-// a leak refused loudly with the temp folder left for inspection, and the command line's exit codes.
-import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+// (test/support/blind-study.ts), so that the packages really differ by group. Checked: the exact
+// file set, every file against its schema, nothing identifying anywhere, refs that resolve, the
+// sealed map (0600, in the study folder only), the signed commitment, the refusal of a second
+// export, fresh blind ids per export, a leak refused loudly with the temp folder left for
+// inspection, and the command line's exit codes. All or nothing (issue 16): a study with an
+// unfinished, damaged (real bytes overwritten in its events.db), missing, foreign or stray
+// instance is refused whole through the real command — exit 1, a typed code, every instance named
+// with why — with the study and package folders byte-identical afterwards, and the same study
+// exports once repaired (the refusal sealed nothing).
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf } from '../../blind-review/blind-map.js';
@@ -21,23 +27,69 @@ import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy, unseal, type BlindStudy } from '../support/blind-study.js';
 import { runCli } from '../support/cli.js';
 import { tempDir } from '../support/writer-fixture.js';
+import { folderState } from '../support/folder-state.js';
 
 let study: BlindStudy;
-/** The base study plus instances/A-r2, a copy of A-r1 whose store is not sealed. */
-let withUnfinished: string;
+/**
+ * The base study with every way an instance can fail to export, but one: A-r1 unfinished (its
+ * seal deleted), B-r1 damaged (a leaf page of its events table overwritten with random bytes),
+ * instances/A-r2 (a copy of A-r1: a replicate the report does not count) and instances/notes.txt
+ * (not an instance folder); C-r1 is intact, and must not be exported alone.
+ */
+let forged: string;
+
+/** Overwrites the middle leaf page of the events table of a run's events.db with random bytes: real damage, where every read of the events meets it. */
+function damageEvents(runDir: string): void {
+  const file = path.join(runDir, 'events.db');
+  const db = new Database(file, { readonly: true });
+  let offset: number;
+  let pageSize: number;
+  try {
+    pageSize = Number(db.pragma('page_size', { simple: true }));
+    const pages = (db.prepare("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno").all() as { pageno: number }[]).map((p) => p.pageno);
+    if (pages.length < 3) throw new Error(`test setup: ${file} has ${pages.length} leaf pages of events, too few to damage one in the middle`);
+    offset = (pages[Math.floor(pages.length / 2)]! - 1) * pageSize;
+  } finally {
+    db.close();
+  }
+  const fd = openSync(file, 'r+');
+  try {
+    writeSync(fd, randomBytes(pageSize), 0, pageSize, offset);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 beforeAll(async () => {
   study = await makeBlindStudy();
-  withUnfinished = copyStudy(study.studyDir);
-  const a2 = path.join(withUnfinished, 'instances', 'A-r2');
-  cpSync(path.join(withUnfinished, 'instances', 'A-r1'), a2, { recursive: true });
-  unseal(a2);
+  forged = copyStudy(study.studyDir);
+  const instances = path.join(forged, 'instances');
+  cpSync(path.join(instances, 'A-r1'), path.join(instances, 'A-r2'), { recursive: true });
+  unseal(path.join(instances, 'A-r1'));
+  damageEvents(path.join(instances, 'B-r1'));
+  writeFileSync(path.join(instances, 'notes.txt'), 'an operator\'s note left in instances/\n');
 }, 120_000);
+
+/**
+ * Every entry under `root` (recursively, symlinks not followed): its kind, mode and sha256 or
+ * target, so two states compare byte for byte — a file created (a -wal, a -shm), changed or
+ * removed anywhere shows. null when `root` does not exist.
+ */
 
 const options = (overrides: Partial<ExportOptions> = {}): ExportOptions => ({ scenariosDir: SCENARIO_ROOT, keys: study.setup.key.keys, ...overrides });
 /** A stand-in page, for tests about everything but the page (the real one is used in the first test). */
 const trivialPage = (data: ScorecardData): string => `<!doctype html><title>${data.manifest.blind_id}</title>\n`;
 const newOut = (): string => path.join(tempDir('ds-blind-out-'), 'packages');
+
+function refusalOf(run: () => unknown): ExportRefusal {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ExportRefusal) return error;
+    throw error;
+  }
+  throw new Error('expected an ExportRefusal, but the export went through');
+}
 
 function readTimeline(file: string): TimelineEntry[] {
   return readFileSync(file, 'utf8')
@@ -237,13 +289,11 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
 });
 
 describe('exportStudy on a real study', () => {
-  test('one package per finished instance, the unfinished one refused with its reason; every file exact, parsed, blind and self-consistent', () => {
-    const studyDir = copyStudy(withUnfinished);
+  test('one package per instance; every file exact, parsed, blind and self-consistent', () => {
+    const studyDir = copyStudy(study.studyDir);
     const out = newOut();
     const result = exportStudy(studyDir, out, options());
 
-    // Refused, not skipped: the unfinished instance is named with why.
-    expect(result.refused).toEqual([{ instance: path.join('instances', 'A-r2'), reason: expect.stringMatching(/^not finished: its store is not sealed/) }]);
     expect(result.packages).toHaveLength(3);
     expect(result.leakCheck).toMatchObject({ ok: true, findings: [], packages: 3, filesChecked: 24 });
     expect(result.notes.join(' ')).toMatch(/3 × plan_decision/);
@@ -357,20 +407,20 @@ describe('exportStudy on a real study', () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  test('blind ids are random per export, never derived: two copies get different ids; one fixed random source gives any study the same ids', () => {
+  test('blind ids are random per export, never derived: two copies get different ids; one fixed random source gives two study folders the same ids', () => {
     const a = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage }));
     const b = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage }));
     const idsA = a.packages.map((p) => p.blind_id);
     const idsB = b.packages.map((p) => p.blind_id);
     expect(idsA.filter((id) => idsB.includes(id))).toEqual([]);
     expect(a.commitment.hash).not.toBe(b.commitment.hash);
-    // The ids depend on the random source alone: a fixed source gives the same ids to different studies.
+    // The ids depend on the random source alone: a fixed source gives the same ids to two study folders.
     const fixed = (): ExportOptions['random'] => {
       let counter = 0;
       return (bytes) => Buffer.alloc(bytes, (counter += 1) % 256);
     };
     const c = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage, random: fixed() }));
-    const d = exportStudy(copyStudy(withUnfinished), newOut(), options({ renderScorecard: trivialPage, random: fixed() }));
+    const d = exportStudy(copyStudy(study.studyDir), newOut(), options({ renderScorecard: trivialPage, random: fixed() }));
     expect(c.packages.map((p) => p.blind_id)).toEqual(d.packages.map((p) => p.blind_id));
   }, 30_000);
 
@@ -399,33 +449,30 @@ describe('exportStudy on a real study', () => {
     expect(readdirSync(refusal!.details.tempDir!)).toHaveLength(3);
   });
 
-  test('refusals: a folder that is not a study, an out folder that is not empty, a study with nothing finished', () => {
+  test('refusals: a folder that is not a study, an out folder that is not empty or a file, a study with nothing finished', () => {
     expect(() => exportStudy(tempDir('ds-not-a-study-'), newOut(), options())).toThrow(/study\.json is missing/);
     const busy = tempDir('ds-busy-out-');
     writeFileSync(path.join(busy, 'something'), 'x');
     expect(() => exportStudy(copyStudy(study.studyDir), busy, options())).toThrow(/exists and is not empty/);
+    expect(() => exportStudy(copyStudy(study.studyDir), path.join(busy, 'something'), options())).toThrow(/exists and is not a folder/);
     const studyDir = copyStudy(study.studyDir);
     for (const g of ['A', 'B', 'C']) unseal(path.join(studyDir, 'instances', `${g}-r1`));
-    let refusal: ExportRefusal | null = null;
-    try {
-      exportStudy(studyDir, newOut(), options());
-    } catch (e) {
-      refusal = e as ExportRefusal;
-    }
-    expect(refusal?.problem).toBe('nothing-to-export');
-    expect(refusal?.details.refused?.map((r) => r.instance)).toEqual(['A-r1', 'B-r1', 'C-r1'].map((n) => path.join('instances', n)));
-    expect(refusal?.message).toMatch(/instances\/C-r1: not finished/);
+    const refusal = refusalOf(() => exportStudy(studyDir, newOut(), options()));
+    expect(refusal.problem).toBe('instances-refused');
+    expect(refusal.code).toBe('export_instances_refused');
+    expect(refusal.details.refused?.map((r) => r.instance)).toEqual(['A-r1', 'B-r1', 'C-r1'].map((n) => path.join('instances', n)));
+    expect(refusal.message).toMatch(/instances\/C-r1: not finished/);
   });
 
   test('npm run export: 0 exported and leak-free, 1 a second export, 2 misuse', async () => {
-    const studyDir = copyStudy(withUnfinished);
+    const studyDir = copyStudy(study.studyDir);
     const out = newOut();
     const ok = await runCli('export', [studyDir, '--out', out, '--key-dir', study.setup.keyDir, '--json']);
     expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);
-    const printed = JSON.parse(ok.stdout) as { exported: string[]; refused: { instance: string; reason: string }[]; leak_check: { ok: boolean } };
+    const printed = JSON.parse(ok.stdout) as { ok: boolean; exit_code: number; exported: string[]; leak_check: { ok: boolean } };
+    expect(printed).toMatchObject({ ok: true, exit_code: 0 });
     expect(printed.exported).toHaveLength(3);
-    expect(printed.refused.map((r) => r.instance)).toEqual([path.join('instances', 'A-r2')]);
     expect(printed.leak_check.ok).toBe(true);
     // Blind ids only: the map's groups and folders are never printed next to them.
     expect(ok.stdout).not.toMatch(/"group"|instances\/[ABC]-r1/);
@@ -439,4 +486,70 @@ describe('exportStudy on a real study', () => {
     expect(misuse.stderr).toMatch(/--out PKG_DIR is required/);
     expect(misuse.stderr).toContain('usage: npm run export');
   }, 40_000);
+});
+
+describe('all or nothing: a study with any instance that cannot be exported is refused whole', () => {
+  test('npm run export of a study with an unfinished, a damaged, a foreign and a stray instance: exit 1, a typed code, every one named with why and what to do, nothing written; repaired, the same study exports', async () => {
+    const studyDir = copyStudy(forged);
+    const outParent = tempDir('ds-blind-out-');
+    const out = path.join(outParent, 'packages');
+    const emptyOut = path.join(tempDir('ds-blind-out-'), 'packages');
+    mkdirSync(emptyOut);
+    const before = { study: folderState(studyDir), outParent: folderState(outParent), emptyOut: folderState(emptyOut) };
+
+    const refused = await runCli('export', [studyDir, '--out', out, '--key-dir', study.setup.keyDir, '--json']);
+    expect(refused.code).toBe(1);
+    const printed = JSON.parse(refused.stdout) as { ok: boolean; command: string; exit_code: number; error: { code: string; message: string; refused: { instance: string; reason: string }[] } };
+    expect(printed).toMatchObject({ ok: false, command: 'export', exit_code: 1, error: { code: 'export_instances_refused' } });
+    const inst = (name: string): string => path.join('instances', name);
+    expect(printed.error.refused).toEqual([
+      { instance: inst('A-r1'), reason: expect.stringMatching(/^not finished: its store is not sealed .*npm run study -- --resume/) },
+      { instance: inst('A-r2'), reason: expect.stringMatching(/^not one of the study's instances: its report counts replicates 1 to 1 per group/) },
+      { instance: inst('B-r1'), reason: expect.stringMatching(/^its run folder cannot be read: .*npm run verify -- /) },
+      { instance: inst('notes.txt'), reason: expect.stringMatching(/^not an instance folder of npm run study/) },
+    ]);
+    // The screen: the refusal, what state things are in, what to do, and every instance; no stack trace.
+    expect(refused.stderr).toMatch(/^export: REFUSED \(instances-refused\): 4 of the 5 instance\(s\) of .* cannot be exported, so nothing was exported/);
+    expect(refused.stderr).toContain('Nothing was written: no package, no sealed map, no commitment');
+    expect(refused.stderr).toContain(`npm run study -- --resume ${studyDir}`);
+    for (const name of ['A-r1', 'A-r2', 'B-r1', 'notes.txt']) expect(refused.stderr).toContain(`\n  ${inst(name)}: `);
+    expect(refused.stderr).not.toContain(inst('C-r1'));
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+    // Byte-identical: the study folder (no map, no -wal or -shm beside a store read), and no package folder.
+    expect(folderState(studyDir)).toEqual(before.study);
+    expect(folderState(outParent)).toEqual(before.outParent);
+    expect(existsSync(out)).toBe(false);
+
+    // Into an empty package folder: refused the same way, the folder left empty.
+    const intoEmpty = await runCli('export', [studyDir, '--out', emptyOut, '--key-dir', study.setup.keyDir]);
+    expect({ code: intoEmpty.code, stdout: intoEmpty.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(intoEmpty.stderr).toMatch(/^export: REFUSED \(instances-refused\)/);
+    expect(folderState(emptyOut)).toEqual(before.emptyOut);
+    expect(folderState(studyDir)).toEqual(before.study);
+
+    // Repaired (the intact instances back, the strays moved out): the refusal sealed nothing, so the study exports whole.
+    for (const name of ['A-r1', 'B-r1']) {
+      rmSync(path.join(studyDir, inst(name)), { recursive: true });
+      cpSync(path.join(study.studyDir, inst(name)), path.join(studyDir, inst(name)), { recursive: true });
+    }
+    rmSync(path.join(studyDir, inst('A-r2')), { recursive: true });
+    rmSync(path.join(studyDir, inst('notes.txt')));
+    const ok = await runCli('export', [studyDir, '--out', out, '--key-dir', study.setup.keyDir, '--json']);
+    expect({ code: ok.code, stderr: ok.stderr }).toEqual({ code: 0, stderr: '' });
+    expect((JSON.parse(ok.stdout) as { exported: string[] }).exported).toHaveLength(3);
+    expect(existsSync(path.join(studyDir, BLIND_REVIEW_FILES.sealedMap))).toBe(true);
+  }, 60_000);
+
+  test('an instance the report counts but the folder lacks (a study stopped before it started it) is refused as missing; nothing written', () => {
+    const studyDir = copyStudy(study.studyDir);
+    rmSync(path.join(studyDir, 'instances', 'C-r1'), { recursive: true });
+    const before = folderState(studyDir);
+    const out = newOut();
+    const refusal = refusalOf(() => exportStudy(studyDir, out, options({ renderScorecard: trivialPage })));
+    expect(refusal.problem).toBe('instances-refused');
+    expect(refusal.details.refused).toEqual([{ instance: path.join('instances', 'C-r1'), reason: expect.stringMatching(/^missing: the study's report counts 1 instance\(s\) per group, but this folder does not exist/) }]);
+    expect(refusal.message).toMatch(/^1 of the 3 instance\(s\) of /);
+    expect(folderState(studyDir)).toEqual(before);
+    expect(existsSync(path.dirname(out)) && readdirSync(path.dirname(out))).toEqual([]);
+  });
 });

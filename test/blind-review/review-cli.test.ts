@@ -109,14 +109,14 @@ describe('npm run review', () => {
       runCli('review', ['arbitrate', pkgDir, card(IDS[0], 'carol', 50)]),
     ]);
     expect(earlyUnblind.code).toBe(1);
-    expect(earlyUnblind.stderr).toMatch(/^REFUSED \(not-locked\): the review of .* is not locked/);
+    expect(earlyUnblind.stderr).toMatch(/^review: REFUSED \(not-locked\): the review of .* is not locked/);
     expect(earlyLock.code).toBe(1);
     expect(earlyLock.stderr).toMatch(/REFUSED \(not-ready\): lock refused: 0 instance\(s\) incomplete and 1 awaiting arbitration/);
     expect(earlyLock.stderr).toMatch(/\n {2}R-1B1B1B: arbitration required \(score gap 20\)/);
     expect(badImport.code).toBe(1);
-    const bad = JSON.parse(badImport.stdout) as { ok: boolean; problem: string; details: string[] };
-    expect(bad).toMatchObject({ ok: false, command: 'import', problem: 'unknown-blind-id' });
-    expect(bad.details).toEqual([
+    const bad = JSON.parse(badImport.stdout) as { ok: boolean; error: { problem: string; details: string[] } };
+    expect(bad).toMatchObject({ ok: false, command: 'review', exit_code: 1, error: { code: 'review_unknown_blind_id', problem: 'unknown-blind-id' } });
+    expect(bad.error.details).toEqual([
       expect.stringMatching(/blind id R-ABCDEF is not one of the 3 packages/),
       expect.stringMatching(/"alice" already has a different scorecard for R-0A0A0A .*sha256:[0-9a-f]{64}; this file sha256:[0-9a-f]{64}/),
     ]);

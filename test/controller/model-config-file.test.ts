@@ -345,8 +345,8 @@ describe('through the real command line: npm run experiment -- --model-config F'
 
   it('runs the instance the file names to its end: exit 0, verified, every call answered by the configured server', () => {
     expect(ok.code, ok.stderr.slice(-3_000)).toBe(0);
-    const out = JSON.parse(ok.stdout) as { status: string; runDir: string; verify: { ok: boolean } };
-    expect(out).toMatchObject({ status: 'finished', runDir, verify: { ok: true } });
+    const out = JSON.parse(ok.stdout) as { status: string; run_dir: string; verify: { ok: boolean } };
+    expect(out).toMatchObject({ status: 'finished', run_dir: runDir, verify: { ok: true }, exit_code: 0 });
     expect(server.errors).toEqual([]);
     const events = storedEvents(runDir);
     const started = ofType(events, 'ExperimentEvent.WakeStarted').length;

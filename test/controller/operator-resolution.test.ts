@@ -163,7 +163,9 @@ function repair(dir: string, intentEventId: string, more: { resolution?: string;
 
 function resultOf(cli: CliResult): OperatorResolutionResult {
   expect(cli.code, cli.stderr).toBe(0);
-  return OperatorResolutionResult.parse(JSON.parse(cli.stdout));
+  const { exit_code: exitCode, ...result } = JSON.parse(cli.stdout) as Record<string, unknown>;
+  expect(exitCode).toBe(0);
+  return OperatorResolutionResult.parse(result);
 }
 
 /** A refusal: exit 1, the code in the JSON, the message on stderr, and the store exactly as it was. */
@@ -443,7 +445,7 @@ describe('refusals: exit 1, nothing appended', () => {
     }
   }, 60_000);
 
-  test('a store a writer still holds is refused as locked', async () => {
+  test('a store a writer still holds is refused as store_locked, saying it is safe', async () => {
     const dir = copies.copy();
     const tokens = { runtime: newToken(), experiment: newToken() };
     const socketDir = mkdtempSync(path.join(tmpdir(), 'ds-repair-held-'));
@@ -456,7 +458,7 @@ describe('refusals: exit 1, nothing appended', () => {
       rmSync(socketDir, { recursive: true, force: true });
     }
     expect(cli.code).toBe(1);
-    expect(JSON.parse(cli.stdout)).toMatchObject({ error: { code: 'locked', message: expect.stringMatching(/is locked: a writer is still running on it/) } });
+    expect(JSON.parse(cli.stdout)).toMatchObject({ error: { code: 'store_locked', message: expect.stringMatching(/is locked: a writer is still running on it.*That is safe: nothing was changed/) } });
     expect(headSeq(dir)).toBe(headSeq(base.dir));
   }, 60_000);
 
@@ -475,7 +477,7 @@ describe('refusals: exit 1, nothing appended', () => {
     try {
       const cli = await repair(dir, base.ids.first.event_id);
       expect(cli.code).toBe(1);
-      expect(JSON.parse(cli.stdout)).toMatchObject({ error: { code: 'not_found', message: expect.stringContaining('holds no events.db') } });
+      expect(JSON.parse(cli.stdout)).toMatchObject({ exit_code: 1, error: { code: 'not_found', message: expect.stringContaining('holds no events.db') } });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

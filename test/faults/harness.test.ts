@@ -51,7 +51,9 @@ describe('npm run faults', () => {
     async () => {
       const result = await runCli('faults', ['--seed', 'ci-1', '--runs', '2', '--out', out, '--json']);
       expect(result.stderr).toContain('[faults] calibration-A: calibration');
-      summary = FaultSummary.parse(JSON.parse(result.stdout));
+      const { exit_code: exitCode, ...printed } = JSON.parse(result.stdout) as Record<string, unknown>;
+      expect(exitCode).toBe(0);
+      summary = FaultSummary.parse(printed);
       expect({ code: result.code, ok: summary.ok, failures: summary.failures }).toEqual({ code: 0, ok: true, failures: [] });
       expect(summary.runs).toBe(2);
       expect(Object.values(summary.faults).reduce((a, b) => a + b, 0)).toBe(2);
@@ -70,7 +72,9 @@ describe('npm run faults', () => {
     'rerunning one run of the seed reproduces it exactly',
     async () => {
       const result = await runCli('faults', ['--seed', 'ci-1', '--run', '2', '--out', out, '--json']);
-      const rerun = FaultSummary.parse(JSON.parse(result.stdout));
+      const { exit_code: rerunExit, ...rerunPrinted } = JSON.parse(result.stdout) as Record<string, unknown>;
+      expect(rerunExit).toBe(0);
+      const rerun = FaultSummary.parse(rerunPrinted);
       expect(result.stderr).toContain('calibration: reused');
       expect({ code: result.code, reproduction: rerun.reproduction }).toEqual({ code: 0, reproduction: { run: 2, compared: true, same: true, differences: [] } });
     },

@@ -66,7 +66,9 @@ beforeAll(async () => {
     '--n', '1', '--seed', 'pilot', '--prereg', preregFile, '--key-dir', keyDir, '--out', out, '--same-uid', 'pilot test', '--concurrency', '2', '--json',
     '--model', 'local', '--model-file', MODEL_FILE, '--model-seed', '1', '--temperature', '0.8', '--model-timeout-ms', '120000',
   ]);
-  report = StudyReport.parse(JSON.parse(study.stdout));
+  const { exit_code: exitCode, ...body } = JSON.parse(study.stdout) as Record<string, unknown>;
+  expect(exitCode).toBe(study.code);
+  report = StudyReport.parse(body);
 }, 900_000);
 
 function events(runDir: string): EventEnvelope[] {

@@ -27,10 +27,10 @@ describe('npm run study', () => {
     expect(r.stderr).toContain('usage: npm run study');
   });
 
-  test('--recompute on a folder that is not a study: exit 1, saying so', async () => {
+  test('--recompute on a folder that is not a study: exit 2 (a path of the wrong kind), saying so', async () => {
     const dir = tempDir('ds-not-a-study-');
     const r = await runCli('study', ['--recompute', dir]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/study\.json is missing: .* is not a study folder of npm run study/);
   });
 
@@ -49,7 +49,9 @@ describe('npm run study', () => {
     const out = path.join(dir, 'study');
     const r = await runCli('study', ['--n', '1', '--seed', 'cli', '--prereg', preregFile, '--key-dir', keyDir, '--out', out, '--same-uid', 'test', '--json']);
     expect(r.stderr).toMatch(/study \(n = 1 per group\): 3\/3 finished/);
-    const report = StudyReport.parse(JSON.parse(r.stdout));
+    const { exit_code: exitCode, ...body } = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(exitCode).toBe(r.code);
+    const report = StudyReport.parse(body);
     expect([0, 4]).toContain(r.code);
     expect(r.code).toBe(report.voided || report.verdict === 'insufficient evidence' ? 4 : 0);
     expect(report.n).toBe(1);

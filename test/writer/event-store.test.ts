@@ -1,6 +1,7 @@
 // The store in-process on a real SQLite file: the transaction boundary of spec §12.2.
 import Database from 'better-sqlite3';
-import { rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { eventCountsProjection, type EventCounts } from '../../projector/event-counts.js';
@@ -9,6 +10,8 @@ import { hashCanonical } from '../../schema/hash.js';
 import { EventStore, StoreOpenError, type EventStoreOptions } from '../../writer/event-store.js';
 import { validateDrafts, type ValidatedDraft } from '../../writer/draft-validation.js';
 import { WriterError, type EventDraft } from '../../writer/protocol.js';
+import { openStoreReadOnly } from '../../writer/store-reader.js';
+import { damageMiddleOfStore } from '../support/damaged-store-file.js';
 import { journalDraft, messageDraft, tempDir } from '../support/writer-fixture.js';
 
 const dirs: string[] = [];
@@ -122,7 +125,7 @@ describe('opening a store', () => {
     expect(() => EventStore.open(opts)).toThrow(/is not an event store/);
   });
 
-  test('sets WAL and synchronous=FULL, and holds the file exclusively', () => {
+  test('sets WAL and synchronous=FULL, holds the file exclusively, and leaves it in rollback mode at a clean close', () => {
     const opts = options();
     const store = EventStore.create(opts);
     // synchronous 2 = FULL: better-sqlite3 would otherwise leave a WAL connection at NORMAL.
@@ -131,8 +134,74 @@ describe('opening a store', () => {
     expect(() => other.prepare('SELECT count(*) FROM events').get()).toThrow(/locked|busy/i);
     other.close();
     store.close();
-    const after = new Database(opts.path, { readonly: true });
-    expect(after.pragma('journal_mode', { simple: true })).toBe('wal');
-    after.close();
+    // A read-only open of a WAL-mode file would leave a -wal and a -shm beside it; of this one, nothing.
+    const db = openStoreReadOnly(opts.path);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('delete');
+    db.close();
+    expect(readdirSync(path.dirname(opts.path))).toEqual(['events.db']);
+    // And the next writer is in WAL again.
+    const reopened = EventStore.open(opts);
+    expect(reopened.connectionSettings()).toMatchObject({ journal_mode: 'wal', locking_mode: 'exclusive' });
+    reopened.close();
   });
 });
+
+describe('a file that is not an intact store is refused before a byte is written', () => {
+  /** The folder's names and each file's bytes. */
+  const folderState = (dir: string): Record<string, string> =>
+    Object.fromEntries(readdirSync(dir).sort().map((name) => [name, createHash('sha256').update(readFileSync(path.join(dir, name))).digest('hex')]));
+
+  test('an empty events.db: store_empty, and it stays 0 bytes (SQLite would make it a 4,096-byte database)', () => {
+    const opts = options();
+    writeFileSync(opts.path, '');
+    const error = thrown(() => EventStore.open(opts));
+    expect(error).toBeInstanceOf(StoreOpenError);
+    expect(error).toMatchObject({ code: 'store_empty', message: expect.stringContaining(`${opts.path} is empty (0 bytes)`) });
+    expect(statSync(opts.path).size).toBe(0);
+    expect(readdirSync(path.dirname(opts.path))).toEqual(['events.db']);
+  });
+
+  test('a file without SQLite\'s header: store_damaged, byte-identical', () => {
+    const opts = options();
+    writeFileSync(opts.path, 'not a database, but long enough to have a header of sorts\n'.repeat(100));
+    const before = folderState(path.dirname(opts.path));
+    expect(thrown(() => EventStore.open(opts))).toMatchObject({ code: 'store_damaged', message: expect.stringMatching(/is damaged: it is not an intact SQLite database \(.* do not begin with SQLite's header/) });
+    expect(folderState(path.dirname(opts.path))).toEqual(before);
+  });
+
+  test('random bytes over a page in the middle: store_damaged, byte-identical (nothing switched to WAL)', () => {
+    const opts = options();
+    const store = EventStore.create(opts);
+    // Enough events for several leaf pages of the events table.
+    for (let i = 0; i < 40; i += 1) store.append(valid(...Array.from({ length: 10 }, (_, j) => journalDraft(`entry ${i}/${j} ${'x'.repeat(200)}`))), null);
+    store.close();
+    const damage = damageMiddleOfStore(opts.path);
+    const before = folderState(path.dirname(opts.path));
+    const error = thrown(() => EventStore.open(opts));
+    // quick_check reports the page, or SQLite refuses it outright (SQLITE_CORRUPT): either is what SQLite said.
+    expect(error).toMatchObject({ code: 'store_damaged', message: expect.stringMatching(/not an intact SQLite database \(SQLite (quick_check|SQLITE_CORRUPT)/) });
+    expect((error as Error).message).toContain(`${opts.path} is damaged`);
+    expect((error as Error).message).toContain('Nothing was changed');
+    expect(folderState(path.dirname(opts.path)), `page ${damage.pageno} damaged`).toEqual(before);
+  });
+
+  test('a store another writer holds: store_locked, saying it is safe', () => {
+    const opts = options();
+    const holder = EventStore.create(opts);
+    try {
+      const error = thrown(() => EventStore.open(opts));
+      expect(error).toMatchObject({ code: 'store_locked', message: expect.stringMatching(/is locked: a writer is still running on it .*That is safe: nothing was changed/) });
+    } finally {
+      holder.close();
+    }
+  });
+});
+
+function thrown(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}

@@ -90,6 +90,9 @@ describe.concurrent('npm run replay', () => {
     const strict = await cli('replay', [dir, '--json']);
     expect(strict.code).toBe(2);
     expect(onlyJson(strict)).toEqual({
+      ok: false,
+      command: 'replay',
+      exit_code: 2,
       error: { code: 'version_mismatch', message: expect.any(String), differences: [{ where: 'projection row', field: 'projector_version', recorded: '0.9.0', expected: '1.0.0' }] },
     });
     expect(strict.stderr).toMatch(/projection row: projector_version recorded 0\.9\.0, expected 1\.0\.0/);

@@ -277,7 +277,18 @@ describe('npm run verify', () => {
       failures: [],
       warnings: [{ store: 'plan.json', seq: null, reason: "no plan.json: the run's plan was not checked" }],
       plans: { runs: [{ run: '.', plan: 'absent', checked: null }] },
+      exit_code: 0,
     });
+  });
+
+  test('a run\'s events.db stands for its run folder, as replay, restore and audit take it; another file is refused', async () => {
+    const byStore = await cli([path.join(sealed.dir, RUN_FILES.store), '--json']);
+    const byFolder = await cli([sealed.dir, '--json']);
+    expect(byStore.code).toBe(0);
+    expect(JSON.parse(byStore.stdout)).toEqual(JSON.parse(byFolder.stdout));
+    const other = await cli([path.join(sealed.dir, RUN_FILES.manifest)]);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/is a file but not a run's events\.db; give the run or study folder/);
   });
 
   test('exit 1 with every failure and its seq for a forged run', async () => {
