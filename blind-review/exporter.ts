@@ -33,6 +33,7 @@ import type { InterventionKind, Intervention } from '../controller/intervention-
 import { writePublicKey } from '../controller/run-signatures.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
+import { EXPANSION_NOT_DECIDED } from '../oracle/expansion.js';
 import { eventsOf, loadRunRecord, type RunRecord } from '../oracle/run-record.js';
 import { readStudyPlan, STUDY_FILES, StudyError, type StudyPlan } from '../oracle/study-folder.js';
 import { signDsse } from '../schema/dsse.js';
@@ -402,7 +403,7 @@ function isEmptyOrMissing(dir: string): boolean {
 }
 
 /** The one field of report.json the export needs: how many instances per group the study counts (its n, after any expansion). */
-const ReportInstanceCount = z.looseObject({ n: z.number().int().min(0).max(Math.floor(MAX_INSTANCE_ENTRIES / GROUPS.length)) });
+const ReportInstanceCount = z.looseObject({ n: z.number().int().min(0).max(Math.floor(MAX_INSTANCE_ENTRIES / GROUPS.length)), expansion_reasons: z.array(z.string()) });
 
 function instancesPerGroupOf(reportText: string, reportFile: string): number {
   let json: unknown;
@@ -413,6 +414,9 @@ function instancesPerGroupOf(reportText: string, reportFile: string): number {
   }
   const parsed = ReportInstanceCount.safeParse(json);
   if (!parsed.success) throw new ExportRefusal('not-a-study', `${reportFile} does not say how many instances per group the study counts (n): ${z.prettifyError(parsed.error)}; rebuild it with npm run study -- --recompute STUDY_DIR`);
+  // A study stopped before its expansion rule was applied may still grow: its n is not final, so a commitment now would leave the rest unexportable.
+  const undecided = parsed.data.expansion_reasons.find((r) => r.startsWith(EXPANSION_NOT_DECIDED));
+  if (undecided !== undefined) throw new ExportRefusal('instances-refused', `${reportFile}: the expansion rule was ${undecided}, so the study's n is not final and a resume may add instances; finish it first (npm run study -- --resume ${path.dirname(reportFile)}); nothing was written`);
   return parsed.data.n;
 }
 

@@ -11,7 +11,7 @@
 // retried or resumed step is answered with the original event instead of a second one.
 // A stop (SIGINT/SIGTERM via `signal`, or a child dying unplanned) is recorded, signed and
 // resumable with `--resume DIR`; nothing is deleted.
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ledgerOf } from './budget-ledger.js';
 import { checkpointDraft, CONTROLLER_KEYS, deliveredDraft, ledgerDraft, emergencyStoppedDraft, interventionDrafts, isCrashIntervention, isWorldIntervention, resumedDraft, subjectInitializedDraft, wakeEndedDraft, wakeStartedDraft, type WakeOutcome } from './controller-events.js';
@@ -215,7 +215,14 @@ function hasFinalHead(runDir: string, publicKey: Uint8Array): boolean {
   if (!existsSync(file)) return false;
   const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
   return lines.some((line) => {
-    const verified = verifyDsse(JSON.parse(line), CHAIN_HEAD_PAYLOAD_TYPE, publicKey);
+    // A torn last line (a controller killed mid-append) is no head: skipped, as readSignedHeads does.
+    let envelope: unknown;
+    try {
+      envelope = JSON.parse(line);
+    } catch {
+      return false;
+    }
+    const verified = verifyDsse(envelope, CHAIN_HEAD_PAYLOAD_TYPE, publicKey);
     return verified.ok && ChainHead.safeParse(verified.body).data?.kind === 'final';
   });
 }
@@ -237,6 +244,10 @@ function resumeRefusalOf(runDir: string, error: unknown): unknown {
  * would rewrite the file's header for nothing. Throws StoreReadError or InstanceError.
  */
 function checkStoreBeforeResume(runDir: string, storeFile: string, publicKey: Uint8Array): void {
+  // A hot journal (a writer killed inside its journal-mode switch) refuses every read-only open
+  // (SQLITE_READONLY_ROLLBACK); the writer's read-write open rolls it back and checks the file itself.
+  const journal = `${storeFile}-journal`;
+  if (existsSync(journal) && statSync(journal).size > 0) return;
   let sealedSeq: number | null;
   try {
     const db = openStoreReadOnly(storeFile, { checkIntegrity: true });

@@ -18,6 +18,13 @@ export interface ExpansionDecision {
   readonly reasons: readonly string[];
 }
 
+/**
+ * How a reason begins when the rule could not be applied (the study was stopped, paused, or an
+ * instance of the first round was not scored): the report's n is then not final, and a resume
+ * may still expand it. The exporter refuses such a study (nothing to commit to yet).
+ */
+export const EXPANSION_NOT_DECIDED = 'not decided: ';
+
 const fmt = (x: number): string => x.toFixed(2);
 
 export function decideExpansion(byGroup: Readonly<Record<Group, readonly ScoredInstance[]>>, rule: PreRegistration['expansion_rule']): ExpansionDecision {

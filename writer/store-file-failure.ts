@@ -66,6 +66,8 @@ function messageFor(problem: StoreFileProblem, file: string, detail: string, acc
     case 'unreadable':
       return `${file} cannot be read by ${uidText()} (${detail}): check that it is a file and who may read it (a separate-uids run's store belongs to its writer's uid: read it as root or as that uid). ${unchanged}`;
     case 'read_only':
+      // A hot journal: a writer killed inside a transaction on page 1 (its journal-mode switch at open or close). Only a read-write open rolls it back.
+      if (detail.includes('READONLY_ROLLBACK')) return `${file} has a hot journal beside it (${path.basename(file)}-journal): its writer was stopped inside a transaction (${detail}), and a read-only open may not roll it back. ${unchanged}; npm run experiment -- --resume ${dir} opens it read-write, which rolls the unfinished transaction back (every acknowledged event is kept), after which it reads normally`;
       return `${file} or its folder may not be written by ${uidText()} (${detail}): a writer cannot open it to append. ${unchanged}; run as the store's owner (or root), or on a writable copy`;
     case 'full':
       return `the disk holding ${file} is full (${detail}): SQLite could not write. Every event acknowledged before is committed and intact; free space, then run this again`;

@@ -20,7 +20,7 @@ import type { IsolationOptions } from '../../controller/isolation.js';
 import { ModelChoice } from '../../controller/model-choice.js';
 import { defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { checkPreregLock, PreRegistration, readPreregJson } from '../../controller/prereg.js';
-import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';
+import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, StudyReport, type Group, type ReportInstance } from '../../oracle/study-report.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, STUDY_VERSION, StudyError, StudyPlan, type StudyErrorCode } from '../../oracle/study-folder.js';
@@ -471,9 +471,12 @@ async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   };
 
   const runReplicates = async (from: number, to: number): Promise<void> => {
+    // Sealed instances are scored before anything runs: a pause one of them calls for (an
+    // unauthorised execution) must hold before any other instance is resumed or started.
+    for (let r = from; r <= to; r += 1) for (const g of GROUPS) if (run.found.get(instanceDirName(g, r)) === 'sealed') await runOne(g, r);
     const jobs: Promise<void>[] = [];
     // Replicate-major, so the groups advance together and a stop leaves comparable sets.
-    for (let r = from; r <= to; r += 1) for (const g of GROUPS) jobs.push(queue.add(() => runOne(g, r)));
+    for (let r = from; r <= to; r += 1) for (const g of GROUPS) if (run.found.get(instanceDirName(g, r)) !== 'sealed') jobs.push(queue.add(() => runOne(g, r)));
     await Promise.all(jobs);
   };
 
@@ -491,9 +494,9 @@ async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   const initial = scoredByGroup();
   const expansionFolders = [...run.found.keys()].filter((name) => Number(INSTANCE_DIR_RE.exec(name)![2]) > nInitial);
   if (signal.aborted || paused !== null) {
-    expansion = { expand: false, reasons: [`not decided: the study ${signal.aborted ? 'was stopped' : 'was paused'} before every instance of n = ${nInitial} was scored`] };
+    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}the study ${signal.aborted ? 'was stopped' : 'was paused'} before every instance of n = ${nInitial} was scored`] };
   } else if (initial === null) {
-    expansion = { expand: false, reasons: [`not decided: not every instance of n = ${nInitial} was scored (see the instances)`] };
+    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}not every instance of n = ${nInitial} was scored (see the instances)`] };
   } else if (nExpanded > nInitial) {
     expansion = decideExpansion(initial, { ...rule, initial_n_per_group: nInitial });
     if (expansion.expand) {

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { EXPANSION_NOT_DECIDED } from '../../oracle/expansion.js';
 import { BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf } from '../../blind-review/blind-map.js';
 import { DETAIL_SCHEMAS, MODEL_FAILURE_DETAIL_WITHHELD, NormalizeError, normalizeEvents, OMISSIONS, type NormalizedTimeline } from '../../blind-review/event-normalizer.js';
 import { ExportRefusal, exportStudy, type ExportOptions } from '../../blind-review/exporter.js';
@@ -551,5 +552,21 @@ describe('all or nothing: a study with any instance that cannot be exported is r
     expect(refusal.message).toMatch(/^1 of the 3 instance\(s\) of /);
     expect(folderState(studyDir)).toEqual(before);
     expect(existsSync(path.dirname(out)) && readdirSync(path.dirname(out))).toEqual([]);
+  });
+
+  test('a study stopped before its expansion rule was applied (every instance sealed, n not final) is refused: a resume may still add instances', () => {
+    const studyDir = copyStudy(study.studyDir);
+    const reportFile = path.join(studyDir, 'report.json');
+    const report = JSON.parse(readFileSync(reportFile, 'utf8')) as { expansion_reasons: string[] };
+    // What study-runner writes when the operator stopped the first round before it was scored.
+    report.expansion_reasons = [`${EXPANSION_NOT_DECIDED}the study was stopped before every instance of n = 1 was scored`];
+    writeFileSync(reportFile, JSON.stringify(report));
+    const before = folderState(studyDir);
+    const out = newOut();
+    const refusal = refusalOf(() => exportStudy(studyDir, out, options({ renderScorecard: trivialPage })));
+    expect(refusal.problem).toBe('instances-refused');
+    expect(refusal.message).toMatch(/the expansion rule was not decided: the study was stopped .*finish it first \(npm run study -- --resume /);
+    expect(folderState(studyDir)).toEqual(before);
+    expect(existsSync(out)).toBe(false);
   });
 });

@@ -5,7 +5,9 @@
 // (test/support/damaged-store-file.ts), below SQLite. Every command is the real one
 // (test/support/cli.ts); each case checks the exit code, the message (naming the file), the
 // JSON object and that every file of the folder, and the list of names, is as it was.
+import { spawnSync } from 'node:child_process';
 import { cpSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { RUN_FILES } from '../../schema/run-files.js';
@@ -237,6 +239,35 @@ describe('an empty events.db (0 bytes)', () => {
     expect(statSync(store).size).toBe(0);
     expect(folderState(dir)).toEqual(before);
   });
+});
+
+describe('a hot journal (a writer killed inside a transaction, e.g. its journal-mode switch)', () => {
+  test('verify lists it (exit 1) saying the resume rolls it back, changes nothing; the resume does, and the run goes on', async () => {
+    const dir = copyOf(stoppedDir);
+    const store = path.join(dir, RUN_FILES.store);
+    // A real process killed with SIGKILL mid-transaction in rollback-journal mode: what SQLite leaves is a hot -journal.
+    const script = [
+      `const Database = (await import(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))})).default;`,
+      `const db = new Database(${JSON.stringify(store)});`,
+      "db.pragma('journal_mode = DELETE'); db.pragma('cache_size = 1'); db.exec('BEGIN');",
+      "db.exec('CREATE TABLE junk (x)'); db.exec('INSERT INTO junk SELECT randomblob(4000) FROM events');",
+      "process.kill(process.pid, 'SIGKILL');",
+    ].join('\n');
+    const killed = spawnSync(process.execPath, ['--input-type=module', '-e', script]);
+    expect(killed.signal).toBe('SIGKILL');
+    expect(statSync(`${store}-journal`).size).toBeGreaterThan(0);
+    const before = folderState(dir);
+    const verified = await runCli('verify', [dir, '--open', '--json']);
+    expectNoStack(verified);
+    expect(verified.code, verified.stderr).toBe(1);
+    const report = onlyJson(verified) as { failures: { reason: string }[] };
+    expect(report.failures).toContainEqual(expect.objectContaining({ reason: expect.stringMatching(/^store_read_only: .* has a hot journal beside it .*--resume .* rolls the unfinished transaction back/) }));
+    expect(folderState(dir)).toEqual(before);
+    const resumed = await runCli('experiment', ['--resume', dir, '--key-dir', stoppedSetup.keyDir, '--same-uid', 'test']);
+    expectNoStack(resumed);
+    expect(resumed.code, resumed.stderr.slice(-2_000)).toBe(0);
+    expect((await runCli('verify', [dir])).code).toBe(0);
+  }, RESUME_TIMEOUT_MS);
 });
 
 describe('two resumes of one stopped run at once', () => {
