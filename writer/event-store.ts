@@ -131,8 +131,10 @@ export class EventStore {
         const damage = quickCheckFailure(this.db, path);
         if (damage) throw storeOpenErrorOf(damage);
       }
-      this.configureConnection();
+      // An existing store switches to WAL (a write of page 1) only once loadHeadAndState, below,
+      // has read it as this writer's own: a refused open (another run's store) leaves it as it was.
       if (create) {
+        this.configureConnection();
         this.db.exec(CREATE_STORE_SQL);
         this.db.pragma(`application_id = ${STORE_APPLICATION_ID}`);
         this.db.pragma(`user_version = ${STORE_FORMAT_VERSION}`);
@@ -168,6 +170,7 @@ export class EventStore {
         });
       } else {
         this.loadHeadAndState();
+        this.configureConnection();
       }
     } catch (error) {
       this.db.close();

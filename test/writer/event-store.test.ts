@@ -104,7 +104,11 @@ describe('opening a store', () => {
     EventStore.create(opts).close();
     expect(() => EventStore.create(opts)).toThrow(expect.objectContaining({ code: 'store_exists' }) as unknown as Error);
     expect(() => EventStore.open({ ...opts, path: `${opts.path}.missing` })).toThrow(StoreOpenError);
+    // Refused as another run's store: not a byte of it changed, nothing left beside it (no switch to WAL before the check).
+    const bytes = readFileSync(opts.path);
     expect(() => EventStore.open({ ...opts, identity: { ...opts.identity, experiment_id: 'exp-other' } })).toThrow(/belongs to experiment exp-store-001/);
+    expect(readFileSync(opts.path).equals(bytes)).toBe(true);
+    expect(readdirSync(path.dirname(opts.path))).toEqual([path.basename(opts.path)]);
     const reopened = EventStore.open(opts);
     expect(reopened.head().seq).toBe(1);
     reopened.close();
