@@ -26,7 +26,7 @@ import type { IsolationOptions } from '../../controller/isolation.js';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import type { ModelChoice } from '../../controller/model-choice.js';
 import { lockPrereg } from '../../controller/prereg.js';
-import { MODEL_PROTOCOL, ModelOutput } from '../../runtime/model-protocol.js';
+import { MODEL_PROTOCOL, ModelAnswerV2 } from '../../runtime/model-protocol.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { startScriptedModelServer } from '../../test/support/scripted-model-server.js';
 import { openStoreReadOnly } from '../../writer/store-reader.js';
@@ -51,15 +51,15 @@ const IPC_ROUND_TRIPS = 5_000;
 /** How many of an instance's controller lines a failure quotes. */
 const FAILURE_TAIL_LINES = 30;
 
-/** The stub's answer: the smallest valid ds-model-output/1 (checked at load, so a drift in the protocol fails here, not mid-run). */
+/** The stub's answer: the smallest valid answer of the current protocol, ds-model-output/2 (checked at load, so a drift in the protocol fails here, not mid-run). */
 const STUB_ANSWER = JSON.stringify(
-  ModelOutput.parse({
+  ModelAnswerV2.parse({
     protocol: MODEL_PROTOCOL,
     focus: { attention_target: null, waiting_condition: null },
     actions: [],
     claims: [],
     plan_revision: null,
-    checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_event_ids: [] },
+    checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [] },
   }),
 );
 
