@@ -25,7 +25,7 @@ import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from './exit-codes.js';
-import { installOperatorStop, todayCompact, untilPressSettled } from './operator-stop.js';
+import { installOperatorStop, todayCompact, untilPressSettled, type OperatorStop } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf } from './model-flags.js';
 import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
@@ -174,6 +174,24 @@ function studyOutput(outcome: StudyOutcome, aborted: boolean, outDir: string, sc
   return { exitCode, json: outcome.report, text };
 }
 
+/** Ctrl-C for a study (new or resumed): stops every running instance, and names the resume. */
+function studyStop(outDir: string, screen: StudyScreen): OperatorStop {
+  return installOperatorStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
+}
+
+/** How a study run (new or resumed) ends: its failures typed, the press window waited out, its output. */
+async function finishStudy(run: () => Promise<StudyOutcome>, stop: OperatorStop, outDir: string, screen: StudyScreen, json: boolean): Promise<CommandOutput> {
+  let outcome: StudyOutcome;
+  try {
+    outcome = await run();
+  } catch (error) {
+    throw asCommandFailure(error);
+  }
+  // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
+  await untilPressSettled();
+  return studyOutput(outcome, stop.signal.aborted, outDir, screen, json);
+}
+
 async function main(context: CommandContext): Promise<CommandOutput | null> {
   const args = parseFlags(USAGE, OPTIONS);
   if (args === null) return null;
@@ -204,10 +222,9 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed study keeps what it was started with (its study.json)`);
     }
     const outDir = path.resolve(values.resume);
-    const stop = installOperatorStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
-    let outcome: StudyOutcome;
-    try {
-      outcome = await resumeStudy({
+    const stop = studyStop(outDir, screen);
+    return finishStudy(() =>
+      resumeStudy({
         outDir,
         keyDir: values['key-dir'] ?? null,
         scenariosDir: SCENARIOS_DIR,
@@ -217,13 +234,12 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
         ...isolation,
         log: (line) => screen.line(line),
         onProgress: (p) => screen.progress(p),
-      });
-    } catch (error) {
-      throw asCommandFailure(error);
-    }
-    // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
-    await untilPressSettled();
-    return studyOutput(outcome, stop.signal.aborted, outDir, screen, context.json);
+      }),
+      stop,
+      outDir,
+      screen,
+      context.json,
+    );
   }
 
   // Every flag is checked before anything is written (a key, a lock, the study folder).
@@ -242,13 +258,12 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   } catch (error) {
     throw asCommandFailure(error);
   }
-  const stop = installOperatorStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
+  const stop = studyStop(outDir, screen);
   if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => screen.line(`[study] ${l}`));
   const effectiveConcurrency = concurrency ?? Math.max(1, cpus().length);
   screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, concurrency ${effectiveConcurrency}, folder ${outDir}`);
-  let outcome: StudyOutcome;
-  try {
-    outcome = await runStudy({
+  return finishStudy(() =>
+    runStudy({
       outDir,
       seed,
       preregFile: values.prereg ?? DEFAULT_PREREG,
@@ -264,13 +279,12 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
       ...isolation,
       log: (line) => screen.line(line),
       onProgress: (p) => screen.progress(p),
-    });
-  } catch (error) {
-    throw asCommandFailure(error);
-  }
-  // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
-  await untilPressSettled();
-  return studyOutput(outcome, stop.signal.aborted, outDir, screen, context.json);
+    }),
+    stop,
+    outDir,
+    screen,
+    context.json,
+  );
 }
 
 runCommand('study', USAGE, main);
