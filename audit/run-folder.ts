@@ -5,8 +5,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ExperimentPlan } from '../controller/experiment-plan.js';
-import { checkSignedManifest, type InstanceManifest } from '../controller/manifest.js';
+import { ExperimentPlan } from '../design/experiment-plan.js';
+import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { findRunFiles, readSignedHeads, type SignedHeadLine } from '../writer/verify-store.js';

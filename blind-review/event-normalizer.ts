@@ -44,7 +44,7 @@
 //
 // Workspace file hashes (pre/post hashes of the subject's files) are behaviour and are kept.
 import { z } from 'zod';
-import type { ExperimentPlan } from '../controller/experiment-plan.js';
+import type { ExperimentPlan } from '../design/experiment-plan.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
 import type { TypedEvent } from '../schema/event-catalog.js';

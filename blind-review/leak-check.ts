@@ -19,7 +19,7 @@
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { GROUP_CAPABILITIES } from '../controller/manifest.js';
+import { GROUP_CAPABILITIES } from '../design/manifest.js';
 import { DsseEnvelope } from '../schema/dsse.js';
 import { hashCanonical } from '../schema/hash.js';
 import { PlanRevisionRejected } from '../schema/events/plan-events.js';

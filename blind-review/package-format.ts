@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
-import { HardFailureId } from '../controller/prereg.js';
+import { HardFailureId } from '../design/prereg.js';
 
 export const PACKAGE_FORMAT_VERSION = '1.0.0';
 

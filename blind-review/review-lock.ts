@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeIssues } from '../controller/prereg.js';
+import { describeIssues } from '../design/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';

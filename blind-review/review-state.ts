@@ -23,8 +23,8 @@ import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, open
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { publishFile } from '../controller/publish-file.js';
-import { describeIssues, HARD_FAILURE_IDS, PreregInputError, PreRegistration, readPreregJson } from '../controller/prereg.js';
+import { publishFile } from '../foundation/publish-file.js';
+import { describeIssues, HARD_FAILURE_IDS, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { KeyFormatError, parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { hashCanonical, hashText, HashString, sha256Hex } from '../schema/hash.js';
@@ -528,7 +528,7 @@ function parseJsonFile(file: string, limit: number, problem: ReviewProblem): unk
 }
 
 /**
- * Writes `bytes` as a new file (controller/publish-file.ts), making its folder first: nothing is
+ * Writes `bytes` as a new file (foundation/publish-file.ts), making its folder first: nothing is
  * ever replaced, and readers never see a half-written file. Returns false (writing nothing) when
  * `file` already exists.
  */

@@ -17,7 +17,7 @@
 // MAX_DETAIL_CHARS, an entry lists at most MAX_BACKLINKS claims and chains citing it.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { HARD_FAILURE_IDS } from '../controller/prereg.js';
+import { HARD_FAILURE_IDS } from '../design/prereg.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { ActionChains, ClaimsWithEvidence, Interventions, PackageManifest, RecoveryReports, ReviewerScores, StateCheckpoints, TimelineEntry } from './package-format.js';

@@ -12,7 +12,7 @@
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeIssues } from '../controller/prereg.js';
+import { describeIssues } from '../design/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { KeyFormatError, keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
 import { HashString, hashText } from '../schema/hash.js';

@@ -14,16 +14,21 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { roomsBelow } from '../foundation/rooms.js';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import type { Isolation } from './manifest.js';
+import type { Isolation } from '../design/manifest.js';
 
 /** The repository this module belongs to: the code the writer and runtime run by default. */
 const CHECKOUT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_USER_NAMES = { writer: 'ds-writer', runtime: 'ds-runtime' } as const;
-/** What a child process needs from a code root: entries missing from the checkout (e.g. runtime/ before it exists) are skipped. */
-export const CODE_ENTRIES = ['package.json', 'tsconfig.json', 'schema', 'projector', 'writer', 'runtime', 'controller', 'node_modules'] as const;
+/**
+ * What a child process needs from a code root: the rooms the writer and the runtime load (the
+ * runtime's and every room below it, foundation/rooms.ts), and what runs them; entries missing
+ * from the checkout are skipped.
+ */
+export const CODE_ENTRIES = ['package.json', 'tsconfig.json', ...roomsBelow('runtime'), 'node_modules'] as const;
 /** A world-traversable place that survives a reboot-free run and is not tmpfs-limited on most systems. */
 const READABLE_COPY_PARENT = '/var/tmp';
 /** Unix socket addresses hold ~107 bytes (sun_path); a margin keeps us clear of it on every platform. */

@@ -17,7 +17,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { generateKeyPair, keyIdOf, parsePublicKeyHex, publicKeyOf, SECRET_KEY_BYTES, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { publishFile } from './publish-file.js';
+import { publishFile } from '../foundation/publish-file.js';
 import { writePublicKey } from './run-signatures.js';
 
 export const KEY_FILES = { secret: 'controller.key', public: 'controller.pub' } as const;

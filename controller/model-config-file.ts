@@ -10,7 +10,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
-import type { ModelChoice } from './model-choice.js';
+import type { ModelChoice } from '../design/model-choice.js';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /**

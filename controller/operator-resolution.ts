@@ -27,7 +27,8 @@
 import { accessSync, chmodSync, chownSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { operatorResolvedDraft, resumedDraft, CONTROLLER_KEYS } from './controller-events.js';
+import { operatorResolvedDraft, resumedDraft } from './controller-events.js';
+import { CONTROLLER_KEYS } from '../design/run-contract.js';
 import { INSTANCE_SNAPSHOT_EVERY_EVENTS } from './instance-runner.js';
 import { prepareSocketDir, type SocketDir } from './isolation.js';
 import { LIFECYCLE_TABLE, LifecycleState, type LifecycleTrigger } from '../projector/lifecycle.js';

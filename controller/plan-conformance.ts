@@ -20,7 +20,7 @@
 //   e. on a crash wake: the crash's planned ProcessRestarted, then its InterventionDelivered;
 //   e'. CheckpointRecorded (when the runtime reported one) and BudgetLedgerRecorded (always),
 //      each once, keys wake:<id>:checkpoint / wake:<id>:ledger; the ledger's `used` must equal
-//      a recount of the wake's own events (controller/budget-ledger.ts) and `granted` the plan's;
+//      a recount of the wake's own events (design/budget-ledger.ts) and `granted` the plan's;
 //   f. WakeEnded {outcome: 'crashed' on a crash wake, else 'completed'}, or 'stopped';
 //   ChainHeadSigned only between wakes; SystemEvent.StoreSealed last of a finished store; an
 //   emergency stop is WakeEnded{stopped} (if a wake is in progress), EmergencyStopped, and a
@@ -36,20 +36,20 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { buildExperimentPlan, ExperimentPlan } from './experiment-plan.js';
-import type { Intervention, PlannedEvent } from './intervention-plan.js';
-import { checkSignedManifest, type InstanceManifest } from './manifest.js';
-import { PREREG_LOCK_PAYLOAD_TYPE, PreregLock, PreRegistration } from './prereg.js';
-import { loadScenario, subjectInitializedPayload, type Scenario, type SubjectInitializedPayload } from './scenario.js';
-import type { ScheduledWake } from './wake-schedule.js';
+import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
+import type { Intervention, PlannedEvent } from '../design/intervention-plan.js';
+import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
+import { PREREG_LOCK_PAYLOAD_TYPE, PreregLock, PreRegistration } from '../design/prereg.js';
+import { loadScenario, subjectInitializedPayload, type Scenario, type SubjectInitializedPayload } from '../design/scenario.js';
+import type { ScheduledWake } from '../design/wake-schedule.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { BudgetLedgerRecorded, CheckpointRecorded, InterventionDelivered, WakeEnded, WakeStarted } from '../schema/events/experiment-events.js';
 import { OperatorResolved } from '../schema/events/system-events.js';
-import { ledgerOf } from './budget-ledger.js';
-import { CONTROLLER_KEYS } from './controller-events.js';
+import { ledgerOf } from '../design/budget-ledger.js';
+import { CONTROLLER_KEYS } from '../design/run-contract.js';
 import { hashCanonical } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { StoreReader, StoreReadError } from '../writer/store-reader.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData } from '../schema/usable-data.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from './prereg.js';
+import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 
 export const RunSummary = z.strictObject({

@@ -5,8 +5,8 @@
 // controller that repeats them changes nothing twice.
 import { chownSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import type { ExternalFileChangeIntervention } from './intervention-plan.js';
-import type { Scenario } from './scenario.js';
+import type { ExternalFileChangeIntervention } from '../design/intervention-plan.js';
+import type { Scenario } from '../design/scenario.js';
 import type { z } from 'zod';
 import { hashText } from '../schema/hash.js';
 

@@ -2,7 +2,7 @@
 // if ANY group's Continuity Score range exceeds max_group_range_points, or ANY dimension's
 // within-group sample SD exceeds max_dimension_within_group_sd_points, then ALL three groups are
 // run to expanded_n_per_group — never only some — and the verdict rests on the expanded data.
-import type { PreRegistration } from '../controller/prereg.js';
+import type { PreRegistration } from '../design/prereg.js';
 import { DIMENSIONS, type Dimension } from './continuity-score.js';
 import { comparable, range, sampleSd } from './group-statistics.js';
 import type { Group } from './study-report.js';

@@ -5,11 +5,11 @@
 // the same oracle for A, B and C. The rules O1–O6 are written out in docs/oracle.md; each
 // expectation carries the rules that produced it, so a reviewer can check it by hand.
 import { z } from 'zod';
-import type { ExperimentPlan } from '../controller/experiment-plan.js';
-import type { Intervention } from '../controller/intervention-plan.js';
-import type { OracleRules } from '../controller/prereg.js';
-import type { ScenarioDefinition } from '../controller/scenario.js';
-import { MS_PER_MINUTE, MINUTES_PER_HOUR, type ScheduledWake } from '../controller/wake-schedule.js';
+import type { ExperimentPlan } from '../design/experiment-plan.js';
+import type { Intervention } from '../design/intervention-plan.js';
+import type { OracleRules } from '../design/prereg.js';
+import type { ScenarioDefinition } from '../design/scenario.js';
+import { MS_PER_MINUTE, MINUTES_PER_HOUR, type ScheduledWake } from '../design/wake-schedule.js';
 import { Identifier } from '../schema/event-definition.js';
 
 export const GoalStatusWord = z.enum(['active', 'submitted']);

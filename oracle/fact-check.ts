@@ -11,8 +11,8 @@
 // The writer refuses FACTs without eligible evidence, so in an honest store these are rare;
 // this file exists so that a store where they happen anyway (a forged or buggy one) is caught.
 import { z } from 'zod';
-import { CONTROLLER_KEYS } from '../controller/controller-events.js';
-import type { RefutationIntervention } from '../controller/intervention-plan.js';
+import { CONTROLLER_KEYS } from '../design/run-contract.js';
+import type { RefutationIntervention } from '../design/intervention-plan.js';
 import { evidenceEligibility } from '../projector/evidence.js';
 import { own } from '../projector/own.js';
 import { ProjectionRefusal } from '../projector/projection.js';

@@ -4,7 +4,7 @@
 // the batch. What legitimately differs by behaviour (tokens and tool calls used) is reported,
 // not voided: a subject that reads less uses fewer tokens, and that is the treatment's effect.
 import { canonicalJson } from '../schema/canonical-json.js';
-import { nonGroupDifferences } from '../controller/manifest.js';
+import { nonGroupDifferences } from '../design/manifest.js';
 import { eventsOf, type RunRecord } from './run-record.js';
 import type { FairnessCheck, Group } from './study-report.js';
 

@@ -13,9 +13,9 @@
 //                                       call ran under against the one the manifest pins.
 import path from 'node:path';
 import { z } from 'zod';
-import type { InstanceManifest } from '../controller/manifest.js';
+import type { InstanceManifest } from '../design/manifest.js';
 import { checkPlansUnder, SCENARIO_ROOT } from '../controller/plan-conformance.js';
-import { HARD_FAILURE_IDS, HardFailureId } from '../controller/prereg.js';
+import { HARD_FAILURE_IDS, HardFailureId } from '../design/prereg.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import type { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';

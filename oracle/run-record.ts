@@ -5,10 +5,10 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ExperimentPlan } from '../controller/experiment-plan.js';
-import { checkSignedManifest, type InstanceManifest } from '../controller/manifest.js';
-import { PreRegistration } from '../controller/prereg.js';
-import { loadScenario, type Scenario } from '../controller/scenario.js';
+import { ExperimentPlan } from '../design/experiment-plan.js';
+import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
+import { PreRegistration } from '../design/prereg.js';
+import { loadScenario, type Scenario } from '../design/scenario.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ModelChoice } from '../controller/model-choice.js';
+import { ModelChoice } from '../design/model-choice.js';
 
 export const STUDY_FILES = { plan: 'study.json', instances: 'instances', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 33 replicates). */

@@ -3,7 +3,7 @@
 // folders. Every number in it comes from oracle/ functions over the run folders.
 import { z } from 'zod';
 import { DIMENSIONS } from './continuity-score.js';
-import { HardFailureId } from '../controller/prereg.js';
+import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
 
 /** 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict. */

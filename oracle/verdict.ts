@@ -6,7 +6,7 @@
 // - rejected: the data are complete and valid, and at least one threshold is not met.
 // The words never claim statistical significance, and never read "the system ran" as "the
 // subject is continuous"; a dry run (reference policy) says so first.
-import type { PreRegistration } from '../controller/prereg.js';
+import type { PreRegistration } from '../design/prereg.js';
 import { comparable, median } from './group-statistics.js';
 import type { Group, ThresholdCheck, Verdict } from './study-report.js';
 import { formatShare } from '../schema/usable-data.js';

@@ -3,7 +3,7 @@
 // receipt, on both sides.
 //
 // This file imports only schema/ and writer/ protocol files, never controller/: the
-// runtime process must not load controller code (controller/manifest.ts pulls in the
+// runtime process must not load controller code (design/manifest.ts pulls in the
 // writer's store and better-sqlite3; the runtime never opens a database). The capability
 // flags and the retrieval policy come from schema/, the one definition the controller's
 // manifest and pre-registration use too; the controller checks it passes the signed,

@@ -6,12 +6,12 @@ export const RUN_FILES = {
   /** One DSSE envelope of a signed chain head per line, oldest first. */
   heads: 'heads.jsonl',
   manifest: 'manifest.dsse.json',
-  /** The run's ExperimentPlan (controller/experiment-plan.ts) as JSON.stringify(plan, null, 2). */
+  /** The run's ExperimentPlan (design/experiment-plan.ts) as JSON.stringify(plan, null, 2). */
   plan: 'plan.json',
-  /** The pre-registration the run ran under (JSON), and a copy of its signed lock (controller/prereg.ts). */
+  /** The pre-registration the run ran under (JSON), and a copy of its signed lock (design/prereg.ts). */
   prereg: 'prereg.json',
   preregLock: 'prereg.lock.dsse.json',
-  /** Which model the instance thinks with (controller/model-choice.ts); names an API key's variable, never the key. */
+  /** Which model the instance thinks with (design/model-choice.ts); names an API key's variable, never the key. */
   model: 'model.json',
   /** The model configuration file the instance was started with (--model-config), byte for byte; its sha256 is the manifest's model.config_sha256. */
   modelConfig: 'model-config.json',

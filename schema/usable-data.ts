@@ -7,7 +7,7 @@
 // Read of each event: its event_type and payload.failure only (the rest of the model-output
 // payloads changes with their versions; these two do not).
 //   n (calls)    = ModelAnswered + ModelCallFailed except `budget_exhausted` (no call was made),
-//                  as the budget ledger counts them (controller/budget-ledger.ts);
+//                  as the budget ledger counts them (design/budget-ledger.ts);
 //   k (accepted) = ModelAnswered (an answer that passed the protocol's schema).
 import { z } from 'zod';
 import { ModelAnswered, ModelCallFailed, type MODEL_CALL_FAILURES } from './events/model-output-events.js';

@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { IsolationOptions } from '../../controller/isolation.js';
-import { PreRegistration, readPreregJson } from '../../controller/prereg.js';
+import { PreRegistration, readPreregJson } from '../../design/prereg.js';
 import { evaluateInstance } from '../../oracle/instance-evaluation.js';
 import { GROUPS } from '../../oracle/study-report.js';
 import { hashCanonical } from '../../schema/hash.js';

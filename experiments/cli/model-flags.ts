@@ -4,8 +4,8 @@
 // `--model replay`, replaySettingsOf decides the settings a replay must share with its source.
 import path from 'node:path';
 import type { Group } from '../../controller/instance-runner.js';
-import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
-import { ModelChoice, type ReplaySource } from '../../controller/model-choice.js';
+import { GROUP_CAPABILITIES } from '../../design/manifest.js';
+import { ModelChoice, type ReplaySource } from '../../design/model-choice.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';

@@ -4,7 +4,7 @@
 // use). check: is FILE valid, locked by that key, and unchanged since?
 // Exit 0 when done / valid and locked, 1 when refused (schema, existing lock, unlocked,
 // changed, wrong key, bad signature), 2 when the command itself was misused.
-import { checkPreregLock, lockPrereg, readPreregJson } from '../../controller/prereg.js';
+import { checkPreregLock, lockPrereg, readPreregJson } from '../../design/prereg.js';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';

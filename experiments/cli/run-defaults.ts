@@ -4,8 +4,8 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockFileOf, lockPrereg } from '../../controller/prereg.js';
-import { Seed } from '../../controller/experiment-plan.js';
+import { lockFileOf, lockPrereg } from '../../design/prereg.js';
+import { Seed } from '../../design/experiment-plan.js';
 import { Identifier, Timestamp } from '../../schema/event-definition.js';
 import { UsageError } from './command-line.js';
 

@@ -8,7 +8,7 @@
 // that group showed the point is reached, so a planned fault always fires.
 import { z } from 'zod';
 import type { Group } from '../../controller/instance-runner.js';
-import { seededRandom } from '../../controller/seeded-random.js';
+import { seededRandom } from '../../design/seeded-random.js';
 import { APPLICABLE_KINDS, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint, type FaultReached } from '../../schema/fault-points.js';
 
 export const GROUPS: readonly Group[] = ['A', 'B', 'C'];

@@ -13,7 +13,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';

@@ -2,8 +2,8 @@
 // dry-run label. Used after a study and by --recompute, so both produce the same report from the
 // same folders.
 import path from 'node:path';
-import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
-import { modelCallRulesOf, type PreRegistration } from '../../controller/prereg.js';
+import { GROUP_CAPABILITIES } from '../../design/manifest.js';
+import { modelCallRulesOf, type PreRegistration } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { checkFairness } from '../../oracle/fairness.js';

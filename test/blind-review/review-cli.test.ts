@@ -9,7 +9,7 @@ import { BLIND_REVIEW_FILES, COMMITMENT_PAYLOAD_TYPE, commitmentOf, type BlindMa
 import type { ReviewerScores } from '../../blind-review/package-format.js';
 import { Unblinded } from '../../blind-review/unblinding.js';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
+import { HARD_FAILURE_IDS } from '../../design/prereg.js';
 import { writePublicKey } from '../../controller/run-signatures.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { hashText } from '../../schema/hash.js';

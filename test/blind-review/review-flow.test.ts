@@ -15,7 +15,7 @@ import { consolidate, openReviewPackage, readReviewFolder, REVIEW_FILES, ReviewR
 import { importScores } from '../../blind-review/score-import.js';
 import { Unblinded, unblind } from '../../blind-review/unblinding.js';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
+import { HARD_FAILURE_IDS } from '../../design/prereg.js';
 import { writePublicKey } from '../../controller/run-signatures.js';
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { signDsse, verifyDsse } from '../../schema/dsse.js';

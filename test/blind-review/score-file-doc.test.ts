@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ReviewerScores } from '../../blind-review/package-format.js';
 import { readScoreArgument, totalOf } from '../../blind-review/review-state.js';
-import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
+import { HARD_FAILURE_IDS } from '../../design/prereg.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';

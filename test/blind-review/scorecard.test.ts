@@ -6,7 +6,7 @@
 // scorecard-browser.test.ts drives the same page in Chromium.
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
+import { HARD_FAILURE_IDS } from '../../design/prereg.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
 import { MAX_DETAIL_CHARS, MAX_TIMELINE_ENTRIES, escapeHtml, renderScorecard } from '../../blind-review/scorecard-html.js';

@@ -14,7 +14,7 @@ import { SAME_PRESS_WINDOW_MS } from '../../experiments/cli/operator-stop.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, REPO, waitForOutput } from '../support/controller-run.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer } from '../support/scripted-model-server.js';
+import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
 

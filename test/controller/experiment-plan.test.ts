@@ -5,12 +5,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, test, vi } from 'vitest';
-import { buildExperimentPlan, type ExperimentPlan } from '../../controller/experiment-plan.js';
-import { INTERVENTION_KINDS, PlannedEvent, type Intervention } from '../../controller/intervention-plan.js';
-import { planProblems } from '../../controller/plan-invariants.js';
-import { PreRegistration } from '../../controller/prereg.js';
-import { loadScenario, type Scenario } from '../../controller/scenario.js';
-import { SCENARIO_MINUTES } from '../../controller/wake-schedule.js';
+import { buildExperimentPlan, type ExperimentPlan } from '../../design/experiment-plan.js';
+import { INTERVENTION_KINDS, PlannedEvent, type Intervention } from '../../design/intervention-plan.js';
+import { planProblems } from '../../design/plan-invariants.js';
+import { PreRegistration } from '../../design/prereg.js';
+import { loadScenario, type Scenario } from '../../design/scenario.js';
+import { SCENARIO_MINUTES } from '../../design/wake-schedule.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { eventDefinition } from '../../schema/event-catalog.js';
 import { hashCanonical } from '../../schema/hash.js';
@@ -57,9 +57,9 @@ describe('determinism', () => {
   test('a separate node process builds the byte-identical plan (no hidden process state)', async () => {
     const script = [
       "import { readFileSync } from 'node:fs';",
-      "import { PreRegistration } from './controller/prereg.ts';",
-      "import { loadScenario } from './controller/scenario.ts';",
-      "import { buildExperimentPlan } from './controller/experiment-plan.ts';",
+      "import { PreRegistration } from './design/prereg.ts';",
+      "import { loadScenario } from './design/scenario.ts';",
+      "import { buildExperimentPlan } from './design/experiment-plan.ts';",
       "import { canonicalJson } from './schema/canonical-json.ts';",
       `const prereg = PreRegistration.parse(JSON.parse(readFileSync(${JSON.stringify(PREREG_FILE)}, 'utf8')));`,
       `const plan = buildExperimentPlan({ prereg, scenario: loadScenario(${JSON.stringify(SCENARIO_DIR)}), seed: ${JSON.stringify(SEED)}, startAt: ${JSON.stringify(START_AT)} });`,

@@ -6,10 +6,10 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InstanceError, type InstanceResult } from '../../controller/instance-runner.js';
-import { checkSignedManifest, manifestSha256, nonGroupDifferences, type InstanceManifest } from '../../controller/manifest.js';
+import { checkSignedManifest, manifestSha256, nonGroupDifferences, type InstanceManifest } from '../../design/manifest.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { ExperimentPlan } from '../../controller/experiment-plan.js';
+import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODE_ENTRIES, IsolationError, planIsolation, prepareRunDir, prepareSocketDir, type IsolationPlan, type UidGid } from '../../controller/isolation.js';
 import { KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { Isolation } from '../../controller/manifest.js';
+import { Isolation } from '../../design/manifest.js';
 import { writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { WriterClient } from '../../writer/client.js';

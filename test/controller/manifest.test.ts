@@ -3,7 +3,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { buildExperimentPlan, type ExperimentPlan } from '../../controller/experiment-plan.js';
+import { buildExperimentPlan, type ExperimentPlan } from '../../design/experiment-plan.js';
 import {
   buildInstanceManifest,
   checkSignedManifest,
@@ -16,10 +16,10 @@ import {
   nonGroupDifferences,
   RUNTIME_VERSION,
   type InstanceManifestInput,
-} from '../../controller/manifest.js';
-import { checkPreregLock, PreRegistration } from '../../controller/prereg.js';
+} from '../../design/manifest.js';
+import { checkPreregLock, PreRegistration } from '../../design/prereg.js';
 import { writeSignedManifest } from '../../controller/run-signatures.js';
-import { loadScenario } from '../../controller/scenario.js';
+import { loadScenario } from '../../design/scenario.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { DsseEnvelope, verifyDsse } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';

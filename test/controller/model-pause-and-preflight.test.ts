@@ -20,15 +20,15 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExperimentPlan } from '../../controller/experiment-plan.js';
+import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { InstanceError, type InstanceResult } from '../../controller/instance-runner.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, newInstanceOptions, resume, runInstance, type ControllerSetup, type InstanceRun } from '../support/controller-run.js';
 import { closeAllLoopbacks, completion, json as sendJson, modelList, MODEL as LOOPBACK_MODEL, startLoopback } from '../runtime/openai-loopback-server.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../support/scripted-model-server.js';
+import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents, type StoredEvent } from '../support/stored-events.js';
 
 const MAX_ATTEMPTS = 3;

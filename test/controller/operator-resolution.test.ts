@@ -7,7 +7,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CONTROLLER_KEYS } from '../../controller/controller-events.js';
+import { CONTROLLER_KEYS } from '../../design/run-contract.js';
 import { planIsolation, type IsolationPlan } from '../../controller/isolation.js';
 import { OperatorResolutionResult } from '../../controller/operator-resolution.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';

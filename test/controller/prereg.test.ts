@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, type PreregCheck } from '../../controller/prereg.js';
+import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, type PreregCheck } from '../../design/prereg.js';
 import { signDsse, type DsseEnvelope } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { hashCanonical } from '../../schema/hash.js';

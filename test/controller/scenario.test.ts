@@ -3,7 +3,7 @@
 import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadScenario, ScenarioError, subjectInitializedPayload, type Scenario } from '../../controller/scenario.js';
+import { loadScenario, ScenarioError, subjectInitializedPayload, type Scenario } from '../../design/scenario.js';
 import { SubjectInitialized } from '../../schema/events/system-events.js';
 import { tempDir } from '../support/writer-fixture.js';
 

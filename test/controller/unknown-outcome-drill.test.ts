@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { checkSignedManifest } from '../../controller/manifest.js';
+import { checkSignedManifest } from '../../design/manifest.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { DRILL_OPERATOR } from '../../experiments/cli/drill.js';
 import { SubjectState } from '../../projector/subject-state.js';

@@ -15,6 +15,7 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { runCli } from '../support/cli.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
+import { ROOM_NAMES } from '../../foundation/rooms.js';
 
 const RUN_TIMEOUT_MS = 240_000;
 const folders: string[] = [];
@@ -131,7 +132,7 @@ describe('one run, one fault', () => {
     async () => {
       // A copy of the code with one line changed; node_modules shared by a link.
       const code = folder('ds-faults-planted-');
-      for (const part of ['schema', 'projector', 'writer', 'runtime', 'controller', 'oracle', 'experiments', 'package.json', 'tsconfig.json']) {
+      for (const part of [...ROOM_NAMES, 'package.json', 'tsconfig.json']) {
         cpSync(path.join(REPO, part), path.join(code, part), { recursive: true, filter: (source) => !source.includes(`${path.sep}runs${path.sep}`) && !source.endsWith('.lock.dsse.json') });
       }
       symlinkSync(path.join(REPO, 'node_modules'), path.join(code, 'node_modules'));

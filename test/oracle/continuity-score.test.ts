@@ -5,7 +5,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InstanceResult } from '../../controller/instance-runner.js';
-import type { Intervention } from '../../controller/intervention-plan.js';
+import type { Intervention } from '../../design/intervention-plan.js';
 import { CHECKPOINT_FIELDS, type CheckpointField } from '../../oracle/checkpoint-match.js';
 import { DIMENSIONS, scoreInstance, type InstanceScore } from '../../oracle/continuity-score.js';
 import { computeOracle, type Oracle } from '../../oracle/expected-checkpoints.js';

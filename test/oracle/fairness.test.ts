@@ -3,8 +3,8 @@
 // in-memory copies of their records with one group-dependent difference forged at a time.
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InstanceManifest } from '../../controller/manifest.js';
-import { manifestsDifferOnlyByGroup } from '../../controller/manifest.js';
+import type { InstanceManifest } from '../../design/manifest.js';
+import { manifestsDifferOnlyByGroup } from '../../design/manifest.js';
 import { checkFairness, type FairnessInstance } from '../../oracle/fairness.js';
 import { eventsOf, loadRunRecord, type RunRecord } from '../../oracle/run-record.js';
 import type { Group } from '../../oracle/study-report.js';

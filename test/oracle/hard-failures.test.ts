@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InstanceResult } from '../../controller/instance-runner.js';
-import type { RefutationIntervention } from '../../controller/intervention-plan.js';
+import type { RefutationIntervention } from '../../design/intervention-plan.js';
 import { checkFacts, type FactCheck } from '../../oracle/fact-check.js';
 import { detectHardFailures, MAX_LISTED_HARD_FAILURES, type HardFailure } from '../../oracle/hard-failures.js';
 import { eventsOf, loadRunRecord, type RunRecord } from '../../oracle/run-record.js';

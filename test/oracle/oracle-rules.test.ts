@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildExperimentPlan, type ExperimentPlan } from '../../controller/experiment-plan.js';
-import type { Intervention } from '../../controller/intervention-plan.js';
-import { PreRegistration } from '../../controller/prereg.js';
-import { loadScenario, type Scenario } from '../../controller/scenario.js';
+import { buildExperimentPlan, type ExperimentPlan } from '../../design/experiment-plan.js';
+import type { Intervention } from '../../design/intervention-plan.js';
+import { PreRegistration } from '../../design/prereg.js';
+import { loadScenario, type Scenario } from '../../design/scenario.js';
 import { CHECKPOINT_FIELDS, compareCheckpoint, fieldMatches, namesToken, type CheckpointField, type RecordedCheckpoint } from '../../oracle/checkpoint-match.js';
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';

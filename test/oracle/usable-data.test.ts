@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkPreregLock, LockablePreRegistration, lockFileOf, lockPrereg, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration } from '../../controller/prereg.js';
+import { checkPreregLock, LockablePreRegistration, lockFileOf, lockPrereg, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration } from '../../design/prereg.js';
 import { judgeUsableData, FAILURE_KINDS, type ModelCallEventLike } from '../../schema/usable-data.js';
 import { decideVerdict, type VerdictInput } from '../../oracle/verdict.js';
 import { signDsse } from '../../schema/dsse.js';

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS } from '../../controller/model-config-file.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { judgeUsableData } from '../../schema/usable-data.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { EventEnvelope } from '../../schema/envelope.js';

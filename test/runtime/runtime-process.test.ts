@@ -9,8 +9,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { GROUP_CAPABILITIES } from '../../controller/manifest.js';
-import { PreRegistration } from '../../controller/prereg.js';
+import { GROUP_CAPABILITIES } from '../../design/manifest.js';
+import { PreRegistration } from '../../design/prereg.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import {
   RuntimeChildMessage,

@@ -1,7 +1,7 @@
 // The wake loop end to end with a real model server (issue 5 items 1, 3, 5, 6, 7, 10): real
 // instances (controller in-process, real ds-writer and ds-runtime processes, same-uid
 // isolation) whose model is the `openai` adapter pointed at a scripted OpenAI-compatible
-// server on loopback (test/support/scripted-model-server.ts). The script answers by the wake
+// server on loopback (experiments/bench/scripted-model-server.ts). The script answers by the wake
 // id the prompt names, so each chosen wake gets one crafted answer; every other wake gets a
 // benign valid answer (nothing proposed, nothing claimed).
 //
@@ -23,7 +23,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InstanceResult } from '../../controller/instance-runner.js';
 import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
-import { ExperimentPlan } from '../../controller/experiment-plan.js';
+import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { WORKSPACE_FOLDER } from '../../controller/workspace.js';
 import { MODEL_PROTOCOL_V2 } from '../../runtime/model-protocol.js';
 import { hashText } from '../../schema/hash.js';
@@ -31,7 +31,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { controllerSetup, newInstanceOptions, resume, runInstance, type ControllerSetup } from '../support/controller-run.js';
-import { promptEvents, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer, type ScriptedReply, type ScriptedRequest } from '../support/scripted-model-server.js';
+import { promptEvents, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer, type ScriptedReply, type ScriptedRequest } from '../../experiments/bench/scripted-model-server.js';
 import { storedEvents as stored, type StoredEvent as Stored } from '../support/stored-events.js';
 
 /** The timeout instance's call timeout: long enough that a loaded machine answers the other wakes in time. */

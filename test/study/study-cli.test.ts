@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { runCli } from '../support/cli.js';

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { Group } from '../../controller/instance-runner.js';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { recomputeStudy, resumeStudy, runStudy, STUDY_FILES, StudyPlan, type StudyOptions } from '../../experiments/study/study-runner.js';
 import { verifyDirectory } from '../../writer/verify-store.js';

@@ -9,7 +9,7 @@ import { copyFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { Group } from '../../controller/instance-runner.js';
-import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '../../controller/prereg.js';
+import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '../../design/prereg.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { buildStudyReport, type BuiltInstance } from '../../experiments/study/study-report-builder.js';

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Group } from '../../controller/instance-runner.js';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { RunSummary } from '../../controller/run-summary.js';
 import { recomputeStudy, runStudy, STUDY_FILES } from '../../experiments/study/study-runner.js';
 import { StudyReport } from '../../oracle/study-report.js';

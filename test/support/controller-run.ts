@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNewInstance, resumeInstance, type Group, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../controller/prereg.js';
+import { lockPrereg } from '../../design/prereg.js';
 import { spawnCli, type SpawnedCli } from './cli.js';
 import { tempDir } from './writer-fixture.js';
 

@@ -6,7 +6,7 @@
 // than silently the page. Refs are numbered by the builder in timeline order; the story refers to
 // entries by name, so inserting one does not renumber anything by hand.
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
-import { HARD_FAILURE_IDS } from '../../controller/prereg.js';
+import { HARD_FAILURE_IDS } from '../../design/prereg.js';
 import { CHECKPOINT_FIELDS } from '../../oracle/checkpoint-match.js';
 import {
   ActionChains,

@@ -178,7 +178,7 @@ export class ManifestError extends Error {
   override readonly name = 'ManifestError';
 }
 
-/** sha256(JCS(pre-registration)): the hash the lock signs (controller/prereg.ts). */
+/** sha256(JCS(pre-registration)): the hash the lock signs (design/prereg.ts). */
 export function preregSha256(prereg: PreRegistration): HashString {
   return hashCanonical(PreRegistration.parse(prereg));
 }

@@ -1,8 +1,15 @@
 // A wake's budget ledger (DESIGN §8, spec §5.2), counted from the store: what the runtime
 // recorded between WakeStarted and now. The verifier compares ledgers across groups, so they
 // must come from the record, never from a process's own account of itself.
-import type { LedgerUse } from './controller-events.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+
+/** What a wake used, as its ledger records it. */
+export interface LedgerUse {
+  readonly model_calls: number;
+  readonly tokens: number;
+  readonly tool_calls: number;
+  readonly retries: number;
+}
 
 /**
  * model_calls: ModelAnswered + ModelCallFailed except `budget_exhausted` (a call not made);

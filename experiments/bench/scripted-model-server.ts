@@ -11,7 +11,7 @@
 // can tell a broken script from a behaviour of the system under test.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ModelChoice } from '../../controller/model-choice.js';
+import type { ModelChoice } from '../../design/model-choice.js';
 import { DEFAULT_MODEL_TIMEOUT_MS } from '../../controller/model-config-file.js';
 
 export interface ScriptedRequest {

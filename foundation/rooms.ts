@@ -1,0 +1,48 @@
+// The rooms of the code (docs/architecture.md): one folder each, listed from the innermost out,
+// with the rooms each may import. This is the floor plan's one source: the architecture test
+// (test/architecture/rooms.test.ts) holds every import of every production file to it and holds
+// docs/architecture.md's table to it, and the isolation copy of the code (controller/isolation.ts)
+// takes from it the rooms a child process loads.
+
+export const ROOMS = {
+  /** Pieces every room stands on: the error base with its exit code, text helpers, file publishing. */
+  foundation: [],
+  /** The fixed formats (DESIGN §4): envelopes, the event catalogue, hashes, signatures. */
+  schema: ['foundation'],
+  /** The pure fold of events into the subject's state. */
+  projector: ['foundation', 'schema'],
+  /** The one process that writes a store: the hash chain, the socket, replay, the store verifier. */
+  writer: ['foundation', 'schema', 'projector'],
+  /** The subject's process: the wake loop, its tools, the model adapters. */
+  runtime: ['foundation', 'schema', 'projector', 'writer'],
+  /** The experiment's design as files state it: pre-registration, scenario, plan, manifest, the run contract. */
+  design: ['foundation', 'schema', 'projector', 'writer', 'runtime'],
+  /** The controller process: runs an instance, supervises the writer and the runtime, signs heads. */
+  controller: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design'],
+  /** Read-only checks of a run against its plan and the run contract (beside writer's store verifier). */
+  verification: ['foundation', 'schema', 'projector', 'writer', 'design'],
+  /** Scoring against the pre-registered oracle; the study's statistics. */
+  oracle: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification'],
+  /** The blind review package, its leak check, the reviewers' scorecard and unblinding. */
+  'blind-review': ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'oracle'],
+  /** The audit desk: a read-only web view of run folders. */
+  audit: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'oracle', 'blind-review'],
+  /** The commands, the study runner, the fault harness, the benches: everything a person runs. */
+  experiments: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'oracle', 'blind-review', 'audit'],
+} as const satisfies Record<string, readonly string[]>;
+
+export type Room = keyof typeof ROOMS;
+
+export const ROOM_NAMES = Object.keys(ROOMS) as Room[];
+
+/** A room and every room it may import, directly or through another. */
+export function roomsBelow(room: Room): Room[] {
+  const seen = new Set<Room>();
+  const visit = (r: Room): void => {
+    if (seen.has(r)) return;
+    seen.add(r);
+    for (const below of ROOMS[r] as readonly Room[]) visit(below);
+  };
+  visit(room);
+  return ROOM_NAMES.filter((r) => seen.has(r));
+}
