@@ -7,13 +7,14 @@
 // writer/'s read side (store reader, replay, verifier) is imported, never its client or spawner.
 // A store file that is not intact SQLite (damaged, empty, unreadable) is refused at open, before
 // anything is served: pages of a file with a damaged page would fail one by one, or show part.
-import { checkRunFollowsPlan, type PlanConformanceReport } from '../controller/plan-conformance.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { hashText } from '../schema/hash.js';
 import type { ProjectionVersions } from '../writer/projection-versions.js';
 import { replayFrom, type ReplayMode } from '../writer/replay.js';
 import { StoreReadError, StoreReader, type SnapshotMeta, type StoredEventRow } from '../writer/store-reader.js';
 import { verifyDirectory, type VerifyReport } from '../writer/verify-store.js';
+import type { PlanConformanceReport } from '../verification/plan-findings.js';
+import { checkRunFollowsPlan } from '../verification/run-plan-check.js';
 import { openRunFolder, type Loaded, type RunFolder } from './run-folder.js';
 import { stateAtSeq, type StateAtSeq } from './state-at-seq.js';
 import { diffStates, type StateDiff } from './state-diff.js';
@@ -119,10 +120,12 @@ export class AuditDesk {
 
   /**
    * Opens DIR (a run folder or its events.db): verification, plan check and index, all read-only.
+   * `scenariosDir` holds the scenario folders by id, for the plan check (npm run audit gives the
+   * bundled ones).
    * Throws StoreReadError for a store that is locked, or whose file is not intact (quick_check
    * reads every page once: ~150 ms for a 113 MB store, store-file-failure.ts).
    */
-  static open(dirOrFile: string, nowMs: () => number = () => performance.now()): AuditDesk {
+  static open(dirOrFile: string, scenariosDir: string, nowMs: () => number = () => performance.now()): AuditDesk {
     const folder = openRunFolder(dirOrFile);
     const reader = StoreReader.open(folder.storePath, { checkIntegrity: true });
     let index: StoreIndex;
@@ -140,7 +143,7 @@ export class AuditDesk {
       ? { ok: false, problem: `plan conformance not checked: ${folder.publicKey.problem}` }
       : !folder.plan.ok
         ? { ok: false, problem: `plan conformance not checked: ${folder.plan.problem}` }
-        : { ok: true, value: checkRunFollowsPlan(folder.runDir, folder.publicKey.value) };
+        : { ok: true, value: checkRunFollowsPlan(folder.runDir, folder.publicKey.value, { scenariosDir }) };
     return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms });
   }
 

@@ -4,6 +4,7 @@
 // naming another Host is refused (a page elsewhere must not reach the desk by DNS rebinding).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { InternalError } from '../foundation/typed-error.js';
 import { ProjectionRefusal } from '../projector/projection.js';
 import type { ReplayMode } from '../writer/replay.js';
 import { ReplayRefusal, VersionMismatchError } from '../writer/replay-errors.js';
@@ -31,7 +32,7 @@ export const AUDIT_LIMITS = {
 } as const;
 
 /** A request the desk understands but cannot answer as asked: 4xx with a reason. */
-class RequestProblem extends Error {
+class RequestProblem extends InternalError {
   constructor(readonly status: number, message: string) {
     super(message);
   }

@@ -2,7 +2,7 @@
 // is already SafeHtml: the audit desk shows text written by a model and by a world script,
 // so an unescaped value would let a run's content script the auditor's page. The page's
 // Content-Security-Policy (pages/layout.ts) refuses scripts anyway; this keeps markup intact.
-import { escapeHtml } from '../blind-review/scorecard-html.js';
+import { escapeHtml } from '../foundation/html-escape.js';
 
 export class SafeHtml {
   constructor(readonly text: string) {}

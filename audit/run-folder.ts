@@ -7,9 +7,12 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ExperimentPlan } from '../design/experiment-plan.js';
 import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { findRunFiles, readSignedHeads, type SignedHeadLine } from '../writer/verify-store.js';
+import { findRunFiles } from '../writer/run-files-walk.js';
+import { readSignedHeads, type SignedHeadLine } from '../writer/signed-files-check.js';
 import { resolveStorePath } from '../writer/store-reader.js';
 
 const MAX_PLAN_BYTES = 16 * 1024 * 1024;
@@ -18,7 +21,7 @@ const MAX_HEADS_BYTES = 16 * 1024 * 1024;
 /** Lines of a file's problem shown on a page and on screen. */
 const MAX_PROBLEM_LINES = 4;
 
-export class AuditInputError extends Error {
+export class AuditInputError extends TypedErrorOf('audit_input', EXIT_CODES.failed) {
   override readonly name = 'AuditInputError';
 }
 

@@ -2,7 +2,10 @@
 // the store when the desk opens: the events are read one row at a time and dropped; only
 // seqs and the ids that link them are kept (action chains, who cites an event, deliveries,
 // recovery events, wakes). Pages then read the few events they show by seq.
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import { isEventType, type EventType } from '../schema/event-catalog.js';
 import type { StoreReader } from '../writer/store-reader.js';
 
 /** The desk refuses a larger store rather than hold an index it cannot bound. */
@@ -12,7 +15,7 @@ export const MAX_RECOVERY_ROWS = 10_000;
 
 export interface ChainStep {
   readonly seq: number;
-  readonly event_type: string;
+  readonly event_type: EventType;
 }
 
 /** One ActionProposed and what followed it (spec §16.1: proposal → permission → execution). */
@@ -55,10 +58,11 @@ export interface UnknownOutcome {
   readonly unknown_seq: number;
   /** The OperatorResolved (the only event that may close it) or a later outcome event. */
   closed_seq: number | null;
-  closed_by: string | null;
+  closed_by: EventType | null;
 }
 
-export const RECOVERY_EVENT_TYPES = new Set([
+/** Asked of any row's type (a forged row's too), hence a set of strings; its members are checked against the catalogue. */
+export const RECOVERY_EVENT_TYPES: ReadonlySet<string> = new Set<EventType>([
   'SystemEvent.ProcessRestarted',
   'ActionEvent.ToolReconciled',
   'ActionEvent.ToolOutcomeUnknown',
@@ -98,7 +102,7 @@ export interface StoreIndex {
   readonly build_ms: number;
 }
 
-export class AuditIndexError extends Error {
+export class AuditIndexError extends TypedErrorOf('audit_index', EXIT_CODES.failed) {
   override readonly name = 'AuditIndexError';
 }
 
@@ -127,7 +131,7 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
   let sealedSeq: number | null = null;
   let wake: WakeSpan | null = null;
 
-  const step = (chain: ActionChain, list: 'outcomes' | 'effects', seq: number, type: string): void => {
+  const step = (chain: ActionChain, list: 'outcomes' | 'effects', seq: number, type: EventType): void => {
     chain[list].push({ seq, event_type: type });
     chainOfSeq.set(seq, chain.proposed_seq);
   };
@@ -143,7 +147,7 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
   const unreadable: number[] = [];
   let orphansNotListed = 0;
   let unreadableNotListed = 0;
-  const orphan = (seq: number, type: string): void => {
+  const orphan = (seq: number, type: EventType): void => {
     if (orphans.length < MAX_RECOVERY_ROWS) orphans.push({ seq, event_type: type });
     else orphansNotListed += 1;
   };
@@ -165,15 +169,17 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
     else if (!readable) unreadableNotListed += 1;
     const event = (readable ? parsed : {}) as Partial<EventEnvelope>;
     const type = row.event_type;
+    // The column is any string (an old or forged store's too): a type the catalogue lacks is counted, never linked.
+    const known: EventType | null = isEventType(type) ? type : null;
     const payload = event.payload;
     const p = (typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? payload : {}) as Record<string, unknown>;
     const eventId = str(event.event_id) ?? '';
     typeCounts.set(type, (typeCounts.get(type) ?? 0) + 1);
-    if (RECOVERY_EVENT_TYPES.has(type) || (type === 'ExperimentEvent.WakeEnded' && p.outcome !== 'completed')) {
-      if (recovery.length < MAX_RECOVERY_ROWS) recovery.push({ seq: row.seq, event_type: type });
+    if (known !== null && (RECOVERY_EVENT_TYPES.has(known) || (known === 'ExperimentEvent.WakeEnded' && p.outcome !== 'completed'))) {
+      if (recovery.length < MAX_RECOVERY_ROWS) recovery.push({ seq: row.seq, event_type: known });
       else recoveryNotListed += 1;
     }
-    switch (type) {
+    switch (known) {
       case 'ExperimentEvent.WakeStarted':
         wake = { wake_id: str(p.wake_id) ?? '?', started_seq: row.seq, ended_seq: null, outcome: null };
         wakes.push(wake);
@@ -201,7 +207,7 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
           chain.decision_seq = row.seq;
           chainOfSeq.set(row.seq, chain.proposed_seq);
           chainByPermission.set(eventId, chain);
-        } else orphan(row.seq, type);
+        } else orphan(row.seq, known);
         break;
       }
       case 'ActionEvent.ExecutionIntentRecorded': {
@@ -210,7 +216,7 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
           chain.intent_seq = row.seq;
           chainOfSeq.set(row.seq, chain.proposed_seq);
           chainByIntent.set(eventId, chain);
-        } else orphan(row.seq, type);
+        } else orphan(row.seq, known);
         break;
       }
       case 'ActionEvent.ToolSucceeded':
@@ -220,14 +226,14 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
       case 'SystemEvent.OperatorResolved': {
         const intentId = str(p.intent_event_id) ?? '';
         const chain = chainByIntent.get(intentId);
-        if (chain) step(chain, 'outcomes', row.seq, type);
-        else orphan(row.seq, type);
-        if (type === 'ActionEvent.ToolOutcomeUnknown') unknown.set(intentId, { intent_event_id: intentId, unknown_seq: row.seq, closed_seq: null, closed_by: null });
+        if (chain) step(chain, 'outcomes', row.seq, known);
+        else orphan(row.seq, known);
+        if (known === 'ActionEvent.ToolOutcomeUnknown') unknown.set(intentId, { intent_event_id: intentId, unknown_seq: row.seq, closed_seq: null, closed_by: null });
         else {
           const open = unknown.get(intentId);
           if (open && open.closed_seq === null) {
             open.closed_seq = row.seq;
-            open.closed_by = type;
+            open.closed_by = known;
           }
         }
         break;
@@ -236,8 +242,8 @@ export function buildStoreIndex(reader: StoreReader, nowMs: () => number): Store
       case 'MemoryEvent.TaskBoardChanged': {
         const proposalId = str(p.proposal_id) ?? '';
         const chain = chainByProposal.get(`${wake?.wake_id ?? ''}|${proposalId}`);
-        if (chain) step(chain, 'effects', row.seq, type);
-        else if (!planProposals.has(proposalId)) orphan(row.seq, type);
+        if (chain) step(chain, 'effects', row.seq, known);
+        else if (!planProposals.has(proposalId)) orphan(row.seq, known);
         break;
       }
       case 'PlanEvent.PlanRevisionProposed':

@@ -43,19 +43,24 @@
 // - Long text is cut at MAX_TEXT_CHARS with a visible "… [cut: N more characters]" and counted.
 //
 // Workspace file hashes (pre/post hashes of the subject's files) are behaviour and are kept.
+// Why one file: the detail schemas, the exhaustive switch that fills them and the two passes that
+// give every entry its refs and times are one rule of what a reviewer sees; split, it would be read across files.
 import { z } from 'zod';
 import type { ExperimentPlan } from '../design/experiment-plan.js';
+import { bounded } from '../foundation/bounded-text.js';
+import { InternalError } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
 import type { TypedEvent } from '../schema/event-catalog.js';
 import type { MODEL_CALL_FAILURES } from '../schema/events/model-output-events.js';
+import { PlanRevisionAccepted, PlanRevisionRejected } from '../schema/events/plan-events.js';
 import { Ref, SimTime, TimelineEntry, TimelineKind, WakeRef } from './package-format.js';
 
 /** A package-local event ref ("E0001") and a wake ref ("W01"): the contract exports only their schemas. */
 export type RefText = z.infer<typeof Ref>;
 export type WakeText = z.infer<typeof WakeRef>;
 
-export class NormalizeError extends Error {
+export class NormalizeError extends InternalError {
   override readonly name = 'NormalizeError';
 }
 
@@ -251,17 +256,6 @@ const ISO_TIME_RE = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:
  */
 const WORKSPACE_PREFIX_RE = /(?<![\w.~-])\/(?:[^\s"'`<>|;,()[\]{}/]+\/){0,32}?workspace\//g;
 
-/** Cuts `text` to `max` characters, saying how much was cut; never splits a surrogate pair. */
-export function bounded(text: string, max: number, onCut?: () => void): string {
-  if (text.length <= max) return text;
-  const marker = (rest: number): string => `… [cut: ${rest} more characters]`;
-  let keep = Math.max(0, max - marker(text.length).length);
-  const code = text.charCodeAt(keep);
-  if (keep > 0 && code >= 0xdc00 && code <= 0xdfff) keep -= 1;
-  onCut?.();
-  return `${text.slice(0, keep)}${marker(text.length - keep)}`;
-}
-
 export interface NormalizeStats {
   /** Events left out, by reason (see OMISSIONS). */
   readonly omitted: Record<OmissionReason, number>;
@@ -331,7 +325,8 @@ function keep<K extends TimelineKind>(kind: K, actor: Actor, build: (c: BuildCon
   return { kind, actor, build: build as (c: BuildContext) => Built<TimelineKind> };
 }
 
-const PLAN_DECISION_TYPES = /PlanRevision(?:Accepted|Rejected)/;
+/** A writer's refusal names the type it refused (by its name, with or without the category). */
+const PLAN_DECISION_TYPES = new RegExp(`${PlanRevisionAccepted.name}|${PlanRevisionRejected.name}`);
 
 function targetOf(tool: string, args: Record<string, unknown>): string | null {
   const value = tool === 'files' ? args['path'] : tool === 'task_board' ? args['task_id'] : null;

@@ -16,14 +16,20 @@
 //       kind's schema from event-normalizer.ts) and every ref resolves to a timeline entry.
 // Forbidden strings shorter than MIN_SEARCH_CHARS cannot be searched without matching ordinary
 // text: they are listed in `unsearched` (by label, never by value) rather than silently skipped.
+// Why one file: it is the one leak check; its forbidden strings, its reading of the packages and
+// its four checks answer together, and each is used by the others alone.
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { GROUP_CAPABILITIES } from '../design/manifest.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
+import { INSTANCE_DIR_RE, replicateSeed } from '../oracle/study-replicates.js';
 import { DsseEnvelope } from '../schema/dsse.js';
 import { hashCanonical } from '../schema/hash.js';
-import { PlanRevisionRejected } from '../schema/events/plan-events.js';
+import { PlanRevisionAccepted, PlanRevisionRejected } from '../schema/events/plan-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
+import { eventIs } from '../schema/typed-event.js';
 import { loadRunRecord, type RunRecord } from '../oracle/run-record.js';
 import { readStudyPlan, STUDY_FILES, type StudyPlan } from '../oracle/study-folder.js';
 import { BLIND_REVIEW_FILES } from './blind-map.js';
@@ -100,7 +106,7 @@ export interface LeakContext {
   readonly hashes: ReadonlyMap<string, { readonly kind: ForbiddenKind; readonly label: string }>;
 }
 
-export class LeakCheckInputError extends Error {
+export class LeakCheckInputError extends TypedErrorOf('leak_check_input', EXIT_CODES.failed) {
   override readonly name = 'LeakCheckInputError';
 }
 
@@ -125,8 +131,6 @@ const PACKAGE_FOLDER = '(package folder)';
 
 // ---------------------------------------------------------------------------------------------
 // The context: every identifying string of a study
-
-const INSTANCE_DIR_RE = /^([ABC])-r([1-9][0-9]*)$/;
 
 function realpathOrSelf(p: string): string {
   try {
@@ -183,7 +187,7 @@ export function leakContextOf(studyDir: string, plan: StudyPlan, instances: read
     const m = INSTANCE_DIR_RE.exec(n);
     if (m) {
       str('instance_name', 'an instance folder name', n);
-      str('seed', 'a replicate seed', `${plan.seed}-r${m[2]}`);
+      str('seed', 'a replicate seed', replicateSeed(plan.seed, Number(m[2])));
     }
     const manifest = manifestBodyOf(instance.dir);
     if (manifest !== null) {
@@ -205,9 +209,9 @@ export function leakContextOf(studyDir: string, plan: StudyPlan, instances: read
       str('subject_id', 'the subject id of an instance', event.subject_id);
       hash('chain_hash', 'an event hash of an instance', event.event_hash);
       hash('chain_hash', 'a payload hash of an instance', event.payload_hash);
-      if (event.event_type === 'SystemEvent.StoreOpened') {
-        str('experiment_id', 'the experiment id in the store of an instance', event.payload['experiment_id']);
-        hash('config_hash', 'the manifest hash in the store of an instance', event.payload['manifest_sha256']);
+      if (eventIs(event, 'SystemEvent.StoreOpened')) {
+        str('experiment_id', 'the experiment id in the store of an instance', event.payload.experiment_id);
+        hash('config_hash', 'the manifest hash in the store of an instance', event.payload.manifest_sha256);
       }
     }
   }
@@ -309,7 +313,7 @@ const EXPECTED_FILES = new Set(PACKAGE_FILE_NAMES);
 
 /** (c)'s fixed patterns: kind, what it is, and the expression. */
 const CAPABILITY_FLAGS = Object.keys(GROUP_CAPABILITIES.A);
-const GROUP_ONLY_WORDS = ['PlanRevisionAccepted', 'PlanRevisionRejected', ...PlanRevisionRejected.payload.shape.reason_code.options];
+const GROUP_ONLY_WORDS = [PlanRevisionAccepted.name, PlanRevisionRejected.name, ...PlanRevisionRejected.payload.shape.reason_code.options];
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const PATTERNS: ReadonlyArray<{ readonly kind: LeakKind; readonly what: string; readonly re: RegExp }> = [
   // "group A", "Group: B", "group-C", "group_A", "(group B)": any separator of up to 3 characters.

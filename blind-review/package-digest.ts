@@ -5,12 +5,14 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { hashCanonical, type HashString } from '../schema/hash.js';
 
 /** A package holds 8 files; a folder with many more is not a package. */
 const MAX_PACKAGE_ENTRIES = 64;
 
-export class PackageDigestError extends Error {
+export class PackageDigestError extends TypedErrorOf('package_digest', EXIT_CODES.failed) {
   override readonly name = 'PackageDigestError';
 }
 

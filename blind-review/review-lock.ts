@@ -15,7 +15,7 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import { signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashText, HashString } from '../schema/hash.js';
-import { BLIND_REVIEW_FILES } from './blind-map.js';
+import { BLIND_REVIEW_FILES, BlindCommitment } from './blind-map.js';
 import { BlindId } from './package-format.js';
 import {
   consolidate,
@@ -57,10 +57,10 @@ export type LockedInstance = z.infer<typeof LockedInstance>;
 /** The signed body of review/lock.dsse.json. */
 export const ReviewLock = z.strictObject({
   review_lock_format_version: z.literal(REVIEW_LOCK_FORMAT_VERSION),
-  /** The blinding commitment (blind-map.ts) the review was done against, and the packages it covers. */
-  commitment: HashString,
-  blind_ids: z.array(BlindId).min(1).max(99),
-  prereg_sha256: HashString,
+  /** The blinding commitment (blind-map.ts) the review was done against, the packages it covers and the pre-registration it fixed: the commitment's own fields. */
+  commitment: BlindCommitment.shape.commitment,
+  blind_ids: BlindCommitment.shape.blind_ids,
+  prereg_sha256: BlindCommitment.shape.prereg_sha256,
   weights: DimensionWeights,
   /** The rules applied (spec §8.5), so that a reader need not know this code's constants. */
   rules: z.strictObject({ min_reviewers: z.literal(MIN_REVIEWERS), arbitration_above_gap_points: z.literal(MAX_SCORE_GAP_POINTS), hard_failure_disagreement: z.literal('arbitration') }),

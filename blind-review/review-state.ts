@@ -1,3 +1,4 @@
+// Why one file: the review folder and the state it implies are one record, recomputed from the files on every command; the readers, the settings and the consolidation rule share its limits, its refusals and its schemas (a split would put the consolidation in review-consolidation.ts — a candidate, not done in issue 17).
 // The review folder of a blind-review package (DESIGN §10, spec §8.5) and the consolidated state
 // it implies. Everything the review decides is recomputed from the files of `PKG_DIR/review/`
 // on every command: the folder is the record, and nothing else holds state that could drift.
@@ -21,10 +22,11 @@
 // decisions are the ones all reviewers agree on. An arbiter's scorecard replaces the disagreement.
 import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { publishFile } from '../foundation/publish-file.js';
 import { describeIssues, HARD_FAILURE_IDS, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { KeyFormatError, parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { hashCanonical, hashText, HashString, sha256Hex } from '../schema/hash.js';
@@ -60,9 +62,6 @@ export const REVIEW_LIMITS = {
   maxCommitmentBytes: 64 * 1024,
 } as const;
 
-/** The bundled pre-registration, used when neither --prereg nor a recorded one exists. */
-export const DEFAULT_REVIEW_PREREG = fileURLToPath(new URL('../experiments/prereg/default.json', import.meta.url));
-
 export type ReviewProblem =
   | 'not-a-package'
   | 'bad-commitment'
@@ -92,8 +91,17 @@ export type ReviewProblem =
   | 'already-unblinded';
 
 /** A review step that must not happen as asked; the message says what to do instead. */
-export class ReviewRefusal extends Error {
+export class ReviewRefusal extends TypedErrorOf('review', EXIT_CODES.failed) {
   override readonly name = 'ReviewRefusal';
+  override get ownCode(): string {
+    return this.problem;
+  }
+  override get screenText(): string {
+    return `REFUSED (${this.problem}): ${this.message}${this.details.map((d) => `\n  ${d}`).join('')}`;
+  }
+  override get endingDetails(): Readonly<Record<string, unknown>> {
+    return { problem: this.problem, details: this.details };
+  }
   constructor(
     readonly problem: ReviewProblem,
     message: string,
@@ -105,7 +113,7 @@ export class ReviewRefusal extends Error {
 }
 
 /** The command itself cannot run (a folder or file that does not exist): misuse, not a refusal. */
-export class ReviewInputError extends Error {
+export class ReviewInputError extends TypedErrorOf('review_input', EXIT_CODES.misused) {
   override readonly name = 'ReviewInputError';
 }
 
@@ -273,9 +281,10 @@ export function readReviewPrereg(file: string): ReviewPrereg {
 
 /**
  * The settings a step uses: the recorded ones when the review has started (a --prereg given
- * anyway must be the same pre-registration), else new ones from `preregFile` or the bundled default.
+ * anyway must be the same pre-registration), else new ones from `preregFile` or, without one, the
+ * bundled default the command names (`defaultPreregFile`).
  */
-export function settingsFor(pkg: ReviewPackage, recorded: ReviewSettings | null, preregFile: string | null, now: string): { settings: ReviewSettings; isNew: boolean } {
+export function settingsFor(pkg: ReviewPackage, recorded: ReviewSettings | null, preregFile: string | null, defaultPreregFile: string, now: string): { settings: ReviewSettings; isNew: boolean } {
   if (recorded) {
     if (preregFile !== null) {
       const given = readReviewPrereg(preregFile);
@@ -285,7 +294,7 @@ export function settingsFor(pkg: ReviewPackage, recorded: ReviewSettings | null,
     }
     return { settings: recorded, isNew: false };
   }
-  const prereg = readReviewPrereg(preregFile ?? DEFAULT_REVIEW_PREREG);
+  const prereg = readReviewPrereg(preregFile ?? defaultPreregFile);
   // The commitment names the pre-registration before review: the weights cannot be chosen after.
   if (prereg.sha256 !== pkg.commitment.prereg_sha256) {
     throw new ReviewRefusal('prereg-mismatch', `the commitment signed before review names the pre-registration ${pkg.commitment.prereg_sha256}; ${prereg.file} is ${prereg.sha256}: give the pre-registration the study ran under with --prereg`);

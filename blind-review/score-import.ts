@@ -31,6 +31,11 @@ import {
 export interface ImportOptions {
   /** --prereg: the pre-registration the study used; null = the recorded one, or the bundled default at the first import. */
   readonly preregFile: string | null;
+  /**
+   * The bundled pre-registration, read at the first import when no --prereg is given. Given by the
+   * command (experiments/cli/run-defaults.ts DEFAULT_PREREG): the bundle is the experiments room's.
+   */
+  readonly defaultPreregFile: string;
   /** Wall clock, for review.json's started_at at the first import. */
   readonly now: string;
 }
@@ -60,7 +65,7 @@ export function importScores(pkgDir: string, sources: readonly string[], options
   const pkg = openReviewPackage(pkgDir);
   refuseIfLocked(pkg, 'importing scores');
   const folder = readReviewFolder(pkg);
-  const { settings, isNew } = settingsFor(pkg, folder.settings, options.preregFile, options.now);
+  const { settings, isNew } = settingsFor(pkg, folder.settings, options.preregFile, options.defaultPreregFile, options.now);
   const before = consolidate(pkg, folder);
   const committed = new Set(pkg.commitment.blind_ids);
   const stored = new Map(folder.scores.map((s) => [s.file, s]));

@@ -15,14 +15,19 @@
 // check every id and link without a browser. Sizes are bounded: the timeline has at most
 // MAX_TIMELINE_ENTRIES entries (more is refused, not cut), a detail shows at most
 // MAX_DETAIL_CHARS, an entry lists at most MAX_BACKLINKS claims and chains citing it.
-import { createHash } from 'node:crypto';
+// Why one file: it is one page, rendered in one pass; its sections share one index of the refs and
+// the link helpers built on it (its style and script are files of their own, named by hash).
 import { z } from 'zod';
 import { HARD_FAILURE_IDS } from '../design/prereg.js';
+import { cspHash } from '../foundation/csp-hash.js';
+import { escapeHtml } from '../foundation/html-escape.js';
+import { offlinePageHead } from '../foundation/offline-page.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { ActionChains, ClaimsWithEvidence, Interventions, PackageManifest, RecoveryReports, ReviewerScores, StateCheckpoints, TimelineEntry } from './package-format.js';
 import type { ScorecardData } from './scorecard-data.js';
 import { SCORECARD_SCRIPT } from './scorecard-script.js';
+import { SCORECARD_STYLE } from './scorecard-style.js';
 
 /** 72 simulated hours produce a few thousand entries; far beyond that the page would not be readable, and the exporter must say so rather than ship half a timeline. */
 export const MAX_TIMELINE_ENTRIES = 20_000;
@@ -30,13 +35,6 @@ export const MAX_TIMELINE_ENTRIES = 20_000;
 export const MAX_DETAIL_CHARS = 4_000;
 /** Back-links listed under one entry, per kind; the rest are counted. */
 export const MAX_BACKLINKS = 50;
-
-const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** Safe in element content and in quoted attribute values alike. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
 
 /**
  * JSON for a `<script type="application/json">` block: `<` (and the two line separators some
@@ -46,62 +44,6 @@ export function escapeHtml(text: string): string {
 export function jsonForScriptBlock(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
-
-/** The CSP source expression of an inline element's exact text. */
-export function cspHash(text: string): string {
-  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
-}
-
-const STYLE = `
-:root { color-scheme: light; }
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; background: #fff; margin: 0; line-height: 1.45; }
-main, header { max-width: 1100px; margin: 0 auto; padding: 0 1.5rem; }
-header { padding-top: 1rem; }
-h1 { font-size: 1.6rem; margin: 0 0 0.5rem; }
-h2 { font-size: 1.3rem; margin: 2rem 0 0.6rem; border-bottom: 1px solid #999; }
-h3 { font-size: 1.05rem; margin: 1.2rem 0 0.4rem; }
-h4 { font-size: 0.95rem; margin: 0.6rem 0 0.2rem; }
-a { color: #0645ad; }
-a:focus-visible, input:focus-visible, textarea:focus-visible, button:focus-visible, summary:focus-visible { outline: 3px solid #111; outline-offset: 2px; }
-.skip { position: absolute; left: -10000px; }
-.skip:focus { position: static; }
-nav ul { list-style: none; padding: 0; margin: 0 0 1rem; display: flex; flex-wrap: wrap; gap: 0.3rem 1rem; }
-code, .ref, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 0.9em; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f5f5f5; padding: 0.5rem; margin: 0.3rem 0; max-height: 24rem; overflow: auto; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 1rem; }
-dl.meta dt { font-weight: bold; }
-dl.meta dd { margin: 0; overflow-wrap: anywhere; }
-ul.entries, ul.claims, ul.chains { list-style: none; padding: 0; margin: 0; }
-.link-target { border: 1px solid #ccc; border-left-width: 4px; padding: 0.4rem 0.6rem; margin: 0 0 0.4rem; scroll-margin-top: 1rem; }
-.link-target:target, .link-target.is-target { border: 3px solid #b35900; border-left-width: 10px; background: #fff4dc; }
-/* The highlight also says it in words: colour is not the only sign of the followed entry. */
-.link-target:target::before, .link-target.is-target::before { content: "Linked here \\2193"; display: block; font-weight: bold; font-size: 0.85rem; }
-.entry-head { margin: 0; font-size: 0.85rem; color: #333; }
-.entry-head span + span::before { content: " \\00b7  "; }
-.summary, .statement { margin: 0.2rem 0; overflow-wrap: anywhere; }
-.statement { white-space: pre-wrap; }
-.links { margin: 0.15rem 0; font-size: 0.85rem; }
-.bad { font-weight: bold; text-decoration: underline; }
-.dangling { font-style: italic; }
-ol.chain-steps { margin: 0.3rem 0; padding-left: 1.5rem; }
-.table-scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
-th, td { border: 1px solid #bbb; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-form fieldset { border: 1px solid #999; margin: 0 0 1rem; padding: 0.5rem 1rem; }
-form legend { font-weight: bold; }
-fieldset.hard-failure { border: 1px dashed #999; }
-fieldset.hard-failure legend { font-weight: normal; }
-.field { margin: 0 0 0.8rem; }
-.field label { display: block; font-weight: bold; }
-.help { margin: 0.1rem 0 0.3rem; font-size: 0.85rem; color: #333; }
-input[type="number"] { width: 7rem; }
-input[type="text"], textarea { width: 100%; max-width: 40rem; box-sizing: border-box; }
-[aria-invalid="true"] { outline: 3px solid #a00000; }
-.errors { border: 3px solid #a00000; padding: 0.5rem 1rem; margin: 0 0 1rem; }
-.errors p { margin: 0; font-weight: bold; }
-button { font-size: 1rem; padding: 0.4rem 1rem; }
-.status { font-weight: bold; }
-`;
 
 const DIMENSION_SET: ReadonlySet<string> = new Set(DIMENSIONS);
 const HARD_FAILURE_SET: ReadonlySet<string> = new Set(HARD_FAILURE_IDS);
@@ -444,26 +386,16 @@ function scoringSection(input: Input): string {
 }
 
 // The script and style sit inside <script>/<style> verbatim: they must not be able to end early.
-if (/<\/|<!--/.test(SCORECARD_SCRIPT) || /<\//.test(STYLE)) throw new Error('scorecard script or style contains "</" or "<!--"');
+if (/<\/|<!--/.test(SCORECARD_SCRIPT) || /<\//.test(SCORECARD_STYLE)) throw new Error('scorecard script or style contains "</" or "<!--"');
 
 /** The page: self-contained HTML, the same for the same data. */
 export function renderScorecard(data: ScorecardData): string {
   const input = checkInput(data);
   const index = indexOf(input);
-  const csp = ["default-src 'none'", `style-src ${cspHash(STYLE)}`, `script-src ${cspHash(SCORECARD_SCRIPT)}`, "base-uri 'none'", "form-action 'none'"].join('; ');
+  const csp = ["default-src 'none'", `style-src ${cspHash(SCORECARD_STYLE)}`, `script-src ${cspHash(SCORECARD_SCRIPT)}`, "base-uri 'none'", "form-action 'none'"].join('; ');
   return [
-    '<!doctype html>',
-    '<html lang="en">',
-    '<head>',
-    '<meta charset="utf-8">',
     // Refuse every fetch; only the inline style and script named by their hash may apply or run.
-    `<meta http-equiv="Content-Security-Policy" content="${csp}">`,
-    '<meta name="referrer" content="no-referrer">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>Reviewer scorecard ${escapeHtml(input.manifest.blind_id)}</title>`,
-    `<style>${STYLE}</style>`,
-    '</head>',
-    '<body>',
+    ...offlinePageHead({ csp, title: `Reviewer scorecard ${input.manifest.blind_id}`, style: SCORECARD_STYLE, meta: ['<meta name="referrer" content="no-referrer">'] }),
     headerSection(input),
     '<main>',
     overviewSection(input),

@@ -3,6 +3,7 @@
 // stopped or sealed. `--resume DIR` continues from exactly this, so the store — not a side
 // file the controller might have failed to write — is the one account of progress.
 import type { EventEnvelope } from '../schema/envelope.js';
+import { eventIs } from '../schema/typed-event.js';
 import type { WriterClient } from '../writer/client.js';
 import type { Head } from '../writer/protocol.js';
 
@@ -33,12 +34,11 @@ export function progressOf(envelopes: Iterable<EventEnvelope>, head: Head): Inst
   let lastOccurredAt: string | null = null;
   for (const e of envelopes) {
     if (e.idempotency_key !== null && e.actor === 'experiment') byKey.set(e.idempotency_key, { seq: e.seq, event_id: e.event_id });
-    const wakeId = typeof e.payload['wake_id'] === 'string' ? e.payload['wake_id'] : null;
-    if (e.event_type === 'ExperimentEvent.WakeStarted') openWakeId = wakeId;
-    if (e.event_type === 'ExperimentEvent.WakeEnded' && wakeId === openWakeId) openWakeId = null;
-    if (e.event_type === 'SystemEvent.EmergencyStopped') stopped = true;
-    if (e.event_type === 'SystemEvent.Resumed') stopped = false;
-    if (e.event_type === 'SystemEvent.StoreSealed') sealed = true;
+    if (eventIs(e, 'ExperimentEvent.WakeStarted')) openWakeId = e.payload.wake_id;
+    if (eventIs(e, 'ExperimentEvent.WakeEnded') && e.payload.wake_id === openWakeId) openWakeId = null;
+    if (eventIs(e, 'SystemEvent.EmergencyStopped')) stopped = true;
+    if (eventIs(e, 'SystemEvent.Resumed')) stopped = false;
+    if (eventIs(e, 'SystemEvent.StoreSealed')) sealed = true;
     lastOccurredAt = e.occurred_at;
   }
   return { head, byKey, openWakeId, stopped, sealed, lastOccurredAt };

@@ -1,3 +1,4 @@
+// Why one file: choosing the uids, probing that they can read the code, and making the readable copy are one decision with one fallback (same-uid, with its reason); its steps share the probe and the plan they build.
 // Process isolation (DESIGN §2, issue 4 item 7): started as root, the controller runs the
 // writer and the runtime under two separate unprivileged uids, so that events.db is
 // readable by the writer's uid only and the key folder by the controller only. When it
@@ -14,11 +15,13 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { roomsBelow } from '../foundation/rooms.js';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import type { Isolation } from '../design/manifest.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 
 /** The repository this module belongs to: the code the writer and runtime run by default. */
 const CHECKOUT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -97,8 +100,11 @@ export interface IsolationOptions {
 export type IsolationProblem = 'socket-path-too-long' | 'run-dir-unreachable' | 'not-a-folder';
 
 /** A folder the isolated processes cannot use, with what to do about it in the message. */
-export class IsolationError extends Error {
+export class IsolationError extends TypedErrorOf('isolation', EXIT_CODES.failed) {
   override readonly name = 'IsolationError';
+  override get ownCode(): string {
+    return this.problem;
+  }
   constructor(
     readonly problem: IsolationProblem,
     message: string,

@@ -15,10 +15,12 @@
 import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { EXIT_CODES, type ExitCode } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { generateKeyPair, keyIdOf, parsePublicKeyHex, publicKeyOf, SECRET_KEY_BYTES, toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
+import { writePublicKey } from '../schema/public-key-file.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { publishFile } from '../foundation/publish-file.js';
-import { writePublicKey } from './run-signatures.js';
 
 export const KEY_FILES = { secret: 'controller.key', public: 'controller.pub' } as const;
 export const KEY_DIR_MODE = 0o700;
@@ -34,8 +36,14 @@ const MAX_ANCESTOR_DEPTH = 256;
 export type KeyStoreProblem = 'not-a-folder' | 'too-open' | 'not-owner' | 'not-a-regular-file' | 'malformed' | 'public-key-mismatch' | 'inside-run-folder' | 'missing';
 
 /** A key folder the controller must not use, with what to do about it in the message. */
-export class KeyStoreError extends Error {
+export class KeyStoreError extends TypedErrorOf('key_store', EXIT_CODES.failed) {
   override readonly name = 'KeyStoreError';
+  override get exitCode(): ExitCode {
+    return this.problem === 'missing' || this.problem === 'not-a-folder' ? EXIT_CODES.misused : EXIT_CODES.failed;
+  }
+  override get ownCode(): string {
+    return this.problem;
+  }
   constructor(
     readonly problem: KeyStoreProblem,
     message: string,

@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import type { ModelChoice } from '../design/model-choice.js';
@@ -25,7 +27,7 @@ export const DEFAULT_LOCAL_THREADS = 1;
 /** A configuration is a few hundred bytes; more is not one. */
 const MAX_CONFIG_BYTES = 64 * 1024;
 
-export class ModelConfigError extends Error {
+export class ModelConfigError extends TypedErrorOf('model_config', EXIT_CODES.failed) {
   override readonly name = 'ModelConfigError';
 }
 

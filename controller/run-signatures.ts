@@ -1,22 +1,21 @@
-// What the controller signs into a run folder (DESIGN §4): the public key, the
-// manifest, and chain heads (periodic ones also go into the chain as ChainHeadSigned;
-// the final one names the SystemEvent.StoreSealed that ends the store).
+// What the controller signs into a run folder (DESIGN §4): the manifest and chain heads
+// (periodic ones also go into the chain as ChainHeadSigned; the final one names the
+// SystemEvent.StoreSealed that ends the store). The public key beside them is written by
+// schema/public-key-file.ts (a blind-review package carries it too).
 // Key custody (a key folder outside every run, mode 0600) is the controller's job and
 // not this file's: these functions take the key as a value.
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { CodedErrorOf } from '../foundation/typed-error.js';
 import { CHAIN_HEAD_PAYLOAD_TYPE, ChainHead } from '../schema/chain-head.js';
 import { signDsse, type DsseEnvelope } from '../schema/dsse.js';
-import { toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
-import { schemaVersionOf } from '../schema/event-catalog.js';
+import type { Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashCanonical, type HashString } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
 import type { FaultSwitch } from '../schema/fault-switch.js';
 import type { WriterClient } from '../writer/client.js';
-
-export function writePublicKey(runDir: string, keys: Ed25519KeyPair): void {
-  writeFileSync(path.join(runDir, RUN_FILES.publicKey), `${toHex(keys.publicKey)}\n`, { mode: 0o644 });
-}
+import { draftOf } from '../writer/event-draft.js';
 
 /** Signs the manifest into manifest.dsse.json (never overwriting one) and returns its hash for StoreOpened. */
 export function writeSignedManifest(runDir: string, manifest: Record<string, unknown>, keys: Ed25519KeyPair): HashString {
@@ -49,11 +48,8 @@ export interface HeadSigning {
 }
 
 /** A head was asked of the wrong function: a final head exists only as the seal's. */
-export class HeadSigningError extends Error {
+export class HeadSigningError extends CodedErrorOf<'final_needs_seal'>('head_signing', EXIT_CODES.failed) {
   override readonly name = 'HeadSigningError';
-  constructor(readonly code: 'final_needs_seal', message: string) {
-    super(message);
-  }
 }
 
 /**
@@ -70,18 +66,7 @@ export async function signAndRecordHead(client: WriterClient, kind: ChainHead['k
   const envelope = signChainHead(head, signing.keys);
   appendSignedHead(signing.runDir, envelope);
   signing.faults?.hit('controller.head.signing', () => ({ head_seq: head.seq }));
-  await client.append([
-    {
-      event_type: 'SystemEvent.ChainHeadSigned',
-      schema_version: schemaVersionOf('SystemEvent.ChainHeadSigned'),
-      occurred_at: signing.occurredAt,
-      actor: 'experiment',
-      causation_id: null,
-      correlation_id: null,
-      idempotency_key: `chain-head-${head.seq}`,
-      payload: { head, envelope },
-    },
-  ]);
+  await client.append([draftOf('SystemEvent.ChainHeadSigned', { head, envelope }, { occurred_at: signing.occurredAt, actor: 'experiment', idempotency_key: `chain-head-${head.seq}` })]);
   return head;
 }
 

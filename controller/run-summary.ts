@@ -4,6 +4,8 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData } from '../schema/usable-data.js';
+import type { EventType } from '../schema/event-catalog.js';
+import { PermissionDecided } from '../schema/events/action-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
@@ -61,8 +63,8 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
   const db = openStoreReadOnly(path.join(runDir, RUN_FILES.store));
   try {
     const rows = db.prepare('select event_type, count(*) as n from events group by event_type').all() as { event_type: string; n: number }[];
-    const count = (type: string): number => rows.find((r) => r.event_type === type)?.n ?? 0;
-    const decisions = db.prepare("select json_extract(envelope, '$.payload.decision') as d, count(*) as n from events where event_type = 'ActionEvent.PermissionDecided' group by d").all() as { d: string; n: number }[];
+    const count = (type: EventType): number => rows.find((r) => r.event_type === type)?.n ?? 0;
+    const decisions = db.prepare("select json_extract(envelope, '$.payload.decision') as d, count(*) as n from events where event_type = ? group by d").all(PermissionDecided.type) as { d: string; n: number }[];
     const executions = count('ActionEvent.ToolSucceeded') + count('MemoryEvent.TaskBoardChanged') + count('MemoryEvent.JournalEntryWritten');
     // Only the event type and payload.failure of the model-call events: what the judgement reads.
     const calls = db.prepare(`select event_type, json_extract(envelope, '$.payload.failure') as failure from events where event_type in (?, ?) order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { event_type: string; failure: unknown }[];

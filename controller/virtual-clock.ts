@@ -4,11 +4,13 @@
 // speed F it waits (target − now) / F of real time first, so F = 1 is real time and
 // F = 3600 runs a simulated hour per second. It only moves forward.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 
 /** Real waits are cut into slices of at most this, so a stop request is seen promptly. */
 export const MAX_SLEEP_SLICE_MS = 250;
 
-export class VirtualClockError extends Error {
+export class VirtualClockError extends TypedErrorOf('virtual_clock', EXIT_CODES.failed) {
   override readonly name = 'VirtualClockError';
 }
 

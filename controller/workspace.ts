@@ -8,6 +8,8 @@ import path from 'node:path';
 import type { ExternalFileChangeIntervention } from '../design/intervention-plan.js';
 import type { Scenario } from '../design/scenario.js';
 import type { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { hashText } from '../schema/hash.js';
 
 export const WORKSPACE_FOLDER = 'workspace';
@@ -17,7 +19,7 @@ export interface FileOwner {
   readonly gid: number;
 }
 
-export class WorkspaceError extends Error {
+export class WorkspaceError extends TypedErrorOf('workspace', EXIT_CODES.failed) {
   override readonly name = 'WorkspaceError';
 }
 

@@ -2,6 +2,7 @@
 // recorded between WakeStarted and now. The verifier compares ledgers across groups, so they
 // must come from the record, never from a process's own account of itself.
 import type { EventEnvelope } from '../schema/envelope.js';
+import { eventIs } from '../schema/typed-event.js';
 
 /** What a wake used, as its ledger records it. */
 export interface LedgerUse {
@@ -24,14 +25,15 @@ export function ledgerOf(wakeEvents: readonly EventEnvelope[]): LedgerUse {
   let toolCalls = 0;
   let retries = 0;
   for (const event of wakeEvents) {
-    if (event.event_type === 'ModelOutputEvent.ModelAnswered' || (event.event_type === 'ModelOutputEvent.ModelCallFailed' && event.payload['failure'] !== 'budget_exhausted')) {
+    if (eventIs(event, 'ModelOutputEvent.ModelAnswered') || (eventIs(event, 'ModelOutputEvent.ModelCallFailed') && event.payload.failure !== 'budget_exhausted')) {
       modelCalls += 1;
+      // A stored call of an earlier version (not upcast here) may lack usage or attempts: both are checked.
       const usage = event.payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
       if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') tokens += usage.prompt_tokens + usage.completion_tokens;
       const attempts = event.payload['attempts'];
       if (typeof attempts === 'number') retries += Math.max(0, attempts - 1);
     }
-    if (event.event_type === 'ActionEvent.PermissionDecided' && event.payload['decision'] === 'allow') toolCalls += 1;
+    if (eventIs(event, 'ActionEvent.PermissionDecided') && event.payload.decision === 'allow') toolCalls += 1;
   }
   return { model_calls: modelCalls, tokens, tool_calls: toolCalls, retries };
 }

@@ -7,6 +7,8 @@
 // Random streams: the schedule draws from seedrandom(seed), the interventions from
 // seedrandom(`${seed}/interventions`): a change of the intervention script never moves a wake.
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { INTERVENTION_SCRIPT_VERSION, InterventionPlan, buildInterventionPlan } from './intervention-plan.js';
 import { planProblems } from './plan-invariants.js';
 import type { PreRegistration } from './prereg.js';
@@ -40,7 +42,7 @@ export interface ExperimentPlanInput {
   readonly startAt: string;
 }
 
-export class ExperimentPlanError extends Error {
+export class ExperimentPlanError extends TypedErrorOf('experiment_plan', EXIT_CODES.failed) {
   override readonly name = 'ExperimentPlanError';
 }
 

@@ -1,3 +1,4 @@
+// Why one file: the draw order below is the contract for "same seed ⇒ same plan"; every kind's draw stays in one file so that the order is read, and changed, in one place.
 // The seeded intervention plan (spec §7, SCENARIO.md's table): what happens to the subject,
 // when, and exactly which World/System events the controller writes for it. Every group of a
 // batch gets this plan unchanged (§7.1); nothing in it depends on a group or on what the
@@ -11,6 +12,8 @@
 // does not move the others): external_file_change, denied_request, awaited_reply,
 // distractor_burst, goal_change, refutation, runtime_crash, writer_crash.
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import type { PreRegistration } from './prereg.js';
 import type { Scenario } from './scenario.js';
 import type { SeededRandom } from './seeded-random.js';
@@ -171,7 +174,7 @@ export const INTERVENTION_KINDS: readonly InterventionKind[] = Intervention.opti
 export const InterventionPlan = z.array(Intervention).min(1).max(64);
 export type InterventionPlan = z.infer<typeof InterventionPlan>;
 
-export class InterventionPlanError extends Error {
+export class InterventionPlanError extends TypedErrorOf('intervention_plan', EXIT_CODES.failed) {
   override readonly name = 'InterventionPlanError';
 }
 

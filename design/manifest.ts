@@ -22,6 +22,8 @@
 // random_seed: spec §6.4 shows a number; the project's seeds are strings (controller/
 // experiment-plan.ts Seed), so the manifest records the seed string the plan was built from.
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { ExperimentPlan } from './experiment-plan.js';
 import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
@@ -174,7 +176,7 @@ export interface InstanceManifestInput {
   readonly startedAt: string;
 }
 
-export class ManifestError extends Error {
+export class ManifestError extends TypedErrorOf('manifest', EXIT_CODES.failed) {
   override readonly name = 'ManifestError';
 }
 

@@ -5,6 +5,8 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { checkSignedManifest, type ModelInfo } from './manifest.js';
 import { ExperimentPlan } from './experiment-plan.js';
 import type { Capabilities } from '../schema/capabilities.js';
@@ -17,6 +19,7 @@ import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js
 import { LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
 import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded-model-calls.js';
 import { EventEnvelope } from '../schema/envelope.js';
+import { eventIs } from '../schema/typed-event.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 
 
@@ -32,7 +35,7 @@ export const ModelChoice = z.discriminatedUnion('adapter', [
 ]);
 export type ModelChoice = z.infer<typeof ModelChoice>;
 
-export class ModelChoiceError extends Error {
+export class ModelChoiceError extends TypedErrorOf('model_choice', EXIT_CODES.failed) {
   override readonly name = 'ModelChoiceError';
 }
 
@@ -51,7 +54,7 @@ function recordedRun(runDir: string): { modelId: string; calls: ReturnType<typeo
     throw new ModelChoiceError(`--model replay: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
   const envelopes = rows.map((r) => EventEnvelope.parse(JSON.parse(r.envelope)));
-  const first = envelopes.find((e) => e.event_type !== 'ModelOutputEvent.ModelCallAttemptFailed');
+  const first = envelopes.find((e) => !eventIs(e, 'ModelOutputEvent.ModelCallAttemptFailed'));
   if (!first) throw new ModelChoiceError(`--model replay: ${file} holds no model calls to replay`);
   const protocol = recordedProtocolOf(envelopes);
   if (protocol === null) throw new ModelChoiceError(`--model replay: ${file} holds no model calls to replay`);

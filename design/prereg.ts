@@ -11,6 +11,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
@@ -189,7 +191,7 @@ export const PreregLock = z.strictObject({ prereg_sha256: HashString, file: z.st
 export type PreregLock = z.infer<typeof PreregLock>;
 
 /** A pre-registration file that cannot be read as JSON at all: the command's input is wrong. */
-export class PreregInputError extends Error {
+export class PreregInputError extends TypedErrorOf('prereg_input', EXIT_CODES.misused) {
   override readonly name = 'PreregInputError';
 }
 

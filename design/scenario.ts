@@ -9,6 +9,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { Identifier, LongText, SemVer, ShortText } from '../schema/event-definition.js';
 import { SubjectInitialized } from '../schema/events/system-events.js';
 import { hashCanonical, hashText, type HashString } from '../schema/hash.js';
@@ -85,7 +87,7 @@ export interface Scenario {
   readonly scenario_hash: HashString;
 }
 
-export class ScenarioError extends Error {
+export class ScenarioError extends TypedErrorOf('scenario', EXIT_CODES.failed) {
   override readonly name = 'ScenarioError';
 }
 

@@ -10,6 +10,8 @@ import type { Intervention } from '../design/intervention-plan.js';
 import type { OracleRules } from '../design/prereg.js';
 import type { ScenarioDefinition } from '../design/scenario.js';
 import { MS_PER_MINUTE, MINUTES_PER_HOUR, type ScheduledWake } from '../design/wake-schedule.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { Identifier } from '../schema/event-definition.js';
 
 export const GoalStatusWord = z.enum(['active', 'submitted']);
@@ -55,7 +57,7 @@ export const Oracle = z.strictObject({
 });
 export type Oracle = z.infer<typeof Oracle>;
 
-export class OracleError extends Error {
+export class OracleError extends TypedErrorOf('oracle', EXIT_CODES.failed) {
   override readonly name = 'OracleError';
 }
 

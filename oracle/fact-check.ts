@@ -13,11 +13,14 @@
 import { z } from 'zod';
 import { CONTROLLER_KEYS } from '../design/run-contract.js';
 import type { RefutationIntervention } from '../design/intervention-plan.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { evidenceEligibility } from '../projector/evidence.js';
 import { own } from '../projector/own.js';
 import { ProjectionRefusal } from '../projector/projection.js';
 import { subjectProjection } from '../projector/subject-projection.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import { eventIs } from '../schema/typed-event.js';
 import { figurePattern, lineUsingRefutedFigure } from './refuted-figure.js';
 import { eventsOf, payloadOf, type RunRecord } from './run-record.js';
 
@@ -49,7 +52,7 @@ export const FactCheck = z.strictObject({
 export type FactCheck = z.infer<typeof FactCheck>;
 
 /** The projector refused so many of the record's events that "refuted at the claim's seq" is not knowable. */
-export class FactCheckError extends Error {
+export class FactCheckError extends TypedErrorOf('fact_check', EXIT_CODES.failed) {
   override readonly name = 'FactCheckError';
   constructor(
     readonly seq: number,
@@ -137,7 +140,7 @@ function writtenRefutations(record: RunRecord): PlanRefutation[] {
   for (const iv of record.plan.interventions) {
     if (iv.kind !== 'refutation') continue;
     const key = CONTROLLER_KEYS.interventionEvent(iv.intervention_id, 0);
-    const written = record.events.find((e) => e.event_type === 'WorldEvent.InformationPublished' && e.idempotency_key === key);
+    const written = record.events.find((e) => eventIs(e, 'WorldEvent.InformationPublished') && e.idempotency_key === key);
     if (written) out.push({ iv, seq: written.seq, eventId: written.event_id });
   }
   return out;

@@ -8,20 +8,21 @@
 //   replay_cannot_restore_state       — writer/replay-check.ts on the run's events.db;
 //   configuration_changed_after_start — chain, signatures and heads (writer/verify-store.ts),
 //                                       the plan, manifest and pre-registration lock
-//                                       (controller/plan-conformance.ts), the study's
+//                                       (verification/run-plan-check.ts), the study's
 //                                       locked pre-registration hash, and the model every
 //                                       call ran under against the one the manifest pins.
 import path from 'node:path';
 import { z } from 'zod';
 import type { InstanceManifest } from '../design/manifest.js';
-import { checkPlansUnder, SCENARIO_ROOT } from '../controller/plan-conformance.js';
 import { HARD_FAILURE_IDS, HardFailureId } from '../design/prereg.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import { eventIs } from '../schema/typed-event.js';
 import type { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { checkReplay } from '../writer/replay-check.js';
 import { VersionMismatchError } from '../writer/replay-errors.js';
 import { verifyDirectory } from '../writer/verify-store.js';
+import { checkPlansUnder } from '../verification/plans-under.js';
 import { checkFacts, FactCheckError } from './fact-check.js';
 import { payloadOf, type RunRecord } from './run-record.js';
 import { checkSideEffects } from './side-effects.js';
@@ -37,8 +38,8 @@ export type HardFailure = z.infer<typeof HardFailure>;
 export interface HardFailureOptions {
   /** The hash of the study's locked pre-registration; null when the caller has none to hold the run to. */
   readonly expectedPreregSha256: HashString | null;
-  /** Scenario folders by id, for the plan check; default this repository's experiments/scenario. */
-  readonly scenariosDir?: string;
+  /** Scenario folders by id, for the plan check (the experiments room gives its commands the default). */
+  readonly scenariosDir: string;
 }
 
 /** Entries listed; beyond this one more entry says how many were left out. */
@@ -103,7 +104,7 @@ function unauthorizedExecutions(events: readonly EventEnvelope[], out: HardFailu
     if (problem !== null) out.push({ id, seq: event.seq, detail: `${what} at seq ${event.seq} executes without authority: ${problem}` });
   };
   for (const event of events) {
-    if (event.event_type === 'ExperimentEvent.WakeStarted') wakeSeq = event.seq;
+    if (eventIs(event, 'ExperimentEvent.WakeStarted')) wakeSeq = event.seq;
     const proposed = payloadOf(event, 'ActionEvent.ActionProposed');
     if (proposed) proposedTool.set(proposed.proposal_id, proposed.tool);
     const decided = payloadOf(event, 'ActionEvent.PermissionDecided');
@@ -215,7 +216,7 @@ function configurationChanges(record: RunRecord, options: HardFailureOptions, ou
     out.push({ id, seq: seqOf(error), detail: `verify could not check ${runDir}: ${message(error)}` });
   }
   try {
-    const plans = checkPlansUnder(runDir, { scenariosDir: options.scenariosDir ?? SCENARIO_ROOT });
+    const plans = checkPlansUnder(runDir, { scenariosDir: options.scenariosDir });
     if (plans.runs.every((r) => r.plan !== 'checked')) out.push({ id, seq: null, detail: `the run's plan was not checked (${plans.runs.map((r) => `${r.run}: ${r.plan}`).join(', ') || 'no run found'})` });
     listSome(plans.failures, id, 'plan-conformance failures', (f) => ({ id, seq: asSeq(f.seq), detail: `plan: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}` }), out);
   } catch (error) {

@@ -9,20 +9,22 @@ import { ExperimentPlan } from '../design/experiment-plan.js';
 import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
 import { PreRegistration } from '../design/prereg.js';
 import { loadScenario, type Scenario } from '../design/scenario.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import type { EventType, PayloadOf } from '../schema/event-catalog.js';
 import { hashCanonical, type HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { keyFileFor } from '../writer/verify-store.js';
+import { keyFileFor } from '../writer/run-files-walk.js';
 import { StoreReader } from '../writer/store-reader.js';
 
 /** More events than this in one instance are refused: a 72-hour run holds about 500. */
 export const MAX_SCORED_EVENTS = 200_000;
 const MAX_JSON_FILE_BYTES = 8 * 1024 * 1024;
 
-export class RunRecordError extends Error {
+export class RunRecordError extends TypedErrorOf('run_record', EXIT_CODES.failed) {
   override readonly name = 'RunRecordError';
 }
 

@@ -9,6 +9,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ModelChoice } from '../design/model-choice.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { CodedErrorOf } from '../foundation/typed-error.js';
 
 export const STUDY_FILES = { plan: 'study.json', instances: 'instances', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 33 replicates). */
@@ -70,14 +72,8 @@ export type StudyErrorCode =
 /** The codes that name a path of the wrong kind: the caller misused the command (exit 2). */
 export const STUDY_PATH_CODES: ReadonlySet<StudyErrorCode> = new Set(['not_a_study', 'out_is_a_file', 'out_not_empty']);
 
-export class StudyError extends Error {
+export class StudyError extends CodedErrorOf<StudyErrorCode>('study', EXIT_CODES.failed) {
   override readonly name = 'StudyError';
-  constructor(
-    readonly code: StudyErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export function readStudyPlan(outDir: string): StudyPlan {

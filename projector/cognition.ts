@@ -1,6 +1,11 @@
 // The cognitive-activity state machine (spec §11.2) within one wake, as an explicit
 // table: (from, trigger) → to. A trigger in a state with no row is illegal.
 import { z } from 'zod';
+import type { EventType, PayloadOf } from '../schema/event-catalog.js';
+import type { PermissionDecided } from '../schema/events/action-events.js';
+
+/** A permission decision's trigger: its event type with the decision it records. */
+type DecisionTrigger = `${typeof PermissionDecided.type}:${PayloadOf<typeof PermissionDecided.type>['decision']}`;
 
 export const COGNITIVE_STATES = ['IDLE', 'OBSERVING', 'DELIBERATING', 'AWAITING_PERMISSION', 'EXECUTING', 'REFLECTING'] as const;
 export const CognitiveState = z.enum(COGNITIVE_STATES);
@@ -26,7 +31,7 @@ export const COGNITIVE_TRIGGERS = [
   'PlanEvent.PlanRevisionProposed',
   'PlanEvent.PlanRevisionAccepted',
   'PlanEvent.PlanRevisionRejected',
-] as const;
+] as const satisfies readonly (EventType | DecisionTrigger)[];
 export type CognitiveTrigger = (typeof COGNITIVE_TRIGGERS)[number];
 
 type Row = readonly [from: readonly CognitiveState[], trigger: CognitiveTrigger, to: CognitiveState];

@@ -2,6 +2,7 @@
 // states the projector may move to. Anything not listed is an illegal transition and
 // the event that implies it is refused at append time.
 import { z } from 'zod';
+import type { EventType } from '../schema/event-catalog.js';
 
 export const LIFECYCLE_STATES = ['CREATED', 'DORMANT', 'AWAKE', 'RECOVERING', 'PAUSED', 'STOPPED'] as const;
 export const LifecycleState = z.enum(LIFECYCLE_STATES);
@@ -16,7 +17,7 @@ export const LIFECYCLE_TRIGGERS = [
   'SystemEvent.Paused',
   'SystemEvent.Resumed',
   'SystemEvent.EmergencyStopped',
-] as const;
+] as const satisfies readonly EventType[];
 export type LifecycleTrigger = (typeof LIFECYCLE_TRIGGERS)[number];
 
 type Row = readonly [from: LifecycleState, trigger: LifecycleTrigger, to: readonly LifecycleState[]];

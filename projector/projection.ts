@@ -1,6 +1,8 @@
 // A projection folds events into a state, purely: no clock, no randomness, no I/O.
 // The writer applies one inside the transaction that stores the events (spec §12.2),
 // so state and events can never disagree; a refusal rolls the whole append back.
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 
 export interface Projection<S> {
@@ -22,8 +24,11 @@ export interface Projection<S> {
 }
 
 /** An event the projection will not accept (e.g. an illegal state transition). */
-export class ProjectionRefusal extends Error {
+export class ProjectionRefusal extends TypedErrorOf('projection_refused', EXIT_CODES.failed) {
   override readonly name = 'ProjectionRefusal';
+  override get endingMessage(): string {
+    return `the projection refused a stored event, so the state cannot be rebuilt under these versions: ${this.message}`;
+  }
   constructor(readonly seq: number, readonly eventType: string, reason: string) {
     super(`event ${eventType} at seq ${seq} refused by the projection: ${reason}`);
   }

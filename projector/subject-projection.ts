@@ -1,3 +1,4 @@
+// Why one file: the aggregate's evolve is one exhaustive switch over the catalogue (its parts already live in cognition.ts, lifecycle.ts, evidence.ts); splitting the switch would lose the compiler's exhaustiveness check.
 // The Subject projector: folds events into the Subject aggregate, purely. `apply` never
 // mutates its input (it evolves a copy); `applyAll` copies once per batch. An event that
 // implies an illegal transition or breaks an invariant is refused with a

@@ -1,3 +1,4 @@
+// Why one file: one translator, schema keyword by keyword into GBNF; its cases share one rule table and one refusal path, and read apart they would hide which keywords are enforced and which refused.
 // The answer's JSON Schema as a GBNF grammar for llama.cpp (issue 15 items 1 and 6): what the
 // `local` adapter constrains decoding with. The schema comes from runtime/answer-schema.ts
 // (generated from the zod schema), so the zod schema stays the one source: this file only
@@ -23,6 +24,7 @@
 //   the integers of the range, without leading zeros.
 // Pure and deterministic: the same schema gives the same text (rule names come from the
 // schema's paths, identical rule bodies are shared under the first name).
+import { InternalError } from '../foundation/typed-error.js';
 import { EVENT_SEQ_META } from './model-protocol.js';
 
 export const ANSWER_GRAMMAR_LIMITS = {
@@ -52,7 +54,7 @@ export const ANSWER_GRAMMAR_LIMITS = {
 } as const;
 
 /** A schema the grammar cannot enforce exactly: the message names the node and the keyword. */
-export class AnswerGrammarError extends Error {
+export class AnswerGrammarError extends InternalError {
   override readonly name = 'AnswerGrammarError';
 }
 

@@ -2,6 +2,7 @@
 // wake reads only what is new. It is a cache of the store, not the subject's memory: group A's
 // subject still sees only its window (context-bundle.ts decides what reaches the model). It
 // dies with the process; a restarted runtime reads everything again on its first wake.
+import { CodedInternalError } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import type { WriterClient } from '../writer/client.js';
 import { WRITER_LIMITS } from '../writer/protocol.js';
@@ -11,14 +12,8 @@ export const MAX_CACHED_EVENTS = 500_000;
 
 export type ReadFailureCode = 'seq_regressed' | 'beyond_head' | 'read_gap' | 'identity_mismatch' | 'too_many_events';
 
-export class EventReadError extends Error {
+export class EventReadError extends CodedInternalError<ReadFailureCode> {
   override readonly name = 'EventReadError';
-  constructor(
-    readonly code: ReadFailureCode,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export class EventCache {

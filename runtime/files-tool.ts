@@ -1,3 +1,4 @@
+// Why one file: intent → execute → reconcile of the same four operations belong side by side — the hashes an intent plans are the ones execute writes and reconcile checks; split, the three could drift apart.
 // The workspace file tool (DESIGN §7, spec §14.1, issue 5 item 6): read, write, modify and
 // move inside one folder on one filesystem. It is the only code that touches the subject's
 // files, and it protects itself: every operation normalises and resolves its paths again, so
@@ -26,6 +27,7 @@ import {
   type Stats,
 } from 'node:fs';
 import path from 'node:path';
+import { CodedInternalError, InternalError } from '../foundation/typed-error.js';
 import { MAX_READ_CONTENT_CHARS } from '../schema/events/action-events.js';
 import { hashText, type HashString } from '../schema/hash.js';
 import type { ModelAction } from './model-protocol.js';
@@ -59,19 +61,13 @@ export const FILE_FAILURE_CODES = ['path_refused', 'symlink_escape', 'not_found'
 export type FileFailureCode = (typeof FILE_FAILURE_CODES)[number];
 
 /** A problem of the setup (no workspace folder), not of an operation: thrown, never recorded as a tool outcome. */
-export class FileToolError extends Error {
+export class FileToolError extends InternalError {
   override readonly name = 'FileToolError';
 }
 
 /** An operation that could not be done; nothing was changed by it. Returned, not thrown. */
-class FileFailure extends Error {
+class FileFailure extends CodedInternalError<FileFailureCode> {
   override readonly name = 'FileFailure';
-  constructor(
-    readonly code: FileFailureCode,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export type FileActionResult =

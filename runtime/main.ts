@@ -4,7 +4,9 @@
 //
 // On each `wake` (after the controller's WakeStarted) it runs one wake of the subject
 // (runtime/wake-loop.ts) over a writer connection opened for that wake only, reports each
-// append as `wake_progress`, and answers `wake_done` with the counts and the checkpoint.
+// append as `wake_progress` (on a held wake, one a runtime-crash drill kills at an exact point,
+// waiting for the controller's `progress_ack` before going on), and answers `wake_done` with the
+// counts and the checkpoint.
 //
 // It never opens a database, never reads a key, and never learns its group letter: it is
 // handed only the capability flags. What it keeps between wakes (the event cache) lives in
@@ -100,7 +102,17 @@ const PROGRESS_ACK_TIMEOUT_MS = 10_000;
 /** Beyond the model's call timeout, how long a stopping runtime waits for its wake to reach a step boundary. */
 const STOP_MARGIN_MS = 5_000;
 
-/** Reports an append and waits until the controller has seen it (runtime/protocol.ts WakeProgress). */
+/**
+ * Reports an append; the wake's next step waits until the report has left this process (so a
+ * death right after it still reaches the controller), and on a held wake until the controller has
+ * seen it (runtime/protocol.ts WakeProgress).
+ */
+function reportProgress(wake: RuntimeWake, counts: { appends: number; execution_intents: number }): Promise<void> {
+  if (wake.hold_at_each_append) return progressBarrier(wake.wake_id, counts);
+  return new Promise((resolve) => tell({ type: 'wake_progress', wake_id: wake.wake_id, ...counts }, resolve));
+}
+
+/** Reports an append and waits until the controller has seen it: a held wake's barrier, for the runtime-crash drill's exact kill point. */
 function progressBarrier(wakeId: string, counts: { appends: number; execution_intents: number }): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -129,7 +141,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       shouldStop: () => stopping,
       protocol: start.protocol,
       modelTimeoutMs: modelTimeoutOf(start),
-      onProgress: (counts) => progressBarrier(wake.wake_id, counts),
+      onProgress: (counts) => reportProgress(wake, counts),
       onModelCallStarted: (callNumber) => new Promise<void>((resolve) => tell({ type: 'model_call_started', wake_id: wake.wake_id, call_number: callNumber }, resolve)),
       faults,
       log,

@@ -10,6 +10,7 @@
 // the self-control metrics (spec §14.3) count.
 import path from 'node:path';
 import { z } from 'zod';
+import { InternalError } from '../foundation/typed-error.js';
 import { LifecycleState } from '../projector/lifecycle.js';
 import { actionFingerprint } from '../projector/subject-projection.js';
 import { canonicalJson } from '../schema/canonical-json.js';
@@ -110,7 +111,7 @@ export interface PermissionDecision {
 }
 
 /** A wiring error of the caller (malformed limits or facts, a fingerprint that is not the action's): never a model's doing. */
-export class PermissionInputError extends Error {
+export class PermissionInputError extends InternalError {
   override readonly name = 'PermissionInputError';
 }
 

@@ -18,6 +18,7 @@
 // rendered: it follows from a capability switch, and telling the model which kind of
 // memory it has would be exactly such a second treatment. What the state holds is shown.
 import { z } from 'zod';
+import { InternalError } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import type { ContextBundle } from './context-bundle.js';
 import { ModelAnswerV2 } from './model-protocol.js';
@@ -39,7 +40,7 @@ export function estimateTokens(text: string): number {
 // schema that loses a bound, or fields the prompt describes with one name (BRIEF, TEXT, …)
 // whose bounds come apart, fail here at load, not in a model's answer.
 /** A forged or future answer schema the prompt cannot describe (a lost bound, a shared name whose bounds came apart). */
-export class PromptSchemaError extends Error {
+export class PromptSchemaError extends InternalError {
   override readonly name = 'PromptSchemaError';
 }
 

@@ -154,12 +154,18 @@ export const RuntimeWake = z.strictObject({
   /** The last seq the runtime may see in this wake; the controller fixes it before waking. */
   visible_to_seq: Seq,
   budget: Budget,
+  /**
+   * Whether the runtime waits for the controller's progress_ack after each append (see
+   * wake_progress). True only on a wake whose planned runtime crash kills it at an exact point;
+   * on every other wake the runtime reports its appends and goes on. Absent: false.
+   */
+  hold_at_each_append: z.boolean().default(false),
 });
 export type RuntimeWake = z.infer<typeof RuntimeWake>;
 
 export const RuntimeShutdown = z.strictObject({ type: z.literal('shutdown') });
 
-/** The controller saw a wake_progress; the runtime takes no further step until it arrives (see wake_progress). */
+/** The controller saw a wake_progress of a held wake; the runtime takes no further step until it arrives (see wake_progress). */
 export const RuntimeProgressAck = z.strictObject({ type: z.literal('progress_ack'), wake_id: Identifier, appends: z.number().int().min(1) });
 
 export const RuntimeParentMessage = z.discriminatedUnion('type', [RuntimeStartConfig, RuntimeWake, RuntimeShutdown, RuntimeProgressAck]);
@@ -219,10 +225,13 @@ export type PreflightReport = z.infer<typeof PreflightReport>;
 export const RuntimeReady = z.strictObject({ type: z.literal('ready'), pid: z.number().int().min(1), preflight: PreflightReport.nullable() });
 
 /**
- * Sent after each append the runtime makes during a wake (running totals for the wake). The
- * runtime then waits for `progress_ack` before its next step, so the controller's
- * runtime-crash intervention kills it exactly at its kill point (e.g. right after the first
- * ExecutionIntentRecorded, before the file is touched), the same way in every run.
+ * Sent after each append the runtime makes during a wake (running totals for the wake), and
+ * flushed before its next step: the controller learns from it that a model call's outcome is
+ * recorded (model_call_started). On a held wake (RuntimeWake hold_at_each_append) the runtime
+ * then waits for `progress_ack` before its next step, so the controller's runtime-crash
+ * intervention kills it exactly at its kill point (e.g. right after the first
+ * ExecutionIntentRecorded, before the file is touched), the same way in every run; other wakes
+ * do not pay for that round trip.
  */
 export const WakeProgress = z.strictObject({
   wake_id: Identifier,

@@ -2,6 +2,7 @@
 // turned into the protocol's RecordedModelCall list. Shared by the controller (which reads the
 // source run and sends the list in the runtime's start message) and the replay adapter, like
 // runtime/protocol.ts: it is the replay's wire format, not runtime logic.
+import { InternalError } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import type { PayloadOf } from '../schema/event-catalog.js';
 import { ModelAnswered, ModelCallFailed } from '../schema/events/model-output-events.js';
@@ -12,7 +13,7 @@ import type { RecordedModelCall } from './protocol.js';
 /** The reference policy's and the prompt's token estimate (runtime/prompt.ts estimateTokens). */
 const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
 
-export class ReplayRecordingError extends Error {
+export class ReplayRecordingError extends InternalError {
   override readonly name = 'ReplayRecordingError';
 }
 

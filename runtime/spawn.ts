@@ -3,6 +3,7 @@
 // argv. Every message from the child is validated with zod; one that fails is reported on
 // stderr, not dropped silently.
 import { fork, type ChildProcess } from 'node:child_process';
+import { CodedInternalError, InternalError } from '../foundation/typed-error.js';
 import { childEnvironment } from '../schema/fault-switch.js';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -20,15 +21,9 @@ export interface RuntimeExit {
   readonly signal: NodeJS.Signals | null;
 }
 
-export class RuntimeStartError extends Error {
+/** Its code: `bad_config` (refused before spawning), `start_timeout`, `exited`, or the child's fatal code. */
+export class RuntimeStartError extends CodedInternalError<string> {
   override readonly name = 'RuntimeStartError';
-  constructor(
-    /** `bad_config` (refused before spawning), `start_timeout`, `exited`, or the child's fatal code. */
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export type RuntimeWakeErrorCode =
@@ -41,7 +36,7 @@ export type RuntimeWakeErrorCode =
   /** Refused here, nothing sent: the wake message failed its schema, its wake_id is already waiting, or the runtime is gone. */
   | 'bad_request';
 
-export class RuntimeWakeError extends Error {
+export class RuntimeWakeError extends InternalError {
   override readonly name = 'RuntimeWakeError';
   constructor(
     readonly code: RuntimeWakeErrorCode,
@@ -56,7 +51,8 @@ export class RuntimeWakeError extends Error {
   }
 }
 
-export type RuntimeWakeRequest = Omit<RuntimeWake, 'type'>;
+/** A wake as the caller asks for it (hold_at_each_append may be left out: false). */
+export type RuntimeWakeRequest = Omit<z.input<typeof RuntimeWake>, 'type'>;
 
 export interface RuntimeProcess {
   readonly pid: number;
@@ -146,6 +142,11 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
   child.on('error', (error) => process.stderr.write(`[spawnRuntime] runtime process error: ${error.message}\n`));
 
   const pending = new Map<string, PendingWake>();
+  /**
+   * The wakes sent with hold_at_each_append, until the runtime answers them (not when the caller
+   * stops waiting: a runtime still running a timed-out wake still waits for its acks).
+   */
+  const held = new Set<string>();
   const progressListeners = new Set<(progress: WakeProgress) => void>();
   let onStartMessage: ((message: RuntimeChildMessage) => void) | null = null;
 
@@ -180,14 +181,15 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
         const { type: _type, ...progress } = message;
         modelCallsInFlight.delete(progress.wake_id);
         for (const listener of progressListeners) listener(progress);
-        // The runtime waits for this before its next step, so a listener that kills it (a planned
-        // crash) does so at exactly this point, not some appends later: crashes stay reproducible.
-        if (!child.killed && child.connected) child.send({ type: 'progress_ack', wake_id: progress.wake_id, appends: progress.appends });
+        // A held wake's runtime waits for this before its next step, so a listener that kills it (a
+        // planned crash) does so at exactly this point, not some appends later: crashes stay reproducible.
+        if (held.has(progress.wake_id) && !child.killed && child.connected) child.send({ type: 'progress_ack', wake_id: progress.wake_id, appends: progress.appends } satisfies RuntimeParentMessage);
         return;
       }
       case 'wake_done': {
         const { type: _type, ...report } = message;
         modelCallsInFlight.delete(report.wake_id);
+        held.delete(report.wake_id);
         const entry = settle(report.wake_id);
         if (entry) entry.resolve(report);
         else process.stderr.write(`[spawnRuntime] wake_done for ${report.wake_id}, which nobody waits for (timed out?)\n`);
@@ -196,6 +198,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
       case 'wake_failed': {
         const { type: _type, ...failure } = message;
         modelCallsInFlight.delete(failure.wake_id);
+        held.delete(failure.wake_id);
         const entry = settle(failure.wake_id);
         if (entry) entry.reject(new RuntimeWakeError('wake_failed', failure.wake_id, `wake ${failure.wake_id} failed (${failure.code}): ${failure.message}`, failure));
         else process.stderr.write(`[spawnRuntime] wake_failed for ${failure.wake_id}, which nobody waits for: ${failure.code}: ${failure.message}\n`);
@@ -209,6 +212,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
   });
 
   void exited.then((exit) => {
+    held.clear();
     for (const wakeId of [...pending.keys()]) {
       // Whether its outcome reached the store only the store can tell: the controller looks before it words the stop.
       const call = modelCallsInFlight.get(wakeId) ?? null;
@@ -263,6 +267,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
           if (settle(wakeId)) reject(new RuntimeWakeError('timeout', wakeId, `ds-runtime did not answer wake ${wakeId} within ${timeoutMs} ms; it was left running`));
         }, timeoutMs);
         pending.set(wakeId, { resolve, reject, timer });
+        if (message.data.hold_at_each_append) held.add(wakeId);
         child.send(message.data, (error: Error | null) => {
           // The channel closed between the check above and now: the exit is on its way.
           if (error) settle(wakeId)?.reject(new RuntimeWakeError('exited', wakeId, `could not deliver wake ${wakeId}: ${error.message}`, null, exitedWith ?? (alive() ? null : { code: child.exitCode, signal: child.signalCode })));

@@ -1,16 +1,20 @@
+// Why one file: the steps of one wake share the Wake's counts, notes and append numbering; issue 19 reworks its state folding next, and splits it then if the steps come apart.
 // One wake of the subject (DESIGN §6, issue 5 item 1), after the controller's WakeStarted:
 //
 //   reconcile open intents → observe (context bundle) → think (one model call, recorded before
 //   use) → plan (Capability Policy) → act (permission gate → intent → execute → outcome) →
 //   remember (claims, focus) → the checkpoint, returned to the controller (which records it).
 //
-// Every append goes through `append`, which reports progress to the controller (its
-// runtime-crash intervention kills this process on those counts). Ids the store needs are made
+// Every append goes through `recordAndReport`, which reports progress to the controller (its
+// runtime-crash intervention kills this process on those counts); every draft is built by
+// `draft`, whose payload the compiler holds to its event type's. Ids the store needs are made
 // here from the wake id and positions, never taken from the model. Causation links: decision →
 // its proposal, intent → its decision, outcome → its intent (issue 5 item 6).
+import { InternalError } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import type { EventEnvelope } from '../schema/envelope.js';
-import { schemaVersionOf, type EventType } from '../schema/event-catalog.js';
+import { schemaVersionOf, type EventType, type PayloadOf } from '../schema/event-catalog.js';
+import { eventIs } from '../schema/typed-event.js';
 import type { Capabilities } from '../schema/capabilities.js';
 import type { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { subjectProjection } from '../projector/subject-projection.js';
@@ -69,15 +73,26 @@ export interface WakeResult {
   readonly notes: string[];
 }
 
-type Draft = Omit<EventDraft, 'schema_version'> & { event_type: EventType };
+/**
+ * A draft before its schema version and default idempotency key (recordAndReport adds them).
+ * Built here, not with writer/event-draft.ts draftOf: a runtime append's default idempotency key is
+ * numbered by the attempt at record time, and of the writer room this process loads only the client
+ * side (writer/client.ts, writer/protocol.ts; test/runtime/runtime-process.test.ts holds it to that).
+ */
+type Draft = Omit<EventDraft, 'schema_version'> & { readonly event_type: EventType };
+
+/** What every model event says of its call: the adapter, its parameters, the latency, the bundle's counts. */
+type ModelCallFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'wake_id' | 'adapter' | 'model_id' | 'params' | 'system_fingerprint' | 'latency_ms' | 'context'>;
+/** The call record (schema/events/model-output-events.ts CallRecord). */
+type CallRecordFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'protocol' | 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts'>;
 
 /** The runtime is stopping: the wake ended at a step boundary, everything before it recorded. */
-export class WakeStoppedError extends Error {
+export class WakeStoppedError extends InternalError {
   override readonly name = 'WakeStoppedError';
 }
 
 /** The runtime was woken for a wake the store does not have open: nothing is appended. */
-export class WakeNotOpenError extends Error {
+export class WakeNotOpenError extends InternalError {
   override readonly name = 'WakeNotOpenError';
 }
 
@@ -102,17 +117,18 @@ class Wake {
    * the writer receives twice is stored once (a wake is never run twice, and a refused attempt
    * still uses up its number).
    */
-  async append(draft: Draft): Promise<{ event_id: string; seq: number }> {
+  async recordAndReport(draft: Draft): Promise<{ event_id: string; seq: number }> {
     this.attempts += 1;
     const full: EventDraft = { ...draft, idempotency_key: draft.idempotency_key ?? `${this.input.subjectId}:${this.wakeId}:append-${this.attempts}`, schema_version: schemaVersionOf(draft.event_type) };
     const result = await this.input.client.append([full]);
     this.appends += 1;
-    if (draft.event_type === 'ActionEvent.ExecutionIntentRecorded') this.executionIntents += 1;
+    if (eventIs(draft, 'ActionEvent.ExecutionIntentRecorded')) this.executionIntents += 1;
     await this.input.onProgress({ appends: this.appends, execution_intents: this.executionIntents });
     return { event_id: result.events[0]!.event_id, seq: result.events[0]!.seq };
   }
 
-  private draft(event_type: EventType, actor: EventDraft['actor'], payload: Record<string, unknown>, causation_id: string | null = null, idempotency_key: string | null = null): Draft {
+  /** A draft of this wake (its time, its correlation), with `event_type`'s own payload (the compiler holds it to the catalogue's). */
+  private draft<T extends EventType>(event_type: T, actor: EventDraft['actor'], payload: PayloadOf<T>, causation_id: string | null = null, idempotency_key: string | null = null): Draft {
     return { event_type, occurred_at: this.input.wake.wake_at, actor, causation_id, correlation_id: this.wakeId, idempotency_key, payload };
   }
 
@@ -159,7 +175,7 @@ class Wake {
         await this.remember(claim, index);
       }
       this.boundary('before the focus update');
-      await this.append(this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition }));
+      await this.recordAndReport(this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition }));
     }
     const checkpoint: WakeCheckpoint = output
       ? { ...output.checkpoint, observed_event_seq: wake.visible_to_seq }
@@ -187,11 +203,11 @@ class Wake {
       if (intent.outcome !== 'pending') continue;
       const verdict = reconcileIntent(this.input.workspaceRoot, intent);
       if (verdict.outcome === 'unknown') {
-        await this.append(this.draft('ActionEvent.ToolOutcomeUnknown', 'tool', { intent_event_id: intentEventId, observed_hash: verdict.observed_hash, detail: verdict.detail }, intentEventId));
+        await this.recordAndReport(this.draft('ActionEvent.ToolOutcomeUnknown', 'tool', { intent_event_id: intentEventId, observed_hash: verdict.observed_hash, detail: verdict.detail }, intentEventId));
         this.counts.unknown_outcomes += 1;
         this.notes.push(`intent ${intentEventId} (${intent.op} ${intent.path}): outcome unknown — the subject is read-only (RECOVERING) until an operator resolves it`);
       } else {
-        await this.append(this.draft('ActionEvent.ToolReconciled', 'tool', { intent_event_id: intentEventId, outcome: verdict.outcome, observed_hash: verdict.observed_hash }, intentEventId));
+        await this.recordAndReport(this.draft('ActionEvent.ToolReconciled', 'tool', { intent_event_id: intentEventId, outcome: verdict.outcome, observed_hash: verdict.observed_hash }, intentEventId));
         this.counts.reconciled += 1;
         this.notes.push(`intent ${intentEventId} (${intent.op} ${intent.path}) reconciled: ${verdict.outcome}`);
       }
@@ -207,7 +223,7 @@ class Wake {
     const w = bundle.window;
     this.context = { window_events: w.events.length, eligible_total: w.eligible_total, omitted_by_count: w.omitted_by_count, omitted_by_token_cap: w.omitted_by_token_cap, not_eligible: w.not_eligible, tokens_estimated: w.tokens_estimated };
     if (wake.budget.model_calls < 1) {
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), ...this.recordFields(NO_CALL_FACTS), context: null, failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null, usage: null, usage_source: null }));
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), ...this.recordFields(NO_CALL_FACTS), context: null, failure: 'budget_exhausted', detail: 'the wake grants no model call', raw_output: null, usage: null, usage_source: null }));
       return null;
     }
     const shown: ShownEvents = new Map(w.events.map((e) => [e.seq, e.event_id]));
@@ -217,7 +233,7 @@ class Wake {
     const onTransportFailure = async (f: TransportFailure): Promise<void> => {
       // A call given up as timed out (the fault harness's model_timeout) records nothing after its ModelCallFailed.
       if (abandoned) return;
-      await this.append(this.draft('ModelOutputEvent.ModelCallAttemptFailed', 'model', { wake_id: wake.wake_id, call_number: 1, attempt: f.attempt, kind: f.kind, detail: f.detail.slice(0, 2_000), latency_ms: f.latency_ms, backoff_ms: f.backoff_ms }));
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallAttemptFailed', 'model', { wake_id: wake.wake_id, call_number: 1, attempt: f.attempt, kind: f.kind, detail: f.detail.slice(0, 2_000), latency_ms: f.latency_ms, backoff_ms: f.backoff_ms }));
       this.notes.push(`model call attempt ${f.attempt} failed without an answer (${f.kind})${f.backoff_ms === null ? '' : `; retrying in ${f.backoff_ms} ms under the pre-registered policy`}`);
     };
     await this.input.onModelCallStarted(1);
@@ -239,9 +255,10 @@ class Wake {
     return this.record(outcome, shown);
   }
 
-  private context: Record<string, number> | null = null;
+  /** The bundle's counts of the wake's one call (set by think before the call is recorded). */
+  private context: ModelCallFields['context'] = null;
 
-  private callFields(latencyMs: number, fingerprint: string | null = null): Record<string, unknown> {
+  private callFields(latencyMs: number, fingerprint: string | null = null): ModelCallFields {
     const { adapter } = this.input;
     if (fingerprint !== null && fingerprint.length > MAX_FINGERPRINT_CHARS) {
       this.notes.push(`system_fingerprint of ${fingerprint.length} chars cut to the ${MAX_FINGERPRINT_CHARS} the store keeps`);
@@ -251,7 +268,7 @@ class Wake {
   }
 
   /** The call record every model event carries (schema/events/model-output-events.ts CallRecord); over-long texts are cut, and said. */
-  private recordFields(facts: Omit<CallFacts, 'usage' | 'usage_source'>): Record<string, unknown> {
+  private recordFields(facts: Omit<CallFacts, 'usage' | 'usage_source'>): CallRecordFields {
     const cut = (what: string, text: string | null, max: number): string | null => {
       if (text === null || text.length === 0) return null;
       if (text.length <= max) return text;
@@ -278,17 +295,19 @@ class Wake {
     if (outcome.kind === 'failed') {
       const base = { ...this.callFields(outcome.latency_ms, outcome.system_fingerprint ?? null), ...this.recordFields(outcome), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), usage: outcome.usage, usage_source: outcome.usage_source };
       const raw = outcome.raw_output === null ? null : this.fitted(base, outcome.raw_output);
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: raw }));
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: raw }));
       this.notes.push(`model call failed (${outcome.failure}): ${outcome.detail.slice(0, 200)}`);
       return null;
     }
     const fields = { ...this.callFields(outcome.latency_ms, outcome.system_fingerprint), ...this.recordFields(outcome), usage: { ...outcome.usage }, usage_source: outcome.usage_source };
-    const answered = { ...fields, raw_output: outcome.raw_output };
+    const context = this.context;
+    if (context === null) throw new Error('bug: a model answer is recorded before its context was counted');
+    const answered = { ...fields, context, raw_output: outcome.raw_output };
     const bytes = payloadBytes(answered);
     if (outcome.raw_output.length > MAX_STORED_RAW_OUTPUT_CHARS || bytes > WRITER_LIMITS.maxPayloadBytes) {
       // It cannot be stored verbatim, so it is not used: recorded as a protocol failure with the longest prefix that fits.
-      const base = { ...fields, failure: 'schema_violation', detail: `raw output of ${outcome.raw_output.length} chars (${bytes} bytes as an event) exceeds what the store keeps (${MAX_STORED_RAW_OUTPUT_CHARS} chars, ${WRITER_LIMITS.maxPayloadBytes} bytes per event); a prefix is stored and nothing is used` };
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
+      const base = { ...fields, failure: 'schema_violation' as const, detail: `raw output of ${outcome.raw_output.length} chars (${bytes} bytes as an event) exceeds what the store keeps (${MAX_STORED_RAW_OUTPUT_CHARS} chars, ${WRITER_LIMITS.maxPayloadBytes} bytes per event); a prefix is stored and nothing is used` };
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
       this.notes.push('model output too long to store verbatim: not used');
       return null;
     }
@@ -296,12 +315,12 @@ class Wake {
     if (!parsed.ok) {
       // An answer cut at its token cap is a failure of its own kind: the cap, not the model's grasp of the protocol, may be the cause.
       const cutAtCap = outcome.finish_reason === 'length';
-      const base = { ...fields, failure: cutAtCap ? 'length' : 'schema_violation', detail: `${cutAtCap ? 'the answer ended at its token cap (finish_reason length) and ' : ''}${parsed.detail}`.slice(0, 2_000) };
-      await this.append(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
+      const base = { ...fields, failure: cutAtCap ? ('length' as const) : ('schema_violation' as const), detail: `${cutAtCap ? 'the answer ended at its token cap (finish_reason length) and ' : ''}${parsed.detail}`.slice(0, 2_000) };
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...base, raw_output: this.fitted(base, outcome.raw_output) }));
       this.notes.push(`model output fails the protocol${cutAtCap ? ' (cut at its token cap)' : ''}: ${parsed.detail.slice(0, 200)}`);
       return null;
     }
-    await this.append(this.draft('ModelOutputEvent.ModelAnswered', 'model', answered));
+    await this.recordAndReport(this.draft('ModelOutputEvent.ModelAnswered', 'model', answered));
     return parsed.output;
   }
 
@@ -326,20 +345,20 @@ class Wake {
     const revision = output.plan_revision!;
     const proposalId = `${this.wakeId}-plan`;
     this.counts.plan_revisions += 1;
-    const proposed = await this.append(this.draft('PlanEvent.PlanRevisionProposed', 'model', { proposal_id: proposalId, ...revision }));
+    const proposed = await this.recordAndReport(this.draft('PlanEvent.PlanRevisionProposed', 'model', { proposal_id: proposalId, ...revision }));
     const verdict = judgePlanRevision(this.input.capabilities, revision, bundle);
     if (verdict.verdict === 'accept') {
       try {
-        await this.append(this.draft('PlanEvent.PlanRevisionAccepted', 'runtime', { proposal_id: proposalId }, proposed.event_id));
+        await this.recordAndReport(this.draft('PlanEvent.PlanRevisionAccepted', 'runtime', { proposal_id: proposalId }, proposed.event_id));
       } catch (error) {
         // The projector refuses to adopt it (e.g. the board would exceed its limits): the plan is invalid, and says so, instead of ending the wake.
         if (!(error instanceof WriterError) || error.code !== 'projection_rejected') throw error;
         this.notes.push(`plan revision ${proposalId} passed the policy but the projector refused to adopt it (${error.recordNote.slice(0, 300)}): rejected as invalid_plan`);
-        await this.append(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: 'invalid_plan' }, proposed.event_id));
+        await this.recordAndReport(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: 'invalid_plan' }, proposed.event_id));
       }
     } else {
       // No retry, no extra call, no compensating prompt (spec §5.2): the rejection is the whole answer.
-      await this.append(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: verdict.reason_code }, proposed.event_id));
+      await this.recordAndReport(this.draft('PlanEvent.PlanRevisionRejected', 'runtime', { proposal_id: proposalId, reason_code: verdict.reason_code }, proposed.event_id));
     }
   }
 
@@ -356,7 +375,7 @@ class Wake {
     const proposalId = `${this.wakeId}-a${index + 1}`;
     this.counts.proposals += 1;
     const args = actionArgs(action);
-    const proposed = await this.append(this.draft('ActionEvent.ActionProposed', 'model', { proposal_id: proposalId, tool: action.tool, op: action.op, args, rationale: action.rationale }));
+    const proposed = await this.recordAndReport(this.draft('ActionEvent.ActionProposed', 'model', { proposal_id: proposalId, tool: action.tool, op: action.op, args, rationale: action.rationale }));
     const root = this.input.workspaceRoot;
     const fingerprint = fingerprintOfAction(action);
     const decision = decidePermission({
@@ -369,7 +388,7 @@ class Wake {
       denied_fingerprints: new Set([...Object.keys(state.denied_actions), ...this.deniedThisWake]),
       task_ids: this.taskIds(state),
     });
-    const decided = await this.append(this.draft('ActionEvent.PermissionDecided', 'runtime', { proposal_id: proposalId, decision: decision.decision, rules: decision.rules, repeat_of_denied: decision.repeat_of_denied }, proposed.event_id));
+    const decided = await this.recordAndReport(this.draft('ActionEvent.PermissionDecided', 'runtime', { proposal_id: proposalId, decision: decision.decision, rules: decision.rules, repeat_of_denied: decision.repeat_of_denied }, proposed.event_id));
     if (decision.decision === 'deny') {
       this.counts.denials += 1;
       this.deniedThisWake.add(fingerprint);
@@ -378,30 +397,30 @@ class Wake {
     this.counts.tool_calls += 1;
     const key = (what: string): string => `${this.input.subjectId}:${this.wakeId}:${proposalId}:${what}`;
     if (action.tool === 'task_board') {
-      await this.append(this.draft('MemoryEvent.TaskBoardChanged', 'tool', { proposal_id: proposalId, task_id: action.task_id, op: action.op, title: action.title, status: action.status, priority: action.priority, depends_on: action.depends_on }, decided.event_id, key('task-board')));
+      await this.recordAndReport(this.draft('MemoryEvent.TaskBoardChanged', 'tool', { proposal_id: proposalId, task_id: action.task_id, op: action.op, title: action.title, status: action.status, priority: action.priority, depends_on: action.depends_on }, decided.event_id, key('task-board')));
       if (action.op === 'add') this.board?.add(action.task_id);
       if (action.op === 'remove') this.board?.delete(action.task_id);
       this.counts.executions += 1;
       return;
     }
     if (action.tool === 'journal') {
-      await this.append(this.draft('MemoryEvent.JournalEntryWritten', 'tool', { proposal_id: proposalId, entry_id: `${this.wakeId}-j${index + 1}`, text: action.text }, decided.event_id, key('journal')));
+      await this.recordAndReport(this.draft('MemoryEvent.JournalEntryWritten', 'tool', { proposal_id: proposalId, entry_id: `${this.wakeId}-j${index + 1}`, text: action.text }, decided.event_id, key('journal')));
       this.counts.executions += 1;
       return;
     }
     // files: intent → execute → outcome (DESIGN §7).
     const planned = plannedHashes(root, action);
-    const intent = await this.append(
+    const intent = await this.recordAndReport(
       this.draft('ActionEvent.ExecutionIntentRecorded', 'runtime', { proposal_id: proposalId, permission_event_id: decided.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, pre_hash: planned.pre_hash, intended_post_hash: planned.intended_post_hash }, decided.event_id, key('intent')),
     );
     this.input.faults.hit('runtime.intent.before_file_op', () => ({ intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null }));
     const executed = executeFileAction(root, action, FILE_LIMITS);
     this.input.faults.hit('runtime.file_op.before_outcome', () => ({ intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, ok: executed.ok ? 1 : 0 }));
     if (executed.ok) {
-      await this.append(this.draft('ActionEvent.ToolSucceeded', 'tool', { intent_event_id: intent.event_id, observed_post_hash: executed.post_hash, content: executed.content }, intent.event_id));
+      await this.recordAndReport(this.draft('ActionEvent.ToolSucceeded', 'tool', { intent_event_id: intent.event_id, observed_post_hash: executed.post_hash, content: executed.content }, intent.event_id));
       this.counts.executions += 1;
     } else {
-      await this.append(this.draft('ActionEvent.ToolFailed', 'tool', { intent_event_id: intent.event_id, error: executed.error.slice(0, 200), observed_hash: executed.observed_hash }, intent.event_id));
+      await this.recordAndReport(this.draft('ActionEvent.ToolFailed', 'tool', { intent_event_id: intent.event_id, error: executed.error.slice(0, 200), observed_hash: executed.observed_hash }, intent.event_id));
       this.counts.failures += 1;
     }
   }
@@ -417,7 +436,7 @@ class Wake {
 
   private async remember(claim: SubjectAnswer['claims'][number], index: number): Promise<void> {
     try {
-      await this.append(this.draft('MemoryEvent.ClaimRecorded', 'model', { claim_id: `${this.wakeId}-c${index + 1}`, ...claim }));
+      await this.recordAndReport(this.draft('MemoryEvent.ClaimRecorded', 'model', { claim_id: `${this.wakeId}-c${index + 1}`, ...claim }));
       this.counts.claims += 1;
     } catch (error) {
       // A FACT without eligible evidence is refused by the writer and recorded there (AppendRejected); the wake goes on.

@@ -4,8 +4,10 @@
 // both would let two different in-memory values share one hash without anyone
 // noticing, so values are checked to be plain JSON first and refused otherwise.
 import canonicalize from 'canonicalize';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 
-export class NotJsonError extends Error {
+export class NotJsonError extends TypedErrorOf('not_json', EXIT_CODES.failed) {
   override readonly name = 'NotJsonError';
   constructor(readonly path: string, readonly found: string) {
     super(`value at ${path} is ${found}, which has no JSON form; refusing to canonicalise it`);

@@ -5,7 +5,7 @@
 // current catalogue, or a newer type or version in a store of an older one, came from another
 // writer or a forger. verify holds every event to this (writer/verify-store.ts).
 import type { EventDefinition } from './event-definition.js';
-import { EVENT_SCHEMA_VERSION, EVENT_TYPES, eventDefinition } from './event-catalog.js';
+import { EVENT_SCHEMA_VERSION, EVENT_TYPES, eventDefinition, type EventType } from './event-catalog.js';
 import { BUILT_IN_UPCASTERS, upcasterKey } from './upcasters.js';
 
 /**
@@ -16,6 +16,9 @@ import { BUILT_IN_UPCASTERS, upcasterKey } from './upcasters.js';
  */
 export type EarlierCatalogues = Readonly<Record<string, Readonly<Record<string, string | null>>>>;
 
+/** One earlier catalogue's changed versions, keyed by types the compiler checks against the catalogue. */
+type CatalogueChanges = Readonly<Partial<Record<EventType, string | null>>>;
+
 export const EARLIER_CATALOGUES: EarlierCatalogues = {
   // Before issue 15: the /1 call records; the transport attempts were not recorded.
   '1.0.0': {
@@ -23,7 +26,7 @@ export const EARLIER_CATALOGUES: EarlierCatalogues = {
     'ModelOutputEvent.ModelCallFailed': '1.1.0',
     'ModelOutputEvent.ModelCallAttemptFailed': null,
   },
-};
+} satisfies Readonly<Record<string, CatalogueChanges>>;
 
 /** Every catalogue whose stores this build reads, oldest first; the last is EVENT_SCHEMA_VERSION. */
 export const KNOWN_CATALOGUES: readonly string[] = [...Object.keys(EARLIER_CATALOGUES), EVENT_SCHEMA_VERSION];

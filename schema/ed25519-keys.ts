@@ -2,6 +2,8 @@
 // the synchronous API works. keyid = sha256 hex of the raw 32-byte public key (DESIGN §4).
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { sha256Hex } from './hash.js';
 
 ed.hashes.sha512 = sha512;
@@ -10,7 +12,7 @@ export const PUBLIC_KEY_BYTES = 32;
 export const SECRET_KEY_BYTES = 32;
 export const SIGNATURE_BYTES = 64;
 
-export class KeyFormatError extends Error {
+export class KeyFormatError extends TypedErrorOf('key_format', EXIT_CODES.failed) {
   override readonly name = 'KeyFormatError';
 }
 

@@ -11,6 +11,8 @@
 import { appendFileSync, closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import {
   FAULT_ENV,
   FAULT_FILES,
@@ -25,7 +27,7 @@ import {
 } from './fault-points.js';
 
 /** DS_FAULT_INJECTION is set but unusable: the process refuses to start rather than run unarmed by mistake. */
-export class FaultArmingError extends Error {
+export class FaultArmingError extends TypedErrorOf('usage_fault_switch', EXIT_CODES.misused) {
   override readonly name = 'FaultArmingError';
 }
 

@@ -3,6 +3,7 @@
 // history). A replay applies them only when told to migrate, and only to the in-memory
 // copy it hands to the projection: the stored envelope and its hashes stay as written.
 import type { EventEnvelope } from './envelope.js';
+import { ModelAnswered, ModelCallFailed } from './events/model-output-events.js';
 
 /** The event as it reads one schema version later (or at the catalogue's version). */
 export interface Upcast {
@@ -33,14 +34,14 @@ const LEGACY_CALL_RECORD = { protocol: 'ds-model-output/1', finish_reason: null,
 
 export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
   [
-    upcasterKey('ModelOutputEvent.ModelAnswered', '1.2.0'),
+    upcasterKey(ModelAnswered.type, '1.2.0'),
     (event) => {
       const { usage_estimated, ...rest } = event.payload as Record<string, unknown>;
       return { schema_version: '1.3.0', payload: { ...rest, ...LEGACY_CALL_RECORD, usage_source: usage_estimated === true ? 'estimate' : 'server' } };
     },
   ],
   [
-    upcasterKey('ModelOutputEvent.ModelCallFailed', '1.1.0'),
+    upcasterKey(ModelCallFailed.type, '1.1.0'),
     (event) => ({ schema_version: '1.2.0', payload: { ...(event.payload as Record<string, unknown>), ...LEGACY_CALL_RECORD, usage: null, usage_source: null } }),
   ],
 ]);

@@ -4,6 +4,7 @@
 // error says so: for an append, retrying with the same idempotency keys tells which.
 import net from 'node:net';
 import { z } from 'zod';
+import { InternalError } from '../foundation/typed-error.js';
 import type { WriterRole } from '../schema/event-definition.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import {
@@ -30,7 +31,7 @@ export interface WriterClientOptions {
 }
 
 /** The request may or may not have taken effect. */
-export class WriterUnavailableError extends Error {
+export class WriterUnavailableError extends InternalError {
   override readonly name = 'WriterUnavailableError';
   constructor(readonly reason: 'timeout' | 'disconnected' | 'protocol', message: string) {
     super(message);

@@ -9,22 +9,30 @@
 // known to be an intact store of this format (store-file-failure.ts: not empty, SQLite's
 // header, quick_check), so a refused open leaves it byte-identical; a clean close leaves it
 // in rollback-journal mode, so that reading it later creates no -wal/-shm beside it.
+// Why one file: one class, the store's one transaction discipline; opening, appending, sealing and
+// reading share its prepared statements and in-memory head, which must move only together.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { CodedErrorOf } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import type { WriterRole } from '../schema/event-definition.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { computeEventHash, eventIdFor } from '../schema/envelope-hash.js';
-import { EVENT_SCHEMA_VERSION, eventDefinition } from '../schema/event-catalog.js';
+import { EVENT_SCHEMA_VERSION, eventDefinition, type PayloadOf } from '../schema/event-catalog.js';
+import { StoreOpened, StoreSealed } from '../schema/events/system-events.js';
 import { GENESIS_HASH, hashText, type HashString } from '../schema/hash.js';
+import { eventIs } from '../schema/typed-event.js';
 import { evidenceEligibility } from '../projector/evidence.js';
 import { ProjectionRefusal, type Projection } from '../projector/projection.js';
 import { buildEnvelopeText } from './envelope-text.js';
+import { draftOf } from './event-draft.js';
 import { describeDifference, formatVersions, versionDifferences, versionsOf, type ProjectionVersions } from './projection-versions.js';
 import type { ValidatedDraft } from './draft-validation.js';
 import { WriterError, type AppendResult, type EventDraft, type Head } from './protocol.js';
 import { classifyStoreError, quickCheckFailure, storeFileCode, storeFileProblemBeforeOpen, type StoreFileCode, type StoreFileFailure } from './store-file-failure.js';
 import { CREATE_STORE_SQL, STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
+import type { WriterOwnEventType } from './writer-own-events.js';
 
 export const WRITER_VERSION = '0.1.0';
 
@@ -37,11 +45,8 @@ export interface StoreIdentity {
 /** store_exists / store_missing and the file problems (store_empty, store_damaged, store_locked, …) are store-file-failure.ts's codes. */
 export type StoreOpenErrorCode = 'store_exists' | StoreFileCode | 'not_a_store' | 'identity_mismatch' | 'projection_mismatch' | 'corrupt' | 'pragma';
 
-export class StoreOpenError extends Error {
+export class StoreOpenError extends CodedErrorOf<StoreOpenErrorCode>('store_open', EXIT_CODES.failed) {
   override readonly name = 'StoreOpenError';
-  constructor(readonly code: StoreOpenErrorCode, message: string) {
-    super(message);
-  }
 }
 
 function storeOpenErrorOf(failure: StoreFileFailure): StoreOpenError {
@@ -76,7 +81,8 @@ export interface EventStoreOptions {
   readonly onSnapshotWrite?: (seq: number) => void;
 }
 
-type InternalEventType = 'SystemEvent.StoreOpened' | 'SystemEvent.AppendRejected' | 'SystemEvent.StoreSealed';
+/** The events this class writes itself (writer-own-events.ts): commitInternal's types. */
+type InternalEventType = WriterOwnEventType;
 
 /** Whether a batch that moved the head from `fromSeq` to `toSeq` reached or passed a multiple of `every`. */
 export function crossesSnapshotBoundary(fromSeq: number, toSeq: number, every: number): boolean {
@@ -279,29 +285,17 @@ export class EventStore {
   }
 
   /** Events only the writer itself produces (StoreOpened, AppendRejected); StoreSealed goes through seal(). */
-  appendInternal(eventType: Exclude<InternalEventType, 'SystemEvent.StoreSealed'>, payload: Record<string, unknown>): AppendResult {
+  appendInternal<T extends Exclude<InternalEventType, typeof StoreSealed.type>>(eventType: T, payload: PayloadOf<T>): AppendResult {
     this.assertNotSealed();
     return this.commitInternal(eventType, payload);
   }
 
-  private commitInternal(eventType: InternalEventType, payload: Record<string, unknown>): AppendResult {
+  private commitInternal<T extends InternalEventType>(eventType: T, payload: PayloadOf<T>): AppendResult {
     const definition = eventDefinition(eventType);
     if (!definition) throw new Error(`catalogue lacks ${eventType}`);
     definition.payload.parse(payload);
-    const now = this.options.now();
-    return this.commit([
-      {
-        event_type: eventType,
-        schema_version: definition.schemaVersion,
-        occurred_at: now,
-        actor: 'experiment',
-        causation_id: null,
-        correlation_id: null,
-        idempotency_key: null,
-        payload,
-        payloadText: canonicalJson(payload),
-      },
-    ]);
+    const draft = draftOf(eventType, payload, { occurred_at: this.options.now(), actor: 'experiment', idempotency_key: null });
+    return this.commit([{ ...draft, payloadText: canonicalJson(draft.payload) }]);
   }
 
   /** Raw envelope texts from `fromSeq`, at most `limit`, optionally only some types. */
@@ -348,7 +342,7 @@ export class EventStore {
         };
         // Evidence is looked up inside the transaction, so a FACT may cite an event
         // appended earlier in the same batch.
-        if (draft.event_type === 'MemoryEvent.ClaimRecorded') this.checkFactEvidence(draft.payload, seq);
+        if (eventIs(draft, 'MemoryEvent.ClaimRecorded')) this.checkFactEvidence(draft.payload, seq);
         const built = buildEnvelopeText(fields, draft.payloadText);
         this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
         envelopes.push({ ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash });
@@ -384,13 +378,13 @@ export class EventStore {
   }
 
   /** A FACT must rest on eligible events already in the store (DESIGN §6.7, spec §17.2). */
-  private checkFactEvidence(payload: Record<string, unknown>, seq: number): void {
+  private checkFactEvidence(payload: PayloadOf<'MemoryEvent.ClaimRecorded'>, seq: number): void {
     if (payload.claim_type !== 'FACT') return;
     const index = seq - this.headSeq - 1;
     const refuse = (message: string, note: string, details: Record<string, unknown>): never => {
       throw new WriterError('evidence_rejected', message, { index, ...details }, { recordNote: `event ${index} of the batch: a FACT ${note}` });
     };
-    const cited = payload.evidence_event_ids as readonly string[];
+    const cited = payload.evidence_event_ids;
     if (cited.length === 0) refuse(`the FACT (event ${index} of the batch) cites no evidence`, 'cites no evidence', {});
     for (const eventId of cited) {
       const row = this.byEventId.get(eventId);
@@ -464,7 +458,7 @@ export class EventStore {
     const opened = JSON.parse(first.envelope) as EventEnvelope;
     const { identity } = this.options;
     const p = opened.payload;
-    if (opened.event_type !== 'SystemEvent.StoreOpened' || p.experiment_id !== identity.experiment_id || p.subject_id !== identity.subject_id || p.manifest_sha256 !== identity.manifest_sha256) {
+    if (!eventIs(opened, StoreOpened.type) || p.experiment_id !== identity.experiment_id || p.subject_id !== identity.subject_id || p.manifest_sha256 !== identity.manifest_sha256) {
       throw new StoreOpenError('identity_mismatch', `${this.options.path} belongs to experiment ${String(p.experiment_id)} / subject ${String(p.subject_id)} / manifest ${String(p.manifest_sha256)}, not to the one this writer was started for`);
     }
     const tail = JSON.parse(last.envelope) as EventEnvelope;
@@ -496,7 +490,7 @@ export class EventStore {
     }
     // The trigger keeps anything from following the seal; a store where something does
     // was edited outside the writer, and appending to it would bury that.
-    const seals = this.db.prepare("SELECT seq FROM events WHERE event_type = 'SystemEvent.StoreSealed' ORDER BY seq LIMIT 2").all() as { seq: number }[];
+    const seals = this.db.prepare('SELECT seq FROM events WHERE event_type = ? ORDER BY seq LIMIT 2').all(StoreSealed.type) as { seq: number }[];
     if (seals.length > 1 || (seals.length === 1 && seals[0]!.seq !== last.seq)) {
       throw new StoreOpenError('corrupt', `SystemEvent.StoreSealed at seq ${seals.map((r) => r.seq).join(' and ')} is not the one last event (head ${last.seq}); run npm run verify on this store`);
     }

@@ -2,6 +2,7 @@
 // request → one response, matched by `id`. Runtime and controller import this file
 // (and client.ts / spawn.ts), never the writer's internals. No message carries SQL.
 import { z } from 'zod';
+import { InternalError } from '../foundation/typed-error.js';
 import { Actor, CorrelationId, EventEnvelope, EventTypeName, IdempotencyKey, JsonObject } from '../schema/envelope.js';
 import { Identifier, SemVer, ShortText, WriterRole } from '../schema/event-definition.js';
 import { APPEND_REJECTION_REASONS } from '../schema/events/system-events.js';
@@ -155,7 +156,7 @@ export const WriterResponse = z.union([
 export type WriterResponse = z.infer<typeof WriterResponse>;
 
 /** Typed error on both sides of the socket. */
-export class WriterError extends Error {
+export class WriterError extends InternalError {
   override readonly name = 'WriterError';
   readonly rejectionSeq: number | null;
   /**

@@ -1,6 +1,8 @@
 // Starts a ds-writer process and waits until it serves its socket. The controller (and
 // tests, and the benchmark) use this; nobody else opens events.db.
 import { fork, type ChildProcess } from 'node:child_process';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { CodedErrorOf, InternalError } from '../foundation/typed-error.js';
 import { childEnvironment } from '../schema/fault-switch.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -40,15 +42,12 @@ export interface WriterProcess {
 }
 
 /** The writer did not acknowledge a control message (it exited, or its IPC channel is gone). */
-export class WriterControlError extends Error {
+export class WriterControlError extends InternalError {
   override readonly name = 'WriterControlError';
 }
 
-export class WriterStartError extends Error {
+export class WriterStartError extends CodedErrorOf<string>('writer_start', EXIT_CODES.failed) {
   override readonly name = 'WriterStartError';
-  constructor(readonly code: string, message: string) {
-    super(message);
-  }
 }
 
 export interface SpawnWriterOptions {

@@ -9,6 +9,8 @@ import Database from 'better-sqlite3';
 import { existsSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES, type ExitCode } from '../foundation/exit-codes.js';
+import { CodedErrorOf } from '../foundation/typed-error.js';
 import { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import type { ProjectionVersions } from './projection-versions.js';
@@ -23,10 +25,11 @@ import { STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
  */
 export type StoreReadErrorCode = 'not_found' | 'not_a_store' | 'corrupt' | Exclude<StoreFileProblem, 'missing'>;
 
-export class StoreReadError extends Error {
+export class StoreReadError extends CodedErrorOf<StoreReadErrorCode>('store', EXIT_CODES.failed) {
   override readonly name = 'StoreReadError';
-  constructor(readonly code: StoreReadErrorCode, message: string) {
-    super(message);
+  /** A path that names nothing usable is misuse; a store that is there but cannot be read is a refusal. */
+  override get exitCode(): ExitCode {
+    return this.code === 'not_found' || this.code === 'not_a_store' ? EXIT_CODES.misused : EXIT_CODES.failed;
   }
 }
 

@@ -3,6 +3,10 @@
 // 2: snapshots table, version columns on the projection row, partial idempotency index.
 // 3: trigger events_refuse_after_seal (a format-2 store lacks it, so it cannot be trusted
 //    to stay sealed, and is refused rather than silently upgraded).
+// A trigger cannot take a bound parameter, so the sealed type is the catalogue's constant spelt
+// into the text (the text is what it always was; the compiler checks the name).
+import { StoreSealed } from '../schema/events/system-events.js';
+
 export const STORE_FORMAT_VERSION = 3;
 /** PRAGMA application_id: "DSS1", so the writer never mistakes another file for a store. */
 export const STORE_APPLICATION_ID = 0x44535331;
@@ -36,7 +40,7 @@ BEGIN SELECT RAISE(ABORT, 'events is append-only: seq, event_id or idempotency_k
 -- Nothing follows SystemEvent.StoreSealed: the writer refuses appends after it, and this
 -- refuses them even to someone who bypasses the writer (events_by_type makes it a lookup).
 CREATE TRIGGER events_refuse_after_seal BEFORE INSERT ON events
-WHEN EXISTS (SELECT 1 FROM events WHERE event_type = 'SystemEvent.StoreSealed')
+WHEN EXISTS (SELECT 1 FROM events WHERE event_type = '${StoreSealed.type}')
 BEGIN SELECT RAISE(ABORT, 'events is sealed: nothing may be inserted after SystemEvent.StoreSealed'); END;
 
 -- The projection of all events up to last_applied_event_seq, committed with them, and

@@ -5,7 +5,7 @@
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
-import { bounded } from '../../blind-review/event-normalizer.js';
+import { bounded } from '../../foundation/bounded-text.js';
 import { html, query, type SafeHtml } from '../html.js';
 import type { ActionChain } from '../store-index.js';
 import { eventLink, renderPage, stateLink } from './layout.js';

@@ -1,9 +1,10 @@
 // Every MemoryClaim with the events it cites (spec §16.1: claim ↔ evidence both ways). The
 // claim's own page (its event page) shows each evidence event's eligibility and status; each
 // evidence event's page lists the claims resting on it, back here.
+import { ClaimRecorded } from '../../schema/events/memory-events.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { typedEvent } from '../event-summary.js';
-import { bounded } from '../../blind-review/event-normalizer.js';
+import { bounded } from '../../foundation/bounded-text.js';
 import { html, query } from '../html.js';
 import { eventIdLink, eventLink, renderPage } from './layout.js';
 
@@ -11,9 +12,9 @@ export const CLAIMS_PER_PAGE = 100;
 const STATEMENT_CHARS = 240;
 
 export function claimsPage(desk: AuditDesk, afterSeq: number): string {
-  const page = desk.timeline({ afterSeq }, CLAIMS_PER_PAGE, ['MemoryEvent.ClaimRecorded']);
+  const page = desk.timeline({ afterSeq }, CLAIMS_PER_PAGE, [ClaimRecorded.type]);
   const head = desk.headState().state as { claims?: Record<string, { status?: unknown }> } | null;
-  const total = desk.index.type_counts.get('MemoryEvent.ClaimRecorded') ?? 0;
+  const total = desk.index.type_counts.get(ClaimRecorded.type) ?? 0;
   const body = html`<p>${total} claim(s) recorded. Status is the projection's at the head (a FACT is refuted when an event it rests on is refuted).</p>
     <table id="claims"><thead><tr><th>claim</th><th>type</th><th>status at head</th><th>statement</th><th>evidence</th></tr></thead><tbody>${page.rows.map((row) => {
       const typed = row.event === null ? ({ ok: false, problem: `unreadable: ${row.problem ?? ''}` } as const) : typedEvent(row.event);

@@ -6,7 +6,7 @@ import { evidenceEligibility } from '../../projector/evidence.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
-import { bounded } from '../../blind-review/event-normalizer.js';
+import { bounded } from '../../foundation/bounded-text.js';
 import { html, query, SafeHtml } from '../html.js';
 import { eventLink, renderPage, stateLink } from './layout.js';
 

@@ -1,7 +1,7 @@
 // The frame of every desk page: what run this is, whether its chain and signatures verified,
 // and the navigation. Pages carry no script at all; the Content-Security-Policy sent with
 // them allows only this one stylesheet (by hash) and forms submitting back to the desk.
-import { cspHash } from '../../blind-review/scorecard-html.js';
+import { cspHash } from '../../foundation/csp-hash.js';
 import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent } from '../event-summary.js';
 import { html, query, SafeHtml } from '../html.js';

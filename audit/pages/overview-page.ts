@@ -1,6 +1,7 @@
 // The desk's first page: which run this is (from the signed manifest), what the subject's
 // lifecycle is at the head, what the store holds by event type, and every wake with the
 // state at its end one click away.
+import { WakeEnded, WakeStarted } from '../../schema/events/experiment-events.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { html, query } from '../html.js';
 import { eventLink, renderPage, stateLink, status } from './layout.js';
@@ -40,7 +41,7 @@ export function overviewPage(desk: AuditDesk): string {
       ([type, n]) => html`<tr><td><a href="/timeline${query([['type', type]])}">${type}</a></td><td>${n}</td></tr>`,
     )}</tbody></table>
     <h2>Wakes (${index.wakes.length})</h2>
-    ${index.wakes.length > MAX_OVERVIEW_WAKES ? html`<p class="warn">The first ${MAX_OVERVIEW_WAKES} are listed; every wake is on <a href="/timeline${query([['type', 'ExperimentEvent.WakeStarted'], ['type', 'ExperimentEvent.WakeEnded']])}">the timeline</a>.</p>` : ''}
+    ${index.wakes.length > MAX_OVERVIEW_WAKES ? html`<p class="warn">The first ${MAX_OVERVIEW_WAKES} are listed; every wake is on <a href="/timeline${query([['type', WakeStarted.type], ['type', WakeEnded.type]])}">the timeline</a>.</p>` : ''}
     <table id="wakes"><thead><tr><th>wake</th><th>started</th><th>ended</th><th>outcome</th><th>state</th></tr></thead><tbody>${index.wakes.slice(0, MAX_OVERVIEW_WAKES).map(
       (w) => html`<tr><td>${w.wake_id}</td><td>${eventLink(w.started_seq)}</td><td>${w.ended_seq === null ? html`<span class="bad">never ended</span>` : eventLink(w.ended_seq)}</td><td>${w.outcome ?? '—'}</td><td>${stateLink(w.started_seq, 'at start')} · ${w.ended_seq === null ? '' : stateLink(w.ended_seq, 'at end')}</td></tr>`,
     )}</tbody></table>`;

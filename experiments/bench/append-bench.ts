@@ -15,6 +15,8 @@
 //
 // Logs go to stderr (the writer child logs to stderr too); bench.ts prints the table or,
 // with --json, the one JSON object.
+// Why one file: it is one benchmark; its fixture rows, its four cases and its table are read
+// together and serve nothing else.
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,8 +24,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { eventIdFor } from '../../schema/envelope-hash.js';
+import type { PayloadOf } from '../../schema/event-catalog.js';
+import { MessageReceived } from '../../schema/events/world-events.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { WriterClient } from '../../writer/client.js';
+import { draftOf } from '../../writer/event-draft.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
 import { CREATE_STORE_SQL } from '../../writer/store-schema.js';
@@ -49,7 +54,7 @@ const WRITER_STOP_TIMEOUT_MS = 10_000;
 
 const SUBJECT_ID = 'subject-bench-001';
 const EXPERIMENT_ID = 'exp-bench-001';
-const EVENT_TYPE = 'WorldEvent.MessageReceived';
+const EVENT_TYPE = MessageReceived.type;
 const FILLER = 'The dataset will follow once the reviewers have signed off on the protocol. ';
 
 export interface AppendBenchParams {
@@ -86,22 +91,13 @@ function messageBody(chars: number): string {
   return FILLER.repeat(repeats).slice(0, chars);
 }
 
-function messagePayload(index: number, bodyChars: number): Record<string, unknown> {
+function messagePayload(index: number, bodyChars: number): PayloadOf<typeof EVENT_TYPE> {
   return { body: messageBody(bodyChars), from: 'reviewer', in_reply_to: null, subject: `note ${index}` };
 }
 
 /** A valid WorldEvent.MessageReceived draft for the experiment role (shape as in the writer tests). */
 function messageDraft(index: number, bodyChars: number): EventDraft {
-  return {
-    event_type: EVENT_TYPE,
-    schema_version: '1.0.0',
-    occurred_at: FAKE_TIME,
-    actor: 'experiment',
-    causation_id: null,
-    correlation_id: 'wake-0001',
-    idempotency_key: null,
-    payload: messagePayload(index, bodyChars),
-  };
+  return draftOf(EVENT_TYPE, messagePayload(index, bodyChars), { occurred_at: FAKE_TIME, actor: 'experiment', causation_id: null, correlation_id: 'wake-0001', idempotency_key: null });
 }
 
 function envelopeLikeText(seq: number, eventId: string, bodyChars: number): string {
@@ -118,7 +114,7 @@ function envelopeLikeText(seq: number, eventId: string, bodyChars: number): stri
     payload_hash: FAKE_HASH,
     previous_event_hash: FAKE_HASH,
     recorded_at: FAKE_TIME,
-    schema_version: '1.0.0',
+    schema_version: MessageReceived.schemaVersion,
     seq,
     subject_id: SUBJECT_ID,
   });

@@ -17,6 +17,8 @@
 // The stream is a valid subject life: StoreOpened (the store's own), SubjectInitialized,
 // then wakes (WakeStarted, ModelAnswered, FocusUpdated, now and then a FACT citing the
 // last message, WakeEnded) with world events (a message, a distractor) between them.
+// Why one file: it is one benchmark; its event stream, its cases and its table are read
+// together and serve nothing else.
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -26,10 +28,11 @@ import { projectionNamed } from '../../projector/registry.js';
 import { SUBJECT_LIMITS } from '../../projector/subject-state.js';
 import { eventIdFor } from '../../schema/envelope-hash.js';
 import type { Actor } from '../../schema/envelope.js';
-import { schemaVersionOf, type EventType, type PayloadOf } from '../../schema/event-catalog.js';
+import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
 import type { WriterRole } from '../../schema/event-definition.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { validateDrafts, type ValidatedDraft } from '../../writer/draft-validation.js';
+import { draftOf } from '../../writer/event-draft.js';
 import { EventStore } from '../../writer/event-store.js';
 import { BUILD_PROJECTIONS, type ProjectionCatalog } from '../../writer/projection-catalog.js';
 import { WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
@@ -150,16 +153,7 @@ function occurredAt(seq: number): string {
 }
 
 function makeDraft<T extends EventType>(type: T, seq: number, actor: Actor, correlationId: string | null, payload: PayloadOf<T>): EventDraft {
-  return {
-    event_type: type,
-    schema_version: schemaVersionOf(type),
-    occurred_at: occurredAt(seq),
-    actor,
-    causation_id: null,
-    correlation_id: correlationId,
-    idempotency_key: null,
-    payload: payload as Record<string, unknown>,
-  };
+  return draftOf(type, payload, { occurred_at: occurredAt(seq), actor, causation_id: null, correlation_id: correlationId, idempotency_key: null });
 }
 
 function text(index: number, chars: number): string {

@@ -12,8 +12,9 @@ import { startAuditServer } from '../../audit/audit-server.js';
 import { AuditInputError } from '../../audit/run-folder.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 import { runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { onOperatorPress, untilPressSettled } from './operator-stop.js';
+import { SCENARIOS_DIR } from './run-defaults.js';
 
 process.title = 'ds-audit';
 
@@ -39,7 +40,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   if (args === null) return null;
   if (args.positionals.length !== 1) throw new UsageError(args.positionals.length === 0 ? 'give the run folder to audit' : `give exactly one run folder, got ${args.positionals.length}: ${args.positionals.join(' ')}`);
   const port = wholeNumberFlag('port', args.values.port, 0, 65_535) ?? DEFAULT_AUDIT_PORT;
-  const desk = AuditDesk.open(args.positionals[0]!);
+  const desk = AuditDesk.open(args.positionals[0]!, SCENARIOS_DIR);
   const { verify, index, folder, planCheck, opened } = desk;
   const server = await startAuditServer(desk, { port, log: note }).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'EADDRINUSE') throw new AuditInputError(`port ${port} on 127.0.0.1 is taken; choose another with --port P (0 = any free port)`);

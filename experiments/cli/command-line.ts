@@ -1,6 +1,8 @@
 // The shape shared by commands that take one folder (or file) and flags: usage on
 // --help (exit 0), a usable message and exit 2 on anything else that is not a call.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { TypedErrorOf } from '../../foundation/typed-error.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
@@ -27,9 +29,9 @@ export function parseCommandLine<O extends Options>(usage: string, options: O, t
   return { ok: true, values: args.values as Values<O>, target: first };
 }
 
-/** A command line that is not a call: the command prints the message and its usage, and exits 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
+/** A command line that is not a call: the command prints the message and its usage, and exits 2 (code `usage`; a kind of its own refines it: `usage_model_flags`, experiments/cli/model-flags.ts). */
+export class UsageError extends TypedErrorOf('usage', EXIT_CODES.misused) {
+  override readonly name: string = 'UsageError';
 }
 
 type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>;

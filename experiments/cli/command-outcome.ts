@@ -1,11 +1,13 @@
 // How every command ends (issue 16): its exit code, its screen, and — with --json — exactly one
 // JSON object on stdout whatever happens, carrying the exit code and, on failure, a typed error
 // code. A thrown error never reaches the user as a stack trace: failureOf maps it to a code, an
-// exit code and a message a person can act on. Errors nothing names are bugs: they still get one
-// line (code internal_error); the stack only with DS_STACK=1, for whoever debugs it.
+// exit code and a message a person can act on. A typed error says all of that itself
+// (foundation/typed-error.ts), so this is the one place errors are mapped, and no command lists
+// classes; what a disk, SQLite or zod raise is mapped by its code here. Errors nothing names are
+// bugs: they still get one line (code internal_error); the stack only with DS_STACK=1.
 import { ZodError, z } from 'zod';
-import { EXIT_CODES } from './exit-codes.js';
-import { commandFailureRule } from './failure-table.js';
+import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
+import { INTERNAL_ERROR_CODE, InternalError, TypedError } from '../../foundation/typed-error.js';
 
 /** What a command produced: its exit code, the one JSON object it prints with --json, and its screen text. */
 export interface CommandOutput {
@@ -27,16 +29,25 @@ export interface CommandFailure {
   readonly details?: Readonly<Record<string, unknown>>;
 }
 
-/** An error that already knows how its command must end (typed in the room that throws it). */
-export class CommandRefusal extends Error {
-  override readonly name = 'CommandRefusal';
+/** A command's own refusal, its code, exit code and details given where it is thrown (a study's path codes, an export's refusal as the command says it). */
+export class CommandRefusal extends TypedError {
+  override readonly name: string = 'CommandRefusal';
+  /** Each refusal's code is whole, as given. */
+  static override readonly classCode = null;
   constructor(
     readonly code: string,
     message: string,
-    readonly exitCode: number = EXIT_CODES.failed,
+    readonly exitCode: ExitCode = EXIT_CODES.failed,
     readonly details: Readonly<Record<string, unknown>> = {},
   ) {
     super(message);
+  }
+  /** As given, not snake-cased: the caller names the code. */
+  override get errorCode(): string {
+    return this.code;
+  }
+  override get endingDetails(): Readonly<Record<string, unknown>> {
+    return this.details;
   }
 }
 
@@ -77,24 +88,25 @@ function sqliteCodeOf(error: Error): string | null {
   return primary ?? (code.startsWith('SQLITE_IOERR') ? 'SQLITE_IOERR' : code);
 }
 
-/** What a typed error carries beside its message (an export's refused instances, a repair's failures), for the JSON. */
-function detailsOf(error: Error): Record<string, unknown> | null {
-  const { details, failures } = error as { details?: unknown; failures?: unknown };
-  const out: Record<string, unknown> = {};
-  if (typeof details === 'object' && details !== null && !Array.isArray(details)) Object.assign(out, details);
-  if (Array.isArray(failures)) out.failures = failures;
-  return Object.keys(out).length === 0 ? null : out;
+/** How a typed error ends its command: what it says of itself. */
+function typedFailureOf(error: TypedError): CommandFailure {
+  const screen = error.screenText;
+  const details = error.endingDetails;
+  return {
+    exitCode: error.exitCode,
+    code: error.errorCode,
+    message: error.endingMessage,
+    ...(screen === null ? {} : { screen }),
+    ...(error.usageHelps ? {} : { usageHelps: false }),
+    ...(Object.keys(details).length === 0 ? {} : { details }),
+  };
 }
 
-/** How a thrown value maps to an exit code and a typed code: the one table every command uses. */
+/** How a thrown value maps to an exit code and a typed code: the one mapping every command uses. */
 export function failureOf(error: unknown): CommandFailure {
-  if (error instanceof CommandRefusal) return { exitCode: error.exitCode, code: error.code, message: error.message, details: error.details };
-  if (!(error instanceof Error)) return { exitCode: EXIT_CODES.failed, code: 'internal_error', message: `internal error (a bug; please report it): ${String(error)}` };
-  const rule = commandFailureRule(error);
-  if (rule !== null) {
-    const details = { ...detailsOf(error), ...rule.details };
-    return { exitCode: rule.exitCode, code: rule.code, message: rule.message, ...(rule.screen === null ? {} : { screen: rule.screen }), ...(rule.usageHelps ? {} : { usageHelps: false }), ...(Object.keys(details).length === 0 ? {} : { details }) };
-  }
+  if (!(error instanceof Error)) return { exitCode: EXIT_CODES.failed, code: INTERNAL_ERROR_CODE, message: `internal error (a bug; please report it): ${String(error)}` };
+  // An internal error is one no command ends with on purpose: it is mapped as any untyped error.
+  if (error instanceof TypedError && !(error instanceof InternalError)) return typedFailureOf(error);
   const sqlite = sqliteCodeOf(error);
   if (sqlite !== null) {
     const known = SQLITE_FAILURES[sqlite];
@@ -108,7 +120,7 @@ export function failureOf(error: unknown): CommandFailure {
     return { exitCode: fsFailure.exitCode, code: fsFailure.code, message: `${where === undefined ? 'a path' : where} ${fsFailure.what} (${errno})` };
   }
   if (error instanceof ZodError) return { exitCode: EXIT_CODES.failed, code: 'invalid_data', message: `a file or value does not have the expected form:\n${z.prettifyError(error)}` };
-  return { exitCode: EXIT_CODES.failed, code: 'internal_error', message: `internal error (a bug; please report it${process.env[STACK_ENV] === '1' ? '' : `; ${STACK_ENV}=1 shows where`}): ${error.message}` };
+  return { exitCode: EXIT_CODES.failed, code: INTERNAL_ERROR_CODE, message: `internal error (a bug; please report it${process.env[STACK_ENV] === '1' ? '' : `; ${STACK_ENV}=1 shows where`}): ${error.message}` };
 }
 
 function wantsJson(argv: readonly string[]): boolean {
@@ -130,7 +142,7 @@ export function reportFailure(command: string, usage: string, error: unknown, js
   // The usage helps after a misuse; not after a refusal of what a store recorded (a version mismatch), where it would read as a typo.
   const showUsage = usage !== '' && failure.exitCode === EXIT_CODES.misused && failure.usageHelps !== false;
   write(process.stderr, `${command}: ${failure.screen ?? failure.message}${showUsage ? `\n${usage}` : ''}`);
-  if (failure.code === 'internal_error' && error instanceof Error && process.env[STACK_ENV] === '1' && error.stack) write(process.stderr, error.stack);
+  if (failure.code === INTERNAL_ERROR_CODE && error instanceof Error && process.env[STACK_ENV] === '1' && error.stack) write(process.stderr, error.stack);
   if (json) write(process.stdout, JSON.stringify(failureJson(command, failure)));
   return failure.exitCode;
 }

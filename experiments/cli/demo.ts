@@ -7,17 +7,19 @@
 // its key in a key folder outside every run.
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { sealAndSignFinalHead, signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
+import { sealAndSignFinalHead, signAndRecordHead, writeSignedManifest } from '../../controller/run-signatures.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
-import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
+import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
 import type { Actor } from '../../schema/envelope.js';
+import { writePublicKey } from '../../schema/public-key-file.js';
 import { WriterClient } from '../../writer/client.js';
+import { draftOf } from '../../writer/event-draft.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WriterError, type EventDraft } from '../../writer/protocol.js';
 import { newSocketPath, newToken, spawnWriter } from '../../writer/spawn.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { CommandRefusal, runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const USAGE = 'usage: npm run demo -- [--out DIR] [--json]';
 const SUBJECT_ID = 'subject-001';
@@ -27,17 +29,8 @@ const say = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
 
-function draft(type: EventType, actor: Actor, hour: number, payload: Record<string, unknown>, idempotencyKey: string | null = null): EventDraft {
-  return {
-    event_type: type,
-    schema_version: schemaVersionOf(type),
-    occurred_at: new Date(START + hour * 3_600_000).toISOString(),
-    actor,
-    causation_id: null,
-    correlation_id: 'wake-0001',
-    idempotency_key: idempotencyKey,
-    payload,
-  };
+function draft<T extends EventType>(type: T, actor: Actor, hour: number, payload: PayloadOf<T>, idempotencyKey: string | null = null): EventDraft {
+  return draftOf(type, payload, { occurred_at: new Date(START + hour * 3_600_000).toISOString(), actor, causation_id: null, correlation_id: 'wake-0001', idempotency_key: idempotencyKey });
 }
 
 async function main(): Promise<CommandOutput | null> {

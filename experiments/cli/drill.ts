@@ -24,6 +24,7 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { FAULT_FILES, FaultReached, type FaultArming } from '../../schema/fault-points.js';
 import { FaultSwitch, processStartTicks } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
+import { eventIs, type EnvelopeOf } from '../../schema/typed-event.js';
 import { tamperTargetOf } from '../faults/fault-plan.js';
 import { todayCompact } from './operator-stop.js';
 
@@ -121,8 +122,10 @@ function overwriteAsThirdParty(runDir: string, target: string): void {
   }
 }
 
-function unknownOutcomesOf(events: readonly EventEnvelope[]): EventEnvelope[] {
-  return events.filter((e) => e.event_type === 'ActionEvent.ToolOutcomeUnknown');
+type UnknownOutcomeEvent = EnvelopeOf<'ActionEvent.ToolOutcomeUnknown'>;
+
+function unknownOutcomesOf(events: readonly EventEnvelope[]): UnknownOutcomeEvent[] {
+  return events.filter((e) => eventIs(e, 'ActionEvent.ToolOutcomeUnknown'));
 }
 
 /**
@@ -188,11 +191,11 @@ export async function runUnknownOutcomeDrill(options: DrillOptions): Promise<{ r
     step(`a third party overwrote workspace/${target} while nothing ran (bytes neither the one before nor the one intended)`);
 
     // 3. The resume; its first wake reconciles the intent and records the outcome unknown.
-    let unknown: EventEnvelope[] = [];
+    let unknown: UnknownOutcomeEvent[] = [];
     const stopAfterWake = (events: readonly EventEnvelope[]): WakeStopOrder | null => {
       unknown = unknownOutcomesOf(events);
       if (unknown.length === 0) return null;
-      const list = unknown.map((e) => `intent ${String(e.payload['intent_event_id'])} (ActionEvent.ToolOutcomeUnknown at seq ${e.seq})`).join(', ');
+      const list = unknown.map((e) => `intent ${e.payload.intent_event_id} (ActionEvent.ToolOutcomeUnknown at seq ${e.seq})`).join(', ');
       return { reason: `drill unknown-outcome: the outcome of ${list} is recorded unknown; the instance stopped itself for the operator's repair (npm run repair), as the drill does`, operator: DRILL_OPERATOR };
     };
     const { preregFile: _p, seed: _s, group: _g, startAt: _a, experimentId: _e, replicate: _r, groupBlindId: _b, startedAt: _t, model: _m, ...common } = instance;
@@ -205,7 +208,7 @@ export async function runUnknownOutcomeDrill(options: DrillOptions): Promise<{ r
 
     // 4. What the operator runs next.
     const outcomes = unknown.map((e): DrillUnknownOutcome => {
-      const intentId = String(e.payload['intent_event_id']);
+      const intentId = e.payload.intent_event_id;
       const ours = intentId === fired.context['intent_event_id'];
       const op = ours ? String(fired.context['op']) : null;
       const file = ours ? target : null;

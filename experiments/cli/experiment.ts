@@ -8,7 +8,7 @@
 // spawns ds-writer and ds-runtime, drives the virtual clock and signs. SIGINT/SIGTERM is an
 // emergency stop: recorded, head signed, nothing deleted, resumable with --resume.
 // Exit 0 finished (sealed) and verified, 3 stopped (resumable), 1 refused, failed or not verified, 2 misused,
-// 4 finished and verified but NO USABLE DATA (too few accepted model answers: experiments/cli/exit-codes.ts).
+// 4 finished and verified but NO USABLE DATA (too few accepted model answers: foundation/exit-codes.ts).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -17,12 +17,12 @@ import { resumeInstance, runNewInstance, type Group, type InstanceResult } from 
 import { defaultKeyDir } from '../../controller/key-store.js';
 import { preregSha256 } from '../../design/manifest.js';
 import { readReplaySource } from '../../design/model-choice.js';
-import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
 import { PreRegistration, readPreregJson } from '../../design/prereg.js';
 import { recordedUsableDataRule, summarizeRun } from '../../controller/run-summary.js';
 import { parseSpeed } from '../../controller/virtual-clock.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { FAULT_ENV } from '../../schema/fault-points.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { FaultArmingError, FaultSwitch } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { describeFailures, formatShare } from '../../schema/usable-data.js';
@@ -30,7 +30,7 @@ import { verifyDirectory } from '../../writer/verify-store.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
 import { drillExperimentId, drillLines, DRILLS, isDrillName, runUnknownOutcomeDrill, type DrillReport } from './drill.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf, replaySettingsOf, type ReplaySettings } from './model-flags.js';
 import { installOperatorStop, todayCompact, untilPressSettled } from './operator-stop.js';
 import { ProgressLine } from './progress-line.js';
@@ -190,7 +190,7 @@ async function main(): Promise<CommandOutput | null> {
   const summary = summarizeRun(result.runDir, recordedUsableDataRule(result.runDir));
   const usable = summary.usable_data;
   const verified = verifyDirectory(result.runDir, { allowOpen: result.status !== 'finished' });
-  const plan = checkRunFollowsPlan(result.runDir, parsePublicKeyHex(readFileSync(path.join(result.runDir, RUN_FILES.publicKey), 'utf8')));
+  const plan = checkRunFollowsPlan(result.runDir, parsePublicKeyHex(readFileSync(path.join(result.runDir, RUN_FILES.publicKey), 'utf8')), { scenariosDir: SCENARIOS_DIR });
   const verify = { ok: verified.ok && plan.ok, failures: verified.failures.length + plan.failures.length, warnings: verified.warnings.length + plan.notes.length };
   const stopped = result.status !== 'finished';
   const s = summary;

@@ -19,7 +19,7 @@ import { checkLeaks, describeFinding, readLeakContext, type LeakCheck } from '..
 import { SCENARIOS_DIR } from './run-defaults.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { CommandRefusal, runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 process.title = 'ds-export';
 

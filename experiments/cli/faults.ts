@@ -15,13 +15,13 @@ import { existsSync, lstatSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { FAULT_CELLS } from '../faults/fault-plan.js';
-import { earlierRecordsOf, FaultRerunRefusal, MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
+import { earlierRecordsOf, MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
 import { prepareHarness } from '../faults/fault-run.js';
 import { REPO } from './run-defaults.js';
 import { todayCompact } from './operator-stop.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
-import { CommandRefusal, runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { runCommand, type CommandOutput } from './command-outcome.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const DEFAULT_SEED = 'faults-1';
 
@@ -71,20 +71,15 @@ async function main(): Promise<CommandOutput | null> {
   const outDir = path.resolve(values.out ?? path.join('runs', `faults-${todayCompact()}-${randomBytes(3).toString('hex')}`));
   if (existsSync(outDir) && !lstatSync(outDir).isDirectory()) throw new UsageError(`--out ${outDir} exists and is not a folder: the harness needs a folder of its own (new, or one it made)`);
   const seed = values.seed ?? DEFAULT_SEED;
-  try {
-    // Before prepareHarness creates anything: a rerun with nothing to compare with is refused here, OUT untouched.
-    if (only !== null) earlierRecordsOf(outDir, seed, only);
-    const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null);
-    const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
-    log(`seed ${seed}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
-    // runHarness looks again before it calibrates (the records may have gone meanwhile): refused the same way.
-    const summary = await runHarness({ setup, seed, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
-    return { exitCode: summary.ok ? EXIT_CODES.ok : EXIT_CODES.failed, json: summary, text: print(summary) };
-  } catch (error) {
-    // Misuse: the wrong --out for a rerun (exit 2), with what the search found.
-    if (error instanceof FaultRerunRefusal) throw new CommandRefusal(error.code, error.message, EXIT_CODES.misused, error.details);
-    throw error;
-  }
+  // Before prepareHarness creates anything: a rerun with nothing to compare with is refused here, OUT
+  // untouched — FaultRerunRefusal, misuse (exit 2) with what the search found (it says so itself).
+  if (only !== null) earlierRecordsOf(outDir, seed, only);
+  const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null);
+  const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
+  log(`seed ${seed}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
+  // runHarness looks again before it calibrates (the records may have gone meanwhile): refused the same way.
+  const summary = await runHarness({ setup, seed, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
+  return { exitCode: summary.ok ? EXIT_CODES.ok : EXIT_CODES.failed, json: summary, text: print(summary) };
 }
 
 runCommand('faults', USAGE, main);

@@ -10,6 +10,7 @@ import { canonicalJson } from '../../schema/canonical-json.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
 import { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../../schema/model-call-policy.js';
+import { UsageError } from './command-line.js';
 
 export const MODEL_OPTIONS = {
   model: { type: 'string' },
@@ -44,9 +45,10 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
   --model-config F   the model as a JSON file instead of the flags above (docs/model-protocol.md);
                      copied into every run folder, its sha256 in the manifest`;
 
-/** A --model flag that is wrong or incomplete: the command's misuse (exit 2). */
-export class ModelFlagError extends Error {
+/** A --model flag that is wrong or incomplete: the command's misuse (exit 2), a usage error of its own code (`usage_model_flags`). */
+export class ModelFlagError extends UsageError {
   override readonly name = 'ModelFlagError';
+  static override readonly classCode = 'usage_model_flags';
 }
 
 export type ModelFlagValues = { readonly [K in keyof typeof MODEL_OPTIONS]?: (typeof MODEL_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };

@@ -8,7 +8,7 @@ import { checkPreregLock, lockPrereg, readPreregJson } from '../../design/prereg
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const USAGE = `usage: npm run prereg -- lock FILE [--key-dir DIR] [--json]
        npm run prereg -- check FILE [--key-dir DIR] [--json]

@@ -11,10 +11,12 @@
 // Exit: 0 written, or already recorded (the screen says which); 1 refused; 2 misuse.
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_FAILURES_IN_MESSAGE, OperatorResolutionRefusal, OperatorResolutionRequest, resolveUnknownOutcome, type IntentRef, type OperatorResolutionResult } from '../../controller/operator-resolution.js';
+import { MAX_FAILURES_IN_MESSAGE, OperatorResolutionRequest, resolveUnknownOutcome, type OperatorResolutionResult } from '../../controller/operator-resolution.js';
+import { OperatorResolutionRefusal } from '../../controller/operator-resolution-refusal.js';
+import type { IntentRef } from '../../controller/stopped-store-scan.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 process.title = 'ds-repair';
 

@@ -9,7 +9,7 @@ import { checkReplay } from '../../writer/replay-check.js';
 import { resolveStorePath } from '../../writer/store-reader.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const USAGE = `usage: npm run replay -- DIR [--to-seq N] [--json] [--migrate | --use-recorded]
   DIR             a run folder holding events.db, or the events.db path (its writer must be stopped)

@@ -8,7 +8,7 @@ import { restoreDrill } from '../../writer/restore.js';
 import { resolveStorePath } from '../../writer/store-reader.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const USAGE = `usage: npm run restore -- DIR [--json]
   DIR  a run folder holding events.db, or the events.db path (its writer must be stopped)

@@ -11,13 +11,14 @@
 import { parseArgs } from 'node:util';
 import { arbitrate } from '../../blind-review/arbitration.js';
 import { lockReview } from '../../blind-review/review-lock.js';
-import { consolidate, DEFAULT_REVIEW_PREREG, describeState, openReviewPackage, readReviewFolder, type ReviewState } from '../../blind-review/review-state.js';
+import { consolidate, describeState, openReviewPackage, readReviewFolder, type ReviewState } from '../../blind-review/review-state.js';
 import { importScores } from '../../blind-review/score-import.js';
 import { unblind } from '../../blind-review/unblinding.js';
 import { defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { DEFAULT_PREREG } from './run-defaults.js';
 
 const USAGE = `usage: npm run review -- import PKG_DIR FILE… [--prereg FILE] [--json]
        npm run review -- arbitrate PKG_DIR FILE [--json]
@@ -28,7 +29,7 @@ const USAGE = `usage: npm run review -- import PKG_DIR FILE… [--prereg FILE] [
              and print the consolidated state; ≥ 2 reviewers per instance, a total-score gap above 15
              points or any differing hard-failure decision flags the instance for arbitration
   --prereg   the pre-registration the study used, for the dimension weights (first import; default
-             ${DEFAULT_REVIEW_PREREG}); later imports use the one recorded in review/review.json
+             ${DEFAULT_PREREG}); later imports use the one recorded in review/review.json
   arbitrate  a third reviewer's scorecard for an instance flagged for arbitration; it decides that instance
   status     print the consolidated state
   lock       sign the consolidated scores and hard-failure decisions into PKG_DIR/review/lock.dsse.json
@@ -90,7 +91,7 @@ function run(call: Call): CommandOutput {
   const now = new Date().toISOString();
   switch (call.command) {
     case 'import': {
-      const r = importScores(pkgDir, files, { preregFile: call.values.prereg ?? null, now });
+      const r = importScores(pkgDir, files, { preregFile: call.values.prereg ?? null, defaultPreregFile: DEFAULT_PREREG, now });
       const lines = [
         ...(r.started ? [`started the review: scores are weighed with the pre-registration ${r.settings.prereg_sha256} (${r.settings.prereg_file}), recorded in review/review.json`] : []),
         ...r.files.map((f) => (f.outcome === 'imported' ? `imported ${f.source}: ${f.blind_id} by ${f.reviewer} → review/${f.stored_as}` : `unchanged ${f.source}: this very scorecard of ${f.reviewer} for ${f.blind_id} is already imported (review/${f.stored_as}); nothing written`)),

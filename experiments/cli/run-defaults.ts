@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockFileOf, lockPrereg } from '../../design/prereg.js';
 import { Seed } from '../../design/experiment-plan.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { TypedErrorOf } from '../../foundation/typed-error.js';
 import { Identifier, Timestamp } from '../../schema/event-definition.js';
 import { UsageError } from './command-line.js';
 
@@ -16,7 +18,7 @@ export const SCENARIOS_DIR = path.join(REPO, 'experiments', 'scenario');
 export const DEFAULT_START_AT = '2026-03-02T08:00:00.000Z';
 export const DEFAULT_SEED = 'seed-1';
 
-export class BundledPreregError extends Error {
+export class BundledPreregError extends TypedErrorOf('bundled_prereg', EXIT_CODES.misused) {
   override readonly name = 'BundledPreregError';
 }
 

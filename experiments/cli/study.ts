@@ -20,11 +20,14 @@ import { randomBytes } from 'node:crypto';
 import { cpus, userInfo } from 'node:os';
 import path from 'node:path';
 import { defaultKeyDir } from '../../controller/key-store.js';
-import { checkNewStudyFolder, recomputeStudy, resumeStudy, runStudy, studyResumeCommand, StudyError, StudyPlan, STUDY_PATH_CODES, type StudyOutcome, type StudyProgress } from '../study/study-runner.js';
+import { runStudy, StudyError, StudyPlan, STUDY_PATH_CODES, type StudyOutcome, type StudyProgress, type StudyRunOptions } from '../study/study-runner.js';
+import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-setup.js';
+import { recomputeStudy } from '../study/study-recompute.js';
+import { resumeStudy } from '../study/study-resume.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { installOperatorStop, todayCompact, untilPressSettled, type OperatorStop } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf } from './model-flags.js';
 import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
@@ -216,6 +219,16 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   const operator = `${userInfo().username} (uid ${process.getuid?.() ?? 'unknown'})`;
   const isolation = values['same-uid'] === undefined ? {} : { isolation: { forceSameUid: values['same-uid'] } };
   const screen = new StudyScreen();
+  /** What a new and a resumed study alike take from this command line. */
+  const runOptions = (outDir: string, stop: OperatorStop): StudyRunOptions => ({
+    outDir,
+    scenariosDir: SCENARIOS_DIR,
+    operator,
+    signal: stop.signal,
+    ...isolation,
+    log: (line) => screen.line(line),
+    onProgress: (p) => screen.progress(p),
+  });
 
   if (values.resume !== undefined) {
     for (const flag of PLAN_FLAGS) {
@@ -223,23 +236,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
     }
     const outDir = path.resolve(values.resume);
     const stop = studyStop(outDir, screen);
-    return finishStudy(() =>
-      resumeStudy({
-        outDir,
-        keyDir: values['key-dir'] ?? null,
-        scenariosDir: SCENARIOS_DIR,
-        concurrency,
-        operator,
-        signal: stop.signal,
-        ...isolation,
-        log: (line) => screen.line(line),
-        onProgress: (p) => screen.progress(p),
-      }),
-      stop,
-      outDir,
-      screen,
-      context.json,
-    );
+    return finishStudy(() => resumeStudy({ ...runOptions(outDir, stop), keyDir: values['key-dir'] ?? null, concurrency }), stop, outDir, screen, context.json);
   }
 
   // Every flag is checked before anything is written (a key, a lock, the study folder).
@@ -262,24 +259,8 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => screen.line(`[study] ${l}`));
   const effectiveConcurrency = concurrency ?? Math.max(1, cpus().length);
   screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, concurrency ${effectiveConcurrency}, folder ${outDir}`);
-  return finishStudy(() =>
-    runStudy({
-      outDir,
-      seed,
-      preregFile: values.prereg ?? DEFAULT_PREREG,
-      keyDir,
-      scenariosDir: SCENARIOS_DIR,
-      concurrency: effectiveConcurrency,
-      n,
-      startAt,
-      model,
-      studyId,
-      operator,
-      signal: stop.signal,
-      ...isolation,
-      log: (line) => screen.line(line),
-      onProgress: (p) => screen.progress(p),
-    }),
+  return finishStudy(
+    () => runStudy({ ...runOptions(outDir, stop), seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, concurrency: effectiveConcurrency, n, startAt, model, studyId }),
     stop,
     outDir,
     screen,

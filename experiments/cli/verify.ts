@@ -1,17 +1,19 @@
 // npm run verify -- DIR [--json] [--open]
 // Checks every events.db and signed file under DIR (a run or study folder, or a run's
 // events.db, which stands for its run folder), and every run that has a plan.json against that
-// plan (controller/plan-conformance.ts). Exit 0 only when everything holds, 1 when something
-// failed verification (a damaged store is one such failure, listed with the others), 2 when the
-// command itself was misused.
+// plan (verification/plans-under.ts, with the bundled scenarios of run-defaults.ts). Exit 0 only
+// when everything holds, 1 when something failed verification (a damaged store is one such
+// failure, listed with the others), 2 when the command itself was misused.
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { checkPlansUnder, type PlanFinding, type PlansReport } from '../../controller/plan-conformance.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory, VerifyInputError, type VerifyFailure } from '../../writer/verify-store.js';
+import type { PlanFinding } from '../../verification/plan-findings.js';
+import { checkPlansUnder, type PlansReport } from '../../verification/plans-under.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
-import { EXIT_CODES } from './exit-codes.js';
+import { SCENARIOS_DIR } from './run-defaults.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const USAGE = `usage: npm run verify -- DIR [--json] [--open]
   DIR     a run or study folder, or a run's ${RUN_FILES.store} (its folder is verified)
@@ -54,7 +56,7 @@ function main(): CommandOutput | null {
   const { values } = args;
   const dir = folderOf(args.positionals[0]!);
   const store = verifyDirectory(dir, { allowOpen: values.open ?? false });
-  const plans: PlansReport = checkPlansUnder(dir);
+  const plans: PlansReport = checkPlansUnder(dir, { scenariosDir: SCENARIOS_DIR });
   const failures = [...store.failures, ...plans.failures.map(asVerifyFailure)];
   const warnings = [...store.warnings, ...plans.notes.map(asVerifyFailure)];
   const report = { ...store, ok: failures.length === 0, failures, warnings, plans: { runs: plans.runs } };

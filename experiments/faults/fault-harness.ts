@@ -10,6 +10,8 @@ import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSy
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { z } from 'zod';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { TypedErrorOf } from '../../foundation/typed-error.js';
 import { FAULT_KINDS, FAULT_POINTS, type FaultKind, type FaultPoint } from '../../schema/fault-points.js';
 import { Calibration, FAULT_CELLS, FaultRunPlan, GROUPS, instanceSeedOf, planFaultRun } from './fault-plan.js';
 import { calibrate, calibrationOf, INVARIANTS, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
@@ -77,8 +79,14 @@ export interface HarnessOptions {
 const CalibrationFile = z.strictObject({ seed: z.string(), calibration: Calibration });
 
 /** A rerun refused before it ran: the harness folder holds no record of that run to compare it with. Nothing was run or written. */
-export class FaultRerunRefusal extends Error {
+export class FaultRerunRefusal extends TypedErrorOf(null, EXIT_CODES.misused) {
   override readonly name = 'FaultRerunRefusal';
+  override get ownCode(): string {
+    return this.code;
+  }
+  override get endingDetails(): Readonly<Record<string, unknown>> {
+    return { ...this.details };
+  }
   readonly code = 'fault_rerun_no_earlier_record';
   constructor(
     message: string,

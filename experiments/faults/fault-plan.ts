@@ -9,6 +9,8 @@
 import { z } from 'zod';
 import type { Group } from '../../controller/instance-runner.js';
 import { seededRandom } from '../../design/seeded-random.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { TypedErrorOf } from '../../foundation/typed-error.js';
 import { APPLICABLE_KINDS, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint, type FaultReached } from '../../schema/fault-points.js';
 
 export const GROUPS: readonly Group[] = ['A', 'B', 'C'];
@@ -52,7 +54,7 @@ export const FaultRunPlan = z.strictObject({
 });
 export type FaultRunPlan = z.infer<typeof FaultRunPlan>;
 
-export class FaultPlanError extends Error {
+export class FaultPlanError extends TypedErrorOf('fault_plan', EXIT_CODES.misused) {
   override readonly name = 'FaultPlanError';
 }
 

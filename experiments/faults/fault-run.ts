@@ -7,6 +7,8 @@
 //
 // The harness is the host here: it may open events.db to damage snapshots (a cache) and write
 // into the workspace (a third party). It never touches events or signed files.
+// Why one file: it is one fault run's sequence (arm, wait for the freeze, kill, damage, resume,
+// check), and each step's helper serves that sequence alone and shares its fault folder.
 import { spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +20,7 @@ import { canonicalJson } from '../../schema/canonical-json.js';
 import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
+import { StoreSealed } from '../../schema/events/system-events.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
@@ -218,7 +221,7 @@ function sealed(runDir: string): boolean {
   const reader = StoreReader.open(dbFile);
   try {
     const head = reader.headSeq();
-    for (const row of reader.iterateEvents(head - 1, head)) return (JSON.parse(row.envelope) as { event_type: string }).event_type === 'SystemEvent.StoreSealed';
+    for (const row of reader.iterateEvents(head - 1, head)) return (JSON.parse(row.envelope) as { event_type: string }).event_type === StoreSealed.type;
     return false;
   } finally {
     reader.close();

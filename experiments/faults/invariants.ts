@@ -8,10 +8,12 @@
 // side-effect check, the subject projection) plus the few rules only a crash can break. A
 // check that cannot run fails, saying why: a harness must never read "could not look" as
 // "nothing wrong".
+// Why one file: the invariants are one list (STORE_INVARIANTS), read from one ledger pass over the
+// run's events that several of them share; each check is a short function over that ledger.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { checkPlansUnder } from '../../controller/plan-conformance.js';
+import { checkPlansUnder } from '../../verification/plans-under.js';
 import { loadRunRecord, MAX_SCORED_EVENTS, payloadOf, type RunRecord } from '../../oracle/run-record.js';
 import { checkSideEffects, type SideEffectProblem } from '../../oracle/side-effects.js';
 import type { LifecycleState } from '../../projector/lifecycle.js';
@@ -19,6 +21,7 @@ import { ProjectionRefusal } from '../../projector/projection.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
+import type { EventType } from '../../schema/event-catalog.js';
 import { FaultRole, type FaultReached } from '../../schema/fault-points.js';
 import { HashString } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
@@ -58,7 +61,7 @@ export const MAX_ACK_FILES = 1_000;
 
 const NOTE = 'note: ';
 
-const OUTCOME_TYPES = ['ActionEvent.ToolSucceeded', 'ActionEvent.ToolFailed', 'ActionEvent.ToolReconciled', 'ActionEvent.ToolOutcomeUnknown'] as const;
+const OUTCOME_TYPES = ['ActionEvent.ToolSucceeded', 'ActionEvent.ToolFailed', 'ActionEvent.ToolReconciled', 'ActionEvent.ToolOutcomeUnknown'] as const satisfies readonly EventType[];
 type OutcomeType = (typeof OUTCOME_TYPES)[number];
 
 /** One line of FAULT_FILES.acks(role, pid), as FaultSwitch.recordAcks writes it. */

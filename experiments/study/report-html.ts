@@ -3,17 +3,12 @@
 // no image, no link; a Content-Security-Policy of default-src 'none' makes the browser refuse
 // anything that slipped in. Every report string is HTML-escaped (ids, details and notes come
 // from run folders and may hold <, & or quotes).
+import { escapeHtml } from '../../foundation/html-escape.js';
+import { offlinePageHead } from '../../foundation/offline-page.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
 import { allHardFailures, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
-
-const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** Safe in element content and in quoted attribute values alike. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
 
 const STYLE = `
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; background: #fff; margin: 0; line-height: 1.45; }
@@ -181,17 +176,8 @@ function notesSection(report: StudyReport): string {
 export function renderReportHtml(report: StudyReport): string {
   const sections = [headSection, thresholdsSection, usableDataSection, groupsSection, dimensionsSection, accuracySection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return [
-    '<!doctype html>',
-    '<html lang="en">',
-    '<head>',
-    '<meta charset="utf-8">',
     // Refuse every fetch; only the inline style block may apply.
-    `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`,
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>Study report: ${escapeHtml(report.study_id)} (${escapeHtml(report.verdict)})</title>`,
-    `<style>${STYLE}</style>`,
-    '</head>',
-    '<body>',
+    ...offlinePageHead({ csp: "default-src 'none'; style-src 'unsafe-inline'", title: `Study report: ${report.study_id} (${report.verdict})`, style: STYLE }),
     '<main>',
     ...sections.map((section) => section(report)),
     '</main>',

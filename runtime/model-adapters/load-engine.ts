@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { InternalError } from '../../foundation/typed-error.js';
 
 /** The exact version the nested package pins (and the adapter's records name). */
 export const LOCAL_ENGINE_VERSION = '3.21.1';
@@ -23,12 +24,12 @@ export const LOCAL_ENGINE_SETUP_COMMAND = 'npm run setup:local-model';
 const SETUP_HINT = `run \`${LOCAL_ENGINE_SETUP_COMMAND}\` (installs the nested package runtime/model-adapters/local-engine: node-llama-cpp ${LOCAL_ENGINE_VERSION} with its linux-x64 CPU binary, ~83 MB), see docs/local-model.md`;
 
 /** The engine is not installed where the adapter looks for it. */
-export class LocalEngineMissingError extends Error {
+export class LocalEngineMissingError extends InternalError {
   override readonly name = 'LocalEngineMissingError';
 }
 
 /** Something is installed there, but not the pinned version or not the API this adapter uses. */
-export class LocalEngineMismatchError extends Error {
+export class LocalEngineMismatchError extends InternalError {
   override readonly name = 'LocalEngineMismatchError';
 }
 

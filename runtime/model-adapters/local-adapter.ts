@@ -1,3 +1,4 @@
+// Why one file: one adapter's call path (load, render, count, decode, map failures) around node-llama-cpp's native handles, which never leave this file; its typed refusals sit with the step that raises them.
 // The `local` model adapter (issue 15 item 6, docs/local-model.md): a GGUF model run inside
 // the runtime process by node-llama-cpp (CPU), its answers decoded under a GBNF grammar made
 // from the answer's JSON Schema (runtime/answer-grammar.ts), so that every answer that ends
@@ -32,6 +33,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, closeSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { InternalError } from '../../foundation/typed-error.js';
 import { answerGrammar, AnswerGrammarError } from '../answer-grammar.js';
 import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult } from '../model-adapter.js';
 import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
@@ -75,23 +77,23 @@ export const LOCAL_FIXED_SAMPLING = { top_k: 40, min_p: 0, repeat_penalty: 'off'
 
 const GGUF_MAGIC = 'GGUF';
 
-export class LocalAdapterConfigError extends Error {
+export class LocalAdapterConfigError extends InternalError {
   override readonly name = 'LocalAdapterConfigError';
 }
 /** The model file does not exist. */
-export class LocalModelMissingError extends Error {
+export class LocalModelMissingError extends InternalError {
   override readonly name = 'LocalModelMissingError';
 }
 /** The model file exists but this process may not read it. */
-export class LocalModelUnreadableError extends Error {
+export class LocalModelUnreadableError extends InternalError {
   override readonly name = 'LocalModelUnreadableError';
 }
 /** The file is not a GGUF model (wrong magic bytes, too short, a directory). */
-export class LocalModelNotGgufError extends Error {
+export class LocalModelNotGgufError extends InternalError {
   override readonly name = 'LocalModelNotGgufError';
 }
 /** The engine could not load the model or make its context (corrupt file, unsupported architecture, memory). */
-export class LocalModelLoadError extends Error {
+export class LocalModelLoadError extends InternalError {
   override readonly name = 'LocalModelLoadError';
 }
 
@@ -162,7 +164,7 @@ interface Generation {
 }
 
 /** Thrown by the context-shift strategy: the context is full, which the fit check should make impossible. */
-class ContextShiftRefused extends Error {
+class ContextShiftRefused extends InternalError {
   override readonly name = 'ContextShiftRefused';
 }
 

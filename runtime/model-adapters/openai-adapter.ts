@@ -1,3 +1,4 @@
+// Why one file: its parts already have files of their own (server-probe, prompt-fit, chat-stream, structured-output, transport-retry); what is left is the one call sequence that ties them together and maps every way it can end.
 // The `openai` model adapter (issue 5 item 3, issue 15, docs/model-protocol.md "openai"): an
 // OpenAI-compatible chat-completions server (vLLM, llama.cpp server, Ollama, OpenAI).
 //
@@ -31,6 +32,7 @@
 // passes through `redact`, because a server may echo the header back, and outcomes go into the
 // event store.
 import { z } from 'zod';
+import { InternalError } from '../../foundation/typed-error.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import { ServerBaseUrl } from '../protocol.js';
 import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult, TokenUsage, TransportFailure } from '../model-adapter.js';
@@ -68,7 +70,7 @@ export const PROBE_MESSAGES = {
 /** The text the tokenizer probe counts (any non-empty text would do). */
 const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';
 
-export class OpenAiAdapterConfigError extends Error {
+export class OpenAiAdapterConfigError extends InternalError {
   override readonly name = 'OpenAiAdapterConfigError';
 }
 

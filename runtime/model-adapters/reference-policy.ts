@@ -50,8 +50,13 @@
 // line "(N more …)", a text that does not fit its bound ends in "…". An id longer than the
 // protocol's id bound cannot be named: a task with such an id gets no board action, a goal
 // with one no plan revision and a null current_goal_id.
+// Why one file: one scripted subject, read top to bottom as what it does at a wake; its steps share
+// one reading of the bundle and one answer under construction, and apart they would not say it.
 import type { PayloadOf } from '../../schema/event-catalog.js';
-import { windowPayload, type ContextBundle, type ViewTask, type WindowEvent, type WorkspaceEntry } from '../context-bundle.js';
+import { eventIsOneOf } from '../../schema/typed-event.js';
+import type { ContextBundle, WorkspaceEntry } from '../context-bundle.js';
+import { windowPayload, type WindowEvent } from '../retrieval-window.js';
+import type { ViewTask } from '../subject-view.js';
 import type { ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
 import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, type ModelAction, type ModelAnswerV2, type ModelClaim, type ModelPlanRevision, type SubjectAnswer } from '../model-protocol.js';
 import { estimateTokens } from '../prompt.js';
@@ -643,7 +648,7 @@ export function decideAnswer(bundle: ContextBundle): SubjectAnswer {
   let revision: ModelPlanRevision | null = null;
   if (o.goalChange && nameable(o.goalChange.p.goal_id)) {
     const change = o.goalChange;
-    const decided = o.events.some((e) => e.seq > change.event.seq && (e.event_type === 'PlanEvent.PlanRevisionAccepted' || e.event_type === 'PlanEvent.PlanRevisionRejected'));
+    const decided = o.events.some((e) => e.seq > change.event.seq && eventIsOneOf(e, ['PlanEvent.PlanRevisionAccepted', 'PlanEvent.PlanRevisionRejected']));
     if (!decided) {
       const alignId = `align-${change.p.goal_id}`.slice(0, V2.idChars);
       const open = o.tasks.filter((t) => !w.isDone(t.task_id) && t.task_id !== alignId && t.title.length > 0 && nameable(t.task_id)).map((t) => ({ task_id: t.task_id, title: brief(t.title) }));

@@ -20,6 +20,7 @@ import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { replayStore } from '../../writer/replay.js';
 import { StoreReadError } from '../../writer/store-reader.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { damageMiddleOfStore } from '../support/damaged-store-file.js';
 import { editEnvelope, readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
@@ -58,7 +59,7 @@ afterAll(() => {
 });
 
 function open(dir: string): AuditDesk {
-  return AuditDesk.open(dir);
+  return AuditDesk.open(dir, SCENARIOS_DIR);
 }
 
 function shared(): AuditDesk {
@@ -331,7 +332,7 @@ describe('read-only', () => {
     expect([...before.keys()].filter((name) => name.startsWith(`${RUN_FILES.store}-`))).toEqual([]);
     // mtimes are compared: let the clock move past the copy's.
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const d = AuditDesk.open(dir);
+    const d = AuditDesk.open(dir, SCENARIOS_DIR);
     for (const e of events) {
       expect(d.eventAt(e.seq)?.event_id).toBe(e.event_id);
       expect(d.seqOfEventId(e.event_id)).toBe(e.seq);
@@ -360,7 +361,7 @@ describe('read-only', () => {
     expect(readdirSync(dir).filter((name) => name.startsWith(`${RUN_FILES.store}-`))).toEqual([]);
     const before = folderFacts(dir);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const d = AuditDesk.open(dir);
+    const d = AuditDesk.open(dir, SCENARIOS_DIR);
     d.timeline({ afterSeq: 0 }, 50, null);
     d.headState();
     expect(folderFacts(dir)).toEqual(before);
@@ -370,7 +371,7 @@ describe('read-only', () => {
     const dir = copies!.copy();
     const damage = damageMiddleOfStore(storeOf(dir), { btree: 'events_by_type' });
     const before = folderFacts(dir);
-    const error = thrownBy(() => AuditDesk.open(dir));
+    const error = thrownBy(() => AuditDesk.open(dir, SCENARIOS_DIR));
     expect(error, `page ${damage.pageno}`).toBeInstanceOf(StoreReadError);
     expect(error).toMatchObject({ code: 'damaged', message: expect.stringContaining(`${storeOf(dir)} is damaged: it is not an intact SQLite database (SQLite`) });
     expect(folderFacts(dir)).toEqual(before);
@@ -381,7 +382,7 @@ describe('read-only', () => {
     try {
       const client = await live.connect('experiment');
       await client.append([messageDraft()]);
-      const error = thrownBy(() => AuditDesk.open(live.dir));
+      const error = thrownBy(() => AuditDesk.open(live.dir, SCENARIOS_DIR));
       expect(error).toBeInstanceOf(StoreReadError);
       expect(error).toMatchObject({ code: 'locked', message: expect.stringMatching(/a writer is still running/) });
     } finally {
@@ -394,7 +395,7 @@ describe('read-only', () => {
     scratch.push(parent);
     cpSync(runDir, path.join(parent, 'run-a'), { recursive: true });
     cpSync(runDir, path.join(parent, 'run-b'), { recursive: true });
-    const two = thrownBy(() => AuditDesk.open(parent));
+    const two = thrownBy(() => AuditDesk.open(parent, SCENARIOS_DIR));
     expect(two).toBeInstanceOf(AuditInputError);
     expect((two as Error).message).toContain(`holds 2 runs`);
     expect((two as Error).message).toContain(path.join(parent, 'run-a'));
@@ -405,7 +406,7 @@ describe('read-only', () => {
     const empty = tempDir('ds-audit-empty-');
     scratch.push(empty);
     for (const where of [empty, path.join(empty, 'no-such-run')]) {
-      const error = thrownBy(() => AuditDesk.open(where));
+      const error = thrownBy(() => AuditDesk.open(where, SCENARIOS_DIR));
       expect(error, where).toBeInstanceOf(StoreReadError);
       expect((error as StoreReadError).code, where).toBe('not_found');
     }

@@ -18,6 +18,7 @@ import type { ActionChain } from '../../audit/store-index.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { replayStore } from '../../writer/replay.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readSnapshots, RunCopies, tamper } from '../support/store-forgery.js';
 import { writeSealedRun } from '../support/writer-fixture.js';
@@ -45,7 +46,7 @@ beforeAll(async () => {
   copies = new RunCopies(runDir);
   headSeq = events.length;
   snapshotSeqs = readSnapshots(dbPath).map((s) => s.seq);
-  desk = AuditDesk.open(runDir);
+  desk = AuditDesk.open(runDir, SCENARIOS_DIR);
   server = await startAuditServer(desk, { port: 0, log: (line) => logs.push(line) });
   closers.push(() => server?.close());
 }, 120_000);
@@ -389,7 +390,7 @@ describe('text from the run is shown as text', () => {
       editEnvelope(db, claim.seq, (env) => ({ ...env, payload: { ...env.payload, statement: XSS } }));
       editEnvelope(db, message.seq, (env) => ({ ...env, payload: { ...env.payload, subject: XSS, body: XSS } }));
     });
-    const forgedDesk = AuditDesk.open(dir);
+    const forgedDesk = AuditDesk.open(dir, SCENARIOS_DIR);
     const forgedServer = await startAuditServer(forgedDesk, { port: 0, log: (line) => logs.push(line) });
     closers.push(() => forgedServer.close());
     // The forgery breaks the payload hashes: the banner says so on every page.
@@ -422,7 +423,7 @@ describe('a damaged store is shown, never fatal (each forgery on its own copy)',
   async function forgedDesk(forge: (dir: string) => void): Promise<{ get: (target: string) => Promise<Answer>; desk: AuditDesk }> {
     const dir = copies!.copy();
     forge(dir);
-    const forged = AuditDesk.open(dir);
+    const forged = AuditDesk.open(dir, SCENARIOS_DIR);
     const forgedServer = await startAuditServer(forged, { port: 0, log: (line) => logs.push(line) });
     closers.push(() => forgedServer.close());
     return { get: (target) => request(target, { port: forgedServer.port }), desk: forged };
@@ -509,7 +510,7 @@ describe('a damaged store is shown, never fatal (each forgery on its own copy)',
 
 test('an open desk does not hold the store: a writer starts on it meanwhile, pages say a writer holds it, and read again once it stops', async () => {
   const dir = copies!.copy();
-  const opened = AuditDesk.open(dir);
+  const opened = AuditDesk.open(dir, SCENARIOS_DIR);
   const deskServer = await startAuditServer(opened, { port: 0, log: (line) => logs.push(line) });
   closers.push(() => deskServer.close());
   const get = (target: string): Promise<Answer> => request(target, { port: deskServer.port });
@@ -545,7 +546,7 @@ test('an open desk does not hold the store: a writer starts on it meanwhile, pag
 describe('other kinds of run', () => {
   /** A desk and server on `dir`; every listed page must answer 200 with its guards. */
   async function serve(dir: string): Promise<(target: string) => Promise<string>> {
-    const other = AuditDesk.open(dir);
+    const other = AuditDesk.open(dir, SCENARIOS_DIR);
     const otherServer = await startAuditServer(other, { port: 0, log: (line) => logs.push(line) });
     closers.push(() => otherServer.close());
     return async (target) => {
@@ -586,7 +587,7 @@ test('a signed head whose event was edited in place (its event_hash field left a
   const firstHead = JSON.parse(Buffer.from((JSON.parse(heads[0]!) as { payload: string }).payload, 'base64').toString('utf8')) as { seq: number };
   const dir = copies!.copy();
   tamper(dir, (db) => editEnvelope(db, firstHead.seq, (env) => ({ ...env, occurred_at: '2026-01-01T00:00:00.000Z' })));
-  const forged = AuditDesk.open(dir);
+  const forged = AuditDesk.open(dir, SCENARIOS_DIR);
   const forgedServer = await startAuditServer(forged, { port: 0, log: (line) => logs.push(line) });
   closers.push(() => forgedServer.close());
   const integrity = (await request('/integrity', { port: forgedServer.port })).body;

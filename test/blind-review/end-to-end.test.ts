@@ -22,6 +22,7 @@ import { copyStudy, makeBlindStudy, type BlindStudy } from '../support/blind-stu
 import { launchChromium, openOffline } from '../support/chromium.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
+import { DEFAULT_PREREG } from '../../experiments/cli/run-defaults.js';
 
 const NOW = '2026-03-10T09:00:00.000Z';
 let study: BlindStudy;
@@ -102,7 +103,7 @@ describe('blind review of a real study', () => {
 
     // Before the lock nothing is revealed.
     expect(refusalOf(() => unblind(pkgDir, studyDir, NOW)).message).toMatch(/lock/i);
-    importScores(pkgDir, files, { preregFile: study.setup.preregFile, now: NOW });
+    importScores(pkgDir, files, { preregFile: study.setup.preregFile, defaultPreregFile: DEFAULT_PREREG, now: NOW });
     expect(refusalOf(() => unblind(pkgDir, studyDir, NOW)).message).toMatch(/lock/i);
     lockReview(pkgDir, study.setup.key.keys, NOW);
 
@@ -131,7 +132,7 @@ describe('blind review of a real study', () => {
         return file;
       }),
     );
-    importScores(pkgDir, files, { preregFile: study.setup.preregFile, now: NOW });
+    importScores(pkgDir, files, { preregFile: study.setup.preregFile, defaultPreregFile: DEFAULT_PREREG, now: NOW });
     lockReview(pkgDir, study.setup.key.keys, NOW);
     const mapFile = path.join(studyDir, BLIND_REVIEW_FILES.sealedMap);
     const map = BlindMap.parse(JSON.parse(readFileSync(mapFile, 'utf8')));

@@ -19,7 +19,6 @@ import { DETAIL_SCHEMAS, MODEL_FAILURE_DETAIL_WITHHELD, NormalizeError, normaliz
 import { ExportRefusal, exportStudy, type ExportOptions } from '../../blind-review/exporter.js';
 import { ActionChains, ClaimsWithEvidence, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from '../../blind-review/package-format.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
-import { SCENARIO_ROOT } from '../../controller/plan-conformance.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { verifyDsse } from '../../schema/dsse.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
@@ -27,6 +26,7 @@ import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy, unseal, type BlindStudy } from '../support/blind-study.js';
 import { runCli } from '../support/cli.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 import { folderState } from '../support/folder-state.js';
 
@@ -77,7 +77,7 @@ beforeAll(async () => {
  * removed anywhere shows. null when `root` does not exist.
  */
 
-const options = (overrides: Partial<ExportOptions> = {}): ExportOptions => ({ scenariosDir: SCENARIO_ROOT, keys: study.setup.key.keys, ...overrides });
+const options = (overrides: Partial<ExportOptions> = {}): ExportOptions => ({ scenariosDir: SCENARIOS_DIR, keys: study.setup.key.keys, ...overrides });
 /** A stand-in page, for tests about everything but the page (the real one is used in the first test). */
 const trivialPage = (data: ScorecardData): string => `<!doctype html><title>${data.manifest.blind_id}</title>\n`;
 const newOut = (): string => path.join(tempDir('ds-blind-out-'), 'packages');
@@ -121,7 +121,7 @@ function asFailedCall(e: EventEnvelope, failure: string, detail: string, rawOutp
 /** A run's events, each a copy to forge. */
 function eventsOf(group: 'A' | 'B' | 'C'): { runDir: string; record: ReturnType<typeof loadRunRecord>; events: EventEnvelope[] } {
   const runDir = path.join(study.studyDir, 'instances', `${group}-r1`);
-  const record = loadRunRecord(runDir, SCENARIO_ROOT);
+  const record = loadRunRecord(runDir, SCENARIOS_DIR);
   return { runDir, record, events: record.events.map((e) => structuredClone(e)) };
 }
 
@@ -134,7 +134,7 @@ function citedSeqs(raw: string): unknown[] {
 describe('normalizeEvents rules, on forged copies of real events', () => {
   test('ids in text become refs or [id], host paths and ISO times are rewritten, a refused plan decision is omitted, a refusal otherwise kept', () => {
     const runDir = path.join(study.studyDir, 'instances', 'B-r1');
-    const record = loadRunRecord(runDir, SCENARIO_ROOT);
+    const record = loadRunRecord(runDir, SCENARIOS_DIR);
     const events = record.events.map((e) => structuredClone(e));
     const claimAt = events.findIndex((e) => e.event_type === 'MemoryEvent.ClaimRecorded');
     const claim = events[claimAt]!;
@@ -166,7 +166,7 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
 
   test("a failed model call keeps the detail about the subject's answer, and withholds the server's text (it may quote the prompt size)", () => {
     const runDir = path.join(study.studyDir, 'instances', 'A-r1');
-    const record = loadRunRecord(runDir, SCENARIO_ROOT);
+    const record = loadRunRecord(runDir, SCENARIOS_DIR);
     const events = record.events.map((e) => structuredClone(e));
     const answered = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered').slice(0, 2);
     asFailedCall(answered[0]!, 'http_error', 'HTTP 400: this model maximum context length is 8192 tokens, your request has 9731 tokens', null);
@@ -371,7 +371,7 @@ describe('exportStudy on a real study', () => {
 
       // Only the documented omissions: kept entries = events − omitted types (the plan decision of every group).
       const entry = byGroup.get(id)!;
-      const record = loadRunRecord(path.join(studyDir, entry.dir), SCENARIO_ROOT);
+      const record = loadRunRecord(path.join(studyDir, entry.dir), SCENARIOS_DIR);
       const omittedTypes = /^(SystemEvent\.(StoreOpened|ChainHeadSigned|StoreSealed)|ExperimentEvent\.(WakeScheduled|InterventionDelivered)|PlanEvent\.PlanRevision(Accepted|Rejected))$/;
       expect(timeline.length).toBe(record.events.filter((e) => !omittedTypes.test(e.event_type)).length);
       const decision = entry.group === 'C' ? 'PlanEvent.PlanRevisionAccepted' : 'PlanEvent.PlanRevisionRejected';

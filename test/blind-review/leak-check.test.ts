@@ -9,10 +9,10 @@ import { BLIND_REVIEW_FILES } from '../../blind-review/blind-map.js';
 import { exportStudy } from '../../blind-review/exporter.js';
 import { checkLeaks, readLeakContext, type LeakContext, type LeakKind } from '../../blind-review/leak-check.js';
 import { PACKAGE_FILES, type TimelineEntry } from '../../blind-review/package-format.js';
-import { SCENARIO_ROOT } from '../../controller/plan-conformance.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy } from '../support/blind-study.js';
 import { runCli } from '../support/cli.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 let studyDir: string;
@@ -26,11 +26,11 @@ beforeAll(async () => {
   const study = await makeBlindStudy();
   studyDir = copyStudy(study.studyDir);
   clean = path.join(tempDir('ds-leak-clean-'), 'packages');
-  const result = exportStudy(studyDir, clean, { scenariosDir: SCENARIO_ROOT, keys: study.setup.key.keys });
+  const result = exportStudy(studyDir, clean, { scenariosDir: SCENARIOS_DIR, keys: study.setup.key.keys });
   expect(result.leakCheck.ok).toBe(true);
   ids = result.packages.map((p) => p.blind_id);
-  context = readLeakContext(studyDir, SCENARIO_ROOT);
-  const record = loadRunRecord(path.join(studyDir, 'instances', 'B-r1'), SCENARIO_ROOT);
+  context = readLeakContext(studyDir, SCENARIOS_DIR);
+  const record = loadRunRecord(path.join(studyDir, 'instances', 'B-r1'), SCENARIOS_DIR);
   manifestSha256 = String(record.events[0]!.payload['manifest_sha256']);
   eventHash = record.events[5]!.event_hash;
 }, 120_000);

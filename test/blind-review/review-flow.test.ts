@@ -16,19 +16,19 @@ import { importScores } from '../../blind-review/score-import.js';
 import { Unblinded, unblind } from '../../blind-review/unblinding.js';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { HARD_FAILURE_IDS } from '../../design/prereg.js';
-import { writePublicKey } from '../../controller/run-signatures.js';
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { signDsse, verifyDsse } from '../../schema/dsse.js';
 import { generateKeyPair, type Ed25519KeyPair } from '../../schema/ed25519-keys.js';
 import { hashCanonical, hashText } from '../../schema/hash.js';
+import { writePublicKey } from '../../schema/public-key-file.js';
 import { COMMITTED_PREREG_SHA256, STUDY_REPORT_TEXT, writePackages } from '../support/review-fixture.js';
 import { tempDir } from '../support/writer-fixture.js';
+import { DEFAULT_PREREG } from '../../experiments/cli/run-defaults.js';
 
 const IDS = ['R-0A0A0A', 'R-1B1B1B', 'R-2C2C2C'] as const;
 /** Filled by writePackages: one digest per blind id (the fixture's files are the same every time). */
 const PACKAGE_DIGESTS: Record<string, string> = {};
 const NOW = '2026-03-06T10:00:00.000Z';
-const DEFAULT_PREREG = path.join(import.meta.dirname, '..', '..', 'experiments', 'prereg', 'default.json');
 
 interface Fixture {
   readonly root: string;
@@ -97,7 +97,7 @@ function save(f: Fixture, scores: ReviewerScores): string {
 }
 
 function importCards(f: Fixture, ...cards: ReviewerScores[]): ReviewState {
-  return importScores(f.pkgDir, cards.map((c) => save(f, c)), { preregFile: null, now: NOW }).state;
+  return importScores(f.pkgDir, cards.map((c) => save(f, c)), { preregFile: null, defaultPreregFile: DEFAULT_PREREG, now: NOW }).state;
 }
 
 function instance(state: ReviewState, blindId: string) {
@@ -198,7 +198,7 @@ describe('import and consolidation', () => {
 
   test('a score for a blind id outside the commitment is refused, and nothing of that import is written', () => {
     const f = fixture();
-    const r = refusal(() => importScores(f.pkgDir, [save(f, card(IDS[0], 'alice', 80)), save(f, card('R-FFFFFF', 'alice', 80))], { preregFile: null, now: NOW }));
+    const r = refusal(() => importScores(f.pkgDir, [save(f, card(IDS[0], 'alice', 80)), save(f, card('R-FFFFFF', 'alice', 80))], { preregFile: null, defaultPreregFile: DEFAULT_PREREG, now: NOW }));
     expect(r.problem).toBe('unknown-blind-id');
     expect(r.details.join('\n')).toMatch(/blind id R-FFFFFF is not one of the 3 packages of the signed commitment/);
     expect(existsSync(path.join(f.pkgDir, 'review'))).toBe(false);
@@ -208,10 +208,10 @@ describe('import and consolidation', () => {
     const f = fixture();
     const first = card(IDS[0], 'alice', 80);
     importCards(f, first);
-    const again = importScores(f.pkgDir, [save(f, first)], { preregFile: null, now: NOW });
+    const again = importScores(f.pkgDir, [save(f, first)], { preregFile: null, defaultPreregFile: DEFAULT_PREREG, now: NOW });
     expect(again.files).toMatchObject([{ outcome: 'unchanged', reviewer: 'alice', blind_id: IDS[0] }]);
     const changed = save(f, card(IDS[0], ' Alice', 81));
-    const r = refusal(() => importScores(f.pkgDir, [changed], { preregFile: null, now: NOW }));
+    const r = refusal(() => importScores(f.pkgDir, [changed], { preregFile: null, defaultPreregFile: DEFAULT_PREREG, now: NOW }));
     expect(r.problem).toBe('conflicting-score');
     const stored = path.join(f.pkgDir, 'review', 'scores', scoreFileName(IDS[0], 'alice'));
     expect(r.details[0]).toContain(hashText(readFileSync(stored)));
@@ -222,7 +222,7 @@ describe('import and consolidation', () => {
   test('a file that is not a scorecard is refused, naming the file and the field', () => {
     const f = fixture();
     const bad = save(f, { ...card(IDS[0], 'alice', 80), dimensions: { ...card(IDS[0], 'alice', 80).dimensions, recovery: 101 } });
-    const r = refusal(() => importScores(f.pkgDir, [bad], { preregFile: null, now: NOW }));
+    const r = refusal(() => importScores(f.pkgDir, [bad], { preregFile: null, defaultPreregFile: DEFAULT_PREREG, now: NOW }));
     expect(r.problem).toBe('invalid-score-file');
     expect(r.details[0]).toMatch(/not a reviewer's scorecard: dimensions\.recovery/);
   });
@@ -236,13 +236,13 @@ describe('import and consolidation', () => {
     writeFileSync(other, JSON.stringify(prereg));
     const dims = { state_recovery: 100, re_planning: 0, experience_influence: 0, evidence_integrity: 0, recovery: 0 };
     // Weights chosen after the export (here: state recovery halved) are refused at the first import.
-    const first = refusal(() => importScores(f.pkgDir, [save(f, card(IDS[0], 'alice', dims)), save(f, card(IDS[0], 'bob', dims))], { preregFile: other, now: NOW }));
+    const first = refusal(() => importScores(f.pkgDir, [save(f, card(IDS[0], 'alice', dims)), save(f, card(IDS[0], 'bob', dims))], { preregFile: other, defaultPreregFile: DEFAULT_PREREG, now: NOW }));
     expect(first.problem).toBe('prereg-mismatch');
     expect(first.message).toContain(COMMITTED_PREREG_SHA256);
-    const state = importScores(f.pkgDir, [save(f, card(IDS[0], 'alice', dims)), save(f, card(IDS[0], 'bob', dims))], { preregFile: DEFAULT_PREREG, now: NOW }).state;
+    const state = importScores(f.pkgDir, [save(f, card(IDS[0], 'alice', dims)), save(f, card(IDS[0], 'bob', dims))], { preregFile: DEFAULT_PREREG, defaultPreregFile: DEFAULT_PREREG, now: NOW }).state;
     expect(instance(state, IDS[0]).consolidated!.score).toBe(40);
     expect(state.prereg_sha256).toBe(COMMITTED_PREREG_SHA256);
-    const later = refusal(() => importScores(f.pkgDir, [save(f, card(IDS[1], 'alice', 50))], { preregFile: other, now: NOW }));
+    const later = refusal(() => importScores(f.pkgDir, [save(f, card(IDS[1], 'alice', 50))], { preregFile: other, defaultPreregFile: DEFAULT_PREREG, now: NOW }));
     expect(later.problem).toBe('prereg-mismatch');
   });
 

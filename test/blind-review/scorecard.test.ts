@@ -9,7 +9,8 @@ import { describe, expect, test } from 'vitest';
 import { HARD_FAILURE_IDS } from '../../design/prereg.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
-import { MAX_DETAIL_CHARS, MAX_TIMELINE_ENTRIES, escapeHtml, renderScorecard } from '../../blind-review/scorecard-html.js';
+import { MAX_DETAIL_CHARS, MAX_TIMELINE_ENTRIES, renderScorecard } from '../../blind-review/scorecard-html.js';
+import { escapeHtml } from '../../foundation/html-escape.js';
 import { SCORECARD_SCRIPT } from '../../blind-review/scorecard-script.js';
 import { SAMPLE_BLIND_ID, samplePackage, sampleRef } from '../support/sample-package.js';
 

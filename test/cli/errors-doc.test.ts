@@ -1,13 +1,15 @@
 // docs/errors.md against the code it describes: every command the README's scripts run has its
-// section, every exit code of exit-codes.ts its row, every typed error of the failure table its
-// code (or code prefix), and every problem a store file can have its store_* code. A code added
-// to the table without a line in the page fails here.
+// section, every exit code of foundation/exit-codes.ts its row, every typed error class its code
+// (or code prefix: the classCode of foundation/typed-error.ts, read from every class the
+// production sources export), and every problem a store file can have its store_* code. A class
+// added with a code the page does not name fails here.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { EXIT_CODES } from '../../experiments/cli/exit-codes.js';
-import { FAILURE_TABLE } from '../../experiments/cli/failure-table.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { TypedError } from '../../foundation/typed-error.js';
 import { STORE_FILE_PROBLEMS, storeFileCode } from '../../writer/store-file-failure.js';
+import { exportedErrorClasses } from '../support/error-classes.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const doc = readFileSync(path.join(REPO, 'docs', 'errors.md'), 'utf8');
@@ -29,11 +31,13 @@ test('every exit code has its row', () => {
   for (const [name, code] of Object.entries(EXIT_CODES)) expect(doc, `exit ${code} (${name})`).toMatch(new RegExp(`^\\| ${code} \\|`, 'm'));
 });
 
-test('every typed error of the failure table, and every store problem, has its code on the page', () => {
-  const missing = Object.entries(FAILURE_TABLE)
-    // A row whose own code is the whole code (replay's, repair's) is listed from its own enum, per command.
-    .filter(([, row]) => row.ownCodeIsWhole !== true && !mentionedWithPrefix(row.code))
-    .map(([name, row]) => `${name} (${row.code})`);
+test('every typed error class, and every store problem, has its code on the page', async () => {
+  const typed = (await exportedErrorClasses()).filter(({ type, internal }) => type !== TypedError && !internal);
+  expect(typed.length).toBeGreaterThan(40);
+  const missing = typed
+    // A class whose errors' own code is the whole code (replay's, repair's: classCode null) is listed from its own enum, per command.
+    .filter(({ type }) => type.classCode !== null && !mentionedWithPrefix(type.classCode))
+    .map(({ name, type }) => `${name} (${type.classCode})`);
   expect(missing, 'typed errors whose code docs/errors.md does not name').toEqual([]);
   for (const problem of STORE_FILE_PROBLEMS) expect(mentioned.has(storeFileCode(problem)), storeFileCode(problem)).toBe(true);
 });

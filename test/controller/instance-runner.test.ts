@@ -7,13 +7,13 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InstanceError, type InstanceResult } from '../../controller/instance-runner.js';
 import { checkSignedManifest, manifestSha256, nonGroupDifferences, type InstanceManifest } from '../../design/manifest.js';
-import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
-import { controllerSetup, newInstanceOptions, resume, runInstance, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
 import { storedEvents, type StoredEvent } from '../support/stored-events.js';
 
 
@@ -27,7 +27,7 @@ function expectVerified(runDir: string, setup: ControllerSetup, allowOpen = fals
   const report = verifyDirectory(runDir, { allowOpen });
   expect(report.failures).toEqual([]);
   expect(report.ok).toBe(true);
-  const plan = checkRunFollowsPlan(runDir, setup.key.keys.publicKey);
+  const plan = checkRunFollowsPlan(runDir, setup.key.keys.publicKey, { scenariosDir: SCENARIOS_DIR });
   expect(plan.failures).toEqual([]);
   expect(plan.ok).toBe(true);
 }
@@ -200,7 +200,7 @@ describe('refusals', () => {
     writeFileSync(planFile, JSON.stringify(plan, null, 2));
     await expect(resume(run)).rejects.toThrow(/changed after the start/);
     // The same forgery is caught by verify's plan check.
-    const report = checkRunFollowsPlan(run.options.runDir, setup.key.keys.publicKey);
+    const report = checkRunFollowsPlan(run.options.runDir, setup.key.keys.publicKey, { scenariosDir: SCENARIOS_DIR });
     expect(report.ok).toBe(false);
   }, 120_000);
 });

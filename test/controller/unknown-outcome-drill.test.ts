@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { checkSignedManifest } from '../../design/manifest.js';
-import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { DRILL_OPERATOR } from '../../experiments/cli/drill.js';
 import { SubjectState } from '../../projector/subject-state.js';
 import { FAULT_FILES } from '../../schema/fault-points.js';
@@ -18,7 +18,7 @@ import { FaultSwitch } from '../../schema/fault-switch.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { runCli, type CliResult } from '../support/cli.js';
-import { controllerSetup, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
 import { readProjectionRow } from '../support/store-forgery.js';
 import { storedEvents } from '../support/stored-events.js';
 
@@ -113,7 +113,7 @@ describe('npm run experiment -- --drill unknown-outcome', () => {
     const resumedAt = after.find((e) => e.event_type === 'SystemEvent.Resumed' && e.seq > statement.seq)!;
     expect(after.some((e) => e.seq > resumedAt.seq && e.event_type === 'ActionEvent.ToolSucceeded')).toBe(true);
     expect(verifyDirectory(runDir).failures).toEqual([]);
-    expect(checkRunFollowsPlan(runDir, setup.key.keys.publicKey).failures).toEqual([]);
+    expect(checkRunFollowsPlan(runDir, setup.key.keys.publicKey, { scenariosDir: SCENARIOS_DIR }).failures).toEqual([]);
     const verify = await runCli('verify', [runDir]);
     expect(verify.code, `${verify.stdout}\n${verify.stderr}`).toBe(0);
   }, 120_000);

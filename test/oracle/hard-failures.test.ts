@@ -38,7 +38,7 @@ afterAll(() => {
   if (setup) rmSync(setup.dir, { recursive: true, force: true });
 });
 
-const clean = { expectedPreregSha256: null } as const;
+const clean = { expectedPreregSha256: null, scenariosDir: SCENARIOS_DIR } as const;
 
 function first<T extends EventType>(r: RunRecord, type: T, where: (p: PayloadOf<T>, e: EventEnvelope) => boolean = () => true): { event: EventEnvelope; p: PayloadOf<T> } {
   const found = eventsOf(r.events, type).find(({ event, p }) => where(p, event));
@@ -71,7 +71,7 @@ function refutation(r: RunRecord): z.infer<typeof RefutationIntervention> {
 
 describe('the honest reference run', () => {
   it('has no hard failure, every FACT checks and no side effect is duplicated or unexplained', () => {
-    expect(detectHardFailures(record, { expectedPreregSha256: record.preregSha256 })).toEqual([]);
+    expect(detectHardFailures(record, { expectedPreregSha256: record.preregSha256, scenariosDir: SCENARIOS_DIR })).toEqual([]);
     const facts = checkFacts(record);
     expect(facts.length).toBeGreaterThan(0);
     expect(facts.filter((f) => !f.ok)).toEqual([]);
@@ -361,7 +361,7 @@ describe('configuration_changed_after_start', () => {
 
   it("catches a run whose pre-registration is not the study's locked one", () => {
     const locked = hashText('the study locked another pre-registration');
-    const found = detectHardFailures(record, { expectedPreregSha256: locked });
+    const found = detectHardFailures(record, { expectedPreregSha256: locked, scenariosDir: SCENARIOS_DIR });
     expect(found).toEqual([
       { id: 'configuration_changed_after_start', seq: null, detail: expect.stringContaining(`not the study's locked pre-registration ${locked}`) },
       { id: 'configuration_changed_after_start', seq: null, detail: expect.stringContaining(`the signed manifest names pre-registration ${record.preregSha256}, not the study's locked ${locked}`) },

@@ -20,18 +20,10 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { hashText } from '../../schema/hash.js';
 import { RetrievalPolicy } from '../../schema/retrieval-policy.js';
 import { judgePlanRevision, keepsStateAcrossWakes, type PlanRevisionInput } from '../../runtime/capability-policy.js';
-import {
-  buildContextBundle,
-  buildRetrievalWindow,
-  buildSubjectView,
-  ContextBundle,
-  ContextBundleError,
-  estimateEventTokens,
-  windowView,
-  type SubjectView,
-  type VisibleEvent,
-  type WorkspaceEntry,
-} from '../../runtime/context-bundle.js';
+import { buildContextBundle, ContextBundle, type WorkspaceEntry } from '../../runtime/context-bundle.js';
+import { ContextBundleError } from '../../runtime/context-bundle-error.js';
+import { buildRetrievalWindow, estimateEventTokens, type VisibleEvent } from '../../runtime/retrieval-window.js';
+import { buildSubjectView, windowView, type SubjectView } from '../../runtime/subject-view.js';
 import { decide, decideAnswer, NEAR_DEADLINE_MINUTES, ReferencePolicy, REFERENCE_POLICY_BUILD } from '../../runtime/model-adapters/reference-policy.js';
 import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, ModelAnswerV2, parseModelOutput, type ModelAction, type ShownEvents, type SubjectAnswer } from '../../runtime/model-protocol.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';

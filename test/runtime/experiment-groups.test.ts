@@ -4,11 +4,11 @@
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { InstanceResult } from '../../controller/instance-runner.js';
-import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
-import { controllerSetup, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
 import { storedEvents as stored, ofType, type StoredEvent as Stored } from '../support/stored-events.js';
 
 
@@ -31,7 +31,7 @@ describe('one seed, three groups, the reference policy', () => {
       const run = runs[group];
       expect(run.status, group).toBe('finished');
       expect(verifyDirectory(run.runDir).failures, group).toEqual([]);
-      const plan = checkRunFollowsPlan(run.runDir, setup.key.keys.publicKey);
+      const plan = checkRunFollowsPlan(run.runDir, setup.key.keys.publicKey, { scenariosDir: SCENARIOS_DIR });
       expect(plan.failures, group).toEqual([]);
       const replay = checkReplay(path.join(run.runDir, RUN_FILES.store));
       expect(replay.match, group).toBe(true);

@@ -256,7 +256,7 @@ function runtimeImportGraph(): { files: string[]; packages: string[]; importsOf:
 }
 
 describe('ds-runtime: what the process can reach', () => {
-  test('it loads schema/, projector/ and runtime/ code and the writer client, but no controller code, no store code and no database driver', () => {
+  test('it loads foundation/, schema/, projector/ and runtime/ code and the writer client, but no controller code, no store code and no database driver', () => {
     const { files, packages, importsOf } = runtimeImportGraph();
     expect(files).toContain('writer/client.ts');
     // The wake loop folds what it reads with the subject projector.
@@ -264,11 +264,11 @@ describe('ds-runtime: what the process can reach', () => {
     expect(files).toContain('runtime/wake-loop.ts');
     expect(files.filter((f) => f.startsWith('controller/'))).toEqual([]);
     expect(files.filter((f) => f.startsWith('writer/') && !['writer/client.ts', 'writer/protocol.ts'].includes(f))).toEqual([]);
-    // Nothing else: the layers DESIGN names (schema ← projector ← everything else) and the client side of the writer protocol.
-    expect(files.filter((f) => !/^(schema|projector|runtime)\//.test(f) && !f.startsWith('writer/'))).toEqual([]);
-    // The projector it loads depends on schema/ and itself only.
+    // Nothing else: the rooms below the runtime (foundation/rooms.ts: foundation ← schema ← projector ← writer ← runtime).
+    expect(files.filter((f) => !/^(foundation|schema|projector|runtime)\//.test(f) && !f.startsWith('writer/'))).toEqual([]);
+    // The projector it loads depends on foundation/, schema/ and itself only.
     const projectorImports = files.filter((f) => f.startsWith('projector/')).flatMap((f) => importsOf.get(f) ?? []);
-    expect(projectorImports.filter((f) => !/^(schema|projector)\//.test(f))).toEqual([]);
+    expect(projectorImports.filter((f) => !/^(foundation|schema|projector)\//.test(f))).toEqual([]);
     expect(packages.filter((p) => /sqlite/i.test(p))).toEqual([]);
   });
 });

@@ -22,7 +22,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InstanceResult } from '../../controller/instance-runner.js';
-import { checkRunFollowsPlan } from '../../controller/plan-conformance.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { WORKSPACE_FOLDER } from '../../controller/workspace.js';
 import { MODEL_PROTOCOL_V2 } from '../../runtime/model-protocol.js';
@@ -30,7 +30,7 @@ import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
-import { controllerSetup, newInstanceOptions, resume, runInstance, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
 import { promptEvents, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer, type ScriptedReply, type ScriptedRequest } from '../../experiments/bench/scripted-model-server.js';
 import { storedEvents as stored, type StoredEvent as Stored } from '../support/stored-events.js';
 
@@ -74,7 +74,7 @@ function wakeEndedOutcome(events: readonly Stored[], wakeId: string): unknown {
 function expectRunVerifies(setup: ControllerSetup, run: InstanceResult): void {
   expect(run.status).toBe('finished');
   expect(verifyDirectory(run.runDir).failures).toEqual([]);
-  expect(checkRunFollowsPlan(run.runDir, setup.key.keys.publicKey).failures).toEqual([]);
+  expect(checkRunFollowsPlan(run.runDir, setup.key.keys.publicKey, { scenariosDir: SCENARIOS_DIR }).failures).toEqual([]);
   expect(checkReplay(path.join(run.runDir, RUN_FILES.store)).match).toBe(true);
 }
 
@@ -693,7 +693,7 @@ describe('an emergency stop while the model call is under way', () => {
       expect(resumed.status).toBe('finished');
       expect(stored(resumed.runDir).filter((e) => MODEL_EVENT.test(e.event_type))).toHaveLength(server.requests.length);
       expect(verifyDirectory(resumed.runDir).failures).toEqual([]);
-      expect(checkRunFollowsPlan(resumed.runDir, setup.key.keys.publicKey).failures).toEqual([]);
+      expect(checkRunFollowsPlan(resumed.runDir, setup.key.keys.publicKey, { scenariosDir: SCENARIOS_DIR }).failures).toEqual([]);
     } finally {
       await server.close();
     }

@@ -6,7 +6,8 @@ import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, StudyReport } from '../../oracle/study-report.js';
 import { FAILURE_KINDS } from '../../schema/usable-data.js';
 import { FALLBACK_PASS_SCORE_POINTS, groupAccuracyOverTime, passLine } from '../../experiments/study/report-charts.js';
-import { escapeHtml, renderReportHtml } from '../../experiments/study/report-html.js';
+import { escapeHtml } from '../../foundation/html-escape.js';
+import { renderReportHtml } from '../../experiments/study/report-html.js';
 import { DRY_RUN_FALLBACK_STATEMENT, formatPoints, markdownText, POINT_DECIMALS, renderReportMarkdown } from '../../experiments/study/report-markdown.js';
 import { expandedStudyReport, hardFailureStudyReport, noUsableDataStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 

@@ -13,7 +13,8 @@ import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '..
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { buildStudyReport, type BuiltInstance } from '../../experiments/study/study-report-builder.js';
-import { recomputeStudy, runStudy, StudyError, STUDY_FILES, StudyPlan, type StudyOptions } from '../../experiments/study/study-runner.js';
+import { runStudy, StudyError, STUDY_FILES, StudyPlan, type StudyOptions } from '../../experiments/study/study-runner.js';
+import { recomputeStudy } from '../../experiments/study/study-recompute.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';

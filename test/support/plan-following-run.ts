@@ -1,4 +1,4 @@
-// A run folder written the way the controller writes one (controller/plan-conformance.ts
+// A run folder written the way the controller writes one (design/run-contract.ts
 // states the contract): key, plan.json, prereg.json with a copy of its lock, a signed
 // instance manifest, and a store written by a real writer, wake by wake. For the plan
 // conformance tests and for the controller's own tests.
@@ -16,7 +16,7 @@ import { buildExperimentPlan, type ExperimentPlan } from '../../design/experimen
 import type { Intervention } from '../../design/intervention-plan.js';
 import { buildInstanceManifest, GROUP_CAPABILITIES, type InstanceManifest } from '../../design/manifest.js';
 import { lockFileOf, lockPrereg, PreRegistration } from '../../design/prereg.js';
-import { sealAndSignFinalHead, signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
+import { sealAndSignFinalHead, signAndRecordHead, writeSignedManifest } from '../../controller/run-signatures.js';
 import { loadScenario, subjectInitializedPayload, type Scenario } from '../../design/scenario.js';
 import type { ScheduledWake } from '../../design/wake-schedule.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
@@ -25,6 +25,7 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { computeEventHash, computePayloadHash, eventIdFor } from '../../schema/envelope-hash.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
 import type { HashString } from '../../schema/hash.js';
+import { writePublicKey } from '../../schema/public-key-file.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { WriterClient } from '../../writer/client.js';
 import type { EventDraft } from '../../writer/protocol.js';

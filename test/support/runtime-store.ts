@@ -1,5 +1,5 @@
 // A store written around ds-runtime wakes the way the controller writes one
-// (controller/controller-events.ts; the contract in controller/plan-conformance.ts):
+// (controller/controller-events.ts; the contract in design/run-contract.ts):
 // SystemEvent.SubjectInitialized first, then per wake ExperimentEvent.WakeStarted
 // {wake_id, visible_to_seq = the seq before it, budget}, the runtime's wake, the
 // CheckpointRecorded of what the runtime reported, and ExperimentEvent.WakeEnded. The

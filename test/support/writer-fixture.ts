@@ -3,10 +3,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { sealAndSignFinalHead, signAndRecordHead, writePublicKey, writeSignedManifest } from '../../controller/run-signatures.js';
+import { sealAndSignFinalHead, signAndRecordHead, writeSignedManifest } from '../../controller/run-signatures.js';
 import { generateKeyPair, type Ed25519KeyPair } from '../../schema/ed25519-keys.js';
 import type { ChainHead } from '../../schema/chain-head.js';
 import type { HashString } from '../../schema/hash.js';
+import { writePublicKey } from '../../schema/public-key-file.js';
 import { WriterClient } from '../../writer/client.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter, type WriterProcess } from '../../writer/spawn.js';

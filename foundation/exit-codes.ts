@@ -1,5 +1,6 @@
-// The exit codes `npm run experiment` and `npm run study` share (docs/controller.md, docs/oracle.md),
-// defined once. A batch scheduler reads them (DESIGN §12): 3 = requeue (resumable), 2 = do not
+// The exit codes every command shares (docs/errors.md, docs/controller.md, docs/oracle.md), defined
+// once, in the innermost room: a typed error of any room carries the one it ends a command with
+// (foundation/typed-error.ts). A batch scheduler reads them (DESIGN §12): 3 = requeue (resumable), 2 = do not
 // retry (misuse); 4 = the command ran to its end and wrote its record, but what it produced is not
 // evidence — retrying the same configuration would not change that, so it is not 3.
 export const EXIT_CODES = {
@@ -14,3 +15,5 @@ export const EXIT_CODES = {
   /** experiment: finished and verified, but NO USABLE DATA (issue 15 item 8) · study: report written, batch void or evidence insufficient. */
   notEvidence: 4,
 } as const;
+
+export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];

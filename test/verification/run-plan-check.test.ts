@@ -1,4 +1,4 @@
-// Does a run follow its plan (controller/plan-conformance.ts)? A run written by a real writer
+// Does a run follow its plan (verification/run-plan-check.ts)? A run written by a real writer
 // the way the controller writes it passes; each forgery of plan.json, the manifest, the
 // pre-registration or the store is caught with a message that names it. Store forgeries are
 // written through the real writer, so the chain stays valid and only the plan check can tell.
@@ -10,7 +10,8 @@ import { operatorResolvedDraft } from '../../controller/controller-events.js';
 import { CONTROLLER_KEYS } from '../../design/run-contract.js';
 import type { ExperimentPlan } from '../../design/experiment-plan.js';
 import { INTERVENTION_SCRIPT_VERSION } from '../../design/intervention-plan.js';
-import { checkRunFollowsPlan, type PlanConformanceReport, type PlanFinding } from '../../controller/plan-conformance.js';
+import type { PlanConformanceReport, PlanFinding } from '../../verification/plan-findings.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { PREREG_LOCK_PAYLOAD_TYPE } from '../../design/prereg.js';
 import { writeSignedManifest } from '../../controller/run-signatures.js';
 import { signDsse } from '../../schema/dsse.js';
@@ -22,6 +23,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import type { EventDraft } from '../../writer/protocol.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { runCli } from '../support/cli.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
 import {
   appendDirectly,
   PLAN_RUN_SUBJECT_ID,
@@ -59,8 +61,8 @@ function copyRun(): string {
   return dir;
 }
 
-function check(dir: string, publicKey: Uint8Array = sealed.keys.publicKey, scenariosDir?: string): PlanConformanceReport {
-  return checkRunFollowsPlan(dir, publicKey, scenariosDir === undefined ? {} : { scenariosDir });
+function check(dir: string, publicKey: Uint8Array = sealed.keys.publicKey, scenariosDir: string = SCENARIOS_DIR): PlanConformanceReport {
+  return checkRunFollowsPlan(dir, publicKey, { scenariosDir });
 }
 
 function lines(findings: readonly PlanFinding[]): string[] {
@@ -344,6 +346,25 @@ describe('forged plan files', () => {
     expect(lines(check(sealed.dir, sealed.keys.publicKey, empty).failures)).toEqual([
       expect.stringMatching(/^plan\.json: the plan cannot be rebuilt from prereg\.json, scenario research-workspace-72h and seed 2026072001: .*scenario\.json does not exist$/),
     ]);
+  });
+
+  test('two crashes planned in one wake (no builder makes that): each is expected there, and the store is checked, not the checker stopped', () => {
+    const dir = copyRun();
+    const plan = readPlan(dir);
+    const runtimeCrash = plan.interventions.find((iv) => iv.kind === 'runtime_crash')!;
+    const writerCrash = plan.interventions.find((iv) => iv.kind === 'writer_crash')!;
+    const crashWake = runtimeCrash.deliver_wake_id;
+    const interventions = plan.interventions.map((iv) => (iv === writerCrash ? { ...iv, deliver_wake_id: crashWake } : iv));
+    writePlan(dir, { ...plan, interventions, intervention_plan_hash: hashCanonical(interventions) });
+    const endedAtCrashWake = seqOfTypeIn(path.join(dir, RUN_FILES.store), 'ExperimentEvent.WakeEnded')[Number(crashWake.slice('wake-'.length)) - 1];
+    const report = check(dir);
+    expect(report.ok).toBe(false);
+    expect(report.checked.sealed).toBe(true);
+    const found = lines(report.failures);
+    // The writer crash is expected in the runtime crash's wake, after the runtime crash's own events.
+    expect(found).toContainEqual(`events.db seq ${endedAtCrashWake}: intervention ${writerCrash.intervention_id}: event 0 (SystemEvent.ProcessRestarted) never written before ExperimentEvent.WakeEnded at seq ${endedAtCrashWake}`);
+    expect(found).toContainEqual(`events.db seq ${endedAtCrashWake}: InterventionDelivered of ${writerCrash.intervention_id} at ${crashWake} is missing before ExperimentEvent.WakeEnded at seq ${endedAtCrashWake}`);
+    expect(found).toContainEqual(expect.stringMatching(new RegExp(`: InterventionDelivered of ${writerCrash.intervention_id} at ${writerCrash.deliver_wake_id}; the plan delivers it at ${crashWake}$`)));
   });
 });
 

@@ -1,0 +1,11 @@
+// The one refusal an instance run throws (controller/instance-runner.ts's callers map its code to
+// an exit code and a message): a start or resume refused before anything ran, a writer or runtime
+// lost outside a planned crash, a plan the controller cannot carry out, a model that failed its check.
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { CodedErrorOf } from '../foundation/typed-error.js';
+
+export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan' | 'model';
+
+export class InstanceError extends CodedErrorOf<InstanceErrorCode>('instance', EXIT_CODES.failed) {
+  override readonly name = 'InstanceError';
+}

@@ -1,0 +1,95 @@
+// What a caller gives an instance run and gets back (controller/instance-runner.ts is the door),
+// and InstanceInput: what the run's parts (instance.ts, instance-processes.ts, wake-sequence.ts,
+// crash-drills.ts) share once instance-start.ts has checked and built it. Types only.
+import type { ModelCallRules, PreRegistration } from '../design/prereg.js';
+import type { ExperimentPlan } from '../design/experiment-plan.js';
+import type { GROUP_CAPABILITIES, InstanceManifest } from '../design/manifest.js';
+import type { ModelChoice } from '../design/model-choice.js';
+import type { Scenario } from '../design/scenario.js';
+import type { ModelProtocol } from '../runtime/model-protocol.js';
+import type { RuntimeModelConfig } from '../runtime/protocol.js';
+import type { ChainHead } from '../schema/chain-head.js';
+import type { EventEnvelope } from '../schema/envelope.js';
+import type { FaultSwitch } from '../schema/fault-switch.js';
+import type { HashString } from '../schema/hash.js';
+import type { Head } from '../writer/protocol.js';
+import type { IsolationOptions, IsolationPlan } from './isolation.js';
+import type { ControllerKey } from './key-store.js';
+
+export type Group = keyof typeof GROUP_CAPABILITIES;
+
+export interface CommonOptions {
+  readonly runDir: string;
+  readonly keyDir: string;
+  /** Real-time factor of the virtual clock; null = as fast as possible. */
+  readonly speed: number | null;
+  /** Aborted = emergency stop (the CLI wires SIGINT/SIGTERM to it). */
+  readonly signal: AbortSignal;
+  /** Who asks (recorded with stops and resumes). */
+  readonly operator: string;
+  readonly scenariosDir: string;
+  readonly isolation?: IsolationOptions;
+  readonly log: (line: string) => void;
+  /** The fault harness's points in this process (npm run faults); FaultSwitch.off otherwise. */
+  readonly faults?: FaultSwitch;
+  /**
+   * Asked after each wake with the events it recorded: a stop to record right there (the
+   * unknown-outcome drill's, experiments/cli/drill.ts), or null to go on. Unset: never.
+   */
+  readonly stopAfterWake?: (wakeEvents: readonly EventEnvelope[]) => WakeStopOrder | null;
+}
+
+/** A stop a caller orders after a wake: recorded like any stop, with this reason and operator. */
+export interface WakeStopOrder {
+  readonly reason: string;
+  readonly operator: string;
+}
+
+export interface NewInstanceOptions extends CommonOptions {
+  readonly preregFile: string;
+  readonly seed: string;
+  readonly group: Group;
+  /** Virtual time of hour 0 (part of the schedule, so of its hash). */
+  readonly startAt: string;
+  readonly experimentId: string;
+  readonly replicate: number;
+  readonly groupBlindId: string;
+  /** Wall clock, read once for the manifest's started_at. */
+  readonly startedAt: string;
+  readonly model: ModelChoice;
+}
+
+export type ResumeOptions = CommonOptions;
+
+export interface InstanceResult {
+  readonly status: 'finished' | 'stopped';
+  readonly runDir: string;
+  readonly experimentId: string;
+  readonly groupBlindId: string;
+  readonly isolation: InstanceManifest['isolation'];
+  readonly isolationSummary: string;
+  readonly wakesTotal: number;
+  /** Wakes this call ran (a resumed instance ran the others before). */
+  readonly wakesRun: number;
+  readonly head: Head;
+  readonly finalHead: ChainHead | null;
+  readonly stopReason: string | null;
+  /** Everything that deviated from the plain path (kill points not reached, restarts, …). */
+  readonly notes: readonly string[];
+}
+
+/** A checked start or resume: everything the run's parts read, none of it changing during the run. */
+export interface InstanceInput {
+  readonly options: CommonOptions;
+  readonly runDir: string;
+  readonly key: ControllerKey;
+  readonly plan: ExperimentPlan;
+  readonly manifest: InstanceManifest;
+  readonly manifestHash: HashString;
+  readonly prereg: PreRegistration;
+  readonly isolation: IsolationPlan;
+  readonly scenario: Scenario;
+  readonly model: RuntimeModelConfig;
+  readonly protocol: ModelProtocol;
+  readonly rules: ModelCallRules;
+}

@@ -1,0 +1,177 @@
+// The instance's two children and the controller's connection (DESIGN §2): ds-writer (spawned on
+// the run's store, with the socket both connect to) and ds-runtime (spawned with its start
+// message, its model checked before it says ready). Start, stop, shut down, and the writer's
+// restart after a planned kill — nothing here decides what to write: instance.ts,
+// wake-sequence.ts and crash-drills.ts do, through `connected()`.
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import type { PreflightReport } from '../runtime/protocol.js';
+import { spawnRuntime, type RuntimeProcess } from '../runtime/spawn.js';
+import { FaultSwitch } from '../schema/fault-switch.js';
+import { RUN_FILES } from '../schema/run-files.js';
+import type { WriterClient } from '../writer/client.js';
+import type { WriterExit, WriterProcess } from '../writer/spawn.js';
+import { InstanceError } from './instance-error.js';
+import type { InstanceInput } from './instance-options.js';
+import { prepareSocketDir, type SocketDir } from './isolation.js';
+import { connectController, newWriterTokens, spawnSubjectWriter } from './writer-session.js';
+
+/** A child asked to stop gets this long before SIGKILL. */
+export const CHILD_STOP_TIMEOUT_MS = 10_000;
+/** How long a runtime may take to say ready, before its model check's own time (the call timeout) is added. */
+const RUNTIME_START_TIMEOUT_MS = 20_000;
+/** A server's preflight side requests (models, props, tokenizer), each bounded by 10 s in the openai adapter. */
+const PREFLIGHT_SIDE_REQUESTS_MS = 30_000;
+/** Upper bound on the writer restarts one instance may need (one planned writer crash, plus margin). */
+export const MAX_WRITER_RESTARTS = 4;
+
+/** The longest one model call may take: every transport attempt its timeout, plus the pre-registered waits between them. */
+export function modelCallBudgetMs(input: Pick<InstanceInput, 'rules' | 'manifest'>): number {
+  const retry = input.rules.transport_retry;
+  return (input.manifest.model.call_timeout_ms ?? 0) * retry.max_attempts + retry.backoff_ms.reduce((sum, ms) => sum + ms, 0);
+}
+
+export class InstanceProcesses {
+  private readonly log: (line: string) => void;
+  private readonly tokens = newWriterTokens();
+  private socket: SocketDir | null = null;
+  private writer: WriterProcess | null = null;
+  private client: WriterClient | null = null;
+  private runtimeProcess: RuntimeProcess | null = null;
+  private writerRestarts = 0;
+
+  constructor(
+    private readonly input: InstanceInput,
+    /** The writer's subject id (instance.ts says how it is made). */
+    private readonly subjectId: string,
+  ) {
+    this.log = input.options.log;
+  }
+
+  /** The fault harness's points in this process (npm run faults); off otherwise. */
+  get faults(): FaultSwitch {
+    return this.input.options.faults ?? FaultSwitch.off;
+  }
+
+  /** The controller's writer connection; a bug to ask before the writer started. */
+  connected(): WriterClient {
+    if (!this.client) throw new InstanceError('writer', 'no writer connection (bug: used before start)');
+    return this.client;
+  }
+
+  /** The running ds-runtime; a bug to ask when none runs. */
+  runtime(): RuntimeProcess {
+    if (!this.runtimeProcess) throw new InstanceError('runtime', 'no runtime process (bug)');
+    return this.runtimeProcess;
+  }
+
+  /** The running ds-writer (the writer-crash drill arms it); a bug to ask when none runs. */
+  writerProcess(): WriterProcess {
+    if (!this.writer) throw new InstanceError('writer', 'no writer process (bug)');
+    return this.writer;
+  }
+
+  get hasWriter(): boolean {
+    return this.writer !== null;
+  }
+
+  async startWriter(mode: 'create' | 'open'): Promise<void> {
+    this.socket ??= prepareSocketDir(this.input.isolation);
+    const { writer, codeRoot } = this.input.isolation;
+    this.writer = await spawnSubjectWriter({
+      storeFile: path.join(this.input.runDir, RUN_FILES.store),
+      mode,
+      identity: { subject_id: this.subjectId, experiment_id: this.input.manifest.experiment_id, manifest_sha256: this.input.manifestHash },
+      socket: this.socket,
+      tokens: this.tokens,
+      process: { codeRoot, faultInjection: this.faults.environmentValue, ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
+    });
+    const faults = this.faults;
+    this.client = await connectController(this.socket, this.tokens, { onAck: (events) => faults.recordAcks(events), onStray: (text) => this.log(`warning: ${text}`) });
+    this.log(`ds-writer pid ${this.writer.pid} serving seq ${this.writer.head.seq}`);
+  }
+
+  /** The writer's exit after it became unavailable, waited for at most CHILD_STOP_TIMEOUT_MS (null: still running). */
+  async writerExitAfterLoss(): Promise<WriterExit | null> {
+    return Promise.race([this.writerProcess().exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), CHILD_STOP_TIMEOUT_MS))]);
+  }
+
+  /** Counts one planned writer restart; more than MAX_WRITER_RESTARTS interrupt the instance. */
+  countWriterRestart(): void {
+    this.writerRestarts += 1;
+    if (this.writerRestarts > MAX_WRITER_RESTARTS) throw new InstanceError('writer', `more than ${MAX_WRITER_RESTARTS} writer restarts in one instance`);
+  }
+
+  /** A writer killed as planned: its connection dropped, a new writer started on the same store. */
+  async restartWriter(interventionId: string): Promise<void> {
+    this.client?.close();
+    this.log(`ds-writer killed as planned (${interventionId}); restarting it on the same store`);
+    await this.startWriter('open');
+  }
+
+  async startRuntime(): Promise<void> {
+    const { runtime, codeRoot } = this.input.isolation;
+    this.runtimeProcess = await spawnRuntime(
+      {
+        subject_id: this.subjectId,
+        socket_path: this.socket!.socketPath,
+        token: this.tokens.runtime,
+        capabilities: this.input.manifest.capabilities,
+        retrieval_policy: this.input.prereg.retrieval_policy,
+        workspace_dir: path.join(this.input.runDir, RUN_FILES.workspace),
+        model: this.input.model,
+        protocol: this.input.protocol,
+      },
+      // The runtime checks its model before it says ready (loading a local model; a server's side requests and a probe call, retried like any call).
+      { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + modelCallBudgetMs(this.input), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
+    );
+    this.log(`ds-runtime pid ${this.runtimeProcess.pid}`);
+    this.recordPreflight(this.runtimeProcess.preflight);
+  }
+
+  /** The runtime killed by the runtime-crash drill has exited: forgotten, so that startRuntime starts its successor. */
+  forgetRuntime(): void {
+    this.runtimeProcess = null;
+  }
+
+  /**
+   * The runtime's model check before the first wake, appended to preflight.jsonl (one line per
+   * start) and said on screen; a failed check ends the start before any wake (issue 15 item 5).
+   */
+  private recordPreflight(report: PreflightReport | null): void {
+    if (report === null) return;
+    const line = { checked_at: new Date().toISOString(), adapter: this.input.manifest.model.adapter, model_id: this.input.manifest.model.model_id, ...report };
+    appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
+    for (const text of report.lines) this.log(`model preflight: ${text}`);
+    if (!report.ok) throw new InstanceError('model', `the model failed its check before the first wake: ${report.reason}. Nothing ran; fix the model or its server and start again (or continue this folder with --resume ${this.input.runDir})`);
+    // The controller hashed the model file into the signed manifest; the runtime loaded a file of its own reading: they must be the same one.
+    const pinned = this.input.manifest.model.build;
+    if (this.input.manifest.model.adapter === 'local' && report.facts['build'] !== pinned) {
+      throw new InstanceError('model', `the runtime loaded a model hashing to ${String(report.facts['build'])}, but the signed manifest pins ${String(pinned)}: the model file changed after the start; restore it, or start a new run`);
+    }
+    this.log('model preflight: OK');
+  }
+
+  async stopRuntime(): Promise<void> {
+    const runtime = this.runtimeProcess;
+    this.runtimeProcess = null;
+    // A runtime stopped mid-wake finishes the step under way first (its model call included): wait that long.
+    if (runtime) await runtime.stop(CHILD_STOP_TIMEOUT_MS + (this.input.manifest.model.call_timeout_ms ?? 0));
+  }
+
+  async shutdownQuietly(): Promise<void> {
+    const failures: string[] = [];
+    await this.stopRuntime().catch((e: unknown) => failures.push(`runtime: ${String(e)}`));
+    this.client?.close();
+    this.client = null;
+    const writer = this.writer;
+    this.writer = null;
+    if (writer) {
+      const exit = await writer.stop(CHILD_STOP_TIMEOUT_MS);
+      if (exit.code !== 0) failures.push(`writer exited with code ${exit.code} signal ${exit.signal}`);
+    }
+    this.socket?.cleanup();
+    this.input.isolation.cleanup();
+    for (const f of failures) this.log(`warning: shutting down: ${f}`);
+  }
+}

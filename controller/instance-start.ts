@@ -1,0 +1,140 @@
+// The two ways into an instance (issue 4; DESIGN §2, §8), everything they check and write before
+// the writer starts:
+//   new:    pre-registration lock checked → plan built from the seed → isolation decided → run
+//           folder (controller.pub, plan.json, prereg copy + lock, model.json, manifest.dsse.json
+//           signed BEFORE the writer starts, so StoreOpened can carry its hash) → workspace;
+//   resume: the folder's key, signed manifest, plan, prereg and model checked against each other
+//           and against this code's versions (no configuration drift after start), the store
+//           checked read-only (resume-checks.ts), the isolation as the instance started.
+// Either refusal leaves the folder as it was. Then instance.ts runs it.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
+import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION } from '../design/manifest.js';
+import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
+import { checkPreregLock, lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readPreregJson } from '../design/prereg.js';
+import { loadScenario, type Scenario } from '../design/scenario.js';
+import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
+import { canonicalJson } from '../schema/canonical-json.js';
+import { keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
+import { EVENT_SCHEMA_VERSION } from '../schema/event-catalog.js';
+import { hashCanonical } from '../schema/hash.js';
+import { RUN_FILES } from '../schema/run-files.js';
+import { WRITER_VERSION } from '../writer/event-store.js';
+import { Instance } from './instance.js';
+import { InstanceError } from './instance-error.js';
+import type { CommonOptions, InstanceResult, NewInstanceOptions, ResumeOptions } from './instance-options.js';
+import { IsolationError, planIsolation, prepareRunDir, type IsolationPlan } from './isolation.js';
+import { copyPublicKeyInto, loadOrCreateControllerKey } from './key-store.js';
+import { checkStoreBeforeResume } from './resume-checks.js';
+import { writeSignedManifest } from './run-signatures.js';
+import { materializeWorkspace, WORKSPACE_FOLDER } from './workspace.js';
+
+function scenarioOf(options: CommonOptions, scenarioId: string): Scenario {
+  return loadScenario(path.join(options.scenariosDir, scenarioId));
+}
+
+/** Isolation, downgraded to same-uid (and said so) when the writer's uid cannot use the run folder. */
+function isolationFor(runDir: string, options: CommonOptions): IsolationPlan {
+  const planned = planIsolation(options.isolation ?? {});
+  try {
+    prepareRunDir(runDir, planned);
+    return planned;
+  } catch (error) {
+    if (!(error instanceof IsolationError) || error.problem !== 'run-dir-unreachable') throw error;
+    planned.cleanup();
+    const fallback = planIsolation({ ...options.isolation, forceSameUid: error.message });
+    prepareRunDir(runDir, fallback);
+    return fallback;
+  }
+}
+
+export async function runNewInstance(options: NewInstanceOptions): Promise<InstanceResult> {
+  const runDir = path.resolve(options.runDir);
+  if (existsSync(runDir) && readdirSync(runDir).length > 0) throw new InstanceError('run_dir', `${runDir} exists and is not empty: a new instance needs a new folder (or continue that one with --resume ${runDir})`);
+  const key = loadOrCreateControllerKey(options.keyDir, { runDirs: [runDir] });
+  const lock = checkPreregLock(options.preregFile, key.keys.publicKey);
+  if (!lock.ok) throw new InstanceError('prereg', `refusing to run: ${lock.failures.map((f) => f.message).join('; ')}`);
+  const prereg = PreRegistration.parse(readPreregJson(options.preregFile));
+  const scenario = scenarioOf(options, prereg.scenario.id);
+  const plan = buildExperimentPlan({ prereg, scenario, seed: options.seed, startAt: options.startAt });
+  const rules = modelCallRulesOf(prereg);
+  if (rules === null) throw new InstanceError('prereg', `refusing to run: ${MODEL_CALLS_MISSING_MESSAGE}`);
+  const choice = ModelChoice.parse(options.model);
+  const model = resolveModel(choice, rules.transport_retry);
+  // Checked before anything is written: a configuration file changed since it was read refuses the start with the folder untouched.
+  const modelConfig = modelConfigBytes(choice);
+
+  mkdirSync(runDir, { recursive: true });
+  const isolation = isolationFor(runDir, options);
+  options.log(isolation.summary);
+  copyPublicKeyInto(runDir, key.keys);
+  writeFileSync(path.join(runDir, RUN_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
+  writeFileSync(path.join(runDir, RUN_FILES.prereg), `${JSON.stringify(prereg, null, 2)}\n`, { flag: 'wx' });
+  copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
+  writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
+  copyModelConfig(choice, runDir, modelConfig);
+  const manifest = buildInstanceManifest({
+    experimentId: options.experimentId,
+    groupBlindId: options.groupBlindId,
+    capabilities: GROUP_CAPABILITIES[options.group],
+    replicate: options.replicate,
+    plan,
+    prereg,
+    retrievalPolicy: prereg.retrieval_policy,
+    model: model.info,
+    isolation: isolation.manifest,
+    startedAt: options.startedAt,
+  });
+  // Signed before the writer exists: StoreOpened, seq 1, carries this hash.
+  const manifestHash = writeSignedManifest(runDir, manifest, key.keys);
+  // The subject's files are the runtime's (its uid under separate-uids).
+  materializeWorkspace(path.join(runDir, WORKSPACE_FOLDER), scenario, isolation.runtime);
+  options.log(`manifest signed (${manifestHash.slice(0, 23)}…), key ${key.keyId.slice(0, 16)}…${key.created ? ' (new key)' : ''}; plan: ${plan.schedule.wakes.length} wakes, ${plan.interventions.length} interventions, schedule ${plan.schedule_hash.slice(0, 23)}…`);
+
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
+  return instance.run('create');
+}
+
+export async function resumeInstance(options: ResumeOptions): Promise<InstanceResult> {
+  const runDir = path.resolve(options.runDir);
+  const need = (file: string): string => {
+    const full = path.join(runDir, file);
+    if (!existsSync(full)) throw new InstanceError('resume', `${full} is missing: ${runDir} is not a run folder this controller can resume`);
+    return full;
+  };
+  const key = loadOrCreateControllerKey(options.keyDir, { runDirs: [runDir], create: false });
+  const runKey = parsePublicKeyHex(readFileSync(need(RUN_FILES.publicKey), 'utf8'));
+  if (toHex(runKey) !== toHex(key.keys.publicKey)) throw new InstanceError('resume', `${runDir} was signed by key ${keyIdOf(runKey).slice(0, 16)}…, not this controller's ${key.keyId.slice(0, 16)}…; pass the --key-dir of the key that started it`);
+  const signed = checkSignedManifest(JSON.parse(readFileSync(need(RUN_FILES.manifest), 'utf8')), key.keys.publicKey);
+  if (!signed.ok) throw new InstanceError('resume', `${RUN_FILES.manifest} does not verify: ${signed.reason}`);
+  const manifest = signed.manifest;
+  const plan = ExperimentPlan.parse(JSON.parse(readFileSync(need(RUN_FILES.plan), 'utf8')));
+  if (hashCanonical(plan.schedule) !== manifest.wake_schedule_hash || hashCanonical(plan.interventions) !== manifest.intervention_plan_hash) {
+    throw new InstanceError('resume', `${RUN_FILES.plan} does not hash to the schedule/intervention hashes of the signed manifest: it was changed after the start`);
+  }
+  const prereg = PreRegistration.parse(JSON.parse(readFileSync(need(RUN_FILES.prereg), 'utf8')));
+  if (hashCanonical(prereg) !== manifest.prereg_sha256) throw new InstanceError('resume', `${RUN_FILES.prereg} does not hash to the manifest's prereg_sha256: it was changed after the start`);
+  // Configuration drift after start is a hard failure (spec §8.4): never resume under other code.
+  const versions = { runtime: RUNTIME_VERSION, writer: WRITER_VERSION, event_schema: EVENT_SCHEMA_VERSION, projector: SUBJECT_PROJECTOR_VERSION, state_machine: STATE_MACHINE_VERSION };
+  const drift = Object.entries(versions).filter(([name, version]) => manifest.versions[name as keyof typeof versions] !== version);
+  if (drift.length > 0) throw new InstanceError('resume', `refusing to resume under other versions than the instance started with (${drift.map(([n, v]) => `${n} ${manifest.versions[n as keyof typeof versions]} → ${v}`).join(', ')}): that would be configuration drift after start`);
+  checkStoreBeforeResume(runDir, need(RUN_FILES.store), key.keys.publicKey);
+  const isolation = isolationFor(runDir, options);
+  if (isolation.manifest.mode !== manifest.isolation.mode) {
+    isolation.cleanup();
+    throw new InstanceError('isolation', `the instance started with isolation ${manifest.isolation.mode} and would resume with ${isolation.manifest.mode} (${isolation.summary}); resume it the way it started (as root for separate-uids)`);
+  }
+  options.log(isolation.summary);
+  const scenario = scenarioOf(options, prereg.scenario.id);
+  const rules = modelCallRulesOf(prereg);
+  if (rules === null) throw new InstanceError('resume', `refusing to resume: ${RUN_FILES.prereg} predates the pre-registered model-call rules (${MODEL_CALLS_MISSING_MESSAGE})`);
+  const model = resolveModel(readModelChoice(runDir), rules.transport_retry);
+  if (canonicalJson(model.info) !== canonicalJson(manifest.model)) {
+    isolation.cleanup();
+    throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
+  }
+  // The hash of the body as signed (what StoreOpened carries), not of the parsed manifest (which may fill defaults).
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
+  return instance.run('open');
+}

@@ -1,0 +1,177 @@
+// One instance run, from its writer's start to its seal or its stop (DESIGN §2, §8): the writer
+// started on the store (a refusal of the store on a resume worded as the resume's), the store's
+// own account of progress read back (instance-progress.ts), what a fresh or resumed instance
+// needs before its next wake written (prepare), the runtime started (its model checked), the wake
+// sequence run (wake-sequence.ts), then sealed with a signed final head — or the stop recorded
+// and signed, resumable with `--resume DIR`; nothing is deleted.
+//
+// Every controller event carries a deterministic idempotency key (design/run-contract.ts), so a
+// retried or resumed step is answered with the original event instead of a second one.
+import { subjectInitializedPayload } from '../design/scenario.js';
+import { CONTROLLER_KEYS } from '../design/run-contract.js';
+import type { ChainHead } from '../schema/chain-head.js';
+import type { AppendResult, EventDraft, Head } from '../writer/protocol.js';
+import { emergencyStoppedDraft, resumedDraft, subjectInitializedDraft, wakeEndedDraft } from './controller-events.js';
+import { CrashDrills } from './crash-drills.js';
+import { InstanceError } from './instance-error.js';
+import type { InstanceInput, InstanceResult } from './instance-options.js';
+import { readProgress, type InstanceProgress } from './instance-progress.js';
+import { InstanceProcesses } from './instance-processes.js';
+import { hasFinalHead, resumeRefusalOf } from './resume-checks.js';
+import { appendSignedHead, sealAndSignFinalHead, signAndRecordHead, signChainHead, type HeadSigning } from './run-signatures.js';
+import type { StopOrder } from './runtime-wake.js';
+import { VirtualClock } from './virtual-clock.js';
+import { maxIso, WakeSequence } from './wake-sequence.js';
+import { WrittenInterventions } from './written-interventions.js';
+
+/** Who records a start refused by the model's check before the first wake. */
+const PREFLIGHT_OPERATOR = 'controller (model preflight)';
+
+export class Instance {
+  private readonly log: (line: string) => void;
+  private readonly clock: VirtualClock;
+  private readonly notes: string[] = [];
+  private readonly processes: InstanceProcesses;
+  private readonly written = new WrittenInterventions();
+  private readonly drills: CrashDrills;
+  private readonly sequence: WakeSequence;
+
+  constructor(private readonly input: InstanceInput) {
+    this.log = input.options.log;
+    this.clock = new VirtualClock({ startAt: input.plan.schedule.start_at, speed: input.options.speed });
+    // Shared by the A/B/C instances of a replicate and free of the group: event ids derive from it,
+    // so the groups' subjects see the same ids wherever their histories agree, and a rerun of a
+    // batch (same experiment id and seed) reproduces its state hashes.
+    const subjectId = `subject-${input.manifest.experiment_id}-r${input.manifest.replicate}`;
+    this.processes = new InstanceProcesses(input, subjectId);
+    const note = (line: string): void => this.note(line);
+    this.drills = new CrashDrills({ processes: this.processes, written: this.written, wakes: input.plan.schedule.wakes, runDir: input.runDir, note });
+    this.sequence = new WakeSequence({ input, processes: this.processes, drills: this.drills, written: this.written, clock: this.clock, log: this.log, note, signing: () => this.signing() });
+  }
+
+  async run(mode: 'create' | 'open'): Promise<InstanceResult> {
+    const wakesTotal = this.input.plan.schedule.wakes.length;
+    let wakesRun = 0;
+    let stop: StopOrder | null = null;
+    let finalHead: ChainHead | null = null;
+    try {
+      // A writer that refuses the store on a resume (it changed, or another writer took it, after
+      // checkStoreBeforeResume) is the same refusal: store_locked, store_damaged, …
+      await this.processes.startWriter(mode).catch((error: unknown) => {
+        throw mode === 'open' ? resumeRefusalOf(this.input.runDir, error) : error;
+      });
+      const progress = await readProgress(this.processes.connected());
+      if (progress.sealed) {
+        if (hasFinalHead(this.input.runDir, this.input.key.keys.publicKey)) throw new InstanceError('resume', `${this.input.runDir} is finished and sealed (seq ${progress.head.seq}); nothing to resume`);
+        // The previous controller sealed the store but died before signing: the seal is the last event, so its head is final.
+        finalHead = this.signFinalHeadOnSeal(progress.head);
+        this.note(`the store was sealed at seq ${progress.head.seq} but its final head was never signed; signed it now`);
+      } else {
+        const firstWake = await this.prepare(progress, mode);
+        // A resume with every wake already run only seals: no model is asked, so none is started (or checked).
+        if (firstWake < wakesTotal) await this.startRuntime();
+        const end = await this.sequence.runFrom(firstWake);
+        wakesRun = end.wakesRun;
+        stop = end.stop ?? this.sequence.stopAsked();
+        if (stop === null) {
+          await this.processes.stopRuntime();
+          const sealed = await sealAndSignFinalHead(this.processes.connected(), this.signing(), 'every scheduled wake ran');
+          finalHead = sealed;
+          this.log(`sealed at seq ${sealed.seq}; final head signed`);
+        }
+      }
+    } catch (error) {
+      await this.processes.shutdownQuietly();
+      throw error;
+    }
+    if (stop !== null) {
+      try {
+        await this.recordStop(stop.reason, stop.operator ?? this.input.options.operator);
+      } catch (recordError) {
+        await this.processes.shutdownQuietly();
+        throw new InstanceError('writer', `the stop (${stop.reason}) could not be recorded: ${recordError instanceof Error ? recordError.message : String(recordError)}; nothing was deleted — continue with --resume ${this.input.runDir}`);
+      }
+    }
+    const head = await this.processes.connected().head();
+    await this.processes.shutdownQuietly();
+    return {
+      status: finalHead ? 'finished' : 'stopped',
+      runDir: this.input.runDir,
+      experimentId: this.input.manifest.experiment_id,
+      groupBlindId: this.input.manifest.group_blind_id,
+      isolation: this.input.isolation.manifest,
+      isolationSummary: this.input.isolation.summary,
+      wakesTotal,
+      wakesRun,
+      head,
+      finalHead,
+      stopReason: stop?.reason ?? null,
+      notes: this.notes,
+    };
+  }
+
+  /** Starts the runtime; a refused model check ends this start recorded (head signed), so a later resume finds a stop with its reason, not a controller that died unrecorded. */
+  private async startRuntime(): Promise<void> {
+    try {
+      await this.processes.startRuntime();
+    } catch (error) {
+      if (error instanceof InstanceError && error.code === 'model') await this.recordStop(error.message, PREFLIGHT_OPERATOR).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private signFinalHeadOnSeal(head: Head): ChainHead {
+    const final: ChainHead = { experiment_id: this.input.manifest.experiment_id, seq: head.seq, event_hash: head.event_hash, kind: 'final', signed_at: new Date().toISOString() };
+    appendSignedHead(this.input.runDir, signChainHead(final, this.input.key.keys));
+    return final;
+  }
+
+  private note(line: string): void {
+    this.notes.push(line);
+    this.log(`note: ${line}`);
+  }
+
+  private signing(): HeadSigning {
+    return { runDir: this.input.runDir, keys: this.input.key.keys, experimentId: this.input.manifest.experiment_id, occurredAt: this.clock.now(), now: () => new Date().toISOString(), faults: this.processes.faults };
+  }
+
+  /** Writes what a fresh or resumed instance needs before its next wake; returns that wake's index. */
+  private async prepare(progress: InstanceProgress, mode: 'create' | 'open'): Promise<number> {
+    const { plan, scenario } = this.input;
+    const wakes = plan.schedule.wakes;
+    const record = (drafts: EventDraft[]): Promise<AppendResult> => this.drills.appendThroughWriterCrash(drafts);
+    this.written.restore(progress.byKey);
+    if (mode === 'open' && progress.lastOccurredAt) await this.clock.advanceTo(maxIso(progress.lastOccurredAt, plan.schedule.start_at));
+    if (!progress.byKey.has(CONTROLLER_KEYS.subjectInitialized)) {
+      await record([subjectInitializedDraft(plan.schedule.start_at, subjectInitializedPayload(scenario.definition, plan.schedule.start_at))]);
+    }
+    if (mode === 'open') {
+      if (progress.openWakeId) {
+        const open = wakes.find((w) => w.wake_id === progress.openWakeId);
+        if (!open) throw new InstanceError('resume', `the store has an open wake ${progress.openWakeId} that is not in plan.json`);
+        const started = progress.byKey.get(CONTROLLER_KEYS.wakeStarted(open.wake_id));
+        if (!started) throw new InstanceError('resume', `the open wake ${open.wake_id} has no WakeStarted under its key`);
+        if (!progress.byKey.has(CONTROLLER_KEYS.ledger(open.wake_id))) await this.sequence.recordLedger(open, started.seq);
+        await record([wakeEndedDraft(open, 'stopped')]);
+        this.note(`${open.wake_id} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
+      }
+      if (!progress.stopped) {
+        await record([emergencyStoppedDraft(this.clock.now(), 'controller', 'found on resume: the previous controller ended without recording a stop (killed or crashed)')]);
+        this.note('the previous controller ended without recording a stop; recorded one now');
+      }
+      await record([resumedDraft(this.clock.now(), this.input.options.operator, `--resume ${this.input.runDir}`)]);
+    }
+    const next = wakes.findIndex((w) => !progress.byKey.has(CONTROLLER_KEYS.wakeStarted(w.wake_id)));
+    if (mode === 'open') this.log(`resuming at ${next === -1 ? 'the end (every wake ran)' : wakes[next]!.wake_id} from seq ${progress.head.seq}`);
+    return next === -1 ? wakes.length : next;
+  }
+
+  /** Emergency stop: recorded, head signed, nothing deleted. */
+  private async recordStop(reason: string, operator: string): Promise<void> {
+    this.log(`emergency stop: ${reason}`);
+    await this.processes.stopRuntime().catch(() => undefined);
+    await this.drills.appendThroughWriterCrash([emergencyStoppedDraft(this.clock.now(), operator, reason)]);
+    const head = await signAndRecordHead(this.processes.connected(), 'periodic', this.signing());
+    this.log(`stop recorded; head signed at seq ${head.seq}; resume with: npm run experiment -- --resume ${this.input.runDir}`);
+  }
+}

@@ -1,0 +1,237 @@
+// The instance's wakes in schedule order, on the virtual clock (DESIGN §6, §8). What the
+// controller writes around each wake is the run contract's script of it (design/run-contract.ts
+// wakeScriptOf): a. inject the world interventions due, b. deliver those of this wake,
+// c. WakeStarted, d. the runtime's wake (inside a crash drill on a crash wake, crash-drills.ts),
+// e'. the checkpoint and the budget ledger, f. WakeEnded with the script's outcome. After each
+// wake: a signed periodic head every K wakes, the caller's stop order, the pre-registered pause rule.
+//
+// A stop (the signal, the pause rule, a caller's order, the runtime failing outside a plan) ends
+// the sequence as a value, not an exception: a wake stopped after its WakeStarted is ended
+// 'stopped' here (ledger first), and instance.ts records the stop itself.
+import path from 'node:path';
+import { ledgerOf } from '../design/budget-ledger.js';
+import type { Intervention } from '../design/intervention-plan.js';
+import { wakeScriptOf, type WakeScript } from '../design/run-contract.js';
+import type { ScheduledWake } from '../design/wake-schedule.js';
+import { RuntimeWakeError } from '../runtime/spawn.js';
+import type { EventEnvelope } from '../schema/envelope.js';
+import { eventIs, eventIsOneOf } from '../schema/typed-event.js';
+import { checkpointDraft, deliveredDraft, interventionDrafts, ledgerDraft, wakeEndedDraft, wakeStartedDraft } from './controller-events.js';
+import type { CrashDrills } from './crash-drills.js';
+import { InstanceError } from './instance-error.js';
+import type { InstanceInput } from './instance-options.js';
+import { modelCallBudgetMs, type InstanceProcesses } from './instance-processes.js';
+import type { HeadSigning } from './run-signatures.js';
+import { signAndRecordHead } from './run-signatures.js';
+import { signalStop, wakeRuntime, type RuntimeAnswer, type StopOrder } from './runtime-wake.js';
+import type { VirtualClock } from './virtual-clock.js';
+import { applyExternalChange, WORKSPACE_FOLDER } from './workspace.js';
+import type { WrittenInterventions } from './written-interventions.js';
+
+/** A wake must answer within this much real time beyond its model call's own timeout. */
+export const WAKE_TIMEOUT_MS = 120_000;
+
+/** Who records a pause of the pre-registered transport rule: the controller itself, not a person. */
+const PAUSE_RULE_OPERATOR = 'controller (pre-registered pause rule)';
+
+export interface WakeSequenceContext {
+  readonly input: InstanceInput;
+  readonly processes: InstanceProcesses;
+  readonly drills: CrashDrills;
+  readonly written: WrittenInterventions;
+  readonly clock: VirtualClock;
+  readonly log: (line: string) => void;
+  readonly note: (line: string) => void;
+  readonly signing: () => HeadSigning;
+}
+
+/** How the sequence ended: every wake ran (stop null), or a stop to record. */
+export interface SequenceEnd {
+  readonly wakesRun: number;
+  readonly stop: StopOrder | null;
+}
+
+/** One wake: it ran (its model calls and the events it recorded), or it was stopped. */
+type WakeRan = { readonly kind: 'ran'; readonly calls: ModelCallTally; readonly events: readonly EventEnvelope[] } | { readonly kind: 'stopped'; readonly stop: StopOrder };
+
+export class WakeSequence {
+  private readonly scripts: readonly WakeScript[];
+  /** Model calls in a row (across wakes) that ended as `transport`; a call that reached the model resets it. */
+  private consecutiveTransportFailures = 0;
+
+  constructor(private readonly ctx: WakeSequenceContext) {
+    this.scripts = wakeScriptOf(ctx.input.plan);
+  }
+
+  /** Runs the wakes from index `first` on (bounded by the schedule). */
+  async runFrom(first: number): Promise<SequenceEnd> {
+    const total = this.scripts.length;
+    let wakesRun = 0;
+    for (let index = first; index < total; index += 1) {
+      const ran = await this.runWake(index);
+      if (ran.kind === 'stopped') return { wakesRun, stop: ran.stop };
+      wakesRun += 1;
+      if ((index + 1) % this.ctx.input.prereg.chain_head_signing_period_wakes === 0) await this.signPeriodic();
+      const order = this.ctx.input.options.stopAfterWake?.(ran.events) ?? null;
+      if (order !== null) return { wakesRun, stop: order };
+      // After the last wake no schedule is left to protect: the run is sealed, not paused.
+      const pause = index + 1 < total ? this.pauseRule(ran.calls) : null;
+      if (pause !== null) return { wakesRun, stop: pause };
+    }
+    return { wakesRun, stop: null };
+  }
+
+  /** The emergency stop, when the signal asks for one. */
+  stopAsked(): StopOrder | null {
+    return this.ctx.input.options.signal.aborted ? signalStop(this.ctx.input.options.signal) : null;
+  }
+
+  /** The ledger of the wake that started at `startedSeq`, counted from the store; returns the wake's events. */
+  async recordLedger(wake: ScheduledWake, startedSeq: number): Promise<readonly EventEnvelope[]> {
+    const client = this.ctx.processes.connected();
+    const head = await client.head();
+    const events = await client.readRange(startedSeq + 1, head.seq);
+    await this.ctx.drills.appendThroughWriterCrash([ledgerDraft(wake, ledgerOf(events))]);
+    return events;
+  }
+
+  // ---- one wake -------------------------------------------------------------------------------
+
+  private async runWake(index: number): Promise<WakeRan> {
+    const script = this.scripts[index]!;
+    const { wake } = script;
+    const { drills, processes } = this.ctx;
+    if (script.crashes.length > 1) throw new InstanceError('plan', `${wake.wake_id} plans ${script.crashes.length} crashes (${script.crashes.map((c) => c.intervention_id).join(', ')}); a wake carries at most one`);
+    for (const intervention of this.dueInjections(index)) {
+      const stop = this.stopAsked() ?? (await this.inject(intervention));
+      if (stop !== null) return { kind: 'stopped', stop };
+    }
+    const late = await this.advance(wake.wake_at);
+    if (late !== null) return { kind: 'stopped', stop: late };
+    for (const intervention of script.deliver) await drills.appendThroughWriterCrash([deliveredDraft(wake, intervention, this.ctx.written.idsOf(intervention))]);
+    const asked = this.stopAsked();
+    if (asked !== null) return { kind: 'stopped', stop: asked };
+    const head = await processes.connected().head();
+    const started = await drills.appendThroughWriterCrash([wakeStartedDraft(wake, head.seq)]);
+    const startedSeq = started.events[0]!.seq;
+    const crash = script.crashes[0] ?? null;
+    // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
+    const timeoutMs = WAKE_TIMEOUT_MS + modelCallBudgetMs(this.ctx.input);
+    const wakeTheRuntime = (holdAtEachAppend: boolean): Promise<RuntimeAnswer> =>
+      wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
+    let answer: RuntimeAnswer;
+    try {
+      answer = crash === null ? await wakeTheRuntime(false) : await drills.runCrashWake(crash, wake, wakeTheRuntime);
+    } catch (error) {
+      if (!(error instanceof RuntimeWakeError)) throw error;
+      const lostCall = await this.lostModelCall(wake, startedSeq, error);
+      await this.endStoppedWake(wake, startedSeq);
+      return { kind: 'stopped', stop: { reason: `the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})${lostCall}`, operator: null } };
+    }
+    if (answer.kind === 'stopped') {
+      await this.endStoppedWake(wake, startedSeq);
+      return answer;
+    }
+    if (crash !== null) await drills.finishWriterCrash(crash);
+    // Same fields, same step, every group: the checkpoint as the subject gave it (none when the wake crashed before it).
+    if (answer.done) await drills.appendThroughWriterCrash([checkpointDraft(wake, answer.done.checkpoint)]);
+    const wakeEvents = await this.recordLedger(wake, startedSeq);
+    await drills.appendThroughWriterCrash([wakeEndedDraft(wake, script.outcome)]);
+    const names = script.deliver.map((i) => i.intervention_id).join(', ');
+    this.ctx.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${answer.line} · ${script.outcome}`);
+    return { kind: 'ran', calls: modelCallTallyOf(wakeEvents, wake.wake_id), events: wakeEvents };
+  }
+
+  /**
+   * Step a. of this wake and of every earlier one, less what the store already holds: on a plain
+   * run that is this wake's own list; on a resume, what the stopped controller had not written
+   * yet. The lists are in inject_minute order one after the other, so their concatenation is too.
+   */
+  private dueInjections(index: number): Intervention[] {
+    return this.scripts.slice(0, index + 1).flatMap((s) => s.inject.filter((i) => !this.ctx.written.has(i.intervention_id)));
+  }
+
+  /** The virtual clock moved to `to` (never back); a stop when the signal ends the wait. */
+  private async advance(to: string): Promise<StopOrder | null> {
+    const { clock, input } = this.ctx;
+    return (await clock.advanceTo(maxIso(to, clock.now()), input.options.signal)) ? null : signalStop(input.options.signal);
+  }
+
+  private async inject(intervention: Intervention): Promise<StopOrder | null> {
+    const stop = await this.advance(intervention.inject_at);
+    if (stop !== null) return stop;
+    if (intervention.kind === 'external_file_change') {
+      // The subject's files are the runtime's (its uid under separate-uids).
+      const change = applyExternalChange(path.join(this.ctx.input.runDir, WORKSPACE_FOLDER), intervention, this.ctx.input.isolation.runtime);
+      if (change.found_hash !== intervention.pre_hash && change.outcome === 'applied') this.ctx.note(`${intervention.intervention_id}: ${intervention.path} was not as the scenario made it (the subject had changed it); the planned change was applied over it`);
+    }
+    const result = await this.ctx.drills.appendThroughWriterCrash(interventionDrafts(intervention, intervention.inject_at));
+    this.ctx.written.add(intervention, result);
+    return null;
+  }
+
+  /**
+   * The pre-registered pause rule (issue 15 item 5): a server that stays down pauses the instance
+   * — recorded as a stop, resumable with --resume — instead of consuming its schedule.
+   */
+  private pauseRule(calls: ModelCallTally): StopOrder | null {
+    if (calls.made === 0) return null;
+    const { rules, runDir } = this.ctx.input;
+    const failed = calls.transport;
+    this.consecutiveTransportFailures = failed > 0 && failed === calls.made ? this.consecutiveTransportFailures + failed : 0;
+    const limit = rules.pause_after_consecutive_transport_failures;
+    if (this.consecutiveTransportFailures < limit) return null;
+    return {
+      reason: `paused: ${this.consecutiveTransportFailures} model call(s) in a row failed as transport (no answer after ${rules.transport_retry.max_attempts} attempt(s) each), reaching the pre-registered limit of ${limit}; fix the model server and continue with --resume ${runDir}`,
+      operator: PAUSE_RULE_OPERATOR,
+    };
+  }
+
+  /**
+   * When the runtime died after starting a model call: whether the store holds the call's outcome.
+   * If not, the answer (and what it cost) is lost unrecorded, and the stop's record says so.
+   */
+  private async lostModelCall(wake: ScheduledWake, startedSeq: number, error: RuntimeWakeError): Promise<string> {
+    if (error.modelCallInFlight === null) return '';
+    const client = this.ctx.processes.connected();
+    const head = await client.head();
+    const recorded = (await client.readRange(startedSeq + 1, head.seq)).some((e) => e.correlation_id === wake.wake_id && eventIsOneOf(e, ['ModelOutputEvent.ModelAnswered', 'ModelOutputEvent.ModelCallFailed']));
+    return recorded
+      ? `; its model call ${error.modelCallInFlight} was recorded before it died`
+      : `; its model call ${error.modelCallInFlight} was under way and its outcome is not in the store: whatever the model answered (and what it cost) is lost, unrecorded, and the call is not repeated`;
+  }
+
+  private async endStoppedWake(wake: ScheduledWake, startedSeq: number): Promise<void> {
+    await this.ctx.processes.stopRuntime().catch(() => undefined);
+    await this.ctx.drills.disarmUnfired(wake);
+    await this.recordLedger(wake, startedSeq);
+    await this.ctx.drills.appendThroughWriterCrash([wakeEndedDraft(wake, 'stopped')]);
+  }
+
+  private async signPeriodic(): Promise<void> {
+    const head = await signAndRecordHead(this.ctx.processes.connected(), 'periodic', this.ctx.signing());
+    this.ctx.log(`periodic head signed at seq ${head.seq}`);
+  }
+}
+
+/** A wake's model calls as its stored events say (a runtime killed mid-wake never reports its own counts). */
+interface ModelCallTally {
+  readonly made: number;
+  readonly transport: number;
+}
+
+function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): ModelCallTally {
+  const ofWake = events.filter((e) => e.correlation_id === wakeId);
+  const calls = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered') || (eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted'));
+  return { made: calls.length, transport: calls.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure === 'transport').length };
+}
+
+/** "h18:05": hours and minutes since hour 0 of the simulated study. */
+function simulatedHour(atMinute: number): string {
+  return `h${String(Math.floor(atMinute / 60)).padStart(2, '0')}:${String(atMinute % 60).padStart(2, '0')}`;
+}
+
+/** The later of two ISO-8601 times. */
+export function maxIso(a: string, b: string): string {
+  return Date.parse(a) >= Date.parse(b) ? a : b;
+}

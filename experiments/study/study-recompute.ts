@@ -1,0 +1,119 @@
+// `npm run study -- --recompute DIR` (issue 6: "every number … can be recomputed from the run
+// folders"): the report rebuilt from study.json and the instance folders alone, and compared with
+// report.json field by field — all but what no folder holds (when, how long, live error texts).
+// A resumed study uses the same comparison to tell whether its stored report still follows.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';
+import { countedScore, evaluateInstance } from '../../oracle/instance-evaluation.js';
+import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
+import { INSTANCE_DIR_RE } from '../../oracle/study-replicates.js';
+import { GROUPS, type Group, type StudyReport } from '../../oracle/study-report.js';
+import { eventIs } from '../../schema/typed-event.js';
+import { buildStudyReport } from './study-report-builder.js';
+
+/** Where two reports differ in what --recompute compares (not when, not how long, not live error texts). */
+export function reportDifferences(a: StudyReport, b: StudyReport): string[] {
+  const out: string[] = [];
+  collectDifferences(withoutUnrecomputable(a), withoutUnrecomputable(b), '', out);
+  return out;
+}
+
+/** Notes of the live run that the folders cannot reproduce (see runStudy). */
+const LIVE_ONLY_NOTE = /^(?:the study was stopped by the operator|unauthorised tool execution in [ABC]-r\d+: the study was paused)/;
+/** Fields a recomputation cannot reproduce from the folders: when and how long, and live error texts. */
+const NOT_RECOMPUTED = new Set(['generated_at', 'status_detail', 'wall_ms']);
+
+function withoutUnrecomputable(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutUnrecomputable);
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).filter(([k]) => !NOT_RECOMPUTED.has(k)).map(([k, v]) => [k, withoutUnrecomputable(v)]));
+  return value;
+}
+
+export interface Recomputation {
+  readonly report: StudyReport;
+  /** Where report.json differs from the recomputation (empty: every number recomputed). */
+  readonly differences: readonly string[];
+}
+
+/**
+ * Rebuilds the report from study.json and the instance folders alone (issue 6: "every number …
+ * can be recomputed from the run folders") and compares it with report.json.
+ */
+export function recomputeStudy(outDir: string, scenariosDir: string): Recomputation {
+  const plan = readStudyPlan(outDir);
+  const instancesDir = path.join(outDir, STUDY_FILES.instances);
+  const found = existsSync(instancesDir) ? readdirSync(instancesDir).flatMap((name) => {
+    const m = INSTANCE_DIR_RE.exec(name);
+    return m ? [{ group: m[1] as Group, replicate: Number(m[2]), dir: path.join(instancesDir, name) }] : [];
+  }) : [];
+  if (found.length > MAX_STUDY_INSTANCES) throw new StudyError('folder_changed', `${instancesDir} holds ${found.length} instance folders, over ${MAX_STUDY_INSTANCES}`);
+  found.sort((a, b) => a.replicate - b.replicate || a.group.localeCompare(b.group));
+  const evaluated = found.map((f) => {
+    try {
+      const evaluation = evaluateInstance(f.dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
+      const sealed = evaluation.record.events.some((e) => eventIs(e, 'SystemEvent.StoreSealed'));
+      return { ...f, evaluation: sealed ? evaluation : null, status: sealed ? ('finished' as const) : ('stopped' as const), statusDetail: sealed ? null : 'not sealed' };
+    } catch (e) {
+      return { ...f, evaluation: null, status: 'failed' as const, statusDetail: e instanceof Error ? e.message : String(e) };
+    }
+  });
+  const prereg = evaluated.find((e) => e.evaluation && e.evaluation.record.preregSha256 === plan.prereg_sha256)?.evaluation?.record.prereg;
+  if (!prereg) throw new StudyError('folder_changed', `no instance of ${outDir} ran under the study's pre-registration ${plan.prereg_sha256}: nothing to recompute against`);
+  const maxReplicate = Math.max(0, ...found.map((f) => f.replicate));
+  const expandedRan = maxReplicate > plan.n_initial;
+  const initial: Record<Group, ScoredInstance[]> = { A: [], B: [], C: [] };
+  let allScored = true;
+  for (const e of evaluated) {
+    if (e.replicate > plan.n_initial) continue;
+    if (e.evaluation) initial[e.group].push({ score: countedScore(e.evaluation), dimensions: e.evaluation.score.dimensions });
+    else allScored = false;
+  }
+  // The rule is decided on a complete first round only, as the live run does (a pause or a stop
+  // leaves it undecided, and the stored reasons say so).
+  const firstRoundComplete = GROUPS.every((g) => Array.from({ length: plan.n_initial }, (_, k) => k + 1).every((r) => found.some((f) => f.group === g && f.replicate === r)));
+  const expansion = allScored && firstRoundComplete && plan.n_expanded > plan.n_initial ? decideExpansion(initial, { ...prereg.expansion_rule, initial_n_per_group: plan.n_initial }) : null;
+  const stored = existsSync(path.join(outDir, STUDY_FILES.json)) ? (JSON.parse(readFileSync(path.join(outDir, STUDY_FILES.json), 'utf8')) as StudyReport) : null;
+  const report = buildStudyReport({
+    plan,
+    prereg,
+    outDir,
+    n: expandedRan ? plan.n_expanded : plan.n_initial,
+    expanded: expandedRan,
+    expansionReasons: expansion?.reasons ?? stored?.expansion_reasons ?? [],
+    instances: evaluated.map((e) => ({ group: e.group, replicate: e.replicate, dir: e.dir, status: e.status, statusDetail: e.statusDetail, evaluation: e.evaluation, wallMs: null })),
+    // Notes and void reasons of the live run that no folder holds (an operator stop, a pause) are taken over as stated.
+    // Only what no folder holds is taken over: an operator stop or a pause, as the live run stated it.
+    extraNotes: stored?.notes.filter((n) => LIVE_ONLY_NOTE.test(n)) ?? [],
+    generatedAt: new Date().toISOString(),
+  });
+  const differences: string[] = [];
+  if (stored === null) differences.push(`${STUDY_FILES.json} is missing`);
+  else {
+    const a = withoutUnrecomputable(stored);
+    const b = withoutUnrecomputable(report);
+    const all: string[] = [];
+    collectDifferences(a, b, '', all);
+    differences.push(...all.slice(0, MAX_NAMED_DIFFERENCES));
+    if (all.length > MAX_NAMED_DIFFERENCES) differences.push(`… and ${all.length - MAX_NAMED_DIFFERENCES} more difference(s)`);
+  }
+  if (expansion && expansion.expand !== expandedRan) differences.push(`the expansion rule says ${expansion.expand ? 'expand' : 'do not expand'} at n = ${plan.n_initial}, but ${expandedRan ? 'replicates beyond it were run' : 'none beyond it were run'}`);
+  return { report, differences };
+}
+
+/** At most this many differences are named; the rest are counted in one more line. */
+const MAX_NAMED_DIFFERENCES = 50;
+
+/** Dotted paths where a and b differ. */
+function collectDifferences(a: unknown, b: unknown, at: string, out: string[], depth = 0): void {
+  if (depth > 32) {
+    out.push(`${at}: nested deeper than 32 levels, not compared`);
+    return;
+  }
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  if (isObj(a) && isObj(b) && Array.isArray(a) === Array.isArray(b)) {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) collectDifferences(a[key], b[key], at === '' ? key : `${at}.${key}`, out, depth + 1);
+    return;
+  }
+  if (JSON.stringify(a) !== JSON.stringify(b)) out.push(`${at || '(root)'}: report.json has ${JSON.stringify(a)?.slice(0, 120)}, recomputed ${JSON.stringify(b)?.slice(0, 120)}`);
+}

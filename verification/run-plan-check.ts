@@ -1,0 +1,44 @@
+// Does a run follow its plan? Checks, from the run folder's files alone, that its files agree
+// with each other (run-files-check.ts: plan hashes, signed manifest, pre-registration and lock,
+// the plan rebuilt from the seed), that StoreOpened names the manifest, and that events.db
+// follows the plan the way the controller writes it (store-walk.ts, against the run contract of
+// design/run-contract.ts). Every failure is listed with its file and seq; the checker never
+// stops at the first. Reads only: a sibling of writer/verify-store.ts, and what npm run verify,
+// the oracle's hard-failure check and the audit desk report as "plan conformance".
+import { subjectInitializedPayload } from '../design/scenario.js';
+import { RUN_FILES } from '../schema/run-files.js';
+import { emptyCounts, Findings, type PlanConformanceReport } from './plan-findings.js';
+import { checkManifest, checkPlanHashes, checkPrereg, readPlan, rebuildPlan } from './run-files-check.js';
+import { checkStore } from './store-walk.js';
+
+export interface PlanConformanceOptions {
+  /**
+   * The folder holding scenario folders by id, where `prereg.scenario.id` is looked up to rebuild
+   * the plan. An input, not a path known here: the experiments room owns the scenarios and gives
+   * its commands their default (experiments/cli/run-defaults.ts SCENARIOS_DIR).
+   */
+  readonly scenariosDir: string;
+}
+
+/**
+ * Checks that the run in `runDir` follows its plan.json (see the file comment), with the
+ * controller key `publicKey` for the manifest and the pre-registration lock. Reads only.
+ */
+export function checkRunFollowsPlan(runDir: string, publicKey: Uint8Array, options: PlanConformanceOptions): PlanConformanceReport {
+  const out = new Findings();
+  const counts = emptyCounts();
+  const report = (): PlanConformanceReport => {
+    const failures = out.finish();
+    return { ok: failures.length === 0, failures, notes: out.notes, checked: counts };
+  };
+  const plan = readPlan(runDir, out);
+  if (plan === null) return report();
+  checkPlanHashes(plan, out);
+  const signed = checkManifest(runDir, plan, publicKey, out, counts);
+  const prereg = checkPrereg(runDir, signed?.manifest ?? null, publicKey, out, counts);
+  const scenario = prereg ? rebuildPlan(plan, prereg, options.scenariosDir, out, counts) : null;
+  if (!scenario) out.note(RUN_FILES.store, null, 'SubjectInitialized payload not compared: no scenario was loaded (it comes from prereg.json)');
+  const subjectInitialized = scenario ? subjectInitializedPayload(scenario.definition, plan.schedule.start_at) : null;
+  checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts);
+  return report();
+}

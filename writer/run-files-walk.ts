@@ -1,0 +1,51 @@
+// Where a verify finds what to check (writer/verify-store.ts): the stores and signed files under a
+// folder, and the controller key that governs each file. Read also by the plan check
+// (verification/plans-under.ts), the audit desk, the oracle's run record and the stopped-store
+// scan, so every reader of run folders sees the same files under the same key. The walk is
+// bounded (depth, entry count): a folder beyond the bounds is refused, never half-walked.
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { RUN_FILES } from '../schema/run-files.js';
+import { VerifyInputError } from './verify-input-error.js';
+
+const MAX_WALK_DEPTH = 8;
+const MAX_WALK_ENTRIES = 100_000;
+
+export interface RunFilesFound {
+  /** events.db files, sorted by path. */
+  readonly stores: string[];
+  readonly signedFiles: string[];
+}
+
+/** The stores and signed files under root (bounded depth and entry count; node_modules and dot folders skipped). */
+export function findRunFiles(root: string): RunFilesFound {
+  const found: RunFilesFound = { stores: [], signedFiles: [] };
+  let seen = 0;
+  const visit = (dir: string, depth: number): void => {
+    if (depth > MAX_WALK_DEPTH) throw new VerifyInputError(`${dir} is nested deeper than ${MAX_WALK_DEPTH} levels below ${root}; verify a narrower folder`);
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      seen += 1;
+      if (seen > MAX_WALK_ENTRIES) throw new VerifyInputError(`more than ${MAX_WALK_ENTRIES} entries under ${root}; verify a narrower folder`);
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory() && entry.name !== 'node_modules' && !entry.name.startsWith('.')) visit(full, depth + 1);
+      else if (entry.isFile() && entry.name === RUN_FILES.store) found.stores.push(full);
+      else if (entry.isFile() && (entry.name.endsWith(RUN_FILES.dsseSuffix) || entry.name === RUN_FILES.heads)) found.signedFiles.push(full);
+    }
+  };
+  visit(root, 0);
+  return found;
+}
+
+/** The controller key that governs a file: controller.pub in its folder or the nearest one above, within root. */
+export function keyFileFor(file: string, root: string): string | null {
+  let dir = path.dirname(file);
+  // Bounded by the path's depth: each pass goes one folder up, and stops at root or the file system's root.
+  for (;;) {
+    const candidate = path.join(dir, RUN_FILES.publicKey);
+    if (existsSync(candidate)) return candidate;
+    if (path.resolve(dir) === path.resolve(root)) return null;
+    const parent = path.dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
