@@ -27,11 +27,12 @@ import { TypedErrorOf } from '../foundation/typed-error.js';
 const CHECKOUT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_USER_NAMES = { writer: 'ds-writer', runtime: 'ds-runtime' } as const;
 /**
- * What a child process needs from a code root: the rooms the writer and the runtime load (the
- * runtime's and every room below it, foundation/rooms.ts), and what runs them; entries missing
- * from the checkout are skipped.
+ * What a process under another uid needs from a code root: the controller's room and every room
+ * below it (foundation/rooms.ts; the writer and the runtime load rooms below the runtime's, and a
+ * process may plan isolation itself), and what runs them; entries missing from the checkout are
+ * skipped.
  */
-export const CODE_ENTRIES = ['package.json', 'tsconfig.json', ...roomsBelow('runtime'), 'node_modules'] as const;
+export const CODE_ENTRIES = ['package.json', 'tsconfig.json', ...roomsBelow('controller'), 'node_modules'] as const;
 /** A world-traversable place that survives a reboot-free run and is not tmpfs-limited on most systems. */
 const READABLE_COPY_PARENT = '/var/tmp';
 /** Unix socket addresses hold ~107 bytes (sun_path); a margin keeps us clear of it on every platform. */
