@@ -1,5 +1,5 @@
-// The one refusal an instance run throws (controller/instance-runner.ts's callers map its code to
-// an exit code and a message): a start or resume refused before anything ran, a writer or runtime
+// The one refusal an instance run throws (exit 1 with code `instance_<its code>`, through the
+// error base foundation/typed-error.ts): a start or resume refused before anything ran, a writer or runtime
 // lost outside a planned crash, a plan the controller cannot carry out, a model that failed its check.
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
