@@ -11,18 +11,26 @@ import { z } from 'zod';
 import { ModelChoice } from '../design/model-choice.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
+import { BatchBlock } from './batch-plan.js';
 
 export const STUDY_FILES = { plan: 'study.json', instances: 'instances', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
-/** More instances than this in one study is refused (3 groups × at most 33 replicates). */
-export const MAX_STUDY_INSTANCES = 99;
-/** study.json is a few hundred bytes; a larger one is not ours (read whole, so bounded). */
-const MAX_STUDY_PLAN_BYTES = 64 * 1024;
+/** More instances than this in one study is refused (3 groups × at most 10,000 replicates; issue 18). */
+export const MAX_STUDY_INSTANCES = 30_000;
+/** The most replicates per group (MAX_STUDY_INSTANCES over the three groups). */
+export const MAX_REPLICATES_PER_GROUP = MAX_STUDY_INSTANCES / 3;
+/**
+ * study.json is a few hundred bytes, a batch plan ~150 bytes an instance (4.5 MB at the limit);
+ * a larger one is not ours (read whole, so bounded).
+ */
+const MAX_STUDY_PLAN_BYTES = 16 * 1024 * 1024;
 
 /** Written now; 1.0.0 (before --resume) is still read: it lacks only what 1.1.0 added, each with a default. */
 export const STUDY_VERSION = '1.1.0';
+/** A study planned for a batch scheduler (--plan-only): 1.1.0 and its `batch` block (batch-plan.ts). */
+export const BATCH_STUDY_VERSION = '1.2.0';
 
-export const StudyPlan = z.strictObject({
-  study_version: z.enum(['1.0.0', STUDY_VERSION]),
+const StudyPlanFields = z.strictObject({
+  study_version: z.enum(['1.0.0', STUDY_VERSION, BATCH_STUDY_VERSION]),
   study_id: z.string().min(1).max(128),
   seed: z.string().min(1).max(100),
   prereg_file: z.string(),
@@ -41,6 +49,12 @@ export const StudyPlan = z.strictObject({
   key_dir: z.string().min(1).max(4096).optional(),
   /** 1.1.0: the --same-uid reason the study was started with (null: none), kept by --resume. Absent in 1.0.0: none. */
   same_uid: z.string().min(1).max(1000).nullable().optional(),
+  /** 1.2.0 only: the instances by index, the keys allowed to sign them, the planner's key. */
+  batch: BatchBlock.optional(),
+});
+export const StudyPlan = StudyPlanFields.refine((p) => (p.batch !== undefined) === (p.study_version === BATCH_STUDY_VERSION), {
+  message: `a batch block belongs to study_version ${BATCH_STUDY_VERSION}, and ${BATCH_STUDY_VERSION} has one`,
+  path: ['batch'],
 });
 export type StudyPlan = z.infer<typeof StudyPlan>;
 
@@ -67,10 +81,12 @@ export type StudyErrorCode =
   /** --out names a non-empty folder (a study or not). */
   | 'out_not_empty'
   /** The study folder could not be made. */
-  | 'out_unwritable';
+  | 'out_unwritable'
+  /** The study was planned for a batch scheduler (--plan-only): --resume does not run it. */
+  | 'batch_study';
 
 /** The codes that name a path of the wrong kind: the caller misused the command (exit 2). */
-export const STUDY_PATH_CODES: ReadonlySet<StudyErrorCode> = new Set(['not_a_study', 'out_is_a_file', 'out_not_empty']);
+export const STUDY_PATH_CODES: ReadonlySet<StudyErrorCode> = new Set(['not_a_study', 'out_is_a_file', 'out_not_empty', 'batch_study']);
 
 export class StudyError extends CodedErrorOf<StudyErrorCode>('study', EXIT_CODES.failed) {
   override readonly name = 'StudyError';
@@ -95,6 +111,6 @@ export function readStudyPlan(outDir: string): StudyPlan {
     throw new StudyError('plan_unreadable', `${file} is not JSON (${error instanceof Error ? error.message : String(error)}): damaged or not written by npm run study; nothing was changed`);
   }
   const parsed = StudyPlan.safeParse(raw);
-  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads 1.0.0 and ${STUDY_VERSION}): ${z.prettifyError(parsed.error)}; nothing was changed`);
+  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads 1.0.0, ${STUDY_VERSION} and ${BATCH_STUDY_VERSION}): ${z.prettifyError(parsed.error)}; nothing was changed`);
   return parsed.data;
 }

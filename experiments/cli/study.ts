@@ -2,6 +2,8 @@
 //                  [--key-dir DIR] [--start-at ISO] [--study-id ID] [--same-uid REASON] [--model …]
 // npm run study -- --resume DIR [--key-dir DIR] [--concurrency K] [--same-uid REASON] [--json]
 // npm run study -- --recompute DIR [--json]
+// npm run study -- --plan-only | --instance K | --shard I/N | --expand DIR | --merge DIR | --status DIR
+//   (a study on a batch scheduler: study-batch.ts, docs/cluster.md)
 //
 // Runs groups A, B and C × n replicates (replicate k: the same seed for every group), scores
 // every instance from its run folder, applies the pre-registered expansion rule (spec §6.2),
@@ -32,6 +34,8 @@ import { installOperatorStop, todayCompact, untilPressSettled, type OperatorStop
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf } from './model-flags.js';
 import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
+import { expand, merge, planOnly, runTask, status } from './study-batch.js';
+import { MAX_REPLICATES_PER_GROUP } from '../../oracle/study-folder.js';
 
 process.title = 'ds-controller';
 
@@ -54,7 +58,25 @@ ${MODEL_USAGE}
                      (everything else comes from DIR/study.json)
   --recompute DIR    rebuild a finished study's report from its run folders and compare it with report.json
   --json             print report.json (or the recomputation) on stdout, with exit_code
-exit: 0 report written, batch valid · 4 report written, void or insufficient evidence · 3 stopped (continue with --resume) · 1 failed · 2 misuse`;
+exit: 0 report written, batch valid · 4 report written, void or insufficient evidence · 3 stopped (continue with --resume) · 1 failed · 2 misuse
+
+A study on a batch scheduler (Slurm job arrays, Kubernetes Indexed Jobs; docs/cluster.md):
+       npm run study -- --plan-only --out DIR [--n N] [--seed S] [--study-id ID] [--key-dir DIR] [--prereg FILE]
+                        [--start-at ISO] [--same-uid REASON] [--allow-key PUBFILE ...] [--model …]
+                        writes DIR/study.json (every instance by index, the keys allowed to sign) signed, runs nothing
+       npm run study -- --instance K|task --out DIR [--key-dir DIR] [--scratch DIR] [--prereg FILE]
+       npm run study -- --shard I/N --out DIR …   (every index ≡ I mod N; I may be \`task\`)
+                        runs one instance of the plan on node-local scratch (--scratch, else $DS_SCRATCH, else
+                        $TMPDIR), resumes it when an earlier attempt left it, publishes it to DIR once sealed;
+                        \`task\`: the index from ${'$'}SLURM_ARRAY_TASK_ID or ${'$'}JOB_COMPLETION_INDEX. --prereg: this
+                        node's own locked copy of the plan's pre-registration (one key per node)
+                        exit: 0 done · 3 stopped, resumable (requeue) · 2 a plan it cannot run, misuse (never retry) · 1 failed
+       npm run study -- --expand DIR [--key-dir DIR]   decides the expansion rule on a complete round 1 and, when it
+                        expands, plans round 2 for every group (exit 0 decided · 3 round 1 not done · 2 refused)
+       npm run study -- --merge DIR [--key-dir DIR]    verifies every instance folder against the plan and its allowed
+                        keys (--key-dir: the key that planned it), then writes the report as a one-machine study
+                        (exit 0 · 4 as above · 3 not every instance done · 2 a folder or plan refused)
+       npm run study -- --status DIR                   every instance done / running / stopped / missing / failed`;
 
 const OPTIONS = {
   ...MODEL_OPTIONS,
@@ -69,6 +91,14 @@ const OPTIONS = {
   'same-uid': { type: 'string' },
   resume: { type: 'string' },
   recompute: { type: 'string' },
+  'plan-only': { type: 'boolean' },
+  instance: { type: 'string' },
+  shard: { type: 'string' },
+  scratch: { type: 'string' },
+  'allow-key': { type: 'string', multiple: true },
+  expand: { type: 'string' },
+  merge: { type: 'string' },
+  status: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
@@ -200,6 +230,41 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   if (args === null) return null;
   if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
   const { values } = args;
+  const modes = (['resume', 'recompute', 'plan-only', 'instance', 'shard', 'expand', 'merge', 'status'] as const).filter((m) => values[m] !== undefined && values[m] !== false);
+  if (modes.length > 1) throw new UsageError(`--${modes[0]} and --${modes[1]} cannot be combined: one mode at a time`);
+  const batchOnly = (['scratch', 'allow-key'] as const).filter((f) => values[f] !== undefined);
+  const batchMode = modes[0];
+  if (batchOnly.length > 0 && !(batchMode === 'plan-only' && batchOnly.every((f) => f === 'allow-key')) && !((batchMode === 'instance' || batchMode === 'shard') && batchOnly.every((f) => f === 'scratch'))) {
+    throw new UsageError(`--${batchOnly[0]} belongs to ${batchOnly[0] === 'scratch' ? '--instance / --shard' : '--plan-only'}`);
+  }
+  const log = (line: string): void => {
+    process.stderr.write(`${line}\n`);
+  };
+  const refuseFlags = (mode: string, allowed: readonly string[]): void => {
+    for (const [flag, value] of Object.entries(values)) if (value !== undefined && flag !== mode && flag !== 'json' && !allowed.includes(flag)) throw new UsageError(`--${flag} cannot be combined with --${mode}${mode === 'merge' || mode === 'status' || mode === 'expand' || mode === 'instance' || mode === 'shard' ? ': the plan says what the study runs with' : ''}`);
+  };
+  try {
+    if (batchMode === 'instance' || batchMode === 'shard') {
+      refuseFlags(batchMode, ['out', 'key-dir', 'scratch', 'prereg', batchMode === 'instance' ? 'instance' : 'shard']);
+      if (values.out === undefined) throw new UsageError(`--${batchMode} needs --out STUDY: the folder --plan-only wrote`);
+      const operator = `${userInfo().username} (uid ${process.getuid?.() ?? 'unknown'})`;
+      return await runTask({ outDir: values.out, instance: values.instance, shard: values.shard, keyDir: values['key-dir'], scratch: values.scratch, preregFile: values.prereg, scenariosDir: SCENARIOS_DIR, operator, log });
+    }
+    if (batchMode === 'merge') {
+      refuseFlags('merge', ['key-dir']);
+      return merge(values.merge!, values['key-dir'], SCENARIOS_DIR, log);
+    }
+    if (batchMode === 'expand') {
+      refuseFlags('expand', ['key-dir']);
+      return expand(values.expand!, values['key-dir'], SCENARIOS_DIR, log);
+    }
+    if (batchMode === 'status') {
+      refuseFlags('status', []);
+      return status(values.status!);
+    }
+  } catch (error) {
+    throw asCommandFailure(error);
+  }
   if (values.recompute !== undefined) {
     for (const flag of [...PLAN_FLAGS, 'concurrency', 'resume'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --recompute: the study folder says what it ran with`);
@@ -241,7 +306,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
 
   // Every flag is checked before anything is written (a key, a lock, the study folder).
   const model = modelChoiceOf(values);
-  const n = wholeNumberFlag('n', values.n, 1, 33);
+  const n = wholeNumberFlag('n', values.n, 1, MAX_REPLICATES_PER_GROUP);
   // The controller's own parser of hour 0 (the wake schedule's Timestamp), so what passes here passes there.
   const startAt = startAtFlag(values['start-at']);
   const seed = values.seed ?? DEFAULT_SEED;
@@ -250,6 +315,15 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   const studyId = idFlag('study-id', values['study-id']) ?? `study-${todayCompact()}-${randomBytes(3).toString('hex')}`;
   const outDir = path.resolve(values.out ?? path.join('runs', studyId));
   const keyDir = values['key-dir'] ?? defaultKeyDir();
+  if (batchMode === 'plan-only') {
+    if (values.concurrency !== undefined) throw new UsageError('--concurrency cannot be combined with --plan-only: the scheduler decides how many tasks run at once');
+    if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => process.stderr.write(`[study] ${l}\n`));
+    try {
+      return planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [] });
+    } catch (error) {
+      throw asCommandFailure(error);
+    }
+  }
   try {
     checkNewStudyFolder(outDir);
   } catch (error) {

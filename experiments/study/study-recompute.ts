@@ -36,11 +36,22 @@ export interface Recomputation {
   readonly differences: readonly string[];
 }
 
+/** A report rebuilt from the folders, with what the rule decided on them. */
+export interface RebuiltReport {
+  readonly report: StudyReport;
+  /** The expansion rule on a complete, scored first round (null: not decidable, or nothing to expand to). */
+  readonly expansion: { readonly expand: boolean; readonly reasons: readonly string[] } | null;
+  /** Replicates beyond n_initial are among the folders. */
+  readonly expandedRan: boolean;
+  /** report.json as found (null: none). */
+  readonly stored: StudyReport | null;
+}
+
 /**
  * Rebuilds the report from study.json and the instance folders alone (issue 6: "every number …
- * can be recomputed from the run folders") and compares it with report.json.
+ * can be recomputed from the run folders"); what --recompute compares and a batch merge writes.
  */
-export function recomputeStudy(outDir: string, scenariosDir: string): Recomputation {
+export function rebuildStudyReport(outDir: string, scenariosDir: string): RebuiltReport {
   const plan = readStudyPlan(outDir);
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const found = existsSync(instancesDir) ? readdirSync(instancesDir).flatMap((name) => {
@@ -87,6 +98,13 @@ export function recomputeStudy(outDir: string, scenariosDir: string): Recomputat
     extraNotes: stored?.notes.filter((n) => LIVE_ONLY_NOTE.test(n)) ?? [],
     generatedAt: new Date().toISOString(),
   });
+  return { report, expansion, expandedRan, stored };
+}
+
+/** Rebuilds the report (rebuildStudyReport) and compares it with report.json. */
+export function recomputeStudy(outDir: string, scenariosDir: string): Recomputation {
+  const { report, expansion, expandedRan, stored } = rebuildStudyReport(outDir, scenariosDir);
+  const plan = readStudyPlan(outDir);
   const differences: string[] = [];
   if (stored === null) differences.push(`${STUDY_FILES.json} is missing`);
   else {

@@ -17,7 +17,8 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { openStoreReadOnly, StoreReadError } from '../../writer/store-reader.js';
 import { readSignedHeads } from '../../writer/signed-files-check.js';
 import { studyResumeCommand } from './study-folder-setup.js';
-import { carryOut, MAX_STUDY_CONCURRENCY, parsedPrereg, type FoundInstance, type StudyOutcome, type StudyRunOptions } from './study-runner.js';
+import { parsedPrereg } from './new-study-plan.js';
+import { carryOut, MAX_STUDY_CONCURRENCY, type FoundInstance, type StudyOutcome, type StudyRunOptions } from './study-runner.js';
 
 /** What `npm run study -- --resume DIR` may set; everything else comes from the folder's study.json. */
 export interface ResumeStudyOptions extends StudyRunOptions {
@@ -67,6 +68,7 @@ export async function resumeStudy(options: ResumeStudyOptions): Promise<StudyOut
   if (!existsSync(outDir)) throw new StudyError('not_a_study', `${outDir} does not exist: give the folder of a study that npm run study started`);
   if (!statSync(outDir).isDirectory()) throw new StudyError('not_a_study', `${outDir} is a file, not a study folder of npm run study; nothing was changed`);
   const plan = readStudyPlan(outDir);
+  if (plan.batch !== undefined) throw new StudyError('batch_study', `${outDir} was planned for a batch scheduler (--plan-only): its instances run as tasks (npm run study -- --instance K --out ${outDir}), and --merge ${outDir} builds its report; see what is not done with npm run study -- --status ${outDir}; nothing was changed`);
   const concurrency = options.concurrency ?? plan.concurrency;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${concurrency}${options.concurrency === null ? ` (from ${STUDY_FILES.plan}; give --concurrency K)` : ''}; nothing was changed`);
   if (plan.n_expanded < plan.n_initial || plan.n_expanded * GROUPS.length > MAX_STUDY_INSTANCES) throw new StudyError('plan_unreadable', `${path.join(outDir, STUDY_FILES.plan)} plans n = ${plan.n_initial} → ${plan.n_expanded} per group, which no study of npm run study runs; nothing was changed`);

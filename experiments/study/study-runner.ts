@@ -19,14 +19,13 @@ import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
 import { ModelChoice } from '../../design/model-choice.js';
-import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock, PreRegistration, readPreregJson } from '../../design/prereg.js';
+import type { PreRegistration } from '../../design/prereg.js';
 import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { INSTANCE_DIR_RE, instanceDirName, replicateSeed } from '../../oracle/study-replicates.js';
 import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
-import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, STUDY_VERSION, StudyError, StudyPlan, type StudyErrorCode } from '../../oracle/study-folder.js';
-import { hashCanonical } from '../../schema/hash.js';
+import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode } from '../../oracle/study-folder.js';
+import { checkedNewStudyPlan } from './new-study-plan.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand } from './study-folder-setup.js';
@@ -99,33 +98,7 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
-  // Refused before anything is written (DESIGN §8): every instance would refuse it anyway.
-  const key = loadOrCreateControllerKey(options.keyDir);
-  const lock = checkPreregLock(options.preregFile, key.keys.publicKey);
-  if (!lock.ok) throw new StudyError('prereg_refused', `refusing to start the study: ${lock.failures.map((f) => f.message).join('; ')}`);
-  const prereg = parsedPrereg(options.preregFile, 'start');
-  const rule = prereg.expansion_rule;
-  const nInitial = options.n ?? rule.initial_n_per_group;
-  const nExpanded = Math.max(rule.expanded_n_per_group, nInitial);
-  if (nExpanded * GROUPS.length > MAX_STUDY_INSTANCES) throw new StudyError('out_of_bounds', `n = ${nExpanded} per group is ${nExpanded * GROUPS.length} instances, over the ${MAX_STUDY_INSTANCES} a study runs`);
-  // Checked whole before the folder exists: a value study.json cannot hold is refused with nothing written.
-  const parsed = StudyPlan.safeParse({
-    study_version: STUDY_VERSION,
-    study_id: options.studyId,
-    seed: options.seed,
-    prereg_file: path.resolve(options.preregFile),
-    prereg_sha256: hashCanonical(prereg),
-    n_initial: nInitial,
-    n_expanded: nExpanded,
-    concurrency: options.concurrency,
-    start_at: options.startAt,
-    model: options.model,
-    started_at: new Date().toISOString(),
-    key_dir: path.resolve(options.keyDir),
-    same_uid: options.isolation?.forceSameUid ?? null,
-  });
-  if (!parsed.success) throw new StudyError('out_of_bounds', `refusing to start the study: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}; nothing was written`);
-  const plan = parsed.data;
+  const { plan, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   try {
@@ -151,12 +124,6 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
     found: new Map(),
     stored: null,
   });
-}
-
-export function parsedPrereg(file: string, what: 'start' | 'resume'): PreRegistration {
-  const parsed = PreRegistration.safeParse(readPreregJson(file));
-  if (!parsed.success) throw new StudyError('prereg_refused', `refusing to ${what} the study: ${file} is not a pre-registration this build runs: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  return parsed.data;
 }
 
 /** What a resume does with an instance folder it found (study-resume.ts). */

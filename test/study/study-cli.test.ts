@@ -15,7 +15,7 @@ import { tempDir } from '../support/writer-fixture.js';
 
 describe('npm run study', () => {
   test.each([
-    [['--n', '0'], /--n must be a whole number from 1 to 33/],
+    [['--n', '0'], /--n must be a whole number from 1 to 10000/],
     [['--concurrency', 'two'], /--concurrency must be a whole number/],
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
     [['--recompute', '/tmp', '--n', '3'], /--n cannot be combined with --recompute/],

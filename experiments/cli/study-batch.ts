@@ -1,0 +1,173 @@
+// The batch-scheduler modes of `npm run study` (issue 18; docs/cluster.md): --plan-only,
+// --instance K / --shard I/N (one task), --expand, --merge, --status. study.ts parses the
+// command line and hands each mode here; the work is in experiments/cluster/.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { defaultKeyDir, KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store.js';
+import type { ModelChoice } from '../../design/model-choice.js';
+import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
+import { TypedError } from '../../foundation/typed-error.js';
+import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { expandBatchStudy, mergeBatchStudy, type MergeFinding } from '../cluster/batch-merge.js';
+import { readBatchPlan } from '../cluster/batch-plan-reader.js';
+import { writeBatchPlan } from '../cluster/batch-plan-writer.js';
+import { batchStudyStatus } from '../cluster/batch-status.js';
+import { runBatchTask, shardIndices, type TaskOptions, type TaskOutcome } from '../cluster/instance-task.js';
+import { scratchRootOf } from '../cluster/node-local-scratch.js';
+import { MAX_STUDY_INSTANCES } from '../../oracle/study-folder.js';
+import { UsageError } from './command-line.js';
+import type { CommandOutput } from './command-outcome.js';
+import { installOperatorStop } from './operator-stop.js';
+
+/** The scheduler variables a task takes its index from, in the order they are read. */
+export const TASK_INDEX_VARIABLES = ['SLURM_ARRAY_TASK_ID', 'JOB_COMPLETION_INDEX'] as const;
+
+/** `K`, or `task`: the scheduler's index (exactly one of TASK_INDEX_VARIABLES set, or both alike). */
+export function taskIndexOf(flag: string, text: string, env: NodeJS.ProcessEnv): number {
+  let value = text;
+  if (text === 'task') {
+    const set = TASK_INDEX_VARIABLES.filter((v) => env[v] !== undefined && env[v] !== '');
+    if (set.length === 0) throw new UsageError(`--${flag} task: neither ${TASK_INDEX_VARIABLES.join(' nor ')} is set: run it as a Slurm array task or a Kubernetes Indexed Job, or give the index (--${flag} K)`);
+    const values = new Set(set.map((v) => env[v]));
+    if (values.size > 1) throw new UsageError(`--${flag} task: ${set.map((v) => `${v}=${env[v]}`).join(' and ')} disagree: which index is this task? give it as --${flag} K`);
+    value = env[set[0]!]!;
+  }
+  if (!/^(0|[1-9][0-9]{0,5})$/.test(value) || Number(value) >= MAX_STUDY_INSTANCES) throw new UsageError(`--${flag} must be an index from 0 to ${MAX_STUDY_INSTANCES - 1} (or \`task\`), got ${JSON.stringify(value)}${text === 'task' ? ' from the scheduler' : ''}`);
+  return Number(value);
+}
+
+export interface PlanOnlyInput {
+  readonly outDir: string;
+  readonly seed: string;
+  readonly preregFile: string;
+  readonly keyDir: string;
+  readonly n: number | null;
+  readonly startAt: string;
+  readonly model: ModelChoice;
+  readonly studyId: string;
+  readonly sameUid: string | null;
+  readonly allowKeyFiles: readonly string[];
+}
+
+export function planOnly(input: PlanOnlyInput): CommandOutput {
+  const written = writeBatchPlan(input);
+  const { plan, batch } = written;
+  const text = [
+    `PLANNED: ${plan.study_id}, ${batch.instances.length} instances (round 1: indices ${written.array}; n = ${plan.n_initial} per group${plan.n_expanded > plan.n_initial ? `, the pre-registered rule may expand every group to n = ${plan.n_expanded} — planned by --expand once round 1 is done` : ''}), seed ${plan.seed}, ${batch.allowed_keys.length} key(s) allowed to sign`,
+    `  plan: ${written.studyFile} (signed by ${batch.planner_key.slice(0, 16)}…); nothing was run`,
+    `  run each index as a task: npm run study -- --instance K --out ${input.outDir}   (Slurm: sbatch --array=${written.array} cluster/slurm/study-task.sbatch; see docs/cluster.md)`,
+    '',
+  ].join('\n');
+  return { exitCode: EXIT_CODES.ok, json: { study_id: plan.study_id, plan: written.studyFile, instances: batch.instances.length, array: written.array, n_initial: plan.n_initial, n_expanded: plan.n_expanded, allowed_keys: batch.allowed_keys, planner_key: batch.planner_key }, text };
+}
+
+export interface TaskInput {
+  readonly outDir: string;
+  readonly instance: string | undefined;
+  readonly shard: string | undefined;
+  readonly keyDir: string | undefined;
+  readonly scratch: string | undefined;
+  readonly preregFile: string | undefined;
+  readonly scenariosDir: string;
+  readonly operator: string;
+  readonly log: (line: string) => void;
+}
+
+/** The task's exit: misuse (2) before failure (1) before a stop (3) before done (0). */
+function taskExit(outcomes: readonly { exitCode: ExitCode }[]): ExitCode {
+  for (const code of [EXIT_CODES.misused, EXIT_CODES.failed, EXIT_CODES.stopped] as const) if (outcomes.some((o) => o.exitCode === code)) return code;
+  return EXIT_CODES.ok;
+}
+
+export async function runTask(input: TaskInput): Promise<CommandOutput> {
+  const env = process.env;
+  const studyDir = path.resolve(input.outDir);
+  const stop = installOperatorStop(input.log, 'stopping the instance (the stop recorded, its folder published as stopped: resumable)', `npm run study -- --instance K --out ${studyDir}`);
+  const options: TaskOptions = { studyDir, keyDir: input.keyDir ?? null, scratch: scratchRootOf(input.scratch, env), preregFile: input.preregFile ?? null, scenariosDir: input.scenariosDir, operator: input.operator, signal: stop.signal, env, log: input.log };
+  let indices: number[];
+  let plan;
+  if (input.instance !== undefined) indices = [taskIndexOf('instance', input.instance, env)];
+  else {
+    const m = /^([^/]+)\/([1-9][0-9]{0,5})$/.exec(input.shard ?? '');
+    if (!m) throw new UsageError(`--shard must be I/N (shard I of N, I from 0 to N-1, or task/N), got ${JSON.stringify(input.shard)}`);
+    const shards = Number(m[2]);
+    const shard = taskIndexOf('shard', m[1]!, env);
+    if (shard >= shards) throw new UsageError(`--shard ${input.shard}: shard ${shard} of ${shards} does not exist (shards are 0 to ${shards - 1})`);
+    plan = readBatchPlan(studyDir, null);
+    indices = shardIndices(plan, shard, shards);
+    input.log(`[task] shard ${shard}/${shards}: ${indices.length} instance(s): ${indices.join(', ').slice(0, 300)}`);
+  }
+  const outcomes: (TaskOutcome | { index: number; exitCode: ExitCode; error: string })[] = [];
+  for (const index of indices) {
+    if (stop.signal.aborted) break;
+    try {
+      outcomes.push(await runBatchTask(options, index, plan));
+    } catch (error) {
+      // One instance alone: its error is the command's (typed, with its exit); a shard goes on with the others.
+      if (indices.length === 1) throw error;
+      const exitCode = error instanceof TypedError ? error.exitCode : EXIT_CODES.failed;
+      input.log(`[task] index ${index} FAILED (exit ${exitCode}): ${error instanceof Error ? error.message : String(error)}`);
+      outcomes.push({ index, exitCode, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  const notReached = indices.filter((i) => !outcomes.some((o) => o.index === i));
+  const exitCode = notReached.length > 0 ? (taskExit(outcomes) === EXIT_CODES.ok ? EXIT_CODES.stopped : taskExit(outcomes)) : taskExit(outcomes);
+  const lines = outcomes.map((o) => ('state' in o ? `index ${o.index} (${o.instance}): ${o.state === 'already_done' ? 'published already, nothing to do' : o.state}${o.published ? ` → ${o.published}` : ''}${o.detail ? ` (${o.detail})` : ''}` : `index ${o.index}: FAILED: ${o.error}`));
+  if (notReached.length > 0) lines.push(`not reached (the task was stopped first): ${notReached.join(', ')}: run the task again`);
+  const verdict = exitCode === EXIT_CODES.ok ? 'DONE' : exitCode === EXIT_CODES.stopped ? 'STOPPED (resumable: requeue the task)' : exitCode === EXIT_CODES.misused ? 'REFUSED (do not retry)' : 'FAILED';
+  return { exitCode, json: { study_dir: studyDir, outcomes, not_reached: notReached }, text: `${verdict}: ${lines.join('; ')}\n` };
+}
+
+/** The trust anchor of a merge: the public key of the key folder (the planner's). */
+function trustedPublicKey(keyDir: string | undefined): Uint8Array {
+  const dir = path.resolve(keyDir ?? defaultKeyDir());
+  const file = path.join(dir, KEY_FILES.public);
+  if (!existsSync(file)) throw new UsageError(`no ${KEY_FILES.public} in ${dir}: the merge trusts the key that planned the study; give --key-dir the folder of that key`);
+  return parsePublicKeyHex(readFileSync(file, 'utf8'));
+}
+
+function findingLines(findings: readonly MergeFinding[], leftovers: readonly string[]): string[] {
+  return [
+    ...findings.slice(0, 200).map((f) => `  ${f.kind.toUpperCase()} ${f.instance}${f.index === null ? '' : ` (index ${f.index})`}: ${f.detail}${f.rerun ? `; run: ${f.rerun}` : ''}`),
+    ...(findings.length > 200 ? [`  … and ${findings.length - 200} more (--json lists every one)`] : []),
+    ...leftovers.map((l) => `  note: ${l} is a publish a crash cut short (not data, ignored): remove it`),
+  ];
+}
+
+export function merge(studyDir: string, keyDir: string | undefined, scenariosDir: string, log: (line: string) => void): CommandOutput {
+  const outcome = mergeBatchStudy(path.resolve(studyDir), trustedPublicKey(keyDir), scenariosDir, log);
+  const { check } = outcome;
+  const head = `merge of ${check.batchPlan.plan.study_id}: ${check.verified} of ${check.checked.length} planned instance(s) verified against the plan (${(check.verifyMs / 1000).toFixed(1)} s)`;
+  const tail = outcome.report
+    ? [`MERGED: report written (verdict ${outcome.report.verdict}${outcome.report.voided ? ', VOID' : ''}; ${(outcome.reportMs / 1000).toFixed(1)} s): ${outcome.files!.json}, ${outcome.files!.markdown}, ${outcome.files!.html}; npm run study -- --recompute ${check.batchPlan.studyDir} rebuilds it`]
+    : outcome.lines;
+  return {
+    exitCode: outcome.exitCode,
+    json: { study_id: check.batchPlan.plan.study_id, planned: check.checked.length, verified: check.verified, findings: check.findings, leftovers: check.leftovers, expansion: outcome.expansion, verify_ms: check.verifyMs, report_ms: outcome.reportMs, report: outcome.report, files: outcome.files },
+    text: `${[head, ...findingLines(check.findings, check.leftovers), ...tail].join('\n')}\n`,
+  };
+}
+
+export function expand(studyDir: string, keyDir: string | undefined, scenariosDir: string, log: (line: string) => void): CommandOutput {
+  const dir = path.resolve(keyDir ?? defaultKeyDir());
+  const key = loadOrCreateControllerKey(dir, { create: false });
+  const outcome = expandBatchStudy(path.resolve(studyDir), key, scenariosDir, log);
+  return {
+    exitCode: outcome.exitCode,
+    json: { study_id: outcome.check.batchPlan.plan.study_id, expand: outcome.expand, already_planned: outcome.alreadyPlanned, array: outcome.array, reasons: outcome.reasons, findings: outcome.check.findings },
+    text: `${[...findingLines(outcome.check.findings, outcome.check.leftovers), ...outcome.lines].join('\n')}\n`,
+  };
+}
+
+export function status(studyDir: string): CommandOutput {
+  const s = batchStudyStatus(path.resolve(studyDir));
+  const notDone = s.instances.filter((i) => i.state !== 'done');
+  const text = [
+    `${s.study_id}: ${s.planned} planned · ${s.counts.done} done · ${s.counts.running} running · ${s.counts.stopped} stopped · ${s.counts.missing} missing · ${s.counts.failed} failed`,
+    ...notDone.slice(0, 200).map((i) => `  ${i.state.padEnd(7)} ${String(i.index).padStart(5)} ${i.instance}${i.detail ? `: ${i.detail}` : ''}${i.rerun ? `  → ${i.rerun}` : ''}`),
+    ...(notDone.length > 200 ? [`  … and ${notDone.length - 200} more (--json lists every one)`] : []),
+    `next: ${s.next}`,
+    '',
+  ].join('\n');
+  return { exitCode: EXIT_CODES.ok, json: { ...s }, text };
+}

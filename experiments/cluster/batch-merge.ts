@@ -1,0 +1,219 @@
+// The merge of a batch study (issue 18 item 3): `npm run study -- --merge STUDY` trusts no folder.
+// Every published instance folder is verified (chain, signed manifest and heads: writer's
+// verifyDirectory; plan conformance: verification's checkRunFollowsPlan) with the key it carries,
+// which must be on the plan's allow-list — a folder signed by any other key is refused however
+// self-consistent — and its signed manifest must be the plan's entry for its name (study, group,
+// replicate, seed, pre-registration). Missing, stopped, running, failed, duplicated and foreign
+// folders are listed; only when every planned instance is there and sound is the report built,
+// by the same code as --recompute (study-recompute.ts), so the two agree byte for byte.
+// The expansion round (spec §6.2) is its own step (expandBatchStudy): it plans round 2 for every
+// group, signed, only on a complete, sound round 1 — never only some.
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ControllerKey } from '../../controller/key-store.js';
+import { checkSignedManifest, GROUP_CAPABILITIES } from '../../design/manifest.js';
+import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
+import { BATCH_FILES, EXPANSION_VERSION, indexRange, keyHexOf, plannedReplicates, type ExpansionPlan, type PlannedInstance } from '../../oracle/batch-plan.js';
+import { MAX_STUDY_INSTANCES, STUDY_FILES } from '../../oracle/study-folder.js';
+import { INSTANCE_DIR_RE, instanceDirName } from '../../oracle/study-replicates.js';
+import type { StudyReport } from '../../oracle/study-report.js';
+import { canonicalJson } from '../../schema/canonical-json.js';
+import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
+import { verifyDirectory } from '../../writer/verify-store.js';
+import { rebuildStudyReport } from '../study/study-recompute.js';
+import { writeStudyReport } from '../study/study-runner.js';
+import { readBatchPlan, type BatchPlan } from './batch-plan-reader.js';
+import { signStudyFile } from './batch-plan-writer.js';
+import { PUBLISHING_PREFIX } from './run-folder-publish.js';
+import { claimFile, readClaim, readTaskRecord } from './task-claim.js';
+
+export const FINDING_KINDS = ['refused', 'duplicated', 'not_planned', 'missing', 'stopped', 'running', 'failed'] as const;
+export type FindingKind = (typeof FINDING_KINDS)[number];
+/** Kinds that refuse the merge outright (exit 2): what is there is not what the plan allows. */
+const REFUSING: ReadonlySet<FindingKind> = new Set(['refused', 'duplicated', 'not_planned']);
+/** At most this many problems are named per instance folder; the count says the rest. */
+const MAX_PROBLEMS_NAMED = 5;
+
+export interface MergeFinding {
+  readonly kind: FindingKind;
+  /** The planned index (null: a folder the plan has no index for). */
+  readonly index: number | null;
+  readonly instance: string;
+  readonly detail: string;
+  /** The command that runs what is not done (null: nothing to rerun, the folder must be moved away). */
+  readonly rerun: string | null;
+}
+
+export interface RoundCheck {
+  readonly batchPlan: BatchPlan;
+  readonly checked: readonly PlannedInstance[];
+  readonly verified: number;
+  readonly findings: readonly MergeFinding[];
+  /** Leftovers of a publish a crash cut short (dot-folders): said, not data. */
+  readonly leftovers: readonly string[];
+  readonly verifyMs: number;
+}
+
+export function taskCommand(studyDir: string, index: number): string {
+  return `npm run study -- --instance ${index} --out ${studyDir}`;
+}
+
+function problemsOf(dir: string, entry: PlannedInstance, batchPlan: BatchPlan, scenariosDir: string, seen: Map<string, string>): { problems: string[]; duplicateOf: string | null } {
+  const problems: string[] = [];
+  const pubFile = path.join(dir, RUN_FILES.publicKey);
+  if (!existsSync(pubFile)) return { problems: [`no ${RUN_FILES.publicKey}: not a whole run folder (half-copied?)`], duplicateOf: null };
+  let key: Uint8Array;
+  try {
+    key = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
+  } catch (error) {
+    return { problems: [`${RUN_FILES.publicKey} is not a public key (${error instanceof Error ? error.message : String(error)})`], duplicateOf: null };
+  }
+  const keyHex = keyHexOf(key);
+  if (!batchPlan.batch.allowed_keys.includes(keyHex)) return { problems: [`signed by key ${keyHex.slice(0, 16)}…, which is not on the plan's allow-list: a folder of somebody else's, however self-consistent`], duplicateOf: null };
+  const verified = verifyDirectory(dir);
+  for (const f of verified.failures) problems.push(`verify: ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`);
+  const conformance = checkRunFollowsPlan(dir, key, { scenariosDir });
+  for (const f of conformance.failures) problems.push(`plan conformance: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}`);
+  const manifestFile = path.join(dir, RUN_FILES.manifest);
+  if (!existsSync(manifestFile)) return { problems: [...problems, `no ${RUN_FILES.manifest}`], duplicateOf: null };
+  const signed = checkSignedManifest(JSON.parse(readFileSync(manifestFile, 'utf8')), key);
+  if (!signed.ok) return { problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], duplicateOf: null };
+  const m = signed.manifest;
+  const plan = batchPlan.plan;
+  const expect = (what: string, got: unknown, want: unknown): void => {
+    if (canonicalJson(got) !== canonicalJson(want)) problems.push(`its signed manifest has ${what} ${JSON.stringify(got)}, the plan's entry ${JSON.stringify(want)}`);
+  };
+  expect('experiment_id', m.experiment_id, plan.study_id);
+  expect('replicate', m.replicate, entry.replicate);
+  expect('random_seed', m.random_seed, entry.seed);
+  expect('the capabilities of group', m.capabilities, GROUP_CAPABILITIES[entry.group]);
+  expect('prereg_sha256', m.prereg_sha256, plan.prereg_sha256);
+  if (plan.same_uid) expect('isolation mode', m.isolation.mode, 'same-uid');
+  if (m.experiment_id !== plan.study_id) problems.push(`a folder of another study (${m.experiment_id}), not of ${plan.study_id}`);
+  const identity = `${m.experiment_id}/${m.group_blind_id}`;
+  const duplicateOf = seen.get(identity) ?? null;
+  if (duplicateOf === null) seen.set(identity, instanceDirName(entry.group, entry.replicate));
+  return { problems, duplicateOf };
+}
+
+/** What is known of a planned instance that is not published: the task's record, its claim, its stopped copy. */
+function notPublished(studyDir: string, entry: PlannedInstance): MergeFinding {
+  const name = instanceDirName(entry.group, entry.replicate);
+  const rerun = taskCommand(studyDir, entry.index);
+  const claim = readClaim(studyDir, entry.index);
+  if (claim !== null) return { kind: 'running', index: entry.index, instance: name, detail: `claimed by task ${claim.task_id} on ${claim.host} since ${claim.since} (${claimFile(studyDir, entry.index)})`, rerun: null };
+  const record = readTaskRecord(studyDir, entry.index);
+  if (existsSync(path.join(studyDir, BATCH_FILES.stopped, name))) return { kind: 'stopped', index: entry.index, instance: name, detail: `stopped${record?.detail ? ` (${record.detail})` : ''}: resumable`, rerun };
+  if (record?.state === 'failed') return { kind: 'failed', index: entry.index, instance: name, detail: `its last task failed with exit ${record.exit_code}: ${record.detail ?? 'no detail'}`, rerun };
+  return { kind: 'missing', index: entry.index, instance: name, detail: record === null ? 'never run' : `its last task recorded ${record.state} but published nothing`, rerun };
+}
+
+/** Verifies every published folder of the planned rounds (`rounds`: 1, or 1 and 2) and lists what is not done. */
+export function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, rounds: 'round 1' | 'planned', log: (line: string) => void): RoundCheck {
+  const started = Date.now();
+  const batchPlan = readBatchPlan(studyDir, trustedKey);
+  const dir = batchPlan.studyDir;
+  const checked = rounds === 'round 1' ? batchPlan.batch.instances : batchPlan.instances;
+  const planned = new Map(batchPlan.instances.map((e) => [instanceDirName(e.group, e.replicate), e]));
+  const inScope = new Set(checked.map((e) => instanceDirName(e.group, e.replicate)));
+  const instancesDir = path.join(dir, STUDY_FILES.instances);
+  const names = existsSync(instancesDir) ? readdirSync(instancesDir) : [];
+  if (names.length > MAX_STUDY_INSTANCES * 2) throw new Error(`${instancesDir} holds ${names.length} entries, over twice the ${MAX_STUDY_INSTANCES} instances a study runs`);
+  const findings: MergeFinding[] = [];
+  const leftovers: string[] = [];
+  const seen = new Map<string, string>();
+  let verified = 0;
+  const published = new Set<string>();
+  for (const name of [...names].sort()) {
+    const full = path.join(instancesDir, name);
+    if (name.startsWith(PUBLISHING_PREFIX)) {
+      leftovers.push(full);
+      continue;
+    }
+    const entry = planned.get(name);
+    if (entry === undefined || !INSTANCE_DIR_RE.test(name)) {
+      findings.push({ kind: 'not_planned', index: null, instance: name, detail: `${full} is no instance of the plan (it plans ${indexRange(batchPlan.instances)} as ${[...planned.keys()].slice(0, 3).join(', ')}…): move it away`, rerun: null });
+      continue;
+    }
+    if (!inScope.has(name)) continue; // round 2, checked when the final merge comes
+    published.add(name);
+    if (!statSync(full).isDirectory()) {
+      findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} is a file, not a run folder`, rerun: null });
+      continue;
+    }
+    const { problems, duplicateOf } = problemsOf(full, entry, batchPlan, scenariosDir, seen);
+    if (duplicateOf !== null) findings.push({ kind: 'duplicated', index: entry.index, instance: name, detail: `${full} is the same run as ${duplicateOf} (same experiment and instance id): a copy, not an instance of its own; move it away and run index ${entry.index}`, rerun: null });
+    if (problems.length > 0) {
+      const named = problems.slice(0, MAX_PROBLEMS_NAMED).join('; ');
+      findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} does not verify against the plan: ${named}${problems.length > MAX_PROBLEMS_NAMED ? `; … ${problems.length - MAX_PROBLEMS_NAMED} more` : ''}. Nothing was changed; move it away and run index ${entry.index} again`, rerun: null });
+    } else if (duplicateOf === null) verified += 1;
+    if (verified > 0 && verified % 100 === 0) log(`[merge] ${verified} instance folders verified`);
+  }
+  for (const entry of checked) if (!published.has(instanceDirName(entry.group, entry.replicate))) findings.push(notPublished(dir, entry));
+  return { batchPlan, checked, verified, findings, leftovers, verifyMs: Date.now() - started };
+}
+
+export interface MergeOutcome {
+  readonly check: RoundCheck;
+  /** What the rule says about round 2, as far as the merge got. */
+  readonly expansion: 'not_applicable' | 'not_triggered' | 'pending' | 'planned';
+  readonly report: StudyReport | null;
+  readonly files: { readonly json: string; readonly markdown: string; readonly html: string } | null;
+  readonly exitCode: ExitCode;
+  readonly reportMs: number;
+  readonly lines: readonly string[];
+}
+
+function refusing(check: RoundCheck): boolean {
+  return check.findings.some((f) => REFUSING.has(f.kind));
+}
+
+export function mergeBatchStudy(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, log: (line: string) => void): MergeOutcome {
+  const check = checkRounds(studyDir, trustedKey, scenariosDir, 'planned', log);
+  const dir = check.batchPlan.studyDir;
+  const none = { report: null, files: null, reportMs: 0 };
+  if (refusing(check)) return { check, expansion: 'not_applicable', ...none, exitCode: EXIT_CODES.misused, lines: [`REFUSED: ${check.findings.filter((f) => REFUSING.has(f.kind)).length} folder(s) of ${dir} are not what the plan allows (above); no report was written and nothing was changed`] };
+  if (check.findings.length > 0) return { check, expansion: 'not_applicable', ...none, exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} of ${check.checked.length} planned instance(s) are not published (above, each with the command that runs it); no report was written. Then merge again: npm run study -- --merge ${dir}`] };
+  const started = Date.now();
+  const rebuilt = rebuildStudyReport(dir, scenariosDir);
+  const planned = check.batchPlan.expansion !== null;
+  if (rebuilt.expansion?.expand === true && !planned) {
+    return { check, expansion: 'pending', ...none, reportMs: Date.now() - started, exitCode: EXIT_CODES.stopped, lines: [`ROUND 1 DONE: the pre-registered rule expands every group from n = ${check.batchPlan.plan.n_initial} to n = ${check.batchPlan.plan.n_expanded} (${rebuilt.expansion.reasons.join('; ')}); plan round 2 with npm run study -- --expand ${dir}, run its tasks, then merge again; no report was written`] };
+  }
+  const files = writeStudyReport(dir, rebuilt.report);
+  const exitCode = rebuilt.report.voided || rebuilt.report.verdict === 'insufficient evidence' ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
+  return { check, expansion: planned ? 'planned' : rebuilt.expansion === null ? 'not_applicable' : 'not_triggered', report: rebuilt.report, files, reportMs: Date.now() - started, exitCode, lines: [] };
+}
+
+export interface ExpandOutcome {
+  readonly check: RoundCheck;
+  readonly expand: boolean;
+  readonly alreadyPlanned: boolean;
+  /** Round 2's indices (null: no round 2). */
+  readonly array: string | null;
+  readonly reasons: readonly string[];
+  readonly exitCode: ExitCode;
+  readonly lines: readonly string[];
+}
+
+/** Decides the expansion rule on a complete, sound round 1 and, when it expands, plans round 2 for every group. */
+export function expandBatchStudy(studyDir: string, key: ControllerKey, scenariosDir: string, log: (line: string) => void): ExpandOutcome {
+  const check = checkRounds(studyDir, key.keys.publicKey, scenariosDir, 'round 1', log);
+  const { batchPlan } = check;
+  const dir = batchPlan.studyDir;
+  if (batchPlan.expansion !== null) return { check, expand: true, alreadyPlanned: true, array: indexRange(batchPlan.expansion.instances), reasons: batchPlan.expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`round 2 is planned already (${BATCH_FILES.expansion}): indices ${indexRange(batchPlan.expansion.instances)}`] };
+  if (refusing(check)) return { check, expand: false, alreadyPlanned: false, array: null, reasons: [], exitCode: EXIT_CODES.misused, lines: [`REFUSED: round 1 of ${dir} holds folders the plan does not allow (above); the rule was not decided and nothing was written`] };
+  if (check.findings.length > 0) return { check, expand: false, alreadyPlanned: false, array: null, reasons: [], exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} instance(s) of round 1 are not published (above); the rule is decided on a complete round 1 only`] };
+  const rebuilt = rebuildStudyReport(dir, scenariosDir);
+  if (rebuilt.expansion === null || !rebuilt.expansion.expand) {
+    const reasons = rebuilt.expansion?.reasons ?? [`n = ${batchPlan.plan.n_initial} already reaches the expanded n: the rule has nothing to add`];
+    return { check, expand: false, alreadyPlanned: false, array: null, reasons, exitCode: EXIT_CODES.ok, lines: [`NOT EXPANDED: ${reasons.join('; ')}; the study is merged with npm run study -- --merge ${dir}`] };
+  }
+  const instances = plannedReplicates(batchPlan.plan.seed, batchPlan.plan.n_initial + 1, batchPlan.plan.n_expanded, 2);
+  const expansion: ExpansionPlan = { expansion_version: EXPANSION_VERSION, study_id: batchPlan.plan.study_id, study_sha256: batchPlan.sha256 as ExpansionPlan['study_sha256'], n_from: batchPlan.plan.n_initial, n_to: batchPlan.plan.n_expanded, reasons: [...rebuilt.expansion.reasons], decided_at: new Date().toISOString(), instances };
+  writeFileSync(path.join(dir, BATCH_FILES.expansion), `${JSON.stringify(expansion, null, 2)}\n`, { flag: 'wx' });
+  signStudyFile(dir, BATCH_FILES.expansion, BATCH_FILES.expansionSignature, batchPlan.plan.study_id, key);
+  return { check, expand: true, alreadyPlanned: false, array: indexRange(instances), reasons: expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`EXPANDED: round 2 planned for every group, n = ${expansion.n_from} → ${expansion.n_to}: indices ${indexRange(instances)} (${BATCH_FILES.expansion}, signed); run them as tasks, then npm run study -- --merge ${dir}`] };
+}
