@@ -1,3 +1,5 @@
+import canonicalize from 'canonicalize';
+import seedrandom from 'seedrandom';
 import { describe, expect, test } from 'vitest';
 import { canonicalJson, NotJsonError } from '../../schema/canonical-json.js';
 import { GENESIS_HASH, hashCanonical, hashText, HashString } from '../../schema/hash.js';
@@ -55,5 +57,50 @@ describe('sha256 hash strings', () => {
     expect(HashString.safeParse(`sha256:${'A'.repeat(64)}`).success).toBe(false);
     expect(HashString.safeParse(`sha256:${'0'.repeat(63)}`).success).toBe(false);
     expect(HashString.safeParse('0'.repeat(64)).success).toBe(false);
+  });
+});
+
+describe('the one-pass serialisation against the canonicalize package (RFC 8785 for JavaScript)', () => {
+  // Seeded, so a difference is reproducible: strings with escapes, astral characters and
+  // non-ASCII keys that sort by UTF-16 code units; numbers across the ranges where the ECMAScript
+  // form changes (integers, exponents, tiny, huge, -0); nesting in objects and arrays.
+  const random = seedrandom('canonical-json-equivalence');
+  const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const CHARS = ['a', 'Z', '0', ' ', '"', '\\', '/', '\n', '\t', '\u0000', '\u001f', '\u007f', 'é', '€', '\u2028', '\u2029', '😀', '\ud83d\ude00', '\ufb33', '\u0080', '\uffff'];
+  const text = (): string => Array.from({ length: Math.floor(random() * 8) }, () => pick(CHARS)).join('');
+  const NUMBERS = [0, -0, 1, -1, 4.5, 0.1, 1e21, 1e-7, 0.000001, 2 ** 53, -(2 ** 53), 1.7976931348623157e308, 5e-324, 123456789.123, 1e20, 3.14159];
+  const value = (depth: number): unknown => {
+    const kind = depth > 4 ? Math.floor(random() * 4) : Math.floor(random() * 6);
+    switch (kind) {
+      case 0:
+        return text();
+      case 1:
+        return random() < 0.5 ? pick(NUMBERS) : (random() - 0.5) * 10 ** Math.floor(random() * 30 - 10);
+      case 2:
+        return pick([true, false, null]);
+      case 3:
+        return Math.floor(random() * 1e6);
+      case 4:
+        return Array.from({ length: Math.floor(random() * 5) }, () => value(depth + 1));
+      default:
+        return Object.fromEntries(Array.from({ length: Math.floor(random() * 6) }, () => [text(), value(depth + 1)]));
+    }
+  };
+
+  test('10,000 generated values serialise byte for byte as the package does', () => {
+    let compared = 0;
+    for (let i = 0; i < 10_000; i += 1) {
+      const v = value(0);
+      expect(canonicalJson(v)).toBe(canonicalize(v));
+      compared += 1;
+    }
+    expect(compared).toBe(10_000);
+  });
+
+  test('a hole in a sparse array is refused, where the package would write invalid JSON', () => {
+    // eslint-disable-next-line no-sparse-arrays
+    const sparse = [1, , 2];
+    expect(canonicalize(sparse)).toBe('[1,,2]');
+    expect(() => canonicalJson(sparse)).toThrow(NotJsonError);
   });
 });
