@@ -21,8 +21,8 @@ import type { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { checkReplay } from '../writer/replay-check.js';
 import { VersionMismatchError } from '../writer/replay-errors.js';
-import { verifyDirectory } from '../writer/verify-store.js';
-import { checkPlansUnder } from '../verification/plans-under.js';
+import { verifyDirectory, type VerifyReport } from '../writer/verify-store.js';
+import { checkPlansUnder, type PlansReport } from '../verification/plans-under.js';
 import { checkFacts, FactCheckError } from './fact-check.js';
 import { payloadOf, type RunRecord } from './run-record.js';
 import { checkSideEffects } from './side-effects.js';
@@ -40,6 +40,18 @@ export interface HardFailureOptions {
   readonly expectedPreregSha256: HashString | null;
   /** Scenario folders by id, for the plan check (the experiments room gives its commands the default). */
   readonly scenariosDir: string;
+  /**
+   * The folder's verify and plan-check results when the caller has just made them on this very
+   * folder (a batch merge checks every folder before it scores any): used instead of checking
+   * twice. Absent: both are run here.
+   */
+  readonly checks?: RunChecks;
+}
+
+/** What verifyDirectory and checkPlansUnder said of one run folder (plain data: it crosses worker threads). */
+export interface RunChecks {
+  readonly verify: VerifyReport;
+  readonly plans: PlansReport;
 }
 
 /** Entries listed; beyond this one more entry says how many were left out. */
@@ -210,13 +222,13 @@ function configurationChanges(record: RunRecord, options: HardFailureOptions, ou
   const id = 'configuration_changed_after_start';
   const { runDir } = record;
   try {
-    const verified = verifyDirectory(runDir);
+    const verified = options.checks?.verify ?? verifyDirectory(runDir);
     if (!verified.ok) listSome(verified.failures, id, 'verify failures', (f) => ({ id, seq: asSeq(f.seq), detail: `verify: ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}` }), out);
   } catch (error) {
     out.push({ id, seq: seqOf(error), detail: `verify could not check ${runDir}: ${message(error)}` });
   }
   try {
-    const plans = checkPlansUnder(runDir, { scenariosDir: options.scenariosDir });
+    const plans = options.checks?.plans ?? checkPlansUnder(runDir, { scenariosDir: options.scenariosDir });
     if (plans.runs.every((r) => r.plan !== 'checked')) out.push({ id, seq: null, detail: `the run's plan was not checked (${plans.runs.map((r) => `${r.run}: ${r.plan}`).join(', ') || 'no run found'})` });
     listSome(plans.failures, id, 'plan-conformance failures', (f) => ({ id, seq: asSeq(f.seq), detail: `plan: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}` }), out);
   } catch (error) {

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { checkFacts } from './fact-check.js';
 import { computeOracle, type Oracle } from './expected-checkpoints.js';
-import { detectHardFailures, type HardFailure } from './hard-failures.js';
+import { detectHardFailures, type HardFailure, type RunChecks } from './hard-failures.js';
 import { scoreInstance, type InstanceScore } from './continuity-score.js';
 import { loadRunRecord, type RunRecord } from './run-record.js';
 import { checkSideEffects } from './side-effects.js';
@@ -25,6 +25,8 @@ export interface EvaluationOptions {
   readonly scenariosDir: string;
   /** The study's locked pre-registration: an instance under another one is a configuration change. */
   readonly expectedPreregSha256: HashString | null;
+  /** The folder's verify and plan-check results, made by the caller just now (hard-failures.ts RunChecks). */
+  readonly checks?: RunChecks;
 }
 
 export function evaluateInstance(runDir: string, options: EvaluationOptions): InstanceEvaluation {
@@ -34,7 +36,7 @@ export function evaluateInstance(runDir: string, options: EvaluationOptions): In
   const unsoundFacts = new Map(checkFacts(record).filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
   const sideEffects = checkSideEffects(record, workspaceDir);
   const score = scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir });
-  const hardFailures = detectHardFailures(record, { expectedPreregSha256: options.expectedPreregSha256, scenariosDir: options.scenariosDir });
+  const hardFailures = detectHardFailures(record, { expectedPreregSha256: options.expectedPreregSha256, scenariosDir: options.scenariosDir, ...(options.checks ? { checks: options.checks } : {}) });
   return { record, oracle, score, hardFailures, notes: [...sideEffects.notes] };
 }
 

@@ -134,8 +134,8 @@ function findingLines(findings: readonly MergeFinding[], leftovers: readonly str
   ];
 }
 
-export function merge(studyDir: string, keyDir: string | undefined, scenariosDir: string, log: (line: string) => void): CommandOutput {
-  const outcome = mergeBatchStudy(path.resolve(studyDir), trustedPublicKey(keyDir), scenariosDir, log);
+export async function merge(studyDir: string, keyDir: string | undefined, scenariosDir: string, log: (line: string) => void): Promise<CommandOutput> {
+  const outcome = await mergeBatchStudy(path.resolve(studyDir), trustedPublicKey(keyDir), scenariosDir, log);
   const { check } = outcome;
   const head = `merge of ${check.batchPlan.plan.study_id}: ${check.verified} of ${check.checked.length} planned instance(s) verified against the plan (${(check.verifyMs / 1000).toFixed(1)} s)`;
   const tail = outcome.report
@@ -148,10 +148,10 @@ export function merge(studyDir: string, keyDir: string | undefined, scenariosDir
   };
 }
 
-export function expand(studyDir: string, keyDir: string | undefined, scenariosDir: string, log: (line: string) => void): CommandOutput {
+export async function expand(studyDir: string, keyDir: string | undefined, scenariosDir: string, log: (line: string) => void): Promise<CommandOutput> {
   const dir = path.resolve(keyDir ?? defaultKeyDir());
   const key = loadOrCreateControllerKey(dir, { create: false });
-  const outcome = expandBatchStudy(path.resolve(studyDir), key, scenariosDir, log);
+  const outcome = await expandBatchStudy(path.resolve(studyDir), key, scenariosDir, log);
   return {
     exitCode: outcome.exitCode,
     json: { study_id: outcome.check.batchPlan.plan.study_id, expand: outcome.expand, already_planned: outcome.alreadyPlanned, array: outcome.array, reasons: outcome.reasons, findings: outcome.check.findings },

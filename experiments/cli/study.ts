@@ -252,11 +252,11 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
     }
     if (batchMode === 'merge') {
       refuseFlags('merge', ['key-dir']);
-      return merge(values.merge!, values['key-dir'], SCENARIOS_DIR, log);
+      return await merge(values.merge!, values['key-dir'], SCENARIOS_DIR, log);
     }
     if (batchMode === 'expand') {
       refuseFlags('expand', ['key-dir']);
-      return expand(values.expand!, values['key-dir'], SCENARIOS_DIR, log);
+      return await expand(values.expand!, values['key-dir'], SCENARIOS_DIR, log);
     }
     if (batchMode === 'status') {
       refuseFlags('status', []);

@@ -1,32 +1,31 @@
 // The merge of a batch study (issue 18 item 3): `npm run study -- --merge STUDY` trusts no folder.
 // Every published instance folder is verified (chain, signed manifest and heads: writer's
-// verifyDirectory; plan conformance: verification's checkRunFollowsPlan) with the key it carries,
+// verifyDirectory; plan conformance: verification's checkPlansUnder) with the key it carries,
 // which must be on the plan's allow-list — a folder signed by any other key is refused however
 // self-consistent — and its signed manifest must be the plan's entry for its name (study, group,
 // replicate, seed, pre-registration). Missing, stopped, running, failed, duplicated and foreign
 // folders are listed; only when every planned instance is there and sound is the report built,
-// by the same code as --recompute (study-recompute.ts), so the two agree byte for byte.
+// by the same code as --recompute (study-recompute.ts), so the two agree byte for byte. The folder
+// checks run on worker threads (folder-check-pool.ts), and their verify and plan results are
+// handed to the scoring, which would otherwise compute them again.
 // The expansion round (spec §6.2) is its own step (expandBatchStudy): it plans round 2 for every
 // group, signed, only on a complete, sound round 1 — never only some.
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ControllerKey } from '../../controller/key-store.js';
-import { checkSignedManifest, GROUP_CAPABILITIES } from '../../design/manifest.js';
 import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
-import { BATCH_FILES, EXPANSION_VERSION, indexRange, keyHexOf, plannedReplicates, type ExpansionPlan, type PlannedInstance } from '../../oracle/batch-plan.js';
-import { MAX_STUDY_INSTANCES, STUDY_FILES } from '../../oracle/study-folder.js';
+import { BATCH_FILES, BatchPlanError, EXPANSION_VERSION, indexRange, plannedReplicates, type ExpansionPlan, type PlannedInstance } from '../../oracle/batch-plan.js';
+import { MAX_STUDY_INSTANCES, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE, instanceDirName } from '../../oracle/study-replicates.js';
 import type { StudyReport } from '../../oracle/study-report.js';
-import { canonicalJson } from '../../schema/canonical-json.js';
-import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
-import { RUN_FILES } from '../../schema/run-files.js';
-import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
-import { verifyDirectory } from '../../writer/verify-store.js';
+import type { RunChecks } from '../../oracle/hard-failures.js';
 import { rebuildStudyReport } from '../study/study-recompute.js';
 import { writeStudyReport } from '../study/study-runner.js';
 import { readBatchPlan, type BatchPlan } from './batch-plan-reader.js';
 import { signStudyFile } from './batch-plan-writer.js';
 import { PUBLISHING_PREFIX } from './run-folder-publish.js';
+import { checkFolders } from './folder-check-pool.js';
+import type { FolderCheckInput } from './instance-folder-check.js';
 import { claimFile, readClaim, readTaskRecord } from './task-claim.js';
 
 export const FINDING_KINDS = ['refused', 'duplicated', 'not_planned', 'missing', 'stopped', 'running', 'failed'] as const;
@@ -53,49 +52,13 @@ export interface RoundCheck {
   readonly findings: readonly MergeFinding[];
   /** Leftovers of a publish a crash cut short (dot-folders): said, not data. */
   readonly leftovers: readonly string[];
+  /** Each verified folder's verify and plan-check results, for the scoring that follows. */
+  readonly checks: ReadonlyMap<string, RunChecks>;
   readonly verifyMs: number;
 }
 
 export function taskCommand(studyDir: string, index: number): string {
   return `npm run study -- --instance ${index} --out ${studyDir}`;
-}
-
-function problemsOf(dir: string, entry: PlannedInstance, batchPlan: BatchPlan, scenariosDir: string, seen: Map<string, string>): { problems: string[]; duplicateOf: string | null } {
-  const problems: string[] = [];
-  const pubFile = path.join(dir, RUN_FILES.publicKey);
-  if (!existsSync(pubFile)) return { problems: [`no ${RUN_FILES.publicKey}: not a whole run folder (half-copied?)`], duplicateOf: null };
-  let key: Uint8Array;
-  try {
-    key = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
-  } catch (error) {
-    return { problems: [`${RUN_FILES.publicKey} is not a public key (${error instanceof Error ? error.message : String(error)})`], duplicateOf: null };
-  }
-  const keyHex = keyHexOf(key);
-  if (!batchPlan.batch.allowed_keys.includes(keyHex)) return { problems: [`signed by key ${keyHex.slice(0, 16)}…, which is not on the plan's allow-list: a folder of somebody else's, however self-consistent`], duplicateOf: null };
-  const verified = verifyDirectory(dir);
-  for (const f of verified.failures) problems.push(`verify: ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`);
-  const conformance = checkRunFollowsPlan(dir, key, { scenariosDir });
-  for (const f of conformance.failures) problems.push(`plan conformance: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}`);
-  const manifestFile = path.join(dir, RUN_FILES.manifest);
-  if (!existsSync(manifestFile)) return { problems: [...problems, `no ${RUN_FILES.manifest}`], duplicateOf: null };
-  const signed = checkSignedManifest(JSON.parse(readFileSync(manifestFile, 'utf8')), key);
-  if (!signed.ok) return { problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], duplicateOf: null };
-  const m = signed.manifest;
-  const plan = batchPlan.plan;
-  const expect = (what: string, got: unknown, want: unknown): void => {
-    if (canonicalJson(got) !== canonicalJson(want)) problems.push(`its signed manifest has ${what} ${JSON.stringify(got)}, the plan's entry ${JSON.stringify(want)}`);
-  };
-  expect('experiment_id', m.experiment_id, plan.study_id);
-  expect('replicate', m.replicate, entry.replicate);
-  expect('random_seed', m.random_seed, entry.seed);
-  expect('the capabilities of group', m.capabilities, GROUP_CAPABILITIES[entry.group]);
-  expect('prereg_sha256', m.prereg_sha256, plan.prereg_sha256);
-  if (plan.same_uid) expect('isolation mode', m.isolation.mode, 'same-uid');
-  if (m.experiment_id !== plan.study_id) problems.push(`a folder of another study (${m.experiment_id}), not of ${plan.study_id}`);
-  const identity = `${m.experiment_id}/${m.group_blind_id}`;
-  const duplicateOf = seen.get(identity) ?? null;
-  if (duplicateOf === null) seen.set(identity, instanceDirName(entry.group, entry.replicate));
-  return { problems, duplicateOf };
 }
 
 /** What is known of a planned instance that is not published: the task's record, its claim, its stopped copy. */
@@ -111,7 +74,7 @@ function notPublished(studyDir: string, entry: PlannedInstance): MergeFinding {
 }
 
 /** Verifies every published folder of the planned rounds (`rounds`: 1, or 1 and 2) and lists what is not done. */
-export function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, rounds: 'round 1' | 'planned', log: (line: string) => void): RoundCheck {
+export async function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, rounds: 'round 1' | 'planned', log: (line: string) => void): Promise<RoundCheck> {
   const started = Date.now();
   const batchPlan = readBatchPlan(studyDir, trustedKey);
   const dir = batchPlan.studyDir;
@@ -120,12 +83,11 @@ export function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosD
   const inScope = new Set(checked.map((e) => instanceDirName(e.group, e.replicate)));
   const instancesDir = path.join(dir, STUDY_FILES.instances);
   const names = existsSync(instancesDir) ? readdirSync(instancesDir) : [];
-  if (names.length > MAX_STUDY_INSTANCES * 2) throw new Error(`${instancesDir} holds ${names.length} entries, over twice the ${MAX_STUDY_INSTANCES} instances a study runs`);
+  if (names.length > MAX_STUDY_INSTANCES * 2) throw new StudyError('folder_changed', `${instancesDir} holds ${names.length} entries, over twice the ${MAX_STUDY_INSTANCES} instances a study runs: not a study folder the merge reads; nothing was changed`);
   const findings: MergeFinding[] = [];
   const leftovers: string[] = [];
-  const seen = new Map<string, string>();
-  let verified = 0;
   const published = new Set<string>();
+  const inputs: FolderCheckInput[] = [];
   for (const name of [...names].sort()) {
     const full = path.join(instancesDir, name);
     if (name.startsWith(PUBLISHING_PREFIX)) {
@@ -134,7 +96,7 @@ export function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosD
     }
     const entry = planned.get(name);
     if (entry === undefined || !INSTANCE_DIR_RE.test(name)) {
-      findings.push({ kind: 'not_planned', index: null, instance: name, detail: `${full} is no instance of the plan (it plans ${indexRange(batchPlan.instances)} as ${[...planned.keys()].slice(0, 3).join(', ')}…): move it away`, rerun: null });
+      findings.push({ kind: 'not_planned', index: null, instance: name, detail: `${full} is no instance of the plan (it plans indices ${indexRange(batchPlan.instances)}, named ${[...planned.keys()].slice(0, 3).join(', ')}…): move it away`, rerun: null });
       continue;
     }
     if (!inScope.has(name)) continue; // round 2, checked when the final merge comes
@@ -143,16 +105,28 @@ export function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosD
       findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} is a file, not a run folder`, rerun: null });
       continue;
     }
-    const { problems, duplicateOf } = problemsOf(full, entry, batchPlan, scenariosDir, seen);
+    inputs.push({ dir: full, entry, studyId: batchPlan.plan.study_id, preregSha256: batchPlan.plan.prereg_sha256, sameUid: Boolean(batchPlan.plan.same_uid), allowedKeys: batchPlan.batch.allowed_keys, scenariosDir });
+  }
+  log(`[merge] verifying ${inputs.length} instance folder(s) against the plan`);
+  const results = await checkFolders(inputs);
+  const seen = new Map<string, string>();
+  const checks = new Map<string, RunChecks>();
+  let verified = 0;
+  for (let i = 0; i < results.length; i += 1) {
+    const { entry, dir: full } = inputs[i]!;
+    const result = results[i]!;
+    const name = instanceDirName(entry.group, entry.replicate);
+    const duplicateOf = result.identity === null ? null : (seen.get(result.identity) ?? null);
+    if (result.identity !== null && duplicateOf === null) seen.set(result.identity, name);
     if (duplicateOf !== null) findings.push({ kind: 'duplicated', index: entry.index, instance: name, detail: `${full} is the same run as ${duplicateOf} (same experiment and instance id): a copy, not an instance of its own; move it away and run index ${entry.index}`, rerun: null });
-    if (problems.length > 0) {
-      const named = problems.slice(0, MAX_PROBLEMS_NAMED).join('; ');
-      findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} does not verify against the plan: ${named}${problems.length > MAX_PROBLEMS_NAMED ? `; … ${problems.length - MAX_PROBLEMS_NAMED} more` : ''}. Nothing was changed; move it away and run index ${entry.index} again`, rerun: null });
+    if (result.problems.length > 0) {
+      const named = result.problems.slice(0, MAX_PROBLEMS_NAMED).join('; ');
+      findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} does not verify against the plan: ${named}${result.problems.length > MAX_PROBLEMS_NAMED ? `; … ${result.problems.length - MAX_PROBLEMS_NAMED} more` : ''}. Nothing was changed; move it away and run index ${entry.index} again`, rerun: null });
     } else if (duplicateOf === null) verified += 1;
-    if (verified > 0 && verified % 100 === 0) log(`[merge] ${verified} instance folders verified`);
+    if (result.checks !== null) checks.set(full, result.checks);
   }
   for (const entry of checked) if (!published.has(instanceDirName(entry.group, entry.replicate))) findings.push(notPublished(dir, entry));
-  return { batchPlan, checked, verified, findings, leftovers, verifyMs: Date.now() - started };
+  return { batchPlan, checked, verified, findings, leftovers, checks, verifyMs: Date.now() - started };
 }
 
 export interface MergeOutcome {
@@ -170,14 +144,22 @@ function refusing(check: RoundCheck): boolean {
   return check.findings.some((f) => REFUSING.has(f.kind));
 }
 
-export function mergeBatchStudy(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, log: (line: string) => void): MergeOutcome {
-  const check = checkRounds(studyDir, trustedKey, scenariosDir, 'planned', log);
+export async function mergeBatchStudy(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, log: (line: string) => void): Promise<MergeOutcome> {
+  const check = await checkRounds(studyDir, trustedKey, scenariosDir, 'planned', log);
   const dir = check.batchPlan.studyDir;
   const none = { report: null, files: null, reportMs: 0 };
   if (refusing(check)) return { check, expansion: 'not_applicable', ...none, exitCode: EXIT_CODES.misused, lines: [`REFUSED: ${check.findings.filter((f) => REFUSING.has(f.kind)).length} folder(s) of ${dir} are not what the plan allows (above); no report was written and nothing was changed`] };
+  const roundOneDone = check.findings.every((f) => f.index !== null && f.index >= check.batchPlan.batch.instances.length);
+  if (check.findings.length > 0 && check.batchPlan.expansion !== null && roundOneDone) {
+    // A round 2 is planned and round 1 is whole: the rule must call for it before anyone waits for it.
+    const decided = rebuildStudyReport(dir, scenariosDir, check.checks).expansion;
+    if (decided !== null && !decided.expand) {
+      throw new BatchPlanError('expansion_refused', `${path.join(dir, BATCH_FILES.expansion)} plans round 2, but the pre-registered rule does not expand on round 1 (${decided.reasons.join('; ')}): a round 2 it does not call for; no report was written and nothing was changed`);
+    }
+  }
   if (check.findings.length > 0) return { check, expansion: 'not_applicable', ...none, exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} of ${check.checked.length} planned instance(s) are not published (above, each with the command that runs it); no report was written. Then merge again: npm run study -- --merge ${dir}`] };
   const started = Date.now();
-  const rebuilt = rebuildStudyReport(dir, scenariosDir);
+  const rebuilt = rebuildStudyReport(dir, scenariosDir, check.checks);
   const planned = check.batchPlan.expansion !== null;
   if (rebuilt.expansion?.expand === true && !planned) {
     return { check, expansion: 'pending', ...none, reportMs: Date.now() - started, exitCode: EXIT_CODES.stopped, lines: [`ROUND 1 DONE: the pre-registered rule expands every group from n = ${check.batchPlan.plan.n_initial} to n = ${check.batchPlan.plan.n_expanded} (${rebuilt.expansion.reasons.join('; ')}); plan round 2 with npm run study -- --expand ${dir}, run its tasks, then merge again; no report was written`] };
@@ -199,14 +181,14 @@ export interface ExpandOutcome {
 }
 
 /** Decides the expansion rule on a complete, sound round 1 and, when it expands, plans round 2 for every group. */
-export function expandBatchStudy(studyDir: string, key: ControllerKey, scenariosDir: string, log: (line: string) => void): ExpandOutcome {
-  const check = checkRounds(studyDir, key.keys.publicKey, scenariosDir, 'round 1', log);
+export async function expandBatchStudy(studyDir: string, key: ControllerKey, scenariosDir: string, log: (line: string) => void): Promise<ExpandOutcome> {
+  const check = await checkRounds(studyDir, key.keys.publicKey, scenariosDir, 'round 1', log);
   const { batchPlan } = check;
   const dir = batchPlan.studyDir;
   if (batchPlan.expansion !== null) return { check, expand: true, alreadyPlanned: true, array: indexRange(batchPlan.expansion.instances), reasons: batchPlan.expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`round 2 is planned already (${BATCH_FILES.expansion}): indices ${indexRange(batchPlan.expansion.instances)}`] };
   if (refusing(check)) return { check, expand: false, alreadyPlanned: false, array: null, reasons: [], exitCode: EXIT_CODES.misused, lines: [`REFUSED: round 1 of ${dir} holds folders the plan does not allow (above); the rule was not decided and nothing was written`] };
   if (check.findings.length > 0) return { check, expand: false, alreadyPlanned: false, array: null, reasons: [], exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} instance(s) of round 1 are not published (above); the rule is decided on a complete round 1 only`] };
-  const rebuilt = rebuildStudyReport(dir, scenariosDir);
+  const rebuilt = rebuildStudyReport(dir, scenariosDir, check.checks);
   if (rebuilt.expansion === null || !rebuilt.expansion.expand) {
     const reasons = rebuilt.expansion?.reasons ?? [`n = ${batchPlan.plan.n_initial} already reaches the expanded n: the rule has nothing to add`];
     return { check, expand: false, alreadyPlanned: false, array: null, reasons, exitCode: EXIT_CODES.ok, lines: [`NOT EXPANDED: ${reasons.join('; ')}; the study is merged with npm run study -- --merge ${dir}`] };

@@ -60,8 +60,12 @@ function readExpansion(dir: string, plan: StudyPlan, batch: BatchBlock, studySha
   const expansion = parsed.data;
   if (expansion.study_id !== plan.study_id || expansion.study_sha256 !== studySha256) throw new BatchPlanError('expansion_refused', `${file} expands another plan (study ${expansion.study_id}, study.json ${expansion.study_sha256}), not this one (${plan.study_id}, ${studySha256})`);
   if (expansion.n_from !== plan.n_initial || expansion.n_to !== plan.n_expanded) throw new BatchPlanError('expansion_refused', `${file} expands n = ${expansion.n_from} → ${expansion.n_to}, the plan's rule n = ${plan.n_initial} → ${plan.n_expanded}`);
-  // Every group, never only some (spec §6.2).
-  checkBatchInstances(expansion.instances, plan.seed, plan.n_initial + 1, plan.n_expanded, 2, BATCH_FILES.expansion);
+  // Every group, never only some (spec §6.2). Signed by the planner, so not an edit: a round 2 that does not follow from the plan.
+  try {
+    checkBatchInstances(expansion.instances, plan.seed, plan.n_initial + 1, plan.n_expanded, 2, BATCH_FILES.expansion);
+  } catch (error) {
+    throw error instanceof BatchPlanError ? new BatchPlanError('expansion_refused', `${error.message}: round 2 plans every group's next replicates, as --expand writes it`) : error;
+  }
   return expansion;
 }
 

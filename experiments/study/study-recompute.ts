@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';
+import type { RunChecks } from '../../oracle/hard-failures.js';
 import { countedScore, evaluateInstance } from '../../oracle/instance-evaluation.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE } from '../../oracle/study-replicates.js';
@@ -50,8 +51,9 @@ export interface RebuiltReport {
 /**
  * Rebuilds the report from study.json and the instance folders alone (issue 6: "every number …
  * can be recomputed from the run folders"); what --recompute compares and a batch merge writes.
+ * `checks`: by folder, the verify and plan-check results a batch merge made just before.
  */
-export function rebuildStudyReport(outDir: string, scenariosDir: string): RebuiltReport {
+export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?: ReadonlyMap<string, RunChecks>): RebuiltReport {
   const plan = readStudyPlan(outDir);
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const found = existsSync(instancesDir) ? readdirSync(instancesDir).flatMap((name) => {
@@ -62,7 +64,8 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string): Rebuil
   found.sort((a, b) => a.replicate - b.replicate || a.group.localeCompare(b.group));
   const evaluated = found.map((f) => {
     try {
-      const evaluation = evaluateInstance(f.dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
+      const known = checks?.get(f.dir);
+      const evaluation = evaluateInstance(f.dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256, ...(known ? { checks: known } : {}) });
       const sealed = evaluation.record.events.some((e) => eventIs(e, 'SystemEvent.StoreSealed'));
       return { ...f, evaluation: sealed ? evaluation : null, status: sealed ? ('finished' as const) : ('stopped' as const), statusDetail: sealed ? null : 'not sealed' };
     } catch (e) {
