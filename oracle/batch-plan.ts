@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 import { verifyDsse } from '../schema/dsse.js';
-import { parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
+import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { hashText, HashString } from '../schema/hash.js';
 import { GROUPS, type Group } from './study-report.js';
 import { replicateSeed } from './study-replicates.js';
@@ -152,8 +152,4 @@ export function checkBatchInstances(instances: readonly PlannedInstance[], study
       throw new BatchPlanError('plan_edited', `${where}: entry ${i} is ${JSON.stringify(got)}, the plan's rule makes it ${JSON.stringify(want)}`);
     }
   }
-}
-
-export function keyHexOf(publicKey: Uint8Array): string {
-  return toHex(publicKey);
 }

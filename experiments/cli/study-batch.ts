@@ -4,13 +4,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultKeyDir, KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store.js';
-import type { ModelChoice } from '../../design/model-choice.js';
 import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
 import { TypedError } from '../../foundation/typed-error.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { expandBatchStudy, mergeBatchStudy, type MergeFinding } from '../cluster/batch-merge.js';
 import { readBatchPlan } from '../cluster/batch-plan-reader.js';
-import { writeBatchPlan } from '../cluster/batch-plan-writer.js';
+import { writeBatchPlan, type BatchPlanOptions } from '../cluster/batch-plan-writer.js';
 import { batchStudyStatus } from '../cluster/batch-status.js';
 import { runBatchTask, shardIndices, type TaskOptions, type TaskOutcome } from '../cluster/instance-task.js';
 import { scratchRootOf } from '../cluster/node-local-scratch.js';
@@ -36,20 +35,7 @@ export function taskIndexOf(flag: string, text: string, env: NodeJS.ProcessEnv):
   return Number(value);
 }
 
-export interface PlanOnlyInput {
-  readonly outDir: string;
-  readonly seed: string;
-  readonly preregFile: string;
-  readonly keyDir: string;
-  readonly n: number | null;
-  readonly startAt: string;
-  readonly model: ModelChoice;
-  readonly studyId: string;
-  readonly sameUid: string | null;
-  readonly allowKeyFiles: readonly string[];
-}
-
-export function planOnly(input: PlanOnlyInput): CommandOutput {
+export function planOnly(input: BatchPlanOptions): CommandOutput {
   const written = writeBatchPlan(input);
   const { plan, batch } = written;
   const text = [

@@ -3,9 +3,10 @@
 // the study's rule, signed over its exact bytes by its planner key, and — where the step has a
 // trust anchor of its own (the merge: the key the researcher gives it) — that key must be the
 // planner's. expansion.json, when present, must expand exactly this plan, for every group.
+import { toHex } from '../../schema/ed25519-keys.js';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BATCH_FILES, BatchPlanError, checkBatchInstances, checkSignedStudyFile, ExpansionPlan, keyHexOf, type BatchBlock, type PlannedInstance } from '../../oracle/batch-plan.js';
+import { BATCH_FILES, BatchPlanError, checkBatchInstances, checkSignedStudyFile, ExpansionPlan, type BatchBlock, type PlannedInstance } from '../../oracle/batch-plan.js';
 import { readStudyPlan, STUDY_FILES, type StudyPlan } from '../../oracle/study-folder.js';
 import { z } from 'zod';
 
@@ -34,8 +35,8 @@ export function readBatchPlan(studyDir: string, trustedKey: Uint8Array | null): 
   const plan = readStudyPlan(dir);
   const batch = plan.batch;
   if (batch === undefined) throw new BatchPlanError('plan_not_batch', `${path.join(dir, STUDY_FILES.plan)} plans a study for one machine (study_version ${plan.study_version}), not for a batch scheduler: run it with npm run study -- --resume ${dir}; or plan a batch study with npm run study -- --plan-only --out NEW_FOLDER`);
-  if (trustedKey !== null && keyHexOf(trustedKey) !== batch.planner_key) {
-    throw new BatchPlanError('plan_untrusted', `${path.join(dir, STUDY_FILES.plan)} was planned by key ${batch.planner_key.slice(0, 16)}…, not by the trusted key ${keyHexOf(trustedKey).slice(0, 16)}…: a plan of somebody else, however self-consistent; give --key-dir the folder of the key that planned the study`);
+  if (trustedKey !== null && toHex(trustedKey) !== batch.planner_key) {
+    throw new BatchPlanError('plan_untrusted', `${path.join(dir, STUDY_FILES.plan)} was planned by key ${batch.planner_key.slice(0, 16)}…, not by the trusted key ${toHex(trustedKey).slice(0, 16)}…: a plan of somebody else, however self-consistent; give --key-dir the folder of the key that planned the study`);
   }
   if (!batch.allowed_keys.includes(batch.planner_key)) throw new BatchPlanError('plan_edited', `${path.join(dir, STUDY_FILES.plan)}: the planner key ${batch.planner_key.slice(0, 16)}… is not on its own allow-list: not a plan --plan-only writes`);
   const sha256 = checkSignedStudyFile(dir, STUDY_FILES.plan, BATCH_FILES.signature, plan.study_id, batch.planner_key);

@@ -7,10 +7,10 @@ import path from 'node:path';
 import type { ControllerKey } from '../../controller/key-store.js';
 import type { ModelChoice } from '../../design/model-choice.js';
 import { publishFile } from '../../foundation/publish-file.js';
-import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, indexRange, keyHexOf, MAX_ALLOWED_KEYS, plannedReplicates, type BatchBlock, type SignedStudyFile } from '../../oracle/batch-plan.js';
+import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, indexRange, MAX_ALLOWED_KEYS, plannedReplicates, type BatchBlock, type SignedStudyFile } from '../../oracle/batch-plan.js';
 import { STUDY_FILES, StudyError, type StudyPlan } from '../../oracle/study-folder.js';
 import { signDsse } from '../../schema/dsse.js';
-import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { hashText } from '../../schema/hash.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders } from '../study/study-folder-setup.js';
 import { checkedNewStudyPlan } from '../study/new-study-plan.js';
@@ -40,11 +40,11 @@ export interface WrittenBatchPlan {
 /** The public keys of --allow-key files, each a controller.pub; a file that is none is misuse. */
 function allowedKeysOf(files: readonly string[], planner: ControllerKey): string[] {
   if (files.length + 1 > MAX_ALLOWED_KEYS) throw new BatchPlanError('plan_untrusted', `${files.length} --allow-key files: a plan allows at most ${MAX_ALLOWED_KEYS} keys`);
-  const keys = [keyHexOf(planner.keys.publicKey)];
+  const keys = [toHex(planner.keys.publicKey)];
   for (const file of files) {
     let hex: string;
     try {
-      hex = keyHexOf(parsePublicKeyHex(readFileSync(file, 'utf8')));
+      hex = toHex(parsePublicKeyHex(readFileSync(file, 'utf8')));
     } catch (error) {
       throw new BatchPlanError('plan_untrusted', `--allow-key ${file} is not a controller public key (a controller.pub: 64 hex digits; ${error instanceof Error ? error.message : String(error)}); nothing was written`);
     }
@@ -67,7 +67,7 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
     ...options,
     // A batch study has no concurrency of its own: the scheduler decides how many tasks run at once.
     concurrency: 1,
-    batch: (nInitial, planner) => ({ instances: plannedReplicates(options.seed, 1, nInitial, 1), allowed_keys: allowedKeysOf(options.allowKeyFiles, planner), planner_key: keyHexOf(planner.keys.publicKey) }),
+    batch: (nInitial, planner) => ({ instances: plannedReplicates(options.seed, 1, nInitial, 1), allowed_keys: allowedKeysOf(options.allowKeyFiles, planner), planner_key: toHex(planner.keys.publicKey) }),
   });
   const batch = plan.batch!;
   const instancesDir = path.join(outDir, STUDY_FILES.instances);

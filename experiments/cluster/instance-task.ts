@@ -17,10 +17,10 @@ import { defaultKeyDir, loadOrCreateControllerKey, type ControllerKey } from '..
 import { checkPreregLock } from '../../design/prereg.js';
 import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
 import { TypedError } from '../../foundation/typed-error.js';
-import { BATCH_FILES, BatchPlanError, keyHexOf, type PlannedInstance } from '../../oracle/batch-plan.js';
+import { BATCH_FILES, BatchPlanError, type PlannedInstance } from '../../oracle/batch-plan.js';
 import { STUDY_FILES } from '../../oracle/study-folder.js';
 import { instanceDirName } from '../../oracle/study-replicates.js';
-import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { readSignedHeads } from '../../writer/signed-files-check.js';
@@ -63,7 +63,7 @@ export function publishedIsSealed(dir: string, batchPlan: BatchPlan): { sealed: 
   const heads = path.join(dir, RUN_FILES.heads);
   if (!existsSync(pub) || !existsSync(heads)) return { sealed: false, why: `it has no ${existsSync(pub) ? RUN_FILES.heads : RUN_FILES.publicKey}` };
   const key = parsePublicKeyHex(readFileSync(pub, 'utf8'));
-  if (!batchPlan.batch.allowed_keys.includes(keyHexOf(key))) return { sealed: false, why: `it is signed by key ${keyHexOf(key).slice(0, 16)}…, which the plan does not allow` };
+  if (!batchPlan.batch.allowed_keys.includes(toHex(key))) return { sealed: false, why: `it is signed by key ${toHex(key).slice(0, 16)}…, which the plan does not allow` };
   return readSignedHeads(heads, key).some((line) => line.head?.kind === 'final') ? { sealed: true, why: '' } : { sealed: false, why: 'it has no final signed head' };
 }
 
@@ -79,7 +79,7 @@ function scratchExtends(scratchDir: string, stoppedDir: string): boolean {
 function taskKey(batchPlan: BatchPlan, keyDir: string | null): ControllerKey {
   const dir = keyDir ?? batchPlan.plan.key_dir ?? defaultKeyDir();
   const key = loadOrCreateControllerKey(dir, { create: false });
-  if (!batchPlan.batch.allowed_keys.includes(keyHexOf(key.keys.publicKey))) {
+  if (!batchPlan.batch.allowed_keys.includes(toHex(key.keys.publicKey))) {
     throw new BatchPlanError('plan_untrusted', `the key in ${dir} (${key.keyId.slice(0, 16)}…) is not on the plan's allow-list (${batchPlan.batch.allowed_keys.map((k) => `${k.slice(0, 16)}…`).join(', ')}): the merge would refuse what it signs; give --key-dir the key the study was planned with, or plan again with --allow-key for this node's controller.pub. Nothing was run or changed`);
   }
   return key;

@@ -17,6 +17,7 @@ export interface NewPlanInput {
   readonly preregFile: string;
   readonly keyDir: string;
   readonly concurrency: number;
+  /** n per group before expansion; default: the pre-registration's initial_n_per_group. */
   readonly n: number | null;
   readonly startAt: string;
   readonly model: ModelChoice;

@@ -18,14 +18,13 @@ import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
-import { ModelChoice } from '../../design/model-choice.js';
 import type { PreRegistration } from '../../design/prereg.js';
 import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { INSTANCE_DIR_RE, instanceDirName, replicateSeed } from '../../oracle/study-replicates.js';
 import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode } from '../../oracle/study-folder.js';
-import { checkedNewStudyPlan } from './new-study-plan.js';
+import { checkedNewStudyPlan, type NewPlanInput } from './new-study-plan.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand } from './study-folder-setup.js';
@@ -54,17 +53,8 @@ export interface StudyRunOptions {
   readonly runInstance?: (options: NewInstanceOptions) => Promise<InstanceResult>;
 }
 
-export interface StudyOptions extends StudyRunOptions {
-  readonly seed: string;
-  readonly preregFile: string;
-  readonly keyDir: string;
-  readonly concurrency: number;
-  /** n per group before expansion; default: the pre-registration's initial_n_per_group. */
-  readonly n: number | null;
-  readonly startAt: string;
-  readonly model: ModelChoice;
-  readonly studyId: string;
-}
+/** A new study: where and how it runs (StudyRunOptions) and what its plan is made of (new-study-plan.ts). */
+export interface StudyOptions extends StudyRunOptions, Omit<NewPlanInput, 'sameUid' | 'batch'> {}
 
 export interface StudyProgress {
   readonly total: number;

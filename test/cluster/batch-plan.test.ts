@@ -11,6 +11,7 @@
 // Also, in process: the claim takeovers (a requeue, a process gone), the node-local check on
 // real mountinfo text (NFS, Lustre, an escaped space, an overmount) and this machine's own, and
 // the publish refusals (an open store, an instance published already).
+import { toHex } from '../../schema/ed25519-keys.js';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -30,7 +31,7 @@ import { runBatchTask, shardIndices, type TaskOptions } from '../../experiments/
 import { checkNodeLocal, mountOf, NETWORK_FILE_SYSTEMS, ScratchError } from '../../experiments/cluster/node-local-scratch.js';
 import { publishSealed, publishStopped, PublishError } from '../../experiments/cluster/run-folder-publish.js';
 import { claimFile, claimIndex, readClaim, releaseIndex, TaskClaimError } from '../../experiments/cluster/task-claim.js';
-import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, checkSignedStudyFile, keyHexOf } from '../../oracle/batch-plan.js';
+import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, checkSignedStudyFile } from '../../oracle/batch-plan.js';
 import { STUDY_FILES } from '../../oracle/study-folder.js';
 import { verifyDsse } from '../../schema/dsse.js';
 import { hashCanonical, hashText } from '../../schema/hash.js';
@@ -162,8 +163,8 @@ describe('--plan-only', () => {
       { index: 1, group: 'B', replicate: 1, seed: 'batch-r1', round: 1 },
       { index: 2, group: 'C', replicate: 1, seed: 'batch-r1', round: 1 },
     ]);
-    expect(plan.batch.allowed_keys).toEqual([keyHexOf(k1.keys.publicKey)]);
-    expect(plan.batch.planner_key).toBe(keyHexOf(k1.keys.publicKey));
+    expect(plan.batch.allowed_keys).toEqual([toHex(k1.keys.publicKey)]);
+    expect(plan.batch.planner_key).toBe(toHex(k1.keys.publicKey));
     // Index i: replicate floor(i/3)+1 of group A, B, C[i mod 3], each replicate its own seed.
     const two = planJson(plan2).batch.instances;
     expect(two).toHaveLength(6);
@@ -177,10 +178,10 @@ describe('--plan-only', () => {
     expect(verified.ok).toBe(true);
     const sha256 = hashText(readFileSync(path.join(plan1, STUDY_FILES.plan)));
     expect(verified.ok && verified.body).toEqual({ file: STUDY_FILES.plan, sha256, study_id: 'bp-one' });
-    expect(checkSignedStudyFile(plan1, STUDY_FILES.plan, BATCH_FILES.signature, 'bp-one', keyHexOf(k1.keys.publicKey))).toBe(sha256);
+    expect(checkSignedStudyFile(plan1, STUDY_FILES.plan, BATCH_FILES.signature, 'bp-one', toHex(k1.keys.publicKey))).toBe(sha256);
     // …and with any other key it does not verify.
     expect(verifyDsse(envelope, BATCH_SIGNATURE_PAYLOAD_TYPE, k2.keys.publicKey).ok).toBe(false);
-    expect(() => checkSignedStudyFile(plan1, STUDY_FILES.plan, BATCH_FILES.signature, 'bp-one', keyHexOf(k2.keys.publicKey))).toThrow(BatchPlanError);
+    expect(() => checkSignedStudyFile(plan1, STUDY_FILES.plan, BATCH_FILES.signature, 'bp-one', toHex(k2.keys.publicKey))).toThrow(BatchPlanError);
     expect(readBatchPlan(plan1, trust(k1)).instances).toHaveLength(3);
   });
 
@@ -188,9 +189,9 @@ describe('--plan-only', () => {
     expect(plan1Call.stdout).toMatch(/^PLANNED: bp-one, 3 instances \(round 1: indices 0-2; n = 1 per group, the pre-registered rule may expand every group to n = 2/);
     expect(plan1Call.stdout).toContain(`npm run study -- --instance K --out ${plan1}`);
     expect(plan1Call.stdout).toContain('sbatch --array=0-2');
-    expect(jsonOf(plan2Call)).toMatchObject({ study_id: 'bp-two', instances: 6, array: '0-5', n_initial: 2, n_expanded: 2, exit_code: 0, allowed_keys: [keyHexOf(k1.keys.publicKey)] });
-    expect(jsonOf(planAllowCall)).toMatchObject({ study_id: 'bp-allow', instances: 3, array: '0-2', allowed_keys: [keyHexOf(k1.keys.publicKey), keyHexOf(k2.keys.publicKey)], planner_key: keyHexOf(k1.keys.publicKey) });
-    expect(planJson(planAllow).batch.allowed_keys).toEqual([keyHexOf(k1.keys.publicKey), keyHexOf(k2.keys.publicKey)]);
+    expect(jsonOf(plan2Call)).toMatchObject({ study_id: 'bp-two', instances: 6, array: '0-5', n_initial: 2, n_expanded: 2, exit_code: 0, allowed_keys: [toHex(k1.keys.publicKey)] });
+    expect(jsonOf(planAllowCall)).toMatchObject({ study_id: 'bp-allow', instances: 3, array: '0-2', allowed_keys: [toHex(k1.keys.publicKey), toHex(k2.keys.publicKey)], planner_key: toHex(k1.keys.publicKey) });
+    expect(planJson(planAllow).batch.allowed_keys).toEqual([toHex(k1.keys.publicKey), toHex(k2.keys.publicKey)]);
   });
 
   test('refused into a non-empty folder (exit 2), the folder untouched', async () => {
@@ -236,7 +237,7 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
       ['resigned-seed', (p) => (p.batch.instances[2]!.seed = 'chosen-seed'), /entry 2 is .*chosen-seed.*the plan's rule makes it .*batch-r1/],
       ['resigned-swap', (p) => p.batch.instances.reverse(), /entry 0 is .*"index":2/],
       ['resigned-n', (p) => ((p as Record<string, unknown>)['n_initial'] = 2), /lists 3 instances, but replicates 1–2 of groups A, B, C are 6/],
-      ['resigned-planner-dropped', (p) => (p.batch.allowed_keys = [keyHexOf(k2.keys.publicKey)]), /the planner key .* is not on its own allow-list/],
+      ['resigned-planner-dropped', (p) => (p.batch.allowed_keys = [toHex(k2.keys.publicKey)]), /the planner key .* is not on its own allow-list/],
     ];
     for (const [name, edit, message] of cases) {
       const forged = copyOf(plan1, name);
@@ -272,12 +273,12 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
   test('a plan planned (and signed) by another key: --merge trusting the planner refuses plan_untrusted; a task whose key is not on the allow-list refuses plan_untrusted', async () => {
     const foreign = copyOf(plan1, 'planned-by-key-2');
     const p = planJson(foreign);
-    p.batch.planner_key = keyHexOf(k2.keys.publicKey);
-    p.batch.allowed_keys = [keyHexOf(k2.keys.publicKey)];
+    p.batch.planner_key = toHex(k2.keys.publicKey);
+    p.batch.allowed_keys = [toHex(k2.keys.publicKey)];
     writePlan(foreign, p);
     resign(foreign, k2);
     // Self-consistent: it reads when nothing is trusted but itself…
-    expect(readBatchPlan(foreign, null).batch.planner_key).toBe(keyHexOf(k2.keys.publicKey));
+    expect(readBatchPlan(foreign, null).batch.planner_key).toBe(toHex(k2.keys.publicKey));
     await Promise.all([
       // …but the merge's trust anchor is the key given to it.
       refused(foreign, ['--merge', foreign, '--key-dir', keys1], { exit: 2, code: 'batch_plan_plan_untrusted', message: /was planned by key .*, not by the trusted key .*: a plan of somebody else/ }),
