@@ -3,16 +3,16 @@
 // argv. Every message from the child is validated with zod; one that fails is reported on
 // stderr, not dropped silently.
 import { fork, type ChildProcess } from 'node:child_process';
+import { processCodeFor, type ProcessCode } from '../foundation/process-code.js';
 import { CodedInternalError, InternalError } from '../foundation/typed-error.js';
 import { childEnvironment } from '../schema/fault-switch.js';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { RuntimeChildMessage, RuntimeStartConfig, RuntimeWake, type PreflightReport, type RuntimeParentMessage, type WakeDone, type WakeFailure, type WakeProgress } from './protocol.js';
 
 const RUNTIME_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
-const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
+const OWN_CODE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** How long after the exit the IPC channel may take to deliver its last messages and close. */
 const CHANNEL_CLOSE_GRACE_MS = 2_000;
 
@@ -90,10 +90,11 @@ interface PendingWake {
   readonly timer: NodeJS.Timeout;
 }
 
-function entryPoint(codeRoot: string | undefined): { main: string; loader: string; cwd: string | undefined } {
-  if (codeRoot === undefined) return { main: RUNTIME_MAIN, loader: TSX_LOADER, cwd: undefined };
+/** The runtime main from `codeRoot`, or this module's own checkout when not given, bundled (foundation/process-code.ts). */
+async function entryPoint(codeRoot: string | undefined): Promise<ProcessCode & { cwd: string | undefined }> {
+  if (codeRoot === undefined) return { ...(await processCodeFor(RUNTIME_MAIN, OWN_CODE_ROOT)), cwd: undefined };
   const root = path.resolve(codeRoot);
-  return { main: path.join(root, 'runtime', 'main.ts'), loader: createRequire(path.join(root, 'package.json')).resolve('tsx'), cwd: root };
+  return { ...(await processCodeFor(path.join(root, 'runtime', 'main.ts'), root)), cwd: root };
 }
 
 function describeExit(exit: RuntimeExit): string {
@@ -105,9 +106,9 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
   // Checked before forking: a config the child would refuse should not cost a process.
   if (!startMessage.success) throw new RuntimeStartError('bad_config', `invalid runtime start config: ${z.prettifyError(startMessage.error)}`);
   const startTimeoutMs = options.startTimeoutMs ?? 20_000;
-  const { main, loader, cwd } = entryPoint(options.codeRoot);
+  const { main, execArgv, cwd } = await entryPoint(options.codeRoot);
   const child: ChildProcess = fork(main, [], {
-    execArgv: ['--import', loader],
+    execArgv: [...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     // Its own process group: a Ctrl-C in the controller's terminal is the controller's emergency
     // stop, which still needs this runtime; the runtime exits when its parent goes away instead.

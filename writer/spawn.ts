@@ -2,18 +2,18 @@
 // tests, and the benchmark) use this; nobody else opens events.db.
 import { fork, type ChildProcess } from 'node:child_process';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { processCodeFor, type ProcessCode } from '../foundation/process-code.js';
 import { CodedErrorOf, InternalError } from '../foundation/typed-error.js';
 import { childEnvironment } from '../schema/fault-switch.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ArmCrashMessage, WriterChildMessage, type Head, type WriterParentMessage, type WriterStartConfig } from './protocol.js';
 
 const WRITER_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
-const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
+const OWN_CODE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface WriterExit {
   readonly code: number | null;
@@ -72,10 +72,10 @@ export function newSocketPath(): string {
   return path.join(mkdtempSync(path.join(tmpdir(), 'ds-sock-')), 'writer.sock');
 }
 
-/** The writer main and the tsx loader from `codeRoot`, or this module's own when not given. */
-function writerCodeAt(codeRoot: string | undefined): { main: string; loader: string } {
-  if (codeRoot === undefined) return { main: WRITER_MAIN, loader: TSX_LOADER };
-  return { main: path.join(codeRoot, 'writer', 'main.ts'), loader: createRequire(path.join(codeRoot, 'package.json')).resolve('tsx') };
+/** The writer main from `codeRoot`, or this module's own checkout when not given, bundled (foundation/process-code.ts). */
+function writerCodeAt(codeRoot: string | undefined): Promise<ProcessCode> {
+  if (codeRoot === undefined) return processCodeFor(WRITER_MAIN, OWN_CODE_ROOT);
+  return processCodeFor(path.join(codeRoot, 'writer', 'main.ts'), codeRoot);
 }
 
 export function newToken(): string {
@@ -84,10 +84,10 @@ export function newToken(): string {
 
 export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, options: SpawnWriterOptions = {}): Promise<WriterProcess> {
   const startTimeoutMs = options.startTimeoutMs ?? 20_000;
-  const writerCode = writerCodeAt(options.codeRoot);
+  const writerCode = await writerCodeAt(options.codeRoot);
   const child: ChildProcess = fork(writerCode.main, [], {
-    execArgv: ['--import', writerCode.loader],
-    // tsx finds tsconfig.json from the working folder, which must be readable by the writer's uid too.
+    execArgv: [...writerCode.execArgv],
+    // The working folder must be readable by the writer's uid too.
     ...(options.codeRoot === undefined ? {} : { cwd: options.codeRoot }),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: childEnvironment(options.faultInjection ?? null),

@@ -1,0 +1,128 @@
+// The code a child process (ds-writer, ds-runtime) starts from: its TypeScript entry and
+// everything it imports, bundled by esbuild into one ES module, once per entry per controller
+// process. Why not `node --import tsx` as before: tsx compiles (or looks up in its cache) every
+// module of the graph in each new process, ~1.5 s of CPU per start on this 2-core machine
+// against ~0.3 s for the bundle (issue 19: an instance starts 2-4 processes, a study hundreds).
+// esbuild is the compiler tsx itself uses, with the same tsconfig, so the code is the same.
+//
+// The bundle is built from the sources under the given code root the first time a controller
+// process needs it (~50 ms idle), never taken from a cache that could be stale: the isolation
+// copy and the fault harness's planted-bug copy run their own sources. The file is named by the
+// SHA-256 of its bytes in one folder per uid, so a process killed before it could clean up
+// leaves nothing new behind (1,000 fault runs, one file per code version). Native packages (better-sqlite3) stay
+// outside it, imported by absolute path from the code root's node_modules; dynamic imports of
+// computed paths (the local model's engine) are left as they are. `import.meta.url` in each
+// source file is replaced by that file's own URL, so paths resolved from it (the local
+// engine's folder) mean what they mean under tsx.
+import { build, type Plugin } from 'esbuild';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { InternalError } from './typed-error.js';
+
+/** Packages with native parts: imported from the code root's node_modules, never bundled. */
+const NATIVE_PACKAGES = ['better-sqlite3'] as const;
+/** A bundle that is not built in this long is a broken code root, not a slow one. */
+const BUILD_TIMEOUT_MS = 60_000;
+
+export class ProcessCodeError extends InternalError {
+  override readonly name = 'ProcessCodeError';
+}
+
+/** What a child process is forked from: the bundle, with no loader flags. */
+export interface ProcessCode {
+  readonly main: string;
+  readonly execArgv: readonly string[];
+}
+
+const built = new Map<string, Promise<ProcessCode>>();
+
+/**
+ * The bundle of `entry` (an absolute path to a .ts main under `codeRoot`), built on first use in
+ * this process and reused after. The folder it is written to is readable by every uid (a child may
+ * run under another, controller/isolation.ts) and writable by this one only.
+ */
+export function processCodeFor(entry: string, codeRoot: string): Promise<ProcessCode> {
+  const key = `${path.resolve(codeRoot)}\0${path.resolve(entry)}`;
+  let pending = built.get(key);
+  if (pending === undefined) {
+    pending = bundle(path.resolve(entry), path.resolve(codeRoot));
+    // A failed build is not remembered: the next spawn tries again and says why again.
+    pending.catch(() => built.delete(key));
+    built.set(key, pending);
+  }
+  return pending;
+}
+
+async function bundle(entry: string, codeRoot: string): Promise<ProcessCode> {
+  const requireFromRoot = createRequire(path.join(codeRoot, 'package.json'));
+  const native: Plugin = {
+    name: 'native-packages-from-code-root',
+    setup(b) {
+      const filter = new RegExp(`^(${NATIVE_PACKAGES.map((p) => p.replace(/[-/]/g, '\\$&')).join('|')})$`);
+      b.onResolve({ filter }, (args) => ({ path: pathToFileURL(requireFromRoot.resolve(args.path)).href, external: true }));
+    },
+  };
+  const ownUrl: Plugin = {
+    name: 'import-meta-url-of-each-source',
+    setup(b) {
+      b.onLoad({ filter: /\.ts$/ }, (args) => ({
+        contents: readFileSync(args.path, 'utf8').replace(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(args.path).href)),
+        loader: 'ts',
+      }));
+    },
+  };
+  let text: Uint8Array;
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new ProcessCodeError(`bundling ${entry} took more than ${BUILD_TIMEOUT_MS} ms`)), BUILD_TIMEOUT_MS).unref());
+  try {
+    const result = await Promise.race([
+      build({
+        entryPoints: [entry],
+        absWorkingDir: codeRoot,
+        tsconfig: path.join(codeRoot, 'tsconfig.json'),
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        // Bundled CommonJS packages call require(): give the module one.
+        banner: { js: "import { createRequire as __dsCreateRequire } from 'node:module'; const require = __dsCreateRequire(import.meta.url);" },
+        plugins: [native, ownUrl],
+        logLevel: 'silent',
+        write: false,
+      }),
+      timeout,
+    ]);
+    if (result.errors.length > 0) throw new ProcessCodeError(`bundling ${entry}: ${result.errors.map((e) => e.text).join('; ')}`);
+    if (result.outputFiles.length !== 1) throw new ProcessCodeError(`bundling ${entry} gave ${result.outputFiles.length} files, not one`);
+    text = result.outputFiles[0]!.contents;
+  } catch (error) {
+    if (error instanceof ProcessCodeError) throw error;
+    throw new ProcessCodeError(`bundling ${entry} from ${codeRoot} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const sha = createHash('sha256').update(text).digest('hex');
+  const main = path.join(bundleFolder(), `${path.basename(path.dirname(entry))}-${path.basename(entry, '.ts')}-${sha.slice(0, 32)}.mjs`);
+  if (!existsSync(main)) {
+    // Written whole under a name of this process, then renamed: a reader never sees half a bundle.
+    const partial = `${main}.${process.pid}.partial`;
+    writeFileSync(partial, text, { mode: 0o644 });
+    renameSync(partial, main);
+  }
+  return { main, execArgv: [] };
+}
+
+/** The bundles' folder, this uid's own: a folder someone else could write to would let them choose what the writer runs. */
+function bundleFolder(): string {
+  const uid = process.getuid?.() ?? null;
+  const dir = path.join(tmpdir(), `ds-code-${uid ?? 'user'}`);
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const stat = lstatSync(dir);
+  if (!stat.isDirectory() || (uid !== null && stat.uid !== uid) || (stat.mode & 0o022) !== 0) {
+    throw new ProcessCodeError(`${dir} is not a folder of uid ${String(uid)} that only it can write to (mode ${(stat.mode & 0o777).toString(8)}, owner ${stat.uid}); remove it, and the next start makes it anew`);
+  }
+  // A child under another uid must read its bundle (mkdir's mode is cut by the umask).
+  if ((stat.mode & 0o755) !== 0o755) chmodSync(dir, 0o755);
+  return dir;
+}
