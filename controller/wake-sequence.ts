@@ -2,7 +2,8 @@
 // controller writes around each wake is the run contract's script of it (design/run-contract.ts
 // wakeScriptOf): a. inject the world interventions due, b. deliver those of this wake,
 // c. WakeStarted, d. the runtime's wake (inside a crash drill on a crash wake, crash-drills.ts),
-// e'. the checkpoint and the budget ledger, f. WakeEnded with the script's outcome. After each
+// e'. the checkpoint and the budget ledger, f. WakeEnded with the script's outcome (on a wake without a
+// planned crash e' and f are one append: one commit, the same events in the same order). After each
 // wake: a signed periodic head every K wakes, the caller's stop order, the pre-registered pause rule.
 //
 // A stop (the signal, the pause rule, a caller's order, the runtime failing outside a plan) ends
@@ -11,8 +12,11 @@
 import path from 'node:path';
 import { ledgerOf } from '../design/budget-ledger.js';
 import type { Intervention } from '../design/intervention-plan.js';
-import { wakeScriptOf, type WakeScript } from '../design/run-contract.js';
+import { wakeScriptOf, type WakeOutcome, type WakeScript } from '../design/run-contract.js';
 import type { ScheduledWake } from '../design/wake-schedule.js';
+import type { WakeDone } from '../runtime/protocol.js';
+import { WriterUnavailableError, type WriterClient } from '../writer/client.js';
+import { WRITER_LIMITS } from '../writer/protocol.js';
 import { RuntimeWakeError } from '../runtime/spawn.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { eventIs, eventIsOneOf } from '../schema/typed-event.js';
@@ -95,6 +99,20 @@ export class WakeSequence {
     return events;
   }
 
+  /**
+   * Steps e' and f of a wake without a planned crash, in one append (one durable commit instead of
+   * three, issue 19 item 2): the checkpoint as the subject gave it (none when it reported none),
+   * the ledger counted from the store — the runtime's events read back, bounded by the wake, as
+   * ever — and WakeEnded. The same events in the same order, committed together. Returns the
+   * wake's events (the runtime's, from WakeStarted on; the closing three are not among them).
+   */
+  private async closePlainWake(wake: ScheduledWake, startedSeq: number, done: WakeDone | null, outcome: WakeOutcome): Promise<readonly EventEnvelope[]> {
+    const events = await wakeEventsOf(this.ctx.processes.connected(), startedSeq);
+    const closing = [...(done ? [checkpointDraft(wake, done.checkpoint)] : []), ledgerDraft(wake, ledgerOf(events)), wakeEndedDraft(wake, outcome)];
+    await this.ctx.drills.appendThroughWriterCrash(closing);
+    return events;
+  }
+
   // ---- one wake -------------------------------------------------------------------------------
 
   private async runWake(index: number): Promise<WakeRan> {
@@ -132,11 +150,16 @@ export class WakeSequence {
       await this.endStoppedWake(wake, startedSeq);
       return answer;
     }
-    if (crash !== null) await drills.finishWriterCrash(crash);
-    // Same fields, same step, every group: the checkpoint as the subject gave it (none when the wake crashed before it).
-    if (answer.done) await drills.appendThroughWriterCrash([checkpointDraft(wake, answer.done.checkpoint)]);
-    const wakeEvents = await this.recordLedger(wake, startedSeq);
-    await drills.appendThroughWriterCrash([wakeEndedDraft(wake, script.outcome)]);
+    let wakeEvents: readonly EventEnvelope[];
+    if (crash === null) wakeEvents = await this.closePlainWake(wake, startedSeq, answer.done, script.outcome);
+    else {
+      // A crash wake keeps one append per step: the writer-crash drill is armed to die during the Nth append, so the steps it counts stay as they were.
+      await drills.finishWriterCrash(crash);
+      // Same fields, same step, every group: the checkpoint as the subject gave it (none when the wake crashed before it).
+      if (answer.done) await drills.appendThroughWriterCrash([checkpointDraft(wake, answer.done.checkpoint)]);
+      wakeEvents = await this.recordLedger(wake, startedSeq);
+      await drills.appendThroughWriterCrash([wakeEndedDraft(wake, script.outcome)]);
+    }
     const names = script.deliver.map((i) => i.intervention_id).join(', ');
     this.ctx.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${answer.line} · ${script.outcome}`);
     return { kind: 'ran', calls: modelCallTallyOf(wakeEvents, wake.wake_id), events: wakeEvents };
@@ -212,6 +235,20 @@ export class WakeSequence {
     const head = await signAndRecordHead(this.ctx.processes.connected(), 'periodic', this.ctx.signing());
     this.ctx.log(`periodic head signed at seq ${head.seq}`);
   }
+}
+
+/**
+ * The events after `startedSeq` through the head, as stored: one read when they fit a page (the
+ * page carries the head, so no head request before it), the bounded, checked readRange for the rest.
+ */
+async function wakeEventsOf(client: WriterClient, startedSeq: number): Promise<EventEnvelope[]> {
+  const first = await client.read({ from_seq: startedSeq + 1, limit: WRITER_LIMITS.maxReadPage });
+  const expected = Math.min(WRITER_LIMITS.maxReadPage, Math.max(0, first.head.seq - startedSeq));
+  if (first.events.length !== expected || first.events.some((e, i) => e.seq !== startedSeq + 1 + i)) {
+    throw new WriterUnavailableError('protocol', `reading the wake back from seq ${startedSeq + 1}: the writer returned ${first.events.length} events in place of seqs ${startedSeq + 1}..${startedSeq + expected}`);
+  }
+  if (startedSeq + expected >= first.head.seq) return first.events;
+  return [...first.events, ...(await client.readRange(startedSeq + expected + 1, first.head.seq))];
 }
 
 /** A wake's model calls as its stored events say (a runtime killed mid-wake never reports its own counts). */

@@ -11,6 +11,7 @@
 // The parts have their own files: the retrieval rule (retrieval-window.ts), the subject views
 // (subject-view.ts); this file is the bundle and the one choice between the views.
 import { z } from 'zod';
+import { canonicalJson } from '../schema/canonical-json.js';
 import type { Capabilities } from '../schema/capabilities.js';
 import { Budget } from '../schema/events/experiment-events.js';
 import { Identifier, Timestamp } from '../schema/event-definition.js';
@@ -19,7 +20,7 @@ import type { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import type { SubjectState } from '../projector/subject-state.js';
 import { keepsStateAcrossWakes } from './capability-policy.js';
 import { ContextBundleError } from './context-bundle-error.js';
-import { buildRetrievalWindow, RetrievalWindow, type VisibleEvent } from './retrieval-window.js';
+import { buildRetrievalWindow, RetrievalWindow, retrievalWindowOf, type RetrievalIndex, type VisibleEvent } from './retrieval-window.js';
 import { persistentView, SubjectView, windowView } from './subject-view.js';
 
 export const WorkspaceEntry = z.strictObject({ path: z.string(), bytes: z.number().int().min(0), sha256: HashString });
@@ -48,13 +49,19 @@ export interface ContextBundleInput {
    */
   readonly persistentState: SubjectState | null;
   readonly workspace: readonly WorkspaceEntry[];
+  /**
+   * `events` already classified by the rule (the runtime keeps one RetrievalIndex next to its
+   * event cache, so a wake does not walk the whole history): the window is cut from it. It must
+   * be of this policy and have classified exactly the visible events, else the bundle is refused.
+   */
+  readonly retrieval?: RetrievalIndex;
   readonly workspaceOmitted?: { readonly too_deep: number; readonly too_large: number; readonly over_count: number };
 }
 
 /** The bundle of one wake. Same input ⇒ the same bundle, field for field. */
 export function buildContextBundle(input: ContextBundleInput): ContextBundle {
   const { wake, events, policy, capabilities, persistentState } = input;
-  const window = buildRetrievalWindow(events, policy, wake.visible_to_seq);
+  const window = input.retrieval === undefined ? buildRetrievalWindow(events, policy, wake.visible_to_seq) : windowFromIndex(input.retrieval, events, policy, wake.visible_to_seq);
   let state: SubjectView;
   if (keepsStateAcrossWakes(capabilities)) {
     if (persistentState === null) throw new ContextBundleError('persistent state is switched on but none was given');
@@ -68,4 +75,24 @@ export function buildContextBundle(input: ContextBundleInput): ContextBundle {
   // Code-unit order, as JCS sorts: the listing's order must not depend on the file system.
   const workspace = [...input.workspace].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)).map((f) => ({ path: f.path, bytes: f.bytes, sha256: f.sha256 }));
   return ContextBundle.parse({ wake: { ...wake, budget: { ...wake.budget } }, state, window, workspace, workspace_omitted: { ...(input.workspaceOmitted ?? { too_deep: 0, too_large: 0, over_count: 0 }) } });
+}
+
+/** The window from a kept classification, refused unless it is of this policy and covers exactly the visible events. */
+function windowFromIndex(index: RetrievalIndex, events: readonly VisibleEvent[], policy: RetrievalPolicy, visibleToSeq: number): RetrievalWindow {
+  if (index.policy !== policy && canonicalJson(index.policy) !== canonicalJson(policy)) throw new ContextBundleError('the retrieval index was built for another retrieval policy');
+  const lastVisible = lastVisibleSeq(events, visibleToSeq);
+  if (index.lastSeq !== lastVisible) throw new ContextBundleError(`the retrieval index has classified the events up to seq ${index.lastSeq}, the visible events end at seq ${lastVisible}`);
+  return retrievalWindowOf(index, policy);
+}
+
+/** The seq of the last of the (seq-ordered) events at or below visibleToSeq, 0 when none (binary search: the log can be long). */
+function lastVisibleSeq(events: readonly VisibleEvent[], visibleToSeq: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (events[mid]!.seq <= visibleToSeq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? 0 : events[lo - 1]!.seq;
 }

@@ -185,15 +185,23 @@ function readBounded(real: string, maxBytes: number): Buffer {
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw new FileFailure('not_a_file', 'not a regular file');
     if (stats.size > maxBytes) throw new FileFailure('too_large', `${stats.size} bytes; at most ${maxBytes}`);
-    // One byte more than allowed tells a file that grew since fstat.
-    const buffer = Buffer.alloc(maxBytes + 1);
+    // One byte more than allowed tells a file that grew since fstat. The buffer starts at the
+    // size fstat saw (+1, to see growth) and doubles up to that bound when the file grew: a
+    // buffer of the bound itself (16 MiB zero-filled) per listed file made every wake's
+    // workspace listing cost milliseconds per file.
+    const bound = maxBytes + 1;
+    let buffer = Buffer.alloc(Math.min(bound, stats.size + 1));
     let filled = 0;
     // Bounded: each pass reads at least one byte or ends the loop.
-    for (let pass = 0; pass <= maxBytes + 1; pass += 1) {
+    for (let pass = 0; pass <= bound; pass += 1) {
       const read = readSync(fd, buffer, filled, Math.min(READ_CHUNK_BYTES, buffer.length - filled), filled);
       if (read === 0) break;
       filled += read;
-      if (filled === buffer.length) break;
+      if (filled < buffer.length) continue;
+      if (buffer.length === bound) break;
+      const grown = Buffer.alloc(Math.min(bound, buffer.length * 2));
+      buffer.copy(grown, 0, 0, filled);
+      buffer = grown;
     }
     if (filled > maxBytes) throw new FileFailure('too_large', `more than ${maxBytes} bytes`);
     return buffer.subarray(0, filled);

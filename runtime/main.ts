@@ -18,6 +18,8 @@ import { FaultArmingError, FaultSwitch } from '../schema/fault-switch.js';
 import { WriterClient, WriterUnavailableError } from '../writer/client.js';
 import { WriterError } from '../writer/protocol.js';
 import { EventCache, EventReadError } from './event-cache.js';
+import { ObservedState } from './observed-state.js';
+import { RetrievalIndex } from './retrieval-window.js';
 import type { ModelAdapter } from './model-adapter.js';
 import { modelAdapterFor } from './model-adapters/adapter-for.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
@@ -93,6 +95,9 @@ try {
 let config: RuntimeStartConfig | null = null;
 let adapter: ModelAdapter | null = null;
 let cache: EventCache | null = null;
+/** Kept beside the cache, so a wake folds and classifies only the events new to it (issue 19). */
+let observed: ObservedState | null = null;
+let retrieval: RetrievalIndex | null = null;
 let currentWake: { readonly wakeId: string; client: WriterClient | null; settled: Promise<void> | null } | null = null;
 let stopping = false;
 
@@ -134,6 +139,8 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       wake,
       client,
       cache: cache!,
+      observed: observed!,
+      retrieval: retrieval!,
       adapter: adapter!,
       capabilities: start.capabilities,
       retrievalPolicy: start.retrieval_policy,
@@ -280,6 +287,8 @@ process.on('message', (raw: unknown) => {
       }
       config = message;
       cache = new EventCache(message.subject_id);
+      observed = new ObservedState();
+      retrieval = new RetrievalIndex(message.retrieval_policy);
       const caps = message.capabilities;
       log(`started for subject ${message.subject_id}: persistent_state=${caps.persistent_state}, autonomous_replanning=${caps.autonomous_replanning}; model ${adapter.name} ${adapter.model_id}; protocol ${message.protocol}; writer at ${message.socket_path}`);
       void preflight(adapter, message).then((report) => tell({ type: 'ready', pid: process.pid, preflight: report }));

@@ -69,6 +69,62 @@ export function windowStatement(w: Omit<RetrievalWindow, 'statement' | 'events'>
   return `${pinned}window ${w.shown} of ${w.eligible_total} eligible events (${w.omitted_by_count} older left out, ${w.omitted_by_token_cap} over the token cap); ${w.not_eligible} events of other types not shown`;
 }
 
+/** The visible events sorted by the rule's step 2 and 5 (references to the given events, in seq order). */
+export interface RetrievalClassification {
+  /** The seq of the last visible event classified (0 before any). */
+  readonly lastSeq: number;
+  readonly eligible: readonly VisibleEvent[];
+  readonly pinned: readonly VisibleEvent[];
+  readonly notEligible: number;
+}
+
+/**
+ * The rule's classification kept up to date one event at a time (issue 19 item 1): the runtime
+ * keeps one next to its event cache, so a wake classifies only the events new to it instead of
+ * walking the whole history. Built from the same step as buildRetrievalWindow's walk, so the
+ * window cut from it (retrievalWindowOf) is the one buildRetrievalWindow builds from every event
+ * (test/runtime/retrieval-index.test.ts holds the two to the same bytes).
+ */
+export class RetrievalIndex implements RetrievalClassification {
+  private readonly types: ReadonlySet<string>;
+  private readonly pinnedTypes: ReadonlySet<string>;
+  private last = 0;
+  private readonly eligibleList: VisibleEvent[] = [];
+  private readonly pinnedList: VisibleEvent[] = [];
+  private notEligibleCount = 0;
+
+  constructor(readonly policy: RetrievalPolicy) {
+    this.types = new Set<string>(policy.event_types);
+    this.pinnedTypes = new Set<string>(policy.pinned_event_types);
+  }
+
+  get lastSeq(): number {
+    return this.last;
+  }
+  get eligible(): readonly VisibleEvent[] {
+    return this.eligibleList;
+  }
+  get pinned(): readonly VisibleEvent[] {
+    return this.pinnedList;
+  }
+  get notEligible(): number {
+    return this.notEligibleCount;
+  }
+
+  /** Classifies the visible events in increasing seq after lastSeq (events at or below it are refused: they are classified already). */
+  add(events: readonly VisibleEvent[], visibleToSeq: number = Number.POSITIVE_INFINITY): void {
+    for (const event of events) {
+      if (event.seq <= this.last) throw new ContextBundleError(`events must come in increasing seq: seq ${event.seq} after seq ${this.last}`);
+      // Later events are not visible to this wake: they are not "left out", they do not exist for it.
+      if (event.seq > visibleToSeq) break;
+      this.last = event.seq;
+      if (this.types.has(event.event_type)) this.eligibleList.push(event);
+      else if (this.pinnedTypes.has(event.event_type)) this.pinnedList.push(event);
+      else this.notEligibleCount += 1;
+    }
+  }
+}
+
 /**
  * The pre-registered retrieval rule, identical for every group:
  *   1. visible = the given events with seq ≤ visibleToSeq (events must come in increasing seq);
@@ -82,22 +138,15 @@ export function windowStatement(w: Omit<RetrievalWindow, 'statement' | 'events'>
  * omitted_by_token_cap or not_eligible; the statement says so in words.
  */
 export function buildRetrievalWindow(visibleEvents: readonly VisibleEvent[], policy: RetrievalPolicy, visibleToSeq: number = Number.POSITIVE_INFINITY): RetrievalWindow {
-  const types = new Set<string>(policy.event_types);
-  const pinnedTypes = new Set<string>(policy.pinned_event_types);
-  const eligible: VisibleEvent[] = [];
-  const pinned: VisibleEvent[] = [];
-  let notEligible = 0;
-  let lastSeq = 0;
-  for (const event of visibleEvents) {
-    if (event.seq <= lastSeq) throw new ContextBundleError(`events must come in increasing seq: seq ${event.seq} after seq ${lastSeq}`);
-    lastSeq = event.seq;
-    // Later events are not visible to this wake: they are not "left out", they do not exist for it.
-    if (event.seq > visibleToSeq) break;
-    if (types.has(event.event_type)) eligible.push(event);
-    else if (pinnedTypes.has(event.event_type)) pinned.push(event);
-    else notEligible += 1;
-  }
-  if (pinned.length > MAX_PINNED_EVENTS) throw new ContextBundleError(`${pinned.length} events of the pinned types ${[...pinnedTypes].join(', ')} are visible; at most ${MAX_PINNED_EVENTS} are shown ahead of the window`);
+  const index = new RetrievalIndex(policy);
+  index.add(visibleEvents, visibleToSeq);
+  return retrievalWindowOf(index, policy);
+}
+
+/** Steps 3-5 of the rule over a classification (buildRetrievalWindow's, or a RetrievalIndex kept up to date). */
+export function retrievalWindowOf(classified: RetrievalClassification, policy: RetrievalPolicy): RetrievalWindow {
+  const { eligible, pinned } = classified;
+  if (pinned.length > MAX_PINNED_EVENTS) throw new ContextBundleError(`${pinned.length} events of the pinned types ${[...new Set(policy.pinned_event_types)].join(', ')} are visible; at most ${MAX_PINNED_EVENTS} are shown ahead of the window`);
   const kept = eligible.slice(Math.max(0, eligible.length - policy.window_events)).map(toWindowEvent);
   const omittedByCount = eligible.length - kept.length;
   const costs = kept.map(estimateEventTokens);
@@ -110,7 +159,7 @@ export function buildRetrievalWindow(visibleEvents: readonly VisibleEvent[], pol
   }
   const pinnedEvents = pinned.map(toWindowEvent);
   const pinnedTokens = pinnedEvents.reduce((sum, e) => sum + estimateEventTokens(e), 0);
-  const counts = { pinned: pinned.length, eligible_total: eligible.length, omitted_by_count: omittedByCount, omitted_by_token_cap: first, not_eligible: notEligible, tokens_estimated: tokens + pinnedTokens };
+  const counts = { pinned: pinned.length, eligible_total: eligible.length, omitted_by_count: omittedByCount, omitted_by_token_cap: first, not_eligible: classified.notEligible, tokens_estimated: tokens + pinnedTokens };
   return { events: [...pinnedEvents, ...kept.slice(first)], ...counts, statement: windowStatement({ ...counts, shown: kept.length - first }) };
 }
 

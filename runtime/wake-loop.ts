@@ -1,4 +1,4 @@
-// Why one file: the steps of one wake share the Wake's counts, notes and append numbering; issue 19 reworks its state folding next, and splits it then if the steps come apart.
+// Why one file: the steps of one wake share the Wake's counts, notes and append numbering; what outlives a wake (the observed state, the retrieval index, the cache) has its own files (issue 19).
 // One wake of the subject (DESIGN §6, issue 5 item 1), after the controller's WakeStarted:
 //
 //   reconcile open intents → observe (context bundle) → think (one model call, recorded before
@@ -17,13 +17,14 @@ import { schemaVersionOf, type EventType, type PayloadOf } from '../schema/event
 import { eventIs } from '../schema/typed-event.js';
 import type { Capabilities } from '../schema/capabilities.js';
 import type { RetrievalPolicy } from '../schema/retrieval-policy.js';
-import { subjectProjection } from '../projector/subject-projection.js';
 import type { SubjectState } from '../projector/subject-state.js';
 import type { WriterClient } from '../writer/client.js';
 import { WRITER_LIMITS, WriterError, type EventDraft } from '../writer/protocol.js';
 import { judgePlanRevision } from './capability-policy.js';
 import { buildContextBundle, type ContextBundle } from './context-bundle.js';
-import type { EventCache } from './event-cache.js';
+import { readToHead, type EventCache } from './event-cache.js';
+import type { ObservedState } from './observed-state.js';
+import type { RetrievalIndex } from './retrieval-window.js';
 import type { FaultSwitch } from '../schema/fault-switch.js';
 import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
@@ -47,6 +48,10 @@ export interface WakeInput {
   readonly wake: RuntimeWake;
   readonly client: WriterClient;
   readonly cache: EventCache;
+  /** The projection of the observed events, kept beside the cache: a wake folds only what is new to it. */
+  readonly observed: ObservedState;
+  /** The cache's events classified by the retrieval rule (of `retrievalPolicy`), kept beside the cache likewise. */
+  readonly retrieval: RetrievalIndex;
   readonly adapter: ModelAdapter;
   /** The protocol the run's answers are asked for and checked in (fixed per run, runtime/model-protocol.ts). */
   readonly protocol: ModelProtocol;
@@ -132,15 +137,12 @@ class Wake {
     return { event_type, occurred_at: this.input.wake.wake_at, actor, causation_id, correlation_id: this.wakeId, idempotency_key, payload };
   }
 
-  /** Persistent state (the projection of every observed event) — bookkeeping for reconciliation, and B/C's view. */
-  private projected(events: readonly EventEnvelope[]): SubjectState {
-    return subjectProjection.applyAll(subjectProjection.initial(), events);
-  }
-
   async run(): Promise<WakeResult> {
-    const { cache, client, wake } = this.input;
-    await cache.catchUp(client, wake.visible_to_seq);
-    let state = await this.stateNow();
+    const { cache, client, wake, retrieval } = this.input;
+    // The catch-up reads on through the head: the first state needs no read of its own.
+    const tail = await cache.catchUp(client, wake.visible_to_seq);
+    retrieval.add(cache.since(retrieval.lastSeq));
+    let state = this.foldTail(tail);
     if (state.current_wake_id !== wake.wake_id) throw new WakeNotOpenError(`the store has no open wake ${wake.wake_id} (current wake: ${String(state.current_wake_id)}, lifecycle ${state.lifecycle_state}); the controller appends WakeStarted before waking the runtime`);
     // Reconciliation may move the subject to RECOVERING (read-only): decide everything after it on the state it leaves.
     if (await this.reconcileOpenIntents(state)) state = await this.stateNow();
@@ -151,6 +153,7 @@ class Wake {
     const bundle = buildContextBundle({
       wake: { wake_id: wake.wake_id, wake_at: wake.wake_at, budget: wake.budget, visible_to_seq: wake.visible_to_seq },
       events: cache.events,
+      retrieval,
       policy: this.input.retrievalPolicy,
       capabilities: this.input.capabilities,
       persistentState: state,
@@ -184,16 +187,23 @@ class Wake {
   }
 
   /**
-   * The projection of every event up to the writer's head: the observed ones plus what the
-   * controller (WakeStarted, deliveries) and this wake appended since visible_to_seq.
+   * Persistent state — bookkeeping for reconciliation, and B/C's view: the projection of every
+   * event up to the writer's head, the observed ones plus what the controller (WakeStarted,
+   * deliveries) and this wake appended since visible_to_seq. Folded incrementally: only the
+   * cached events and the tail not folded before (issue 19 item 1). The state returned is the
+   * one the next call folds on: read it, never keep it past the next step that appends.
    */
   private async stateNow(): Promise<SubjectState> {
-    const { client, cache } = this.input;
-    const head = await client.head();
-    const tail = await client.readRange(cache.lastSeq + 1, head.seq);
-    const foreign = tail.find((event) => event.subject_id !== this.input.subjectId);
-    if (foreign) throw new Error(`the writer returned seq ${foreign.seq} of ${foreign.subject_id}, not of ${this.input.subjectId}`);
-    return this.projected([...cache.events, ...tail]);
+    const { client, cache, observed } = this.input;
+    observed.advance(cache.since(observed.seq));
+    return this.foldTail(await readToHead(client, observed.seq + 1, this.input.subjectId));
+  }
+
+  /** The observed state with the cache and then `tail` (the events after it through the head, read in this wake) folded in. */
+  private foldTail(tail: readonly EventEnvelope[]): SubjectState {
+    const { cache, observed } = this.input;
+    observed.advance(cache.since(observed.seq));
+    return observed.advance(tail);
   }
 
   /** DESIGN §7: every open intent is settled by hashing the file, before anything new happens. Returns whether it appended anything. */
