@@ -92,6 +92,14 @@ export function crossesSnapshotBoundary(fromSeq: number, toSeq: number, every: n
 /** A retry must repeat these draft fields exactly (and the payload) to be a retry. */
 const REPLAY_FIELDS = ['event_type', 'schema_version', 'occurred_at', 'actor', 'causation_id', 'correlation_id'] as const satisfies readonly (keyof EventDraft & keyof EventEnvelope)[];
 
+/** What one append transaction committed; the in-memory head and state take it only after the commit. */
+interface CommittedBatch {
+  readonly appended: AppendResult['events'];
+  readonly state: unknown;
+  readonly seq: number;
+  readonly previous: HashString;
+}
+
 interface StoredRow {
   readonly seq: number;
   readonly envelope: string;
@@ -106,6 +114,10 @@ export class EventStore {
   private sealedHead: Head | null = null;
   private readonly insertEvent: Database.Statement<[number, string, string, string | null, string]>;
   private readonly upsertProjection: Database.Statement<[string, string, string, string, string, string, number]>;
+  /** The row's names and versions never change while this writer runs (open checked them): after the first row, only state moves. */
+  private readonly updateProjectionState: Database.Statement<[string, string, number]>;
+  /** The one append transaction, wrapped once: better-sqlite3 builds five closures per wrap, which every append paid. */
+  private readonly commitTransaction: Database.Transaction<(drafts: readonly ValidatedDraft[], beforeCommit: (() => void) | undefined) => CommittedBatch>;
   private readonly upsertSnapshot: Database.Statement<[number, string, string, string, string, string, string]>;
   private readonly snapshotHashAt: Database.Statement<[number], { state_hash: string }>;
   private readonly versions: ProjectionVersions;
@@ -153,6 +165,8 @@ export class EventStore {
            state_machine_version = excluded.state_machine_version, event_schema_version = excluded.event_schema_version,
            state = excluded.state, state_hash = excluded.state_hash, last_applied_event_seq = excluded.last_applied_event_seq`,
       );
+      this.updateProjectionState = this.db.prepare('UPDATE projection SET state = ?, state_hash = ?, last_applied_event_seq = ? WHERE id = 1');
+      this.commitTransaction = this.db.transaction((drafts: readonly ValidatedDraft[], beforeCommit: (() => void) | undefined) => this.writeBatch(drafts, beforeCommit));
       // A row already at this seq can only be stale or forged (snapshots are not
       // protected): the state computed here replaces it rather than failing the append.
       this.upsertSnapshot = this.db.prepare(
@@ -317,64 +331,78 @@ export class EventStore {
   }
 
   private commit(drafts: readonly ValidatedDraft[], beforeCommit?: () => void): AppendResult {
-    const recordedAt = this.options.now();
-    const projection = this.options.projection;
-    const run = this.db.transaction(() => {
-      let seq = this.headSeq;
-      let previous = this.headHash;
-      const appended: AppendResult['events'] = [];
-      const envelopes: EventEnvelope[] = [];
-      for (const draft of drafts) {
-        seq += 1;
-        const fields = {
-          event_id: eventIdFor(this.options.identity.subject_id, seq),
-          subject_id: this.options.identity.subject_id,
-          seq,
-          event_type: draft.event_type,
-          schema_version: draft.schema_version,
-          occurred_at: draft.occurred_at,
-          recorded_at: recordedAt,
-          actor: draft.actor,
-          causation_id: draft.causation_id,
-          correlation_id: draft.correlation_id,
-          idempotency_key: draft.idempotency_key,
-          previous_event_hash: previous,
-        };
-        // Evidence is looked up inside the transaction, so a FACT may cite an event
-        // appended earlier in the same batch.
-        if (eventIs(draft, 'MemoryEvent.ClaimRecorded')) this.checkFactEvidence(draft.payload, seq);
-        const built = buildEnvelopeText(fields, draft.payloadText);
-        this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
-        envelopes.push({ ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash });
-        appended.push({ seq, event_id: fields.event_id, event_hash: built.eventHash, deduplicated: false });
-        previous = built.eventHash;
-      }
-      let state: unknown;
-      try {
-        state = projection.applyAll ? projection.applyAll(this.state, envelopes) : envelopes.reduce((s, e) => projection.apply(s, e), this.state);
-      } catch (error) {
-        if (error instanceof ProjectionRefusal) {
-          // The reason may quote ids from the payload: the caller gets it, the store's record does not.
-          const index = error.seq - this.headSeq - 1;
-          throw new WriterError('projection_rejected', error.message, { seq: error.seq, index, event_type: error.eventType }, {
-            recordNote: `event ${index} of the batch (${error.eventType}) was refused by the ${projection.name} projection`,
-          });
-        }
-        throw error;
-      }
-      const stateText = canonicalJson(state);
-      const stateHash = hashText(stateText);
-      const v = this.versions;
-      this.upsertProjection.run(v.projection, v.projector_version, v.state_machine_version, v.event_schema_version, stateText, stateHash, seq);
-      if (crossesSnapshotBoundary(this.headSeq, seq, this.options.snapshotEvery)) this.writeSnapshot(seq, stateText, stateHash);
-      beforeCommit?.();
-      return { appended, state, seq, previous };
-    });
-    const done = run.immediate();
+    const done = this.commitTransaction.immediate(drafts, beforeCommit);
     this.headSeq = done.seq;
     this.headHash = done.previous;
     this.state = done.state;
     return { events: done.appended, head: this.head() };
+  }
+
+  /** The body of the append transaction: rows, projection, snapshot; the head moves only after the commit (commit()). */
+  private writeBatch(drafts: readonly ValidatedDraft[], beforeCommit: (() => void) | undefined): CommittedBatch {
+    const recordedAt = this.options.now();
+    const projection = this.options.projection;
+    const subjectId = this.options.identity.subject_id;
+    let seq = this.headSeq;
+    let previous = this.headHash;
+    const appended: AppendResult['events'] = [];
+    const envelopes: EventEnvelope[] = [];
+    for (const draft of drafts) {
+      seq += 1;
+      const fields = {
+        event_id: eventIdFor(subjectId, seq),
+        subject_id: subjectId,
+        seq,
+        event_type: draft.event_type,
+        schema_version: draft.schema_version,
+        occurred_at: draft.occurred_at,
+        recorded_at: recordedAt,
+        actor: draft.actor,
+        causation_id: draft.causation_id,
+        correlation_id: draft.correlation_id,
+        idempotency_key: draft.idempotency_key,
+        previous_event_hash: previous,
+      };
+      // Evidence is looked up inside the transaction, so a FACT may cite an event
+      // appended earlier in the same batch.
+      if (eventIs(draft, 'MemoryEvent.ClaimRecorded')) this.checkFactEvidence(draft.payload, seq);
+      const built = buildEnvelopeText(fields, draft.payloadText);
+      this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
+      envelopes.push({ ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash });
+      appended.push({ seq, event_id: fields.event_id, event_hash: built.eventHash, deduplicated: false });
+      previous = built.eventHash;
+    }
+    let state: unknown;
+    try {
+      state = projection.applyAll ? projection.applyAll(this.state, envelopes) : envelopes.reduce((s, e) => projection.apply(s, e), this.state);
+    } catch (error) {
+      if (error instanceof ProjectionRefusal) {
+        // The reason may quote ids from the payload: the caller gets it, the store's record does not.
+        const index = error.seq - this.headSeq - 1;
+        throw new WriterError('projection_rejected', error.message, { seq: error.seq, index, event_type: error.eventType }, {
+          recordNote: `event ${index} of the batch (${error.eventType}) was refused by the ${projection.name} projection`,
+        });
+      }
+      throw error;
+    }
+    const stateText = canonicalJson(state);
+    const stateHash = hashText(stateText);
+    this.writeProjection(stateText, stateHash, seq);
+    if (crossesSnapshotBoundary(this.headSeq, seq, this.options.snapshotEvery)) this.writeSnapshot(seq, stateText, stateHash);
+    beforeCommit?.();
+    return { appended, state, seq, previous };
+  }
+
+  /** The projection row at `seq`: inserted with its versions by the store's first commit, after that only its state changes. */
+  private writeProjection(stateText: string, stateHash: HashString, seq: number): void {
+    if (this.headSeq > 0) {
+      const { changes } = this.updateProjectionState.run(stateText, stateHash, seq);
+      // Open refuses a store without the row, and nothing deletes it: a miss here is a bug, and the transaction rolls back.
+      if (changes !== 1) throw new Error(`the projection row was not updated at seq ${seq} (${changes} rows changed)`);
+      return;
+    }
+    const v = this.versions;
+    this.upsertProjection.run(v.projection, v.projector_version, v.state_machine_version, v.event_schema_version, stateText, stateHash, seq);
   }
 
   /** A FACT must rest on eligible events already in the store (DESIGN §6.7, spec §17.2). */

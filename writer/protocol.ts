@@ -29,6 +29,17 @@ export const Head = z.strictObject({ seq: z.number().int().min(0), event_hash: H
 export type Head = z.infer<typeof Head>;
 
 /**
+ * A draft's payload: a plain JSON object. One predicate rather than JsonObject's record, which
+ * runs a key and a value schema per member and copies the object on the hot path of every
+ * append; the members are checked by the event type's own payload schema (draft-validation.ts),
+ * and canonicalJson refuses anything that is not plain JSON.
+ */
+export const DraftPayload = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value) && [Object.prototype, null].includes(Object.getPrototypeOf(value)),
+  'expected a JSON object',
+);
+
+/**
  * What a caller supplies. The writer fills in seq, subject_id, event_id (derived from
  * subject and seq, so reruns of one seed give the same ids), hashes and recorded_at.
  */
@@ -40,7 +51,7 @@ export const EventDraft = z.strictObject({
   causation_id: z.uuid().nullable(),
   correlation_id: CorrelationId.nullable(),
   idempotency_key: IdempotencyKey.nullable(),
-  payload: JsonObject,
+  payload: DraftPayload,
 });
 export type EventDraft = z.infer<typeof EventDraft>;
 
@@ -149,7 +160,8 @@ export const WriterErrorBody = z.strictObject({
 });
 export type WriterErrorBody = z.infer<typeof WriterErrorBody>;
 
-export const WriterResponse = z.union([
+// Discriminated on `ok`: one branch is tried, not both in turn (every answer the client reads passes here).
+export const WriterResponse = z.discriminatedUnion('ok', [
   z.strictObject({ id: RequestId.nullable(), ok: z.literal(true), result: z.unknown() }),
   z.strictObject({ id: RequestId.nullable(), ok: z.literal(false), error: WriterErrorBody }),
 ]);

@@ -6,7 +6,9 @@
 //   raw_batched    better-sqlite3, B rows per transaction
 //   append_batched the real ds-writer, B events per append, several appends in flight
 // plus, for reading the numbers, node:crypto sha256 throughput (the writer hashes
-// payload and envelope of every event).
+// payload and envelope of every event), and where an append's time goes: the stages of one
+// request timed in this process (append-stages.ts), and what the end-to-end case costs beyond
+// them (the socket, the wake-ups of two processes, their event loops).
 // It is a measurement, not a test: it exits 0 when an aim is missed and says MISSED.
 //
 //   npm run bench -- [--events N] [--batch B] [--rounds R] ...
@@ -32,10 +34,11 @@ import { draftOf } from '../../writer/event-draft.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
 import { CREATE_STORE_SQL } from '../../writer/store-schema.js';
+import { APPEND_STAGES, measureAppendStages, type StageBreakdown } from './append-stages.js';
 import { aim, formatRate, log, median, positiveInt, roundTo, type Aim } from './bench-util.js';
 
-/** Minimum ours/raw throughput ratios the writer is meant to reach. */
-export const APPEND_AIMS = { append_single: 0.5, append_batched: 0.25 } as const;
+/** Minimum ours/raw throughput ratios the writer is meant to reach (issue 19 item 3). */
+export const APPEND_AIMS = { append_single: 0.6, append_batched: 0.5 } as const;
 
 const DEFAULT_SINGLE_EVENTS = 1_500;
 const DEFAULT_BATCH_SIZE = 100;
@@ -51,6 +54,9 @@ const WARMUP_BATCHES = 10;
 const ENVELOPE_TARGET_BYTES = 700;
 const HASH_ITERATIONS = 200_000;
 const WRITER_STOP_TIMEOUT_MS = 10_000;
+/** Requests of the in-process stage breakdown: a few hundred single commits, a few dozen batches. */
+const STAGE_SINGLE_REQUESTS = 300;
+const STAGE_BATCHED_REQUESTS = 30;
 
 const SUBJECT_ID = 'subject-bench-001';
 const EXPERIMENT_ID = 'exp-bench-001';
@@ -320,7 +326,10 @@ function benchSha256(iterations: number): number {
 
 const CASES = ['raw_single', 'append_single', 'raw_batched', 'append_batched'] as const;
 type CaseName = (typeof CASES)[number];
-type Round = Record<CaseName, Timed>;
+type Round = Record<CaseName, Timed> & {
+  /** The in-process stages, measured in the round right after the matching writer case, so both see the same disk. */
+  readonly stages: Record<'single' | 'batched', StageBreakdown>;
+};
 
 /** One pass over every case, each on a fresh store; the round's files go when it ends so
  * disk use stays at one round's worth. */
@@ -341,9 +350,13 @@ async function runCases(dir: string, roundNumber: number, params: AppendBenchPar
   };
   const rawSingle = report('raw_single', benchRawSingle(file('raw-single'), params.singleEvents, bodyChars));
   const appendSingle = report('append_single', await benchAppendSingle(dir, 'append-single', params.singleEvents, bodyChars));
+  const draftAt = (index: number): EventDraft => messageDraft(index, bodyChars);
+  const stageSingle = measureAppendStages(dir, Math.min(STAGE_SINGLE_REQUESTS, params.singleEvents), 1, draftAt);
   const rawBatched = report('raw_batched', benchRawBatched(file('raw-batched'), params.batchedEvents, params.batchSize, bodyChars));
   const appendBatched = report('append_batched', await benchAppendBatched(dir, 'append-batched', params.batchedEvents, params.batchSize, bodyChars));
-  return { raw_single: rawSingle, append_single: appendSingle, raw_batched: rawBatched, append_batched: appendBatched };
+  const stageBatched = measureAppendStages(dir, Math.min(STAGE_BATCHED_REQUESTS, params.batchedEvents / params.batchSize), params.batchSize, draftAt);
+  log(`round ${roundNumber}: stages in process ${stageSingle.in_process_total.wall_us} µs per single append, ${stageBatched.in_process_total.wall_us} µs per batched event (wall)`);
+  return { raw_single: rawSingle, append_single: appendSingle, raw_batched: rawBatched, append_batched: appendBatched, stages: { single: stageSingle, batched: stageBatched } };
 }
 
 function medianRate(rounds: readonly Round[], name: CaseName): number {
@@ -360,11 +373,56 @@ export interface AppendBenchResult {
     readonly ratios: Record<AppendRatioName, number>;
     readonly aims: Record<AppendRatioName, Aim>;
     readonly params: Record<string, unknown>;
+    /** Where an append's time goes, per event, single and batched (append-stages.ts). */
+    readonly breakdown: Record<'single' | 'batched', AppendBreakdown>;
   };
   /** Unrounded, for the aim lines. */
   readonly ratios: Record<AppendRatioName, number>;
   /** The append section of the table, without the aim lines (bench.ts prints every aim together). */
   readonly tableLines: string[];
+}
+
+/** The in-process stages, and the measured end-to-end and raw costs per event they add up against. */
+export interface AppendBreakdown {
+  readonly stages_per_event: StageBreakdown;
+  /** 1e6 / the case's median rate: what an event cost through the real writer process. */
+  readonly end_to_end_wall_us: number;
+  /** Median over rounds of (the round's end to end less its in-process stages' wall): the socket, two processes' wake-ups and event loops. */
+  readonly beyond_in_process_wall_us: number;
+  /** 1e6 / the matching raw case's median rate. */
+  readonly raw_wall_us: number;
+}
+
+/** Each stage's median over the rounds; `beyond` per round first, then its median, so it never mixes two rounds' disks. */
+function breakdownOf(rounds: readonly Round[], kind: 'single' | 'batched'): AppendBreakdown {
+  const ours: CaseName = kind === 'single' ? 'append_single' : 'append_batched';
+  const raw: CaseName = kind === 'single' ? 'raw_single' : 'raw_batched';
+  const stageNames = [...APPEND_STAGES, 'in_process_total'] as const;
+  const stages = Object.fromEntries(
+    stageNames.map((stage) => [stage, { wall_us: median(rounds.map((r) => r.stages[kind][stage].wall_us)), cpu_us: median(rounds.map((r) => r.stages[kind][stage].cpu_us)) }]),
+  ) as StageBreakdown;
+  return {
+    stages_per_event: stages,
+    end_to_end_wall_us: roundTo(1e6 / medianRate(rounds, ours), 1),
+    beyond_in_process_wall_us: roundTo(median(rounds.map((r) => 1e6 / r[ours].eventsPerSecond - r.stages[kind].in_process_total.wall_us)), 1),
+    raw_wall_us: roundTo(1e6 / medianRate(rounds, raw), 1),
+  };
+}
+
+function breakdownLines(name: string, b: AppendBreakdown): string[] {
+  const lines = [`  ${name}: µs per event, wall / CPU (in this process, the writer's own functions)`];
+  for (const stage of APPEND_STAGES) {
+    const cost = b.stages_per_event[stage];
+    lines.push(`    ${stage.padEnd(34)} ${cost.wall_us.toFixed(1).padStart(8)} / ${cost.cpu_us.toFixed(1).padStart(7)}`);
+  }
+  const total = b.stages_per_event.in_process_total;
+  lines.push(`    ${'in-process total'.padEnd(34)} ${total.wall_us.toFixed(1).padStart(8)} / ${total.cpu_us.toFixed(1).padStart(7)}`);
+  lines.push(`    ${'end to end (writer process)'.padEnd(34)} ${b.end_to_end_wall_us.toFixed(1).padStart(8)}   (raw SQLite ${b.raw_wall_us.toFixed(1)})`);
+  // Batched appends are in flight together, so client and writer stages overlap; a single one's
+  // disk can also be slower in the stage run than in the case it is set against.
+  const overlap = b.beyond_in_process_wall_us < 0 ? '   (below zero: overlapping stages, or a slower disk in the stage run)' : '';
+  lines.push(`    ${'beyond: socket, wake-ups, loops'.padEnd(34)} ${b.beyond_in_process_wall_us.toFixed(1).padStart(8)}${overlap}`);
+  return lines;
 }
 
 export async function runAppendBench(params: AppendBenchParams, parentDir: string): Promise<AppendBenchResult> {
@@ -400,6 +458,10 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
       },
       ratios: { append_single: roundTo(ratios.append_single, 4), append_batched: roundTo(ratios.append_batched, 4) },
       aims,
+      breakdown: {
+        single: breakdownOf(rounds, 'single'),
+        batched: breakdownOf(rounds, 'batched'),
+      },
       params: {
         aggregate: 'median of rounds',
         rounds: params.rounds,
@@ -436,6 +498,8 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
       '',
     ];
     for (const [name, value, unit] of table) tableLines.push(`  ${name.padEnd(20)} ${formatRate(value).padStart(10)}  ${unit}`);
+    tableLines.push('', 'where an append goes (store_sqlite_and_durable_commit is store.append less the two store rows above it):');
+    tableLines.push(...breakdownLines('append_single', report.breakdown.single), ...breakdownLines(`append_batched (${params.batchSize} per append)`, report.breakdown.batched));
     return { report, ratios, tableLines };
   } finally {
     rmSync(dir, { recursive: true, force: true });
