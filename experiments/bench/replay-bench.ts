@@ -40,11 +40,18 @@ import { replayStore, type ReplayOptions, type ReplayResult } from '../../writer
 import { StoreReader } from '../../writer/store-reader.js';
 import { buildStoreIndex, type StoreIndex } from '../../audit/store-index.js';
 import { aim, formatRate, log, median, roundTo, timeIt, type Aim } from './bench-util.js';
+import { BENCH_AIMS } from './bench-aims.js';
 
 /** Minimum replay / raw read+parse throughput ratio replay is meant to reach. */
-export const REPLAY_AIM = 0.5;
+export const REPLAY_AIM = BENCH_AIMS.replay.aim;
 
-export const DEFAULT_REPLAY_EVENTS = 1_000_000;
+/**
+ * 200,000 (issue 19's own measurement used it): building the store dominates this part, and at
+ * 1,000,000 the build alone took ~5 minutes on this 2-core machine, which kept the default run
+ * (which also runs the study and the long instance) far past ~10 minutes. --replay-events
+ * 1000000 still measures the million-event store.
+ */
+export const DEFAULT_REPLAY_EVENTS = 200_000;
 export const MIN_REPLAY_EVENTS = 100;
 /** ~1.2 GB of store per million events (the temp dir must hold it). */
 export const MAX_REPLAY_EVENTS = 10_000_000;
