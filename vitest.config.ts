@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowestFirstSequencer from './test/support/slowest-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -10,5 +11,10 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // One temporary folder per run on tmpfs (durable commits without a disk's fsync), which
+    // also holds the fixtures several files share: test/support/suite-temp-dir.ts.
+    globalSetup: ['./test/support/suite-temp-dir.ts'],
+    // The slowest files first, also on a clean clone without Vitest's cache of durations.
+    sequence: { sequencer: SlowestFirstSequencer },
   },
 });

@@ -323,7 +323,7 @@ describe('exportStudy on a real study', () => {
     expect(body.commitment).toBe(result.commitment.hash);
     expect(body.blind_ids).toEqual([...ids].sort());
 
-    const forbidden = [BLIND_STUDY_ID, BLIND_SEED, `${BLIND_SEED}-r1`, studyDir, study.setup.dir, 'inst-srcax', 'inst-srcbx', 'inst-srccx'];
+    const forbidden = [BLIND_STUDY_ID, BLIND_SEED, `${BLIND_SEED}-r1`, studyDir, study.setup.dir, study.builtIn, 'inst-srcax', 'inst-srcbx', 'inst-srccx'];
     const byGroup = new Map(map.entries.map((e) => [e.blind_id, e] as const));
     const timelineLengths: number[] = [];
     for (const id of ids) {

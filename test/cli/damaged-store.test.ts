@@ -14,7 +14,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReadError, StoreReader } from '../../writer/store-reader.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { runCli, spawnCli, type CliResult } from '../support/cli.js';
-import { newInstanceOptions, runInstance, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, runInstance, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
 import { damageMiddleOfStore } from '../support/damaged-store-file.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -33,18 +33,20 @@ let stoppedSetup: ControllerSetup;
 const scratch: string[] = [];
 
 beforeAll(async () => {
-  finished = await finishedRun('C', 'finished');
   // A stopped run: an emergency stop (an abort, as the CLI's SIGINT is) after the fifth wake.
-  stoppedSetup = finished.setup;
+  // Its own setup (key folder), so that it runs while the finished run is made or copied.
+  stoppedSetup = controllerSetup();
   const stop = new AbortController();
   const run = newInstanceOptions(stoppedSetup, { name: 'stopped', group: 'B', groupBlindId: 'inst-stopped', signal: stop.signal, log: (line) => line.startsWith('wake-0005 ') && stop.abort('test: operator stop after wake-0005') });
-  const result = await runInstance(run);
+  const [made, result] = await Promise.all([finishedRun(), runInstance(run)]);
+  finished = made;
   if (result.status !== 'stopped') throw new Error(`test setup: the run to resume did not stop: ${result.status}`);
   stoppedDir = run.options.runDir;
 }, 180_000);
 
 afterAll(() => {
   finished?.cleanup();
+  if (stoppedSetup) rmSync(stoppedSetup.dir, { recursive: true, force: true });
   for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -19,7 +19,7 @@ import { StudyReport } from '../../oracle/study-report.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { TypedError } from '../../foundation/typed-error.js';
-import { errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planStudy, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
+import { CALL_TIMEOUT_MS, errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planStudy, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -326,5 +326,7 @@ describe('the finished study', () => {
     const recomputed = await study(['--recompute', out], env);
     expect(recomputed.stdout).toMatch(/^RECOMPUTED: every number of .* follows from its run folders/);
     expect(recomputed.code, recomputed.stdout).toBe(0);
-  });
+    // Four CLI calls (--status, --expand, --merge, --recompute), each bounded by CALL_TIMEOUT_MS; the
+    // 60 s default was exceeded once on this machine under load (60.1 s, a timeout, not a finding).
+  }, 4 * CALL_TIMEOUT_MS);
 });

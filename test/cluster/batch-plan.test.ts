@@ -13,7 +13,7 @@
 // the publish refusals (an open store, an instance published already).
 import { toHex } from '../../schema/ed25519-keys.js';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -35,6 +35,7 @@ import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, checkSignedS
 import { STUDY_FILES } from '../../oracle/study-folder.js';
 import { verifyDsse } from '../../schema/dsse.js';
 import { hashCanonical, hashText } from '../../schema/hash.js';
+import { systemTmpdir } from '../support/suite-temp-dir.js';
 import { errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planArgs, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
 import { SCENARIOS_DIR, TEST_START_AT } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
@@ -490,7 +491,9 @@ describe('node-local scratch', () => {
   });
 
   test('checkNodeLocal refuses a network file system (ScratchError network_file_system, exit 2) and accepts tmpfs, ext4, overlay', () => {
-    const root = realpathSync(tempDir('ds-mounts-'));
+    // On the system's temporary folder, as before the suite moved TMPDIR to tmpfs: the table
+    // below mounts a tmpfs at /dev/shm, and this test expects its root under the overlay at /.
+    const root = realpathSync(mkdtempSync(path.join(systemTmpdir(), 'ds-mounts-')));
     for (const sub of ['nfs-share', 'lustre', 'with space', 'with', 'tmpfs', 'ext4', 'over']) mkdirSync(path.join(root, sub));
     symlinkSync(path.join(root, 'nfs-share'), path.join(root, 'link-to-nfs'));
     const esc = (p: string): string => p.replaceAll(' ', '\\040');
@@ -528,6 +531,7 @@ describe('node-local scratch', () => {
     expect(checkNodeLocal(root, '--scratch', null)).toMatch(/could not be checked \(no \/proc\/self\/mountinfo\): make sure it is node-local/);
     expect(checkNodeLocal(root, '--scratch', 'garbage\n')).toMatch(/could not be found in \/proc\/self\/mountinfo/);
     for (const t of ['nfs', 'nfs4', 'lustre', 'gpfs', 'cifs', 'beegfs', 'ceph']) expect(NETWORK_FILE_SYSTEMS.has(t), t).toBe(true);
+    rmSync(root, { recursive: true, force: true });
   });
 
   test("this machine's /proc/self/mountinfo classifies the test's temporary folder as node-local", () => {

@@ -208,8 +208,12 @@ describe('refusals', () => {
 describe('fairness across groups', () => {
   it('gives A and C of one seed the same schedule, interventions and budgets: their manifests differ only in group fields', async () => {
     const setup = controllerSetup();
-    const a = await runInstance(newInstanceOptions(setup, { name: 'group-a', group: 'A' }));
-    const c = await runInstance(newInstanceOptions(setup, { name: 'group-c', group: 'C' }));
+    // Three independent instances (own folders, one key): run side by side, as a study runs them.
+    const [a, c, other] = await Promise.all([
+      runInstance(newInstanceOptions(setup, { name: 'group-a', group: 'A' })),
+      runInstance(newInstanceOptions(setup, { name: 'group-c', group: 'C' })),
+      runInstance(newInstanceOptions(setup, { name: 'other-seed', seed: 'another-seed' })),
+    ]);
     const manifestA = signedManifest(a.runDir, setup);
     const manifestC = signedManifest(c.runDir, setup);
     expect(nonGroupDifferences(manifestA, manifestC)).toEqual([]);
@@ -234,7 +238,6 @@ describe('fairness across groups', () => {
     const granted = (dir: string) => storedEvents(dir).filter((e) => e.event_type === 'ExperimentEvent.BudgetLedgerRecorded').map((e) => [e.payload['wake_id'], e.payload['granted']]);
     expect(granted(c.runDir)).toEqual(granted(a.runDir));
 
-    const other = await runInstance(newInstanceOptions(setup, { name: 'other-seed', seed: 'another-seed' }));
     expect(signedManifest(other.runDir, setup).wake_schedule_hash).not.toBe(manifestC.wake_schedule_hash);
   }, 180_000);
 });

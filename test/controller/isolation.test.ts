@@ -19,6 +19,7 @@ import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { writePublicKey } from '../../schema/public-key-file.js';
 import { WriterClient } from '../../writer/client.js';
 import { newToken, spawnWriter, type WriterProcess } from '../../writer/spawn.js';
+import { systemTmpdir } from '../support/suite-temp-dir.js';
 import { messageDraft, tempDir } from '../support/writer-fixture.js';
 
 const execFileAsync = promisify(execFile);
@@ -230,7 +231,8 @@ describe.skipIf(!isRoot)('as root: separate uids', () => {
 describe.skipIf(!isRoot)('as root: a checkout the unprivileged uids cannot read', () => {
   it('falls back to a readable copy under /var/tmp that the writer uid runs from, leaving the checkout as it was', async () => {
     // The checkout sits in a 0700 root-owned folder, like a clone in root's home.
-    const hidden = mkdtempSync(path.join(tmpdir(), 'ds-iso-hidden-'));
+    // On the system's temporary folder, not the suite's tmpfs one: `cp -al` links across no file system.
+    const hidden = mkdtempSync(path.join(systemTmpdir(), 'ds-iso-hidden-'));
     scratch.push(hidden);
     chmodSync(hidden, 0o700);
     const checkout = path.join(hidden, 'repo');

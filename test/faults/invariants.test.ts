@@ -15,11 +15,12 @@ import { FAULT_FILES, FaultReached } from '../../schema/fault-points.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
-import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
+import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
 import { tempDir } from '../support/writer-fixture.js';
 
-let setup: ControllerSetup;
+let run: FinishedRun | undefined;
 let runDir: string;
 let copies: RunCopies;
 /** Every event of the honest run, as stored. */
@@ -40,10 +41,9 @@ function writeAckLogs(dir: string): void {
 }
 
 beforeAll(async () => {
-  setup = controllerSetup();
-  const result = await runInstance(newInstanceOptions(setup, { group: 'C', name: 'invariants' }));
-  if (result.status !== 'finished') throw new Error(`the reference run did not finish: ${result.status}`);
-  runDir = result.runDir;
+  // The suite's shared finished C run (finishedRun checks that it finished), a copy of its own.
+  run = await finishedRun();
+  runDir = run.runDir;
   copies = new RunCopies(runDir);
   const reader = StoreReader.open(storeOf(runDir));
   try {
@@ -58,7 +58,7 @@ beforeAll(async () => {
 afterAll(() => {
   copies?.removeAll();
   for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
-  if (setup) rmSync(setup.dir, { recursive: true, force: true });
+  run?.cleanup();
 });
 
 function faultDir(): string {

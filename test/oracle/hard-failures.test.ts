@@ -15,27 +15,28 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { schemaVersionOf, type EventType, type PayloadOf } from '../../schema/event-catalog.js';
 import { hashText, type HashString } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
+import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { cloneRecord, duplicateOf, editPayload, forgedEvent, insertAfter } from '../support/record-forgery.js';
 import { RunCopies } from '../support/store-forgery.js';
 import type { z } from 'zod';
 
-let setup: ControllerSetup;
-let result: InstanceResult;
+let run: FinishedRun | undefined;
+let result: Pick<InstanceResult, 'runDir'>;
 let record: RunRecord;
 let copies: RunCopies;
 
 beforeAll(async () => {
-  setup = controllerSetup();
-  result = await runInstance(newInstanceOptions(setup, { name: 'hard-failures' }));
-  if (result.status !== 'finished') throw new Error(`the reference run did not finish: ${result.status}`);
+  // The suite's shared finished C run (finishedRun checks that it finished), a copy of its own.
+  run = await finishedRun();
+  result = { runDir: run.runDir };
   record = loadRunRecord(result.runDir, SCENARIOS_DIR);
   copies = new RunCopies(result.runDir);
 }, 120_000);
 
 afterAll(() => {
   copies?.removeAll();
-  if (setup) rmSync(setup.dir, { recursive: true, force: true });
+  run?.cleanup();
 });
 
 const clean = { expectedPreregSha256: null, scenariosDir: SCENARIOS_DIR } as const;

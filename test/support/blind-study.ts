@@ -8,8 +8,9 @@ import { cpSync } from 'node:fs';
 import path from 'node:path';
 import type { Group } from '../../controller/instance-runner.js';
 import { runStudy } from '../../experiments/study/study-runner.js';
-import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
+import { controllerSetup, newInstanceOptions, reopenControllerSetup, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
 import { copyingRunner } from './copying-runner.js';
+import { cachedFolder } from './fixture-cache.js';
 import { tempDir } from './writer-fixture.js';
 
 export const BLIND_SEED = 'blind-seed-7';
@@ -19,11 +20,24 @@ export interface BlindStudy {
   readonly setup: ControllerSetup;
   /** A study folder with instances A-r1, B-r1, C-r1: never exported itself (use copyStudy). */
   readonly studyDir: string;
+  /** The folder the runs and the study were made in (the shared fixture's, not this copy's): no export may name it either. */
+  readonly builtIn: string;
 }
 
-/** Three real runs (in parallel, ~25 s) and the study folder made of them. */
+/** The study folder inside a built (or copied) fixture folder. */
+const STUDY_FOLDER = 'study';
+
+/**
+ * Three real runs (in parallel, ~25 s) and the study folder made of them: built once per test
+ * run (fixture-cache.ts) and copied for the caller, who may use its setup's key folder freely.
+ */
 export async function makeBlindStudy(): Promise<BlindStudy> {
-  const setup = controllerSetup();
+  const { dir, builtIn } = await cachedFolder('blind-study', buildBlindStudy);
+  return { setup: reopenControllerSetup(dir), studyDir: path.join(dir, STUDY_FOLDER), builtIn };
+}
+
+async function buildBlindStudy(dir: string): Promise<void> {
+  const setup = controllerSetup(dir);
   const source: Partial<Record<Group, string>> = {};
   await Promise.all(
     (['A', 'B', 'C'] as const).map(async (group) => {
@@ -33,9 +47,8 @@ export async function makeBlindStudy(): Promise<BlindStudy> {
       source[group] = result.runDir;
     }),
   );
-  const studyDir = path.join(tempDir('ds-blind-study-'), 'study');
   await runStudy({
-    outDir: studyDir,
+    outDir: path.join(dir, STUDY_FOLDER),
     seed: BLIND_SEED,
     preregFile: setup.preregFile,
     keyDir: setup.keyDir,
@@ -51,7 +64,6 @@ export async function makeBlindStudy(): Promise<BlindStudy> {
     onProgress: () => {},
     runInstance: copyingRunner([], (group) => source[group]!),
   });
-  return { setup, studyDir };
 }
 
 /** A fresh copy of a study folder (its own path, no sealed map unless the source has one). */

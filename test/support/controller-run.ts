@@ -1,7 +1,7 @@
 // Real experiment instances for tests: a locked copy of the default pre-registration, a key
 // folder of its own, and the controller run in-process (it still spawns a real ds-writer and
 // ds-runtime) or as the real `npm run experiment` command line.
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNewInstance, resumeInstance, type Group, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
@@ -22,8 +22,8 @@ export interface ControllerSetup {
   readonly preregFile: string;
 }
 
-export function controllerSetup(): ControllerSetup {
-  const dir = tempDir('ds-controller-');
+/** A fresh setup in `dir` (by default a new temporary folder): a new key, a locked pre-registration, an empty runs/. */
+export function controllerSetup(dir: string = tempDir('ds-controller-')): ControllerSetup {
   const keyDir = path.join(dir, 'keys');
   const key = loadOrCreateControllerKey(keyDir);
   const preregFile = path.join(dir, 'prereg.json');
@@ -32,6 +32,14 @@ export function controllerSetup(): ControllerSetup {
   if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
   mkdirSync(path.join(dir, 'runs'));
   return { dir, keyDir, key, preregFile };
+}
+
+/** The setup controllerSetup made in `dir`, reopened (in a copy of its folder, say): its key loaded, not made anew. */
+export function reopenControllerSetup(dir: string): ControllerSetup {
+  const keyDir = path.join(dir, 'keys');
+  const preregFile = path.join(dir, 'prereg.json');
+  if (!existsSync(keyDir) || !existsSync(preregFile)) throw new Error(`test setup: ${dir} holds no controller setup (keys/, prereg.json)`);
+  return { dir, keyDir, key: loadOrCreateControllerKey(keyDir, { create: false }), preregFile };
 }
 
 export interface InstanceRun {
