@@ -23,8 +23,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { InternalError } from './typed-error.js';
 
-/** Packages with native parts: imported from the code root's node_modules, never bundled. */
-const NATIVE_PACKAGES = ['better-sqlite3'] as const;
+/** Packages with native parts (a .node addon, esbuild's own binary): imported from the code root's node_modules, never bundled. */
+const NATIVE_PACKAGES = ['better-sqlite3', 'esbuild'] as const;
+/**
+ * The bundle's own URL, for its banner. Spelled in pieces: this file is itself bundled (the CLI
+ * commands and the fault harness import it), and the plugin below rewrites every whole spelling.
+ */
+const BUNDLE_OWN_URL = ['import', 'meta', 'url'].join('.');
 /** A bundle that is not built in this long is a broken code root, not a slow one. */
 const BUILD_TIMEOUT_MS = 60_000;
 
@@ -88,7 +93,7 @@ async function bundle(entry: string, codeRoot: string): Promise<ProcessCode> {
         format: 'esm',
         target: 'node20',
         // Bundled CommonJS packages call require(): give the module one.
-        banner: { js: "import { createRequire as __dsCreateRequire } from 'node:module'; const require = __dsCreateRequire(import.meta.url);" },
+        banner: { js: `import { createRequire as __dsCreateRequire } from 'node:module'; const require = __dsCreateRequire(${BUNDLE_OWN_URL});` },
         plugins: [native, ownUrl],
         logLevel: 'silent',
         write: false,

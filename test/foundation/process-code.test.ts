@@ -64,6 +64,12 @@ describe('processCodeFor', () => {
     expect(runtime).toContain(JSON.stringify(pathToFileURL(path.join(REPO, 'runtime', 'model-adapters', 'load-engine.ts')).href));
   });
 
+  it('bundles a command that itself bundles (this module inside a bundle keeps its banner intact)', async () => {
+    const code = await processCodeFor(path.join(REPO, 'experiments', 'cli', 'verify.ts'), REPO);
+    const out = execFileSync(process.execPath, [code.main, '--help'], { encoding: 'utf8' });
+    expect(out).toMatch(/verify/);
+  });
+
   it('refuses (forged) a bundle folder that another uid could write to, naming it', async () => {
     const dir = path.join(ownTmp, `ds-code-${process.getuid!()}`);
     mkdirSync(dir, { recursive: true });
