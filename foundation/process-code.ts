@@ -14,13 +14,12 @@
 // computed paths (the local model's engine) are left as they are. `import.meta.url` in each
 // source file is replaced by that file's own URL, so paths resolved from it (the local
 // engine's folder) mean what they mean under tsx.
-import { build, type Plugin } from 'esbuild';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { InternalError } from './typed-error.js';
 
 /** Packages with native parts (a .node addon, esbuild's own binary): imported from the code root's node_modules, never bundled. */
@@ -63,50 +62,7 @@ export function processCodeFor(entry: string, codeRoot: string): Promise<Process
 }
 
 async function bundle(entry: string, codeRoot: string): Promise<ProcessCode> {
-  const requireFromRoot = createRequire(path.join(codeRoot, 'package.json'));
-  const native: Plugin = {
-    name: 'native-packages-from-code-root',
-    setup(b) {
-      const filter = new RegExp(`^(${NATIVE_PACKAGES.map((p) => p.replace(/[-/]/g, '\\$&')).join('|')})$`);
-      b.onResolve({ filter }, (args) => ({ path: pathToFileURL(requireFromRoot.resolve(args.path)).href, external: true }));
-    },
-  };
-  const ownUrl: Plugin = {
-    name: 'import-meta-url-of-each-source',
-    setup(b) {
-      b.onLoad({ filter: /\.ts$/ }, (args) => ({
-        contents: readFileSync(args.path, 'utf8').replace(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(args.path).href)),
-        loader: 'ts',
-      }));
-    },
-  };
-  let text: Uint8Array;
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new ProcessCodeError(`bundling ${entry} took more than ${BUILD_TIMEOUT_MS} ms`)), BUILD_TIMEOUT_MS).unref());
-  try {
-    const result = await Promise.race([
-      build({
-        entryPoints: [entry],
-        absWorkingDir: codeRoot,
-        tsconfig: path.join(codeRoot, 'tsconfig.json'),
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node20',
-        // Bundled CommonJS packages call require(): give the module one.
-        banner: { js: `import { createRequire as __dsCreateRequire } from 'node:module'; const require = __dsCreateRequire(${BUNDLE_OWN_URL});` },
-        plugins: [native, ownUrl],
-        logLevel: 'silent',
-        write: false,
-      }),
-      timeout,
-    ]);
-    if (result.errors.length > 0) throw new ProcessCodeError(`bundling ${entry}: ${result.errors.map((e) => e.text).join('; ')}`);
-    if (result.outputFiles.length !== 1) throw new ProcessCodeError(`bundling ${entry} gave ${result.outputFiles.length} files, not one`);
-    text = result.outputFiles[0]!.contents;
-  } catch (error) {
-    if (error instanceof ProcessCodeError) throw error;
-    throw new ProcessCodeError(`bundling ${entry} from ${codeRoot} failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const text = await buildInOwnProcessGroup(entry, codeRoot);
   const sha = createHash('sha256').update(text).digest('hex');
   const main = path.join(bundleFolder(), `${path.basename(path.dirname(entry))}-${path.basename(entry, '.ts')}-${sha.slice(0, 32)}.mjs`);
   if (!existsSync(main)) {
@@ -130,4 +86,74 @@ function bundleFolder(): string {
   // A child under another uid must read its bundle (mkdir's mode is cut by the umask).
   if ((stat.mode & 0o755) !== 0o755) chmodSync(dir, 0o755);
   return dir;
+}
+
+/**
+ * esbuild's build, run in a node process of its own process group: esbuild's service is a child of
+ * whoever calls it, and a Ctrl-C (SIGINT to the controller's group, `npm run study`) would kill it
+ * mid-build, turning an operator's stop during start-up into a failed instance. Plain JavaScript,
+ * so that this step needs no loader. The bundle comes back on stdout.
+ */
+const BUILDER_SOURCE = `
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+const [entry, codeRoot, esbuildPath, nativesJson, banner] = process.argv.slice(1);
+const { build } = createRequire(esbuildPath)(esbuildPath);
+const requireFromRoot = createRequire(path.join(codeRoot, 'package.json'));
+const natives = new Set(JSON.parse(nativesJson));
+try {
+  const result = await build({
+    entryPoints: [entry], absWorkingDir: codeRoot, tsconfig: path.join(codeRoot, 'tsconfig.json'),
+    bundle: true, platform: 'node', format: 'esm', target: 'node20', banner: { js: banner },
+    logLevel: 'silent', write: false,
+    plugins: [
+      { name: 'native-packages-from-code-root', setup(b) { b.onResolve({ filter: /^[^./]/ }, (a) => (natives.has(a.path) ? { path: pathToFileURL(requireFromRoot.resolve(a.path)).href, external: true } : undefined)); } },
+      { name: 'import-meta-url-of-each-source', setup(b) { b.onLoad({ filter: /[.]ts$/ }, (a) => ({ contents: readFileSync(a.path, 'utf8').replace(/\\bimport[.]meta[.]url\\b/g, JSON.stringify(pathToFileURL(a.path).href)), loader: 'ts' })); } },
+    ],
+  });
+  if (result.outputFiles.length !== 1) throw new Error('esbuild gave ' + result.outputFiles.length + ' files, not one');
+  process.stdout.write(result.outputFiles[0].contents);
+} catch (error) {
+  process.stderr.write(String(error && error.message ? error.message : error));
+  process.exitCode = 1;
+}
+`;
+/** A bundle is ~1 MB; more than this on the builder's stdout is not a bundle. */
+const MAX_BUNDLE_BYTES = 64 * 1024 * 1024;
+
+function buildInOwnProcessGroup(entry: string, codeRoot: string): Promise<Uint8Array> {
+  const esbuildPath = createRequire(import.meta.url).resolve('esbuild');
+  // Bundled CommonJS packages call require(): give the module one.
+  const banner = `import { createRequire as __dsCreateRequire } from 'node:module'; const require = __dsCreateRequire(${BUNDLE_OWN_URL});`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', BUILDER_SOURCE, entry, codeRoot, esbuildPath, JSON.stringify(NATIVE_PACKAGES), banner], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let err = '';
+    let refusal: string | null = null;
+    const timer = setTimeout(() => {
+      refusal = `bundling ${entry} took more than ${BUILD_TIMEOUT_MS} ms`;
+      child.kill('SIGKILL');
+    }, BUILD_TIMEOUT_MS);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      outBytes += chunk.length;
+      if (outBytes > MAX_BUNDLE_BYTES && refusal === null) {
+        refusal = `bundling ${entry} gave more than ${MAX_BUNDLE_BYTES} bytes`;
+        child.kill('SIGKILL');
+      } else out.push(chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString('utf8')).slice(-8_000)));
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new ProcessCodeError(`bundling ${entry} from ${codeRoot} failed: ${error.message}`));
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (refusal !== null) reject(new ProcessCodeError(refusal));
+      else if (code !== 0) reject(new ProcessCodeError(`bundling ${entry} from ${codeRoot} failed (${signal ?? `exit ${String(code)}`}): ${err.trim()}`));
+      else resolve(Buffer.concat(out));
+    });
+  });
 }
