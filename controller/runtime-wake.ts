@@ -28,6 +28,8 @@ export interface RuntimeWakeCall {
   readonly visibleToSeq: number;
   /** The runtime waits for the controller after each append (only a runtime-crash drill needs it: runtime/protocol.ts RuntimeWake). */
   readonly holdAtEachAppend: boolean;
+  /** Steps with nothing between them share one append (runtime/protocol.ts RuntimeWake steps_share_appends): only on a wake with no planned crash. */
+  readonly stepsShareAppends: boolean;
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
   readonly log: (line: string) => void;
@@ -41,7 +43,7 @@ export async function wakeRuntime(call: RuntimeWakeCall): Promise<RuntimeAnswer>
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
   });
-  const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: call.visibleToSeq, budget: wake.budget, hold_at_each_append: call.holdAtEachAppend }, call.timeoutMs);
+  const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: call.visibleToSeq, budget: wake.budget, hold_at_each_append: call.holdAtEachAppend, steps_share_appends: call.stepsShareAppends }, call.timeoutMs);
   // When the stop wins the race, the wake's promise must not become an unhandled rejection (it ends later).
   waking.catch(() => undefined);
   try {

@@ -136,7 +136,7 @@ export class WakeSequence {
     // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
     const timeoutMs = WAKE_TIMEOUT_MS + modelCallBudgetMs(this.ctx.input);
     const wakeTheRuntime = (holdAtEachAppend: boolean): Promise<RuntimeAnswer> =>
-      wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
+      wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, stepsShareAppends: crash === null, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
     let answer: RuntimeAnswer;
     try {
       answer = crash === null ? await wakeTheRuntime(false) : await drills.runCrashWake(crash, wake, wakeTheRuntime);

@@ -160,6 +160,13 @@ export const RuntimeWake = z.strictObject({
    * on every other wake the runtime reports its appends and goes on. Absent: false.
    */
   hold_at_each_append: z.boolean().default(false),
+  /**
+   * Whether steps with nothing between them share one append (one durable commit): the answer
+   * and its focus update, when the answer proposes no plan, no action and no claim. True on a wake
+   * with no planned crash; false on a crash drill's wake, whose kill points count one append per
+   * step (controller/crash-drills.ts). The same events in the same order either way. Absent: false.
+   */
+  steps_share_appends: z.boolean().default(false),
 });
 export type RuntimeWake = z.infer<typeof RuntimeWake>;
 

@@ -51,7 +51,7 @@ export class RuntimeWakeError extends InternalError {
   }
 }
 
-/** A wake as the caller asks for it (hold_at_each_append may be left out: false). */
+/** A wake as the caller asks for it (hold_at_each_append and steps_share_appends may be left out: false). */
 export type RuntimeWakeRequest = Omit<z.input<typeof RuntimeWake>, 'type'>;
 
 export interface RuntimeProcess {

@@ -117,17 +117,21 @@ class Wake {
   private attempts = 0;
 
   /**
-   * Appends one event (committed before this returns) and reports progress. An event without
-   * an idempotency key of its own gets one from the wake and the attempt's number, so a request
-   * the writer receives twice is stored once (a wake is never run twice, and a refused attempt
-   * still uses up its number).
+   * Appends one event, or several in one commit (`after`: steps with nothing between them, see
+   * RuntimeWake steps_share_appends), committed before this returns, and reports progress once.
+   * An event without an idempotency key of its own gets one from the wake and an attempt number
+   * of its own, so a request the writer receives twice is stored once (a wake is never run
+   * twice, and a refused attempt still uses up its numbers).
    */
-  async recordAndReport(draft: Draft): Promise<{ event_id: string; seq: number }> {
-    this.attempts += 1;
-    const full: EventDraft = { ...draft, idempotency_key: draft.idempotency_key ?? `${this.input.subjectId}:${this.wakeId}:append-${this.attempts}`, schema_version: schemaVersionOf(draft.event_type) };
-    const result = await this.input.client.append([full]);
-    this.appends += 1;
-    if (eventIs(draft, 'ActionEvent.ExecutionIntentRecorded')) this.executionIntents += 1;
+  async recordAndReport(draft: Draft, ...after: readonly Draft[]): Promise<{ event_id: string; seq: number }> {
+    const drafts = [draft, ...after];
+    const full = drafts.map((d): EventDraft => {
+      this.attempts += 1;
+      return { ...d, idempotency_key: d.idempotency_key ?? `${this.input.subjectId}:${this.wakeId}:append-${this.attempts}`, schema_version: schemaVersionOf(d.event_type) };
+    });
+    const result = await this.input.client.append(full);
+    this.appends += drafts.length;
+    this.executionIntents += drafts.filter((d) => eventIs(d, 'ActionEvent.ExecutionIntentRecorded')).length;
     await this.input.onProgress({ appends: this.appends, execution_intents: this.executionIntents });
     return { event_id: result.events[0]!.event_id, seq: result.events[0]!.seq };
   }
@@ -177,8 +181,10 @@ class Wake {
         this.boundary(`before claim ${index + 1}`);
         await this.remember(claim, index);
       }
-      this.boundary('before the focus update');
-      await this.recordAndReport(this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition }));
+      if (!this.focusRecorded) {
+        this.boundary('before the focus update');
+        await this.recordAndReport(this.focusDraft(output));
+      }
     }
     const checkpoint: WakeCheckpoint = output
       ? { ...output.checkpoint, observed_event_seq: wake.visible_to_seq }
@@ -330,8 +336,21 @@ class Wake {
       this.notes.push(`model output fails the protocol${cutAtCap ? ' (cut at its token cap)' : ''}: ${parsed.detail.slice(0, 200)}`);
       return null;
     }
-    await this.recordAndReport(this.draft('ModelOutputEvent.ModelAnswered', 'model', answered));
-    return parsed.output;
+    const answer = this.draft('ModelOutputEvent.ModelAnswered', 'model', answered);
+    const output = parsed.output;
+    if (this.input.wake.steps_share_appends && !output.plan_revision && output.actions.length === 0 && output.claims.length === 0) {
+      // Nothing lies between the answer and its focus: one commit for both (issue 19 item 2), the same events in the same order.
+      await this.recordAndReport(answer, this.focusDraft(output));
+      this.focusRecorded = true;
+    } else await this.recordAndReport(answer);
+    return output;
+  }
+
+  /** Set when the focus update was committed with the answer (record()): run() then has none left to append. */
+  private focusRecorded = false;
+
+  private focusDraft(output: SubjectAnswer): Draft {
+    return this.draft('MemoryEvent.FocusUpdated', 'runtime', { attention_target: output.focus.attention_target, waiting_condition: output.focus.waiting_condition });
   }
 
   /** The longest prefix of `raw` that keeps the event within the store's limits (a note says when it is cut). */

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GROUP_CAPABILITIES } from '../../design/manifest.js';
-import { PreRegistration } from '../../design/prereg.js';
+import { modelCallRulesOf, PreRegistration } from '../../design/prereg.js';
+import { resolveModel } from '../../design/model-choice.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import {
   RuntimeChildMessage,
@@ -26,6 +27,8 @@ import { RetrievalPolicy } from '../../schema/retrieval-policy.js';
 import type { WriterClient } from '../../writer/client.js';
 import { ControllerScript, readEvents, RUNTIME_GOAL_ID, runtimeWorkspace, WORKSPACE_FILES, type OpenWake } from '../support/runtime-store.js';
 import { messageDraft, startWriterFixture, type WriterFixture } from '../support/writer-fixture.js';
+import { startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { STUB_ANSWER } from '../../experiments/bench/wake-overhead-bench.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUNTIME_MAIN = path.join(REPO_ROOT, 'runtime', 'main.ts');
@@ -598,6 +601,34 @@ describe('ds-runtime: real wakes against a live writer', () => {
       await script.endWake(wake, report);
     } finally {
       expect(await fromRoot.stop()).toEqual({ code: 0, signal: null });
+    }
+  });
+
+  test('an answer that asks for nothing else: with steps_share_appends its focus update is committed with it (one append, one wake_progress); without, one append each', async () => {
+    const server = await startScriptedModelServer(() => Promise.resolve({ kind: 'content', content: STUB_ANSWER }));
+    const rules = modelCallRulesOf(PREREG);
+    if (rules === null) throw new Error('the default pre-registration fixes the model-call rules');
+    const stub = await spawnRuntime(startConfig(f, workspace, { model: resolveModel(server.modelChoice(), rules.transport_retry).runtime }));
+    const seen: WakeProgress[] = [];
+    stub.onProgress((p) => seen.push(p));
+    try {
+      for (const share of [true, false]) {
+        const wake = await script.startWake();
+        const report = await stub.wake({ ...wake.request, steps_share_appends: share }, WAKE_TIMEOUT_MS);
+        const appended = await runtimeEventsOf(wake);
+        // The same events in the same order either way.
+        expect(appended.map((e) => e.event_type), `share ${share}`).toEqual(['ModelOutputEvent.ModelAnswered', 'MemoryEvent.FocusUpdated']);
+        expect(appended[1]!.seq).toBe(appended[0]!.seq + 1);
+        expect(report.appends).toBe(2);
+        expect(seen.filter((p) => p.wake_id === wake.wakeId).map((p) => p.appends), `share ${share}`).toEqual(share ? [2] : [1, 2]);
+        // One commit: the writer stamps a batch with one recorded_at.
+        if (share) expect(appended[1]!.recorded_at).toBe(appended[0]!.recorded_at);
+        await script.endWake(wake, report);
+      }
+      expect(server.requests).toHaveLength(2);
+    } finally {
+      await stub.stop();
+      await server.close();
     }
   });
 
