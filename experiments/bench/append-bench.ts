@@ -25,6 +25,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 import { eventIdFor } from '../../schema/envelope-hash.js';
 import type { PayloadOf } from '../../schema/event-catalog.js';
 import { MessageReceived } from '../../schema/events/world-events.js';
@@ -188,11 +189,20 @@ function insertRow(store: RawStore, row: RawRow): void {
   store.insert.run(row.seq, row.eventId, EVENT_TYPE, null, row.text);
 }
 
-function benchRawSingle(dbPath: string, events: number, bodyChars: number): Timed {
+/**
+ * Raw single durable commits. `withProjection`: each commit also updates the projection row, as
+ * the store's must (DESIGN §12.2: the projected state is committed with the events), with a state
+ * the size of the bench's event-counts projection: the same durable work, without the writer.
+ */
+function benchRawSingle(dbPath: string, events: number, bodyChars: number, withProjection = false): Timed {
   const store = openRawStore(dbPath);
   try {
     const rows = renderRows(WARMUP_SINGLE_COMMITS + events, bodyChars);
-    const commitOne = store.db.transaction((row: RawRow) => insertRow(store, row));
+    const updateProjection = withProjection ? insertProjectionRow(store.db) : null;
+    const commitOne = store.db.transaction((row: RawRow) => {
+      insertRow(store, row);
+      updateProjection?.(row.seq);
+    });
     for (let i = 0; i < WARMUP_SINGLE_COMMITS; i += 1) commitOne.immediate(rows[i]!);
     const startMs = performance.now();
     for (let i = WARMUP_SINGLE_COMMITS; i < rows.length; i += 1) commitOne.immediate(rows[i]!);
@@ -201,6 +211,41 @@ function benchRawSingle(dbPath: string, events: number, bodyChars: number): Time
   } finally {
     store.db.close();
   }
+}
+
+/**
+ * One durable single-row commit (envelopes of the append benchmark's size) after `idleMs` of idle, median of `samples` (a warm-up of
+ * WARMUP_SINGLE_COMMITS first): what a wake's commits cost, each after the pause its model call
+ * or its round trips leave. On this 2-core VM a commit after 20 ms or more idle took ~3x the
+ * tight loop's (measured: 0.25 ms back to back, ~0.85 ms after 20-200 ms).
+ */
+export async function rawCommitAfterIdleMs(dbPath: string, idleMs: number, samples: number): Promise<number> {
+  const store = openRawStore(dbPath);
+  try {
+    const rows = renderRows(WARMUP_SINGLE_COMMITS + samples, bodyCharsForTarget(WARMUP_SINGLE_COMMITS));
+    const commitOne = store.db.transaction((row: RawRow) => insertRow(store, row));
+    for (let i = 0; i < WARMUP_SINGLE_COMMITS; i += 1) commitOne.immediate(rows[i]!);
+    const times: number[] = [];
+    for (let i = WARMUP_SINGLE_COMMITS; i < rows.length; i += 1) {
+      await delay(idleMs);
+      const startMs = performance.now();
+      commitOne.immediate(rows[i]!);
+      times.push(performance.now() - startMs);
+    }
+    return median(times);
+  } finally {
+    store.db.close();
+  }
+}
+
+/** Inserts the projection row; returns the per-commit update of it (a state of ~100 chars, a hash, the seq). */
+function insertProjectionRow(db: Database.Database): (seq: number) => void {
+  const stateOf = (seq: number): string => JSON.stringify({ by_type: { 'SystemEvent.StoreOpened': 1, [EVENT_TYPE]: seq - 1 }, last_seq: seq, total: seq });
+  db.prepare("INSERT INTO projection VALUES (1, 'event-counts', '1', '1', '1', ?, ?, 0)").run(stateOf(0), FAKE_HASH);
+  const update = db.prepare<[string, string, number]>('UPDATE projection SET state = ?, state_hash = ?, last_applied_event_seq = ? WHERE id = 1');
+  return (seq) => {
+    update.run(stateOf(seq), FAKE_HASH, seq);
+  };
 }
 
 function benchRawBatched(dbPath: string, events: number, batchSize: number, bodyChars: number): Timed {
@@ -324,7 +369,7 @@ function benchSha256(iterations: number): number {
 // ---------------------------------------------------------------------------------
 // Rounds and report
 
-const CASES = ['raw_single', 'append_single', 'raw_batched', 'append_batched'] as const;
+const CASES = ['raw_single', 'raw_single_projection', 'append_single', 'raw_batched', 'append_batched'] as const;
 type CaseName = (typeof CASES)[number];
 type Round = Record<CaseName, Timed> & {
   /** The in-process stages, measured in the round right after the matching writer case, so both see the same disk. */
@@ -349,6 +394,7 @@ async function runCases(dir: string, roundNumber: number, params: AppendBenchPar
     return result;
   };
   const rawSingle = report('raw_single', benchRawSingle(file('raw-single'), params.singleEvents, bodyChars));
+  const rawSingleProjection = report('raw_single_projection', benchRawSingle(file('raw-single-projection'), params.singleEvents, bodyChars, true));
   const appendSingle = report('append_single', await benchAppendSingle(dir, 'append-single', params.singleEvents, bodyChars));
   const draftAt = (index: number): EventDraft => messageDraft(index, bodyChars);
   const stageSingle = measureAppendStages(dir, Math.min(STAGE_SINGLE_REQUESTS, params.singleEvents), 1, draftAt);
@@ -356,7 +402,7 @@ async function runCases(dir: string, roundNumber: number, params: AppendBenchPar
   const appendBatched = report('append_batched', await benchAppendBatched(dir, 'append-batched', params.batchedEvents, params.batchSize, bodyChars));
   const stageBatched = measureAppendStages(dir, Math.min(STAGE_BATCHED_REQUESTS, params.batchedEvents / params.batchSize), params.batchSize, draftAt);
   log(`round ${roundNumber}: stages in process ${stageSingle.in_process_total.wall_us} µs per single append, ${stageBatched.in_process_total.wall_us} µs per batched event (wall)`);
-  return { raw_single: rawSingle, append_single: appendSingle, raw_batched: rawBatched, append_batched: appendBatched, stages: { single: stageSingle, batched: stageBatched } };
+  return { raw_single: rawSingle, raw_single_projection: rawSingleProjection, append_single: appendSingle, raw_batched: rawBatched, append_batched: appendBatched, stages: { single: stageSingle, batched: stageBatched } };
 }
 
 function medianRate(rounds: readonly Round[], name: CaseName): number {
@@ -449,6 +495,7 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
     const report = {
       raw: {
         single_events_per_second: roundTo(rate('raw_single')),
+        single_with_projection_row_events_per_second: roundTo(rate('raw_single_projection')),
         batched_rows_per_second: roundTo(rate('raw_batched')),
         sha256_700B_hashes_per_second: roundTo(sha256HashesPerSecond),
       },
@@ -487,6 +534,7 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
 
     const table: [string, number, string][] = [
       ['raw_single', rate('raw_single'), 'events/s  1 row per durable commit'],
+      ['raw_single + proj.', rate('raw_single_projection'), `events/s  and the projection row updated in the same commit, as the store must: append_single is ${(rate('append_single') / rate('raw_single_projection')).toFixed(3)} of this`],
       ['append_single', rate('append_single'), 'events/s  1 event per append, each awaited'],
       ['raw_batched', rate('raw_batched'), `rows/s    ${params.batchSize} rows per commit`],
       ['append_batched', rate('append_batched'), `events/s  ${params.batchSize} per append, ${APPENDS_IN_FLIGHT} appends in flight`],

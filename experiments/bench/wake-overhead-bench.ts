@@ -36,6 +36,7 @@ import { openStoreReadOnly } from '../../writer/store-reader.js';
 import { DEFAULT_PREREG, DEFAULT_START_AT, SCENARIOS_DIR } from '../cli/run-defaults.js';
 import { formatRate, log, median, roundTo } from './bench-util.js';
 import { BENCH_AIMS } from './bench-aims.js';
+import { rawCommitAfterIdleMs } from './append-bench.js';
 import { GROUP_CAPABILITIES } from '../../design/manifest.js';
 import { measureReferencePolicyCompute, policyComputeSummary } from './reference-policy-compute.js';
 
@@ -53,6 +54,8 @@ export const BENCH_SEED = 'bench-seed';
 export const WAKE_BENCH_INSTANCE_SEED = `${BENCH_SEED}-r1`;
 const IPC_WARMUP_ROUND_TRIPS = 500;
 const IPC_ROUND_TRIPS = 5_000;
+/** Samples of each raw unit after idle (IPC round trip, durable commit): each costs the stub's latency of waiting. */
+const AFTER_IDLE_SAMPLES = 15;
 /** How many of an instance's controller lines a failure quotes. */
 const FAILURE_TAIL_LINES = 30;
 
@@ -131,10 +134,12 @@ export interface IpcRoundTrip {
   readonly median_ms: number;
   readonly mean_ms: number;
   readonly p95_ms: number;
+  /** Round trips each after `idle_ms` of idle (the wait a model call leaves), measured after the back-to-back ones; null when not asked. */
+  readonly after_idle: { readonly idle_ms: number; readonly round_trips: number; readonly median_ms: number } | null;
 }
 
 /** process.send ping-pong with a plain node child (JSON serialization, as fork uses for ds-writer and ds-runtime), one message in flight. */
-export async function measureIpcRoundTrip(): Promise<IpcRoundTrip> {
+export async function measureIpcRoundTrip(afterIdle: { readonly idleMs: number; readonly roundTrips: number } | null = null): Promise<IpcRoundTrip> {
   const child = spawn(process.execPath, ['-e', ECHO_CHILD], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
@@ -162,7 +167,20 @@ export async function measureIpcRoundTrip(): Promise<IpcRoundTrip> {
       samples[i] = performance.now() - t;
     }
     const totalMs = performance.now() - startMs;
-    return { round_trips: IPC_ROUND_TRIPS, median_ms: roundTo(median(samples), 4), mean_ms: roundTo(totalMs / IPC_ROUND_TRIPS, 4), p95_ms: roundTo(percentile(samples, 0.95), 4) };
+    const idleSamples: number[] = [];
+    for (let i = 0; afterIdle !== null && i < afterIdle.roundTrips; i += 1) {
+      await delay(afterIdle.idleMs);
+      const t = performance.now();
+      await once(IPC_WARMUP_ROUND_TRIPS + IPC_ROUND_TRIPS + i);
+      idleSamples.push(performance.now() - t);
+    }
+    return {
+      round_trips: IPC_ROUND_TRIPS,
+      median_ms: roundTo(median(samples), 4),
+      mean_ms: roundTo(totalMs / IPC_ROUND_TRIPS, 4),
+      p95_ms: roundTo(percentile(samples, 0.95), 4),
+      after_idle: afterIdle === null ? null : { idle_ms: afterIdle.idleMs, round_trips: afterIdle.roundTrips, median_ms: roundTo(median(idleSamples), 4) },
+    };
   } finally {
     if (child.connected) child.disconnect();
     await Promise.race([exited, delay(5_000)]);
@@ -434,6 +452,11 @@ export interface WakeOverheadReport {
     readonly ipc_round_trip: IpcRoundTrip;
     /** 1 / raw_single of the append benchmark (better-sqlite3, one row per BEGIN IMMEDIATE, synchronous=FULL). */
     readonly durable_commit_ms: number;
+    /**
+     * The same raw units each after the stub's latency of idle: what a wake's steps meet after its
+     * model call (ipc_round_trip.after_idle is the IPC one). The stub wake's overhead is also given in these.
+     */
+    readonly after_idle: { readonly idle_ms: number; readonly samples: number; readonly durable_commit_ms: number; readonly ipc_round_trip_ms: number };
   };
   readonly aim: WakeOverheadAim;
   readonly params: Record<string, unknown>;
@@ -443,9 +466,11 @@ export interface WakeOverheadReport {
 export async function runWakeOverheadBench(params: WakeOverheadParams, parentDir: string, durableCommitMs: number): Promise<WakeOverheadReport> {
   const dir = mkdtempSync(path.join(parentDir, 'wake-'));
   try {
-    log(`wake overhead: IPC round trip, ${IPC_ROUND_TRIPS} process.send ping-pongs with a child`);
-    const ipc = await measureIpcRoundTrip();
-    log(`wake overhead: IPC round trip median ${(ipc.median_ms * 1_000).toFixed(0)} us, mean ${(ipc.mean_ms * 1_000).toFixed(0)} us`);
+    log(`wake overhead: IPC round trip, ${IPC_ROUND_TRIPS} process.send ping-pongs with a child, then ${AFTER_IDLE_SAMPLES} after ${params.stubLatencyMs} ms idle each`);
+    const ipc = await measureIpcRoundTrip({ idleMs: params.stubLatencyMs, roundTrips: AFTER_IDLE_SAMPLES });
+    const idleCommitMs = await rawCommitAfterIdleMs(path.join(dir, 'raw-after-idle.db'), params.stubLatencyMs, AFTER_IDLE_SAMPLES);
+    const afterIdle = { idle_ms: params.stubLatencyMs, samples: AFTER_IDLE_SAMPLES, durable_commit_ms: roundTo(idleCommitMs, 4), ipc_round_trip_ms: ipc.after_idle!.median_ms };
+    log(`wake overhead: IPC round trip median ${(ipc.median_ms * 1_000).toFixed(0)} us, mean ${(ipc.mean_ms * 1_000).toFixed(0)} us; after ${afterIdle.idle_ms} ms idle: IPC ${(afterIdle.ipc_round_trip_ms * 1_000).toFixed(0)} us, durable commit ${(idleCommitMs * 1_000).toFixed(0)} us`);
     const raw = { ipcMs: ipc.median_ms, commitMs: durableCommitMs };
     const setup = benchControllerSetup(dir);
     log(`wake overhead: ${isolationLabel(params.isolation)}; group ${WAKE_BENCH_GROUP}, seed ${WAKE_BENCH_INSTANCE_SEED}`);
@@ -475,7 +500,7 @@ export async function runWakeOverheadBench(params: WakeOverheadParams, parentDir
       instance: { group: WAKE_BENCH_GROUP, seed: WAKE_BENCH_INSTANCE_SEED, start_at: DEFAULT_START_AT, isolation: referenceRun.isolationLine },
       reference,
       stub,
-      raw: { ipc_round_trip: ipc, durable_commit_ms: roundTo(durableCommitMs, 4) },
+      raw: { ipc_round_trip: ipc, durable_commit_ms: roundTo(durableCommitMs, 4), after_idle: afterIdle },
       aim: { case: 'stub', max_median_ms: WAKE_OVERHEAD_AIM_MAX_MEDIAN_MS, met: stub.overhead_ms.median <= WAKE_OVERHEAD_AIM_MAX_MEDIAN_MS },
       params: {
         overhead: 'recorded_at(WakeEnded) - recorded_at(WakeStarted) - sum of the wake\'s model latency_ms, over completed wakes',
@@ -527,9 +552,11 @@ export function wakeOverheadTableLines(r: WakeOverheadReport): string[] {
     '',
     `  ${'IPC round trip'.padEnd(20)} ${msText(r.raw.ipc_round_trip.median_ms).padStart(10)}  raw: process.send ping-pong with a child (median of ${r.raw.ipc_round_trip.round_trips}; mean ${msText(r.raw.ipc_round_trip.mean_ms)})`,
     `  ${'durable commit'.padEnd(20)} ${msText(r.raw.durable_commit_ms).padStart(10)}  raw: 1 row per BEGIN IMMEDIATE, synchronous=FULL (append benchmark raw_single)`,
+    `  ${'after idle'.padEnd(20)} ${msText(r.raw.after_idle.durable_commit_ms).padStart(10)}  raw durable commit after ${r.raw.after_idle.idle_ms} ms idle (IPC round trip ${msText(r.raw.after_idle.ipc_round_trip_ms)}; median of ${r.raw.after_idle.samples} each): what a wake's steps meet after its model call`,
     ...caseLines('reference', r.reference),
     ...policyLines(r.reference),
     ...caseLines('stub', r.stub),
+    `  ${'stub after idle'.padEnd(20)} ${msText(r.stub.overhead_ms.median).padStart(10)}  = ${roundTo(r.stub.overhead_ms.median / r.raw.after_idle.ipc_round_trip_ms)} IPC round trips = ${roundTo(r.stub.overhead_ms.median / r.raw.after_idle.durable_commit_ms, 1)} durable commits, both after ${r.raw.after_idle.idle_ms} ms idle`,
     `  ${'stub model'.padEnd(20)} ${`${r.stub.stub_latency_ms} ms`.padStart(10)}  fixed latency on loopback; ${r.stub.requests} requests, ${r.stub.model_answers} answered, ${r.stub.model_failures} failed (minimal answer: no actions)`,
     startup('(ref)', r.reference),
     startup('(stub)', r.stub),
