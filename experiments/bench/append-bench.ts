@@ -240,7 +240,8 @@ export async function rawCommitAfterIdleMs(dbPath: string, idleMs: number, sampl
 
 /** Inserts the projection row; returns the per-commit update of it (a state of ~100 chars, a hash, the seq). */
 function insertProjectionRow(db: Database.Database): (seq: number) => void {
-  const stateOf = (seq: number): string => JSON.stringify({ by_type: { 'SystemEvent.StoreOpened': 1, [EVENT_TYPE]: seq - 1 }, last_seq: seq, total: seq });
+  // The shape of a small projection state (its content is not read back): counts, the last seq, a total.
+  const stateOf = (seq: number): string => JSON.stringify({ by_type: { opened: 1, [EVENT_TYPE]: seq - 1 }, last_seq: seq, total: seq });
   db.prepare("INSERT INTO projection VALUES (1, 'event-counts', '1', '1', '1', ?, ?, 0)").run(stateOf(0), FAKE_HASH);
   const update = db.prepare<[string, string, number]>('UPDATE projection SET state = ?, state_hash = ?, last_applied_event_seq = ? WHERE id = 1');
   return (seq) => {
