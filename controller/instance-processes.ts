@@ -93,7 +93,16 @@ export class InstanceProcesses {
 
   /** The writer's exit after it became unavailable, waited for at most CHILD_STOP_TIMEOUT_MS (null: still running). */
   async writerExitAfterLoss(): Promise<WriterExit | null> {
-    return Promise.race([this.writerProcess().exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), CHILD_STOP_TIMEOUT_MS))]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), CHILD_STOP_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.writerProcess().exited, late]);
+    } finally {
+      // A timer left running holds the controller's event loop: every instance with a writer restart ended CHILD_STOP_TIMEOUT_MS late.
+      clearTimeout(timer);
+    }
   }
 
   /** Counts one planned writer restart; more than MAX_WRITER_RESTARTS interrupt the instance. */
