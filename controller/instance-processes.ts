@@ -5,6 +5,7 @@
 // wake-sequence.ts and crash-drills.ts do, through `connected()`.
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
+import { writerRequestTimeoutMsOf } from '../design/prereg.js';
 import type { PreflightReport } from '../runtime/protocol.js';
 import { spawnRuntime, type RuntimeProcess } from '../runtime/spawn.js';
 import { FaultSwitch } from '../schema/fault-switch.js';
@@ -87,7 +88,7 @@ export class InstanceProcesses {
       process: { codeRoot, faultInjection: this.faults.environmentValue, ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
     });
     const faults = this.faults;
-    this.client = await connectController(this.socket, this.tokens, { onAck: (events) => faults.recordAcks(events), onStray: (text) => this.log(`warning: ${text}`) });
+    this.client = await connectController(this.socket, this.tokens, { requestTimeoutMs: writerRequestTimeoutMsOf(this.input.prereg), onAck: (events) => faults.recordAcks(events), onStray: (text) => this.log(`warning: ${text}`) });
     this.log(`ds-writer pid ${this.writer.pid} serving seq ${this.writer.head.seq}`);
   }
 
@@ -130,6 +131,7 @@ export class InstanceProcesses {
         workspace_dir: path.join(this.input.runDir, RUN_FILES.workspace),
         model: this.input.model,
         protocol: this.input.protocol,
+        writer_request_timeout_ms: writerRequestTimeoutMsOf(this.input.prereg),
       },
       // The runtime checks its model before it says ready (loading a local model; a server's side requests and a probe call, retried like any call).
       { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + modelCallBudgetMs(this.input), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },

@@ -19,6 +19,7 @@ import { hashCanonical, HashString } from '../schema/hash.js';
 import { TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { RUN_FILES } from '../schema/run-files.js';
+import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS, WriterRequestTimeoutMs } from '../writer/protocol.js';
 
 export const PREREG_LOCK_PAYLOAD_TYPE = 'application/vnd.digital-subject.prereg-lock+json';
 export const PREREG_LOCK_SUFFIX = `.lock${RUN_FILES.dsseSuffix}`;
@@ -172,12 +173,24 @@ export const PreRegistration = z.strictObject({
   hard_failures: HardFailures,
   chain_head_signing_period_wakes: z.number().int().min(1).max(1000),
   model_calls: ModelCallRules.optional(),
+  /**
+   * How long the controller and the runtime wait for the writer's answer to one request before
+   * its outcome is unknown (the instance stops and a resume reconciles it). Absent: 30 s
+   * (writer/protocol.ts DEFAULT_WRITER_REQUEST_TIMEOUT_MS), the value of every run before issue
+   * 20; the fault harness pre-registers a shorter one so a lost message costs seconds, not 30.
+   */
+  writer_request_timeout_ms: WriterRequestTimeoutMs.optional(),
 });
 export type PreRegistration = z.infer<typeof PreRegistration>;
 
 /** What `lock` accepts and every new run or study requires: the current form, model_calls included. */
 export const LockablePreRegistration = PreRegistration.extend({ model_calls: ModelCallRules });
 export type LockablePreRegistration = z.infer<typeof LockablePreRegistration>;
+
+/** The writer request timeout an instance of this pre-registration uses. */
+export function writerRequestTimeoutMsOf(prereg: PreRegistration): number {
+  return prereg.writer_request_timeout_ms ?? DEFAULT_WRITER_REQUEST_TIMEOUT_MS;
+}
 
 /**
  * The model-call rules of a recorded pre-registration; null for one recorded before they existed

@@ -37,8 +37,6 @@ import {
 
 process.title = 'ds-runtime';
 const START_TIMEOUT_MS = 10_000;
-/** Per writer request; a read page that takes longer fails the wake as writer_unavailable. */
-const WRITER_REQUEST_TIMEOUT_MS = 30_000;
 /** How long a last message (fatal, wake_failed) may take to leave before the process exits anyway. */
 const EXIT_FLUSH_MS = 500;
 
@@ -131,7 +129,7 @@ function progressBarrier(wakeId: string, counts: { appends: number; execution_in
 
 async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { client: WriterClient | null }): Promise<WakeDone> {
   const fromSeq = cache!.lastSeq + 1;
-  const client = await WriterClient.connect(start.socket_path, 'runtime', start.token, { requestTimeoutMs: WRITER_REQUEST_TIMEOUT_MS, onAck: (events) => faults.recordAcks(events), onStray: log });
+  const client = await WriterClient.connect(start.socket_path, 'runtime', start.token, { requestTimeoutMs: start.writer_request_timeout_ms, onAck: (events) => faults.recordAcks(events), onStray: log });
   slot.client = client;
   try {
     const result = await runWake({

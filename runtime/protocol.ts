@@ -15,6 +15,7 @@ import { Identifier } from '../schema/event-definition.js';
 import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { ModelProtocol } from './model-protocol.js';
+import { WriterRequestTimeoutMs } from '../writer/protocol.js';
 
 /** The phases of one wake, in order (DESIGN §6 steps 3–8). */
 export const WAKE_PHASES = ['observe', 'think', 'plan', 'act', 'remember', 'checkpoint'] as const;
@@ -143,6 +144,8 @@ export const RuntimeStartConfig = z.strictObject({
   model: RuntimeModelConfig,
   /** The protocol the run's answers are asked for and checked in: ds-model-output/2 for new runs, the recorded one for a replay. */
   protocol: ModelProtocol,
+  /** Per writer request; a read page or append answered later fails the wake as writer_unavailable (the pre-registration's, design/prereg.ts). */
+  writer_request_timeout_ms: WriterRequestTimeoutMs,
 });
 export type RuntimeStartConfig = z.infer<typeof RuntimeStartConfig>;
 

@@ -16,6 +16,8 @@ import {
   WriterError,
   WriterResponse,
   WRITER_LIMITS,
+  WriterRequestTimeoutMs,
+  DEFAULT_WRITER_REQUEST_TIMEOUT_MS,
   type EventDraft,
   type WriterRequest,
 } from './protocol.js';
@@ -61,7 +63,7 @@ export class WriterClient {
   strayAnswers = 0;
 
   private constructor(private readonly socket: net.Socket, private readonly options: WriterClientOptions) {
-    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.requestTimeoutMs = WriterRequestTimeoutMs.parse(options.requestTimeoutMs ?? DEFAULT_WRITER_REQUEST_TIMEOUT_MS);
     this.maxInFlight = options.maxInFlight ?? 64;
     this.maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
     socket.setEncoding('utf8');

@@ -9,6 +9,14 @@ import { APPEND_REJECTION_REASONS } from '../schema/events/system-events.js';
 import { HashString } from '../schema/hash.js';
 
 /** Limits every writer enforces; a request over one is refused with `limit_exceeded`. */
+/**
+ * How long a client waits for the writer's answer to one request before its outcome is unknown
+ * (WriterUnavailableError 'timeout'). An instance's own comes from its pre-registration
+ * (design/prereg.ts writer_request_timeout_ms); absent there, DEFAULT_WRITER_REQUEST_TIMEOUT_MS.
+ */
+export const WriterRequestTimeoutMs = z.number().int().min(100).max(600_000);
+export const DEFAULT_WRITER_REQUEST_TIMEOUT_MS = 30_000;
+
 export const WRITER_LIMITS = {
   maxLineBytes: 8 * 1024 * 1024,
   maxPayloadBytes: 64 * 1024,

@@ -43,7 +43,7 @@ function print(summary: FaultSummary): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(' · ');
   const lines = [
-    `${summary.ok ? 'OK' : 'FAILED'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s; records in ${summary.out}`,
+    `${summary.ok ? 'OK' : 'FAILED'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
     `  faults by kind:  ${count(summary.faults)}`,
     `  faults by point: ${count(summary.points)}`,
     `  coverage: ${summary.coverage.cells - summary.coverage.missing.length} of ${summary.coverage.cells} applicable (point, kind) cells exercised${summary.coverage.missing.length > 0 && summary.runs >= summary.coverage.cells ? ` (missing: ${summary.coverage.missing.join('; ')})` : ''}`,

@@ -61,7 +61,12 @@ export const FaultSummary = z.strictObject({
    */
   reproduction: z.strictObject({ run: z.number().int(), compared: z.boolean(), same: z.boolean(), differences: z.array(z.string()) }).nullable(),
   out: z.string(),
+  /** Wall time of the whole batch, calibration included. */
   duration_s: z.number(),
+  /** Instances at once. */
+  concurrency: z.number().int().min(1),
+  /** Fault runs (calibration not counted) per minute of duration_s. */
+  runs_per_minute: z.number(),
 });
 export type FaultSummary = z.infer<typeof FaultSummary>;
 
@@ -278,6 +283,8 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
     reproduction,
     out: options.setup.outDir,
     duration_s: Math.round((Date.now() - startedMs) / 100) / 10,
+    concurrency: options.concurrency,
+    runs_per_minute: Math.round((results.length / Math.max((Date.now() - startedMs) / 60_000, 1e-9)) * 10) / 10,
   };
   writeFileSync(path.join(options.setup.outDir, options.only === null ? 'summary.json' : `rerun-${options.only}.json`), `${JSON.stringify(summary, null, 2)}\n`);
   return summary;

@@ -11,7 +11,7 @@
 // check), and each step's helper serves that sequence alone and shares its fault folder.
 import { processCodeFor } from '../../foundation/process-code.js';
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
@@ -46,6 +46,12 @@ export const CONTROLLER_TIMEOUT_MS = 10 * 60_000;
 export const ORPHAN_EXIT_TIMEOUT_MS = 20_000;
 /** Resumes one run may need (one fault, so one is expected; more is itself reported). */
 export const MAX_RESUMES = 3;
+/**
+ * The writer request timeout the harness pre-registers for its instances (design/prereg.ts): a
+ * dropped message is an unknown outcome after this, not after the default 30 s. Far above a
+ * request's time on a loaded machine (milliseconds), so no answer that comes times out.
+ */
+export const FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS = 5_000;
 const POLL_MS = 20;
 /** After reached.json appears, how long the harness waits to see the process stopped before acting anyway (and saying so). */
 const FREEZE_WAIT_MS = 10_000;
@@ -72,7 +78,9 @@ export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: 
   const key = loadOrCreateControllerKey(keyDir);
   const preregFile = path.join(outDir, 'prereg.json');
   if (!existsSync(preregFile)) {
-    copyFileSync(path.join(codeRoot, 'experiments', 'prereg', 'default.json'), preregFile);
+    // The default pre-registration with the harness's own writer request timeout (a run's timeouts are its pre-registered ones).
+    const prereg = JSON.parse(readFileSync(path.join(codeRoot, 'experiments', 'prereg', 'default.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(preregFile, `${JSON.stringify({ ...prereg, writer_request_timeout_ms: FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS }, null, 2)}\n`);
     const locked = lockPrereg(preregFile, key.keys, new Date().toISOString());
     if (!locked.ok) throw new Error(`cannot lock the harness's pre-registration copy: ${locked.message}`);
   }

@@ -4,7 +4,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, type PreregCheck } from '../../design/prereg.js';
+import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, writerRequestTimeoutMsOf, type PreregCheck } from '../../design/prereg.js';
+import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { signDsse, type DsseEnvelope } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { hashCanonical } from '../../schema/hash.js';
@@ -116,6 +117,17 @@ describe('lock and check', () => {
     writeFileSync(file, JSON.stringify({ ...defaultContent(), prereg_version: '1.0.1' }));
     expect(lockPrereg(file, controller.keys, '2026-07-21T00:00:00.000Z')).toMatchObject({ ok: false, problem: 'already-locked' });
     expect(readFileSync(lockFileOf(file), 'utf8')).toBe(before);
+  });
+
+  test('the writer request timeout: absent is the default, a value in bounds is the instance\'s own, one out of bounds is not locked', () => {
+    expect(writerRequestTimeoutMsOf(PreRegistration.parse(defaultContent()))).toBe(DEFAULT_WRITER_REQUEST_TIMEOUT_MS);
+    expect(writerRequestTimeoutMsOf(PreRegistration.parse({ ...defaultContent(), writer_request_timeout_ms: 5_000 }))).toBe(5_000);
+    for (const bad of [50, 600_001, 1.5, '5000']) {
+      const file = copyDefault();
+      writeFileSync(file, JSON.stringify({ ...defaultContent(), writer_request_timeout_ms: bad }));
+      expect(lockPrereg(file, controller.keys, LOCKED_AT)).toMatchObject({ ok: false, problem: 'invalid-schema', issues: [expect.stringMatching(/^writer_request_timeout_ms: /)] });
+      expect(existsSync(lockFileOf(file))).toBe(false);
+    }
   });
 
   test('an invalid file is not locked', () => {

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../experiments/faults/fault-harness.js';
 import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { INVARIANTS, prepareHarness, runFaultPlan } from '../../experiments/faults/fault-run.js';
+import { FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan } from '../../experiments/faults/fault-run.js';
+import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
@@ -123,6 +124,26 @@ describe('one run, one fault', () => {
       expect((stop?.payload as { reason: string } | undefined)?.reason).toMatch(/wake-0003 .*model call 1 was under way and its outcome is not in the store: whatever the model answered \(and what it cost\) is lost, unrecorded, and the call is not repeated/);
       // No model event of that wake: the call left no trace but the stop's words.
       expect(events.filter((e) => e.correlation_id === 'wake-0003' && e.event_type.startsWith('ModelOutputEvent.'))).toEqual([]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a request the writer never answers: the unknown outcome comes after the pre-registered writer timeout, not a fixed 30 s, and the resume finishes',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-drop-'), REPO, null);
+      // The harness's instances wait what their pre-registration says (design/prereg.ts writer_request_timeout_ms).
+      expect(JSON.parse(readFileSync(setup.preregFile, 'utf8')).writer_request_timeout_ms).toBe(FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS);
+      expect(FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS).toBeLessThan(DEFAULT_WRITER_REQUEST_TIMEOUT_MS);
+      const result = await runFaultPlan(setup, planOf('writer.socket.append_request', 'drop_message', 40));
+      expect(result.reached).toMatchObject({ point: 'writer.socket.append_request', kind: 'drop_message', hit: 40 });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      // The caller gave up after the instance's own timeout and said so; the run was stopped and resumed.
+      const log = readFileSync(path.join(result.recordDir, 'controller.log'), 'utf8');
+      expect(log).toContain(`within ${FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS} ms; its outcome is unknown`);
+      expect(log).not.toContain(`within ${DEFAULT_WRITER_REQUEST_TIMEOUT_MS} ms`);
+      expect(result.exits.length).toBeGreaterThan(1);
+      expect(result.exits.at(-1)).toBe(0);
     },
     RUN_TIMEOUT_MS,
   );

@@ -29,6 +29,7 @@ import { ControllerScript, readEvents, RUNTIME_GOAL_ID, runtimeWorkspace, WORKSP
 import { messageDraft, startWriterFixture, type WriterFixture } from '../support/writer-fixture.js';
 import { startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
 import { STUB_ANSWER } from '../../experiments/bench/wake-overhead-bench.js';
+import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUNTIME_MAIN = path.join(REPO_ROOT, 'runtime', 'main.ts');
@@ -49,6 +50,7 @@ function startConfig(f: WriterFixture, workspaceDir: string, overrides: Partial<
     workspace_dir: workspaceDir,
     model: { adapter: 'reference' },
     protocol: 'ds-model-output/2',
+    writer_request_timeout_ms: DEFAULT_WRITER_REQUEST_TIMEOUT_MS,
     ...overrides,
   };
 }
@@ -703,6 +705,7 @@ const VALID_START = {
   workspace_dir: '/nonexistent/workspace',
   model: { adapter: 'reference' },
   protocol: 'ds-model-output/2',
+  writer_request_timeout_ms: DEFAULT_WRITER_REQUEST_TIMEOUT_MS,
 } as const;
 
 describe('ds-runtime: start-up and the channel', () => {
