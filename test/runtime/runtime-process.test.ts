@@ -212,12 +212,17 @@ describe('ds-runtime: its start message uses the shared schemas', () => {
       workspace_dir: '/tmp/workspace',
       model: { adapter: 'reference' },
       protocol: 'ds-model-output/2',
+      writer_request_timeout_ms: 5_000,
     };
     expect(RuntimeStartConfig.safeParse(start).success).toBe(true);
     // The workspace, the model and the answer protocol are part of the start message: without them there is no wake to run.
     const { workspace_dir: _w, ...noWorkspace } = start;
     const { model: _m, ...noModel } = start;
     const { protocol: _p, ...noProtocol } = start;
+    // The writer request timeout too (the pre-registration's, design/prereg.ts), within its bounds.
+    const { writer_request_timeout_ms: _t, ...noTimeout } = start;
+    expect(RuntimeStartConfig.safeParse(noTimeout).success).toBe(false);
+    expect(RuntimeStartConfig.safeParse({ ...start, writer_request_timeout_ms: 50 }).success).toBe(false);
     expect(RuntimeStartConfig.safeParse(noWorkspace).success).toBe(false);
     expect(RuntimeStartConfig.safeParse(noModel).success).toBe(false);
     expect(RuntimeStartConfig.safeParse(noProtocol).success).toBe(false);
