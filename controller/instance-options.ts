@@ -23,8 +23,15 @@ export interface CommonOptions {
   readonly keyDir: string;
   /** Real-time factor of the virtual clock; null = as fast as possible. */
   readonly speed: number | null;
-  /** Aborted = emergency stop (the CLI wires SIGINT/SIGTERM to it). */
+  /** Aborted = emergency stop (the CLI wires SIGINT/SIGTERM to it): a wake under way is cut, ended 'stopped' and never run again. */
   readonly signal: AbortSignal;
+  /**
+   * Aborted = stop at the next wake boundary: the wake under way finishes as planned, the stop is
+   * recorded before the next one starts (its reason: the abort's). A cluster task's stop (a time
+   * limit, a preemption) uses it so that a requeued instance has the same wakes as one that ran
+   * through; `signal` still cuts the wake when the grace runs out. Unset: never.
+   */
+  readonly stopAtWakeEnd?: AbortSignal;
   /** Who asks (recorded with stops and resumes). */
   readonly operator: string;
   readonly scenariosDir: string;

@@ -8,7 +8,8 @@
 //
 // A stop (the signal, the pause rule, a caller's order, the runtime failing outside a plan) ends
 // the sequence as a value, not an exception: a wake stopped after its WakeStarted is ended
-// 'stopped' here (ledger first), and instance.ts records the stop itself.
+// 'stopped' here (ledger first), and instance.ts records the stop itself. A stop asked with
+// stopAtWakeEnd lands between wakes instead: the wake under way runs to its planned end.
 import path from 'node:path';
 import { ledgerOf } from '../design/budget-ledger.js';
 import type { Intervention } from '../design/intervention-plan.js';
@@ -72,6 +73,9 @@ export class WakeSequence {
     const total = this.scripts.length;
     let wakesRun = 0;
     for (let index = first; index < total; index += 1) {
+      // Between two wakes (or before the first of a resume): nothing of the next one is written yet.
+      const atWakeEnd = this.ctx.input.options.stopAtWakeEnd;
+      if (atWakeEnd?.aborted) return { wakesRun, stop: signalStop(atWakeEnd) };
       const ran = await this.runWake(index);
       if (ran.kind === 'stopped') return { wakesRun, stop: ran.stop };
       wakesRun += 1;

@@ -159,6 +159,9 @@ export function scoreInstance(inputs: ScoreInputs): InstanceScore {
     const c = compareCheckpoint(expected, got, weights, oracle.known_ids, oracle.known_thread_ids);
     return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: { ...got }, matches: c.matches, value: round(c.value * 100) };
   });
+  // A wake cut by a stop is never run again: what it lacks is the apparatus's, not the subject's; the reader must know.
+  const cut = [...eventsOf(events, 'ExperimentEvent.WakeEnded')].filter(({ p }) => p.outcome === 'stopped').map(({ p }) => p.wake_id);
+  if (cut.length > 0) notes.push(`${cut.length} wake(s) cut by a stop and not run again (${cut.slice(0, 8).join(', ')}${cut.length > 8 ? ', …' : ''}): they are scored as the stop left them`);
   const missing = perWake.filter((w) => w.recorded === null).map((w) => w.wake_id);
   if (missing.length > 0) notes.push(`no checkpoint recorded at ${missing.length} scored wake(s) (${missing.slice(0, 8).join(', ')}${missing.length > 8 ? ', …' : ''}): scored 0`);
   const stateRecovery = perWake.length === 0 ? 0 : perWake.reduce((s, w) => s + w.value, 0) / perWake.length;

@@ -1,5 +1,5 @@
 // The batch's fairness check (spec §5.2, §19.1; DESIGN §8): the groups of a replicate must have
-// had the same plan, schedule, deliveries, granted budgets, model calls and retries, and the
+// had the same plan, schedule, wake outcomes, deliveries, granted budgets, model calls and retries, and the
 // whole batch one model build with one set of parameters. Any group-dependent difference voids
 // the batch. What legitimately differs by behaviour (tokens and tool calls used) is reported,
 // not voided: a subject that reads less uses fewer tokens, and that is the treatment's effect.
@@ -32,6 +32,34 @@ function ledgerRows(record: RunRecord): Array<{ wake_id: string; granted: string
 
 function deliveries(record: RunRecord): string[] {
   return eventsOf(record.events, 'ExperimentEvent.InterventionDelivered').map(({ p }) => `${p.intervention_id}@${p.wake_id}×${p.event_ids.length}`);
+}
+
+/** Each wake's outcome, by its last WakeEnded (a stopped wake is ended 'stopped' and never run again). */
+function wakeOutcomes(record: RunRecord): Map<string, string> {
+  return new Map(eventsOf(record.events, 'ExperimentEvent.WakeEnded').map(({ p }) => [p.wake_id, p.outcome]));
+}
+
+/**
+ * The wakes whose outcome differs between the groups of a replicate, named. A stop that cuts a
+ * wake (a Ctrl-C, a time limit's grace run out) ends it 'stopped', and a resume goes on with the
+ * next one: that instance's subject never had the rest of that wake, whichever group it is in.
+ */
+function wakeOutcomeDifferences(instances: readonly FairnessInstance[]): string[] {
+  const out: string[] = [];
+  const replicates = [...new Set(instances.map((i) => i.replicate))].sort((a, b) => a - b);
+  for (const replicate of replicates) {
+    const [first, ...rest] = instances.filter((i) => i.replicate === replicate);
+    if (!first) continue;
+    const reference = wakeOutcomes(first.record);
+    for (const other of rest) {
+      const outcomes = wakeOutcomes(other.record);
+      const wakes = [...new Set([...reference.keys(), ...outcomes.keys()])].sort();
+      const differing = wakes.filter((w) => reference.get(w) !== outcomes.get(w));
+      const shown = differing.slice(0, MAX_NAMED_DIFFERENCES).map((w) => `${w} ended ${outcomes.get(w) ?? 'never'} in ${other.group}, ${reference.get(w) ?? 'never'} in ${first.group}`);
+      if (differing.length > 0) out.push(`replicate ${replicate}: ${shown.join(', ')}${differing.length > shown.length ? `, and ${differing.length - shown.length} more wake(s)` : ''}${differing.some((w) => outcomes.get(w) === 'stopped' || reference.get(w) === 'stopped') ? ' (a wake cut by a stop is not run again)' : ''}`);
+    }
+  }
+  return out;
 }
 
 function compareWithin(instances: readonly FairnessInstance[], what: (r: RunRecord) => unknown, label: string): string[] {
@@ -67,6 +95,7 @@ export function checkFairness(instances: readonly FairnessInstance[]): { checks:
   add('manifests_differ_only_by_group', manifestDiffs, 'every replicate: the signed manifests differ only in the group fields and the start time');
 
   add('same_wakes_budgets_calls', compareWithin(instances, ledgerRows, 'the budget ledger (wakes, granted budget or model calls per wake)'), 'every replicate: the same wakes in the same order, the same granted budget and model calls per wake');
+  add('same_wake_outcomes', wakeOutcomeDifferences(instances), 'every replicate: every wake ended the same way (completed, crashed as planned) for A, B and C; no wake cut by a stop in one group only');
   add('same_deliveries', compareWithin(instances, deliveries, 'the intervention deliveries (id, wake, event count)'), 'every replicate: the same interventions delivered at the same wakes with the same number of events');
 
   const models = new Set(withManifest.map((i) => canonicalJson(i.record.manifest!.model)));

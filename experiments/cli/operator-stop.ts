@@ -119,6 +119,62 @@ export function installOperatorStop(announce: (line: string) => void, what: stri
   return { signal: stop.signal };
 }
 
+/**
+ * How long a cluster task's stop lets the wake under way finish before cutting it: below Slurm's
+ * default KillWait (30 s, the time between a preemption's or scancel's SIGTERM and its SIGKILL),
+ * so even a cut wake is recorded before the kill; far below study-task.sbatch's time-limit lead
+ * (--signal=B:TERM@120). A reference-policy wake takes milliseconds, a real model's wake may not.
+ */
+export const WAKE_FINISH_GRACE_MS = 20_000;
+
+export interface GracefulStop extends OperatorStop {
+  /** Aborted at the first press: stop at the next wake boundary (controller/instance-options.ts stopAtWakeEnd). */
+  readonly atWakeEnd: AbortSignal;
+  /** Removes the signal handlers and the grace timer (a command's handlers otherwise live as long as its process). */
+  readonly release: () => void;
+}
+
+/**
+ * The stop of a scheduler's task (npm run study -- --instance K): the first press (SIGTERM from a
+ * time limit, a preemption or scancel) lets the wake under way finish and stops before the next,
+ * so a requeued instance has the very wakes of one that ran through: a cut wake is never run
+ * again (verification/store-walk.ts), and a scored wake cut by a stop would score the
+ * apparatus, not the subject. After `graceMs` — or at a second press — the wake is cut (the
+ * emergency stop, recorded); a third press abandons (exit 130) as installOperatorStop's second.
+ */
+export function installGracefulStop(announce: (line: string) => void, what: string, resumeCommand: string, graceMs = WAKE_FINISH_GRACE_MS): GracefulStop {
+  const atWakeEnd = new AbortController();
+  const now = new AbortController();
+  let grace: NodeJS.Timeout | null = null;
+  const cut = (reason: string): void => {
+    if (grace !== null) clearTimeout(grace);
+    now.abort(reason);
+  };
+  const off = onOperatorPress((press) => {
+    if (press.count === 1) {
+      announce(`${press.signal}: emergency stop — ${what} (each wake under way finishes first, at most ${graceMs / 1_000} s, then it is cut; signals within ${SAME_PRESS_WINDOW_MS / 1_000} s are this same press; press again after that to cut the wakes now, a third time to abandon without recording the stop)`);
+      // The reason recorded with the stop: the same words as the emergency stop's, for the same act.
+      atWakeEnd.abort(`operator signal ${press.signal}`);
+      // unref: a task that ends within the grace is not held open by it.
+      grace = setTimeout(() => {
+        announce(`the wake under way did not end within ${graceMs / 1_000} s of ${press.signal}: cutting it (recorded as stopped; a cut wake is not run again on resume)`);
+        now.abort(`operator signal ${press.signal} (the wake under way cut after a ${graceMs / 1_000} s grace)`);
+      }, graceMs).unref();
+    } else if (press.count === 2) {
+      announce(`second ${press.signal}: cutting the wake under way now (recorded as stopped; a cut wake is not run again on resume)`);
+      cut(`operator signal ${press.signal} (a second press: the wake under way cut)`);
+    } else {
+      announce(`${press.signal} again: abandoning now without recording the stop (exit 130); the stores are intact and ${resumeCommand} records the interruption`);
+      process.exit(130);
+    }
+  });
+  const release = (): void => {
+    off();
+    if (grace !== null) clearTimeout(grace);
+  };
+  return { signal: now.signal, atWakeEnd: atWakeEnd.signal, release };
+}
+
 /** YYYYMMDD of the wall clock: the date part of generated experiment and study ids. */
 export function todayCompact(): string {
   return new Date().toISOString().slice(0, 10).replaceAll('-', '');

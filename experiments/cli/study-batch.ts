@@ -16,7 +16,7 @@ import { scratchRootOf } from '../cluster/node-local-scratch.js';
 import { MAX_STUDY_INSTANCES } from '../../oracle/study-folder.js';
 import { UsageError } from './command-line.js';
 import type { CommandOutput } from './command-outcome.js';
-import { installOperatorStop } from './operator-stop.js';
+import { installGracefulStop } from './operator-stop.js';
 
 /** The scheduler variables a task takes its index from, in the order they are read. */
 export const TASK_INDEX_VARIABLES = ['SLURM_ARRAY_TASK_ID', 'JOB_COMPLETION_INDEX'] as const;
@@ -68,8 +68,8 @@ function taskExit(outcomes: readonly { exitCode: ExitCode }[]): ExitCode {
 export async function runTask(input: TaskInput): Promise<CommandOutput> {
   const env = process.env;
   const studyDir = path.resolve(input.outDir);
-  const stop = installOperatorStop(input.log, 'stopping the instance (the stop recorded, its folder published as stopped: resumable)', `npm run study -- --instance K --out ${studyDir}`);
-  const options: TaskOptions = { studyDir, keyDir: input.keyDir ?? null, scratch: scratchRootOf(input.scratch, env), preregFile: input.preregFile ?? null, scenariosDir: input.scenariosDir, operator: input.operator, signal: stop.signal, env, log: input.log };
+  const stop = installGracefulStop(input.log, 'stopping the instance (the stop recorded, its folder published as stopped: resumable)', `npm run study -- --instance K --out ${studyDir}`);
+  const options: TaskOptions = { studyDir, keyDir: input.keyDir ?? null, scratch: scratchRootOf(input.scratch, env), preregFile: input.preregFile ?? null, scenariosDir: input.scenariosDir, operator: input.operator, signal: stop.signal, stopAtWakeEnd: stop.atWakeEnd, env, log: input.log };
   let indices: number[];
   let plan;
   if (input.instance !== undefined) indices = [taskIndexOf('instance', input.instance, env)];
@@ -85,7 +85,7 @@ export async function runTask(input: TaskInput): Promise<CommandOutput> {
   }
   const outcomes: (TaskOutcome | { index: number; exitCode: ExitCode; error: string })[] = [];
   for (const index of indices) {
-    if (stop.signal.aborted) break;
+    if (stop.atWakeEnd.aborted) break;
     try {
       outcomes.push(await runBatchTask(options, index, plan));
     } catch (error) {

@@ -9,7 +9,8 @@
 // every instance from its run folder, applies the pre-registered expansion rule (spec §6.2),
 // checks fairness (§5.2, §19.1), states the verdict (§8.2, §17.3) and writes report.json,
 // report.md and report.html. This process is the controller of every instance (ds-controller).
-// SIGINT/SIGTERM stops every running instance (recorded, resumable) and still writes the report;
+// SIGINT/SIGTERM stops every running instance at its next wake boundary (recorded, resumable;
+// a second press cuts the wakes under way) and still writes the report;
 // --resume DIR finishes such a study from its study.json (keeps the sealed instances, resumes
 // the stopped ones, starts the ones never started), then the rule and the report.
 // Exit: 0 report written and the batch valid (supported or rejected), 4 report written but the
@@ -30,7 +31,7 @@ import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
-import { installOperatorStop, todayCompact, untilPressSettled, type OperatorStop } from './operator-stop.js';
+import { installGracefulStop, todayCompact, untilPressSettled, type GracefulStop } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf } from './model-flags.js';
 import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
@@ -207,13 +208,17 @@ function studyOutput(outcome: StudyOutcome, aborted: boolean, outDir: string, sc
   return { exitCode, json: outcome.report, text };
 }
 
-/** Ctrl-C for a study (new or resumed): stops every running instance, and names the resume. */
-function studyStop(outDir: string, screen: StudyScreen): OperatorStop {
-  return installOperatorStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
+/**
+ * Ctrl-C for a study (new or resumed): stops every running instance at its next wake boundary
+ * (a cut wake is never run again, and the groups of a replicate must have had the same wakes:
+ * oracle/fairness.ts same_wake_outcomes), and names the resume.
+ */
+function studyStop(outDir: string, screen: StudyScreen): GracefulStop {
+  return installGracefulStop((l) => screen.line(l), `stopping every running instance (each stop recorded), then writing the report; continue later with ${studyResumeCommand(outDir)}`, studyResumeCommand(outDir));
 }
 
 /** How a study run (new or resumed) ends: its failures typed, the press window waited out, its output. */
-async function finishStudy(run: () => Promise<StudyOutcome>, stop: OperatorStop, outDir: string, screen: StudyScreen, json: boolean): Promise<CommandOutput> {
+async function finishStudy(run: () => Promise<StudyOutcome>, stop: GracefulStop, outDir: string, screen: StudyScreen, json: boolean): Promise<CommandOutput> {
   let outcome: StudyOutcome;
   try {
     outcome = await run();
@@ -222,7 +227,7 @@ async function finishStudy(run: () => Promise<StudyOutcome>, stop: OperatorStop,
   }
   // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
   await untilPressSettled();
-  return studyOutput(outcome, stop.signal.aborted, outDir, screen, json);
+  return studyOutput(outcome, stop.atWakeEnd.aborted, outDir, screen, json);
 }
 
 async function main(context: CommandContext): Promise<CommandOutput | null> {
@@ -285,11 +290,12 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   const isolation = values['same-uid'] === undefined ? {} : { isolation: { forceSameUid: values['same-uid'] } };
   const screen = new StudyScreen();
   /** What a new and a resumed study alike take from this command line. */
-  const runOptions = (outDir: string, stop: OperatorStop): StudyRunOptions => ({
+  const runOptions = (outDir: string, stop: GracefulStop): StudyRunOptions => ({
     outDir,
     scenariosDir: SCENARIOS_DIR,
     operator,
     signal: stop.signal,
+    stopAtWakeEnd: stop.atWakeEnd,
     ...isolation,
     log: (line) => screen.line(line),
     onProgress: (p) => screen.progress(p),

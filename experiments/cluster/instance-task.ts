@@ -40,6 +40,8 @@ export interface TaskOptions {
   readonly scenariosDir: string;
   readonly operator: string;
   readonly signal: AbortSignal;
+  /** Stop at the next wake boundary (controller/instance-options.ts); unset: only `signal`. */
+  readonly stopAtWakeEnd?: AbortSignal;
   readonly env: NodeJS.ProcessEnv;
   readonly log: (line: string) => void;
 }
@@ -170,6 +172,7 @@ async function runOnScratch(options: TaskOptions, batchPlan: BatchPlan, entry: P
     keyDir: key.keyDir,
     speed: null,
     signal: options.signal,
+    ...(options.stopAtWakeEnd ? { stopAtWakeEnd: options.stopAtWakeEnd } : {}),
     operator: options.operator,
     scenariosDir: options.scenariosDir,
     ...(batchPlan.plan.same_uid ? { isolation: { forceSameUid: batchPlan.plan.same_uid } } : {}),

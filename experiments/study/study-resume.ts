@@ -113,6 +113,7 @@ export async function resumeStudy(options: ResumeStudyOptions): Promise<StudyOut
     concurrency,
     operator: options.operator,
     signal: options.signal,
+    stopAtWakeEnd: options.stopAtWakeEnd,
     isolation: options.isolation ?? (plan.same_uid ? { forceSameUid: plan.same_uid } : undefined),
     log: options.log,
     onProgress: options.onProgress,

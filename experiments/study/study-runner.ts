@@ -43,6 +43,8 @@ export interface StudyRunOptions {
   readonly scenariosDir: string;
   readonly operator: string;
   readonly signal: AbortSignal;
+  /** Stop every instance at its next wake boundary (controller/instance-options.ts); the study counts as stopped once it is aborted. Unset: only `signal`. */
+  readonly stopAtWakeEnd?: AbortSignal;
   /** A resumed study: absent means as it was started (study.json's same_uid). */
   readonly isolation?: IsolationOptions;
   /** Every controller log line of every instance, prefixed with the instance. */
@@ -107,6 +109,7 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
     concurrency: options.concurrency,
     operator: options.operator,
     signal: options.signal,
+    stopAtWakeEnd: options.stopAtWakeEnd,
     isolation: options.isolation,
     log: options.log,
     onProgress: options.onProgress,
@@ -129,6 +132,7 @@ export interface StudyRun {
   readonly concurrency: number;
   readonly operator: string;
   readonly signal: AbortSignal;
+  readonly stopAtWakeEnd: AbortSignal | undefined;
   readonly isolation: IsolationOptions | undefined;
   readonly log: (line: string) => void;
   readonly onProgress: (progress: StudyProgress) => void;
@@ -153,6 +157,8 @@ interface Ran {
 /** Runs (or keeps, or resumes) every instance the plan and its rule call for, then writes the report. */
 export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   const { plan, prereg, outDir, signal } = run;
+  // The study is stopped from the first press on (its instances then stop at their next wake boundary).
+  const stopped = run.stopAtWakeEnd ?? signal;
   const rule = prereg.expansion_rule;
   const nInitial = plan.n_initial;
   const nExpanded = plan.n_expanded;
@@ -200,8 +206,8 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       progress();
       return;
     }
-    if (signal.aborted || paused !== null) {
-      if (found === 'resume') ran.push({ group, replicate, dir, status: 'stopped', detail: `not resumed: the study was ${signal.aborted ? 'stopped' : 'paused'} before its turn`, wallMs: storedWallMs(group, replicate), action: 'not_reached' });
+    if (stopped.aborted || paused !== null) {
+      if (found === 'resume') ran.push({ group, replicate, dir, status: 'stopped', detail: `not resumed: the study was ${stopped.aborted ? 'stopped' : 'paused'} before its turn`, wallMs: storedWallMs(group, replicate), action: 'not_reached' });
       return;
     }
     running.set(name, found === 'resume' ? 'resuming' : 'starting');
@@ -214,6 +220,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       keyDir: run.keyDir,
       speed: null,
       signal,
+      ...(run.stopAtWakeEnd ? { stopAtWakeEnd: run.stopAtWakeEnd } : {}),
       operator: run.operator,
       scenariosDir: run.scenariosDir,
       ...(run.isolation ? { isolation: run.isolation } : {}),
@@ -278,8 +285,8 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   };
   const initial = scoredByGroup();
   const expansionFolders = [...run.found.keys()].filter((name) => Number(INSTANCE_DIR_RE.exec(name)![2]) > nInitial);
-  if (signal.aborted || paused !== null) {
-    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}the study ${signal.aborted ? 'was stopped' : 'was paused'} before every instance of n = ${nInitial} was scored`] };
+  if (stopped.aborted || paused !== null) {
+    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}the study ${stopped.aborted ? 'was stopped' : 'was paused'} before every instance of n = ${nInitial} was scored`] };
   } else if (initial === null) {
     expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}not every instance of n = ${nInitial} was scored (see the instances)`] };
   } else if (nExpanded > nInitial) {
@@ -296,7 +303,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       run.log(`expansion rule (spec §6.2): not triggered at n = ${nInitial}`);
     }
   } else expansion = { expand: false, reasons: [`n = ${nInitial} already reaches the expanded n = ${rule.expanded_n_per_group}: the rule has nothing to add`] };
-  if (signal.aborted) notes.push(`the study was stopped by the operator (${String(signal.reason)}); continue it with ${resumeHint}`);
+  if (stopped.aborted) notes.push(`the study was stopped by the operator (${String(stopped.reason)}); continue it with ${resumeHint}`);
 
   const sorted = [...ran].sort((a, b) => a.replicate - b.replicate || a.group.localeCompare(b.group));
   const report = buildStudyReport({
@@ -325,8 +332,8 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   const tally: StudyTally = { kept: count('kept'), resumed: count('resumed'), started: count('started'), notReached: count('not_reached') };
   const files = studyReportFiles(outDir);
   // A resume that found everything done leaves the report as it is (its generated_at and wall times included).
-  if (run.stored !== null && tally.kept === ran.length && !signal.aborted && reportDifferences(run.stored, report).length === 0) return { report: run.stored, files, tally, nothingToDo: true, paused };
-  if (run.stored !== null && tally.kept === ran.length && !signal.aborted) run.log(`[study] every instance was sealed already; report.json did not follow from them (${reportDifferences(run.stored, report).length} difference(s)) and is written anew`);
+  if (run.stored !== null && tally.kept === ran.length && !stopped.aborted && reportDifferences(run.stored, report).length === 0) return { report: run.stored, files, tally, nothingToDo: true, paused };
+  if (run.stored !== null && tally.kept === ran.length && !stopped.aborted) run.log(`[study] every instance was sealed already; report.json did not follow from them (${reportDifferences(run.stored, report).length} difference(s)) and is written anew`);
   return { report, files: writeStudyReport(outDir, report), tally, nothingToDo: false, paused };
 }
 

@@ -167,10 +167,12 @@ describe('one Ctrl-C through npm is one recorded emergency stop', () => {
     const byState = stores.map((name) => {
       const events = storedEvents(path.join(instancesDir, name));
       const sealed = ofType(events, 'SystemEvent.StoreSealed').length === 1;
-      return { name, state: sealed ? 'finished' : 'stopped', stops: ofType(events, 'SystemEvent.EmergencyStopped').map((e) => e.payload['reason']) };
+      return { name, state: sealed ? 'finished' : 'stopped', stops: ofType(events, 'SystemEvent.EmergencyStopped').map((e) => e.payload['reason']), cutWakes: ofType(events, 'ExperimentEvent.WakeEnded').filter((e) => e.payload['outcome'] === 'stopped').length };
     });
     expect(byState.filter((i) => i.state === 'stopped').length, JSON.stringify(byState)).toBeGreaterThan(0);
     for (const i of byState) expect(i.stops, i.name).toEqual(i.state === 'finished' ? [] : ['operator signal SIGINT']);
+    // A study's stop lands between wakes (the wake under way finishes first): no wake was cut.
+    for (const i of byState) expect(i.cutWakes, i.name).toBe(0);
     expect(existsSync(path.join(studyDir, 'report.json'))).toBe(true);
     const verified = await runCli('verify', [studyDir, '--open']);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);

@@ -15,6 +15,8 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { controllerSetup, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
 import { storedEvents, type StoredEvent } from '../support/stored-events.js';
+import { EMPTY_ANSWER, startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { wakeScriptOf } from '../../design/run-contract.js';
 
 
 function signedManifest(runDir: string, setup: ControllerSetup): InstanceManifest {
@@ -148,6 +150,57 @@ describe('emergency stop and resume', () => {
     expect(after[before.length]!.event_type).toBe('SystemEvent.Resumed');
     expect(after.filter((e) => e.event_type === 'ExperimentEvent.WakeStarted').map((e) => e.payload['wake_id'])).toHaveLength(stopped.wakesTotal);
     expectVerified(resumed.runDir, setup);
+  }, 120_000);
+});
+
+describe('a stop at the wake boundary (stopAtWakeEnd: a cluster task\'s SIGTERM, a study\'s Ctrl-C)', () => {
+  const STOPPED_IN = 'wake-0003';
+  /** wake id → WakeEnded outcome, in store order. */
+  const outcomes = (events: readonly StoredEvent[]): Array<[unknown, unknown]> => events.filter((e) => e.event_type === 'ExperimentEvent.WakeEnded').map((e) => [e.payload['wake_id'], e.payload['outcome']]);
+
+  /** A run whose model (a scripted server on loopback) is asked for a stop (`how`) while it answers STOPPED_IN's call; resumed to the end. */
+  async function stoppedInsideAWake(setup: ControllerSetup, name: string, how: 'at_wake_end' | 'now') {
+    const now = new AbortController();
+    const atWakeEnd = new AbortController();
+    let asked = false;
+    const server = await startScriptedModelServer(async (request) => {
+      if (request.wakeId === STOPPED_IN && !asked) {
+        asked = true;
+        (how === 'now' ? now : atWakeEnd).abort('operator signal SIGTERM');
+        // The answer comes after the stop was asked: the wake is under way when it is.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      return { kind: 'content', content: JSON.stringify(EMPTY_ANSWER) };
+    });
+    try {
+      const run = newInstanceOptions(setup, { name, group: 'A', signal: now.signal, stopAtWakeEnd: atWakeEnd.signal, model: server.modelChoice(30_000) });
+      const stopped = await runInstance(run);
+      expect(asked, `${STOPPED_IN}'s model call came`).toBe(true);
+      const before = storedEvents(stopped.runDir);
+      const resumed = await resume(run);
+      expect(resumed.status).toBe('finished');
+      return { stopped, before, after: storedEvents(resumed.runDir), planned: wakeScriptOf(ExperimentPlan.parse(JSON.parse(readFileSync(path.join(stopped.runDir, RUN_FILES.plan), 'utf8')))).map((w) => [w.wake.wake_id, w.outcome]) };
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('lets the wake under way finish as planned and records the stop before the next one; resumed, every wake ended as planned (the emergency stop, for contrast, cuts that wake and it is not run again)', async () => {
+    const setup = controllerSetup();
+    const graceful = await stoppedInsideAWake(setup, 'at-wake-end', 'at_wake_end');
+    expect(graceful.stopped.status).toBe('stopped');
+    expect(graceful.stopped.stopReason).toBe('operator signal SIGTERM');
+    // The stop follows STOPPED_IN's own WakeEnded (completed): nothing of the next wake before it.
+    const stopAt = graceful.before.findIndex((e) => e.event_type === 'SystemEvent.EmergencyStopped');
+    const lastEnded = graceful.before.map((e) => e.event_type).lastIndexOf('ExperimentEvent.WakeEnded');
+    expect(graceful.before[lastEnded]!.payload).toMatchObject({ wake_id: STOPPED_IN, outcome: 'completed' });
+    expect(graceful.before.slice(lastEnded + 1, stopAt).map((e) => e.event_type).filter((t) => t.startsWith('ExperimentEvent.'))).toEqual([]);
+    expect(outcomes(graceful.after)).toEqual(graceful.planned);
+    expectVerified(graceful.stopped.runDir, setup);
+
+    const cut = await stoppedInsideAWake(setup, 'cut', 'now');
+    expect(cut.stopped.stopReason).toBe('operator signal SIGTERM');
+    expect(outcomes(cut.after)).toEqual(cut.planned.map(([w, o]) => [w, w === STOPPED_IN ? 'stopped' : o]));
   }, 120_000);
 });
 

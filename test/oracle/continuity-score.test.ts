@@ -165,6 +165,14 @@ describe('forged C records', () => {
     expect(cScore.dimensions.state_recovery - forged.dimensions.state_recovery).toBeCloseTo(target.value / oracle.checkpoints.length, 5);
   });
 
+  it("a wake cut by a stop (WakeEnded 'stopped', never run again): the notes name it; an uncut run has no such note", () => {
+    const target = cScore.per_wake[3]!;
+    const ended = first(c, 'ExperimentEvent.WakeEnded', (p) => p.wake_id === target.wake_id);
+    const forged = scoreForged(editPayload(c, ended.event.seq, (p) => (p['outcome'] = 'stopped')));
+    expect(forged.notes).toContainEqual(`1 wake(s) cut by a stop and not run again (${target.wake_id}): they are scored as the stop left them`);
+    expect(cScore.notes.filter((n) => n.includes('cut by a stop'))).toEqual([]);
+  });
+
   /** The scored checkpoints after the goal change's delivery wake (the first of them decides checkpoint_aligned). */
   const afterGoalChange = (): Oracle['checkpoints'] => {
     const change = ofKind(c, 'goal_change');

@@ -67,6 +67,7 @@ describe('an honest replicate', () => {
       ['same_plan_per_replicate', true],
       ['manifests_differ_only_by_group', true],
       ['same_wakes_budgets_calls', true],
+      ['same_wake_outcomes', true],
       ['same_deliveries', true],
       ['one_model_build_and_parameters', true],
       ['transport_retries (not voiding)', true],
@@ -103,6 +104,18 @@ describe('forged differences', () => {
     expect(r.failing).toEqual(['same_wakes_budgets_calls']);
     expect(r.check.detail).toBe('replicate 1: the budget ledger (wakes, granted budget or model calls per wake) of B differs from A');
     expect(r.voidReasons).toEqual([expect.stringMatching(/^same_wakes_budgets_calls: replicate 1: .* of B differs from A$/)]);
+  });
+
+  it("a wake cut by a stop in one group only (WakeEnded 'stopped', never run again) fails same_wake_outcomes, naming the wake", () => {
+    const ended = eventsOf(records.B.events, 'ExperimentEvent.WakeEnded')[4]!;
+    const forged = editPayload(records.B, ended.event.seq, (p) => (p['outcome'] = 'stopped'));
+    const r = check(batch({ B: forged }), 'same_wake_outcomes');
+    expect(r.failing).toEqual(['same_wake_outcomes']);
+    expect(r.check.detail).toBe(`replicate 1: ${ended.p.wake_id} ended stopped in B, ${ended.p.outcome} in A (a wake cut by a stop is not run again)`);
+    expect(r.voidReasons).toEqual([`same_wake_outcomes: ${r.check.detail}`]);
+    // A wake the other group never ended is named too.
+    const missing = { ...records.C, events: records.C.events.filter((e) => e.seq !== eventsOf(records.C.events, 'ExperimentEvent.WakeEnded')[6]!.event.seq) };
+    expect(check(batch({ C: missing }), 'same_wake_outcomes').check.detail).toMatch(/^replicate 1: wake-\d+ ended never in C, (completed|crashed) in A$/);
   });
 
   it('model calls used that differ fail it', () => {
