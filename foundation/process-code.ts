@@ -6,17 +6,20 @@
 // esbuild is the compiler tsx itself uses, with the same tsconfig, so the code is the same.
 //
 // The bundle is built from the sources under the given code root the first time a controller
-// process needs it (~50 ms idle), never taken from a cache that could be stale: the isolation
-// copy and the fault harness's planted-bug copy run their own sources. The file is named by the
-// SHA-256 of its bytes in one folder per uid, so a process killed before it could clean up
-// leaves nothing new behind (1,000 fault runs, one file per code version). Native packages (better-sqlite3) stay
+// process needs it, or reused from an earlier build only when every file that build read still
+// has the bytes it had (the build's input list with each file's SHA-256, kept beside the bundle:
+// a fault batch starts thousands of controllers, and a build costs ~0.25 s of CPU and ~1 s of
+// wall on a loaded machine). The isolation copy and the fault harness's planted-bug copy run
+// their own sources (the code root is part of the key). The file is named by the SHA-256 of its
+// bytes in one folder per uid, so a process killed before it could clean up leaves nothing new
+// behind (1,000 fault runs, one file per code version). Native packages (better-sqlite3) stay
 // outside it, imported by absolute path from the code root's node_modules; dynamic imports of
 // computed paths (the local model's engine) are left as they are. `import.meta.url` in each
 // source file is replaced by that file's own URL, so paths resolved from it (the local
 // engine's folder) mean what they mean under tsx.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -40,6 +43,8 @@ export class ProcessCodeError extends InternalError {
 export interface ProcessCode {
   readonly main: string;
   readonly execArgv: readonly string[];
+  /** True when an earlier build was reused (every input unchanged), false when built now. */
+  readonly reused: boolean;
 }
 
 const built = new Map<string, Promise<ProcessCode>>();
@@ -61,17 +66,79 @@ export function processCodeFor(entry: string, codeRoot: string): Promise<Process
   return pending;
 }
 
-async function bundle(entry: string, codeRoot: string): Promise<ProcessCode> {
-  const text = await buildInOwnProcessGroup(entry, codeRoot);
+/** The most input files a build may list (the writer's bundle has a few hundred). */
+const MAX_BUILD_INPUTS = 10_000;
+
+/** What a build read: every input file (absolute) with the SHA-256 of its bytes, and the bundle it made. */
+interface BuildRecord {
+  readonly main: string;
+  readonly inputs: ReadonlyArray<readonly [string, string]>;
+}
+
+/**
+ * Builds `entry`, or reuses the bundle of an earlier build whose every input still hashes the
+ * same. Exported for the tests, which must see a build and a reuse within one process.
+ */
+export async function bundle(entry: string, codeRoot: string): Promise<ProcessCode> {
+  const folder = bundleFolder();
+  const name = `${path.basename(path.dirname(entry))}-${path.basename(entry, '.ts')}`;
+  // One record per (code root, entry, builder): a change to how bundles are made is a new key.
+  const key = createHash('sha256').update(`${codeRoot}\0${entry}\0${BUILDER_SOURCE}\0${JSON.stringify(NATIVE_PACKAGES)}\0${createRequire(import.meta.url).resolve('esbuild')}`).digest('hex');
+  const recordFile = path.join(folder, `${name}-${key.slice(0, 32)}.inputs.json`);
+  const reused = reusableBuild(recordFile);
+  if (reused !== null) return { main: reused, execArgv: [], reused: true };
+  const startedMs = Date.now();
+  const { text, inputs } = await buildInOwnProcessGroup(entry, codeRoot);
   const sha = createHash('sha256').update(text).digest('hex');
-  const main = path.join(bundleFolder(), `${path.basename(path.dirname(entry))}-${path.basename(entry, '.ts')}-${sha.slice(0, 32)}.mjs`);
-  if (!existsSync(main)) {
-    // Written whole under a name of this process, then renamed: a reader never sees half a bundle.
-    const partial = `${main}.${process.pid}.partial`;
-    writeFileSync(partial, text, { mode: 0o644 });
-    renameSync(partial, main);
+  const main = path.join(folder, `${name}-${sha.slice(0, 32)}.mjs`);
+  if (!existsSync(main)) publish(main, text);
+  // Beside what the build read: what shapes how it reads (the tsconfig, the package's type, esbuild's version).
+  const esbuildPackage = createRequire(import.meta.url).resolve('esbuild/package.json');
+  const files = [...inputs.map((input) => path.resolve(codeRoot, input)), path.join(codeRoot, 'tsconfig.json'), path.join(codeRoot, 'package.json'), esbuildPackage].filter((file) => existsSync(file));
+  const hashed = files.map((file) => ({ file, mtimeMs: statSync(file).mtimeMs, sha256: sha256Of(file) }));
+  // Kept only when no input changed since the build began (its mtime older than the start): the
+  // hashes taken now are then of the bytes the build read. A file edited during the build is not
+  // recorded, and the next start builds again.
+  if (hashed.length <= MAX_BUILD_INPUTS && hashed.every((h) => h.mtimeMs < startedMs)) {
+    const record: BuildRecord = { main, inputs: hashed.map((h) => [h.file, h.sha256] as const) };
+    publish(recordFile, JSON.stringify(record));
   }
-  return { main, execArgv: [] };
+  return { main, execArgv: [], reused: false };
+}
+
+/** The bundle an earlier build recorded in `recordFile`, if it is there and every input it read still has the same bytes; null otherwise. */
+function reusableBuild(recordFile: string): string | null {
+  let record: BuildRecord;
+  try {
+    record = JSON.parse(readFileSync(recordFile, 'utf8')) as BuildRecord;
+  } catch {
+    return null;
+  }
+  // A torn or foreign record is no record: built again (and the record replaced).
+  if (typeof record !== 'object' || record === null || typeof record.main !== 'string' || path.dirname(record.main) !== path.dirname(recordFile) || !Array.isArray(record.inputs) || record.inputs.length === 0 || record.inputs.length > MAX_BUILD_INPUTS) return null;
+  if (!existsSync(record.main)) return null;
+  for (const input of record.inputs) {
+    if (!Array.isArray(input) || typeof input[0] !== 'string' || typeof input[1] !== 'string') return null;
+    let now: string;
+    try {
+      now = sha256Of(input[0]);
+    } catch {
+      return null;
+    }
+    if (now !== input[1]) return null;
+  }
+  return record.main;
+}
+
+function sha256Of(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
+
+/** Written whole under a name of this process, then renamed: a reader never sees half a file. */
+function publish(file: string, content: string | Uint8Array): void {
+  const partial = `${file}.${process.pid}.partial`;
+  writeFileSync(partial, content, { mode: 0o644 });
+  renameSync(partial, file);
 }
 
 /** The bundles' folder, this uid's own: a folder someone else could write to would let them choose what the writer runs. */
@@ -107,13 +174,15 @@ try {
   const result = await build({
     entryPoints: [entry], absWorkingDir: codeRoot, tsconfig: path.join(codeRoot, 'tsconfig.json'),
     bundle: true, platform: 'node', format: 'esm', target: 'node20', banner: { js: banner },
-    logLevel: 'silent', write: false,
+    logLevel: 'silent', write: false, metafile: true,
     plugins: [
       { name: 'native-packages-from-code-root', setup(b) { b.onResolve({ filter: /^[^./]/ }, (a) => (natives.has(a.path) ? { path: pathToFileURL(requireFromRoot.resolve(a.path)).href, external: true } : undefined)); } },
       { name: 'import-meta-url-of-each-source', setup(b) { b.onLoad({ filter: /[.]ts$/ }, (a) => ({ contents: readFileSync(a.path, 'utf8').replace(/\\bimport[.]meta[.]url\\b/g, JSON.stringify(pathToFileURL(a.path).href)), loader: 'ts' })); } },
     ],
   });
   if (result.outputFiles.length !== 1) throw new Error('esbuild gave ' + result.outputFiles.length + ' files, not one');
+  // First line: the files the build read (relative to the code root), then the bundle.
+  process.stdout.write(JSON.stringify(Object.keys(result.metafile.inputs)) + '\\n');
   process.stdout.write(result.outputFiles[0].contents);
 } catch (error) {
   process.stderr.write(String(error && error.message ? error.message : error));
@@ -123,7 +192,7 @@ try {
 /** A bundle is ~1 MB; more than this on the builder's stdout is not a bundle. */
 const MAX_BUNDLE_BYTES = 64 * 1024 * 1024;
 
-function buildInOwnProcessGroup(entry: string, codeRoot: string): Promise<Uint8Array> {
+function buildInOwnProcessGroup(entry: string, codeRoot: string): Promise<{ text: Uint8Array; inputs: string[] }> {
   const esbuildPath = createRequire(import.meta.url).resolve('esbuild');
   // Bundled CommonJS packages call require(): give the module one.
   const banner = `import { createRequire as __dsCreateRequire } from 'node:module'; const require = __dsCreateRequire(${BUNDLE_OWN_URL});`;
@@ -153,7 +222,18 @@ function buildInOwnProcessGroup(entry: string, codeRoot: string): Promise<Uint8A
       clearTimeout(timer);
       if (refusal !== null) reject(new ProcessCodeError(refusal));
       else if (code !== 0) reject(new ProcessCodeError(`bundling ${entry} from ${codeRoot} failed (${signal ?? `exit ${String(code)}`}): ${err.trim()}`));
-      else resolve(Buffer.concat(out));
+      else {
+        const all = Buffer.concat(out);
+        const newline = all.indexOf(0x0a);
+        let inputs: unknown = null;
+        try {
+          inputs = newline < 0 ? null : JSON.parse(all.subarray(0, newline).toString('utf8'));
+        } catch {
+          inputs = null;
+        }
+        if (!Array.isArray(inputs) || !inputs.every((i) => typeof i === 'string')) reject(new ProcessCodeError(`bundling ${entry} from ${codeRoot}: the builder did not list the files it read`));
+        else resolve({ text: all.subarray(newline + 1), inputs: inputs as string[] });
+      }
     });
   });
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProcessCodeError, processCodeFor } from '../../foundation/process-code.js';
+import { bundle, ProcessCodeError, processCodeFor } from '../../foundation/process-code.js';
 
 const REPO = path.resolve(import.meta.dirname, '..', '..');
 let root: string;
@@ -53,6 +53,45 @@ describe('processCodeFor', () => {
     // Asked again, the same promise: built once per process.
     expect((await processCodeFor(entry, path.join(root, 'one'))).main).toBe(code.main);
     expect(readdirSync(path.dirname(code.main)).filter((f) => f.endsWith('.partial'))).toEqual([]);
+  });
+
+  it('reuses an earlier build only while every file it read has the same bytes (forged: an edited source, a forged record)', async () => {
+    const dir = path.join(root, 'reuse');
+    const entry = writeCodeRoot(dir, 'first');
+    // A build keeps its record only for inputs older than its start (a file edited during a build is not trusted).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const built = await bundle(entry, dir);
+    expect(built.reused).toBe(false);
+    const again = await bundle(entry, dir);
+    expect(again).toEqual({ ...built, reused: true });
+    // This code root's record (the other tests' code roots have theirs beside it).
+    const records = readdirSync(path.dirname(built.main)).filter((f) => f.endsWith('.inputs.json') && readFileSync(path.join(path.dirname(built.main), f), 'utf8').includes(JSON.stringify(entry)));
+    expect(records).toHaveLength(1);
+    const recordFile = path.join(path.dirname(built.main), records[0]!);
+    const record = JSON.parse(readFileSync(recordFile, 'utf8')) as { main: string; inputs: [string, string][] };
+    expect(record.inputs.map(([file]) => path.relative(dir, file)).sort()).toEqual(['package.json', path.join('room', 'main.ts'), path.join('room', 'where.ts'), 'tsconfig.json', expect.stringMatching(/esbuild.package\.json$/)].sort());
+
+    // An imported source edited: built anew, and the new bundle runs the new bytes.
+    writeFileSync(path.join(dir, 'room', 'where.ts'), 'export const whereUrl: string = "edited";\n');
+    const edited = await bundle(entry, dir);
+    expect(edited.reused).toBe(false);
+    expect(edited.main).not.toBe(built.main);
+    expect(JSON.parse(execFileSync(process.execPath, [edited.main], { encoding: 'utf8' })).whereUrl).toBe('edited');
+
+    // Forged records: a hash that does not match its file, and a bundle outside the folder.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await bundle(entry, dir);
+    expect((await bundle(entry, dir)).reused).toBe(true);
+    const good = JSON.parse(readFileSync(recordFile, 'utf8')) as { main: string; inputs: [string, string][] };
+    writeFileSync(recordFile, JSON.stringify({ ...good, inputs: good.inputs.map(([file, sha], i) => [file, i === 0 ? '0'.repeat(64) : sha]) }));
+    expect((await bundle(entry, dir)).reused).toBe(false);
+    writeFileSync(recordFile, JSON.stringify({ ...good, main: path.join(root, 'elsewhere.mjs') }));
+    writeFileSync(path.join(root, 'elsewhere.mjs'), 'console.log("not ours")\n');
+    const refused = await bundle(entry, dir);
+    expect(refused.reused).toBe(false);
+    expect(path.dirname(refused.main)).toBe(path.dirname(recordFile));
+    writeFileSync(recordFile, 'not json');
+    expect((await bundle(entry, dir)).reused).toBe(false);
   });
 
   it('bundles the real writer main with better-sqlite3 left outside, by absolute path; the runtime’s has no database at all', async () => {
