@@ -91,7 +91,8 @@ export async function bundle(entry: string, codeRoot: string): Promise<ProcessCo
   const { text, inputs } = await buildInOwnProcessGroup(entry, codeRoot);
   const sha = createHash('sha256').update(text).digest('hex');
   const main = path.join(folder, `${name}-${sha.slice(0, 32)}.mjs`);
-  if (!existsSync(main)) publish(main, text);
+  // Written unless the very bytes are there already (a file of that name with other bytes was changed after it was written).
+  if (!existsSync(main) || sha256Of(main) !== sha) publish(main, text);
   // Beside what the build read: what shapes how it reads (the tsconfig, the package's type, esbuild's version).
   const esbuildPackage = createRequire(import.meta.url).resolve('esbuild/package.json');
   const files = [...inputs.map((input) => path.resolve(codeRoot, input)), path.join(codeRoot, 'tsconfig.json'), path.join(codeRoot, 'package.json'), esbuildPackage].filter((file) => existsSync(file));
@@ -117,6 +118,9 @@ function reusableBuild(recordFile: string): string | null {
   // A torn or foreign record is no record: built again (and the record replaced).
   if (typeof record !== 'object' || record === null || typeof record.main !== 'string' || path.dirname(record.main) !== path.dirname(recordFile) || !Array.isArray(record.inputs) || record.inputs.length === 0 || record.inputs.length > MAX_BUILD_INPUTS) return null;
   if (!existsSync(record.main)) return null;
+  // The bundle is named by the SHA-256 of its bytes: one changed since it was written is not the build's.
+  const named = /-([0-9a-f]{32})\.mjs$/.exec(record.main)?.[1];
+  if (named === undefined || sha256Of(record.main).slice(0, 32) !== named) return null;
   for (const input of record.inputs) {
     if (!Array.isArray(input) || typeof input[0] !== 'string' || typeof input[1] !== 'string') return null;
     let now: string;

@@ -55,7 +55,7 @@ describe('processCodeFor', () => {
     expect(readdirSync(path.dirname(code.main)).filter((f) => f.endsWith('.partial'))).toEqual([]);
   });
 
-  it('reuses an earlier build only while every file it read has the same bytes (forged: an edited source, a forged record)', async () => {
+  it('reuses an earlier build only while every file it read has the same bytes (forged: an edited source, a forged record, a bundle changed in place)', async () => {
     const dir = path.join(root, 'reuse');
     const entry = writeCodeRoot(dir, 'first');
     // A build keeps its record only for inputs older than its start (a file edited during a build is not trusted).
@@ -92,6 +92,14 @@ describe('processCodeFor', () => {
     expect(path.dirname(refused.main)).toBe(path.dirname(recordFile));
     writeFileSync(recordFile, 'not json');
     expect((await bundle(entry, dir)).reused).toBe(false);
+    // A bundle whose bytes changed after it was written (its name is the SHA-256 of the bytes it had): built again, and written again.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const clean = await bundle(entry, dir);
+    expect((await bundle(entry, dir)).reused).toBe(true);
+    writeFileSync(clean.main, 'console.log(JSON.stringify({ whereUrl: "tampered" }))\n');
+    const rebuilt = await bundle(entry, dir);
+    expect(rebuilt).toEqual({ ...clean, reused: false });
+    expect(JSON.parse(execFileSync(process.execPath, [rebuilt.main], { encoding: 'utf8' })).whereUrl).toBe('edited');
   });
 
   it('bundles the real writer main with better-sqlite3 left outside, by absolute path; the runtime’s has no database at all', async () => {
