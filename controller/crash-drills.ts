@@ -19,7 +19,7 @@ import { RuntimeWakeError, type RuntimeProcess } from '../runtime/spawn.js';
 import { WriterUnavailableError } from '../writer/client.js';
 import type { AppendResult, EventDraft } from '../writer/protocol.js';
 import { deliveredDraft, interventionDrafts } from './controller-events.js';
-import { InstanceError } from './instance-error.js';
+import { InstanceError, WriterUnansweredError } from './instance-error.js';
 import type { InstanceProcesses } from './instance-processes.js';
 import type { RuntimeAnswer } from './runtime-wake.js';
 import type { WrittenInterventions } from './written-interventions.js';
@@ -142,7 +142,8 @@ export class CrashDrills {
     const crash = this.armedWriterCrash;
     const exit = await this.ctx.processes.writerExitAfterLoss();
     if (!crash || exit === null || exit.signal !== 'SIGKILL') {
-      throw new InstanceError('writer', `lost the writer (${cause}; exit ${exit ? `code ${exit.code} signal ${exit.signal}` : 'still running'}) outside a planned crash; the instance is interrupted — check the writer's log above, then continue with --resume ${this.ctx.runDir}`);
+      const message = `lost the writer (${cause}; exit ${exit ? `code ${exit.code} signal ${exit.signal}` : 'still running'}) outside a planned crash; the instance is interrupted — check the writer's log above, then continue with --resume ${this.ctx.runDir}`;
+      throw exit === null ? new WriterUnansweredError(message) : new InstanceError('writer', message);
     }
     this.ctx.processes.countWriterRestart();
     this.armedWriterCrash = null;

@@ -7,5 +7,18 @@ import { CodedErrorOf } from '../foundation/typed-error.js';
 export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan' | 'model';
 
 export class InstanceError extends CodedErrorOf<InstanceErrorCode>('instance', EXIT_CODES.failed) {
-  override readonly name = 'InstanceError';
+  override readonly name: string = 'InstanceError';
+}
+
+/**
+ * The writer stopped answering but did not exit (a stall: a stopped or starved process, a full
+ * disk's slow path): it may answer again, so the controller tries once to record the stop with
+ * this error's words before it ends (controller/instance.ts), instead of leaving the resume to
+ * find a stop nobody recorded.
+ */
+export class WriterUnansweredError extends InstanceError {
+  override readonly name = 'WriterUnansweredError';
+  constructor(message: string) {
+    super('writer', message);
+  }
 }

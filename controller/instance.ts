@@ -13,7 +13,7 @@ import type { ChainHead } from '../schema/chain-head.js';
 import type { AppendResult, EventDraft, Head } from '../writer/protocol.js';
 import { emergencyStoppedDraft, resumedDraft, subjectInitializedDraft, wakeEndedDraft } from './controller-events.js';
 import { CrashDrills } from './crash-drills.js';
-import { InstanceError } from './instance-error.js';
+import { InstanceError, WriterUnansweredError } from './instance-error.js';
 import type { InstanceInput, InstanceResult } from './instance-options.js';
 import { readProgress, type InstanceProgress } from './instance-progress.js';
 import { InstanceProcesses } from './instance-processes.js';
@@ -81,6 +81,7 @@ export class Instance {
         }
       }
     } catch (error) {
+      if (error instanceof WriterUnansweredError) await this.recordStopAfterStall(error);
       await this.processes.shutdownQuietly();
       throw error;
     }
@@ -167,6 +168,19 @@ export class Instance {
   }
 
   /** Emergency stop: recorded, head signed, nothing deleted. */
+  /**
+   * The writer stopped answering without exiting: it may be back (a stall ends), so the stop is
+   * tried once with the error's words — the writer handles requests in order, so it lands after
+   * whatever the unanswered request did. When that fails too, the resume records a stop found.
+   */
+  private async recordStopAfterStall(error: WriterUnansweredError): Promise<void> {
+    try {
+      await this.recordStop(error.message, 'controller');
+    } catch (again) {
+      this.log(`the stop could not be recorded either (${again instanceof Error ? again.message : String(again)}); --resume records a stop found`);
+    }
+  }
+
   private async recordStop(reason: string, operator: string): Promise<void> {
     this.log(`emergency stop: ${reason}`);
     await this.processes.stopRuntime().catch(() => undefined);

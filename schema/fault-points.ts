@@ -53,6 +53,7 @@ export const FAULT_KIND_CATALOGUE = {
   duplicate_message: 'the writer handles the request twice and answers twice (delivered twice)',
   model_timeout: 'the model call is abandoned as timed out (its answer, if any, never used)',
   model_garbage: 'the model answers bytes that are not the output protocol',
+  stall_writer: 'the writer stands frozen (SIGSTOP) at the point for longer than the pre-registered writer request timeout, then is continued (SIGCONT): its callers give up with an unknown outcome while it stands, and what it then commits late must be answered from the store, never twice',
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -64,13 +65,14 @@ const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_contro
 /**
  * Which kinds a point can carry. A kind missing from a point is not an omission: a snapshot can
  * only be lost where one is written, a message dropped where one arrives, a model answer
- * garbled where one is awaited, a file tampered with where an operation's outcome is open.
+ * garbled where one is awaited, a file tampered with where an operation's outcome is open, the
+ * writer stalled where it stands between a request and its answer.
  */
 export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
-  'writer.append.before_commit': KILLS,
-  'writer.append.after_commit': KILLS,
-  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted'],
-  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message'],
+  'writer.append.before_commit': [...KILLS, 'stall_writer'],
+  'writer.append.after_commit': [...KILLS, 'stall_writer'],
+  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted', 'stall_writer'],
+  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer'],
   'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered'],
   'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage'],
@@ -79,6 +81,9 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
 
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
 export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
+
+/** Kinds the harness carries out by holding the frozen process and continuing it later: nobody is killed. */
+export const STALL_KINDS: readonly FaultKind[] = ['stall_writer'];
 
 /** The victim of a kind that kills, or null. */
 export function killedRole(kind: FaultKind): FaultRole | null {
@@ -96,6 +101,7 @@ export function killedRole(kind: FaultKind): FaultRole | null {
     case 'duplicate_message':
     case 'model_timeout':
     case 'model_garbage':
+    case 'stall_writer':
       return null;
     default: {
       const unhandled: never = kind;

@@ -22,6 +22,11 @@ import {
   type WriterRequest,
 } from './protocol.js';
 
+/** How a request timeout is worded, wherever it is recorded (a stop's reason): the fault harness looks for these words (experiments/faults/invariants.ts). */
+export function unansweredWithin(timeoutMs: number): string {
+  return `within ${timeoutMs} ms; its outcome is unknown`;
+}
+
 export interface WriterClientOptions {
   readonly requestTimeoutMs?: number;
   readonly maxInFlight?: number;
@@ -147,7 +152,7 @@ export class WriterClient {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         this.releaseSlot();
-        reject(new WriterUnavailableError('timeout', `writer did not answer ${method} #${id} within ${this.requestTimeoutMs} ms; its outcome is unknown`));
+        reject(new WriterUnavailableError('timeout', `writer did not answer ${method} #${id} ${unansweredWithin(this.requestTimeoutMs)}`));
       }, this.requestTimeoutMs);
       this.pending.set(id, { method, resolve, reject, timer });
       this.socket.write(`${line}\n`);

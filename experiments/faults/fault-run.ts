@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
-import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
+import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, STALL_KINDS, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
 import { StoreSealed } from '../../schema/events/system-events.js';
@@ -52,6 +52,11 @@ export const MAX_RESUMES = 3;
  * request's time on a loaded machine (milliseconds), so no answer that comes times out.
  */
 export const FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * How long a stall kind holds the frozen process: past the writer request timeout its callers
+ * wait (so they give up while it stands), with room for their next request to be under way too.
+ */
+export const FAULT_RUN_STALL_MS = FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS + 2_000;
 const POLL_MS = 20;
 /** After reached.json appears, how long the harness waits to see the process stopped before acting anyway (and saying so). */
 const FREEZE_WAIT_MS = 10_000;
@@ -327,6 +332,16 @@ function tamperWorkspace(runDir: string, reached: FaultReached): string {
 function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, notes: string[]): void {
   if (!reached.frozen) {
     notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
+    return;
+  }
+  if (STALL_KINDS.includes(reached.kind)) {
+    notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${FAULT_RUN_STALL_MS} ms`);
+    // unref: a run that ends meanwhile (its processes killed) is not held open by it.
+    setTimeout(() => {
+      // Only the very process that froze (a pid is trusted while its start time matches).
+      if (readPid(faultDir, reached.role) === reached.pid && signal(reached.pid, 'SIGCONT')) notes.push(`SIGCONT to the ${reached.role} (pid ${reached.pid}) after ${FAULT_RUN_STALL_MS} ms`);
+      else notes.push(`the stalled ${reached.role} (pid ${reached.pid}) was gone before its ${FAULT_RUN_STALL_MS} ms were up: nothing to continue`);
+    }, FAULT_RUN_STALL_MS).unref();
     return;
   }
   const victimRole = killedRole(reached.kind);

@@ -1,8 +1,9 @@
 // What a finished fault run (issue 8) must still satisfy, read from its run folder and the
 // harness's fault folder alone: the store verifies and replays to its stored state, nothing a
 // writer acknowledged is missing, no side effect happened twice or without an explanation,
-// and an outcome nobody could confirm left the subject read-only (RECOVERING) with nothing
-// retried behind the operator's back (DESIGN §7).
+// an outcome nobody could confirm left the subject read-only (RECOVERING) with nothing
+// retried behind the operator's back (DESIGN §7), and a stalled writer's timeouts were recorded
+// as the stop's reason by the controller that ran into them.
 //
 // Each check is the existing tool for the job (npm run verify, the restore drill, the oracle's
 // side-effect check, the subject projection) plus the few rules only a crash can break. A
@@ -22,15 +23,17 @@ import { subjectProjection } from '../../projector/subject-projection.js';
 import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventType } from '../../schema/event-catalog.js';
-import { FaultRole, type FaultReached } from '../../schema/fault-points.js';
+import { FaultRole, STALL_KINDS, type FaultReached } from '../../schema/fault-points.js';
 import { HashString } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { restoreDrill } from '../../writer/restore.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
+import { unansweredWithin } from '../../writer/client.js';
+import { writerRequestTimeoutMsOf } from '../../design/prereg.js';
 import { tamperTargetOf } from './fault-plan.js';
 
-export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering'] as const;
+export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering', 'stall_recorded'] as const;
 export type StoreInvariant = (typeof STORE_INVARIANTS)[number];
 
 export interface InvariantResult {
@@ -403,6 +406,26 @@ function checkUnknownOutcomes(record: RunRecord, ledger: Ledger, reached: FaultR
   return result('unknown_outcome_recovering', problems, notes);
 }
 
+// ---------------------------------------------------------------- stall_recorded
+
+/**
+ * A stalled process (STALL_KINDS): its callers' timeouts fired and the controller that ran into
+ * them recorded the stop in their words — the pre-registered writer timeout — before any resume;
+ * not a stop the next controller found unrecorded. A run that went on without a stop (no caller
+ * was waiting while it stood) passes with a note. Other kinds: nothing to check.
+ */
+function checkStallRecorded(record: RunRecord, reached: FaultReached | null): InvariantResult {
+  if (reached === null || !STALL_KINDS.includes(reached.kind)) return result('stall_recorded', [], ['not a stall run']);
+  const words = unansweredWithin(writerRequestTimeoutMsOf(record.prereg));
+  const firstResume = record.events.find((e) => e.event_type === 'SystemEvent.Resumed');
+  const stops = record.events.filter((e) => e.event_type === 'SystemEvent.EmergencyStopped' && (firstResume === undefined || e.seq < firstResume.seq));
+  if (firstResume === undefined && stops.length === 0) return result('stall_recorded', [], [`the ${reached.role} stood at ${reached.point} and the instance went on: no caller's timeout fired`]);
+  const named = stops.find((e) => String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason ?? '').includes(words));
+  if (named !== undefined) return result('stall_recorded', [], [`stop recorded at seq ${named.seq}: ${String(payloadOf(named, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 200)}`]);
+  const said = stops.map((e) => `seq ${e.seq}: ${String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 160)}`);
+  return result('stall_recorded', [`the ${reached.role} stood frozen at ${reached.point}, but no stop before ${firstResume ? `the resume at seq ${firstResume.seq}` : 'the end'} names the writer timeout ("${words}")${said.length > 0 ? `; stops recorded: ${said.join(' | ')}` : '; no stop was recorded by the controller that ran into it'}`]);
+}
+
 // ---------------------------------------------------------------- all of them
 
 function loadRecord(input: InvariantInput): { record: RunRecord; ledger: Ledger } | Error {
@@ -430,6 +453,7 @@ export function checkStoreInvariants(input: InvariantInput): InvariantResult[] {
     no_duplicate_side_effect: withRecord('no_duplicate_side_effect', checkDuplicates),
     no_unexplained_side_effect: withRecord('no_unexplained_side_effect', (record, ledger) => checkUnexplained(record, ledger, input.runDir)),
     unknown_outcome_recovering: withRecord('unknown_outcome_recovering', (record, ledger) => checkUnknownOutcomes(record, ledger, input.reached)),
+    stall_recorded: withRecord('stall_recorded', (record) => checkStallRecorded(record, input.reached)),
   };
   return STORE_INVARIANTS.map((invariant) => results[invariant]);
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../experiments/faults/fault-harness.js';
 import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan } from '../../experiments/faults/fault-run.js';
+import { FAULT_RUN_STALL_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan } from '../../experiments/faults/fault-run.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import { StoreReader } from '../../writer/store-reader.js';
@@ -144,6 +144,30 @@ describe('one run, one fault', () => {
       expect(log).not.toContain(`within ${DEFAULT_WRITER_REQUEST_TIMEOUT_MS} ms`);
       expect(result.exits.length).toBeGreaterThan(1);
       expect(result.exits.at(-1)).toBe(0);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a writer stalled (SIGSTOP) past the writer timeout under the controller\'s own append: the controller gives up, records the stop once the writer answers again, and the resume finishes with nothing twice',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-stall-'), REPO, null);
+      const result = await runFaultPlan(setup, planOf('writer.append.before_commit', 'stall_writer', 1));
+      expect(result.reached).toMatchObject({ point: 'writer.append.before_commit', kind: 'stall_writer', hit: 1, frozen: true });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      expect(result.notes).toContain(`SIGCONT to the writer (pid ${result.reached!.pid}) after ${FAULT_RUN_STALL_MS} ms`);
+      expect(FAULT_RUN_STALL_MS).toBeGreaterThan(FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS);
+      // The first controller ended failed (1) — but with the stop recorded in its words, before any resume.
+      expect(result.exits).toEqual([1, 0]);
+      const events = eventsOf(result.runDir);
+      const stops = events.filter((e) => e.event_type === 'SystemEvent.EmergencyStopped');
+      const firstResume = events.findIndex((e) => e.event_type === 'SystemEvent.Resumed');
+      expect(stops.length).toBeGreaterThanOrEqual(1);
+      expect(events.indexOf(stops[0]!)).toBeLessThan(firstResume);
+      expect(stops[0]!.payload).toMatchObject({ operator: 'controller', reason: expect.stringMatching(new RegExp(`did not answer append #\\d+ within ${FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS} ms; its outcome is unknown; exit still running`)) });
+      // The append the writer committed after it was continued is in the store once, and nothing else twice.
+      const keys = events.map((e) => e.idempotency_key).filter((k): k is string => k !== null);
+      expect(new Set(keys).size).toBe(keys.length);
     },
     RUN_TIMEOUT_MS,
   );

@@ -1,6 +1,6 @@
 // The invariants a finished fault run must pass (experiments/faults/invariants.ts), on one real
 // finished instance (in-process controller, real writer and runtime processes): the honest run
-// passes all six, and for each invariant a copy of the run folder (or of its acknowledgement
+// passes all seven, and for each invariant a copy of the run folder (or of its acknowledgement
 // log) broken in exactly the way that invariant guards against fails it, naming what broke.
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { FAULT_FILES, FaultReached } from '../../schema/fault-points.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
+import { unansweredWithin } from '../../writer/client.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
@@ -150,7 +151,7 @@ function tampered(context: FaultReached['context']): FaultReached {
 }
 
 describe('the honest run', () => {
-  it('passes all six invariants, with its real events acknowledged by two runtimes and the controller', () => {
+  it('passes all seven invariants, with its real events acknowledged by two runtimes and the controller', () => {
     const results = check(runDir);
     for (const invariant of STORE_INVARIANTS) expectPasses(results, invariant);
     expect(results.acks_kept.details).toEqual([`note: ${events.length} acknowledgement line(s) in 3 file(s) checked against the store`]);
@@ -398,5 +399,30 @@ describe('unknown_outcome_recovering', () => {
     expect(failures(check(runDir, { reached: tampered({ path: where }) }), 'unknown_outcome_recovering')).toEqual([
       `the harness tampered with ${where} while an outcome was open (workspace_tampered at hit 3 of runtime.file_op.before_outcome), but no outcome was recorded as unknown`,
     ]);
+  });
+});
+
+describe('stall_recorded', () => {
+  const stalled = FaultReached.parse({ point: 'writer.append.before_commit', kind: 'stall_writer', hit: 40, role: 'writer', pid: 4203, frozen: true, context: { head_seq: 42 } });
+  /** A copy whose history has a stop with `reason` and a resume after the fifth WakeEnded (what a stalled run looks like). */
+  function stoppedAndResumed(reason: string): string {
+    const dir = copies.copy();
+    const anchor = events.filter((e) => e.event_type === 'ExperimentEvent.WakeEnded')[4]!;
+    rewriteEvents(dir, (list) => insertAfter(list, anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason }, anchor, 'experiment'), newEvent('SystemEvent.Resumed', { operator: 'test', reason: '--resume' }, anchor, 'experiment')));
+    return dir;
+  }
+
+  it('passes a run that is no stall run, and a stall run that went on without a stop (no caller waited), saying so', () => {
+    expect(check(runDir).stall_recorded).toEqual({ invariant: 'stall_recorded', ok: true, details: ['note: not a stall run'] });
+    expect(check(runDir, { reached: stalled }).stall_recorded).toEqual({ invariant: 'stall_recorded', ok: true, details: ["note: the writer stood at writer.append.before_commit and the instance went on: no caller's timeout fired"] });
+  });
+
+  it('fails (forged) when the stop before the resume is one the next controller found unrecorded, not the timeout in its words; passes when it names the timeout', () => {
+    const found = stoppedAndResumed('found on resume: the previous controller ended without recording a stop (killed or crashed)');
+    expect(failures(check(found, { reached: stalled }), 'stall_recorded')).toEqual([
+      expect.stringMatching(/^the writer stood frozen at writer\.append\.before_commit, but no stop before the resume at seq \d+ names the writer timeout \("within 30000 ms; its outcome is unknown"\); stops recorded: seq \d+: found on resume: /),
+    ]);
+    const named = stoppedAndResumed(`lost the writer (writer did not answer append #4 ${unansweredWithin(30_000)}; exit still running) outside a planned crash`);
+    expectPasses(check(named, { reached: stalled }), 'stall_recorded');
   });
 });
