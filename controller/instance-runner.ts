@@ -17,4 +17,3 @@ export { InstanceError, type InstanceErrorCode } from './instance-error.js';
 export type { CommonOptions, Group, InstanceResult, NewInstanceOptions, ResumeOptions, WakeStopOrder } from './instance-options.js';
 export { CHILD_STOP_TIMEOUT_MS, MAX_WRITER_RESTARTS } from './instance-processes.js';
 export { INSTANCE_SNAPSHOT_EVERY_EVENTS } from './writer-session.js';
-export { WAKE_TIMEOUT_MS } from './wake-sequence.js';

@@ -12,6 +12,7 @@
 // stopAtWakeEnd lands between wakes instead: the wake under way runs to its planned end.
 import path from 'node:path';
 import { ledgerOf } from '../design/budget-ledger.js';
+import { wakeAnswerTimeoutMsOf } from '../design/prereg.js';
 import type { Intervention } from '../design/intervention-plan.js';
 import { wakeScriptOf, type WakeOutcome, type WakeScript } from '../design/run-contract.js';
 import type { ScheduledWake } from '../design/wake-schedule.js';
@@ -32,9 +33,6 @@ import { signalStop, wakeRuntime, type RuntimeAnswer, type StopOrder } from './r
 import type { VirtualClock } from './virtual-clock.js';
 import { applyExternalChange, WORKSPACE_FOLDER } from './workspace.js';
 import type { WrittenInterventions } from './written-interventions.js';
-
-/** A wake must answer within this much real time beyond its model call's own timeout. */
-export const WAKE_TIMEOUT_MS = 120_000;
 
 /** Who records a pause of the pre-registered transport rule: the controller itself, not a person. */
 const PAUSE_RULE_OPERATOR = 'controller (pre-registered pause rule)';
@@ -138,7 +136,7 @@ export class WakeSequence {
     const startedSeq = started.events[0]!.seq;
     const crash = script.crashes[0] ?? null;
     // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
-    const timeoutMs = WAKE_TIMEOUT_MS + modelCallBudgetMs(this.ctx.input);
+    const timeoutMs = wakeAnswerTimeoutMsOf(this.ctx.input.prereg) + modelCallBudgetMs(this.ctx.input);
     const wakeTheRuntime = (holdAtEachAppend: boolean): Promise<RuntimeAnswer> =>
       wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, stepsShareAppends: crash === null, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
     let answer: RuntimeAnswer;

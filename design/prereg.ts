@@ -20,6 +20,7 @@ import { TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS, WriterRequestTimeoutMs } from '../writer/protocol.js';
+import { DEFAULT_WAKE_ANSWER_TIMEOUT_MS, WakeAnswerTimeoutMs } from '../runtime/protocol.js';
 
 export const PREREG_LOCK_PAYLOAD_TYPE = 'application/vnd.digital-subject.prereg-lock+json';
 export const PREREG_LOCK_SUFFIX = `.lock${RUN_FILES.dsseSuffix}`;
@@ -180,6 +181,13 @@ export const PreRegistration = z.strictObject({
    * 20; the fault harness pre-registers a shorter one so a lost message costs seconds, not 30.
    */
   writer_request_timeout_ms: WriterRequestTimeoutMs.optional(),
+  /**
+   * How long the controller waits for the runtime's answer to one wake beyond its model-call
+   * budget before the wake fails (the instance stops; a resume goes on). Absent: 120 s
+   * (runtime/protocol.ts DEFAULT_WAKE_ANSWER_TIMEOUT_MS), every run's before issue 20; the fault
+   * harness pre-registers a shorter one so a stalled runtime costs seconds.
+   */
+  wake_answer_timeout_ms: WakeAnswerTimeoutMs.optional(),
 });
 export type PreRegistration = z.infer<typeof PreRegistration>;
 
@@ -190,6 +198,11 @@ export type LockablePreRegistration = z.infer<typeof LockablePreRegistration>;
 /** The writer request timeout an instance of this pre-registration uses. */
 export function writerRequestTimeoutMsOf(prereg: PreRegistration): number {
   return prereg.writer_request_timeout_ms ?? DEFAULT_WRITER_REQUEST_TIMEOUT_MS;
+}
+
+/** How long an instance of this pre-registration waits for a wake's answer beyond its model-call budget. */
+export function wakeAnswerTimeoutMsOf(prereg: PreRegistration): number {
+  return prereg.wake_answer_timeout_ms ?? DEFAULT_WAKE_ANSWER_TIMEOUT_MS;
 }
 
 /**

@@ -66,6 +66,15 @@ export const REFERENCE_POLICY_MODEL_ID = 'reference-policy';
 export const REFERENCE_POLICY_VERSION = '2.0.0';
 export const REFERENCE_POLICY_BUILD = `reference-policy@${REFERENCE_POLICY_VERSION}`;
 
+/**
+ * How long the controller waits for the runtime's answer to one wake beyond the wake's model-call
+ * budget (its call timeout × attempts + backoffs) before the wake fails with a timeout. An
+ * instance's own comes from its pre-registration (design/prereg.ts wake_answer_timeout_ms);
+ * absent there, DEFAULT_WAKE_ANSWER_TIMEOUT_MS, the value of every run before issue 20.
+ */
+export const WakeAnswerTimeoutMs = z.number().int().min(1_000).max(3_600_000);
+export const DEFAULT_WAKE_ANSWER_TIMEOUT_MS = 120_000;
+
 export const MIN_MODEL_TIMEOUT_MS = 100;
 export const MAX_MODEL_TIMEOUT_MS = 600_000;
 /** The most context a server's model may claim (tokens): a bound, not a recommendation. */

@@ -16,6 +16,11 @@ const OWN_CODE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** How long after the exit the IPC channel may take to deliver its last messages and close. */
 const CHANNEL_CLOSE_GRACE_MS = 2_000;
 
+/** How a wake's timeout is worded, wherever it is recorded (a stop's reason): the fault harness looks for these words (experiments/faults/invariants.ts). */
+export function wakeUnansweredWithin(timeoutMs: number): string {
+  return `within ${timeoutMs} ms; it was left running`;
+}
+
 export interface RuntimeExit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -265,7 +270,7 @@ export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, opt
       }
       return new Promise<WakeDone>((resolve, reject) => {
         const timer = setTimeout(() => {
-          if (settle(wakeId)) reject(new RuntimeWakeError('timeout', wakeId, `ds-runtime did not answer wake ${wakeId} within ${timeoutMs} ms; it was left running`));
+          if (settle(wakeId)) reject(new RuntimeWakeError('timeout', wakeId, `ds-runtime did not answer wake ${wakeId} ${wakeUnansweredWithin(timeoutMs)}`));
         }, timeoutMs);
         pending.set(wakeId, { resolve, reject, timer });
         if (message.data.hold_at_each_append) held.add(wakeId);

@@ -54,6 +54,7 @@ export const FAULT_KIND_CATALOGUE = {
   model_timeout: 'the model call is abandoned as timed out (its answer, if any, never used)',
   model_garbage: 'the model answers bytes that are not the output protocol',
   stall_writer: 'the writer stands frozen (SIGSTOP) at the point for longer than the pre-registered writer request timeout, then is continued (SIGCONT): its callers give up with an unknown outcome while it stands, and what it then commits late must be answered from the store, never twice',
+  stall_runtime: "the runtime stands frozen (SIGSTOP) at the point for longer than the pre-registered wake answer timeout and the wake's model-call budget, then is continued (SIGCONT): the controller gives up on the wake and stops the instance while it stands; whatever the runtime does once continued must not add to the stopped history",
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -66,16 +67,17 @@ const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_contro
  * Which kinds a point can carry. A kind missing from a point is not an omission: a snapshot can
  * only be lost where one is written, a message dropped where one arrives, a model answer
  * garbled where one is awaited, a file tampered with where an operation's outcome is open, the
- * writer stalled where it stands between a request and its answer.
+ * writer stalled where it stands between a request and its answer, the runtime where it stands
+ * inside a wake.
  */
 export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
   'writer.append.before_commit': [...KILLS, 'stall_writer'],
   'writer.append.after_commit': [...KILLS, 'stall_writer'],
   'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted', 'stall_writer'],
   'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer'],
-  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered'],
-  'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered'],
-  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage'],
+  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime'],
+  'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered', 'stall_runtime'],
+  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime'],
   'controller.head.signing': KILLS,
 };
 
@@ -83,7 +85,7 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
 export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
 
 /** Kinds the harness carries out by holding the frozen process and continuing it later: nobody is killed. */
-export const STALL_KINDS: readonly FaultKind[] = ['stall_writer'];
+export const STALL_KINDS: readonly FaultKind[] = ['stall_writer', 'stall_runtime'];
 
 /** The victim of a kind that kills, or null. */
 export function killedRole(kind: FaultKind): FaultRole | null {
@@ -102,6 +104,7 @@ export function killedRole(kind: FaultKind): FaultRole | null {
     case 'model_timeout':
     case 'model_garbage':
     case 'stall_writer':
+    case 'stall_runtime':
       return null;
     default: {
       const unhandled: never = kind;

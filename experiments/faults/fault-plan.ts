@@ -8,6 +8,7 @@
 // that group showed the point is reached, so a planned fault always fires.
 import { z } from 'zod';
 import type { Group } from '../../controller/instance-runner.js';
+import { wakeAnswerTimeoutMsOf, writerRequestTimeoutMsOf, type LockablePreRegistration } from '../../design/prereg.js';
 import { seededRandom } from '../../design/seeded-random.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { TypedErrorOf } from '../../foundation/typed-error.js';
@@ -100,4 +101,21 @@ export function tamperTargetOf(reached: FaultReached): string | null {
   const { op, path: from, to_path: to } = reached.context;
   const target = op === 'move' && typeof to === 'string' ? to : from;
   return typeof target === 'string' ? target : null;
+}
+
+/**
+ * The timeout that waits for the process a stall kind holds: the writer's callers wait the writer
+ * request timeout; the controller waits for a wake the wake answer timeout plus the wake's
+ * model-call budget — for the reference policy, which has no call timeout, the retry backoffs
+ * alone (controller/instance-processes.ts modelCallBudgetMs).
+ */
+export function stalledCallersTimeoutMs(kind: FaultKind, prereg: LockablePreRegistration): number {
+  switch (kind) {
+    case 'stall_writer':
+      return writerRequestTimeoutMsOf(prereg);
+    case 'stall_runtime':
+      return wakeAnswerTimeoutMsOf(prereg) + prereg.model_calls.transport_retry.backoff_ms.reduce((sum, ms) => sum + ms, 0);
+    default:
+      throw new FaultPlanError(`${kind} is not a stall kind`);
+  }
 }

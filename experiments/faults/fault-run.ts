@@ -16,16 +16,16 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../design/prereg.js';
+import { LockablePreRegistration, lockPrereg } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
-import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, STALL_KINDS, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
+import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, STALL_KINDS, type FaultArming, type FaultKind, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
 import { StoreSealed } from '../../schema/events/system-events.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
-import { GROUPS, tamperTargetOf } from './fault-plan.js';
+import { GROUPS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 
 /** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
@@ -53,10 +53,19 @@ export const MAX_RESUMES = 3;
  */
 export const FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS = 5_000;
 /**
- * How long a stall kind holds the frozen process: past the writer request timeout its callers
- * wait (so they give up while it stands), with room for their next request to be under way too.
+ * The wake answer timeout the harness pre-registers (design/prereg.ts wake_answer_timeout_ms): a
+ * stalled runtime fails its wake after this plus the wake's model-call budget, not after 120 s.
+ * A reference-policy wake takes milliseconds.
  */
-export const FAULT_RUN_STALL_MS = FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS + 2_000;
+export const FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS = 5_000;
+/** How long a stall holds the frozen process beyond the timeout that waits for it: room for the caller's next step to be under way too. */
+const STALL_MARGIN_MS = 2_000;
+
+/** How long a stall kind holds the frozen process: past the timeout its callers wait for it (so they give up while it stands), with room for their next step to be under way too. */
+export function stallMsOf(kind: FaultKind, prereg: LockablePreRegistration): number {
+  return stalledCallersTimeoutMs(kind, prereg) + STALL_MARGIN_MS;
+}
+
 const POLL_MS = 20;
 /** After reached.json appears, how long the harness waits to see the process stopped before acting anyway (and saying so). */
 const FREEZE_WAIT_MS = 10_000;
@@ -83,13 +92,18 @@ export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: 
   const key = loadOrCreateControllerKey(keyDir);
   const preregFile = path.join(outDir, 'prereg.json');
   if (!existsSync(preregFile)) {
-    // The default pre-registration with the harness's own writer request timeout (a run's timeouts are its pre-registered ones).
+    // The default pre-registration with the harness's own writer request and wake answer timeouts (a run's timeouts are its pre-registered ones).
     const prereg = JSON.parse(readFileSync(path.join(codeRoot, 'experiments', 'prereg', 'default.json'), 'utf8')) as Record<string, unknown>;
-    writeFileSync(preregFile, `${JSON.stringify({ ...prereg, writer_request_timeout_ms: FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS }, null, 2)}\n`);
+    writeFileSync(preregFile, `${JSON.stringify({ ...prereg, writer_request_timeout_ms: FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, wake_answer_timeout_ms: FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS }, null, 2)}\n`);
     const locked = lockPrereg(preregFile, key.keys, new Date().toISOString());
     if (!locked.ok) throw new Error(`cannot lock the harness's pre-registration copy: ${locked.message}`);
   }
   return { outDir, keyDir, preregFile, codeRoot, scenariosDir: path.join(codeRoot, 'experiments', 'scenario'), sameUidReason };
+}
+
+/** The harness's locked pre-registration copy, as its instances read it. */
+function preregOf(setup: HarnessSetup): LockablePreRegistration {
+  return LockablePreRegistration.parse(JSON.parse(readFileSync(setup.preregFile, 'utf8')));
 }
 
 export const RunFingerprint = z.strictObject({
@@ -328,20 +342,20 @@ function tamperWorkspace(runDir: string, reached: FaultReached): string {
   return `overwrote workspace/${target} with third-party bytes (${hashText(TAMPERED_CONTENT).slice(0, 19)}…)`;
 }
 
-/** The fault carried out while the process at the point is frozen: the victim killed, the frozen one continued unless it was the victim. */
-function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, notes: string[]): void {
+/** The fault carried out while the process at the point is frozen: the victim killed, the frozen one continued unless it was the victim (a stall: after `stallMs`). */
+function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, notes: string[], stallMs: number): void {
   if (!reached.frozen) {
     notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
     return;
   }
   if (STALL_KINDS.includes(reached.kind)) {
-    notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${FAULT_RUN_STALL_MS} ms`);
+    notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${stallMs} ms`);
     // unref: a run that ends meanwhile (its processes killed) is not held open by it.
     setTimeout(() => {
       // Only the very process that froze (a pid is trusted while its start time matches).
-      if (readPid(faultDir, reached.role) === reached.pid && signal(reached.pid, 'SIGCONT')) notes.push(`SIGCONT to the ${reached.role} (pid ${reached.pid}) after ${FAULT_RUN_STALL_MS} ms`);
-      else notes.push(`the stalled ${reached.role} (pid ${reached.pid}) was gone before its ${FAULT_RUN_STALL_MS} ms were up: nothing to continue`);
-    }, FAULT_RUN_STALL_MS).unref();
+      if (readPid(faultDir, reached.role) === reached.pid && signal(reached.pid, 'SIGCONT')) notes.push(`SIGCONT to the ${reached.role} (pid ${reached.pid}) after ${stallMs} ms`);
+      else notes.push(`the stalled ${reached.role} (pid ${reached.pid}) was gone before its ${stallMs} ms were up: nothing to continue`);
+    }, stallMs).unref();
     return;
   }
   const victimRole = killedRole(reached.kind);
@@ -415,7 +429,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       if (state !== 'T') notes.push(`the ${found.role} (pid ${found.pid}) did not show as stopped at ${found.point} within ${FREEZE_WAIT_MS} ms (state ${state}); the fault was carried out anyway`);
     }
     reached = found;
-    carryOut(found, faultDir, controllerPid, notes);
+    carryOut(found, faultDir, controllerPid, notes, STALL_KINDS.includes(found.kind) ? stallMsOf(found.kind, preregOf(setup)) : 0);
   };
   /** The damage done once every process of the instance is gone, before the first resume. */
   let damaged = false;

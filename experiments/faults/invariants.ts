@@ -30,8 +30,9 @@ import { restoreDrill } from '../../writer/restore.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { unansweredWithin } from '../../writer/client.js';
-import { writerRequestTimeoutMsOf } from '../../design/prereg.js';
-import { tamperTargetOf } from './fault-plan.js';
+import { LockablePreRegistration } from '../../design/prereg.js';
+import { wakeUnansweredWithin } from '../../runtime/spawn.js';
+import { stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 
 export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering', 'stall_recorded'] as const;
 export type StoreInvariant = (typeof STORE_INVARIANTS)[number];
@@ -410,20 +411,25 @@ function checkUnknownOutcomes(record: RunRecord, ledger: Ledger, reached: FaultR
 
 /**
  * A stalled process (STALL_KINDS): its callers' timeouts fired and the controller that ran into
- * them recorded the stop in their words — the pre-registered writer timeout — before any resume;
+ * them recorded the stop in their words — the pre-registered writer request timeout, or the wake
+ * answer timeout with the wake's model-call budget — before any resume;
  * not a stop the next controller found unrecorded. A run that went on without a stop (no caller
  * was waiting while it stood) passes with a note. Other kinds: nothing to check.
  */
 function checkStallRecorded(record: RunRecord, reached: FaultReached | null): InvariantResult {
   if (reached === null || !STALL_KINDS.includes(reached.kind)) return result('stall_recorded', [], ['not a stall run']);
-  const words = unansweredWithin(writerRequestTimeoutMsOf(record.prereg));
+  const timeoutMs = stalledCallersTimeoutMs(reached.kind, LockablePreRegistration.parse(record.prereg));
+  const words = reached.kind === 'stall_runtime' ? wakeUnansweredWithin(timeoutMs) : unansweredWithin(timeoutMs);
   const firstResume = record.events.find((e) => e.event_type === 'SystemEvent.Resumed');
   const stops = record.events.filter((e) => e.event_type === 'SystemEvent.EmergencyStopped' && (firstResume === undefined || e.seq < firstResume.seq));
   if (firstResume === undefined && stops.length === 0) return result('stall_recorded', [], [`the ${reached.role} stood at ${reached.point} and the instance went on: no caller's timeout fired`]);
+  // Once stopped, only the controller writes (its signed head) until a resume: a stalled process that woke up adds nothing.
+  const afterStop = stops.length === 0 ? [] : record.events.filter((e) => e.seq > stops[0]!.seq && (firstResume === undefined || e.seq < firstResume.seq) && e.actor !== 'experiment');
+  const late = afterStop.slice(0, 4).map((e) => `${e.event_type} (actor ${e.actor}) at seq ${e.seq} after the stop at seq ${stops[0]!.seq}${firstResume ? `, before the resume at seq ${firstResume.seq}` : ''}`);
   const named = stops.find((e) => String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason ?? '').includes(words));
-  if (named !== undefined) return result('stall_recorded', [], [`stop recorded at seq ${named.seq}: ${String(payloadOf(named, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 200)}`]);
+  if (named !== undefined) return result('stall_recorded', late, [`stop recorded at seq ${named.seq}: ${String(payloadOf(named, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 200)}`]);
   const said = stops.map((e) => `seq ${e.seq}: ${String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 160)}`);
-  return result('stall_recorded', [`the ${reached.role} stood frozen at ${reached.point}, but no stop before ${firstResume ? `the resume at seq ${firstResume.seq}` : 'the end'} names the writer timeout ("${words}")${said.length > 0 ? `; stops recorded: ${said.join(' | ')}` : '; no stop was recorded by the controller that ran into it'}`]);
+  return result('stall_recorded', [...late, `the ${reached.role} stood frozen at ${reached.point}, but no stop before ${firstResume ? `the resume at seq ${firstResume.seq}` : 'the end'} names its callers' timeout ("${words}")${said.length > 0 ? `; stops recorded: ${said.join(' | ')}` : '; no stop was recorded by the controller that ran into it'}`]);
 }
 
 // ---------------------------------------------------------------- all of them

@@ -4,8 +4,9 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, writerRequestTimeoutMsOf, type PreregCheck } from '../../design/prereg.js';
+import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, wakeAnswerTimeoutMsOf, writerRequestTimeoutMsOf, type PreregCheck } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
+import { DEFAULT_WAKE_ANSWER_TIMEOUT_MS } from '../../runtime/protocol.js';
 import { signDsse, type DsseEnvelope } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
 import { hashCanonical } from '../../schema/hash.js';
@@ -126,6 +127,17 @@ describe('lock and check', () => {
       const file = copyDefault();
       writeFileSync(file, JSON.stringify({ ...defaultContent(), writer_request_timeout_ms: bad }));
       expect(lockPrereg(file, controller.keys, LOCKED_AT)).toMatchObject({ ok: false, problem: 'invalid-schema', issues: [expect.stringMatching(/^writer_request_timeout_ms: /)] });
+      expect(existsSync(lockFileOf(file))).toBe(false);
+    }
+  });
+
+  test('the wake answer timeout: absent is the default, a value in bounds is the instance\'s own, one out of bounds is not locked', () => {
+    expect(wakeAnswerTimeoutMsOf(PreRegistration.parse(defaultContent()))).toBe(DEFAULT_WAKE_ANSWER_TIMEOUT_MS);
+    expect(wakeAnswerTimeoutMsOf(PreRegistration.parse({ ...defaultContent(), wake_answer_timeout_ms: 5_000 }))).toBe(5_000);
+    for (const bad of [999, 3_600_001, 1.5, '5000']) {
+      const file = copyDefault();
+      writeFileSync(file, JSON.stringify({ ...defaultContent(), wake_answer_timeout_ms: bad }));
+      expect(lockPrereg(file, controller.keys, LOCKED_AT)).toMatchObject({ ok: false, problem: 'invalid-schema', issues: [expect.stringMatching(/^wake_answer_timeout_ms: /)] });
       expect(existsSync(lockFileOf(file))).toBe(false);
     }
   });

@@ -7,8 +7,9 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, write
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../experiments/faults/fault-harness.js';
-import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { FAULT_RUN_STALL_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan } from '../../experiments/faults/fault-run.js';
+import { stalledCallersTimeoutMs, type FaultRunPlan } from '../../experiments/faults/fault-plan.js';
+import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
+import { LockablePreRegistration } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import { StoreReader } from '../../writer/store-reader.js';
@@ -155,8 +156,9 @@ describe('one run, one fault', () => {
       const result = await runFaultPlan(setup, planOf('writer.append.before_commit', 'stall_writer', 1));
       expect(result.reached).toMatchObject({ point: 'writer.append.before_commit', kind: 'stall_writer', hit: 1, frozen: true });
       expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
-      expect(result.notes).toContain(`SIGCONT to the writer (pid ${result.reached!.pid}) after ${FAULT_RUN_STALL_MS} ms`);
-      expect(FAULT_RUN_STALL_MS).toBeGreaterThan(FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS);
+      const stallMs = stallMsOf('stall_writer', LockablePreRegistration.parse(JSON.parse(readFileSync(setup.preregFile, 'utf8'))));
+      expect(stallMs).toBeGreaterThan(FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS);
+      expect(result.notes).toContain(`SIGCONT to the writer (pid ${result.reached!.pid}) after ${stallMs} ms`);
       // The first controller ended failed (1) — but with the stop recorded in its words, before any resume.
       expect(result.exits).toEqual([1, 0]);
       const events = eventsOf(result.runDir);
@@ -168,6 +170,23 @@ describe('one run, one fault', () => {
       // The append the writer committed after it was continued is in the store once, and nothing else twice.
       const keys = events.map((e) => e.idempotency_key).filter((k): k is string => k !== null);
       expect(new Set(keys).size).toBe(keys.length);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a runtime stalled (SIGSTOP) at a write intent past the wake answer timeout: the controller gives up on the wake and records the stop in the timeout\'s words; continued, the runtime adds nothing after the stop; the resume finishes',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-stall-runtime-'), REPO, null);
+      const prereg = LockablePreRegistration.parse(JSON.parse(readFileSync(setup.preregFile, 'utf8')));
+      expect(prereg.wake_answer_timeout_ms).toBe(FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS);
+      const result = await runFaultPlan(setup, planOf('runtime.intent.before_file_op', 'stall_runtime', 4));
+      expect(result.reached).toMatchObject({ point: 'runtime.intent.before_file_op', kind: 'stall_runtime', frozen: true, context: { op: 'write', path: 'notes/findings.md' } });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      expect(result.notes).toContain(`SIGCONT to the runtime (pid ${result.reached!.pid}) after ${stallMsOf('stall_runtime', prereg)} ms`);
+      expect(result.exits).toEqual([3, 0]);
+      const stall = result.invariants.find((i) => i.invariant === 'stall_recorded')!;
+      expect(stall.details).toEqual([expect.stringMatching(new RegExp(`^note: stop recorded at seq \\d+: the runtime failed in wake-\\d+ outside any planned crash \\(timeout: ds-runtime did not answer wake wake-\\d+ within ${stalledCallersTimeoutMs('stall_runtime', prereg)} ms; it was left running\\)`))]);
     },
     RUN_TIMEOUT_MS,
   );

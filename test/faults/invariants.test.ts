@@ -420,9 +420,20 @@ describe('stall_recorded', () => {
   it('fails (forged) when the stop before the resume is one the next controller found unrecorded, not the timeout in its words; passes when it names the timeout', () => {
     const found = stoppedAndResumed('found on resume: the previous controller ended without recording a stop (killed or crashed)');
     expect(failures(check(found, { reached: stalled }), 'stall_recorded')).toEqual([
-      expect.stringMatching(/^the writer stood frozen at writer\.append\.before_commit, but no stop before the resume at seq \d+ names the writer timeout \("within 30000 ms; its outcome is unknown"\); stops recorded: seq \d+: found on resume: /),
+      expect.stringMatching(/^the writer stood frozen at writer\.append\.before_commit, but no stop before the resume at seq \d+ names its callers' timeout \("within 30000 ms; its outcome is unknown"\); stops recorded: seq \d+: found on resume: /),
     ]);
     const named = stoppedAndResumed(`lost the writer (writer did not answer append #4 ${unansweredWithin(30_000)}; exit still running) outside a planned crash`);
     expectPasses(check(named, { reached: stalled }), 'stall_recorded');
+  });
+
+  it('fails (forged) when a stalled process adds to the history after the stop, before the resume', () => {
+    const dir = copies.copy();
+    const anchor = events.filter((e) => e.event_type === 'ExperimentEvent.WakeEnded')[4]!;
+    const outcome = find((e) => e.event_type === 'ActionEvent.ToolSucceeded', 'a tool outcome');
+    const stored = rewriteEvents(dir, (list) =>
+      insertAfter(list, anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason: `the runtime failed (timeout: ds-runtime did not answer wake wake-0005 ${unansweredWithin(30_000)})` }, anchor, 'experiment'), { ...structuredClone(outcome), event_id: randomUUID(), idempotency_key: null }, newEvent('SystemEvent.Resumed', { operator: 'test', reason: '--resume' }, anchor, 'experiment')),
+    );
+    const stop = find((e) => e.event_type === 'SystemEvent.EmergencyStopped', 'the forged stop', stored);
+    expect(failures(check(dir, { reached: stalled }), 'stall_recorded')).toEqual([`ActionEvent.ToolSucceeded (actor tool) at seq ${stop.seq + 1} after the stop at seq ${stop.seq}, before the resume at seq ${stop.seq + 2}`]);
   });
 });
