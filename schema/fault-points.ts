@@ -53,6 +53,7 @@ export const FAULT_KIND_CATALOGUE = {
   duplicate_message: 'the writer handles the request twice and answers twice (delivered twice)',
   model_timeout: 'the model call is abandoned as timed out (its answer, if any, never used)',
   model_garbage: 'the model answers bytes that are not the output protocol',
+  disk_full: 'the run folder is on a size-limited tmpfs; at the point the harness fills what space is left and continues the process (nothing is killed); once every process is gone it frees the space before the resume',
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -67,11 +68,13 @@ const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_contro
  * garbled where one is awaited, a file tampered with where an operation's outcome is open.
  */
 export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
-  'writer.append.before_commit': KILLS,
+  // disk_full: where the next write needs space — the append's COMMIT (its WAL frames), the
+  // request about to be handled, and a file write about to be made (write and modify intents only).
+  'writer.append.before_commit': [...KILLS, 'disk_full'],
   'writer.append.after_commit': KILLS,
   'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted'],
-  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message'],
-  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered'],
+  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'disk_full'],
+  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'disk_full'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered'],
   'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage'],
   'controller.head.signing': KILLS,
@@ -80,28 +83,42 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
 export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
 
-/** The victim of a kind that kills, or null. */
-export function killedRole(kind: FaultKind): FaultRole | null {
+/**
+ * What the harness does while the process at the point stands frozen there: kill a victim, or
+ * fill the disk under the run folder and continue the frozen process; nothing for the kinds a
+ * process carries out itself (SELF_HANDLED_KINDS).
+ */
+export type HarnessAction = { readonly act: 'kill'; readonly victim: FaultRole } | { readonly act: 'fill_disk' } | { readonly act: 'none' };
+
+export function harnessActionOf(kind: FaultKind): HarnessAction {
   switch (kind) {
     case 'kill_writer':
     case 'snapshot_deleted':
     case 'snapshot_corrupted':
-      return 'writer';
+      return { act: 'kill', victim: 'writer' };
     case 'kill_runtime':
     case 'workspace_tampered':
-      return 'runtime';
+      return { act: 'kill', victim: 'runtime' };
     case 'kill_controller':
-      return 'controller';
+      return { act: 'kill', victim: 'controller' };
+    case 'disk_full':
+      return { act: 'fill_disk' };
     case 'drop_message':
     case 'duplicate_message':
     case 'model_timeout':
     case 'model_garbage':
-      return null;
+      return { act: 'none' };
     default: {
       const unhandled: never = kind;
       throw new Error(`unknown fault kind ${String(unhandled)}`);
     }
   }
+}
+
+/** The victim of a kind that kills, or null (self-handled kinds, and disk_full: the frozen process is continued, not killed). */
+export function killedRole(kind: FaultKind): FaultRole | null {
+  const action = harnessActionOf(kind);
+  return action.act === 'kill' ? action.victim : null;
 }
 
 /** A value a fault point's context holds (FaultReached['context']). */

@@ -43,12 +43,15 @@ function print(summary: FaultSummary): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(' · ');
   const lines = [
-    `${summary.ok ? 'OK' : 'FAILED'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
+    `${summary.ok ? 'OK' : 'FAILED'}${summary.skipped.length > 0 ? ` (${summary.skipped.length} SKIPPED)` : ''}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
     `  faults by kind:  ${count(summary.faults)}`,
     `  faults by point: ${count(summary.points)}`,
     `  coverage: ${summary.coverage.cells - summary.coverage.missing.length} of ${summary.coverage.cells} applicable (point, kind) cells exercised${summary.coverage.missing.length > 0 && summary.runs >= summary.coverage.cells ? ` (missing: ${summary.coverage.missing.join('; ')})` : ''}`,
     `  violations by invariant: ${count(summary.violations)}`,
   ];
+  // Not tried is not passed: every skipped run is named, with why.
+  if (summary.skipped.length > 0) lines.push(`  SKIPPED (not tried, not counted as passed): ${summary.skipped.length} run(s)`);
+  for (const s of summary.skipped) lines.push(`  - ${s.name}: ${s.reason}`);
   if (summary.reproduction) {
     const r = summary.reproduction;
     lines.push(r.compared ? `  rerun of run ${r.run}: ${r.same ? 'reproduced its earlier record exactly' : `DIFFERS from its earlier record in ${r.differences.join(', ')}`}` : `  rerun of run ${r.run}: NOT COMPARED (no earlier record): not a reproduction`);
