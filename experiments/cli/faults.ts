@@ -4,7 +4,7 @@
 // The fault-injection harness (issue 8, docs/faults.md): real instances, each with one seeded
 // fault (a SIGKILL of the writer, the runtime or the controller at a named point, a damaged
 // snapshot, a tampered workspace file, a dropped or duplicated socket message, a model timeout or
-// garbage answer), resumed to the end and checked against the invariants. `--run I` reruns one
+// garbage answer, a full disk under the run folder), resumed to the end and checked against the invariants. `--run I` reruns one
 // run of a seed and says whether it reproduced its earlier record in OUT; without such a record
 // it is refused before anything runs or is written (a check that compares nothing is no check).
 // Exit 0 every invariant held (and a rerun reproduced), 1 a violation or a rerun that differs,
