@@ -273,7 +273,8 @@ class Connection {
         this.options.log(`connection ${this.id}: refusal ${error.code} not recorded (limit reached): ${message}`);
       }
     } catch (recordError) {
-      const why = recordError instanceof Error ? recordError.message : String(recordError);
+      // A full disk refuses the record as it refused the request: said briefly, not the whole message twice.
+      const why = recordError instanceof WriterError && recordError.code === 'store_full' ? 'no space left (store_full)' : recordError instanceof Error ? recordError.message : String(recordError);
       message += ` (the refusal could not be recorded in the store: ${why})`;
       this.options.log(`connection ${this.id}: could not record refusal ${error.code}: ${why}`);
     }

@@ -172,7 +172,7 @@ describe('the forged cases, on a filled tmpfs', () => {
       freeFaultDisk(d);
       const after = await client.append([messageDraft()]);
       // The refusal found no room for its own record either (said in its message); the store goes on from the same head.
-      expect((refused as WriterError).message).toContain('the refusal could not be recorded in the store');
+      expect((refused as WriterError).message).toContain('the refusal could not be recorded in the store: no space left (store_full)');
       expect(after.events[0]!.seq).toBe(before.head.seq + 1);
       await fixture.stop();
       const events = eventsOf(d.runDir);
