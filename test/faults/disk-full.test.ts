@@ -8,7 +8,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
+import { FAULT_CELLS, planFaultRun, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../experiments/faults/fault-plan.js';
+import { runHarness } from '../../experiments/faults/fault-harness.js';
+import { FAULT_POINTS } from '../../schema/fault-points.js';
 import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from '../../experiments/faults/disk-full.js';
 import { prepareHarness, runFaultPlan, type FaultRunResult } from '../../experiments/faults/fault-run.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
@@ -135,6 +137,35 @@ describe('one run, one full disk', () => {
       expect({ invariants: result.invariants, exits: result.exits, reached: result.reached }).toEqual({ invariants: [], exits: [], reached: null });
       expect(result.notes[0]).toMatch(/^SKIPPED, not tried: /);
       expect(JSON.parse(readFileSync(path.join(result.recordDir, 'fault-run.json'), 'utf8')).skipped).toBe(result.skipped);
+    } finally {
+      getuid.mockRestore();
+    }
+  });
+});
+
+describe('the summary of a batch that could not mount', () => {
+  test('its disk_full runs are listed as skipped with the reason, none of them passed or violated, their cells missing from the coverage', async () => {
+    const out = folder('ds-faults-disk-summary-');
+    const setup = prepareHarness(out, REPO, null);
+    // A saved calibration for the seed (reused, so nothing runs for it); every point reached, every intent a write.
+    const group: GroupCalibration = { hits: Object.fromEntries(FAULT_POINTS.map((p) => [p, 10])) as GroupCalibration['hits'], mutating: { 'runtime.intent.before_file_op': [4] }, writing: { 'runtime.intent.before_file_op': [4] } };
+    const calibration: Calibration = { A: group, B: group, C: group };
+    // A seed whose run 1 is a disk_full run: the batch of one run then starts no instance at all.
+    const seed = ['skip-1', 'skip-2', 'skip-3', 'skip-4', 'skip-5', 'skip-6', 'skip-7', 'skip-8'].find((s) => planFaultRun(s, 1, calibration).kind === 'disk_full');
+    expect(seed).toBeDefined();
+    writeFileSync(path.join(out, 'calibration.json'), `${JSON.stringify({ seed, calibration })}\n`);
+    const getuid = vi.spyOn(process, 'getuid').mockReturnValue(1000);
+    const progress: string[] = [];
+    try {
+      const summary = await runHarness({ setup, seed: seed!, runs: 1, only: null, concurrency: 1, onProgress: (line) => progress.push(line) });
+      const plan = planFaultRun(seed!, 1, calibration);
+      expect(summary.skipped).toEqual([{ run: 1, name: expect.stringContaining('disk_full'), reason: expect.stringMatching(/needs root to mount a tmpfs/) }]);
+      expect(summary.failures).toEqual([]);
+      expect(summary.faults.disk_full).toBe(0);
+      expect(summary.coverage.missing).toContain(`${plan.point} disk_full`);
+      expect(summary.coverage.missing).toHaveLength(FAULT_CELLS.length);
+      expect(progress.some((line) => line.includes('SKIPPED, not tried: disk_full needs root'))).toBe(true);
+      expect(JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')).skipped).toEqual(summary.skipped);
     } finally {
       getuid.mockRestore();
     }
