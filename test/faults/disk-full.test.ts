@@ -5,14 +5,18 @@
 // not an internal error, and a file write that runs out of space leaves no half (temp) file.
 // Mounting needs root (CI runs as root): without it these tests skip, saying why, and a
 // disk_full run of the harness is recorded as skipped, never as passed.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { FAULT_CELLS, planFaultRun, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../experiments/faults/fault-plan.js';
 import { runHarness } from '../../experiments/faults/fault-harness.js';
 import { FAULT_POINTS } from '../../schema/fault-points.js';
-import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from '../../experiments/faults/disk-full.js';
+import { FAULT_DISK_FILLER, fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from '../../experiments/faults/disk-full.js';
 import { prepareHarness, runFaultPlan, type FaultRunResult } from '../../experiments/faults/fault-run.js';
+import { appendSignedHead } from '../../controller/run-signatures.js';
+import { materializeWorkspace } from '../../controller/workspace.js';
+import type { Scenario } from '../../design/scenario.js';
+import type { DsseEnvelope } from '../../schema/dsse.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { executeFileAction, TEMP_SUFFIX, type FileAction } from '../../runtime/files-tool.js';
 import { hashText } from '../../schema/hash.js';
@@ -230,6 +234,36 @@ describe('the forged cases, on a filled tmpfs', () => {
       expect(readFileSync(path.join(root, 'notes', 'findings.md'), 'utf8')).toBe('old\n');
       expect(result.ok ? '' : result.error).toMatch(/no space left on the disk \(ENOSPC\)/);
     }
+    freeFaultDisk(d);
+  });
+
+  /** The disk filled, then one page given back: a write of more than a page gets part of its bytes, then ENOSPC. */
+  const almostFull = (d: FaultDisk): void => {
+    freeFaultDisk(d);
+    fillFaultDisk(d);
+    const filler = path.join(d.mountDir, FAULT_DISK_FILLER);
+    truncateSync(filler, statSync(filler).size - 4096);
+  };
+
+  needsMount(`a signed head that does not fit leaves heads.jsonl as it was: no torn line for the next head to follow${mountNote}`, () => {
+    const d = disk ?? diskOf();
+    freeFaultDisk(d);
+    const heads = path.join(d.runDir, 'heads.jsonl');
+    writeFileSync(heads, '{"a first head":1}\n');
+    almostFull(d);
+    const envelope = { payloadType: 'application/vnd.test', payload: 'y'.repeat(3 * 4096), signatures: [] } as unknown as DsseEnvelope;
+    expect(() => appendSignedHead(d.runDir, envelope)).toThrow(/ENOSPC/);
+    expect(readFileSync(heads, 'utf8')).toBe('{"a first head":1}\n');
+    freeFaultDisk(d);
+  });
+
+  needsMount(`a workspace file the controller writes (scenario, external change) that does not fit fails: no truncated file renamed into place, no temp file${mountNote}`, () => {
+    const d = disk ?? diskOf();
+    almostFull(d);
+    const root = path.join(d.mountDir, 'controller-workspace');
+    const scenario = { files: [{ path: 'sources/big.md', content: 'z'.repeat(3 * 4096) }] } as unknown as Scenario;
+    expect(() => materializeWorkspace(root, scenario, null)).toThrow(/ENOSPC/);
+    expect(readdirSync(path.join(root, 'sources'))).toEqual([]);
     freeFaultDisk(d);
   });
 });
