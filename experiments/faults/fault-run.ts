@@ -335,7 +335,7 @@ function tamperWorkspace(runDir: string, reached: FaultReached): string {
 }
 
 /** The fault carried out while the process at the point is frozen: the victim killed and the frozen one continued unless it was the victim, or the disk filled and the frozen one continued. */
-function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, disk: FaultDisk | null, notes: string[]): void {
+function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, disk: { readonly disk: FaultDisk | null; filled: boolean }, notes: string[]): void {
   if (!reached.frozen) {
     notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
     return;
@@ -345,9 +345,13 @@ function carryOut(reached: FaultReached, faultDir: string, controllerPid: number
     case 'none':
       throw new Error(`bug: ${reached.kind} froze the ${reached.role} but the harness has nothing to do for it`);
     case 'fill_disk': {
-      if (disk === null) throw new Error(`bug: ${reached.kind} fired in a run whose folder is on no disk of its own`);
       try {
-        notes.push(`${fillFaultDisk(disk)} while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
+        if (disk.disk === null) throw new Error(`bug: ${reached.kind} fired in a run whose folder is on no disk of its own`);
+        notes.push(`${fillFaultDisk(disk.disk)} while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
+        disk.filled = true;
+      } catch (error) {
+        // Said, and failed by disk_full_stop: this runs in the harness's poll, where a throw would end the harness.
+        notes.push(`the disk was NOT filled at hit ${reached.hit} of ${reached.point}: ${error instanceof Error ? error.message : String(error)}`);
       } finally {
         // Continued whatever happened: a process left frozen would hang the instance.
         signal(reached.pid, 'SIGCONT');
@@ -416,7 +420,15 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   const disk = spec.plan?.kind === 'disk_full' ? mountFaultDisk() : null;
   if (disk !== null && 'unavailable' in disk) return skippedRun(spec, recordDir, runDir, disk.unavailable, startedMs);
   const liveRunDir = disk?.runDir ?? runDir;
-  const faultDir = makeFaultDir();
+  const diskState = { disk, filled: false };
+  let faultDir: string;
+  try {
+    faultDir = makeFaultDir();
+  } catch (error) {
+    // Not a mount left behind by a run that never began.
+    if (disk !== null) releaseFaultDisk(disk, runDir);
+    throw error;
+  }
   const arming: FaultArming = { dir: faultDir, ...spec.arming };
   const notes: string[] = [];
   const exits: Array<number | null> = [];
@@ -436,7 +448,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       if (state !== 'T') notes.push(`the ${found.role} (pid ${found.pid}) did not show as stopped at ${found.point} within ${FREEZE_WAIT_MS} ms (state ${state}); the fault was carried out anyway`);
     }
     reached = found;
-    carryOut(found, faultDir, controllerPid, disk, notes);
+    carryOut(found, faultDir, controllerPid, diskState, notes);
   };
   /** disk_full: the file tool's temp files found in the workspace once the processes that met the full disk were gone (a half file left behind). */
   let tempFilesAtStop: string[] | null = null;
@@ -481,7 +493,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     { invariant: 'fault_fired', ok: spec.plan === null || fired !== null, details: spec.plan === null || fired !== null ? [] : [`${spec.plan.kind} at hit ${spec.plan.hit} of ${spec.plan.point} never fired (the point was hit ${hits[spec.plan.point]} time(s)): the run proves nothing about it`] },
     { invariant: 'run_finished', ok: finished, details: finished ? [] : [`the instance did not finish after ${exits.length - 1} resume(s); controller exits ${exits.map((e) => e ?? 'killed').join(', ')} (see ${logFile})`] },
     { invariant: 'processes_exit', ok: orphanProblems.length === 0, details: orphanProblems },
-    diskFullStop(fired, exits, logFile, tempFilesAtStop),
+    diskFullStop(fired, diskState.filled, exits, logFile, tempFilesAtStop),
   ];
   const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
     ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })
@@ -541,9 +553,10 @@ function firstEnding(logFile: string): { ok?: unknown; error?: { code?: unknown 
  * workspace. Nothing to check for the other kinds. The rest (nothing acknowledged lost, every
  * intent with an outcome, the resume sealed and verifying) are the other invariants.
  */
-function diskFullStop(fired: FaultReached | null, exits: ReadonlyArray<number | null>, logFile: string, tempFiles: readonly string[] | null): RunInvariantResult {
+function diskFullStop(fired: FaultReached | null, filled: boolean, exits: ReadonlyArray<number | null>, logFile: string, tempFiles: readonly string[] | null): RunInvariantResult {
   if (fired?.kind !== 'disk_full') return { invariant: 'disk_full_stop', ok: true, details: [] };
   const problems: string[] = [];
+  if (!filled) problems.push('the harness did not fill the disk at the point (see the notes): the run proves nothing about a full disk');
   const exit = exits[0];
   if (exit === null || exit === undefined) problems.push(`the controller that met the full disk did not end by itself within ${CONTROLLER_TIMEOUT_MS} ms (a hang): the harness killed it`);
   else if (exit !== EXIT_CODES.failed) problems.push(`the controller that met the full disk exited ${exit}, not ${EXIT_CODES.failed} (${exit === EXIT_CODES.ok ? 'a partial run reported as finished' : 'not the documented exit'})`);
