@@ -10,7 +10,8 @@
 import { subjectInitializedPayload } from '../design/scenario.js';
 import { CONTROLLER_KEYS } from '../design/run-contract.js';
 import type { ChainHead } from '../schema/chain-head.js';
-import type { AppendResult, EventDraft, Head } from '../writer/protocol.js';
+import { RuntimeWakeError } from '../runtime/spawn.js';
+import { WriterError, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import { emergencyStoppedDraft, resumedDraft, subjectInitializedDraft, wakeEndedDraft } from './controller-events.js';
 import { CrashDrills } from './crash-drills.js';
 import { InstanceError, WriterUnansweredError } from './instance-error.js';
@@ -26,6 +27,21 @@ import { WrittenInterventions } from './written-interventions.js';
 
 /** Who records a start refused by the model's check before the first wake. */
 const PREFLIGHT_OPERATOR = 'controller (model preflight)';
+/** Who records (when it still fits) the stop of an instance whose disk filled up. */
+const STORE_FULL_OPERATOR = 'controller (disk full)';
+
+/**
+ * What says the disk under the run folder is full, from anywhere in a run: the writer's refusal
+ * (store_full), the runtime's wake failing on it, or a file of the controller's own (heads.jsonl)
+ * that could not be written (ENOSPC, EDQUOT). Null for anything else.
+ */
+export function storeFullOf(error: unknown): string | null {
+  if (error instanceof WriterError && error.code === 'store_full') return error.message;
+  if (error instanceof RuntimeWakeError && error.failure?.code === 'store_full') return error.failure.message;
+  const errno = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  if (errno === 'ENOSPC' || errno === 'EDQUOT') return `the disk holding the run folder is full (${errno}: ${error instanceof Error ? error.message : ''})`;
+  return null;
+}
 
 export class Instance {
   private readonly log: (line: string) => void;
@@ -81,6 +97,8 @@ export class Instance {
         }
       }
     } catch (error) {
+      const full = storeFullOf(error);
+      if (full !== null) throw await this.stopOnFullDisk(full);
       if (error instanceof WriterUnansweredError) await this.recordStopAfterStall(error);
       await this.processes.shutdownQuietly();
       throw error;
@@ -89,6 +107,8 @@ export class Instance {
       try {
         await this.recordStop(stop.reason, stop.operator ?? this.input.options.operator);
       } catch (recordError) {
+        const full = storeFullOf(recordError);
+        if (full !== null) throw await this.stopOnFullDisk(full);
         await this.processes.shutdownQuietly();
         throw new InstanceError('writer', `the stop (${stop.reason}) could not be recorded: ${recordError instanceof Error ? recordError.message : String(recordError)}; nothing was deleted — continue with --resume ${this.input.runDir}`);
       }
@@ -157,7 +177,7 @@ export class Instance {
         this.note(`${open.wake_id} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
       }
       if (!progress.stopped) {
-        await record([emergencyStoppedDraft(this.clock.now(), 'controller', 'found on resume: the previous controller ended without recording a stop (killed or crashed)')]);
+        await record([emergencyStoppedDraft(this.clock.now(), 'controller', 'found on resume: the previous controller ended without recording a stop (killed, crashed, or stopped by a full disk with no room left to record it)')]);
         this.note('the previous controller ended without recording a stop; recorded one now');
       }
       await record([resumedDraft(this.clock.now(), this.input.options.operator, `--resume ${this.input.runDir}`)]);
@@ -167,7 +187,23 @@ export class Instance {
     return next === -1 ? wakes.length : next;
   }
 
-  /** Emergency stop: recorded, head signed, nothing deleted. */
+  /**
+   * The disk under the run folder is full: the stop is recorded if it still fits (it rarely does:
+   * the writer refuses it as it refused the append), the processes are shut down, and the error
+   * the command ends with says what happened and what to do. Nothing acknowledged was lost (the
+   * refused append rolled back whole); a resume after freeing space records the stop if this could
+   * not, ends the open wake as stopped, and goes on.
+   */
+  private async stopOnFullDisk(full: string): Promise<InstanceError> {
+    const reason = full;
+    const recorded = await this.recordStop(reason, STORE_FULL_OPERATOR).then(
+      () => 'The stop was recorded.',
+      (error: unknown) => `The stop could not be recorded either (${storeFullOf(error) !== null ? 'no space' : error instanceof Error ? error.message : String(error)}): the resume records it.`,
+    );
+    await this.processes.shutdownQuietly();
+    return new InstanceError('store_full', `${reason}. Every event acknowledged before is committed. ${recorded} Free space on the disk holding ${this.input.runDir}, then continue with npm run experiment -- --resume ${this.input.runDir}`);
+  }
+
   /**
    * The writer stopped answering without exiting: it may be back (a stall ends), so the stop is
    * tried once with the error's words — the writer handles requests in order, so it lands after
@@ -181,6 +217,7 @@ export class Instance {
     }
   }
 
+  /** Emergency stop: recorded, head signed, nothing deleted. */
   private async recordStop(reason: string, operator: string): Promise<void> {
     this.log(`emergency stop: ${reason}`);
     await this.processes.stopRuntime().catch(() => undefined);

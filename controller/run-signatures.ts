@@ -4,7 +4,7 @@
 // schema/public-key-file.ts (a blind-review package carries it too).
 // Key custody (a key folder outside every run, mode 0600) is the controller's job and
 // not this file's: these functions take the key as a value.
-import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
@@ -32,7 +32,24 @@ export function signChainHead(head: ChainHead, keys: Ed25519KeyPair): DsseEnvelo
 
 /** Appends one signed head to heads.jsonl. */
 export function appendSignedHead(runDir: string, envelope: DsseEnvelope): void {
-  appendFileSync(path.join(runDir, RUN_FILES.heads), `${JSON.stringify(envelope)}\n`);
+  const line = Buffer.from(`${JSON.stringify(envelope)}\n`, 'utf8');
+  const fd = openSync(path.join(runDir, RUN_FILES.heads), 'a');
+  try {
+    const before = fstatSync(fd).size;
+    try {
+      let written = 0;
+      // Bounded: each pass writes at least one byte (writeSync throws rather than return 0 on a full disk).
+      for (let pass = 0; written < line.length && pass <= line.length; pass += 1) written += writeSync(fd, line, written, line.length - written);
+    } catch (error) {
+      // A full disk takes what fits of the line (the slack of the file's last page) and refuses
+      // the rest: cut back to the last whole line, or every later head would follow a torn one
+      // and verify would refuse the file. Truncating needs no space.
+      ftruncateSync(fd, before);
+      throw error;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export interface HeadSigning {

@@ -40,12 +40,22 @@ function ensureDir(dir: string, owner: FileOwner | null): void {
 /** Writes via a temp file + fsync + rename, so a reader sees the old bytes or the new ones. */
 function writeAtomically(file: string, content: string, owner: FileOwner | null): void {
   const temp = `${file}.controller-tmp`;
+  const bytes = Buffer.from(content, 'utf8');
   const fd = openSync(temp, 'w', 0o644);
   try {
-    writeSync(fd, content);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      let written = 0;
+      // One writeSync may write less than asked (a disk with less room than the file): loop until
+      // all of it is out, or the file system refuses. Bounded: each pass writes at least one byte.
+      for (let pass = 0; written < bytes.length && pass <= bytes.length; pass += 1) written += writeSync(fd, bytes, written, bytes.length - written);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    // Nothing half-written is left in the subject's workspace: the target keeps its old bytes.
+    rmSync(temp, { force: true });
+    throw error;
   }
   if (owner) chownSync(temp, owner.uid, owner.gid);
   renameSync(temp, file);

@@ -54,7 +54,7 @@ export interface FileLimits {
 }
 
 /** Suffix of the tool's temp files; a crash can leave one behind, and the listing hides them. */
-const TEMP_SUFFIX = '.ds-tmp';
+export const TEMP_SUFFIX = '.ds-tmp';
 const READ_CHUNK_BYTES = 64 * 1024;
 
 export const FILE_FAILURE_CODES = ['path_refused', 'symlink_escape', 'not_found', 'not_a_file', 'too_large', 'not_utf8', 'find_absent', 'target_exists', 'io_error'] as const;
@@ -276,12 +276,21 @@ function writeAtomically(root: string, real: string, bytes: Buffer): void {
   if (lstatOrNull(temp) !== null) unlinkSync(temp);
   const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
   try {
-    let written = 0;
-    // Bounded: each pass writes at least one byte (writeSync throws rather than return 0 on a full disk).
-    for (let pass = 0; written < bytes.length && pass <= bytes.length; pass += 1) written += writeSync(fd, bytes, written, bytes.length - written);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      let written = 0;
+      // Bounded: each pass writes at least one byte (writeSync throws rather than return 0 on a full disk).
+      for (let pass = 0; written < bytes.length && pass <= bytes.length; pass += 1) written += writeSync(fd, bytes, written, bytes.length - written);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    // A full disk (ENOSPC) or a failing one leaves part of the bytes in the temp file: removed
+    // here, so the failure leaves the workspace as it was — no half file beside the target.
+    unlinkSync(temp);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') throw new FileFailure('io_error', `no space left on the disk (${code}): nothing was written (the partial temp file was removed)`);
+    throw error;
   }
   try {
     renameSync(temp, real);

@@ -175,6 +175,8 @@ function failureOf(error: unknown): { code: WakeFailureCode; message: string } {
   if (error instanceof WakeStoppedError) return { code: 'stopped', message: error.message };
   if (error instanceof EventReadError) return { code: error.code === 'too_many_events' ? 'internal' : error.code, message: error.message };
   if (error instanceof WriterUnavailableError) return { code: 'writer_unavailable', message: `${error.reason}: ${error.message}` };
+  // A full disk is no refusal of what the runtime asked: it is the operator's to fix (free space, resume).
+  if (error instanceof WriterError && error.code === 'store_full') return { code: 'store_full', message: error.message };
   if (error instanceof WriterError) return { code: 'writer_refused', message: `${error.code}: ${error.message}` };
   return { code: 'internal', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
 }

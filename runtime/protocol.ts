@@ -205,6 +205,8 @@ export const WAKE_FAILURE_CODES = [
   'writer_unavailable',
   /** The writer answered with a refusal (wrong token, limit, …); the message names its code. */
   'writer_refused',
+  /** The writer refused an append because the disk holding the store is full (its code store_full): nothing of it was written; free space, then resume. */
+  'store_full',
   /** The writer serves another subject than the one this runtime was started for. */
   'identity_mismatch',
   /** visible_to_seq is below what an earlier wake already observed. */

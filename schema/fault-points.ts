@@ -55,6 +55,7 @@ export const FAULT_KIND_CATALOGUE = {
   model_garbage: 'the model answers bytes that are not the output protocol',
   stall_writer: 'the writer stands frozen (SIGSTOP) at the point for longer than the pre-registered writer request timeout, then is continued (SIGCONT): its callers give up with an unknown outcome while it stands, and what it then commits late must be answered from the store, never twice',
   stall_runtime: "the runtime stands frozen (SIGSTOP) at the point for longer than the pre-registered wake answer timeout and the wake's model-call budget, then is continued (SIGCONT): the controller gives up on the wake and stops the instance while it stands; whatever the runtime does once continued must not add to the stopped history",
+  disk_full: 'the run folder is on a size-limited tmpfs; at the point the harness fills what space is left and continues the process (nothing is killed); once every process is gone it frees the space before the resume',
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -71,11 +72,13 @@ const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_contro
  * inside a wake.
  */
 export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
-  'writer.append.before_commit': [...KILLS, 'stall_writer'],
+  // disk_full: where the next write needs space — the append's COMMIT (its WAL frames), the
+  // request about to be handled, and a file write about to be made (write and modify intents only).
+  'writer.append.before_commit': [...KILLS, 'stall_writer', 'disk_full'],
   'writer.append.after_commit': [...KILLS, 'stall_writer'],
   'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted', 'stall_writer'],
-  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer'],
-  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime'],
+  'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer', 'disk_full'],
+  'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime', 'disk_full'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered', 'stall_runtime'],
   'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime'],
   'controller.head.signing': KILLS,
@@ -84,34 +87,49 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
 export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
 
-/** Kinds the harness carries out by holding the frozen process and continuing it later: nobody is killed. */
-export const STALL_KINDS: readonly FaultKind[] = ['stall_writer', 'stall_runtime'];
+/**
+ * What the harness does while the process at the point stands frozen there: kill a victim, fill
+ * the disk under the run folder and continue the frozen process, or hold it frozen a while and
+ * continue it (a stall); nothing for the kinds a process carries out itself (SELF_HANDLED_KINDS).
+ */
+export type HarnessAction = { readonly act: 'kill'; readonly victim: FaultRole } | { readonly act: 'fill_disk' } | { readonly act: 'stall' } | { readonly act: 'none' };
 
-/** The victim of a kind that kills, or null. */
-export function killedRole(kind: FaultKind): FaultRole | null {
+export function harnessActionOf(kind: FaultKind): HarnessAction {
   switch (kind) {
     case 'kill_writer':
     case 'snapshot_deleted':
     case 'snapshot_corrupted':
-      return 'writer';
+      return { act: 'kill', victim: 'writer' };
     case 'kill_runtime':
     case 'workspace_tampered':
-      return 'runtime';
+      return { act: 'kill', victim: 'runtime' };
     case 'kill_controller':
-      return 'controller';
+      return { act: 'kill', victim: 'controller' };
+    case 'disk_full':
+      return { act: 'fill_disk' };
+    case 'stall_writer':
+    case 'stall_runtime':
+      return { act: 'stall' };
     case 'drop_message':
     case 'duplicate_message':
     case 'model_timeout':
     case 'model_garbage':
-    case 'stall_writer':
-    case 'stall_runtime':
-      return null;
+      return { act: 'none' };
     default: {
       const unhandled: never = kind;
       throw new Error(`unknown fault kind ${String(unhandled)}`);
     }
   }
 }
+
+/** The victim of a kind that kills, or null (self-handled kinds, disk_full and the stalls: the frozen process is continued, not killed). */
+export function killedRole(kind: FaultKind): FaultRole | null {
+  const action = harnessActionOf(kind);
+  return action.act === 'kill' ? action.victim : null;
+}
+
+/** Kinds the harness carries out by holding the frozen process and continuing it later: nobody is killed. */
+export const STALL_KINDS: readonly FaultKind[] = FAULT_KINDS.filter((kind) => harnessActionOf(kind).act === 'stall');
 
 /** A value a fault point's context holds (FaultReached['context']). */
 const ContextValue = z.union([z.string().max(1_024), z.number()]);

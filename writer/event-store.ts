@@ -89,6 +89,20 @@ export function crossesSnapshotBoundary(fromSeq: number, toSeq: number, every: n
   return Math.floor(toSeq / every) > Math.floor(fromSeq / every);
 }
 
+/**
+ * A full disk met by an append (SQLITE_FULL at a row, the COMMIT's WAL frames or the
+ * checkpoint; ENOSPC/EDQUOT): the transaction rolled back and the head did not move, so it is
+ * the caller's typed refusal `store_full` — something a person acts on (free space, resume), not a
+ * writer bug. Null for any other error.
+ */
+export function storeFullRefusalOf(file: string, error: unknown): WriterError | null {
+  const failure = classifyStoreError(file, error, 'write');
+  if (failure?.problem !== 'full') return null;
+  return new WriterError('store_full', `${failure.message}. Nothing of this request was written`, { store_problem: storeFileCode(failure.problem), detail: failure.detail }, {
+    recordNote: 'the disk holding the store is full: nothing of the request was written',
+  });
+}
+
 /** A retry must repeat these draft fields exactly (and the payload) to be a retry. */
 const REPLAY_FIELDS = ['event_type', 'schema_version', 'occurred_at', 'actor', 'causation_id', 'correlation_id'] as const satisfies readonly (keyof EventDraft & keyof EventEnvelope)[];
 
@@ -331,7 +345,12 @@ export class EventStore {
   }
 
   private commit(drafts: readonly ValidatedDraft[], beforeCommit?: () => void): AppendResult {
-    const done = this.commitTransaction.immediate(drafts, beforeCommit);
+    let done: CommittedBatch;
+    try {
+      done = this.commitTransaction.immediate(drafts, beforeCommit);
+    } catch (error) {
+      throw storeFullRefusalOf(this.options.path, error) ?? error;
+    }
     this.headSeq = done.seq;
     this.headHash = done.previous;
     this.state = done.state;

@@ -153,10 +153,21 @@ export type HelloResult = z.infer<typeof HelloResult>;
 /**
  * The refusal reasons an AppendRejected record can carry, plus `sealed`: an append or
  * seal after the seal. That one is never recorded (nothing may follow StoreSealed), so
- * it is not an AppendRejected reason.
+ * it is not an AppendRejected reason. And `store_full`: the disk holding events.db is full
+ * (SQLite's SQLITE_FULL, or ENOSPC/EDQUOT), nothing of the request was written, every event
+ * acknowledged before is committed; free space and retry (an instance: --resume). Its record,
+ * when the refusal fits at all, is an AppendRejected with reason STORE_FULL_RECORDED_AS.
  */
-export const WriterErrorCode = z.enum([...APPEND_REJECTION_REASONS, 'sealed']);
+export const WriterErrorCode = z.enum([...APPEND_REJECTION_REASONS, 'sealed', 'store_full']);
 export type WriterErrorCode = z.infer<typeof WriterErrorCode>;
+
+/**
+ * The AppendRejected reason a store_full refusal is recorded under, when the refusal itself
+ * fits (a smaller write than the batch refused): a writer failure on the request, nothing
+ * written — 'internal' is that reason, and the record's message says the disk is full.
+ * Not a reason of its own: the event schema's reasons stay as they are.
+ */
+export const STORE_FULL_RECORDED_AS = 'internal' satisfies (typeof APPEND_REJECTION_REASONS)[number];
 
 export const WriterErrorBody = z.strictObject({
   code: WriterErrorCode,

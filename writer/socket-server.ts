@@ -14,7 +14,7 @@ import { hashText } from '../schema/hash.js';
 import { validateDrafts } from './draft-validation.js';
 import type { FaultSwitch } from '../schema/fault-switch.js';
 import type { EventStore, StoreIdentity } from './event-store.js';
-import { WRITER_LIMITS, WRITER_METHODS, WriterError, WriterRequest, type HelloResult, type WriterErrorCode, type WriterResponse } from './protocol.js';
+import { STORE_FULL_RECORDED_AS, WRITER_LIMITS, WRITER_METHODS, WriterError, WriterRequest, type HelloResult, type WriterErrorCode, type WriterResponse } from './protocol.js';
 
 export interface WriterServerOptions {
   readonly store: EventStore;
@@ -244,10 +244,12 @@ class Connection {
       this.options.log(`connection ${this.id}: refused ${ctx.method ?? 'request'} after the seal (${error.code}; ${count} refused since the seal, none recorded): ${message}`);
       return this.answerRefusal(ctx, error.code, message, details, null, dropping);
     }
+    // A full disk is said on the writer's log whatever becomes of its record (which needs space too).
+    if (error.code === 'store_full') this.options.log(`connection ${this.id}: refused ${ctx.method ?? 'request'} ${String(ctx.id)}: store_full: ${error.message}`);
     const note = error.recordNote + dropNote;
     let rejectionSeq: number | null = null;
-    // `sealed` returned above, so what is left is a reason an AppendRejected can carry.
-    const reason: AppendRejectionReason = error.code;
+    // `sealed` returned above, so what is left is a reason an AppendRejected can carry (store_full has none of its own).
+    const reason: AppendRejectionReason = error.code === 'store_full' ? STORE_FULL_RECORDED_AS : error.code;
     const record = (recorded: AppendRejectionReason, text: string): number =>
       this.options.store.appendInternal('SystemEvent.AppendRejected', {
         reason: recorded,
@@ -271,7 +273,8 @@ class Connection {
         this.options.log(`connection ${this.id}: refusal ${error.code} not recorded (limit reached): ${message}`);
       }
     } catch (recordError) {
-      const why = recordError instanceof Error ? recordError.message : String(recordError);
+      // A full disk refuses the record as it refused the request: said briefly, not the whole message twice.
+      const why = recordError instanceof WriterError && recordError.code === 'store_full' ? 'no space left (store_full)' : recordError instanceof Error ? recordError.message : String(recordError);
       message += ` (the refusal could not be recorded in the store: ${why})`;
       this.options.log(`connection ${this.id}: could not record refusal ${error.code}: ${why}`);
     }

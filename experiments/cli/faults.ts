@@ -4,7 +4,7 @@
 // The fault-injection harness (issue 8, docs/faults.md): real instances, each with one seeded
 // fault (a SIGKILL of the writer, the runtime or the controller at a named point, a damaged
 // snapshot, a tampered workspace file, a dropped or duplicated socket message, a model timeout or
-// garbage answer), resumed to the end and checked against the invariants. `--run I` reruns one
+// garbage answer, a full disk under the run folder), resumed to the end and checked against the invariants. `--run I` reruns one
 // run of a seed and says whether it reproduced its earlier record in OUT; without such a record
 // it is refused before anything runs or is written (a check that compares nothing is no check).
 // Exit 0 every invariant held (and a rerun reproduced), 1 a violation or a rerun that differs,
@@ -43,12 +43,15 @@ function print(summary: FaultSummary): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(' · ');
   const lines = [
-    `${summary.ok ? 'OK' : 'FAILED'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
+    `${summary.ok ? 'OK' : 'FAILED'}${summary.skipped.length > 0 ? ` (${summary.skipped.length} SKIPPED)` : ''}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
     `  faults by kind:  ${count(summary.faults)}`,
     `  faults by point: ${count(summary.points)}`,
     `  coverage: ${summary.coverage.cells - summary.coverage.missing.length} of ${summary.coverage.cells} applicable (point, kind) cells exercised${summary.coverage.missing.length > 0 && summary.runs >= summary.coverage.cells ? ` (missing: ${summary.coverage.missing.join('; ')})` : ''}`,
     `  violations by invariant: ${count(summary.violations)}`,
   ];
+  // Not tried is not passed: every skipped run is named, with why.
+  if (summary.skipped.length > 0) lines.push(`  SKIPPED (not tried, not counted as passed): ${summary.skipped.length} run(s)`);
+  for (const s of summary.skipped) lines.push(`  - ${s.name}: ${s.reason}`);
   if (summary.reproduction) {
     const r = summary.reproduction;
     lines.push(r.compared ? `  rerun of run ${r.run}: ${r.same ? 'reproduced its earlier record exactly' : `DIFFERS from its earlier record in ${r.differences.join(', ')}`}` : `  rerun of run ${r.run}: NOT COMPARED (no earlier record): not a reproduction`);

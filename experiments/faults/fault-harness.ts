@@ -45,6 +45,11 @@ export const FaultSummary = z.strictObject({
   /** Every invariant, with its number of violating runs (0 is the goal). */
   violations: z.record(z.string(), z.number().int()),
   failures: z.array(FaultFailure),
+  /**
+   * Runs that were not tried (a disk_full run without root to mount its tmpfs): no invariant was
+   * checked, so they are neither passes nor violations, and their cells stay in coverage.missing.
+   */
+  skipped: z.array(z.strictObject({ run: z.number().int().min(1), name: z.string(), reason: z.string() })),
   coverage: z.strictObject({
     cells: z.number().int(),
     /** "point kind": fired runs. */
@@ -184,7 +189,7 @@ function failuresOf(seed: string, run: number, result: FaultRunResult, command: 
 function describe(result: FaultRunResult): string {
   const p = result.plan;
   const what = p ? `${p.group} ${p.kind} at hit ${p.hit}/${p.hits_in_calibration} of ${p.point}` : 'calibration';
-  const verdict = result.violations.length === 0 ? 'ok' : `VIOLATED ${result.violations.join(', ')}`;
+  const verdict = result.skipped !== null ? `SKIPPED, not tried: ${result.skipped}` : result.violations.length === 0 ? 'ok' : `VIOLATED ${result.violations.join(', ')}`;
   return `${result.name}: ${what} · exits ${result.exits.map((e) => e ?? 'killed').join(' → ')} · ${verdict} (${(result.durationMs / 1000).toFixed(1)} s)`;
 }
 
@@ -269,15 +274,17 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
     const compared = sameRun(earlier, results[0]!.fingerprint);
     reproduction = { run: options.only, compared: true, same: compared.same, differences: compared.differences };
   }
+  const skipped = results.flatMap((r) => (r.skipped === null || r.plan === null ? [] : [{ run: r.plan.index, name: r.name, reason: r.skipped }])).sort((a, b) => a.run - b.run);
   const summary: FaultSummary = {
-    // A rerun passes only by reproducing its record: one that compared nothing is not a pass.
-    ok: failures.length === 0 && (options.only === null || (reproduction !== null && reproduction.compared && reproduction.same)),
+    // A rerun passes only by reproducing its record: one that compared nothing (or was not tried) is not a pass.
+    ok: failures.length === 0 && (options.only === null || (reproduction !== null && reproduction.compared && reproduction.same && skipped.length === 0)),
     seed: options.seed,
     runs: results.length,
     faults,
     points,
     violations,
     failures: failures.sort((a, b) => a.run - b.run || a.invariant.localeCompare(b.invariant)),
+    skipped,
     coverage: { cells: FAULT_CELLS.length, exercised, missing: Object.entries(exercised).filter(([, n]) => n === 0).map(([cell]) => cell) },
     calibration: Object.fromEntries(Object.entries(cal).map(([group, c]) => [group, c.hits])),
     reproduction,

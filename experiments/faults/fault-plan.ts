@@ -12,7 +12,7 @@ import { wakeAnswerTimeoutMsOf, writerRequestTimeoutMsOf, type LockablePreRegist
 import { seededRandom } from '../../design/seeded-random.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { TypedErrorOf } from '../../foundation/typed-error.js';
-import { APPLICABLE_KINDS, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint, type FaultReached } from '../../schema/fault-points.js';
+import { APPLICABLE_KINDS, FAULT_POINT_CATALOGUE, FAULT_POINTS, FaultKindSchema, FaultPointSchema, type FaultKind, type FaultPoint, type FaultReached } from '../../schema/fault-points.js';
 
 export const GROUPS: readonly Group[] = ['A', 'B', 'C'];
 
@@ -35,6 +35,12 @@ export const GroupCalibration = z.strictObject({
    * change the store cannot explain by design, not a fault of the runtime).
    */
   mutating: z.partialRecord(FaultPointSchema, z.array(z.number().int().min(1))),
+  /**
+   * Per intent point, the hits at which the intent writes or modifies a file: the only ones
+   * disk_full is planned at there (a read or a move needs no new space, so the fill would not
+   * meet the file operation, only the outcome's append — which the writer points already cover).
+   */
+  writing: z.partialRecord(FaultPointSchema, z.array(z.number().int().min(1))),
 });
 export type GroupCalibration = z.infer<typeof GroupCalibration>;
 export const Calibration = z.strictObject({ A: GroupCalibration, B: GroupCalibration, C: GroupCalibration });
@@ -74,16 +80,25 @@ function shuffledCells(seed: string, round: number): FaultCell[] {
   return cells;
 }
 
+/** The hits a cell is restricted to by what the intent does (null: any hit of the point). */
+function placeableHitsOf(cell: FaultCell, calibration: GroupCalibration): readonly number[] | null {
+  if (cell.kind === 'workspace_tampered') return calibration.mutating[cell.point] ?? [];
+  // At a writer point any hit meets an append; at the intent point only a write or modify needs space.
+  if (cell.kind === 'disk_full' && FAULT_POINT_CATALOGUE[cell.point].role === 'runtime') return calibration.writing[cell.point] ?? [];
+  return null;
+}
+
 /** Run `index` (1-based) of the harness seed `seed`. */
 export function planFaultRun(seed: string, index: number, calibration: Calibration): FaultRunPlan {
   if (!Number.isSafeInteger(index) || index < 1) throw new FaultPlanError(`run index must be a whole number ≥ 1, got ${index}`);
   const round = Math.floor((index - 1) / FAULT_CELLS.length);
   const cell = shuffledCells(seed, round)[(index - 1) % FAULT_CELLS.length]!;
   const random = seededRandom(`${seed}/run/${index}`);
-  // The hits a fault of this kind may be placed at, per group: every hit, or only the mutating intents.
+  // The hits a fault of this kind may be placed at, per group: every hit, only the mutating intents, or only the writing ones.
   const placeable = (g: Group): number[] => {
     const hits = calibration[g].hits[cell.point] ?? 0;
-    return cell.kind === 'workspace_tampered' ? [...(calibration[g].mutating[cell.point] ?? [])].filter((h) => h <= hits) : Array.from({ length: hits }, (_, i) => i + 1);
+    const listed = placeableHitsOf(cell, calibration[g]);
+    return listed === null ? Array.from({ length: hits }, (_, i) => i + 1) : [...listed].filter((h) => h <= hits);
   };
   // Only groups whose calibration reached the point can carry it (e.g. a group that never writes a file has no mutating intents).
   const groups = GROUPS.filter((g) => placeable(g).length > 0);

@@ -11,14 +11,14 @@
 // check), and each step's helper serves that sequence alone and shares its fault folder.
 import { processCodeFor } from '../../foundation/process-code.js';
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { LockablePreRegistration, lockPrereg } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
-import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, STALL_KINDS, type FaultArming, type FaultKind, type FaultRole } from '../../schema/fault-points.js';
+import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, harnessActionOf, type FaultArming, type FaultKind, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
 import { StoreSealed } from '../../schema/events/system-events.js';
@@ -26,10 +26,14 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
 import { GROUPS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
+import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
+import { InstanceError } from '../../controller/instance-error.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { TEMP_SUFFIX } from '../../runtime/files-tool.js';
 
 /** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
-export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit'] as const;
+export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit', 'disk_full_stop'] as const;
 export const INVARIANTS = [...RUN_INVARIANTS, ...STORE_INVARIANTS] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -132,6 +136,12 @@ export interface FaultRunResult {
   readonly notes: string[];
   readonly fingerprint: RunFingerprint;
   readonly durationMs: number;
+  /**
+   * Why the run was not tried at all (a disk_full run where no tmpfs can be mounted: not root),
+   * or null. A skipped run has no invariants and is listed as skipped in the summary and on
+   * screen: never a pass.
+   */
+  readonly skipped: string | null;
 }
 
 interface ProcessOutcome {
@@ -296,20 +306,21 @@ function readHits(faultDir: string): PointHits {
 
 const HitContext = z.strictObject({ hit: z.number().int().min(1), context: z.record(z.string(), z.unknown()) });
 
-/** From a counting run's contexts: the hits of the intent points whose operation is not a read. */
-function readMutatingHits(faultDir: string): GroupCalibration['mutating'] {
+/** From a counting run's contexts: the hits of the intent points whose operation is not a read (mutating), and those that write or modify a file (writing). */
+function readIntentHits(faultDir: string): Pick<GroupCalibration, 'mutating' | 'writing'> {
   const mutating: GroupCalibration['mutating'] = {};
+  const writing: GroupCalibration['writing'] = {};
   for (const point of ['runtime.intent.before_file_op', 'runtime.file_op.before_outcome'] as const) {
     const file = path.join(faultDir, FAULT_FILES.contexts(point));
     if (!existsSync(file)) continue;
-    mutating[point] = readFileSync(file, 'utf8')
+    const contexts = readFileSync(file, 'utf8')
       .split('\n')
       .filter((line) => line.trim() !== '')
-      .map((line) => HitContext.parse(JSON.parse(line)))
-      .filter((h) => typeof h.context.op === 'string' && h.context.op !== 'read')
-      .map((h) => h.hit);
+      .map((line) => HitContext.parse(JSON.parse(line)));
+    mutating[point] = contexts.filter((h) => typeof h.context.op === 'string' && h.context.op !== 'read').map((h) => h.hit);
+    writing[point] = contexts.filter((h) => h.context.op === 'write' || h.context.op === 'modify').map((h) => h.hit);
   }
-  return mutating;
+  return { mutating, writing };
 }
 
 /** Damage the writer's cache while nothing runs: the resumed instance and the restore drill must not depend on it. */
@@ -342,29 +353,58 @@ function tamperWorkspace(runDir: string, reached: FaultReached): string {
   return `overwrote workspace/${target} with third-party bytes (${hashText(TAMPERED_CONTENT).slice(0, 19)}…)`;
 }
 
-/** The fault carried out while the process at the point is frozen: the victim killed, the frozen one continued unless it was the victim (a stall: after `stallMs`). */
-function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, notes: string[], stallMs: number): void {
+/**
+ * The fault carried out while the process at the point is frozen: the victim killed and the frozen
+ * one continued unless it was the victim, the disk filled and the frozen one continued, or the
+ * frozen one held `stallMs` and continued (a stall).
+ */
+function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, disk: { readonly disk: FaultDisk | null; filled: boolean }, notes: string[], stallMs: number): void {
   if (!reached.frozen) {
     notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
     return;
   }
-  if (STALL_KINDS.includes(reached.kind)) {
-    notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${stallMs} ms`);
-    // unref: a run that ends meanwhile (its processes killed) is not held open by it.
-    setTimeout(() => {
-      // Only the very process that froze (a pid is trusted while its start time matches).
-      if (readPid(faultDir, reached.role) === reached.pid && signal(reached.pid, 'SIGCONT')) notes.push(`SIGCONT to the ${reached.role} (pid ${reached.pid}) after ${stallMs} ms`);
-      else notes.push(`the stalled ${reached.role} (pid ${reached.pid}) was gone before its ${stallMs} ms were up: nothing to continue`);
-    }, stallMs).unref();
-    return;
+  const action = harnessActionOf(reached.kind);
+  switch (action.act) {
+    case 'none':
+      throw new Error(`bug: ${reached.kind} froze the ${reached.role} but the harness has nothing to do for it`);
+    case 'fill_disk': {
+      try {
+        if (disk.disk === null) throw new Error(`bug: ${reached.kind} fired in a run whose folder is on no disk of its own`);
+        notes.push(`${fillFaultDisk(disk.disk)} while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
+        disk.filled = true;
+      } catch (error) {
+        // Said, and failed by disk_full_stop: this runs in the harness's poll, where a throw would end the harness.
+        notes.push(`the disk was NOT filled at hit ${reached.hit} of ${reached.point}: ${error instanceof Error ? error.message : String(error)}`);
+      } finally {
+        // Continued whatever happened: a process left frozen would hang the instance.
+        signal(reached.pid, 'SIGCONT');
+      }
+      return;
+    }
+    case 'stall': {
+      notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${stallMs} ms`);
+      // unref: a run that ends meanwhile (its processes killed) is not held open by it.
+      setTimeout(() => {
+        // Only the very process that froze (a pid is trusted while its start time matches).
+        if (readPid(faultDir, reached.role) === reached.pid && signal(reached.pid, 'SIGCONT')) notes.push(`SIGCONT to the ${reached.role} (pid ${reached.pid}) after ${stallMs} ms`);
+        else notes.push(`the stalled ${reached.role} (pid ${reached.pid}) was gone before its ${stallMs} ms were up: nothing to continue`);
+      }, stallMs).unref();
+      return;
+    }
+    case 'kill': {
+      const victimRole = action.victim;
+      const victim = victimRole === 'controller' ? controllerPid : readPid(faultDir, victimRole);
+      if (victim === null) notes.push(`no ${victimRole} was running at that instant (no pid file names a live one): nothing to kill`);
+      else notes.push(`SIGKILL to the ${victimRole} (pid ${victim}${alive(victim) ? '' : ', already gone'}) while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
+      if (victim !== null) signal(victim, 'SIGKILL');
+      if (victim !== reached.pid) signal(reached.pid, 'SIGCONT');
+      return;
+    }
+    default: {
+      const unhandled: never = action;
+      throw new Error(`unknown harness action ${JSON.stringify(unhandled)}`);
+    }
   }
-  const victimRole = killedRole(reached.kind);
-  if (victimRole === null) throw new Error(`bug: ${reached.kind} froze the ${reached.role} but kills nobody`);
-  const victim = victimRole === 'controller' ? controllerPid : readPid(faultDir, victimRole);
-  if (victim === null) notes.push(`no ${victimRole} was running at that instant (no pid file names a live one): nothing to kill`);
-  else notes.push(`SIGKILL to the ${victimRole} (pid ${victim}${alive(victim) ? '' : ', already gone'}) while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
-  if (victim !== null) signal(victim, 'SIGKILL');
-  if (victim !== reached.pid) signal(reached.pid, 'SIGCONT');
 }
 
 function fingerprintOf(plan: FaultRunPlan | null, reached: FaultReached | null, exits: Array<number | null>, runDir: string, invariants: ReadonlyArray<{ invariant: string; ok: boolean }>): RunFingerprint {
@@ -409,7 +449,19 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   mkdirSync(recordDir, { recursive: true });
   const runDir = path.join(recordDir, 'run');
   const logFile = path.join(recordDir, 'controller.log');
-  const faultDir = makeFaultDir();
+  // A disk_full run's folder lives on a tmpfs of its own while it runs, and is copied to runDir after.
+  const disk = spec.plan?.kind === 'disk_full' ? mountFaultDisk() : null;
+  if (disk !== null && 'unavailable' in disk) return skippedRun(spec, recordDir, runDir, disk.unavailable, startedMs);
+  const liveRunDir = disk?.runDir ?? runDir;
+  const diskState = { disk, filled: false };
+  let faultDir: string;
+  try {
+    faultDir = makeFaultDir();
+  } catch (error) {
+    // Not a mount left behind by a run that never began.
+    if (disk !== null) releaseFaultDisk(disk, runDir);
+    throw error;
+  }
   const arming: FaultArming = { dir: faultDir, ...spec.arming };
   const notes: string[] = [];
   const exits: Array<number | null> = [];
@@ -429,22 +481,29 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       if (state !== 'T') notes.push(`the ${found.role} (pid ${found.pid}) did not show as stopped at ${found.point} within ${FREEZE_WAIT_MS} ms (state ${state}); the fault was carried out anyway`);
     }
     reached = found;
-    carryOut(found, faultDir, controllerPid, notes, STALL_KINDS.includes(found.kind) ? stallMsOf(found.kind, preregOf(setup)) : 0);
+    carryOut(found, faultDir, controllerPid, diskState, notes, harnessActionOf(found.kind).act === 'stall' ? stallMsOf(found.kind, preregOf(setup)) : 0);
   };
+  /** disk_full: the file tool's temp files found in the workspace once the processes that met the full disk were gone (a half file left behind). */
+  let tempFilesAtStop: string[] | null = null;
   /** The damage done once every process of the instance is gone, before the first resume. */
   let damaged = false;
   const damageOnce = (): void => {
     const fired = reached as FaultReached | null;
     if (damaged || fired === null) return;
     damaged = true;
-    if (fired.kind === 'snapshot_deleted' || fired.kind === 'snapshot_corrupted') notes.push(damageSnapshots(path.join(runDir, RUN_FILES.store), fired.kind === 'snapshot_deleted' ? 'delete' : 'corrupt'));
-    if (fired.kind === 'workspace_tampered') notes.push(tamperWorkspace(runDir, fired));
+    if (fired.kind === 'snapshot_deleted' || fired.kind === 'snapshot_corrupted') notes.push(damageSnapshots(path.join(liveRunDir, RUN_FILES.store), fired.kind === 'snapshot_deleted' ? 'delete' : 'corrupt'));
+    if (fired.kind === 'workspace_tampered') notes.push(tamperWorkspace(liveRunDir, fired));
+    if (fired.kind === 'disk_full' && disk !== null) {
+      // Looked at before the resume: a later write of the same path would replace a stale temp file and hide it.
+      tempFilesAtStop = tempFilesIn(path.join(liveRunDir, RUN_FILES.workspace));
+      notes.push(freeFaultDisk(disk));
+    }
   };
   try {
-    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', setup.preregFile, '--out', runDir, '--experiment-id', `faults-${spec.name}`, ...common];
+    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', setup.preregFile, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
-    for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(runDir)) && (attempt === 0 || existsSync(path.join(runDir, RUN_FILES.manifest))); attempt += 1) {
-      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', runDir, ...common], arming, logFile, poll);
+    for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
+      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll);
       exits.push(outcome.timedOut ? null : outcome.code);
       if (outcome.timedOut) notes.push(`a controller did not end within ${CONTROLLER_TIMEOUT_MS} ms and was killed`);
       orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
@@ -455,9 +514,11 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     // Keep what the points wrote (hits, acks, reached) with the run's record.
     cpSync(faultDir, path.join(recordDir, 'fault'), { recursive: true });
     rmSync(faultDir, { recursive: true, force: true });
+    // The run folder copied out of its tmpfs, then the tmpfs unmounted: also when the run failed.
+    if (disk !== null) notes.push(...releaseFaultDisk(disk, runDir));
   }
   const hits = readHits(path.join(recordDir, 'fault'));
-  const calibration: GroupCalibration = { hits, mutating: readMutatingHits(path.join(recordDir, 'fault')) };
+  const calibration: GroupCalibration = { hits, ...readIntentHits(path.join(recordDir, 'fault')) };
   const fired = reached as FaultReached | null;
   // Finished = sealed with its final head signed (the controller may still die after that, in its shutdown).
   const finished = finishedRun(runDir);
@@ -465,6 +526,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     { invariant: 'fault_fired', ok: spec.plan === null || fired !== null, details: spec.plan === null || fired !== null ? [] : [`${spec.plan.kind} at hit ${spec.plan.hit} of ${spec.plan.point} never fired (the point was hit ${hits[spec.plan.point]} time(s)): the run proves nothing about it`] },
     { invariant: 'run_finished', ok: finished, details: finished ? [] : [`the instance did not finish after ${exits.length - 1} resume(s); controller exits ${exits.map((e) => e ?? 'killed').join(', ')} (see ${logFile})`] },
     { invariant: 'processes_exit', ok: orphanProblems.length === 0, details: orphanProblems },
+    diskFullStop(fired, diskState.filled, exits, logFile, tempFilesAtStop),
   ];
   const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
     ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })
@@ -472,7 +534,78 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   const invariants = [...runChecks, ...storeChecks];
   const violations = invariants.filter((i) => !i.ok).map((i) => i.invariant);
   const fingerprint = fingerprintOf(spec.plan, fired, exits, runDir, invariants);
-  const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: fired, exits, invariants, violations, notes, fingerprint, durationMs: Date.now() - startedMs, calibration };
+  const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: fired, exits, invariants, violations, notes, fingerprint, durationMs: Date.now() - startedMs, skipped: null, calibration };
+  writeFileSync(path.join(recordDir, 'fault-run.json'), `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+}
+
+/** The code the controller that met a full disk ends with (controller/instance.ts stopOnFullDisk). */
+const STORE_FULL_ENDING = new InstanceError('store_full', '').errorCode;
+/** Entries of the workspace walk looking for temp files; a scenario's workspace holds a handful. */
+const MAX_TEMP_WALK_ENTRIES = 10_000;
+
+/** The file tool's temp files (TEMP_SUFFIX) anywhere in `workspace`, relative paths; bounded walk. */
+function tempFilesIn(workspace: string): string[] {
+  const found: string[] = [];
+  if (!existsSync(workspace)) return found;
+  const stack = [''];
+  let seen = 0;
+  while (stack.length > 0 && seen < MAX_TEMP_WALK_ENTRIES) {
+    const rel = stack.pop()!;
+    for (const entry of readdirSync(path.join(workspace, rel), { withFileTypes: true })) {
+      seen += 1;
+      const child = rel === '' ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) stack.push(child);
+      else if (entry.name.endsWith(TEMP_SUFFIX)) found.push(child);
+    }
+  }
+  if (stack.length > 0) found.push(`(the walk stopped after ${MAX_TEMP_WALK_ENTRIES} entries: the rest was not looked at)`);
+  return found.sort();
+}
+
+/** The JSON ending (--json) of the first controller in the log: `$ experiment …` up to `$ exit …`. */
+function firstEnding(logFile: string): { ok?: unknown; error?: { code?: unknown } } | null {
+  if (!existsSync(logFile)) return null;
+  const lines = readFileSync(logFile, 'utf8').split('\n');
+  const end = lines.findIndex((line) => line.startsWith('$ exit'));
+  for (const line of lines.slice(0, end === -1 ? lines.length : end).reverse()) {
+    if (!line.startsWith('{"ok":')) continue;
+    try {
+      return JSON.parse(line) as { ok?: unknown; error?: { code?: unknown } };
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/**
+ * disk_full: the controller that ran into the full disk stopped on its own — no hang (the harness
+ * did not have to kill it), exit 1 with the typed ending instance_store_full (never 0 on a partial
+ * run, never a bug's internal_error) — and the file tool left no half file (temp file) in the
+ * workspace. Nothing to check for the other kinds. The rest (nothing acknowledged lost, every
+ * intent with an outcome, the resume sealed and verifying) are the other invariants.
+ */
+function diskFullStop(fired: FaultReached | null, filled: boolean, exits: ReadonlyArray<number | null>, logFile: string, tempFiles: readonly string[] | null): RunInvariantResult {
+  if (fired?.kind !== 'disk_full') return { invariant: 'disk_full_stop', ok: true, details: [] };
+  const problems: string[] = [];
+  if (!filled) problems.push('the harness did not fill the disk at the point (see the notes): the run proves nothing about a full disk');
+  const exit = exits[0];
+  if (exit === null || exit === undefined) problems.push(`the controller that met the full disk did not end by itself within ${CONTROLLER_TIMEOUT_MS} ms (a hang): the harness killed it`);
+  else if (exit !== EXIT_CODES.failed) problems.push(`the controller that met the full disk exited ${exit}, not ${EXIT_CODES.failed} (${exit === EXIT_CODES.ok ? 'a partial run reported as finished' : 'not the documented exit'})`);
+  const ending = firstEnding(logFile);
+  const code = ending?.error?.code;
+  if (code !== STORE_FULL_ENDING) problems.push(`the controller that met the full disk ended with ${ending === null ? 'no JSON ending' : `code ${JSON.stringify(code ?? null)}`}, not ${STORE_FULL_ENDING}: the person reading it is not told the disk is full (see ${logFile})`);
+  if (tempFiles === null) problems.push('the workspace was not looked at after the stop (no process of the instance ended?)');
+  else if (tempFiles.length > 0) problems.push(`the file tool left ${tempFiles.length} temp file(s) in the workspace when it stopped on the full disk: ${tempFiles.slice(0, 5).join(', ')} (a half file)`);
+  return { invariant: 'disk_full_stop', ok: problems.length === 0, details: problems };
+}
+
+/** A run that could not be tried here: its record says why, with no invariant (none was checked). */
+function skippedRun(spec: RunSpec, recordDir: string, runDir: string, reason: string, startedMs: number): FaultRunResult & { calibration: GroupCalibration } {
+  const fingerprint: RunFingerprint = { plan: spec.plan, reached: null, exits: [], head_seq: null, event_types_sha256: null, state_hash: null, invariants: {} };
+  const empty = Object.fromEntries(FAULT_POINTS.map((point) => [point, 0])) as PointHits;
+  const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: null, exits: [], invariants: [], violations: [], notes: [`SKIPPED, not tried: ${reason}`], fingerprint, durationMs: Date.now() - startedMs, skipped: reason, calibration: { hits: empty, mutating: {}, writing: {} } };
   writeFileSync(path.join(recordDir, 'fault-run.json'), `${JSON.stringify(result, null, 2)}\n`);
   return result;
 }

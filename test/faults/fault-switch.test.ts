@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { APPLICABLE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, killedRole, SELF_HANDLED_KINDS, STALL_KINDS, type FaultArming } from '../../schema/fault-points.js';
+import { APPLICABLE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, harnessActionOf, killedRole, SELF_HANDLED_KINDS, STALL_KINDS, type FaultArming } from '../../schema/fault-points.js';
 import { childEnvironment, FaultArmingError, FaultSwitch, processStartTicks } from '../../schema/fault-switch.js';
 import { FAULT_CELLS, FaultPlanError, planFaultRun, planFaultRuns, type Calibration, type GroupCalibration, type PointHits } from '../../experiments/faults/fault-plan.js';
 import { REPO } from '../support/controller-run.js';
@@ -123,26 +123,33 @@ describe('counting and firing', () => {
 });
 
 describe('the catalogue', () => {
-  test('every kill kind applies at every point; every other kind where its object exists; 39 cells', () => {
+  test('every kill kind applies at every point; every other kind where its object exists; one cell per applicable (point, kind)', () => {
     for (const point of FAULT_POINTS) expect(APPLICABLE_KINDS[point]).toEqual(expect.arrayContaining(['kill_writer', 'kill_runtime', 'kill_controller']));
     expect(new Set(FAULT_CELLS.map((c) => c.kind))).toEqual(new Set(FAULT_KINDS));
-    // The 32 of issue 8, the stalled writer at its four points and the stalled runtime at its three (issue 20).
-    expect(FAULT_CELLS).toHaveLength(39);
-    // A kind kills someone (the harness acts), holds the frozen process a while, or is carried out by the process itself.
-    for (const kind of FAULT_KINDS) expect(killedRole(kind) === null).toBe(SELF_HANDLED_KINDS.includes(kind) || STALL_KINDS.includes(kind));
-    for (const kind of STALL_KINDS) expect(SELF_HANDLED_KINDS).not.toContain(kind);
+    expect(FAULT_CELLS).toHaveLength(FAULT_POINTS.reduce((n, point) => n + new Set(APPLICABLE_KINDS[point]).size, 0));
+    // The 32 of issue 8; the stalled writer at four points, the stalled runtime at three, the full disk at three (issue 20).
+    expect(FAULT_CELLS).toHaveLength(42);
+    // A kind kills someone, fills the disk or holds the frozen process a while (the harness acts), or is carried out by the process itself.
+    for (const kind of FAULT_KINDS) expect(harnessActionOf(kind).act === 'none').toBe(SELF_HANDLED_KINDS.includes(kind));
+    for (const kind of FAULT_KINDS) expect(killedRole(kind) !== null).toBe(harnessActionOf(kind).act === 'kill');
+    expect(harnessActionOf('disk_full')).toEqual({ act: 'fill_disk' });
+    expect([...STALL_KINDS].sort()).toEqual(['stall_runtime', 'stall_writer']);
   });
 });
 
 describe('the plan', () => {
   const hits = (n: number): PointHits => Object.fromEntries(FAULT_POINTS.map((p) => [p, n])) as PointHits;
   /** A group whose intents 1 and 2 are reads, the rest writes. */
-  const group = (n: number): GroupCalibration => ({ hits: hits(n), mutating: { 'runtime.intent.before_file_op': range(3, n), 'runtime.file_op.before_outcome': range(3, n) } });
+  /** …and of the writes, 3 and 4 are moves (no new space), the rest writes or modifies. */
+  const group = (n: number): GroupCalibration => ({
+    hits: hits(n),
+    mutating: { 'runtime.intent.before_file_op': range(3, n), 'runtime.file_op.before_outcome': range(3, n) },
+    writing: { 'runtime.intent.before_file_op': range(5, n), 'runtime.file_op.before_outcome': range(5, n) },
+  });
+  const CELLS = FAULT_CELLS.length;
+  const cellsOf = (kind: string): number => FAULT_CELLS.filter((c) => c.kind === kind).length;
   const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
   const calibration: Calibration = { A: group(5), B: group(7), C: group(9) };
-
-  /** One round of the plan: every cell once. */
-  const CELLS = FAULT_CELLS.length;
 
   test('any round of consecutive runs (one per cell) exercises every cell, and the hit stays within the calibration', () => {
     const plans = planFaultRuns('s', 2 * CELLS, calibration);
@@ -156,10 +163,19 @@ describe('the plan', () => {
 
   test('workspace_tampered is placed only at intents that write, modify or move (never at a read)', () => {
     const tampered = planFaultRuns('s', CELLS * 8, calibration).filter((p) => p.kind === 'workspace_tampered');
-    expect(tampered.length).toBe(16);
+    expect(tampered.length).toBe(8 * cellsOf('workspace_tampered'));
     for (const plan of tampered) expect(plan.hit).toBeGreaterThanOrEqual(3);
-    const onlyReads: Calibration = { A: { hits: hits(5), mutating: {} }, B: { hits: hits(5), mutating: {} }, C: { hits: hits(5), mutating: { 'runtime.intent.before_file_op': [] } } };
+    const onlyReads: Calibration = { A: { hits: hits(5), mutating: {}, writing: {} }, B: { hits: hits(5), mutating: {}, writing: {} }, C: { hits: hits(5), mutating: { 'runtime.intent.before_file_op': [] }, writing: {} } };
     expect(() => planFaultRuns('s', CELLS, onlyReads)).toThrow(/workspace_tampered/);
+  });
+
+  test('disk_full is placed at any hit of a writer point, and only at intents that write or modify (never a read or a move)', () => {
+    const full = planFaultRuns('s', CELLS * 8, calibration).filter((p) => p.kind === 'disk_full');
+    expect(full.length).toBe(8 * cellsOf('disk_full'));
+    const atIntent = full.filter((p) => p.point === 'runtime.intent.before_file_op');
+    expect(atIntent.length).toBe(8);
+    for (const plan of atIntent) expect(plan.hit).toBeGreaterThanOrEqual(5);
+    expect(full.filter((p) => p.point !== 'runtime.intent.before_file_op').some((p) => p.hit < 5)).toBe(true);
   });
 
   test('a run is rebuilt from the seed and its index alone; another seed plans otherwise', () => {
@@ -168,7 +184,7 @@ describe('the plan', () => {
   });
 
   test('a point a group never reached is placed in another group, and refused when none reached it', () => {
-    const noIntentsInA: Calibration = { ...calibration, A: { hits: { ...hits(5), 'runtime.intent.before_file_op': 0 }, mutating: {} } };
+    const noIntentsInA: Calibration = { ...calibration, A: { hits: { ...hits(5), 'runtime.intent.before_file_op': 0 }, mutating: {}, writing: {} } };
     const intents = planFaultRuns('s', 2 * CELLS, noIntentsInA).filter((p) => p.point === 'runtime.intent.before_file_op');
     expect(intents.length).toBeGreaterThan(0);
     expect(intents.every((p) => p.group !== 'A')).toBe(true);
