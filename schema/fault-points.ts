@@ -53,6 +53,10 @@ export const FAULT_KIND_CATALOGUE = {
   duplicate_message: 'the writer handles the request twice and answers twice (delivered twice)',
   model_timeout: 'the model call is abandoned as timed out (its answer, if any, never used)',
   model_garbage: 'the model answers bytes that are not the output protocol',
+  heads_torn: 'the controller is killed at the point, then the last line of heads.jsonl is cut in the middle (a torn write) before verify and a resume are asked about it',
+  wal_foreign: 'the writer is killed at the point, then its events.db-wal is replaced by the WAL of another store before verify and a resume are asked about it',
+  manifest_foreign: 'the controller is killed at the point, then manifest.dsse.json is replaced by the signed manifest of another instance (same key) before verify and a resume are asked about it',
+  snapshot_foreign: 'the writer is killed at the point, then the newest snapshot row (at or below the head) is replaced by a snapshot row of another store before verify and a resume are asked about it',
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -68,17 +72,29 @@ const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_contro
  */
 export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
   'writer.append.before_commit': KILLS,
-  'writer.append.after_commit': KILLS,
-  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted'],
+  'writer.append.after_commit': [...KILLS, 'wal_foreign'],
+  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted', 'snapshot_foreign'],
   'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message'],
   'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered'],
   'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage'],
-  'controller.head.signing': KILLS,
+  'controller.head.signing': [...KILLS, 'heads_torn', 'manifest_foreign'],
 };
 
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
 export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
+
+/**
+ * Kinds that plant a bad file in the run folder once every process is gone (a torn heads.jsonl,
+ * another store's WAL, another instance's manifest, another store's snapshot): the harness then
+ * asks verify and a resume about it, checks their verdict (experiments/faults/bad-files.ts),
+ * puts the original back and resumes to the end.
+ */
+export const BAD_FILE_KINDS = ['heads_torn', 'wal_foreign', 'manifest_foreign', 'snapshot_foreign'] as const satisfies readonly FaultKind[];
+export type BadFileKind = (typeof BAD_FILE_KINDS)[number];
+export function isBadFileKind(kind: FaultKind): kind is BadFileKind {
+  return (BAD_FILE_KINDS as readonly FaultKind[]).includes(kind);
+}
 
 /** The victim of a kind that kills, or null. */
 export function killedRole(kind: FaultKind): FaultRole | null {
@@ -86,11 +102,15 @@ export function killedRole(kind: FaultKind): FaultRole | null {
     case 'kill_writer':
     case 'snapshot_deleted':
     case 'snapshot_corrupted':
+    case 'wal_foreign':
+    case 'snapshot_foreign':
       return 'writer';
     case 'kill_runtime':
     case 'workspace_tampered':
       return 'runtime';
     case 'kill_controller':
+    case 'heads_torn':
+    case 'manifest_foreign':
       return 'controller';
     case 'drop_message':
     case 'duplicate_message':

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
-import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, killedRole, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
+import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, isBadFileKind, killedRole, type BadFileKind, type FaultArming, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
 import { StoreSealed } from '../../schema/events/system-events.js';
@@ -26,10 +26,11 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
 import { GROUPS, tamperTargetOf } from './fault-plan.js';
+import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 
 /** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
-export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit'] as const;
+export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit', 'bad_file_verdict'] as const;
 export const INVARIANTS = [...RUN_INVARIANTS, ...STORE_INVARIANTS] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -411,6 +412,43 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     if (fired.kind === 'snapshot_deleted' || fired.kind === 'snapshot_corrupted') notes.push(damageSnapshots(path.join(runDir, RUN_FILES.store), fired.kind === 'snapshot_deleted' ? 'delete' : 'corrupt'));
     if (fired.kind === 'workspace_tampered') notes.push(tamperWorkspace(runDir, fired));
   };
+  /**
+   * A bad-file kind, once every process is gone: plant the file, ask verify and a resume about
+   * it (their verdicts against bad-files.ts BAD_FILE_VERDICTS, the folder hashed around each),
+   * put the original back. Problems go to the bad_file_verdict invariant.
+   */
+  const badFileProblems: string[] = [];
+  let badFileStaged = false;
+  const badFileStage = async (kind: BadFileKind): Promise<void> => {
+    badFileStaged = true;
+    const verifyBefore = verifyRun(runDir, setup.scenariosDir);
+    const planted = plantBadFile(kind, runDir, setup.keyDir, path.join(recordDir, 'foreign'));
+    notes.push(planted.note);
+    const beforeVerify = folderHashes(runDir);
+    const verifyAfter = verifyRun(runDir, setup.scenariosDir);
+    const beforeResume = folderHashes(runDir);
+    if (planted.snapshotSeq !== null) badFileProblems.push(...restoreVerdictProblems(runDir, planted.snapshotSeq));
+    const logStart = readFileSync(logFile).length;
+    const outcome = await runController(setup, ['--resume', runDir, ...common], arming, logFile, poll);
+    exits.push(outcome.timedOut ? null : outcome.code);
+    orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
+    const resumeLog = readFileSync(logFile).subarray(logStart).toString('utf8');
+    const afterResume = folderHashes(runDir);
+    const problems = badFileVerdictProblems({
+      kind,
+      runDir,
+      verifyBefore,
+      verifyAfter,
+      resumeExit: outcome.timedOut ? null : outcome.code,
+      resumeLog,
+      changedByResume: folderDifferences(beforeResume, afterResume),
+      changedByVerify: folderDifferences(beforeVerify, beforeResume),
+    });
+    badFileProblems.push(...problems);
+    notes.push(`verify with the bad file: ${verifyAfter.failures.length} failure(s), ${verifyAfter.warnings.length} warning(s) (before it: ${verifyBefore.failures.length}, ${verifyBefore.warnings.length}); the resume exited ${String(outcome.code ?? outcome.signal)}`);
+    for (const line of verifyAfter.failures.filter((f) => !verifyBefore.failures.includes(f)).slice(0, 3)) notes.push(`verify: ${line}`);
+    notes.push(planted.undo());
+  };
   try {
     const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', setup.preregFile, '--out', runDir, '--experiment-id', `faults-${spec.name}`, ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
@@ -421,6 +459,8 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
       // A fault that fired in a resumed controller is carried out the same way (the poll ran there too).
       damageOnce();
+      const fired = reached as FaultReached | null;
+      if (fired !== null && isBadFileKind(fired.kind) && !badFileStaged) await badFileStage(fired.kind);
     }
   } finally {
     // Keep what the points wrote (hits, acks, reached) with the run's record.
@@ -436,6 +476,11 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     { invariant: 'fault_fired', ok: spec.plan === null || fired !== null, details: spec.plan === null || fired !== null ? [] : [`${spec.plan.kind} at hit ${spec.plan.hit} of ${spec.plan.point} never fired (the point was hit ${hits[spec.plan.point]} time(s)): the run proves nothing about it`] },
     { invariant: 'run_finished', ok: finished, details: finished ? [] : [`the instance did not finish after ${exits.length - 1} resume(s); controller exits ${exits.map((e) => e ?? 'killed').join(', ')} (see ${logFile})`] },
     { invariant: 'processes_exit', ok: orphanProblems.length === 0, details: orphanProblems },
+    {
+      invariant: 'bad_file_verdict',
+      ok: badFileProblems.length === 0 && (fired === null || !isBadFileKind(fired.kind) || badFileStaged),
+      details: fired !== null && isBadFileKind(fired.kind) && !badFileStaged ? [`${fired.kind} fired but the bad file was never planted (the instance was not stopped)`] : badFileProblems,
+    },
   ];
   const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
     ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })

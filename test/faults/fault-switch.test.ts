@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { APPLICABLE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, killedRole, SELF_HANDLED_KINDS, type FaultArming } from '../../schema/fault-points.js';
+import { APPLICABLE_KINDS, BAD_FILE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, killedRole, SELF_HANDLED_KINDS, type FaultArming } from '../../schema/fault-points.js';
 import { childEnvironment, FaultArmingError, FaultSwitch, processStartTicks } from '../../schema/fault-switch.js';
 import { FAULT_CELLS, FaultPlanError, planFaultRun, planFaultRuns, type Calibration, type GroupCalibration, type PointHits } from '../../experiments/faults/fault-plan.js';
 import { REPO } from '../support/controller-run.js';
@@ -123,10 +123,17 @@ describe('counting and firing', () => {
 });
 
 describe('the catalogue', () => {
-  test('every kill kind applies at every point; every other kind where its object exists; 32 cells', () => {
+  test('every kill kind applies at every point; every other kind where its object exists; one cell per (point, kind) the catalogue lists', () => {
     for (const point of FAULT_POINTS) expect(APPLICABLE_KINDS[point]).toEqual(expect.arrayContaining(['kill_writer', 'kill_runtime', 'kill_controller']));
     expect(new Set(FAULT_CELLS.map((c) => c.kind))).toEqual(new Set(FAULT_KINDS));
-    expect(FAULT_CELLS).toHaveLength(32);
+    // The count follows the catalogue (APPLICABLE_KINDS), each cell once.
+    expect(FAULT_CELLS).toHaveLength(FAULT_POINTS.reduce((n, point) => n + new Set(APPLICABLE_KINDS[point]).size, 0));
+    expect(new Set(FAULT_CELLS.map((c) => `${c.point} ${c.kind}`)).size).toBe(FAULT_CELLS.length);
+    // Every bad-file kind is planned somewhere and kills someone first (the harness plants the file once every process is gone).
+    for (const kind of BAD_FILE_KINDS) {
+      expect(FAULT_CELLS.some((c) => c.kind === kind), kind).toBe(true);
+      expect(killedRole(kind), kind).not.toBeNull();
+    }
     // A kind either kills someone (the harness acts) or is carried out by the process itself.
     for (const kind of FAULT_KINDS) expect(killedRole(kind) === null).toBe(SELF_HANDLED_KINDS.includes(kind));
   });
@@ -139,9 +146,11 @@ describe('the plan', () => {
   const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
   const calibration: Calibration = { A: group(5), B: group(7), C: group(9) };
 
-  test('any 32 consecutive runs of a round exercise every cell, and the hit stays within the calibration', () => {
-    const plans = planFaultRuns('s', 64, calibration);
-    for (const round of [plans.slice(0, 32), plans.slice(32)]) expect(new Set(round.map((p) => `${p.point} ${p.kind}`)).size).toBe(32);
+  const CELLS = FAULT_CELLS.length;
+
+  test('any round of consecutive runs (one per cell) exercises every cell, and the hit stays within the calibration', () => {
+    const plans = planFaultRuns('s', 2 * CELLS, calibration);
+    for (const round of [plans.slice(0, CELLS), plans.slice(CELLS)]) expect(new Set(round.map((p) => `${p.point} ${p.kind}`)).size).toBe(CELLS);
     for (const plan of plans) {
       expect(plan.hit).toBeGreaterThanOrEqual(1);
       expect(plan.hit).toBeLessThanOrEqual(calibration[plan.group].hits[plan.point]);
@@ -150,25 +159,26 @@ describe('the plan', () => {
   });
 
   test('workspace_tampered is placed only at intents that write, modify or move (never at a read)', () => {
-    const tampered = planFaultRuns('s', 32 * 8, calibration).filter((p) => p.kind === 'workspace_tampered');
-    expect(tampered.length).toBe(16);
+    const tampered = planFaultRuns('s', CELLS * 8, calibration).filter((p) => p.kind === 'workspace_tampered');
+    // Its cells, once per round.
+    expect(tampered.length).toBe(FAULT_CELLS.filter((c) => c.kind === 'workspace_tampered').length * 8);
     for (const plan of tampered) expect(plan.hit).toBeGreaterThanOrEqual(3);
     const onlyReads: Calibration = { A: { hits: hits(5), mutating: {} }, B: { hits: hits(5), mutating: {} }, C: { hits: hits(5), mutating: { 'runtime.intent.before_file_op': [] } } };
-    expect(() => planFaultRuns('s', 32, onlyReads)).toThrow(/workspace_tampered/);
+    expect(() => planFaultRuns('s', CELLS, onlyReads)).toThrow(/workspace_tampered/);
   });
 
   test('a run is rebuilt from the seed and its index alone; another seed plans otherwise', () => {
     expect(planFaultRun('s', 17, calibration)).toEqual(planFaultRuns('s', 20, calibration)[16]);
-    expect(planFaultRuns('s', 32, calibration)).not.toEqual(planFaultRuns('t', 32, calibration));
+    expect(planFaultRuns('s', CELLS, calibration)).not.toEqual(planFaultRuns('t', CELLS, calibration));
   });
 
   test('a point a group never reached is placed in another group, and refused when none reached it', () => {
     const noIntentsInA: Calibration = { ...calibration, A: { hits: { ...hits(5), 'runtime.intent.before_file_op': 0 }, mutating: {} } };
-    const intents = planFaultRuns('s', 64, noIntentsInA).filter((p) => p.point === 'runtime.intent.before_file_op');
+    const intents = planFaultRuns('s', 2 * CELLS, noIntentsInA).filter((p) => p.point === 'runtime.intent.before_file_op');
     expect(intents.length).toBeGreaterThan(0);
     expect(intents.every((p) => p.group !== 'A')).toBe(true);
     const unsigned = (c: GroupCalibration): GroupCalibration => ({ ...c, hits: { ...c.hits, 'controller.head.signing': 0 } });
     const nobody: Calibration = { A: unsigned(calibration.A), B: unsigned(calibration.B), C: unsigned(calibration.C) };
-    expect(() => planFaultRuns('s', 32, nobody)).toThrow(FaultPlanError);
+    expect(() => planFaultRuns('s', CELLS, nobody)).toThrow(FaultPlanError);
   });
 });
