@@ -2,11 +2,13 @@
 // writer and runtime as real OS processes) with one fault armed through DS_FAULT_INJECTION;
 // when the process at the point freezes itself there, the harness carries the fault out (a
 // SIGKILL of the victim, the frozen process continued if it is not the victim), waits for every
-// process of the instance to be gone, applies the after-kill damage (snapshots, workspace),
+// process of the instance to be gone, applies the after-kill damage (snapshots, workspace; a bad
+// file, asked about by verify and a resume, then put back),
 // resumes with `--resume` until the instance is finished, and checks the invariants.
 //
 // The harness is the host here: it may open events.db to damage snapshots (a cache) and write
-// into the workspace (a third party). It never touches events or signed files.
+// into the workspace (a third party). It never touches events; a bad-file kind replaces a signed
+// file or the WAL for one verify and one resume (bad-files.ts) and then puts the original back.
 // Why one file: it is one fault run's sequence (arm, wait for the freeze, kill, damage, resume,
 // check), and each step's helper serves that sequence alone and shares its fault folder.
 import { processCodeFor } from '../../foundation/process-code.js';
@@ -23,7 +25,7 @@ import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
 import { StoreSealed } from '../../schema/events/system-events.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { StoreReader } from '../../writer/store-reader.js';
+import { StoreReader, StoreReadError } from '../../writer/store-reader.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
 import { GROUPS, tamperTargetOf } from './fault-plan.js';
 import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
@@ -230,7 +232,14 @@ function stateOf(pid: number): string {
 function sealed(runDir: string): boolean {
   const dbFile = path.join(runDir, RUN_FILES.store);
   if (!existsSync(dbFile)) return false;
-  const reader = StoreReader.open(dbFile);
+  let reader: StoreReader;
+  try {
+    reader = StoreReader.open(dbFile);
+  } catch (error) {
+    // A store that cannot be read is not finished: run_finished and verify say so; the harness goes on to its record.
+    if (error instanceof StoreReadError) return false;
+    throw error;
+  }
   try {
     const head = reader.headSeq();
     for (const row of reader.iterateEvents(head - 1, head)) return (JSON.parse(row.envelope) as { event_type: string }).event_type === StoreSealed.type;
@@ -344,8 +353,14 @@ function fingerprintOf(plan: FaultRunPlan | null, reached: FaultReached | null, 
   let types: string | null = null;
   let stateHash: string | null = null;
   const dbFile = path.join(runDir, RUN_FILES.store);
-  if (existsSync(dbFile)) {
-    const reader = StoreReader.open(dbFile);
+  let reader: StoreReader | null = null;
+  try {
+    reader = existsSync(dbFile) ? StoreReader.open(dbFile) : null;
+  } catch (error) {
+    // Unreadable: the fingerprint says null for what it could not read (the invariants say why).
+    if (!(error instanceof StoreReadError)) throw error;
+  }
+  if (reader !== null) {
     try {
       headSeq = reader.headSeq();
       const names: string[] = [];
@@ -460,7 +475,14 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       // A fault that fired in a resumed controller is carried out the same way (the poll ran there too).
       damageOnce();
       const fired = reached as FaultReached | null;
-      if (fired !== null && isBadFileKind(fired.kind) && !badFileStaged) await badFileStage(fired.kind);
+      if (fired !== null && isBadFileKind(fired.kind) && !badFileStaged) {
+        try {
+          await badFileStage(fired.kind);
+        } catch (error) {
+          // A stage that cannot finish is a failed verdict, never a crash that loses the run's record.
+          badFileProblems.push(`the bad-file stage could not run to its end: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        }
+      }
     }
   } finally {
     // Keep what the points wrote (hits, acks, reached) with the run's record.
