@@ -3,9 +3,11 @@
 //   new:    pre-registration lock checked → plan built from the seed → isolation decided → run
 //           folder (controller.pub, plan.json, prereg copy + lock, model.json, manifest.dsse.json
 //           signed BEFORE the writer starts, so StoreOpened can carry its hash) → workspace;
-//   resume: the folder's key, signed manifest, plan, prereg and model checked against each other
-//           and against this code's versions (no configuration drift after start), the store
-//           checked read-only (resume-checks.ts), the isolation as the instance started.
+//   resume: the folder's key and signed manifest; heads.jsonl (every line a signed head, none
+//           torn) and the store read-only against that manifest (resume-checks.ts: StoreOpened
+//           names it, the WAL is the store's own); plan, prereg and model checked against each
+//           other and against this code's versions (no configuration drift after start), the
+//           isolation as the instance started.
 // Either refusal leaves the folder as it was. Then instance.ts runs it.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -26,7 +28,7 @@ import { InstanceError } from './instance-error.js';
 import type { CommonOptions, InstanceResult, NewInstanceOptions, ResumeOptions } from './instance-options.js';
 import { IsolationError, planIsolation, prepareRunDir, type IsolationPlan } from './isolation.js';
 import { copyPublicKeyInto, loadOrCreateControllerKey } from './key-store.js';
-import { checkStoreBeforeResume } from './resume-checks.js';
+import { checkHeadsBeforeResume, checkStoreBeforeResume } from './resume-checks.js';
 import { writeSignedManifest } from './run-signatures.js';
 import { materializeWorkspace, WORKSPACE_FOLDER } from './workspace.js';
 
@@ -109,6 +111,9 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   const signed = checkSignedManifest(JSON.parse(readFileSync(need(RUN_FILES.manifest), 'utf8')), key.keys.publicKey);
   if (!signed.ok) throw new InstanceError('resume', `${RUN_FILES.manifest} does not verify: ${signed.reason}`);
   const manifest = signed.manifest;
+  // The files a resume appends to or trusts, before anything else is read from them (issue 20 item 5): heads.jsonl, and the store against this manifest.
+  checkHeadsBeforeResume(runDir, key.keys.publicKey);
+  const storeWarnings = checkStoreBeforeResume(runDir, need(RUN_FILES.store), key.keys.publicKey, { sha256: signed.sha256, experiment_id: manifest.experiment_id });
   const plan = ExperimentPlan.parse(JSON.parse(readFileSync(need(RUN_FILES.plan), 'utf8')));
   if (hashCanonical(plan.schedule) !== manifest.wake_schedule_hash || hashCanonical(plan.interventions) !== manifest.intervention_plan_hash) {
     throw new InstanceError('resume', `${RUN_FILES.plan} does not hash to the schedule/intervention hashes of the signed manifest: it was changed after the start`);
@@ -119,13 +124,13 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   const versions = { runtime: RUNTIME_VERSION, writer: WRITER_VERSION, event_schema: EVENT_SCHEMA_VERSION, projector: SUBJECT_PROJECTOR_VERSION, state_machine: STATE_MACHINE_VERSION };
   const drift = Object.entries(versions).filter(([name, version]) => manifest.versions[name as keyof typeof versions] !== version);
   if (drift.length > 0) throw new InstanceError('resume', `refusing to resume under other versions than the instance started with (${drift.map(([n, v]) => `${n} ${manifest.versions[n as keyof typeof versions]} → ${v}`).join(', ')}): that would be configuration drift after start`);
-  checkStoreBeforeResume(runDir, need(RUN_FILES.store), key.keys.publicKey);
   const isolation = isolationFor(runDir, options);
   if (isolation.manifest.mode !== manifest.isolation.mode) {
     isolation.cleanup();
     throw new InstanceError('isolation', `the instance started with isolation ${manifest.isolation.mode} and would resume with ${isolation.manifest.mode} (${isolation.summary}); resume it the way it started (as root for separate-uids)`);
   }
   options.log(isolation.summary);
+  for (const warning of storeWarnings) options.log(warning);
   const scenario = scenarioOf(options, prereg.scenario.id);
   const rules = modelCallRulesOf(prereg);
   if (rules === null) throw new InstanceError('resume', `refusing to resume: ${RUN_FILES.prereg} predates the pre-registered model-call rules (${MODEL_CALLS_MISSING_MESSAGE})`);

@@ -56,6 +56,10 @@ export const FAULT_KIND_CATALOGUE = {
   stall_writer: 'the writer stands frozen (SIGSTOP) at the point for longer than the pre-registered writer request timeout, then is continued (SIGCONT): its callers give up with an unknown outcome while it stands, and what it then commits late must be answered from the store, never twice',
   stall_runtime: "the runtime stands frozen (SIGSTOP) at the point for longer than the pre-registered wake answer timeout and the wake's model-call budget, then is continued (SIGCONT): the controller gives up on the wake and stops the instance while it stands; whatever the runtime does once continued must not add to the stopped history",
   disk_full: 'the run folder is on a size-limited tmpfs; at the point the harness fills what space is left and continues the process (nothing is killed); once every process is gone it frees the space before the resume',
+  heads_torn: 'the controller is killed at the point, then the last line of heads.jsonl is cut in the middle (a torn write) before verify and a resume are asked about it',
+  wal_foreign: 'the writer is killed at the point, then its events.db-wal is replaced by the WAL of another store before verify and a resume are asked about it',
+  manifest_foreign: 'the controller is killed at the point, then manifest.dsse.json is replaced by the signed manifest of another instance (same key) before verify and a resume are asked about it',
+  snapshot_foreign: 'the writer is killed at the point, then the newest snapshot row (at or below the head) is replaced by a snapshot row of another store before verify and a resume are asked about it',
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -75,17 +79,29 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
   // disk_full: where the next write needs space — the append's COMMIT (its WAL frames), the
   // request about to be handled, and a file write about to be made (write and modify intents only).
   'writer.append.before_commit': [...KILLS, 'stall_writer', 'disk_full'],
-  'writer.append.after_commit': [...KILLS, 'stall_writer'],
-  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted', 'stall_writer'],
+  'writer.append.after_commit': [...KILLS, 'stall_writer', 'wal_foreign'],
+  'writer.snapshot.write': [...KILLS, 'snapshot_deleted', 'snapshot_corrupted', 'stall_writer', 'snapshot_foreign'],
   'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer', 'disk_full'],
   'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime', 'disk_full'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered', 'stall_runtime'],
   'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime'],
-  'controller.head.signing': KILLS,
+  'controller.head.signing': [...KILLS, 'heads_torn', 'manifest_foreign'],
 };
 
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
 export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
+
+/**
+ * Kinds that plant a bad file in the run folder once every process is gone (a torn heads.jsonl,
+ * another store's WAL, another instance's manifest, another store's snapshot): the harness then
+ * asks verify and a resume about it, checks their verdict (experiments/faults/bad-files.ts),
+ * puts the original back and resumes to the end. Their victim is killed at the point first.
+ */
+export const BAD_FILE_KINDS = ['heads_torn', 'wal_foreign', 'manifest_foreign', 'snapshot_foreign'] as const satisfies readonly FaultKind[];
+export type BadFileKind = (typeof BAD_FILE_KINDS)[number];
+export function isBadFileKind(kind: FaultKind): kind is BadFileKind {
+  return (BAD_FILE_KINDS as readonly FaultKind[]).includes(kind);
+}
 
 /**
  * What the harness does while the process at the point stands frozen there: kill a victim, fill
@@ -99,11 +115,15 @@ export function harnessActionOf(kind: FaultKind): HarnessAction {
     case 'kill_writer':
     case 'snapshot_deleted':
     case 'snapshot_corrupted':
+    case 'wal_foreign':
+    case 'snapshot_foreign':
       return { act: 'kill', victim: 'writer' };
     case 'kill_runtime':
     case 'workspace_tampered':
       return { act: 'kill', victim: 'runtime' };
     case 'kill_controller':
+    case 'heads_torn':
+    case 'manifest_foreign':
       return { act: 'kill', victim: 'controller' };
     case 'disk_full':
       return { act: 'fill_disk' };

@@ -13,6 +13,7 @@
 // reading share its prepared statements and in-memory head, which must move only together.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
@@ -32,6 +33,8 @@ import type { ValidatedDraft } from './draft-validation.js';
 import { WriterError, type AppendResult, type EventDraft, type Head } from './protocol.js';
 import { classifyStoreError, quickCheckFailure, storeFileCode, storeFileProblemBeforeOpen, type StoreFileCode, type StoreFileFailure } from './store-file-failure.js';
 import { CREATE_STORE_SQL, STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
+import { openStoreReadOnly, StoreReadError } from './store-reader.js';
+import { hasWalFrames, walOf } from './wal-ownership.js';
 import type { WriterOwnEventType } from './writer-own-events.js';
 
 export const WRITER_VERSION = '0.1.0';
@@ -58,6 +61,40 @@ function asStoreOpenError(file: string, error: unknown): unknown {
   if (error instanceof StoreOpenError) return error;
   const failure = classifyStoreError(file, error, 'write');
   return failure ? storeOpenErrorOf(failure) : error;
+}
+
+/** A reader's refusal of the store, as the writer's (same problem, same `store_<problem>` code). */
+function storeOpenErrorOfRead(error: StoreReadError): StoreOpenError {
+  const code: StoreOpenErrorCode = error.code === 'not_found' ? 'store_missing' : error.code === 'not_a_store' || error.code === 'corrupt' ? error.code : storeFileCode(error.code);
+  return new StoreOpenError(code, error.message);
+}
+
+/**
+ * With a WAL beside the store, everything is checked read-only before the read-write open:
+ * closing a read-write connection checkpoints the WAL into the file — also after a refusal —
+ * so a WAL of another store (wal-ownership.ts, run by the read-only open) or a store of another
+ * run would otherwise be written over the file by the very open that refuses it.
+ */
+function checkWalBeforeOpen(file: string, identity: StoreIdentity): void {
+  if (!hasWalFrames(file)) return;
+  let db: Database.Database;
+  try {
+    db = openStoreReadOnly(file);
+  } catch (error) {
+    throw error instanceof StoreReadError ? storeOpenErrorOfRead(error) : error;
+  }
+  try {
+    const first = db.prepare('SELECT envelope FROM events WHERE seq = 1').get() as { envelope: string } | undefined;
+    const p = first === undefined ? null : (JSON.parse(first.envelope) as EventEnvelope).payload as Partial<StoreIdentity>;
+    if (p === null || p.experiment_id !== identity.experiment_id || p.subject_id !== identity.subject_id || p.manifest_sha256 !== identity.manifest_sha256) {
+      throw new StoreOpenError(
+        'identity_mismatch',
+        `${file} (with its ${path.basename(walOf(file))}) belongs to experiment ${String(p?.experiment_id)} / subject ${String(p?.subject_id)} / manifest ${String(p?.manifest_sha256)}, not to the one this writer was started for; nothing was changed (checked read-only, before a read-write open would have written the WAL into the file)`,
+      );
+    }
+  } finally {
+    db.close();
+  }
 }
 
 export interface EventStoreOptions {
@@ -149,6 +186,7 @@ export class EventStore {
     // SQLite would make an empty file a database (4,096 bytes) and rewrite a foreign header: look first.
     const before = create ? null : storeFileProblemBeforeOpen(path);
     if (before) throw storeOpenErrorOf(before);
+    if (!create) checkWalBeforeOpen(path, options.identity);
     try {
       this.db = new Database(path, { timeout: 1_000, fileMustExist: !create });
     } catch (error) {

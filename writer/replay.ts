@@ -19,6 +19,7 @@ import { migrateEvent } from './event-migration.js';
 import { BUILD_PROJECTIONS, type ProjectionCatalog } from './projection-catalog.js';
 import { versionDifferences, versionsOf, type ProjectionVersions, type VersionDifference } from './projection-versions.js';
 import { MissingUpcasterError, RecordedVersionUnavailableError, ReplayRefusal, VersionMismatchError, type MissingUpcaster } from './replay-errors.js';
+import { snapshotBindingProblem, storeSubjectOf } from './snapshot-binding.js';
 import { StoreReadError, StoreReader, type StoredProjection } from './store-reader.js';
 
 export type ReplayMode = 'strict' | 'migrate' | 'use-recorded';
@@ -201,6 +202,8 @@ export function replayFrom(reader: StoreReader, options: ReplayOptions = {}): Re
       throw new ReplayRefusal('snapshot_unusable', `the snapshot at seq ${fromSnapshotSeq} does not hash to its state_hash (corrupt or edited); replay from seq 1 instead`);
     }
     state = JSON.parse(text);
+    const foreign = snapshotBindingProblem(state, fromSnapshotSeq, storeSubjectOf(reader));
+    if (foreign !== null) throw new ReplayRefusal('snapshot_unusable', `${foreign}; replay from seq 1 instead`);
   }
 
   const afterSeq = fromSnapshotSeq ?? 0;

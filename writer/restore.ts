@@ -8,6 +8,7 @@
 import { hashText, type HashString } from '../schema/hash.js';
 import { describeDifference, versionDifferences, type ProjectionVersions } from './projection-versions.js';
 import { replayFrom, type ReplayResult } from './replay.js';
+import { snapshotBindingProblem, storeSubjectOf } from './snapshot-binding.js';
 import { StoreReadError, StoreReader, type SnapshotMeta } from './store-reader.js';
 
 export interface RestoreReport {
@@ -28,18 +29,19 @@ export interface RestoreReport {
 }
 
 /** Why a snapshot cannot seed a restore under `versions`, or null when it can. */
-function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: number, versions: ProjectionVersions): string | null {
+function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: number, versions: ProjectionVersions, storeSubject: string | null): string | null {
   if (meta.seq < 1 || meta.seq > headSeq) return `snapshot at seq ${meta.seq} lies outside the events (seq 1 to ${headSeq}): not used`;
   const differences = versionDifferences(`snapshot at seq ${meta.seq}`, meta.versions, versions);
   if (differences.length > 0) return `${differences.map(describeDifference).join('; ')}: not used`;
   const text = reader.snapshotStateText(meta.seq);
   if (text === null || hashText(text) !== meta.state_hash) return `snapshot at seq ${meta.seq}: its state does not hash to its state_hash (corrupt or edited): not used`;
+  let state: unknown;
   try {
-    JSON.parse(text);
+    state = JSON.parse(text);
   } catch {
     return `snapshot at seq ${meta.seq}: its state is not JSON: not used`;
   }
-  return null;
+  return snapshotBindingProblem(state, meta.seq, storeSubject);
 }
 
 /**
@@ -49,15 +51,45 @@ function snapshotProblem(reader: StoreReader, meta: SnapshotMeta, headSeq: numbe
 export function newestUsableSnapshot(reader: StoreReader, headSeq: number, versions: ProjectionVersions, atOrBeforeSeq: number | null): { seq: number | null; passed_over: string[] } {
   const inRange = (seq: number): boolean => atOrBeforeSeq === null || seq <= atOrBeforeSeq;
   const { found, malformed } = reader.snapshots();
+  const storeSubject = storeSubjectOf(reader);
   const passedOver = malformed.filter(inRange).map((seq) => `snapshot row at seq ${seq} is malformed: not used`);
   // Newest first; bounded by the rows of the snapshots table.
   for (const meta of found) {
     if (!inRange(meta.seq)) continue;
-    const problem = snapshotProblem(reader, meta, headSeq, versions);
+    const problem = snapshotProblem(reader, meta, headSeq, versions, storeSubject);
     if (problem === null) return { seq: meta.seq, passed_over: passedOver };
     passedOver.push(problem);
   }
   return { seq: null, passed_over: passedOver };
+}
+
+/**
+ * Every snapshot row that is not this store's or is damaged (its state does not hash to its
+ * state_hash, is not JSON, or names another subject or seq: snapshot-binding.ts), by seq: for
+ * verify and a resume to warn about. Versions are not compared here (a restore does that against
+ * its own replay's). Bounded by the rows of the snapshots table.
+ */
+export function foreignOrDamagedSnapshots(reader: StoreReader): string[] {
+  const { found, malformed } = reader.snapshots();
+  const storeSubject = storeSubjectOf(reader);
+  const problems = malformed.map((seq) => `snapshot row at seq ${seq} is malformed: not used`);
+  for (const meta of found) {
+    const text = reader.snapshotStateText(meta.seq);
+    if (text === null || hashText(text) !== meta.state_hash) {
+      problems.push(`snapshot at seq ${meta.seq}: its state does not hash to its state_hash (corrupt or edited): not used`);
+      continue;
+    }
+    let state: unknown;
+    try {
+      state = JSON.parse(text);
+    } catch {
+      problems.push(`snapshot at seq ${meta.seq}: its state is not JSON: not used`);
+      continue;
+    }
+    const foreign = snapshotBindingProblem(state, meta.seq, storeSubject);
+    if (foreign !== null) problems.push(foreign);
+  }
+  return problems;
 }
 
 export function restoreDrill(dbPath: string): RestoreReport {

@@ -16,6 +16,7 @@ import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { hashCanonical } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE, RUN_FILES } from '../schema/run-files.js';
 import { keyFileFor } from './run-files-walk.js';
+import { hasWalFrames, walOf } from './wal-ownership.js';
 import type { ChainHeadEvent, StoreFacts } from './store-chain-check.js';
 import type { FailureList } from './verify-failure-list.js';
 
@@ -146,7 +147,10 @@ export function verifySignedFile(file: string, key: Uint8Array, facts: StoreFact
   }
   if (isManifest && facts) {
     if (facts.manifestSha256 !== hashCanonical(verified.body)) {
-      failures.add(file, 1, `the signed manifest hashes to ${hashCanonical(verified.body)}, StoreOpened names ${String(facts.manifestSha256)}`);
+      // The store is read through a WAL beside it; when the file alone held nothing to compare the WAL with (wal-ownership.ts), either file may be the stray one.
+      const store = path.join(path.dirname(file), RUN_FILES.store);
+      const wal = hasWalFrames(store) ? ` (or ${path.basename(walOf(store))} beside the store is another store's WAL: the store is read through it)` : '';
+      failures.add(file, 1, `the signed manifest hashes to ${hashCanonical(verified.body)}, StoreOpened names ${String(facts.manifestSha256)}${wal}`);
     }
     const manifest = verified.body as { experiment_id?: unknown; event_schema_version?: unknown };
     if (manifest.experiment_id !== undefined && manifest.experiment_id !== facts.experimentId) {

@@ -11,9 +11,11 @@ import type Database from 'better-sqlite3';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-export const STORE_FILE_PROBLEMS = ['missing', 'empty', 'damaged', 'locked', 'unreadable', 'read_only', 'full', 'io_error'] as const;
+export const STORE_FILE_PROBLEMS = ['missing', 'empty', 'damaged', 'wal_foreign', 'locked', 'unreadable', 'read_only', 'full', 'io_error'] as const;
 /**
  * missing: no file there · empty: 0 bytes · damaged: not an intact SQLite database ·
+ * wal_foreign: the events.db-wal beside it is not its own (another store's, or damaged), while
+ * the file alone is intact (writer/wal-ownership.ts) ·
  * locked: another process (a writer) holds it · unreadable: not a file, or this uid may not
  * read it · read_only: this uid (or the file system) may not write it · full: the disk is full ·
  * io_error: the disk or file system failed a read or write.
@@ -60,6 +62,8 @@ function messageFor(problem: StoreFileProblem, file: string, detail: string, acc
       return `${file} is empty (0 bytes): it is not an event store (its writer never wrote a first page, or the file was truncated or replaced). ${unchanged}: it is still 0 bytes. The run cannot be continued from it — restore its folder from a copy, or run it again`;
     case 'damaged':
       return `${file} is damaged: it is not an intact SQLite database (${detail}). ${unchanged}. npm run verify -- ${dir} lists what can still be checked; the run cannot be continued, repaired or trusted from this file — restore its folder from a copy, or run it again`;
+    case 'wal_foreign':
+      return `${file}-wal does not belong to ${file}: ${detail}. It is the write-ahead log of another database (copied in, or left from another store) or a damaged one: SQLite replays any WAL beside a file over it, and a writer's open would write its pages into ${path.basename(file)} for good. ${unchanged} (the check read a copy). Put back the store's own ${path.basename(file)}-wal if you have it (it holds every event committed after the file's last one); or, to continue from the file alone, move the stray one out of the folder (the events only the store's own WAL held are then lost; npm run verify -- ${dir} says what remains). Then run this again`;
     case 'locked':
       // "is locked: a writer is still running on it" is what scripts and earlier docs match.
       return `${file} is locked: a writer is still running on it (an instance running or resuming, or a repair; ${detail}). That is safe: ${unchanged.toLowerCase()}. Wait for it to finish, or stop it (Ctrl-C in its terminal records an emergency stop), then run this again — or work on a copy of the run folder`;
@@ -84,6 +88,10 @@ export function storeFileFailure(problem: StoreFileProblem, file: string, detail
 
 /** A SQLite result code's problem (extended codes share their primary's: SQLITE_IOERR_SHORT_READ is SQLITE_IOERR), or null when it names none. */
 function problemOfSqliteCode(code: string): StoreFileProblem | null {
+  // The one extended code with a meaning of its own here: the -shm file could not be grown, which
+  // SQLite documents as "probably because disk space is insufficient" — a full disk, not a failing
+  // one (met by a read of a finished store on a full disk, issue 20).
+  if (code === 'SQLITE_IOERR_SHMSIZE') return 'full';
   const primary = /^SQLITE_[A-Z]+/.exec(code)?.[0] ?? code;
   switch (primary) {
     case 'SQLITE_CORRUPT':

@@ -14,7 +14,8 @@ import { CodedErrorOf } from '../foundation/typed-error.js';
 import { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import type { ProjectionVersions } from './projection-versions.js';
-import { classifyStoreError, isWalModeOnDisk, quickCheckFailure, STORE_FILE_PROBLEMS, storeFileCode, storeFileProblemBeforeOpen, type StoreFileFailure, type StoreFileProblem } from './store-file-failure.js';
+import { classifyStoreError, isWalModeOnDisk, quickCheckFailure, STORE_FILE_PROBLEMS, storeFileCode, storeFileFailure, storeFileProblemBeforeOpen, type StoreFileFailure, type StoreFileProblem } from './store-file-failure.js';
+import { foreignWalFailure } from './wal-ownership.js';
 import { STORE_APPLICATION_ID, STORE_FORMAT_VERSION } from './store-schema.js';
 
 /**
@@ -181,12 +182,20 @@ export function openStoreReadOnly(file: string, options: OpenStoreOptions = {}):
     if (appId !== STORE_APPLICATION_ID || format !== STORE_FORMAT_VERSION) {
       throw new StoreReadError('not_a_store', `${file} is not an event store of format ${STORE_FORMAT_VERSION} (application_id ${String(appId)}, user_version ${String(format)})`);
     }
+    // Before any verdict on what it holds: a WAL beside it that is not its own shows another store, or a mixture (wal-ownership.ts).
+    const foreign = foreignWalFailure(file, db);
+    if (foreign) throw storeReadErrorOf(foreign);
     if (options.checkIntegrity) {
       const damage = quickCheckFailure(db, file);
       if (damage) throw storeReadErrorOf(damage);
     }
   } catch (error) {
     db.close();
+    // A WAL replayed over the file can make it read as damaged or as no store at all: said as the WAL's fault when the file alone is intact.
+    if (error instanceof StoreReadError && (error.code === 'damaged' || error.code === 'not_a_store')) {
+      const foreign = foreignWalFailure(file, storeFileFailure('damaged', file, error.message));
+      if (foreign) throw storeReadErrorOf(foreign);
+    }
     throw error;
   }
   return db;

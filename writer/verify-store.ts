@@ -18,6 +18,8 @@ import { findRunFiles } from './run-files-walk.js';
 import { checkChainHeadEvents, checkSignedFilesBeside, readKey, verifyHeadsFile, verifySignedFile } from './signed-files-check.js';
 import { verifyStore, type ChainHeadEvent, type StoreFacts } from './store-chain-check.js';
 import { FailureList, type VerifyFailure } from './verify-failure-list.js';
+import { foreignOrDamagedSnapshots } from './restore.js';
+import { StoreReader } from './store-reader.js';
 import { VerifyInputError } from './verify-input-error.js';
 
 // The report's parts and the entry's error, where a caller of verifyDirectory looks for them.
@@ -63,6 +65,13 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
       const facts = result.facts;
       storeFacts.set(path.dirname(file), facts);
       checkSignedFilesBeside(file, facts, failures, warnings, allowOpen);
+      // Snapshots are a cache: one that is damaged or another store's is never used, so a warning, not a failure.
+      const reader = StoreReader.open(file);
+      try {
+        for (const problem of foreignOrDamagedSnapshots(reader)) warnings.add(file, null, `${problem} (a cache: a restore skips it and nothing is lost)`);
+      } finally {
+        reader.close();
+      }
       if (chainHeadEvents.length === 0) continue;
       const key = readKey(file, root, failures);
       if (!key) continue;

@@ -2,11 +2,13 @@
 // writer and runtime as real OS processes) with one fault armed through DS_FAULT_INJECTION;
 // when the process at the point freezes itself there, the harness carries the fault out (a
 // SIGKILL of the victim, the frozen process continued if it is not the victim), waits for every
-// process of the instance to be gone, applies the after-kill damage (snapshots, workspace),
+// process of the instance to be gone, applies the after-kill damage (snapshots, workspace; a bad
+// file, asked about by verify and a resume, then put back),
 // resumes with `--resume` until the instance is finished, and checks the invariants.
 //
 // The harness is the host here: it may open events.db to damage snapshots (a cache) and write
-// into the workspace (a third party). It never touches events or signed files.
+// into the workspace (a third party). It never touches events; a bad-file kind replaces a signed
+// file or the WAL for one verify and one resume (bad-files.ts) and then puts the original back.
 // Why one file: it is one fault run's sequence (arm, wait for the freeze, kill, damage, resume,
 // check), and each step's helper serves that sequence alone and shares its fault folder.
 import { processCodeFor } from '../../foundation/process-code.js';
@@ -18,22 +20,24 @@ import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { LockablePreRegistration, lockPrereg } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
-import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, harnessActionOf, type FaultArming, type FaultKind, type FaultRole } from '../../schema/fault-points.js';
+import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, harnessActionOf, isBadFileKind, killedRole, type BadFileKind, type FaultArming, type FaultKind, type FaultRole } from '../../schema/fault-points.js';
 import { processStartTicks } from '../../schema/fault-switch.js';
 import { hashText } from '../../schema/hash.js';
 import { StoreSealed } from '../../schema/events/system-events.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { StoreReader } from '../../writer/store-reader.js';
+import { StoreReader, StoreReadError } from '../../writer/store-reader.js';
+import { storeFileCode } from '../../writer/store-file-failure.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
 import { GROUPS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
+import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 import { InstanceError } from '../../controller/instance-error.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { TEMP_SUFFIX } from '../../runtime/files-tool.js';
 
 /** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
-export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit', 'disk_full_stop'] as const;
+export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit', 'disk_full_stop', 'bad_file_verdict'] as const;
 export const INVARIANTS = [...RUN_INVARIANTS, ...STORE_INVARIANTS] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -258,7 +262,14 @@ function stateOf(pid: number): string {
 function sealed(runDir: string): boolean {
   const dbFile = path.join(runDir, RUN_FILES.store);
   if (!existsSync(dbFile)) return false;
-  const reader = StoreReader.open(dbFile);
+  let reader: StoreReader;
+  try {
+    reader = StoreReader.open(dbFile);
+  } catch (error) {
+    // A store that cannot be read is not finished: run_finished and verify say so; the harness goes on to its record.
+    if (error instanceof StoreReadError) return false;
+    throw error;
+  }
   try {
     const head = reader.headSeq();
     for (const row of reader.iterateEvents(head - 1, head)) return (JSON.parse(row.envelope) as { event_type: string }).event_type === StoreSealed.type;
@@ -412,8 +423,14 @@ function fingerprintOf(plan: FaultRunPlan | null, reached: FaultReached | null, 
   let types: string | null = null;
   let stateHash: string | null = null;
   const dbFile = path.join(runDir, RUN_FILES.store);
-  if (existsSync(dbFile)) {
-    const reader = StoreReader.open(dbFile);
+  let reader: StoreReader | null = null;
+  try {
+    reader = existsSync(dbFile) ? StoreReader.open(dbFile) : null;
+  } catch (error) {
+    // Unreadable: the fingerprint says null for what it could not read (the invariants say why).
+    if (!(error instanceof StoreReadError)) throw error;
+  }
+  if (reader !== null) {
     try {
       headSeq = reader.headSeq();
       const names: string[] = [];
@@ -499,6 +516,43 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       notes.push(freeFaultDisk(disk));
     }
   };
+  /**
+   * A bad-file kind, once every process is gone: plant the file, ask verify and a resume about
+   * it (their verdicts against bad-files.ts BAD_FILE_VERDICTS, the folder hashed around each),
+   * put the original back. Problems go to the bad_file_verdict invariant.
+   */
+  const badFileProblems: string[] = [];
+  let badFileStaged = false;
+  const badFileStage = async (kind: BadFileKind): Promise<void> => {
+    badFileStaged = true;
+    const verifyBefore = verifyRun(runDir, setup.scenariosDir);
+    const planted = plantBadFile(kind, runDir, setup.keyDir, path.join(recordDir, 'foreign'));
+    notes.push(planted.note);
+    const beforeVerify = folderHashes(runDir);
+    const verifyAfter = verifyRun(runDir, setup.scenariosDir);
+    const beforeResume = folderHashes(runDir);
+    if (planted.snapshotSeq !== null) badFileProblems.push(...restoreVerdictProblems(runDir, planted.snapshotSeq));
+    const logStart = readFileSync(logFile).length;
+    const outcome = await runController(setup, ['--resume', runDir, ...common], arming, logFile, poll);
+    exits.push(outcome.timedOut ? null : outcome.code);
+    orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
+    const resumeLog = readFileSync(logFile).subarray(logStart).toString('utf8');
+    const afterResume = folderHashes(runDir);
+    const problems = badFileVerdictProblems({
+      kind,
+      runDir,
+      verifyBefore,
+      verifyAfter,
+      resumeExit: outcome.timedOut ? null : outcome.code,
+      resumeLog,
+      changedByResume: folderDifferences(beforeResume, afterResume),
+      changedByVerify: folderDifferences(beforeVerify, beforeResume),
+    });
+    badFileProblems.push(...problems);
+    notes.push(`verify with the bad file: ${verifyAfter.failures.length} failure(s), ${verifyAfter.warnings.length} warning(s) (before it: ${verifyBefore.failures.length}, ${verifyBefore.warnings.length}); the resume exited ${String(outcome.code ?? outcome.signal)}`);
+    for (const line of verifyAfter.failures.filter((f) => !verifyBefore.failures.includes(f)).slice(0, 3)) notes.push(`verify: ${line}`);
+    notes.push(planted.undo());
+  };
   try {
     const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', setup.preregFile, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
@@ -509,6 +563,15 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
       // A fault that fired in a resumed controller is carried out the same way (the poll ran there too).
       damageOnce();
+      const fired = reached as FaultReached | null;
+      if (fired !== null && isBadFileKind(fired.kind) && !badFileStaged) {
+        try {
+          await badFileStage(fired.kind);
+        } catch (error) {
+          // A stage that cannot finish is a failed verdict, never a crash that loses the run's record.
+          badFileProblems.push(`the bad-file stage could not run to its end: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        }
+      }
     }
   } finally {
     // Keep what the points wrote (hits, acks, reached) with the run's record.
@@ -527,6 +590,11 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     { invariant: 'run_finished', ok: finished, details: finished ? [] : [`the instance did not finish after ${exits.length - 1} resume(s); controller exits ${exits.map((e) => e ?? 'killed').join(', ')} (see ${logFile})`] },
     { invariant: 'processes_exit', ok: orphanProblems.length === 0, details: orphanProblems },
     diskFullStop(fired, diskState.filled, exits, logFile, tempFilesAtStop),
+    {
+      invariant: 'bad_file_verdict',
+      ok: badFileProblems.length === 0 && (fired === null || !isBadFileKind(fired.kind) || badFileStaged),
+      details: fired !== null && isBadFileKind(fired.kind) && !badFileStaged ? [`${fired.kind} fired but the bad file was never planted (the instance was not stopped)`] : badFileProblems,
+    },
   ];
   const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
     ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })
@@ -539,8 +607,12 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   return result;
 }
 
-/** The code the controller that met a full disk ends with (controller/instance.ts stopOnFullDisk). */
-const STORE_FULL_ENDING = new InstanceError('store_full', '').errorCode;
+/**
+ * The codes a controller that met a full disk may end with: the instance stopped on it
+ * (controller/instance.ts stopOnFullDisk), or — when the disk filled after the seal — a read of
+ * the finished store for the summary refused for lack of space (writer/store-file-failure.ts).
+ */
+const STORE_FULL_ENDINGS: readonly string[] = [new InstanceError('store_full', '').errorCode, storeFileCode('full')];
 /** Entries of the workspace walk looking for temp files; a scenario's workspace holds a handful. */
 const MAX_TEMP_WALK_ENTRIES = 10_000;
 
@@ -595,7 +667,7 @@ function diskFullStop(fired: FaultReached | null, filled: boolean, exits: Readon
   else if (exit !== EXIT_CODES.failed) problems.push(`the controller that met the full disk exited ${exit}, not ${EXIT_CODES.failed} (${exit === EXIT_CODES.ok ? 'a partial run reported as finished' : 'not the documented exit'})`);
   const ending = firstEnding(logFile);
   const code = ending?.error?.code;
-  if (code !== STORE_FULL_ENDING) problems.push(`the controller that met the full disk ended with ${ending === null ? 'no JSON ending' : `code ${JSON.stringify(code ?? null)}`}, not ${STORE_FULL_ENDING}: the person reading it is not told the disk is full (see ${logFile})`);
+  if (typeof code !== 'string' || !STORE_FULL_ENDINGS.includes(code)) problems.push(`the controller that met the full disk ended with ${ending === null ? 'no JSON ending' : `code ${JSON.stringify(code ?? null)}`}, not ${STORE_FULL_ENDINGS.join(' or ')}: the person reading it is not told the disk is full (see ${logFile})`);
   if (tempFiles === null) problems.push('the workspace was not looked at after the stop (no process of the instance ended?)');
   else if (tempFiles.length > 0) problems.push(`the file tool left ${tempFiles.length} temp file(s) in the workspace when it stopped on the full disk: ${tempFiles.slice(0, 5).join(', ')} (a half file)`);
   return { invariant: 'disk_full_stop', ok: problems.length === 0, details: problems };

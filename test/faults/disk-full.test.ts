@@ -189,6 +189,35 @@ describe('the forged cases, on a filled tmpfs', () => {
     return made;
   };
 
+  needsMount(`reading a finished store on a full disk (its -shm cannot be made: SQLITE_IOERR_SHMSIZE) is refused as store_full, not as a failing disk${mountNote}`, async () => {
+    const d = diskOf();
+    const fixture = await startWriterFixture(d.runDir);
+    try {
+      const client = await fixture.connect('experiment');
+      await client.append(Array.from({ length: 50 }, () => messageDraft()));
+      // The disk fills while the writer still holds the store (as at the end of a run): its close cannot checkpoint.
+      fillFaultDisk(d);
+    } finally {
+      await fixture.stop().catch(() => undefined);
+    }
+    try {
+      const refused = (() => {
+        try {
+          StoreReader.open(path.join(d.runDir, 'events.db')).close();
+          return null;
+        } catch (error) {
+          return error;
+        }
+      })();
+      expect(refused).toMatchObject({ errorCode: 'store_full' });
+      expect((refused as Error).message).toMatch(/^the disk holding .*events\.db is full \(SQLite SQLITE_IOERR_SHMSIZE/);
+    } finally {
+      freeFaultDisk(d);
+    }
+    // With the space back the same store reads.
+    StoreReader.open(path.join(d.runDir, 'events.db')).close();
+  });
+
   needsMount(`the writer refuses an append that does not fit with store_full, the head unmoved; after the space is freed the store goes on${mountNote}`, async () => {
     const d = diskOf();
     const fixture = await startWriterFixture(d.runDir);

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { APPLICABLE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, harnessActionOf, killedRole, SELF_HANDLED_KINDS, STALL_KINDS, type FaultArming } from '../../schema/fault-points.js';
+import { APPLICABLE_KINDS, BAD_FILE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, harnessActionOf, killedRole, SELF_HANDLED_KINDS, STALL_KINDS, type FaultArming } from '../../schema/fault-points.js';
 import { childEnvironment, FaultArmingError, FaultSwitch, processStartTicks } from '../../schema/fault-switch.js';
 import { FAULT_CELLS, FaultPlanError, planFaultRun, planFaultRuns, type Calibration, type GroupCalibration, type PointHits } from '../../experiments/faults/fault-plan.js';
 import { REPO } from '../support/controller-run.js';
@@ -127,13 +127,19 @@ describe('the catalogue', () => {
     for (const point of FAULT_POINTS) expect(APPLICABLE_KINDS[point]).toEqual(expect.arrayContaining(['kill_writer', 'kill_runtime', 'kill_controller']));
     expect(new Set(FAULT_CELLS.map((c) => c.kind))).toEqual(new Set(FAULT_KINDS));
     expect(FAULT_CELLS).toHaveLength(FAULT_POINTS.reduce((n, point) => n + new Set(APPLICABLE_KINDS[point]).size, 0));
-    // The 32 of issue 8; the stalled writer at four points, the stalled runtime at three, the full disk at three (issue 20).
-    expect(FAULT_CELLS).toHaveLength(42);
+    expect(new Set(FAULT_CELLS.map((c) => `${c.point} ${c.kind}`)).size).toBe(FAULT_CELLS.length);
+    // The 32 of issue 8; in issue 20 the stalled writer at four points, the stalled runtime at three, the full disk at three, the four bad files at one each.
+    expect(FAULT_CELLS).toHaveLength(46);
     // A kind kills someone, fills the disk or holds the frozen process a while (the harness acts), or is carried out by the process itself.
     for (const kind of FAULT_KINDS) expect(harnessActionOf(kind).act === 'none').toBe(SELF_HANDLED_KINDS.includes(kind));
     for (const kind of FAULT_KINDS) expect(killedRole(kind) !== null).toBe(harnessActionOf(kind).act === 'kill');
     expect(harnessActionOf('disk_full')).toEqual({ act: 'fill_disk' });
     expect([...STALL_KINDS].sort()).toEqual(['stall_runtime', 'stall_writer']);
+    // Every bad-file kind is planned somewhere and kills someone first (the harness plants the file once every process is gone).
+    for (const kind of BAD_FILE_KINDS) {
+      expect(FAULT_CELLS.some((c) => c.kind === kind), kind).toBe(true);
+      expect(killedRole(kind), kind).not.toBeNull();
+    }
   });
 });
 
@@ -166,7 +172,8 @@ describe('the plan', () => {
     expect(tampered.length).toBe(8 * cellsOf('workspace_tampered'));
     for (const plan of tampered) expect(plan.hit).toBeGreaterThanOrEqual(3);
     const onlyReads: Calibration = { A: { hits: hits(5), mutating: {}, writing: {} }, B: { hits: hits(5), mutating: {}, writing: {} }, C: { hits: hits(5), mutating: { 'runtime.intent.before_file_op': [] }, writing: {} } };
-    expect(() => planFaultRuns('s', CELLS, onlyReads)).toThrow(/workspace_tampered/);
+    // disk_full at an intent needs a write or modify too: whichever of the two the round meets first refuses.
+    expect(() => planFaultRuns('s', CELLS, onlyReads)).toThrow(/(workspace_tampered|disk_full) can be placed/);
   });
 
   test('disk_full is placed at any hit of a writer point, and only at intents that write or modify (never a read or a move)', () => {
