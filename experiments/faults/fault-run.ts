@@ -27,6 +27,7 @@ import { StoreSealed } from '../../schema/events/system-events.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader, StoreReadError } from '../../writer/store-reader.js';
 import { storeFileCode } from '../../writer/store-file-failure.js';
+import { WriterStartError } from '../../writer/spawn.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
 import { GROUPS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
@@ -609,10 +610,12 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
 
 /**
  * The codes a controller that met a full disk may end with: the instance stopped on it
- * (controller/instance.ts stopOnFullDisk), or — when the disk filled after the seal — a read of
- * the finished store for the summary refused for lack of space (writer/store-file-failure.ts).
+ * (controller/instance.ts stopOnFullDisk); a writer it had to start (a planned writer restart)
+ * refused the full store (writer/spawn.ts WriterStartError); or — when the disk filled after the
+ * seal — a read of the finished store for the summary refused for lack of space
+ * (writer/store-file-failure.ts). Each tells the person the disk is full.
  */
-const STORE_FULL_ENDINGS: readonly string[] = [new InstanceError('store_full', '').errorCode, storeFileCode('full')];
+const STORE_FULL_ENDINGS: readonly string[] = [new InstanceError('store_full', '').errorCode, new WriterStartError(storeFileCode('full'), '').errorCode, storeFileCode('full')];
 /** Entries of the workspace walk looking for temp files; a scenario's workspace holds a handful. */
 const MAX_TEMP_WALK_ENTRIES = 10_000;
 
