@@ -3,7 +3,8 @@
 // is injected — the file on disk first, then the WorldEvent that tells of it, so the event
 // never announces a change that did not happen. Both steps are idempotent: a resumed
 // controller that repeats them changes nothing twice.
-import { chownSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { writeAllAndSync } from '../foundation/durable-write.js';
 import path from 'node:path';
 import type { ExternalFileChangeIntervention } from '../design/intervention-plan.js';
 import type { Scenario } from '../design/scenario.js';
@@ -44,11 +45,7 @@ function writeAtomically(file: string, content: string, owner: FileOwner | null)
   const fd = openSync(temp, 'w', 0o644);
   try {
     try {
-      let written = 0;
-      // One writeSync may write less than asked (a disk with less room than the file): loop until
-      // all of it is out, or the file system refuses. Bounded: each pass writes at least one byte.
-      for (let pass = 0; written < bytes.length && pass <= bytes.length; pass += 1) written += writeSync(fd, bytes, written, bytes.length - written);
-      fsyncSync(fd);
+      writeAllAndSync(fd, bytes);
     } finally {
       closeSync(fd);
     }

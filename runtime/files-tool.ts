@@ -23,9 +23,9 @@ import {
   realpathSync,
   renameSync,
   unlinkSync,
-  writeSync,
   type Stats,
 } from 'node:fs';
+import { writeAllAndSync } from '../foundation/durable-write.js';
 import path from 'node:path';
 import { CodedInternalError, InternalError } from '../foundation/typed-error.js';
 import { MAX_READ_CONTENT_CHARS } from '../schema/events/action-events.js';
@@ -277,10 +277,7 @@ function writeAtomically(root: string, real: string, bytes: Buffer): void {
   const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
   try {
     try {
-      let written = 0;
-      // Bounded: each pass writes at least one byte (writeSync throws rather than return 0 on a full disk).
-      for (let pass = 0; written < bytes.length && pass <= bytes.length; pass += 1) written += writeSync(fd, bytes, written, bytes.length - written);
-      fsyncSync(fd);
+      writeAllAndSync(fd, bytes);
     } finally {
       closeSync(fd);
     }

@@ -22,6 +22,7 @@ import { ProjectionRefusal } from '../../projector/projection.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
+import { eventIs } from '../../schema/typed-event.js';
 import type { EventType } from '../../schema/event-catalog.js';
 import { FaultRole, STALL_KINDS, type FaultReached } from '../../schema/fault-points.js';
 import { HashString } from '../../schema/hash.js';
@@ -420,8 +421,8 @@ function checkStallRecorded(record: RunRecord, reached: FaultReached | null): In
   if (reached === null || !STALL_KINDS.includes(reached.kind)) return result('stall_recorded', [], ['not a stall run']);
   const timeoutMs = stalledCallersTimeoutMs(reached.kind, LockablePreRegistration.parse(record.prereg));
   const words = reached.kind === 'stall_runtime' ? wakeUnansweredWithin(timeoutMs) : unansweredWithin(timeoutMs);
-  const firstResume = record.events.find((e) => e.event_type === 'SystemEvent.Resumed');
-  const stops = record.events.filter((e) => e.event_type === 'SystemEvent.EmergencyStopped' && (firstResume === undefined || e.seq < firstResume.seq));
+  const firstResume = record.events.find((e) => eventIs(e, 'SystemEvent.Resumed'));
+  const stops = record.events.filter((e) => eventIs(e, 'SystemEvent.EmergencyStopped') && (firstResume === undefined || e.seq < firstResume.seq));
   if (firstResume === undefined && stops.length === 0) return result('stall_recorded', [], [`the ${reached.role} stood at ${reached.point} and the instance went on: no caller's timeout fired`]);
   // Once stopped, only the controller writes (its signed head) until a resume: a stalled process that woke up adds nothing.
   const afterStop = stops.length === 0 ? [] : record.events.filter((e) => e.seq > stops[0]!.seq && (firstResume === undefined || e.seq < firstResume.seq) && e.actor !== 'experiment');
