@@ -56,6 +56,7 @@ export const FAULT_KIND_CATALOGUE = {
   stall_writer: 'the writer stands frozen (SIGSTOP) at the point for longer than the pre-registered writer request timeout, then is continued (SIGCONT): its callers give up with an unknown outcome while it stands, and what it then commits late must be answered from the store, never twice',
   stall_runtime: "the runtime stands frozen (SIGSTOP) at the point for longer than the pre-registered wake answer timeout and the wake's model-call budget, then is continued (SIGCONT): the controller gives up on the wake and stops the instance while it stands; whatever the runtime does once continued must not add to the stopped history",
   disk_full: 'the run folder is on a size-limited tmpfs; at the point the harness fills what space is left and continues the process (nothing is killed); once every process is gone it frees the space before the resume',
+  random_subject: "the subject is a real tiny model (stories260K under the answer grammar, temperature > 0, a seed from the plan) instead of the reference policy: schema-valid answers with made-up paths, task ids, evidence seqs and plan revisions; it fires at the first model call and the runtime does nothing extra — the model's answers are the fault",
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -80,12 +81,13 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
   'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer', 'disk_full'],
   'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime', 'disk_full'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered', 'stall_runtime'],
-  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime'],
+  // random_subject: the point where the model's answer enters the runtime.
+  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime', 'random_subject'],
   'controller.head.signing': KILLS,
 };
 
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
-export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
+export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage', 'random_subject'];
 
 /**
  * What the harness does while the process at the point stands frozen there: kill a victim, fill
@@ -114,6 +116,8 @@ export function harnessActionOf(kind: FaultKind): HarnessAction {
     case 'duplicate_message':
     case 'model_timeout':
     case 'model_garbage':
+    // The model itself is the fault (the harness started the instance with it): nothing to do at the point.
+    case 'random_subject':
       return { act: 'none' };
     default: {
       const unhandled: never = kind;

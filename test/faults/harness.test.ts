@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../experiments/faults/fault-harness.js';
 import { stalledCallersTimeoutMs, type FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
+import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, RANDOM_SUBJECT_MODEL_FILE, RANDOM_SUBJECT_TEMPERATURE, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
 import { LockablePreRegistration } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
@@ -18,6 +18,7 @@ import { runCli } from '../support/cli.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 import { ROOM_NAMES } from '../../foundation/rooms.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const RUN_TIMEOUT_MS = 240_000;
 const folders: string[] = [];
@@ -187,6 +188,32 @@ describe('one run, one fault', () => {
       expect(result.exits).toEqual([3, 0]);
       const stall = result.invariants.find((i) => i.invariant === 'stall_recorded')!;
       expect(stall.details).toEqual([expect.stringMatching(new RegExp(`^note: stop recorded at seq \\d+: the runtime failed in wake-\\d+ outside any planned crash \\(timeout: ds-runtime did not answer wake wake-\\d+ within ${stalledCallersTimeoutMs('stall_runtime', prereg)} ms; it was left running\\)`))]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a random subject (stories260K under the grammar, sampled with the plan\'s seed) answers arbitrary schema-valid content: nothing unauthorised runs, no made-up citation becomes a FACT, nothing stops the instance; it replays and verifies',
+    async () => {
+      expect(existsSync(RANDOM_SUBJECT_MODEL_FILE), `the test model ${RANDOM_SUBJECT_MODEL_FILE}`).toBe(true);
+      const setup = prepareHarness(folder('ds-faults-random-'), REPO, null);
+      const plan = { ...planOf('runtime.model_call.in_flight', 'random_subject', 1), model_seed: 20_004 };
+      const startedMs = Date.now();
+      const result = await runFaultPlan(setup, plan);
+      const seconds = (Date.now() - startedMs) / 1_000;
+      expect(result.reached).toMatchObject({ point: 'runtime.model_call.in_flight', kind: 'random_subject', hit: 1, frozen: false });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      // One controller, nothing to resume: the model's answers never stopped it. It ends finished and verified, with or
+      // without usable data (exit 4 when too many answers were cut at their cap: the data is a fuzzer's, not a subject's).
+      expect(result.exits).toHaveLength(1);
+      expect([EXIT_CODES.ok, EXIT_CODES.notEvidence]).toContain(result.exits[0]);
+      const events = eventsOf(result.runDir);
+      const answers = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered');
+      expect(answers.length).toBeGreaterThan(0);
+      for (const e of answers) expect(e.payload).toMatchObject({ adapter: 'local', params: { seed: plan.model_seed, temperature: RANDOM_SUBJECT_TEMPERATURE } });
+      const safe = result.invariants.find((i) => i.invariant === 'random_subject_safe')!;
+      expect(safe.details).toContainEqual(expect.stringMatching(/^note: answers: \d+ accepted, \d+ rejected/));
+      console.log(`random_subject (stories260K, seed ${plan.model_seed}, group ${plan.group}): ${seconds.toFixed(1)} s; ${safe.details.join(' | ')}`);
     },
     RUN_TIMEOUT_MS,
   );
