@@ -109,6 +109,8 @@ export interface HarnessSetup {
   readonly preregFile: string;
   /** A locked copy for random_subject runs: the same, with RANDOM_SUBJECT_PREREG_CHANGES (a model call costs seconds). */
   readonly randomSubjectPreregFile: string;
+  /** The GGUF file random_subject runs load: RANDOM_SUBJECT_MODEL_FILE (a test points it at a missing file to see the run fail). */
+  readonly randomSubjectModelFile: string;
   /** The checkout whose experiments/cli/experiment.ts runs (a test may point this at a copy with a planted bug). */
   readonly codeRoot: string;
   readonly scenariosDir: string;
@@ -116,7 +118,7 @@ export interface HarnessSetup {
   readonly sameUidReason: string | null;
 }
 
-export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: string | null): HarnessSetup {
+export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: string | null, randomSubjectModelFile: string = RANDOM_SUBJECT_MODEL_FILE): HarnessSetup {
   mkdirSync(outDir, { recursive: true });
   const keyDir = path.join(outDir, 'keys');
   const key = loadOrCreateControllerKey(keyDir);
@@ -138,7 +140,7 @@ export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: 
   const base = harnessPrereg() as { wake_schedule: Record<string, unknown>; retrieval_policy: Record<string, unknown> };
   const { base_period_sim_minutes: period, window_events: window, token_cap: cap } = RANDOM_SUBJECT_PREREG_CHANGES;
   lockCopy(randomSubjectPreregFile, { ...base, wake_schedule: { ...base.wake_schedule, base_period_sim_minutes: period }, retrieval_policy: { ...base.retrieval_policy, window_events: window, token_cap: cap } });
-  return { outDir, keyDir, preregFile, randomSubjectPreregFile, codeRoot, scenariosDir: path.join(codeRoot, 'experiments', 'scenario'), sameUidReason };
+  return { outDir, keyDir, preregFile, randomSubjectPreregFile, randomSubjectModelFile, codeRoot, scenariosDir: path.join(codeRoot, 'experiments', 'scenario'), sameUidReason };
 }
 
 /**
@@ -146,10 +148,10 @@ export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: 
  * random_subject, which runs the local model with the plan's seed. A plan of that kind without a
  * seed is refused: a rerun must sample the same answers, and a clock-seeded model would not.
  */
-export function modelArgsOf(plan: FaultRunPlan | null): string[] {
+export function modelArgsOf(plan: FaultRunPlan | null, modelFile: string): string[] {
   if (plan?.kind !== 'random_subject') return [];
   if (plan.model_seed === undefined) throw new Error(`bug: the random_subject plan of run ${plan.index} carries no model_seed (planFaultRun draws it)`);
-  return ['--model', 'local', '--model-file', RANDOM_SUBJECT_MODEL_FILE, '--model-seed', String(plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
+  return ['--model', 'local', '--model-file', modelFile, '--model-seed', String(plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
 }
 
 /** The harness's locked pre-registration copy, as its instances read it. */
@@ -549,9 +551,9 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   try {
     const randomSubject = spec.plan?.kind === 'random_subject';
     // Said loudly up front; the controller's preflight then refuses the start, so fault_fired and run_finished fail: never a pass.
-    if (randomSubject && !existsSync(RANDOM_SUBJECT_MODEL_FILE)) notes.push(`random_subject: the model file ${RANDOM_SUBJECT_MODEL_FILE} does not exist; the instance cannot start with it (see ${logFile})`);
+    if (randomSubject && !existsSync(setup.randomSubjectModelFile)) notes.push(`random_subject: the model file ${setup.randomSubjectModelFile} does not exist; the instance cannot start with it (see ${logFile})`);
     const prereg = randomSubject ? setup.randomSubjectPreregFile : setup.preregFile;
-    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan), ...common];
+    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, setup.randomSubjectModelFile), ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
     for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
       const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll);

@@ -219,6 +219,21 @@ describe('one run, one fault', () => {
   );
 
   test(
+    'a random subject whose model file is missing fails loudly: the start is refused, the fault never fires, and the run is no pass',
+    async () => {
+      const missing = path.join(folder('ds-faults-random-missing-'), 'no-such-model.gguf');
+      const setup = prepareHarness(folder('ds-faults-random-nomodel-'), REPO, null, missing);
+      const result = await runFaultPlan(setup, { ...planOf('runtime.model_call.in_flight', 'random_subject', 1), model_seed: 1 });
+      expect(result.reached).toBeNull();
+      expect(result.violations).toEqual(expect.arrayContaining(['fault_fired', 'run_finished', 'random_subject_safe']));
+      expect(result.notes).toContain(`random_subject: the model file ${missing} does not exist; the instance cannot start with it (see ${path.join(result.recordDir, 'controller.log')})`);
+      expect(result.exits[0]).not.toBe(EXIT_CODES.ok);
+      expect(readFileSync(path.join(result.recordDir, 'controller.log'), 'utf8')).toContain(missing);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
     'the forged case: a planted bug in reconciliation is invisible in a clean run and reported after a kill at the right instant',
     async () => {
       // A copy of the code with one line changed; node_modules shared by a link.
