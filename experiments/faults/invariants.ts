@@ -24,7 +24,7 @@ import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventType } from '../../schema/event-catalog.js';
 import { FaultRole, STALL_KINDS, type FaultKind, type FaultReached } from '../../schema/fault-points.js';
-import { CONTRADICTING_KINDS, checkFacts } from '../../oracle/fact-check.js';
+import { CONTRADICTING_KINDS, checkFacts, type FactProblemKind } from '../../oracle/fact-check.js';
 import { unauthorizedToolExecutions } from '../../oracle/hard-failures.js';
 import { HashString } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
@@ -446,7 +446,7 @@ function checkStallRecorded(record: RunRecord, reached: FaultReached | null): In
  * statement says, which no append check can judge; they are flagged, as fact_contradicts_store
  * where CONTRADICTING_KINDS says so, and named in the notes.
  */
-export const FACT_KINDS_THE_WRITER_REFUSES = ['evidence_missing', 'evidence_ineligible'] as const;
+export const FACT_KINDS_THE_WRITER_REFUSES = ['evidence_missing', 'evidence_ineligible'] as const satisfies readonly FactProblemKind[];
 
 /** n things of one kind, counted by a key ("3 length, 1 schema_violation"; "none"). */
 function tally(keys: readonly string[]): string {
@@ -457,11 +457,11 @@ function tally(keys: readonly string[]): string {
 
 /**
  * A random subject (the local model answering arbitrary, schema-valid content) met nothing the
- * apparatus lets through: no execution without an allowing decision, no side effect twice, no
- * FACT in the store on evidence the writer must refuse, no stop of the instance (a wake stopped,
+ * apparatus lets through: no execution without an allowing decision, no FACT in the store on
+ * evidence the writer must refuse (none at all included), no stop of the instance (a wake stopped,
  * an emergency stop or a resume: the model's answers may be refused, never end the run), and the
- * run really had the local model answer (else it proves nothing). Replay and verify are their own
- * invariants. The notes say what the subject did and what was refused. Other kinds: vacuous.
+ * run really had the local model answer (else it proves nothing). Replay, verify and duplicate
+ * side effects are their own invariants. The notes say what the subject did and what was refused. Other kinds: vacuous.
  */
 function checkRandomSubject(record: RunRecord, input: InvariantInput): InvariantResult {
   const planned = input.plannedKind === undefined ? (input.reached?.kind ?? null) : input.plannedKind;
@@ -487,6 +487,11 @@ function checkRandomSubject(record: RunRecord, input: InvariantInput): Invariant
     facts = checkFacts(record);
   } catch (error) {
     problems.push(`the FACT check could not run: ${messageOf(error)}`);
+  }
+  // checkFacts finds nothing wrong with a FACT that cites nothing (it checks each citation), which the writer refuses first of all.
+  for (const e of events) {
+    const claim = payloadOf(e, 'MemoryEvent.ClaimRecorded');
+    if (claim?.claim_type === 'FACT' && claim.evidence_event_ids.length === 0) problems.push(`FACT ${claim.claim_id} at seq ${e.seq} is in the store citing no evidence — the writer must refuse it (a FACT the store cannot back)`);
   }
   const refusedKinds: readonly string[] = FACT_KINDS_THE_WRITER_REFUSES;
   const flagged: string[] = [];

@@ -457,19 +457,20 @@ describe('random_subject_safe', () => {
     expect(problems.filter((p) => !NOT_LOCAL.test(p) && !/another adapter/.test(p))).toEqual([]);
   });
 
-  it('fails (forged) a FACT whose made-up citation the writer let in: an event not in the store, and one that is not evidence', () => {
+  it('fails (forged) a FACT whose made-up citation the writer let in: an event not in the store, one that is not evidence, none at all', () => {
     // Edited in place (no seq moves, so the rest of the history stays what the projector accepted).
-    const [first, second] = events.filter((e) => e.event_type === 'MemoryEvent.ClaimRecorded');
-    if (!first || !second) throw new Error('the reference run records fewer than two claims');
+    const [first, second, third] = events.filter((e) => e.event_type === 'MemoryEvent.ClaimRecorded');
+    if (!first || !second || !third) throw new Error('the reference run records fewer than three claims');
     const notEvidence = find((e) => e.event_type === 'ExperimentEvent.WakeStarted', 'a WakeStarted');
     const missing = randomUUID();
     const dir = copies.copy();
     tamper(dir, (db) => {
-      for (const [claim, evidence] of [[first, missing], [second, notEvidence.event_id]] as const) editEnvelope(db, claim.seq, (env) => ({ ...env, payload: { ...env.payload, claim_type: 'FACT', evidence_event_ids: [evidence] } }));
+      for (const [claim, evidence] of [[first, [missing]], [second, [notEvidence.event_id]], [third, []]] as const) editEnvelope(db, claim.seq, (env) => ({ ...env, payload: { ...env.payload, claim_type: 'FACT', evidence_event_ids: evidence } }));
     });
     const problems = problemsOf(dir);
     expect(problems).toContainEqual(`FACT ${String(first.payload.claim_id)} at seq ${first.seq} is in the store with evidence_missing: cites event ${missing}, which is not in the store — the writer must refuse it (a made-up citation became a FACT the store cannot back)`);
     expect(problems).toContainEqual(expect.stringMatching(new RegExp(`^FACT ${String(second.payload.claim_id)} at seq ${second.seq} is in the store with evidence_ineligible: cites ExperimentEvent\\.WakeStarted at seq ${notEvidence.seq}`)));
+    expect(problems).toContainEqual(`FACT ${String(third.payload.claim_id)} at seq ${third.seq} is in the store citing no evidence — the writer must refuse it (a FACT the store cannot back)`);
   });
 
   it('fails (forged) an execution no allowing decision stands behind, and a stop of the instance', () => {
