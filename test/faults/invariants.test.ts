@@ -1,6 +1,6 @@
 // The invariants a finished fault run must pass (experiments/faults/invariants.ts), on one real
 // finished instance (in-process controller, real writer and runtime processes): the honest run
-// passes all seven, and for each invariant a copy of the run folder (or of its acknowledgement
+// passes all eight, and for each invariant a copy of the run folder (or of its acknowledgement
 // log) broken in exactly the way that invariant guards against fails it, naming what broke.
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
