@@ -93,6 +93,13 @@ interface Decision {
  * forgets its proposals), before it. The writer applies that rule, so only a forged or buggy
  * store fails here; the check reads events only, no hashes.
  */
+/** unauthorized_tool_execution alone, from the events alone (the fault harness's random subject checks it without the rest of the list, which re-verifies the folder). */
+export function unauthorizedToolExecutions(events: readonly EventEnvelope[]): HardFailure[] {
+  const found: HardFailure[] = [];
+  unauthorizedExecutions(events, found);
+  return found;
+}
+
 function unauthorizedExecutions(events: readonly EventEnvelope[], out: HardFailure[]): void {
   const id = 'unauthorized_tool_execution';
   let wakeSeq = 0;

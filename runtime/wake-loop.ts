@@ -265,6 +265,8 @@ class Wake {
     } else {
       outcome = await pending;
       if (fault === 'model_garbage' && outcome.kind === 'answered') outcome = { ...outcome, raw_output: GARBAGE_OUTPUT };
+      // random_subject returns here too and is left alone: the harness started the instance with a real model, whose answer is the fault.
+      // Every other kind the point can return is a harness action (schema/fault-points.ts harnessActionOf), never the runtime's.
     }
     this.counts.model_calls += 1;
     this.counts.retries += Math.max(0, outcome.attempts - 1);

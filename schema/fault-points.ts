@@ -60,6 +60,7 @@ export const FAULT_KIND_CATALOGUE = {
   wal_foreign: 'the writer is killed at the point, then its events.db-wal is replaced by the WAL of another store before verify and a resume are asked about it',
   manifest_foreign: 'the controller is killed at the point, then manifest.dsse.json is replaced by the signed manifest of another instance (same key) before verify and a resume are asked about it',
   snapshot_foreign: 'the writer is killed at the point, then the newest snapshot row (at or below the head) is replaced by a snapshot row of another store before verify and a resume are asked about it',
+  random_subject: "the subject is a real tiny model (stories260K under the answer grammar, temperature > 0, a seed from the plan) instead of the reference policy: schema-valid answers with made-up paths, task ids, evidence seqs and plan revisions; it fires at the first model call and the runtime does nothing extra — the model's answers are the fault",
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KIND_CATALOGUE;
@@ -84,12 +85,13 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
   'writer.socket.append_request': [...KILLS, 'drop_message', 'duplicate_message', 'stall_writer', 'disk_full'],
   'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime', 'disk_full'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered', 'stall_runtime'],
-  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime'],
+  // random_subject: the point where the model's answer enters the runtime.
+  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime', 'random_subject'],
   'controller.head.signing': [...KILLS, 'heads_torn', 'manifest_foreign'],
 };
 
 /** Kinds the process at the point carries out itself, without stopping for the harness. */
-export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage'];
+export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplicate_message', 'model_timeout', 'model_garbage', 'random_subject'];
 
 /**
  * Kinds that plant a bad file in the run folder once every process is gone (a torn heads.jsonl,
@@ -134,6 +136,8 @@ export function harnessActionOf(kind: FaultKind): HarnessAction {
     case 'duplicate_message':
     case 'model_timeout':
     case 'model_garbage':
+    // The model itself is the fault (the harness started the instance with it): nothing to do at the point.
+    case 'random_subject':
       return { act: 'none' };
     default: {
       const unhandled: never = kind;

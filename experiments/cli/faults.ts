@@ -1,4 +1,4 @@
-// npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--same-uid REASON] [--json]
+// npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--same-uid REASON] [--random-subject-model F.gguf] [--json]
 // npm run faults -- --seed S --run I --out DIR [--json]
 //
 // The fault-injection harness (issue 8, docs/faults.md): real instances, each with one seeded
@@ -8,7 +8,8 @@
 // run of a seed and says whether it reproduced its earlier record in OUT; without such a record
 // it is refused before anything runs or is written (a check that compares nothing is no check).
 // Exit 0 every invariant held (and a rerun reproduced), 1 a violation or a rerun that differs,
-// 2 misuse (a rerun without a record to compare with included). Ends through runCommand: with
+// 2 misuse (a rerun without a record to compare with included), 4 nothing violated but some runs
+// were skipped (not tried: no root for disk_full, no model for random_subject). Ends through runCommand: with
 // --json, one JSON object on stdout whatever happens (docs/errors.md).
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync } from 'node:fs';
@@ -25,7 +26,7 @@ import { EXIT_CODES } from '../../foundation/exit-codes.js';
 
 const DEFAULT_SEED = 'faults-1';
 
-const USAGE = `usage: npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--json]
+const USAGE = `usage: npm run faults -- [--seed S] [--runs N] [--out DIR] [--concurrency K] [--random-subject-model F.gguf] [--json]
        npm run faults -- --seed S --run I --out DIR [--json]
   --seed S           the harness seed: every run's group, point, kind and hit follow from it (default ${DEFAULT_SEED})
   --runs N           runs 1..N (default ${FAULT_CELLS.length}: every fault kind at every point it applies to once); 0 = calibrate only
@@ -33,8 +34,11 @@ const USAGE = `usage: npm run faults -- [--seed S] [--runs N] [--out DIR] [--con
   --out DIR          the harness folder (default runs/faults-<date>-<random>; reused: the calibration is kept there)
   --concurrency K    instances at once (default: the number of cores, ${cpus().length})
   --same-uid REASON  run writers and runtimes under the controller's uid even as root, saying why
+  --random-subject-model F.gguf   the model random_subject runs answer with (the project's test model:
+                     ../shared/models/stories260K.gguf); without it those runs are skipped, said so
   --json             print the summary as one JSON object on stdout
-exit: 0 no violation (and a rerun reproduced) · 1 a violation, or a rerun that differs · 2 misuse (a rerun with no record in --out too)`;
+exit: 0 no violation (and a rerun reproduced) · 1 a violation, or a rerun that differs · 2 misuse (a rerun with no record in --out too)
+      · 4 no violation, but some runs were skipped (not tried: a disk_full run without root, a random_subject run without a model)`;
 
 
 function print(summary: FaultSummary): string {
@@ -43,7 +47,7 @@ function print(summary: FaultSummary): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(' · ');
   const lines = [
-    `${summary.ok ? 'OK' : 'FAILED'}${summary.skipped.length > 0 ? ` (${summary.skipped.length} SKIPPED)` : ''}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
+    `${!summary.ok ? 'FAILED' : summary.skipped.length > 0 ? `INCOMPLETE (${summary.skipped.length} SKIPPED, not tried)` : 'OK'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
     `  faults by kind:  ${count(summary.faults)}`,
     `  faults by point: ${count(summary.points)}`,
     `  coverage: ${summary.coverage.cells - summary.coverage.missing.length} of ${summary.coverage.cells} applicable (point, kind) cells exercised${summary.coverage.missing.length > 0 && summary.runs >= summary.coverage.cells ? ` (missing: ${summary.coverage.missing.join('; ')})` : ''}`,
@@ -61,7 +65,7 @@ function print(summary: FaultSummary): string {
 }
 
 async function main(): Promise<CommandOutput | null> {
-  const args = parseFlags(USAGE, { seed: { type: 'string' }, runs: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string' }, 'same-uid': { type: 'string' }, json: { type: 'boolean' } } as const);
+  const args = parseFlags(USAGE, { seed: { type: 'string' }, runs: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string' }, 'same-uid': { type: 'string' }, 'random-subject-model': { type: 'string' }, json: { type: 'boolean' } } as const);
   if (args === null) return null;
   if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
   const { values } = args;
@@ -77,12 +81,15 @@ async function main(): Promise<CommandOutput | null> {
   // Before prepareHarness creates anything: a rerun with nothing to compare with is refused here, OUT
   // untouched — FaultRerunRefusal, misuse (exit 2) with what the search found (it says so itself).
   if (only !== null) earlierRecordsOf(outDir, seed, only);
-  const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null);
+  const model = values['random-subject-model'];
+  const setup = prepareHarness(outDir, REPO, values['same-uid'] ?? null, model === undefined ? null : path.resolve(model));
   const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
   log(`seed ${seed}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
   // runHarness looks again before it calibrates (the records may have gone meanwhile): refused the same way.
   const summary = await runHarness({ setup, seed, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
-  return { exitCode: summary.ok ? EXIT_CODES.ok : EXIT_CODES.failed, json: summary, text: print(summary) };
+  // Skipped runs were not tried: the batch is not evidence about them (4), though nothing failed.
+  const exitCode = !summary.ok ? EXIT_CODES.failed : summary.skipped.length > 0 ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
+  return { exitCode, json: summary, text: print(summary) };
 }
 
 runCommand('faults', USAGE, main);

@@ -16,6 +16,9 @@ import { APPLICABLE_KINDS, FAULT_POINT_CATALOGUE, FAULT_POINTS, FaultKindSchema,
 
 export const GROUPS: readonly Group[] = ['A', 'B', 'C'];
 
+/** The largest model seed a random_subject plan draws (a signed 32-bit integer: what any sampler takes). */
+export const RANDOM_SUBJECT_MAX_MODEL_SEED = 2 ** 31 - 1;
+
 export interface FaultCell {
   readonly point: FaultPoint;
   readonly kind: FaultKind;
@@ -58,6 +61,12 @@ export const FaultRunPlan = z.strictObject({
   hit: z.number().int().min(1),
   /** How often the point was hit in the calibration run of the group (hit is drawn in 1..this). */
   hits_in_calibration: z.number().int().min(1),
+  /**
+   * random_subject only: the local model's sampling seed (--model-seed), drawn from the harness
+   * seed and the run index, so that `--run I` samples the same answers again. Absent for every
+   * other kind (the reference policy needs none).
+   */
+  model_seed: z.number().int().min(1).max(RANDOM_SUBJECT_MAX_MODEL_SEED).optional(),
 });
 export type FaultRunPlan = z.infer<typeof FaultRunPlan>;
 
@@ -104,7 +113,14 @@ export function planFaultRun(seed: string, index: number, calibration: Calibrati
   const groups = GROUPS.filter((g) => placeable(g).length > 0);
   if (groups.length === 0) throw new FaultPlanError(`no group's calibration run reached ${cell.point} where ${cell.kind} can be placed (${JSON.stringify(Object.fromEntries(GROUPS.map((g) => [g, calibration[g].hits[cell.point] ?? 0])))} hits)`);
   const group = random.pick(groups);
-  return { index, seed, group, instance_seed: instanceSeedOf(seed), point: cell.point, kind: cell.kind, hit: random.pick(placeable(group)), hits_in_calibration: calibration[group].hits[cell.point] ?? 0 };
+  const hit = random.pick(placeable(group));
+  const base = { index, seed, group, instance_seed: instanceSeedOf(seed), point: cell.point, kind: cell.kind, hits_in_calibration: calibration[group].hits[cell.point] ?? 0 };
+  // A random subject fires at the first model call: the whole instance runs with the model, and
+  // its calibration (made with the reference policy under another pre-registration) says nothing
+  // of when its later calls come. The hit drawn above is still drawn, so the other kinds' draws
+  // stay what they were; the model seed has a stream of its own for the same reason.
+  if (cell.kind === 'random_subject') return { ...base, hit: 1, model_seed: seededRandom(`${seed}/model/${index}`).intBetween(1, RANDOM_SUBJECT_MAX_MODEL_SEED) };
+  return { ...base, hit };
 }
 
 export function planFaultRuns(seed: string, runs: number, calibration: Calibration): FaultRunPlan[] {

@@ -67,6 +67,30 @@ export const FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS = 5_000;
  * A reference-policy wake takes milliseconds.
  */
 export const FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS = 5_000;
+/**
+ * The random subject (random_subject) runs a GGUF model the caller names (`npm run faults --
+ * --random-subject-model F.gguf`; the project's test model is ../shared/models/stories260K.gguf,
+ * read-only beside the checkout, which production code does not reach into). Without one, a
+ * random_subject run is skipped, saying so — never counted as passed.
+ */
+export const RANDOM_SUBJECT_MODEL_FLAG = '--random-subject-model';
+/** Sampling above 0, so the answers are drawn, not the greedy one every time; 0.8 as the pilot samples. */
+export const RANDOM_SUBJECT_TEMPERATURE = 0.8;
+/**
+ * The answer cap of a random subject's calls. stories260K's answers under the grammar are ~400–600
+ * tokens; now and then one runs on to thousands (2,626 measured: 24 s). Cut at this it is a
+ * `length` failure, recorded and counted among the rejected answers, and the run stays cheap.
+ */
+export const RANDOM_SUBJECT_MAX_TOKENS = 1_024;
+/**
+ * What the random subject's pre-registration copy changes besides the harness's timeouts, as
+ * the local-model pilot does (test/pilot/local-model-pilot.test.ts): a wake every 12 simulated
+ * hours (6 wakes, every intervention still planned) and a window of 8 events under an 800-token
+ * cap. A call's prompt is still ~5,400–7,300 tokens (the protocol's instructions dominate) and
+ * costs ~7–18 s on this CPU, so the calls, not the window, are what a run costs.
+ */
+export const RANDOM_SUBJECT_PREREG_CHANGES = { base_period_sim_minutes: 720, window_events: 8, token_cap: 800 } as const;
+
 /** How long a stall holds the frozen process beyond the timeout that waits for it: room for the caller's next step to be under way too. */
 const STALL_MARGIN_MS = 2_000;
 
@@ -88,6 +112,10 @@ export interface HarnessSetup {
   readonly keyDir: string;
   /** A locked copy of the default pre-registration. */
   readonly preregFile: string;
+  /** A locked copy for random_subject runs: the same, with RANDOM_SUBJECT_PREREG_CHANGES (a model call costs seconds). */
+  readonly randomSubjectPreregFile: string;
+  /** The GGUF file random_subject runs load (RANDOM_SUBJECT_MODEL_FLAG); null: none given, those runs are skipped. A test points it at a missing file to see the run fail. */
+  readonly randomSubjectModelFile: string | null;
   /** The checkout whose experiments/cli/experiment.ts runs (a test may point this at a copy with a planted bug). */
   readonly codeRoot: string;
   readonly scenariosDir: string;
@@ -95,19 +123,40 @@ export interface HarnessSetup {
   readonly sameUidReason: string | null;
 }
 
-export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: string | null): HarnessSetup {
+export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: string | null, randomSubjectModelFile: string | null = null): HarnessSetup {
   mkdirSync(outDir, { recursive: true });
   const keyDir = path.join(outDir, 'keys');
   const key = loadOrCreateControllerKey(keyDir);
   const preregFile = path.join(outDir, 'prereg.json');
-  if (!existsSync(preregFile)) {
-    // The default pre-registration with the harness's own writer request and wake answer timeouts (a run's timeouts are its pre-registered ones).
-    const prereg = JSON.parse(readFileSync(path.join(codeRoot, 'experiments', 'prereg', 'default.json'), 'utf8')) as Record<string, unknown>;
-    writeFileSync(preregFile, `${JSON.stringify({ ...prereg, writer_request_timeout_ms: FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, wake_answer_timeout_ms: FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS }, null, 2)}\n`);
-    const locked = lockPrereg(preregFile, key.keys, new Date().toISOString());
-    if (!locked.ok) throw new Error(`cannot lock the harness's pre-registration copy: ${locked.message}`);
-  }
-  return { outDir, keyDir, preregFile, codeRoot, scenariosDir: path.join(codeRoot, 'experiments', 'scenario'), sameUidReason };
+  const randomSubjectPreregFile = path.join(outDir, 'prereg-random-subject.json');
+  // The default pre-registration with the harness's own writer request and wake answer timeouts (a run's timeouts are its pre-registered ones).
+  const harnessPrereg = (): Record<string, unknown> => ({
+    ...(JSON.parse(readFileSync(path.join(codeRoot, 'experiments', 'prereg', 'default.json'), 'utf8')) as Record<string, unknown>),
+    writer_request_timeout_ms: FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS,
+    wake_answer_timeout_ms: FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS,
+  });
+  const lockCopy = (file: string, prereg: Record<string, unknown>): void => {
+    if (existsSync(file)) return;
+    writeFileSync(file, `${JSON.stringify(prereg, null, 2)}\n`);
+    const locked = lockPrereg(file, key.keys, new Date().toISOString());
+    if (!locked.ok) throw new Error(`cannot lock the harness's pre-registration copy ${file}: ${locked.message}`);
+  };
+  lockCopy(preregFile, harnessPrereg());
+  const base = harnessPrereg() as { wake_schedule: Record<string, unknown>; retrieval_policy: Record<string, unknown> };
+  const { base_period_sim_minutes: period, window_events: window, token_cap: cap } = RANDOM_SUBJECT_PREREG_CHANGES;
+  lockCopy(randomSubjectPreregFile, { ...base, wake_schedule: { ...base.wake_schedule, base_period_sim_minutes: period }, retrieval_policy: { ...base.retrieval_policy, window_events: window, token_cap: cap } });
+  return { outDir, keyDir, preregFile, randomSubjectPreregFile, randomSubjectModelFile, codeRoot, scenariosDir: path.join(codeRoot, 'experiments', 'scenario'), sameUidReason };
+}
+
+/**
+ * The model flags of a run's first controller: the reference policy (none) for every kind but
+ * random_subject, which runs the local model with the plan's seed. A plan of that kind without a
+ * seed is refused: a rerun must sample the same answers, and a clock-seeded model would not.
+ */
+export function modelArgsOf(plan: FaultRunPlan | null, modelFile: string): string[] {
+  if (plan?.kind !== 'random_subject') return [];
+  if (plan.model_seed === undefined) throw new Error(`bug: the random_subject plan of run ${plan.index} carries no model_seed (planFaultRun draws it)`);
+  return ['--model', 'local', '--model-file', modelFile, '--model-seed', String(plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
 }
 
 /** The harness's locked pre-registration copy, as its instances read it. */
@@ -467,6 +516,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   mkdirSync(recordDir, { recursive: true });
   const runDir = path.join(recordDir, 'run');
   const logFile = path.join(recordDir, 'controller.log');
+  if (spec.plan?.kind === 'random_subject' && setup.randomSubjectModelFile === null) return skippedRun(spec, recordDir, runDir, `random_subject needs a GGUF model: pass ${RANDOM_SUBJECT_MODEL_FLAG} F.gguf (the project's test model: ../shared/models/stories260K.gguf)`, startedMs);
   // A disk_full run's folder lives on a tmpfs of its own while it runs, and is copied to runDir after.
   const disk = spec.plan?.kind === 'disk_full' ? mountFaultDisk() : null;
   if (disk !== null && 'unavailable' in disk) return skippedRun(spec, recordDir, runDir, disk.unavailable, startedMs);
@@ -555,7 +605,11 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     notes.push(planted.undo());
   };
   try {
-    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', setup.preregFile, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...common];
+    const randomSubject = spec.plan?.kind === 'random_subject';
+    // Said loudly up front; the controller's preflight then refuses the start, so fault_fired and run_finished fail: never a pass.
+    if (randomSubject && setup.randomSubjectModelFile !== null && !existsSync(setup.randomSubjectModelFile)) notes.push(`random_subject: the model file ${setup.randomSubjectModelFile} does not exist; the instance cannot start with it (see ${logFile})`);
+    const prereg = randomSubject ? setup.randomSubjectPreregFile : setup.preregFile;
+    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, setup.randomSubjectModelFile ?? ''), ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
     for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
       const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll);
@@ -598,7 +652,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     },
   ];
   const storeChecks = existsSync(path.join(runDir, RUN_FILES.store))
-    ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired })
+    ? checkStoreInvariants({ runDir, faultDir: path.join(recordDir, 'fault'), scenariosDir: setup.scenariosDir, reached: fired, plannedKind: spec.plan?.kind ?? null })
     : STORE_INVARIANTS.map((invariant) => ({ invariant, ok: false, details: [`no ${RUN_FILES.store} in ${runDir}: the instance never started`] }));
   const invariants = [...runChecks, ...storeChecks];
   const violations = invariants.filter((i) => !i.ok).map((i) => i.invariant);

@@ -24,7 +24,9 @@ import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { eventIs } from '../../schema/typed-event.js';
 import type { EventType } from '../../schema/event-catalog.js';
-import { FaultRole, STALL_KINDS, type FaultReached } from '../../schema/fault-points.js';
+import { FaultRole, STALL_KINDS, type FaultKind, type FaultReached } from '../../schema/fault-points.js';
+import { CONTRADICTING_KINDS, checkFacts, type FactProblemKind } from '../../oracle/fact-check.js';
+import { unauthorizedToolExecutions } from '../../oracle/hard-failures.js';
 import { HashString } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { restoreDrill } from '../../writer/restore.js';
@@ -35,7 +37,7 @@ import { LockablePreRegistration } from '../../design/prereg.js';
 import { wakeUnansweredWithin } from '../../runtime/spawn.js';
 import { stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 
-export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering', 'stall_recorded'] as const;
+export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering', 'stall_recorded', 'random_subject_safe'] as const;
 export type StoreInvariant = (typeof STORE_INVARIANTS)[number];
 
 export interface InvariantResult {
@@ -54,6 +56,8 @@ export interface InvariantInput {
   readonly scenariosDir: string;
   /** The fault that fired, if any: workspace_tampered expects an unknown outcome to be recorded. */
   readonly reached: FaultReached | null;
+  /** The kind the plan armed (null: a calibration; absent: as reached says): a random_subject that never fired is a failure of random_subject_safe, not a vacuous pass. */
+  readonly plannedKind?: FaultKind | null;
 }
 
 /** Lines of details per invariant: enough to point at the first problems, short enough for a summary. */
@@ -433,6 +437,97 @@ function checkStallRecorded(record: RunRecord, reached: FaultReached | null): In
   return result('stall_recorded', [...late, `the ${reached.role} stood frozen at ${reached.point}, but no stop before ${firstResume ? `the resume at seq ${firstResume.seq}` : 'the end'} names its callers' timeout ("${words}")${said.length > 0 ? `; stops recorded: ${said.join(' | ')}` : '; no stop was recorded by the controller that ran into it'}`]);
 }
 
+// ---------------------------------------------------------------- random_subject_safe
+
+/**
+ * The fact-check problems the writer refuses at the append (writer/event-store.ts
+ * checkFactEvidence: a FACT citing nothing, an event not in the store before it, or an event that
+ * is not evidence): a FACT with one of them in the store is a made-up citation the store let in.
+ * The other kinds (refuted evidence, a quoted hash its evidence lacks) are about what the
+ * statement says, which no append check can judge; they are flagged, as fact_contradicts_store
+ * where CONTRADICTING_KINDS says so, and named in the notes.
+ */
+export const FACT_KINDS_THE_WRITER_REFUSES = ['evidence_missing', 'evidence_ineligible'] as const satisfies readonly FactProblemKind[];
+
+/** n things of one kind, counted by a key ("3 length, 1 schema_violation"; "none"). */
+function tally(keys: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const key of keys) counts.set(key, (counts.get(key) ?? 0) + 1);
+  return counts.size === 0 ? 'none' : [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
+}
+
+/**
+ * A random subject (the local model answering arbitrary, schema-valid content) met nothing the
+ * apparatus lets through: no execution without an allowing decision, no FACT in the store on
+ * evidence the writer must refuse (none at all included), no stop of the instance (a wake stopped,
+ * an emergency stop or a resume: the model's answers may be refused, never end the run), and the
+ * run really had the local model answer (else it proves nothing). Replay, verify and duplicate
+ * side effects are their own invariants. The notes say what the subject did and what was refused. Other kinds: vacuous.
+ */
+function checkRandomSubject(record: RunRecord, input: InvariantInput): InvariantResult {
+  const planned = input.plannedKind === undefined ? (input.reached?.kind ?? null) : input.plannedKind;
+  if (planned !== 'random_subject' && input.reached?.kind !== 'random_subject') return result('random_subject_safe', [], ['not a random_subject run']);
+  const problems: string[] = [];
+  if (input.reached?.kind !== 'random_subject') problems.push('the random subject never reached its first model call (the fault did not fire): the model or its engine did not run, so nothing was tried (see the controller log)');
+  const model = record.manifest?.model ?? null;
+  if (model?.adapter !== 'local') problems.push(`the instance ran with the ${model === null ? 'unverified manifest\'s unknown' : model.adapter} model, not the local one: a run of the reference policy proves nothing about a random subject`);
+  const events = record.events.slice(0, MAX_SCORED_EVENTS);
+  const answered = events.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered'));
+  const failed = events.flatMap((e) => {
+    const p = payloadOf(e, 'ModelOutputEvent.ModelCallFailed');
+    return p ? [String(p.failure)] : [];
+  });
+  const byOthers = answered.filter((e) => e.payload.adapter !== 'local').length;
+  if (byOthers > 0) problems.push(`${byOthers} answer(s) came from another adapter than local`);
+  if (answered.length === 0) problems.push(`no answer of the model was accepted (${failed.length} call(s) failed: ${tally(failed)}): nothing downstream of the model was exercised`);
+  // The other hard failures only the apparatus causes are invariants of their own: duplicate side effects (no_duplicate_side_effect), replay (replay), configuration (verify).
+  for (const h of unauthorizedToolExecutions(events)) problems.push(`hard failure ${h.id}${h.seq === null ? '' : ` at seq ${h.seq}`}: ${h.detail}`);
+  // A history the projector cannot follow fails the FACT check alone: the other checks still speak.
+  let facts: ReturnType<typeof checkFacts> = [];
+  try {
+    facts = checkFacts(record);
+  } catch (error) {
+    problems.push(`the FACT check could not run: ${messageOf(error)}`);
+  }
+  // checkFacts finds nothing wrong with a FACT that cites nothing (it checks each citation), which the writer refuses first of all.
+  for (const e of events) {
+    const claim = payloadOf(e, 'MemoryEvent.ClaimRecorded');
+    if (claim?.claim_type === 'FACT' && claim.evidence_event_ids.length === 0) problems.push(`FACT ${claim.claim_id} at seq ${e.seq} is in the store citing no evidence — the writer must refuse it (a FACT the store cannot back)`);
+  }
+  const refusedKinds: readonly string[] = FACT_KINDS_THE_WRITER_REFUSES;
+  const flagged: string[] = [];
+  for (const fact of facts) {
+    for (const problem of fact.problems) {
+      if (refusedKinds.includes(problem.kind)) problems.push(`FACT ${fact.claim_id} at seq ${fact.seq} is in the store with ${problem.kind}: ${problem.detail} — the writer must refuse it (a made-up citation became a FACT the store cannot back)`);
+      else flagged.push(`FACT ${fact.claim_id} at seq ${fact.seq}: ${problem.kind}${CONTRADICTING_KINDS.includes(problem.kind) ? ' (flagged as fact_contradicts_store)' : ''}: ${problem.detail.slice(0, 160)}`);
+    }
+  }
+  for (const e of events) {
+    if (eventIs(e, 'SystemEvent.EmergencyStopped')) problems.push(`the instance was stopped at seq ${e.seq}: ${String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason ?? '').slice(0, 200)} — a subject's answers may be refused, never stop the run`);
+    if (eventIs(e, 'SystemEvent.Resumed')) problems.push(`the instance was resumed at seq ${e.seq}: something stopped it`);
+    const ended = payloadOf(e, 'ExperimentEvent.WakeEnded');
+    if (ended?.outcome === 'stopped') problems.push(`wake ${ended.wake_id} ended stopped at seq ${e.seq}`);
+  }
+  const count = (type: EventType, test: (e: EventEnvelope) => boolean = () => true): number => events.filter((e) => e.event_type === type && test(e)).length;
+  const claims = events.flatMap((e) => {
+    const p = payloadOf(e, 'MemoryEvent.ClaimRecorded');
+    return p ? [p.claim_type] : [];
+  });
+  const rejectedAppends = events.flatMap((e) => {
+    const p = payloadOf(e, 'SystemEvent.AppendRejected');
+    return p ? [p.reason] : [];
+  });
+  const notes = [
+    `answers: ${answered.length} accepted, ${failed.length} rejected (${tally(failed)})`,
+    `actions: ${count('ActionEvent.ActionProposed')} proposed, ${count('ActionEvent.PermissionDecided', (e) => e.payload.decision === 'deny')} denied, ${count('ActionEvent.ExecutionIntentRecorded')} executed (file intents), ${count('MemoryEvent.TaskBoardChanged')} task-board changes`,
+    `claims: ${claims.length} recorded (${tally(claims)}); ${count('SystemEvent.AppendRejected', (e) => e.payload.reason === 'evidence_rejected')} refused by the writer (evidence_rejected)`,
+    `plan revisions: ${count('PlanEvent.PlanRevisionAccepted')} accepted, ${count('PlanEvent.PlanRevisionRejected')} refused`,
+    `appends refused by the writer: ${tally(rejectedAppends)}`,
+    ...flagged,
+  ];
+  return result('random_subject_safe', problems, notes);
+}
+
 // ---------------------------------------------------------------- all of them
 
 function loadRecord(input: InvariantInput): { record: RunRecord; ledger: Ledger } | Error {
@@ -461,6 +556,7 @@ export function checkStoreInvariants(input: InvariantInput): InvariantResult[] {
     no_unexplained_side_effect: withRecord('no_unexplained_side_effect', (record, ledger) => checkUnexplained(record, ledger, input.runDir)),
     unknown_outcome_recovering: withRecord('unknown_outcome_recovering', (record, ledger) => checkUnknownOutcomes(record, ledger, input.reached)),
     stall_recorded: withRecord('stall_recorded', (record) => checkStallRecorded(record, input.reached)),
+    random_subject_safe: withRecord('random_subject_safe', (record) => checkRandomSubject(record, input)),
   };
   return STORE_INVARIANTS.map((invariant) => results[invariant]);
 }

@@ -152,7 +152,7 @@ describe('the summary of a batch that could not mount', () => {
     const out = folder('ds-faults-disk-summary-');
     const setup = prepareHarness(out, REPO, null);
     // A saved calibration for the seed (reused, so nothing runs for it); every point reached, every intent a write.
-    const group: GroupCalibration = { hits: Object.fromEntries(FAULT_POINTS.map((p) => [p, 10])) as GroupCalibration['hits'], mutating: { 'runtime.intent.before_file_op': [4] }, writing: { 'runtime.intent.before_file_op': [4] } };
+    const group: GroupCalibration = { hits: Object.fromEntries(FAULT_POINTS.map((p) => [p, 10])) as GroupCalibration['hits'], mutating: { 'runtime.intent.before_file_op': [4], 'runtime.file_op.before_outcome': [4] }, writing: { 'runtime.intent.before_file_op': [4] } };
     const calibration: Calibration = { A: group, B: group, C: group };
     // A seed whose run 1 is a disk_full run: the batch of one run then starts no instance at all.
     const seed = ['skip-1', 'skip-2', 'skip-3', 'skip-4', 'skip-5', 'skip-6', 'skip-7', 'skip-8'].find((s) => planFaultRun(s, 1, calibration).kind === 'disk_full');

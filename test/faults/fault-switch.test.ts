@@ -128,8 +128,10 @@ describe('the catalogue', () => {
     expect(new Set(FAULT_CELLS.map((c) => c.kind))).toEqual(new Set(FAULT_KINDS));
     expect(FAULT_CELLS).toHaveLength(FAULT_POINTS.reduce((n, point) => n + new Set(APPLICABLE_KINDS[point]).size, 0));
     expect(new Set(FAULT_CELLS.map((c) => `${c.point} ${c.kind}`)).size).toBe(FAULT_CELLS.length);
-    // The 32 of issue 8; in issue 20 the stalled writer at four points, the stalled runtime at three, the full disk at three, the four bad files at one each.
-    expect(FAULT_CELLS).toHaveLength(46);
+    // The 32 of issue 8; in issue 20 the stalled writer at four points, the stalled runtime at three, the full disk at three, the four bad files and the random subject at one each.
+    expect(FAULT_CELLS).toHaveLength(47);
+    expect(FAULT_CELLS.filter((c) => c.kind === 'random_subject')).toEqual([{ point: 'runtime.model_call.in_flight', kind: 'random_subject' }]);
+    expect(harnessActionOf('random_subject')).toEqual({ act: 'none' });
     // A kind kills someone, fills the disk or holds the frozen process a while (the harness acts), or is carried out by the process itself.
     for (const kind of FAULT_KINDS) expect(harnessActionOf(kind).act === 'none').toBe(SELF_HANDLED_KINDS.includes(kind));
     for (const kind of FAULT_KINDS) expect(killedRole(kind) !== null).toBe(harnessActionOf(kind).act === 'kill');
@@ -172,8 +174,16 @@ describe('the plan', () => {
     expect(tampered.length).toBe(8 * cellsOf('workspace_tampered'));
     for (const plan of tampered) expect(plan.hit).toBeGreaterThanOrEqual(3);
     const onlyReads: Calibration = { A: { hits: hits(5), mutating: {}, writing: {} }, B: { hits: hits(5), mutating: {}, writing: {} }, C: { hits: hits(5), mutating: { 'runtime.intent.before_file_op': [] }, writing: {} } };
-    // disk_full at an intent needs a write or modify too: whichever of the two the round meets first refuses.
-    expect(() => planFaultRuns('s', CELLS, onlyReads)).toThrow(/(workspace_tampered|disk_full) can be placed/);
+    // Run by run: disk_full at the intent point is refused too (a read writes nothing), and which of the two comes first depends on the shuffle.
+    const refusals = Array.from({ length: CELLS }, (_, i) => {
+      try {
+        planFaultRun('s', i + 1, onlyReads);
+        return null;
+      } catch (error) {
+        return (error as Error).message;
+      }
+    }).filter((m): m is string => m !== null);
+    expect(refusals).toContainEqual(expect.stringMatching(/workspace_tampered can be placed/));
   });
 
   test('disk_full is placed at any hit of a writer point, and only at intents that write or modify (never a read or a move)', () => {
@@ -183,6 +193,20 @@ describe('the plan', () => {
     expect(atIntent.length).toBe(8);
     for (const plan of atIntent) expect(plan.hit).toBeGreaterThanOrEqual(5);
     expect(full.filter((p) => p.point !== 'runtime.intent.before_file_op').some((p) => p.hit < 5)).toBe(true);
+  });
+
+  test('random_subject fires at the first model call, in any group, with a model seed of its own per run; no other kind carries one', () => {
+    const plans = planFaultRuns('s', CELLS * 8, calibration);
+    const random = plans.filter((p) => p.kind === 'random_subject');
+    expect(random.length).toBe(8);
+    for (const plan of random) expect(plan).toMatchObject({ point: 'runtime.model_call.in_flight', hit: 1, model_seed: expect.any(Number) });
+    // Drawn from the seed and the index: one per run, not one per batch.
+    expect(new Set(random.map((p) => p.model_seed)).size).toBe(random.length);
+    expect(new Set(random.map((p) => p.group)).size).toBeGreaterThan(1);
+    expect(plans.filter((p) => p.kind !== 'random_subject').every((p) => p.model_seed === undefined)).toBe(true);
+    const one = random[0]!;
+    expect(planFaultRun('s', one.index, calibration)).toEqual(one);
+    expect(planFaultRun('t', one.index, calibration).model_seed).not.toBe(one.model_seed);
   });
 
   test('a run is rebuilt from the seed and its index alone; another seed plans otherwise', () => {

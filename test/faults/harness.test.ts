@@ -5,10 +5,11 @@
 // instant shows, and that the harness must report.
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../experiments/faults/fault-harness.js';
-import { stalledCallersTimeoutMs, type FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
+import { planFaultRun, stalledCallersTimeoutMs, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../experiments/faults/fault-plan.js';
+import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, RANDOM_SUBJECT_MODEL_FLAG, RANDOM_SUBJECT_TEMPERATURE, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
 import { LockablePreRegistration } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
@@ -18,8 +19,12 @@ import { runCli } from '../support/cli.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 import { ROOM_NAMES } from '../../foundation/rooms.js';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
+import { FAULT_POINTS } from '../../schema/fault-points.js';
 
 const RUN_TIMEOUT_MS = 240_000;
+/** The project's test model (../shared/models/README.md), which a random_subject run is given as the CLI's RANDOM_SUBJECT_MODEL_FLAG gives it. */
+const TEST_MODEL_FILE = fileURLToPath(new URL('../../../shared/models/stories260K.gguf', import.meta.url));
 const folders: string[] = [];
 afterAll(() => {
   for (const dir of folders) rmSync(dir, { recursive: true, force: true });
@@ -83,6 +88,25 @@ describe('npm run faults', () => {
     },
     RUN_TIMEOUT_MS,
   );
+
+  test('a batch with a run it could not try (a random_subject run, no model given) ends INCOMPLETE, exit 4, naming it: not OK', async () => {
+    const dir = folder('ds-faults-cli-incomplete-');
+    // A saved calibration (reused: nothing runs for it), every point reached, every intent a write.
+    const group: GroupCalibration = { hits: Object.fromEntries(FAULT_POINTS.map((p) => [p, 10])) as GroupCalibration['hits'], mutating: { 'runtime.intent.before_file_op': [4], 'runtime.file_op.before_outcome': [4] }, writing: { 'runtime.intent.before_file_op': [4] } };
+    const calibration: Calibration = { A: group, B: group, C: group };
+    const seed = Array.from({ length: 400 }, (_, i) => `incomplete-${i}`).find((s) => planFaultRun(s, 1, calibration).kind === 'random_subject');
+    expect(seed).toBeDefined();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'calibration.json'), `${JSON.stringify({ seed, calibration })}\n`);
+    const result = await runCli('faults', ['--seed', seed!, '--runs', '1', '--out', dir, '--json']);
+    const { exit_code: exitCode, ...printed } = JSON.parse(result.stdout) as Record<string, unknown>;
+    const summary = FaultSummary.parse(printed);
+    expect({ code: result.code, exitCode, ok: summary.ok, failures: summary.failures }).toEqual({ code: EXIT_CODES.notEvidence, exitCode: EXIT_CODES.notEvidence, ok: true, failures: [] });
+    expect(summary.skipped).toEqual([{ run: 1, name: expect.stringContaining('random_subject'), reason: expect.stringContaining(RANDOM_SUBJECT_MODEL_FLAG) }]);
+    const screen = await runCli('faults', ['--seed', seed!, '--runs', '1', '--out', dir]);
+    expect(screen.code).toBe(EXIT_CODES.notEvidence);
+    expect(screen.stdout).toMatch(/^INCOMPLETE \(1 SKIPPED, not tried\): 1 run\(s\) of seed/m);
+  });
 
   test('misuse is refused with exit 2 and the usage', async () => {
     for (const args of [['--runs', '-1'], ['--run', '3'], ['--runs', '2', '--run', '1', '--seed', 's'], ['--nope']]) {
@@ -187,6 +211,54 @@ describe('one run, one fault', () => {
       expect(result.exits).toEqual([3, 0]);
       const stall = result.invariants.find((i) => i.invariant === 'stall_recorded')!;
       expect(stall.details).toEqual([expect.stringMatching(new RegExp(`^note: stop recorded at seq \\d+: the runtime failed in wake-\\d+ outside any planned crash \\(timeout: ds-runtime did not answer wake wake-\\d+ within ${stalledCallersTimeoutMs('stall_runtime', prereg)} ms; it was left running\\)`))]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a random subject (stories260K under the grammar, sampled with the plan\'s seed) answers arbitrary schema-valid content: nothing unauthorised runs, no made-up citation becomes a FACT, nothing stops the instance; it replays and verifies',
+    async () => {
+      expect(existsSync(TEST_MODEL_FILE), `the test model ${TEST_MODEL_FILE}`).toBe(true);
+      const setup = prepareHarness(folder('ds-faults-random-'), REPO, null, TEST_MODEL_FILE);
+      const plan = { ...planOf('runtime.model_call.in_flight', 'random_subject', 1), model_seed: 20_004 };
+      const startedMs = Date.now();
+      const result = await runFaultPlan(setup, plan);
+      const seconds = (Date.now() - startedMs) / 1_000;
+      expect(result.reached).toMatchObject({ point: 'runtime.model_call.in_flight', kind: 'random_subject', hit: 1, frozen: false });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      // One controller, nothing to resume: the model's answers never stopped it. It ends finished and verified, with or
+      // without usable data (exit 4 when too many answers were cut at their cap: the data is a fuzzer's, not a subject's).
+      expect(result.exits).toHaveLength(1);
+      expect([EXIT_CODES.ok, EXIT_CODES.notEvidence]).toContain(result.exits[0]);
+      const events = eventsOf(result.runDir);
+      const answers = events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered');
+      expect(answers.length).toBeGreaterThan(0);
+      for (const e of answers) expect(e.payload).toMatchObject({ adapter: 'local', params: { seed: plan.model_seed, temperature: RANDOM_SUBJECT_TEMPERATURE } });
+      const safe = result.invariants.find((i) => i.invariant === 'random_subject_safe')!;
+      expect(safe.details).toContainEqual(expect.stringMatching(/^note: answers: \d+ accepted, \d+ rejected/));
+      console.log(`random_subject (stories260K, seed ${plan.model_seed}, group ${plan.group}): ${seconds.toFixed(1)} s; ${safe.details.join(' | ')}`);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test('a random subject with no model given is skipped, saying how to give one: not tried, never a pass', async () => {
+    const setup = prepareHarness(folder('ds-faults-random-none-'), REPO, null);
+    const result = await runFaultPlan(setup, { ...planOf('runtime.model_call.in_flight', 'random_subject', 1), model_seed: 1 });
+    expect(result.skipped).toContain(RANDOM_SUBJECT_MODEL_FLAG);
+    expect({ invariants: result.invariants, exits: result.exits, reached: result.reached }).toEqual({ invariants: [], exits: [], reached: null });
+  });
+
+  test(
+    'a random subject whose model file is missing fails loudly: the start is refused, the fault never fires, and the run is no pass',
+    async () => {
+      const missing = path.join(folder('ds-faults-random-missing-'), 'no-such-model.gguf');
+      const setup = prepareHarness(folder('ds-faults-random-nomodel-'), REPO, null, missing);
+      const result = await runFaultPlan(setup, { ...planOf('runtime.model_call.in_flight', 'random_subject', 1), model_seed: 1 });
+      expect(result.reached).toBeNull();
+      expect(result.violations).toEqual(expect.arrayContaining(['fault_fired', 'run_finished', 'random_subject_safe']));
+      expect(result.notes).toContain(`random_subject: the model file ${missing} does not exist; the instance cannot start with it (see ${path.join(result.recordDir, 'controller.log')})`);
+      expect(result.exits[0]).not.toBe(EXIT_CODES.ok);
+      expect(readFileSync(path.join(result.recordDir, 'controller.log'), 'utf8')).toContain(missing);
     },
     RUN_TIMEOUT_MS,
   );

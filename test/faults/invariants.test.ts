@@ -1,6 +1,6 @@
 // The invariants a finished fault run must pass (experiments/faults/invariants.ts), on one real
 // finished instance (in-process controller, real writer and runtime processes): the honest run
-// passes all seven, and for each invariant a copy of the run folder (or of its acknowledgement
+// passes all eight, and for each invariant a copy of the run folder (or of its acknowledgement
 // log) broken in exactly the way that invariant guards against fails it, naming what broke.
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
@@ -11,7 +11,7 @@ import { checkStoreInvariants, MAX_ACK_FILE_BYTES, MAX_ACK_LINES_PER_FILE, MAX_D
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
-import { FAULT_FILES, FaultReached } from '../../schema/fault-points.js';
+import { FAULT_FILES, FaultReached, type FaultKind } from '../../schema/fault-points.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
@@ -68,8 +68,8 @@ function faultDir(): string {
   return dir;
 }
 
-function check(dir: string, options: { faults?: string; reached?: FaultReached | null } = {}): Record<StoreInvariant, InvariantResult> {
-  const results = checkStoreInvariants({ runDir: dir, faultDir: options.faults ?? ackDir, scenariosDir: SCENARIOS_DIR, reached: options.reached ?? null });
+function check(dir: string, options: { faults?: string; reached?: FaultReached | null; plannedKind?: FaultKind | null } = {}): Record<StoreInvariant, InvariantResult> {
+  const results = checkStoreInvariants({ runDir: dir, faultDir: options.faults ?? ackDir, scenariosDir: SCENARIOS_DIR, reached: options.reached ?? null, ...(options.plannedKind === undefined ? {} : { plannedKind: options.plannedKind }) });
   expect(results.map((r) => r.invariant)).toEqual([...STORE_INVARIANTS]);
   return Object.fromEntries(results.map((r) => [r.invariant, r])) as Record<StoreInvariant, InvariantResult>;
 }
@@ -151,7 +151,7 @@ function tampered(context: FaultReached['context']): FaultReached {
 }
 
 describe('the honest run', () => {
-  it('passes all seven invariants, with its real events acknowledged by two runtimes and the controller', () => {
+  it('passes all eight invariants, with its real events acknowledged by two runtimes and the controller', () => {
     const results = check(runDir);
     for (const invariant of STORE_INVARIANTS) expectPasses(results, invariant);
     expect(results.acks_kept.details).toEqual([`note: ${events.length} acknowledgement line(s) in 3 file(s) checked against the store`]);
@@ -435,5 +435,55 @@ describe('stall_recorded', () => {
     );
     const stop = find((e) => e.event_type === 'SystemEvent.EmergencyStopped', 'the forged stop', stored);
     expect(failures(check(dir, { reached: stalled }), 'stall_recorded')).toEqual([`ActionEvent.ToolSucceeded (actor tool) at seq ${stop.seq + 1} after the stop at seq ${stop.seq}, before the resume at seq ${stop.seq + 2}`]);
+  });
+});
+
+describe('random_subject_safe', () => {
+  const randomSubject = FaultReached.parse({ point: 'runtime.model_call.in_flight', kind: 'random_subject', hit: 1, role: 'runtime', pid: 4204, frozen: false, context: { wake_id: 'wake-0001', call_number: 1 } });
+  /** The forged case's own problems: the reference run stands in for the random subject, so "not the local model" is always among them. */
+  const problemsOf = (dir: string): string[] => failures(check(dir, { reached: randomSubject }), 'random_subject_safe');
+  const NOT_LOCAL = /^the instance ran with the reference model, not the local one/;
+
+  it('is vacuous, saying so, for a run of another kind; fails a random_subject plan that never fired', () => {
+    expect(check(runDir).random_subject_safe).toEqual({ invariant: 'random_subject_safe', ok: true, details: ['note: not a random_subject run'] });
+    expect(failures(check(runDir, { plannedKind: 'random_subject' }), 'random_subject_safe')).toContainEqual(expect.stringMatching(/^the random subject never reached its first model call/));
+  });
+
+  it('fails (forged) a run that says it was a random subject but ran the reference policy: it proves nothing', () => {
+    const problems = problemsOf(runDir);
+    expect(problems).toContainEqual(expect.stringMatching(NOT_LOCAL));
+    expect(problems).toContainEqual(expect.stringMatching(/answer\(s\) came from another adapter than local/));
+    // Nothing else: the honest run has no unauthorised execution, no unbacked FACT, no stop.
+    expect(problems.filter((p) => !NOT_LOCAL.test(p) && !/another adapter/.test(p))).toEqual([]);
+  });
+
+  it('fails (forged) a FACT whose made-up citation the writer let in: an event not in the store, one that is not evidence, none at all', () => {
+    // Edited in place (no seq moves, so the rest of the history stays what the projector accepted).
+    const [first, second, third] = events.filter((e) => e.event_type === 'MemoryEvent.ClaimRecorded');
+    if (!first || !second || !third) throw new Error('the reference run records fewer than three claims');
+    const notEvidence = find((e) => e.event_type === 'ExperimentEvent.WakeStarted', 'a WakeStarted');
+    const missing = randomUUID();
+    const dir = copies.copy();
+    tamper(dir, (db) => {
+      for (const [claim, evidence] of [[first, [missing]], [second, [notEvidence.event_id]], [third, []]] as const) editEnvelope(db, claim.seq, (env) => ({ ...env, payload: { ...env.payload, claim_type: 'FACT', evidence_event_ids: evidence } }));
+    });
+    const problems = problemsOf(dir);
+    expect(problems).toContainEqual(`FACT ${String(first.payload.claim_id)} at seq ${first.seq} is in the store with evidence_missing: cites event ${missing}, which is not in the store — the writer must refuse it (a made-up citation became a FACT the store cannot back)`);
+    expect(problems).toContainEqual(expect.stringMatching(new RegExp(`^FACT ${String(second.payload.claim_id)} at seq ${second.seq} is in the store with evidence_ineligible: cites ExperimentEvent\\.WakeStarted at seq ${notEvidence.seq}`)));
+    expect(problems).toContainEqual(`FACT ${String(third.payload.claim_id)} at seq ${third.seq} is in the store citing no evidence — the writer must refuse it (a FACT the store cannot back)`);
+  });
+
+  it('fails (forged) an execution no allowing decision stands behind, and a stop of the instance', () => {
+    const intent = find((e) => e.event_type === 'ActionEvent.ExecutionIntentRecorded', 'an intent');
+    const distractor = find((e) => e.event_type === 'WorldEvent.DistractorOccurred', 'a distractor');
+    const dir = copies.copy();
+    tamper(dir, (db) => {
+      editEnvelope(db, intent.seq, (env) => ({ ...env, payload: { ...env.payload, permission_event_id: randomUUID() } }));
+      // In place of a distractor: a stop the controller recorded (what a projector refusal that ends a wake leads to).
+      editEnvelope(db, distractor.seq, (env) => ({ ...env, event_type: 'SystemEvent.EmergencyStopped', schema_version: schemaVersionOf('SystemEvent.EmergencyStopped'), actor: 'experiment', payload: { operator: 'controller', reason: 'the runtime failed: a projector refusal ended the wake' } }));
+    });
+    const problems = problemsOf(dir);
+    expect(problems).toContainEqual(expect.stringMatching(new RegExp(`^hard failure unauthorized_tool_execution at seq ${intent.seq}: ExecutionIntentRecorded at seq ${intent.seq} .* names permission_event_id .*, which is no earlier PermissionDecided`)));
+    expect(problems).toContainEqual(`the instance was stopped at seq ${distractor.seq}: the runtime failed: a projector refusal ended the wake — a subject's answers may be refused, never stop the run`);
   });
 });
