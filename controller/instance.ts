@@ -167,15 +167,7 @@ export class Instance {
       await record([subjectInitializedDraft(plan.schedule.start_at, subjectInitializedPayload(scenario.definition, plan.schedule.start_at))]);
     }
     if (mode === 'open') {
-      if (progress.openWakeId) {
-        const open = wakes.find((w) => w.wake_id === progress.openWakeId);
-        if (!open) throw new InstanceError('resume', `the store has an open wake ${progress.openWakeId} that is not in plan.json`);
-        const started = progress.byKey.get(CONTROLLER_KEYS.wakeStarted(open.wake_id));
-        if (!started) throw new InstanceError('resume', `the open wake ${open.wake_id} has no WakeStarted under its key`);
-        if (!progress.byKey.has(CONTROLLER_KEYS.ledger(open.wake_id))) await this.sequence.recordLedger(open, started.seq);
-        await record([wakeEndedDraft(open, 'stopped')]);
-        this.note(`${open.wake_id} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
-      }
+      await this.endOpenWake(progress);
       if (!progress.stopped) {
         await record([emergencyStoppedDraft(this.clock.now(), 'controller', 'found on resume: the previous controller ended without recording a stop (killed, crashed, or stopped by a full disk with no room left to record it)')]);
         this.note('the previous controller ended without recording a stop; recorded one now');
@@ -211,10 +203,31 @@ export class Instance {
    */
   private async recordStopAfterStall(error: WriterUnansweredError): Promise<void> {
     try {
+      await this.processes.stopRuntime().catch(() => undefined);
+      // Read after the unanswered request (the writer answers in order): whatever it did is in the
+      // store now. A wake it left open is ended 'stopped' first, as a resume would end it — a stop
+      // inside an open wake breaks the run contract and the projection refuses the wake's end after it.
+      const progress = await readProgress(this.processes.connected());
+      if (progress.sealed || progress.stopped) return;
+      await this.endOpenWake(progress);
       await this.recordStop(error.message, 'controller');
     } catch (again) {
       this.log(`the stop could not be recorded either (${again instanceof Error ? again.message : String(again)}); --resume records a stop found`);
     }
+  }
+
+  /** A wake the store holds open (its WakeStarted without a WakeEnded) ended 'stopped', its ledger first when it has none; never repeated. */
+  private async endOpenWake(progress: InstanceProgress): Promise<void> {
+    if (!progress.openWakeId) return;
+    const open = this.input.plan.schedule.wakes.find((w) => w.wake_id === progress.openWakeId);
+    if (!open) throw new InstanceError('resume', `the store has an open wake ${progress.openWakeId} that is not in plan.json`);
+    const started = progress.byKey.get(CONTROLLER_KEYS.wakeStarted(open.wake_id));
+    if (!started) throw new InstanceError('resume', `the open wake ${open.wake_id} has no WakeStarted under its key`);
+    // A planned writer crash still armed in this writer must not fire under the stop's own appends.
+    await this.drills.disarmUnfired(open);
+    if (!progress.byKey.has(CONTROLLER_KEYS.ledger(open.wake_id))) await this.sequence.recordLedger(open, started.seq);
+    await this.drills.appendThroughWriterCrash([wakeEndedDraft(open, 'stopped')]);
+    this.note(`${open.wake_id} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
   }
 
   /** Emergency stop: recorded, head signed, nothing deleted. */

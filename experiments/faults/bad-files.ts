@@ -263,6 +263,8 @@ export interface VerdictInput {
   /** The folder's differences across the resume (and across verify). */
   readonly changedByResume: readonly string[];
   readonly changedByVerify: readonly string[];
+  /** The run was sealed with its final head signed before the plant: a resume has nothing to do, whatever the file. */
+  readonly finishedBefore: boolean;
 }
 
 /** Every way the verdicts fell short of BAD_FILE_VERDICTS; empty when they are right. */
@@ -283,6 +285,10 @@ export function badFileVerdictProblems(input: VerdictInput): string[] {
     if (input.resumeExit !== EXIT_CODES.failed) problems.push(`the resume with the bad ${expected.file} ended with exit ${String(input.resumeExit)}, not the refusal's ${EXIT_CODES.failed}`);
     if (!input.resumeLog.split('\n').some((l) => named(l) && /refus/i.test(l))) problems.push(`the resume's log has no refusal naming ${expected.file}`);
     if (input.changedByResume.length > 0) problems.push(`the refused resume changed the run folder: ${input.changedByResume.slice(0, 10).join('; ')}`);
+  } else if (input.finishedBefore) {
+    // A finished run is not resumed at all (instance.ts: "finished and sealed; nothing to resume"): refused, nothing read or written; verify's warning above is the verdict.
+    if (input.resumeExit !== EXIT_CODES.failed) problems.push(`the resume of the finished run with the bad ${expected.file} ended with exit ${String(input.resumeExit)}, not the refusal's ${EXIT_CODES.failed} (nothing to resume)`);
+    if (input.changedByResume.length > 0) problems.push(`the refused resume of the finished run changed the run folder: ${input.changedByResume.slice(0, 10).join('; ')}`);
   } else {
     if (!input.resumeLog.split('\n').some((l) => named(l) && /warn|not used/i.test(l))) problems.push(`the resume went on without a warning naming the bad ${expected.file}`);
   }

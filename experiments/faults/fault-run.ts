@@ -576,6 +576,8 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   let badFileStaged = false;
   const badFileStage = async (kind: BadFileKind): Promise<void> => {
     badFileStaged = true;
+    // A fault at the writer's last snapshot (its shutdown snapshot, after the seal) leaves a run already finished.
+    const finishedBefore = finishedRun(runDir);
     const verifyBefore = verifyRun(runDir, setup.scenariosDir);
     const planted = plantBadFile(kind, runDir, setup.keyDir, path.join(recordDir, 'foreign'));
     notes.push(planted.note);
@@ -598,6 +600,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       resumeLog,
       changedByResume: folderDifferences(beforeResume, afterResume),
       changedByVerify: folderDifferences(beforeVerify, beforeResume),
+      finishedBefore,
     });
     badFileProblems.push(...problems);
     notes.push(`verify with the bad file: ${verifyAfter.failures.length} failure(s), ${verifyAfter.warnings.length} warning(s) (before it: ${verifyBefore.failures.length}, ${verifyBefore.warnings.length}); the resume exited ${String(outcome.code ?? outcome.signal)}`);

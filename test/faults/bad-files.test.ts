@@ -100,6 +100,7 @@ describe('the verdict checker', () => {
     resumeLog: `experiment: refusing to resume /run: /run/${RUN_FILES.heads} is not a clean list of signed heads\n`,
     changedByResume: [],
     changedByVerify: [],
+    finishedBefore: false,
   };
 
   test('right verdicts: no problem', () => {
@@ -129,6 +130,25 @@ describe('the verdict checker', () => {
       'verify said nothing about the bad snapshot: no new warning names it',
       'the resume went on without a warning naming the bad snapshot',
     ]);
+  });
+
+  test('a run already finished when the bad snapshot was planted: verify warns, the resume is refused (nothing to resume) and changes nothing; one that went on or changed the folder is a problem', () => {
+    // Seen in a 1,000-run batch: a kill at the writer's shutdown snapshot, after the seal, left a finished run (seed hour-1, runs 21 and 72).
+    const finished: VerdictInput = {
+      ...refusedRight,
+      kind: 'snapshot_foreign',
+      verifyAfter: { failures: [], warnings: ['events.db: open', 'events.db: snapshot at seq 461 is the state of subject x: not used'] },
+      resumeExit: EXIT_CODES.failed,
+      resumeLog: 'experiment: /run is finished and sealed (seq 461); nothing to resume\n',
+      finishedBefore: true,
+    };
+    expect(badFileVerdictProblems(finished)).toEqual([]);
+    expect(badFileVerdictProblems({ ...finished, resumeExit: EXIT_CODES.ok, changedByResume: ['events.db changed'] })).toEqual([
+      `the resume of the finished run with the bad snapshot ended with exit 0, not the refusal's ${EXIT_CODES.failed} (nothing to resume)`,
+      'the refused resume of the finished run changed the run folder: events.db changed',
+    ]);
+    // Not finished: the same log (no warning naming the snapshot) is a resume that went on silently.
+    expect(badFileVerdictProblems({ ...finished, finishedBefore: false })).toEqual(['the resume went on without a warning naming the bad snapshot']);
   });
 
   test('folder differences name what changed, appeared and went', () => {

@@ -174,6 +174,27 @@ describe('one run, one fault', () => {
   );
 
   test(
+    'the controller\'s own append inside a wake is never answered: the wake is ended stopped before the stop is recorded (a stop inside an open wake broke every resume), and the resume finishes',
+    async () => {
+      // Found by a 1,000-run batch (seed hour-1, run 11): the closing append of wake-0018, dropped; the
+      // stop was recorded inside the open wake, and each resume's WakeEnded was refused by the projection.
+      const setup = prepareHarness(folder('ds-faults-drop-in-wake-'), REPO, null);
+      const plan: FaultRunPlan = { index: 11, seed: 'hour-1', group: 'B', instance_seed: 'faults-hour-1', point: 'writer.socket.append_request', kind: 'drop_message', hit: 219, hits_in_calibration: 341 };
+      const result = await runFaultPlan(setup, plan);
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      expect(result.exits).toEqual([EXIT_CODES.failed, EXIT_CODES.ok]);
+      const log = readFileSync(path.join(result.recordDir, 'controller.log'), 'utf8');
+      const first = log.slice(0, log.indexOf('$ experiment --resume'));
+      expect(first).toMatch(/note: wake-\d+ was open when the instance stopped: ended as 'stopped'[\s\S]*emergency stop: lost the writer \(writer did not answer append #\d+ within 5000 ms/);
+      const events = eventsOf(result.runDir);
+      const stop = events.findIndex((e) => e.event_type === 'SystemEvent.EmergencyStopped');
+      const ended = events.slice(0, stop).filter((e) => e.event_type === 'ExperimentEvent.WakeEnded').at(-1)!;
+      expect(ended.payload).toMatchObject({ outcome: 'stopped' });
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
     'a writer stalled (SIGSTOP) past the writer timeout under the controller\'s own append: the controller gives up, records the stop once the writer answers again, and the resume finishes with nothing twice',
     async () => {
       const setup = prepareHarness(folder('ds-faults-stall-'), REPO, null);
