@@ -31,6 +31,7 @@ import { WriterStartError } from '../../writer/spawn.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
 import { GROUPS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
+import { firstAcceptedModelSeed } from './random-subject-seed.js';
 import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 import { InstanceError } from '../../controller/instance-error.js';
@@ -153,10 +154,10 @@ export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: 
  * random_subject, which runs the local model with the plan's seed. A plan of that kind without a
  * seed is refused: a rerun must sample the same answers, and a clock-seeded model would not.
  */
-export function modelArgsOf(plan: FaultRunPlan | null, modelFile: string): string[] {
+export function modelArgsOf(plan: FaultRunPlan | null, modelFile: string, modelSeed: number | null = null): string[] {
   if (plan?.kind !== 'random_subject') return [];
   if (plan.model_seed === undefined) throw new Error(`bug: the random_subject plan of run ${plan.index} carries no model_seed (planFaultRun draws it)`);
-  return ['--model', 'local', '--model-file', modelFile, '--model-seed', String(plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
+  return ['--model', 'local', '--model-file', modelFile, '--model-seed', String(modelSeed ?? plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
 }
 
 /** The harness's locked pre-registration copy, as its instances read it. */
@@ -612,7 +613,10 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     // Said loudly up front; the controller's preflight then refuses the start, so fault_fired and run_finished fail: never a pass.
     if (randomSubject && setup.randomSubjectModelFile !== null && !existsSync(setup.randomSubjectModelFile)) notes.push(`random_subject: the model file ${setup.randomSubjectModelFile} does not exist; the instance cannot start with it (see ${logFile})`);
     const prereg = randomSubject ? setup.randomSubjectPreregFile : setup.preregFile;
-    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, setup.randomSubjectModelFile ?? ''), ...common];
+    const modelFile = setup.randomSubjectModelFile ?? '';
+    // A seed whose answers the model check refuses would try nothing: the first one it accepts (random-subject-seed.ts).
+    const modelSeed = randomSubject && spec.plan !== null && existsSync(modelFile) ? await firstAcceptedModelSeed(spec.plan, { modelFile, temperature: RANDOM_SUBJECT_TEMPERATURE, maxTokens: RANDOM_SUBJECT_MAX_TOKENS }, notes) : null;
+    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, modelFile, modelSeed), ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
     for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
       const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll);
