@@ -137,8 +137,19 @@ export class Instance {
       await this.processes.startRuntime();
     } catch (error) {
       if (error instanceof InstanceError && error.code === 'model') await this.recordStop(error.message, PREFLIGHT_OPERATOR).catch(() => undefined);
+      // A runtime that died starting while a stop was asked (a Ctrl-C to the process group can
+      // reach a child forked that very instant, before it has its own group) is the stop, not a
+      // failure: the wake sequence then stops before any wake needs a runtime.
+      else if (this.stopWasAsked()) {
+        this.note(`the runtime did not start while a stop was asked (${error instanceof Error ? error.message : String(error)}): the stop is recorded instead`);
+        return;
+      }
       throw error;
     }
+  }
+
+  private stopWasAsked(): boolean {
+    return this.input.options.signal.aborted || (this.input.options.stopAtWakeEnd?.aborted ?? false);
   }
 
   private signFinalHeadOnSeal(head: Head): ChainHead {
