@@ -199,7 +199,7 @@ export class Instance {
    */
   private async stopOnFullDisk(full: string): Promise<InstanceError> {
     const reason = full;
-    const recorded = await this.recordStop(reason, STORE_FULL_OPERATOR).then(
+    const recorded = await this.recordStopOutsideWake(reason, STORE_FULL_OPERATOR).then(
       () => 'The stop was recorded.',
       (error: unknown) => `The stop could not be recorded either (${storeFullOf(error) !== null ? 'no space' : error instanceof Error ? error.message : String(error)}): the resume records it.`,
     );
@@ -214,17 +214,27 @@ export class Instance {
    */
   private async recordStopAfterStall(error: WriterUnansweredError): Promise<void> {
     try {
-      await this.processes.stopRuntime().catch(() => undefined);
-      // Read after the unanswered request (the writer answers in order): whatever it did is in the
-      // store now. A wake it left open is ended 'stopped' first, as a resume would end it — a stop
-      // inside an open wake breaks the run contract and the projection refuses the wake's end after it.
-      const progress = await readProgress(this.processes.connected());
-      if (progress.sealed || progress.stopped) return;
-      await this.endOpenWake(progress);
-      await this.recordStop(error.message, 'controller');
+      await this.recordStopOutsideWake(error.message, 'controller');
     } catch (again) {
       this.log(`the stop could not be recorded either (${again instanceof Error ? again.message : String(again)}); --resume records a stop found`);
     }
+  }
+
+  /**
+   * The stop of a run that lost its footing mid-wake (a writer that stopped answering, a full
+   * disk). Read after the failed request (the writer answers in order): whatever it did is in the
+   * store now. A wake it left open is ended 'stopped' first, as a resume would end it — a stop
+   * inside an open wake breaks the run contract and the projection refuses the wake's end after it.
+   */
+  private async recordStopOutsideWake(reason: string, operator: string): Promise<void> {
+    await this.processes.stopRuntime().catch(() => undefined);
+    const progress = await readProgress(this.processes.connected());
+    if (progress.sealed || progress.stopped) {
+      this.log(`not recording the stop (${reason.slice(0, 200)}): the store is ${progress.sealed ? 'sealed' : 'stopped already'}`);
+      return;
+    }
+    await this.endOpenWake(progress);
+    await this.recordStop(reason, operator);
   }
 
   /** A wake the store holds open (its WakeStarted without a WakeEnded) ended 'stopped', its ledger first when it has none; never repeated. */
