@@ -55,6 +55,7 @@ export const FAULT_KIND_CATALOGUE = {
   model_garbage: 'the model answers bytes that are not the output protocol',
   stall_writer: 'the writer stands frozen (SIGSTOP) at the point for longer than the pre-registered writer request timeout, then is continued (SIGCONT): its callers give up with an unknown outcome while it stands, and what it then commits late must be answered from the store, never twice',
   stall_runtime: "the runtime stands frozen (SIGSTOP) at the point for longer than the pre-registered wake answer timeout and the wake's model-call budget, then is continued (SIGCONT): the controller gives up on the wake and stops the instance while it stands; whatever the runtime does once continued must not add to the stopped history",
+  stall_model: "the subject's model server (a real OpenAI-compatible HTTP process on loopback the harness starts for the run) is frozen (SIGSTOP) while the runtime's call to it is in flight, for longer than the call's timeout, then continued (SIGCONT): the call times out and is recorded as such, the answer the server sends once continued is never used, and the instance goes on",
   disk_full: 'the run folder is on a size-limited tmpfs; at the point the harness fills what space is left and continues the process (nothing is killed); once every process is gone it frees the space before the resume',
   heads_torn: 'the controller is killed at the point, then the last line of heads.jsonl is cut in the middle (a torn write) before verify and a resume are asked about it',
   wal_foreign: 'the writer is killed at the point, then its events.db-wal is replaced by the WAL of another store before verify and a resume are asked about it',
@@ -74,7 +75,7 @@ const KILLS: readonly FaultKind[] = ['kill_writer', 'kill_runtime', 'kill_contro
  * only be lost where one is written, a message dropped where one arrives, a model answer
  * garbled where one is awaited, a file tampered with where an operation's outcome is open, the
  * writer stalled where it stands between a request and its answer, the runtime where it stands
- * inside a wake.
+ * inside a wake, the model server where a call to it is open.
  */
 export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>> = {
   // disk_full: where the next write needs space — the append's COMMIT (its WAL frames), the
@@ -86,7 +87,8 @@ export const APPLICABLE_KINDS: Readonly<Record<FaultPoint, readonly FaultKind[]>
   'runtime.intent.before_file_op': [...KILLS, 'workspace_tampered', 'stall_runtime', 'disk_full'],
   'runtime.file_op.before_outcome': [...KILLS, 'workspace_tampered', 'stall_runtime'],
   // random_subject: the point where the model's answer enters the runtime.
-  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime', 'random_subject'],
+  // stall_model: the only point where a call to the model server is open.
+  'runtime.model_call.in_flight': [...KILLS, 'model_timeout', 'model_garbage', 'stall_runtime', 'stall_model', 'random_subject'],
   'controller.head.signing': [...KILLS, 'heads_torn', 'manifest_foreign'],
 };
 
@@ -107,10 +109,16 @@ export function isBadFileKind(kind: FaultKind): kind is BadFileKind {
 
 /**
  * What the harness does while the process at the point stands frozen there: kill a victim, fill
- * the disk under the run folder and continue the frozen process, or hold it frozen a while and
- * continue it (a stall); nothing for the kinds a process carries out itself (SELF_HANDLED_KINDS).
+ * the disk under the run folder and continue the frozen process, or hold a process frozen a while
+ * and continue it (a stall) — the frozen one itself, or the model server it is calling (the
+ * frozen runtime is continued at once, so that its call meets a server that does not answer);
+ * nothing for the kinds a process carries out itself (SELF_HANDLED_KINDS).
  */
-export type HarnessAction = { readonly act: 'kill'; readonly victim: FaultRole } | { readonly act: 'fill_disk' } | { readonly act: 'stall' } | { readonly act: 'none' };
+export type HarnessAction =
+  | { readonly act: 'kill'; readonly victim: FaultRole }
+  | { readonly act: 'fill_disk' }
+  | { readonly act: 'stall'; readonly held: 'frozen_process' | 'model_server' }
+  | { readonly act: 'none' };
 
 export function harnessActionOf(kind: FaultKind): HarnessAction {
   switch (kind) {
@@ -131,7 +139,9 @@ export function harnessActionOf(kind: FaultKind): HarnessAction {
       return { act: 'fill_disk' };
     case 'stall_writer':
     case 'stall_runtime':
-      return { act: 'stall' };
+      return { act: 'stall', held: 'frozen_process' };
+    case 'stall_model':
+      return { act: 'stall', held: 'model_server' };
     case 'drop_message':
     case 'duplicate_message':
     case 'model_timeout':
@@ -152,7 +162,7 @@ export function killedRole(kind: FaultKind): FaultRole | null {
   return action.act === 'kill' ? action.victim : null;
 }
 
-/** Kinds the harness carries out by holding the frozen process and continuing it later: nobody is killed. */
+/** Kinds the harness carries out by holding a process frozen and continuing it later: nobody is killed. */
 export const STALL_KINDS: readonly FaultKind[] = FAULT_KINDS.filter((kind) => harnessActionOf(kind).act === 'stall');
 
 /** A value a fault point's context holds (FaultReached['context']). */

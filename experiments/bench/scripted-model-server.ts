@@ -1,5 +1,6 @@
 // A scripted OpenAI-compatible chat-completions server on loopback, for end-to-end tests of
-// the wake loop with the real `openai` adapter (test/runtime/wake-loop-e2e.test.ts).
+// the wake loop with the real `openai` adapter (test/runtime/wake-loop-e2e.test.ts), the benches,
+// and the fault harness's stalled model server (experiments/faults/model-server-main.ts).
 //
 // node:http on 127.0.0.1, port 0. Every chat POST is counted the moment it arrives (so a
 // request the script never answers is counted too), its wake id is read from the user message

@@ -135,10 +135,18 @@ export function tamperTargetOf(reached: FaultReached): string | null {
 }
 
 /**
+ * The call timeout of a stall_model run's model (its `--model-timeout-ms`, signed into the
+ * manifest with the model choice): the loopback server answers in milliseconds, so only the
+ * stall makes a call last this long.
+ */
+export const STALL_MODEL_CALL_TIMEOUT_MS = 3_000;
+
+/**
  * The timeout that waits for the process a stall kind holds: the writer's callers wait the writer
  * request timeout; the controller waits for a wake the wake answer timeout plus the wake's
  * model-call budget — for the reference policy, which has no call timeout, the retry backoffs
- * alone (controller/instance-processes.ts modelCallBudgetMs).
+ * alone (controller/instance-processes.ts modelCallBudgetMs); the runtime waits for the model
+ * server its call's timeout (a timeout is never retried: runtime/model-adapters/openai-adapter.ts).
  */
 export function stalledCallersTimeoutMs(kind: FaultKind, prereg: LockablePreRegistration): number {
   switch (kind) {
@@ -146,6 +154,8 @@ export function stalledCallersTimeoutMs(kind: FaultKind, prereg: LockablePreRegi
       return writerRequestTimeoutMsOf(prereg);
     case 'stall_runtime':
       return wakeAnswerTimeoutMsOf(prereg) + prereg.model_calls.transport_retry.backoff_ms.reduce((sum, ms) => sum + ms, 0);
+    case 'stall_model':
+      return STALL_MODEL_CALL_TIMEOUT_MS;
     default:
       throw new FaultPlanError(`${kind} is not a stall kind`);
   }

@@ -29,9 +29,10 @@ import { StoreReader, StoreReadError } from '../../writer/store-reader.js';
 import { storeFileCode } from '../../writer/store-file-failure.js';
 import { WriterStartError } from '../../writer/spawn.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
-import { GROUPS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
+import { GROUPS, STALL_MODEL_CALL_TIMEOUT_MS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
 import { firstAcceptedModelSeed } from './random-subject-seed.js';
+import { startFaultModelServer, type FaultModelServer } from './model-server.js';
 import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 import { InstanceError } from '../../controller/instance-error.js';
@@ -150,14 +151,24 @@ export function prepareHarness(outDir: string, codeRoot: string, sameUidReason: 
 }
 
 /**
- * The model flags of a run's first controller: the reference policy (none) for every kind but
- * random_subject, which runs the local model with the plan's seed. A plan of that kind without a
- * seed is refused: a rerun must sample the same answers, and a clock-seeded model would not.
+ * The model flags of a run's first controller: the reference policy (none) for every kind but two.
+ * random_subject runs the local model with the plan's seed (or the first the model check accepts);
+ * a plan of that kind without a seed is refused: a rerun must sample the same answers, and a
+ * clock-seeded model would not. stall_model runs the scripted server the harness started for it.
  */
-export function modelArgsOf(plan: FaultRunPlan | null, modelFile: string, modelSeed: number | null = null): string[] {
-  if (plan?.kind !== 'random_subject') return [];
-  if (plan.model_seed === undefined) throw new Error(`bug: the random_subject plan of run ${plan.index} carries no model_seed (planFaultRun draws it)`);
-  return ['--model', 'local', '--model-file', modelFile, '--model-seed', String(modelSeed ?? plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
+export function modelArgsOf(plan: FaultRunPlan | null, subject: { readonly modelFile: string | null; readonly modelSeed: number | null; readonly server: FaultModelServer | null }): readonly string[] {
+  switch (plan?.kind) {
+    case 'random_subject': {
+      if (subject.modelFile === null) throw new Error(`bug: run ${plan.index} is a random_subject run with no model file (execute skips those)`);
+      if (plan.model_seed === undefined) throw new Error(`bug: the random_subject plan of run ${plan.index} carries no model_seed (planFaultRun draws it)`);
+      return ['--model', 'local', '--model-file', subject.modelFile, '--model-seed', String(subject.modelSeed ?? plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
+    }
+    case 'stall_model':
+      if (subject.server === null) throw new Error(`bug: the stall_model run ${plan.index} has no model server`);
+      return subject.server.modelArgs;
+    default:
+      return [];
+  }
 }
 
 /** The harness's locked pre-registration copy, as its instances read it. */
@@ -417,10 +428,11 @@ function tamperWorkspace(runDir: string, reached: FaultReached): string {
 
 /**
  * The fault carried out while the process at the point is frozen: the victim killed and the frozen
- * one continued unless it was the victim, the disk filled and the frozen one continued, or the
- * frozen one held `stallMs` and continued (a stall).
+ * one continued unless it was the victim, the disk filled and the frozen one continued, or a
+ * process held `stallMs` and continued (a stall): the frozen one, or the run's model server — frozen
+ * before the runtime is continued, so that the call the runtime then sends finds it standing.
  */
-function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, disk: { readonly disk: FaultDisk | null; filled: boolean }, notes: string[], stallMs: number): void {
+function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, disk: { readonly disk: FaultDisk | null; filled: boolean }, modelServer: FaultModelServer | null, notes: string[], stallMs: number): void {
   if (!reached.frozen) {
     notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
     return;
@@ -444,6 +456,21 @@ function carryOut(reached: FaultReached, faultDir: string, controllerPid: number
       return;
     }
     case 'stall': {
+      if (action.held === 'model_server') {
+        if (modelServer === null) {
+          notes.push(`the model server was NOT frozen at hit ${reached.hit} of ${reached.point}: this run has none (the instance answers with another model)`);
+          signal(reached.pid, 'SIGCONT');
+          return;
+        }
+        const frozen = signal(modelServer.pid, 'SIGSTOP');
+        notes.push(frozen ? `the model server (pid ${modelServer.pid}) held frozen for ${stallMs} ms from hit ${reached.hit} of ${reached.point} (call ${String(reached.context.call_number)} of ${String(reached.context.wake_id)})` : `the model server (pid ${modelServer.pid}) could NOT be frozen at hit ${reached.hit} of ${reached.point}: it is gone`);
+        signal(reached.pid, 'SIGCONT');
+        setTimeout(() => {
+          if (signal(modelServer.pid, 'SIGCONT')) notes.push(`SIGCONT to the model server (pid ${modelServer.pid}) after ${stallMs} ms`);
+          else notes.push(`the stalled model server (pid ${modelServer.pid}) was gone before its ${stallMs} ms were up: nothing to continue`);
+        }, stallMs).unref();
+        return;
+      }
       notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${stallMs} ms`);
       // unref: a run that ends meanwhile (its processes killed) is not held open by it.
       setTimeout(() => {
@@ -537,6 +564,8 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
   const orphanProblems: string[] = [];
   let reached: FaultReached | null = null;
   let reachedSeenMs: number | null = null;
+  /** stall_model: the run's model server, started before the first controller, ended with the run. */
+  let modelServer: FaultModelServer | null = null;
   const common = ['--key-dir', setup.keyDir, '--json', ...(setup.sameUidReason === null ? [] : ['--same-uid', setup.sameUidReason])];
   /** Acts once the process at the point shows as stopped (it writes reached.json just before it stops itself). */
   const poll = (controllerPid: number): void => {
@@ -550,7 +579,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       if (state !== 'T') notes.push(`the ${found.role} (pid ${found.pid}) did not show as stopped at ${found.point} within ${FREEZE_WAIT_MS} ms (state ${state}); the fault was carried out anyway`);
     }
     reached = found;
-    carryOut(found, faultDir, controllerPid, diskState, notes, harnessActionOf(found.kind).act === 'stall' ? stallMsOf(found.kind, preregOf(setup)) : 0);
+    carryOut(found, faultDir, controllerPid, diskState, modelServer, notes, harnessActionOf(found.kind).act === 'stall' ? stallMsOf(found.kind, preregOf(setup)) : 0);
   };
   /** disk_full: the file tool's temp files found in the workspace once the processes that met the full disk were gone (a half file left behind). */
   let tempFilesAtStop: string[] | null = null;
@@ -613,10 +642,14 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     // Said loudly up front; the controller's preflight then refuses the start, so fault_fired and run_finished fail: never a pass.
     if (randomSubject && setup.randomSubjectModelFile !== null && !existsSync(setup.randomSubjectModelFile)) notes.push(`random_subject: the model file ${setup.randomSubjectModelFile} does not exist; the instance cannot start with it (see ${logFile})`);
     const prereg = randomSubject ? setup.randomSubjectPreregFile : setup.preregFile;
-    const modelFile = setup.randomSubjectModelFile ?? '';
+    const modelFile = setup.randomSubjectModelFile;
     // A seed whose answers the model check refuses would try nothing: the first one it accepts (random-subject-seed.ts).
-    const modelSeed = randomSubject && spec.plan !== null && existsSync(modelFile) ? await firstAcceptedModelSeed(spec.plan, { modelFile, temperature: RANDOM_SUBJECT_TEMPERATURE, maxTokens: RANDOM_SUBJECT_MAX_TOKENS }, notes) : null;
-    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, modelFile, modelSeed), ...common];
+    const modelSeed = randomSubject && spec.plan !== null && modelFile !== null && existsSync(modelFile) ? await firstAcceptedModelSeed(spec.plan, { modelFile, temperature: RANDOM_SUBJECT_TEMPERATURE, maxTokens: RANDOM_SUBJECT_MAX_TOKENS }, notes) : null;
+    if (spec.plan?.kind === 'stall_model') {
+      modelServer = await startFaultModelServer(setup.codeRoot, logFile);
+      notes.push(`model server (pid ${modelServer.pid}) at ${modelServer.baseUrl}, call timeout ${STALL_MODEL_CALL_TIMEOUT_MS} ms`);
+    }
+    const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, { modelFile, modelSeed, server: modelServer }), ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
     for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
       const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll);
@@ -636,6 +669,8 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
       }
     }
   } finally {
+    // Every process of the instance is gone by now: its model server goes too (continued first if still frozen).
+    if (modelServer !== null) await modelServer.stop();
     // Keep what the points wrote (hits, acks, reached) with the run's record.
     cpSync(faultDir, path.join(recordDir, 'fault'), { recursive: true });
     rmSync(faultDir, { recursive: true, force: true });

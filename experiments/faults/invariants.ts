@@ -35,6 +35,7 @@ import { verifyDirectory } from '../../writer/verify-store.js';
 import { unansweredWithin } from '../../writer/client.js';
 import { LockablePreRegistration } from '../../design/prereg.js';
 import { wakeUnansweredWithin } from '../../runtime/spawn.js';
+import { answerNotWithin } from '../../runtime/model-adapters/openai-adapter.js';
 import { stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 
 export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering', 'stall_recorded', 'random_subject_safe'] as const;
@@ -423,6 +424,7 @@ function checkUnknownOutcomes(record: RunRecord, ledger: Ledger, reached: FaultR
  */
 function checkStallRecorded(record: RunRecord, reached: FaultReached | null): InvariantResult {
   if (reached === null || !STALL_KINDS.includes(reached.kind)) return result('stall_recorded', [], ['not a stall run']);
+  if (reached.kind === 'stall_model') return checkModelStall(record, reached);
   const timeoutMs = stalledCallersTimeoutMs(reached.kind, LockablePreRegistration.parse(record.prereg));
   const words = reached.kind === 'stall_runtime' ? wakeUnansweredWithin(timeoutMs) : unansweredWithin(timeoutMs);
   const firstResume = record.events.find((e) => eventIs(e, 'SystemEvent.Resumed'));
@@ -435,6 +437,35 @@ function checkStallRecorded(record: RunRecord, reached: FaultReached | null): In
   if (named !== undefined) return result('stall_recorded', late, [`stop recorded at seq ${named.seq}: ${String(payloadOf(named, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 200)}`]);
   const said = stops.map((e) => `seq ${e.seq}: ${String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason).slice(0, 160)}`);
   return result('stall_recorded', [...late, `the ${reached.role} stood frozen at ${reached.point}, but no stop before ${firstResume ? `the resume at seq ${firstResume.seq}` : 'the end'} names its callers' timeout ("${words}")${said.length > 0 ? `; stops recorded: ${said.join(' | ')}` : '; no stop was recorded by the controller that ran into it'}`]);
+}
+
+/**
+ * stall_model: the call that was open when the model server was frozen ended as a timeout of its
+ * own pre-registered length — one ModelCallFailed (failure timeout, in the adapter's words) and
+ * nothing else for that call, no answer recorded for it later (the answer the server sent once
+ * continued went to a closed connection) — and the instance went on: no stop, no resume.
+ */
+function checkModelStall(record: RunRecord, reached: FaultReached): InvariantResult {
+  const wakeId = reached.context.wake_id;
+  if (typeof wakeId !== 'string') return result('stall_recorded', [`the point gave no wake id for the stalled call (${JSON.stringify(reached.context)})`]);
+  const timeoutMs = stalledCallersTimeoutMs(reached.kind, LockablePreRegistration.parse(record.prereg));
+  const problems: string[] = [];
+  const model = record.manifest?.model ?? null;
+  if (model?.adapter !== 'openai') problems.push(`the instance ran with the ${model?.adapter ?? 'unknown'} model, not a model server: nothing was stalled`);
+  else if (model.call_timeout_ms !== timeoutMs) problems.push(`the manifest's call timeout is ${String(model.call_timeout_ms)} ms, not the ${timeoutMs} ms the stall was planned past`);
+  const outcomes = record.events.filter((e) => (eventIs(e, 'ModelOutputEvent.ModelAnswered') || eventIs(e, 'ModelOutputEvent.ModelCallFailed')) && e.payload.wake_id === wakeId);
+  const failed = outcomes.length === 1 ? payloadOf(outcomes[0]!, 'ModelOutputEvent.ModelCallFailed') : null;
+  if (outcomes.length !== 1) problems.push(`the stalled call of ${wakeId} has ${outcomes.length} outcome events (${outcomes.map((e) => `${e.event_type} at seq ${e.seq}`).join(', ') || 'none'}), not one`);
+  else if (failed === null) problems.push(`the stalled call of ${wakeId} is recorded as ${outcomes[0]!.event_type} at seq ${outcomes[0]!.seq}: the server was frozen past its timeout, so an answer was used that came too late, or the stall missed the call`);
+  else if (failed.failure !== 'timeout' || !String(failed.detail).includes(answerNotWithin(timeoutMs))) problems.push(`the stalled call of ${wakeId} failed as ${String(failed.failure)} (${String(failed.detail).slice(0, 200)}), not as a timeout "${answerNotWithin(timeoutMs)}"`);
+  const attemptsAfter = outcomes.length === 0 ? [] : record.events.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallAttemptFailed') && e.payload.wake_id === wakeId && e.seq > outcomes[0]!.seq);
+  for (const e of attemptsAfter.slice(0, 3)) problems.push(`${e.event_type} for ${wakeId} at seq ${e.seq}, after the call's outcome: the abandoned call went on`);
+  for (const e of record.events) {
+    if (eventIs(e, 'SystemEvent.EmergencyStopped')) problems.push(`the instance was stopped at seq ${e.seq}: ${String(payloadOf(e, 'SystemEvent.EmergencyStopped')?.reason ?? '').slice(0, 200)} — a model server that does not answer in time is a failed call, never a stop`);
+    if (eventIs(e, 'SystemEvent.Resumed')) problems.push(`the instance was resumed at seq ${e.seq}: something stopped it`);
+  }
+  const timedOut = record.events.filter((e) => payloadOf(e, 'ModelOutputEvent.ModelCallFailed')?.failure === 'timeout').length;
+  return result('stall_recorded', problems, [`the call of ${wakeId} timed out after ${timeoutMs} ms as recorded; ${timedOut} call(s) of the run timed out in all`]);
 }
 
 // ---------------------------------------------------------------- random_subject_safe

@@ -140,6 +140,11 @@ interface ContextSize {
   readonly source: string;
 }
 
+/** The words of a call's timeout in its detail, with the timeout waited (the fault harness's stall_model invariant looks for them). */
+export function answerNotWithin(timeoutMs: number): string {
+  return `within timeoutMs ${timeoutMs}`;
+}
+
 export class OpenAiAdapter implements ModelAdapter {
   readonly name = 'openai' as const;
   readonly model_id: string;
@@ -480,7 +485,7 @@ export class OpenAiAdapter implements ModelAdapter {
     const timeoutReply = (state: ChatStreamState | null, stage: string): ChatReply => ({
       kind: 'timeout',
       state,
-      detail: `no complete answer from ${what} within timeoutMs ${timeoutMs} (attempt ${n}; ${stage}); the request was aborted, which closes the connection and cancels the decoding, and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
+      detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request was aborted, which closes the connection and cancels the decoding, and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
     });
     try {
       let response: Response;

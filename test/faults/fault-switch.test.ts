@@ -128,15 +128,19 @@ describe('the catalogue', () => {
     expect(new Set(FAULT_CELLS.map((c) => c.kind))).toEqual(new Set(FAULT_KINDS));
     expect(FAULT_CELLS).toHaveLength(FAULT_POINTS.reduce((n, point) => n + new Set(APPLICABLE_KINDS[point]).size, 0));
     expect(new Set(FAULT_CELLS.map((c) => `${c.point} ${c.kind}`)).size).toBe(FAULT_CELLS.length);
-    // The 32 of issue 8; in issue 20 the stalled writer at four points, the stalled runtime at three, the full disk at three, the four bad files and the random subject at one each.
-    expect(FAULT_CELLS).toHaveLength(47);
+    // The 32 of issue 8; in issue 20 the stalled writer at four points, the stalled runtime at three, the full disk at three, the four bad files, the stalled model server and the random subject at one each.
+    expect(FAULT_CELLS).toHaveLength(48);
+    expect(FAULT_CELLS.filter((c) => c.kind === 'stall_model')).toEqual([{ point: 'runtime.model_call.in_flight', kind: 'stall_model' }]);
     expect(FAULT_CELLS.filter((c) => c.kind === 'random_subject')).toEqual([{ point: 'runtime.model_call.in_flight', kind: 'random_subject' }]);
     expect(harnessActionOf('random_subject')).toEqual({ act: 'none' });
     // A kind kills someone, fills the disk or holds the frozen process a while (the harness acts), or is carried out by the process itself.
     for (const kind of FAULT_KINDS) expect(harnessActionOf(kind).act === 'none').toBe(SELF_HANDLED_KINDS.includes(kind));
     for (const kind of FAULT_KINDS) expect(killedRole(kind) !== null).toBe(harnessActionOf(kind).act === 'kill');
     expect(harnessActionOf('disk_full')).toEqual({ act: 'fill_disk' });
-    expect([...STALL_KINDS].sort()).toEqual(['stall_runtime', 'stall_writer']);
+    expect([...STALL_KINDS].sort()).toEqual(['stall_model', 'stall_runtime', 'stall_writer']);
+    // The model server is no process of the instance: the frozen runtime is continued and the server held instead.
+    expect(harnessActionOf('stall_model')).toEqual({ act: 'stall', held: 'model_server' });
+    expect(harnessActionOf('stall_writer')).toEqual({ act: 'stall', held: 'frozen_process' });
     // Every bad-file kind is planned somewhere and kills someone first (the harness plants the file once every process is gone).
     for (const kind of BAD_FILE_KINDS) {
       expect(FAULT_CELLS.some((c) => c.kind === kind), kind).toBe(true);

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../experiments/faults/fault-harness.js';
-import { planFaultRun, stalledCallersTimeoutMs, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../experiments/faults/fault-plan.js';
-import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, INVARIANTS, prepareHarness, RANDOM_SUBJECT_MODEL_FLAG, RANDOM_SUBJECT_TEMPERATURE, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
+import { planFaultRun, STALL_MODEL_CALL_TIMEOUT_MS, stalledCallersTimeoutMs, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../experiments/faults/fault-plan.js';
+import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, calibrate, INVARIANTS, prepareHarness, RANDOM_SUBJECT_MODEL_FLAG, RANDOM_SUBJECT_TEMPERATURE, runFaultPlan, stallMsOf } from '../../experiments/faults/fault-run.js';
 import { LockablePreRegistration } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
@@ -220,6 +220,30 @@ describe('one run, one fault', () => {
   );
 
   test(
+    'a writer stalled under the controller\'s last append of the run (the periodic head after the last wake, a plain append outside any wake): the stop is recorded in the timeout\'s words, not left to the resume as an internal error',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-stall-last-'), REPO, null);
+      // With this instance seed the run's last append is the periodic head signed after the last wake (run 167 of `--seed hour-2`, where it was found).
+      const instanceSeed = 'faults-hour-2';
+      const calibration = await calibrate(setup, 'C', instanceSeed);
+      const last = calibration.calibration.hits['writer.append.before_commit'];
+      const result = await runFaultPlan(setup, { ...planOf('writer.append.before_commit', 'stall_writer', last), instance_seed: instanceSeed });
+      expect(result.reached).toMatchObject({ kind: 'stall_writer', hit: last, frozen: true });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      expect(result.exits).toEqual([1, 0]);
+      const log = readFileSync(path.join(result.recordDir, 'controller.log'), 'utf8');
+      expect(log).not.toContain('internal_error');
+      expect(log).toContain('"code":"instance_writer"');
+      const stall = result.invariants.find((i) => i.invariant === 'stall_recorded')!;
+      expect(stall.details).toEqual([expect.stringMatching(new RegExp(`^note: stop recorded at seq \\d+: writer did not answer append #\\d+ within ${FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS} ms; its outcome is unknown \\(the writer is still running\\)`))]);
+      const events = eventsOf(result.runDir);
+      const stop = events.find((e) => e.event_type === 'SystemEvent.EmergencyStopped')!;
+      expect(events[stop.seq - 2]!.event_type).toBe('SystemEvent.ChainHeadSigned');
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
     'a runtime stalled (SIGSTOP) at a write intent past the wake answer timeout: the controller gives up on the wake and records the stop in the timeout\'s words; continued, the runtime adds nothing after the stop; the resume finishes',
     async () => {
       const setup = prepareHarness(folder('ds-faults-stall-runtime-'), REPO, null);
@@ -232,6 +256,34 @@ describe('one run, one fault', () => {
       expect(result.exits).toEqual([3, 0]);
       const stall = result.invariants.find((i) => i.invariant === 'stall_recorded')!;
       expect(stall.details).toEqual([expect.stringMatching(new RegExp(`^note: stop recorded at seq \\d+: the runtime failed in wake-\\d+ outside any planned crash \\(timeout: ds-runtime did not answer wake wake-\\d+ within ${stalledCallersTimeoutMs('stall_runtime', prereg)} ms; it was left running\\)`))]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a model server stalled (SIGSTOP) while the runtime\'s call to it is open, past the call\'s timeout: the call is recorded as that timeout, the late answer is never used, the instance goes on to the end without a stop',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-stall-model-'), REPO, null);
+      const prereg = LockablePreRegistration.parse(JSON.parse(readFileSync(setup.preregFile, 'utf8')));
+      const result = await runFaultPlan(setup, planOf('runtime.model_call.in_flight', 'stall_model', 3));
+      expect(result.reached).toMatchObject({ point: 'runtime.model_call.in_flight', kind: 'stall_model', hit: 3, frozen: true, context: { call_number: 1 } });
+      expect({ violations: result.violations, failed: result.invariants.filter((i) => !i.ok) }).toEqual({ violations: [], failed: [] });
+      const stallMs = stallMsOf('stall_model', prereg);
+      expect(stallMs).toBeGreaterThan(STALL_MODEL_CALL_TIMEOUT_MS);
+      const server = /^model server \(pid (\d+)\) at http:\/\/127\.0\.0\.1:\d+\/v1/.exec(result.notes.find((n) => n.startsWith('model server')) ?? '');
+      expect(server).not.toBeNull();
+      expect(result.notes).toContain(`SIGCONT to the model server (pid ${server![1]}) after ${stallMs} ms`);
+      // One controller: a model server that does not answer in time is a failed call, not a stop.
+      expect(result.exits).toEqual([0]);
+      const events = eventsOf(result.runDir);
+      const wakeId = result.reached!.context.wake_id;
+      const outcomes = events.filter((e) => (e.event_type === 'ModelOutputEvent.ModelAnswered' || e.event_type === 'ModelOutputEvent.ModelCallFailed') && e.payload.wake_id === wakeId);
+      expect(outcomes.map((e) => [e.event_type, e.payload.failure])).toEqual([['ModelOutputEvent.ModelCallFailed', 'timeout']]);
+      expect(String(outcomes[0]!.payload.detail)).toContain(`within timeoutMs ${STALL_MODEL_CALL_TIMEOUT_MS}`);
+      // The other wakes were answered by the server (the stall is one call's, not the run's).
+      expect(events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered' && e.payload.adapter === 'openai').length).toBeGreaterThan(0);
+      const stall = result.invariants.find((i) => i.invariant === 'stall_recorded')!;
+      expect(stall.details).toEqual([expect.stringMatching(new RegExp(`^note: the call of ${String(wakeId)} timed out after ${STALL_MODEL_CALL_TIMEOUT_MS} ms as recorded`))]);
     },
     RUN_TIMEOUT_MS,
   );

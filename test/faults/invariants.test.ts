@@ -16,6 +16,8 @@ import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { unansweredWithin } from '../../writer/client.js';
+import { answerNotWithin } from '../../runtime/model-adapters/openai-adapter.js';
+import { STALL_MODEL_CALL_TIMEOUT_MS } from '../../experiments/faults/fault-plan.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';
@@ -435,6 +437,47 @@ describe('stall_recorded', () => {
     );
     const stop = find((e) => e.event_type === 'SystemEvent.EmergencyStopped', 'the forged stop', stored);
     expect(failures(check(dir, { reached: stalled }), 'stall_recorded')).toEqual([`ActionEvent.ToolSucceeded (actor tool) at seq ${stop.seq + 1} after the stop at seq ${stop.seq}, before the resume at seq ${stop.seq + 2}`]);
+  });
+});
+
+describe('stall_recorded, the stalled model server', () => {
+  const stalledModel = (wakeId: string): FaultReached => FaultReached.parse({ point: 'runtime.model_call.in_flight', kind: 'stall_model', hit: 3, role: 'runtime', pid: 4205, frozen: true, context: { wake_id: wakeId, call_number: 1 } });
+  /** The reference run stands in for a run on a model server, so "not a model server" is always among a forged case's problems. */
+  const NOT_SERVER = /^the instance ran with the reference model, not a model server/;
+  const problemsOf = (dir: string, reached: FaultReached): string[] => failures(check(dir, { reached }), 'stall_recorded').filter((p) => !NOT_SERVER.test(p));
+  const answerOf = (n: number): EventEnvelope => events.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered')[n]!;
+  const timedOut = (like: EventEnvelope): EventEnvelope =>
+    newEvent('ModelOutputEvent.ModelCallFailed', { ...structuredClone(like.payload), failure: 'timeout', detail: `no complete answer from POST http://127.0.0.1:1/v1/chat/completions ${answerNotWithin(STALL_MODEL_CALL_TIMEOUT_MS)} (attempt 1; no response headers had arrived)`, raw_output: null }, like, 'model');
+
+  it('fails (forged) on the honest run: its call at the stall was answered, and it ran no model server', () => {
+    const answer = answerOf(2);
+    const wakeId = String(answer.payload.wake_id);
+    const results = check(runDir, { reached: stalledModel(wakeId) });
+    expect(failures(results, 'stall_recorded')).toEqual([expect.stringMatching(NOT_SERVER), `the stalled call of ${wakeId} is recorded as ModelOutputEvent.ModelAnswered at seq ${answer.seq}: the server was frozen past its timeout, so an answer was used that came too late, or the stall missed the call`]);
+  });
+
+  it('passes the call recorded as the timeout in the adapter\'s words (the model aside); fails (forged) a late answer recorded after it, and a timeout of another length', () => {
+    const answer = answerOf(2);
+    const wakeId = String(answer.payload.wake_id);
+    const replaced = copies.copy();
+    rewriteEvents(replaced, (list) => list.map((e) => (e.event_id === answer.event_id ? { ...timedOut(answer), event_id: answer.event_id } : e)));
+    expect(problemsOf(replaced, stalledModel(wakeId))).toEqual([]);
+    const late = copies.copy();
+    const stored = rewriteEvents(late, (list) => insertAfter(list.map((e) => (e.event_id === answer.event_id ? { ...timedOut(answer), event_id: answer.event_id } : e)), answer, { ...structuredClone(answer), event_id: randomUUID(), idempotency_key: null }));
+    const failedAt = find((e) => e.event_id === answer.event_id, 'the forged timeout', stored).seq;
+    expect(problemsOf(late, stalledModel(wakeId))).toEqual([`the stalled call of ${wakeId} has 2 outcome events (ModelOutputEvent.ModelCallFailed at seq ${failedAt}, ModelOutputEvent.ModelAnswered at seq ${failedAt + 1}), not one`]);
+    const other = copies.copy();
+    rewriteEvents(other, (list) => list.map((e) => (e.event_id === answer.event_id ? { ...timedOut(answer), event_id: answer.event_id, payload: { ...timedOut(answer).payload, detail: `no complete answer ${answerNotWithin(60_000)}` } } : e)));
+    expect(problemsOf(other, stalledModel(wakeId))).toEqual([`the stalled call of ${wakeId} failed as timeout (no complete answer ${answerNotWithin(60_000)}), not as a timeout "${answerNotWithin(STALL_MODEL_CALL_TIMEOUT_MS)}"`]);
+  });
+
+  it('fails (forged) when the instance was stopped: a server that does not answer in time is a failed call, never a stop', () => {
+    const answer = answerOf(2);
+    const dir = copies.copy();
+    const anchor = events.filter((e) => e.event_type === 'ExperimentEvent.WakeEnded')[4]!;
+    const stored = rewriteEvents(dir, (list) => insertAfter(list.map((e) => (e.event_id === answer.event_id ? { ...timedOut(answer), event_id: answer.event_id } : e)), anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason: 'the model did not answer' }, anchor, 'experiment')));
+    const stop = find((e) => e.event_type === 'SystemEvent.EmergencyStopped', 'the forged stop', stored);
+    expect(problemsOf(dir, stalledModel(String(answer.payload.wake_id)))).toEqual([`the instance was stopped at seq ${stop.seq}: the model did not answer — a model server that does not answer in time is a failed call, never a stop`]);
   });
 });
 
