@@ -8,7 +8,7 @@
 // at the armed hit the process claims the run's single `fired` file, writes `reached.json`, and
 // either freezes itself with SIGSTOP for the harness to act (kills, snapshot and workspace
 // faults) or returns the kind for its caller to carry out (socket and model faults).
-import { appendFileSync, closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
@@ -187,12 +187,30 @@ export class FaultSwitch {
     }
   }
 
+  /**
+   * Per point, this process's counter file, kept open, and the count in it. Read once, at the
+   * point's first hit here: the processes of one role follow each other (a restarted or resumed
+   * one starts after the one before it is gone; the harness waits for that), so none writes
+   * behind another's back. Written at every hit, so a process killed at the next instant leaves
+   * the count its successor goes on from.
+   */
+  private readonly counters = new Map<FaultPoint, { readonly fd: number; hits: number }>();
+
   private count(dir: string, point: FaultPoint): number {
-    const file = path.join(dir, FAULT_FILES.hits(point));
-    const before = existsSync(file) ? Number(readFileSync(file, 'utf8').slice(0, MAX_COUNTER_CHARS)) : 0;
-    if (!Number.isSafeInteger(before) || before < 0) throw new FaultArmingError(`the fault counter ${file} holds no count`);
-    writeFileSync(file, String(before + 1));
-    return before + 1;
+    let counter = this.counters.get(point);
+    if (counter === undefined) {
+      const file = path.join(dir, FAULT_FILES.hits(point));
+      const exists = existsSync(file);
+      const before = exists ? Number(readFileSync(file, 'utf8').slice(0, MAX_COUNTER_CHARS)) : 0;
+      if (!Number.isSafeInteger(before) || before < 0) throw new FaultArmingError(`the fault counter ${file} holds no count`);
+      counter = { fd: openSync(file, exists ? 'r+' : 'w+'), hits: before };
+      this.counters.set(point, counter);
+    }
+    counter.hits += 1;
+    // One pwrite at offset 0 in place of a read and a rewrite per hit (the points sit on hot paths:
+    // ~1,500 hits a run). A count never gets shorter, so no digit of an older one is left behind.
+    writeSync(counter.fd, String(counter.hits), 0);
+    return counter.hits;
   }
 
   private claimFiring(dir: string): boolean {
