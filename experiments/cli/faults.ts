@@ -8,7 +8,8 @@
 // run of a seed and says whether it reproduced its earlier record in OUT; without such a record
 // it is refused before anything runs or is written (a check that compares nothing is no check).
 // Exit 0 every invariant held (and a rerun reproduced), 1 a violation or a rerun that differs,
-// 2 misuse (a rerun without a record to compare with included), 4 nothing violated but some runs
+// 2 misuse (a rerun without a record to compare with included), 3 stopped by the operator (Ctrl-C),
+// 4 nothing violated but some runs
 // were skipped (not tried: no root for disk_full, no model for random_subject). Ends through runCommand: with
 // --json, one JSON object on stdout whatever happens (docs/errors.md).
 import { randomBytes } from 'node:crypto';
@@ -16,10 +17,10 @@ import { existsSync, lstatSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { FAULT_CELLS } from '../faults/fault-plan.js';
-import { earlierRecordsOf, MAX_RUNS, runHarness, type FaultSummary } from '../faults/fault-harness.js';
+import { earlierRecordsOf, MAX_RUNS, runHarness, type FaultSummary, type HarnessStop } from '../faults/fault-harness.js';
 import { prepareHarness } from '../faults/fault-run.js';
 import { REPO } from './run-defaults.js';
-import { todayCompact } from './operator-stop.js';
+import { onOperatorPress, todayCompact } from './operator-stop.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
@@ -38,6 +39,7 @@ const USAGE = `usage: npm run faults -- [--seed S] [--runs N] [--out DIR] [--con
                      ../shared/models/stories260K.gguf); without it those runs are skipped, said so
   --json             print the summary as one JSON object on stdout
 exit: 0 no violation (and a rerun reproduced) · 1 a violation, or a rerun that differs · 2 misuse (a rerun with no record in --out too)
+      · 3 stopped by the operator (Ctrl-C: runs under way finish and are checked, no new one starts; again: they are killed, unchecked)
       · 4 no violation, but some runs were skipped (not tried: a disk_full run without root, a random_subject run without a model)`;
 
 
@@ -47,7 +49,7 @@ function print(summary: FaultSummary): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(' · ');
   const lines = [
-    `${!summary.ok ? 'FAILED' : summary.skipped.length > 0 ? `INCOMPLETE (${summary.skipped.length} SKIPPED, not tried)` : 'OK'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
+    `${summary.interrupted !== null && summary.failures.length === 0 ? `INTERRUPTED (${summary.interrupted.by}: ${summary.interrupted.not_started} run(s) not started, ${summary.interrupted.killed} killed under way, unchecked)` : !summary.ok ? 'FAILED' : summary.skipped.length > 0 ? `INCOMPLETE (${summary.skipped.length} SKIPPED, not tried)` : 'OK'}: ${summary.runs} run(s) of seed ${summary.seed} in ${summary.duration_s} s (${summary.runs_per_minute} runs per minute, ${summary.concurrency} at once, calibration included); records in ${summary.out}`,
     `  faults by kind:  ${count(summary.faults)}`,
     `  faults by point: ${count(summary.points)}`,
     `  coverage: ${summary.coverage.cells - summary.coverage.missing.length} of ${summary.coverage.cells} applicable (point, kind) cells exercised${summary.coverage.missing.length > 0 && summary.runs >= summary.coverage.cells ? ` (missing: ${summary.coverage.missing.join('; ')})` : ''}`,
@@ -62,6 +64,31 @@ function print(summary: FaultSummary): string {
   }
   for (const f of summary.failures) lines.push(`  ✗ ${f.invariant} in ${f.name}: ${f.detail}\n      reproduce: ${f.command}`);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The operator's Ctrl-C (or SIGTERM): the first press starts no more runs and lets the ones under
+ * way finish and be checked; the second kills them (their processes, a frozen one included; their
+ * disks unmounted, their model servers ended) and lists them unchecked; the third exits at once
+ * (130), saying what may be left behind. The instances run in process groups of their own
+ * (fault-run.ts), so a press reaches the harness alone.
+ */
+function operatorStop(log: (line: string) => void, concurrency: number): { readonly signals: HarnessStop; release(): void } {
+  const startNoMore = new AbortController();
+  const killNow = new AbortController();
+  const release = onOperatorPress((press) => {
+    if (press.count === 1) {
+      log(`${press.signal}: no new run starts; the runs under way (at most ${concurrency}) finish and are checked. Press again to kill them now (unchecked), a third time to exit at once`);
+      startNoMore.abort(`operator signal ${press.signal}`);
+    } else if (press.count === 2) {
+      log(`second ${press.signal}: killing the runs under way; they are listed unchecked, their disks unmounted and their model servers ended`);
+      killNow.abort(`operator signal ${press.signal} (a second press)`);
+    } else {
+      log(`${press.signal} again: exiting now (130); a run under way may leave its processes, a mounted /tmp/ds-fault-disk-* and a /tmp/ds-fault-* folder behind`);
+      process.exit(130);
+    }
+  });
+  return { signals: { startNoMore: startNoMore.signal, killNow: killNow.signal }, release };
 }
 
 async function main(): Promise<CommandOutput | null> {
@@ -86,9 +113,17 @@ async function main(): Promise<CommandOutput | null> {
   const log = (line: string): void => void process.stderr.write(`[faults] ${line}\n`);
   log(`seed ${seed}, ${only !== null ? `run ${only} only` : `${runs ?? FAULT_CELLS.length} run(s)`}, ${concurrency} at once, folder ${outDir}`);
   // runHarness looks again before it calibrates (the records may have gone meanwhile): refused the same way.
-  const summary = await runHarness({ setup, seed, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log });
-  // Skipped runs were not tried: the batch is not evidence about them (4), though nothing failed.
-  const exitCode = !summary.ok ? EXIT_CODES.failed : summary.skipped.length > 0 ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
+  const stop = operatorStop(log, concurrency);
+  let summary: FaultSummary;
+  try {
+    summary = await runHarness({ setup, seed, runs: runs ?? FAULT_CELLS.length, only, concurrency, onProgress: log, stop: stop.signals });
+  } finally {
+    stop.release();
+  }
+  // Stopped by the operator: what ran is checked and reported, the batch is not whole (3, resumable: the same
+  // seed and --out plan the same runs); skipped runs were not tried: not evidence about them (4), though nothing failed.
+  const violated = summary.failures.length > 0 || (summary.reproduction !== null && !summary.reproduction.same);
+  const exitCode = violated ? EXIT_CODES.failed : summary.interrupted !== null ? EXIT_CODES.stopped : !summary.ok ? EXIT_CODES.failed : summary.skipped.length > 0 ? EXIT_CODES.notEvidence : EXIT_CODES.ok;
   return { exitCode, json: summary, text: print(summary) };
 }
 

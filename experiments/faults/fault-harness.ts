@@ -14,7 +14,7 @@ import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { TypedErrorOf } from '../../foundation/typed-error.js';
 import { FAULT_KINDS, FAULT_POINTS, type FaultKind, type FaultPoint } from '../../schema/fault-points.js';
 import { Calibration, FAULT_CELLS, FaultRunPlan, GROUPS, instanceSeedOf, planFaultRun } from './fault-plan.js';
-import { calibrate, calibrationOf, INVARIANTS, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
+import { calibrate, calibrationOf, INTERRUPTED_REASON, INVARIANTS, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
 
 /** More runs than this in one batch are refused (200 take about half an hour on two cores). */
 export const MAX_RUNS = 5_000;
@@ -72,6 +72,12 @@ export const FaultSummary = z.strictObject({
   concurrency: z.number().int().min(1),
   /** Fault runs (calibration not counted) per minute of duration_s. */
   runs_per_minute: z.number(),
+  /**
+   * Set when the operator stopped the batch (experiments/cli/faults.ts): by which signal, how
+   * many planned runs never started, and how many were killed under way at a second press (listed
+   * in `skipped`, unchecked, and counted in `runs` like every run started).
+   */
+  interrupted: z.strictObject({ by: z.string(), not_started: z.number().int().min(0), killed: z.number().int().min(0) }).nullable(),
 });
 export type FaultSummary = z.infer<typeof FaultSummary>;
 
@@ -84,6 +90,13 @@ export interface HarnessOptions {
   readonly only: number | null;
   readonly concurrency: number;
   readonly onProgress: (line: string) => void;
+  /** The operator's presses: the first starts no more runs, the second kills the runs under way (their reasons say which signal). */
+  readonly stop?: HarnessStop;
+}
+
+export interface HarnessStop {
+  readonly startNoMore: AbortSignal;
+  readonly killNow: AbortSignal;
 }
 
 const CalibrationFile = z.strictObject({ seed: z.string(), calibration: Calibration });
@@ -214,7 +227,7 @@ async function calibration(options: HarnessOptions, queue: PQueue, failures: Fau
     GROUPS.map((group) =>
       queue.add(async () => {
         options.onProgress(`start calibration-${group}: a clean run counting every point's hits`);
-        const result = await calibrate(options.setup, group, instanceSeedOf(options.seed));
+        const result = await calibrate(options.setup, group, instanceSeedOf(options.seed), options.stop?.killNow ?? null);
         options.onProgress(describe(result));
         failures.push(...failuresOf(options.seed, 0, result, `npm run faults -- --seed ${JSON.stringify(options.seed)} --runs 0 --out ${JSON.stringify(options.setup.outDir)}`));
         return [group, result] as const;
@@ -237,7 +250,10 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
   const failures: FaultFailure[] = [];
   const cal = await calibration(options, queue, failures);
   const indices = options.only !== null ? [options.only] : Array.from({ length: options.runs }, (_, i) => i + 1);
-  const plans: FaultRunPlan[] = indices.map((index) => planFaultRun(options.seed, index, cal));
+  const startNoMore = options.stop?.startNoMore;
+  // Stopped during the calibration: nothing is planned from a calibration that may not have run to its end.
+  const plans: FaultRunPlan[] = startNoMore?.aborted ? [] : indices.map((index) => planFaultRun(options.seed, index, cal));
+  let notStarted = indices.length - plans.length;
   // Read before the rerun replaces the record in its folder.
   const earlier: RunFingerprint | null = options.only !== null ? recordFor(plans[0]!, records).fingerprint : null;
 
@@ -246,8 +262,12 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
   await Promise.all(
     plans.map((plan) =>
       queue.add(async () => {
+        if (startNoMore?.aborted) {
+          notStarted += 1;
+          return;
+        }
         options.onProgress(`start ${String(plan.index).padStart(4, '0')}: ${plan.group} ${plan.kind} at hit ${plan.hit}/${plan.hits_in_calibration} of ${plan.point} (${done} of ${plans.length} done)`);
-        const result = await runFaultPlan(options.setup, plan);
+        const result = await runFaultPlan(options.setup, plan, options.stop?.killNow ?? null);
         results.push(result);
         done += 1;
         options.onProgress(`[${done}/${plans.length}] ${describe(result)}`);
@@ -275,9 +295,11 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
     reproduction = { run: options.only, compared: true, same: compared.same, differences: compared.differences };
   }
   const skipped = results.flatMap((r) => (r.skipped === null || r.plan === null ? [] : [{ run: r.plan.index, name: r.name, reason: r.skipped }])).sort((a, b) => a.run - b.run);
+  const killed = skipped.filter((s) => s.reason.startsWith(INTERRUPTED_REASON)).length;
+  const interrupted = startNoMore?.aborted ? { by: String(startNoMore.reason ?? 'the operator'), not_started: notStarted, killed } : null;
   const summary: FaultSummary = {
-    // A rerun passes only by reproducing its record: one that compared nothing (or was not tried) is not a pass.
-    ok: failures.length === 0 && (options.only === null || (reproduction !== null && reproduction.compared && reproduction.same && skipped.length === 0)),
+    // A rerun passes only by reproducing its record: one that compared nothing (or was not tried) is not a pass; an interrupted batch is no pass either.
+    ok: failures.length === 0 && interrupted === null && (options.only === null || (reproduction !== null && reproduction.compared && reproduction.same && skipped.length === 0)),
     seed: options.seed,
     runs: results.length,
     faults,
@@ -292,6 +314,7 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
     duration_s: Math.round((Date.now() - startedMs) / 100) / 10,
     concurrency: options.concurrency,
     runs_per_minute: Math.round((results.length / Math.max((Date.now() - startedMs) / 60_000, 1e-9)) * 10) / 10,
+    interrupted,
   };
   writeFileSync(path.join(options.setup.outDir, options.only === null ? 'summary.json' : `rerun-${options.only}.json`), `${JSON.stringify(summary, null, 2)}\n`);
   return summary;

@@ -32,7 +32,7 @@ import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './f
 import { GROUPS, STALL_MODEL_CALL_TIMEOUT_MS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
 import { firstAcceptedModelSeed } from './random-subject-seed.js';
-import { startFaultModelServer, type FaultModelServer } from './model-server.js';
+import { FaultModelServerError, startFaultModelServer, type FaultModelServer } from './model-server.js';
 import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 import { InstanceError } from '../../controller/instance-error.js';
@@ -164,8 +164,8 @@ export function modelArgsOf(plan: FaultRunPlan | null, subject: { readonly model
       return ['--model', 'local', '--model-file', subject.modelFile, '--model-seed', String(subject.modelSeed ?? plan.model_seed), '--temperature', String(RANDOM_SUBJECT_TEMPERATURE), '--max-tokens', String(RANDOM_SUBJECT_MAX_TOKENS)];
     }
     case 'stall_model':
-      if (subject.server === null) throw new Error(`bug: the stall_model run ${plan.index} has no model server`);
-      return subject.server.modelArgs;
+      // No server (it did not start, said in the notes): the reference policy, and stall_recorded fails naming it.
+      return subject.server?.modelArgs ?? [];
     default:
       return [];
   }
@@ -258,7 +258,7 @@ function sleep(ms: number): Promise<void> {
  * output (and its children's, which inherit the descriptor) appended straight to `logFile`: no
  * pipe, so the controller's own exit is seen when it happens, whatever its children still do.
  */
-async function runController(setup: HarnessSetup, args: readonly string[], arming: FaultArming, logFile: string, onPoll: (pid: number) => void): Promise<ProcessOutcome> {
+async function runController(setup: HarnessSetup, args: readonly string[], arming: FaultArming, logFile: string, onPoll: (pid: number) => void, kill: AbortSignal | null): Promise<ProcessOutcome> {
   const code = await processCodeFor(path.join(setup.codeRoot, 'experiments', 'cli', 'experiment.ts'), setup.codeRoot);
   appendFileSync(logFile, `$ experiment ${args.join(' ')}\n`);
   const fd = openSync(logFile, 'a');
@@ -268,6 +268,10 @@ async function runController(setup: HarnessSetup, args: readonly string[], armin
       cwd: setup.codeRoot,
       env: { ...process.env, [FAULT_ENV]: JSON.stringify(arming) },
       stdio: ['ignore', fd, fd],
+      // A process group of its own: an operator's Ctrl-C reaches the harness alone, which decides
+      // what becomes of the runs under way (experiments/cli/faults.ts); it never lands as a stop
+      // inside an instance the harness would then resume and check.
+      detached: true,
     });
   } finally {
     closeSync(fd);
@@ -280,7 +284,12 @@ async function runController(setup: HarnessSetup, args: readonly string[], armin
       timedOut = true;
       child.kill('SIGKILL');
     }, CONTROLLER_TIMEOUT_MS);
+    // The operator's second press: the controller and every process of its group (its writer and runtime, a frozen one too).
+    const killGroup = (): void => void signal(-pid, 'SIGKILL');
+    if (kill?.aborted) killGroup();
+    kill?.addEventListener('abort', killGroup, { once: true });
     child.once('exit', (code, sig) => {
+      kill?.removeEventListener('abort', killGroup);
       clearInterval(poller);
       clearTimeout(timer);
       // One last look: the fault may have fired just before the controller ended.
@@ -292,11 +301,17 @@ async function runController(setup: HarnessSetup, args: readonly string[], armin
 }
 
 /** Waits for the instance's writer and runtime to be gone after their controller; kills and reports stragglers (a frozen one included). */
-async function awaitOrphans(faultDir: string, notes: string[]): Promise<string[]> {
+async function awaitOrphans(faultDir: string, notes: string[], kill: AbortSignal | null): Promise<string[]> {
   const problems: string[] = [];
   for (const role of ['writer', 'runtime'] as const) {
     const pid = readPid(faultDir, role);
     if (pid === null || !alive(pid)) continue;
+    if (kill?.aborted) {
+      // Interrupted: not waited for (its own process group may differ: isolation starts it under another uid).
+      signal(pid, 'SIGKILL');
+      notes.push(`the ${role} (pid ${pid}) killed at the operator's second press`);
+      continue;
+    }
     const deadline = Date.now() + ORPHAN_EXIT_TIMEOUT_MS;
     // Bounded by the deadline.
     while (alive(pid) && Date.now() < deadline) await sleep(POLL_MS * 5);
@@ -537,7 +552,11 @@ interface RunSpec {
   readonly arming: Omit<FaultArming, 'dir'>;
 }
 
-async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResult & { calibration: GroupCalibration }> {
+/** How a run killed at the operator's second press begins its `skipped` reason (experiments/cli/faults.ts counts them apart). */
+export const INTERRUPTED_REASON = 'interrupted by the operator';
+
+/** `kill`: the operator's second press (experiments/cli/faults.ts) — the run's processes are killed and it ends unchecked. */
+async function execute(setup: HarnessSetup, spec: RunSpec, kill: AbortSignal | null): Promise<FaultRunResult & { calibration: GroupCalibration }> {
   const startedMs = Date.now();
   const recordDir = path.join(setup.outDir, 'runs', spec.name);
   rmSync(recordDir, { recursive: true, force: true });
@@ -616,9 +635,9 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     const beforeResume = folderHashes(runDir);
     if (planted.snapshotSeq !== null) badFileProblems.push(...restoreVerdictProblems(runDir, planted.snapshotSeq));
     const logStart = readFileSync(logFile).length;
-    const outcome = await runController(setup, ['--resume', runDir, ...common], arming, logFile, poll);
+    const outcome = await runController(setup, ['--resume', runDir, ...common], arming, logFile, poll, kill);
     exits.push(outcome.timedOut ? null : outcome.code);
-    orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
+    orphanProblems.push(...(await awaitOrphans(faultDir, notes, kill)));
     const resumeLog = readFileSync(logFile).subarray(logStart).toString('utf8');
     const afterResume = folderHashes(runDir);
     const problems = badFileVerdictProblems({
@@ -646,20 +665,25 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     // A seed whose answers the model check refuses would try nothing: the first one it accepts (random-subject-seed.ts).
     const modelSeed = randomSubject && spec.plan !== null && modelFile !== null && existsSync(modelFile) ? await firstAcceptedModelSeed(spec.plan, { modelFile, temperature: RANDOM_SUBJECT_TEMPERATURE, maxTokens: RANDOM_SUBJECT_MAX_TOKENS }, notes) : null;
     if (spec.plan?.kind === 'stall_model') {
-      modelServer = await startFaultModelServer(setup.codeRoot, logFile);
-      notes.push(`model server (pid ${modelServer.pid}) at ${modelServer.baseUrl}, call timeout ${STALL_MODEL_CALL_TIMEOUT_MS} ms`);
+      try {
+        modelServer = await startFaultModelServer(setup.codeRoot, logFile);
+        notes.push(`model server (pid ${modelServer.pid}) at ${modelServer.baseUrl}, call timeout ${STALL_MODEL_CALL_TIMEOUT_MS} ms`);
+      } catch (error) {
+        if (!(error instanceof FaultModelServerError)) throw error;
+        notes.push(`stall_model: ${error.message}; the instance runs without it, so nothing is stalled (stall_recorded fails)`);
+      }
     }
     const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, { modelFile, modelSeed, server: modelServer }), ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
-    for (let attempt = 0; attempt <= MAX_RESUMES && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
-      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll);
+    for (let attempt = 0; attempt <= MAX_RESUMES && !kill?.aborted && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
+      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll, kill);
       exits.push(outcome.timedOut ? null : outcome.code);
       if (outcome.timedOut) notes.push(`a controller did not end within ${CONTROLLER_TIMEOUT_MS} ms and was killed`);
-      orphanProblems.push(...(await awaitOrphans(faultDir, notes)));
+      orphanProblems.push(...(await awaitOrphans(faultDir, notes, kill)));
       // A fault that fired in a resumed controller is carried out the same way (the poll ran there too).
       damageOnce();
       const fired = reached as FaultReached | null;
-      if (fired !== null && isBadFileKind(fired.kind) && !badFileStaged) {
+      if (fired !== null && isBadFileKind(fired.kind) && !badFileStaged && !kill?.aborted) {
         try {
           await badFileStage(fired.kind);
         } catch (error) {
@@ -677,6 +701,8 @@ async function execute(setup: HarnessSetup, spec: RunSpec): Promise<FaultRunResu
     // The run folder copied out of its tmpfs, then the tmpfs unmounted: also when the run failed.
     if (disk !== null) notes.push(...releaseFaultDisk(disk, runDir));
   }
+  // Killed at the operator's second press: its processes are gone and its disk released, but nothing was checked.
+  if (kill?.aborted) return skippedRun(spec, recordDir, runDir, `${INTERRUPTED_REASON}: its processes were killed before it finished, so no invariant was checked (controller exits ${exits.map((e) => e ?? 'killed').join(', ') || 'none'})`, startedMs, notes);
   const hits = readHits(path.join(recordDir, 'fault'));
   const calibration: GroupCalibration = { hits, ...readIntentHits(path.join(recordDir, 'fault')) };
   const fired = reached as FaultReached | null;
@@ -773,17 +799,17 @@ function diskFullStop(fired: FaultReached | null, filled: boolean, exits: Readon
 }
 
 /** A run that could not be tried here: its record says why, with no invariant (none was checked). */
-function skippedRun(spec: RunSpec, recordDir: string, runDir: string, reason: string, startedMs: number): FaultRunResult & { calibration: GroupCalibration } {
+function skippedRun(spec: RunSpec, recordDir: string, runDir: string, reason: string, startedMs: number, notes: readonly string[] = []): FaultRunResult & { calibration: GroupCalibration } {
   const fingerprint: RunFingerprint = { plan: spec.plan, reached: null, exits: [], head_seq: null, event_types_sha256: null, state_hash: null, invariants: {} };
   const empty = Object.fromEntries(FAULT_POINTS.map((point) => [point, 0])) as PointHits;
-  const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: null, exits: [], invariants: [], violations: [], notes: [`SKIPPED, not tried: ${reason}`], fingerprint, durationMs: Date.now() - startedMs, skipped: reason, calibration: { hits: empty, mutating: {}, writing: {} } };
+  const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: null, exits: [], invariants: [], violations: [], notes: [`SKIPPED, not tried: ${reason}`, ...notes], fingerprint, durationMs: Date.now() - startedMs, skipped: reason, calibration: { hits: empty, mutating: {}, writing: {} } };
   writeFileSync(path.join(recordDir, 'fault-run.json'), `${JSON.stringify(result, null, 2)}\n`);
   return result;
 }
 
 /** A clean run of `group` with every point counting: the hits the plan draws from, and a control (its invariants must hold too). */
-export async function calibrate(setup: HarnessSetup, group: (typeof GROUPS)[number], instanceSeed: string): Promise<FaultRunResult & { calibration: GroupCalibration }> {
-  return execute(setup, { name: `calibration-${group}`, plan: null, group, instanceSeed, arming: { armed: null } });
+export async function calibrate(setup: HarnessSetup, group: (typeof GROUPS)[number], instanceSeed: string, kill: AbortSignal | null = null): Promise<FaultRunResult & { calibration: GroupCalibration }> {
+  return execute(setup, { name: `calibration-${group}`, plan: null, group, instanceSeed, arming: { armed: null } }, kill);
 }
 
 /** The folder of a planned run under OUT/runs/ (its record, run folder and log). */
@@ -791,9 +817,9 @@ export function runNameOf(plan: FaultRunPlan): string {
   return `${String(plan.index).padStart(4, '0')}-${plan.group}-${plan.point}-${plan.kind}`;
 }
 
-export async function runFaultPlan(setup: HarnessSetup, plan: FaultRunPlan): Promise<FaultRunResult> {
+export async function runFaultPlan(setup: HarnessSetup, plan: FaultRunPlan, kill: AbortSignal | null = null): Promise<FaultRunResult> {
   const name = runNameOf(plan);
-  return execute(setup, { name, plan, group: plan.group, instanceSeed: plan.instance_seed, arming: { armed: { point: plan.point, kind: plan.kind, hit: plan.hit } } });
+  return execute(setup, { name, plan, group: plan.group, instanceSeed: plan.instance_seed, arming: { armed: { point: plan.point, kind: plan.kind, hit: plan.hit } } }, kill);
 }
 
 export function calibrationOf(results: Readonly<Record<(typeof GROUPS)[number], { calibration: GroupCalibration }>>): Calibration {

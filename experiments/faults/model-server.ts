@@ -6,7 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { processCodeFor } from '../../foundation/process-code.js';
+import { TypedErrorOf } from '../../foundation/typed-error.js';
 import { SCRIPTED_MODEL_ID } from '../bench/scripted-model-server.js';
 import { STALL_MODEL_CALL_TIMEOUT_MS } from './fault-plan.js';
 
@@ -28,7 +30,8 @@ export interface FaultModelServer {
   stop(): Promise<void>;
 }
 
-export class FaultModelServerError extends Error {
+/** The model server of a stall_model run did not start; the run goes on without it and fails stall_recorded, saying so (fault-run.ts). */
+export class FaultModelServerError extends TypedErrorOf('fault_model_server', EXIT_CODES.failed) {
   override readonly name = 'FaultModelServerError';
 }
 

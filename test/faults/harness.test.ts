@@ -3,7 +3,7 @@
 // RECOVERING with nothing retried; and the harness's own forged case — a planted bug (a
 // reconciliation that calls a completed write "did not happen") that only a kill at the right
 // instant shows, and that the harness must report.
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -15,7 +15,8 @@ import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
-import { runCli } from '../support/cli.js';
+import { runCli, spawnCli, type SpawnedCli } from '../support/cli.js';
+import { SAME_PRESS_WINDOW_MS } from '../../experiments/cli/operator-stop.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 import { ROOM_NAMES } from '../../foundation/rooms.js';
@@ -115,6 +116,79 @@ describe('npm run faults', () => {
       expect(result.stderr).toContain('usage: npm run faults');
     }
   });
+});
+
+describe('npm run faults, stopped by the operator', () => {
+  const out = folder('ds-faults-stop-');
+  /** The processes still alive that name the harness folder in their command line (controllers, writers, runtimes, model servers). */
+  const leftOver = (): string[] =>
+    readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .flatMap((pid) => {
+        try {
+          const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+          return cmdline.includes(out) && Number(pid) !== process.pid ? [`${pid}: ${cmdline.slice(0, 160)}`] : [];
+        } catch {
+          return [];
+        }
+      });
+  const untilOutput = async (cli: SpawnedCli, pattern: RegExp, timeoutMs: number): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    // Bounded by the deadline.
+    while (!pattern.test(cli.output())) {
+      if (Date.now() > deadline) throw new Error(`no ${pattern} in the harness's output within ${timeoutMs} ms:\n${cli.output().slice(-2_000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  /** Ctrl-C in a terminal: SIGINT to the harness's whole process group (its instances run in groups of their own). */
+  const ctrlC = (cli: SpawnedCli): void => void process.kill(-cli.child.pid!, 'SIGINT');
+  const summaryOf = (cli: SpawnedCli): FaultSummary => {
+    const line = cli.output().split('\n').find((l) => l.startsWith('{"ok":'));
+    expect(line, cli.output().slice(-2_000)).toBeDefined();
+    const { exit_code: _exitCode, ...printed } = JSON.parse(line!) as Record<string, unknown>;
+    return FaultSummary.parse(printed);
+  };
+
+  test(
+    'a first Ctrl-C starts no new run; the run under way finishes and is checked; the batch ends INTERRUPTED, exit 3, leaving no process behind',
+    async () => {
+      const cli = spawnCli('faults', ['--seed', 'ci-stop', '--runs', '5', '--concurrency', '1', '--out', out, '--json'], { detached: true });
+      await untilOutput(cli, /\[faults\] start 0001/, RUN_TIMEOUT_MS);
+      ctrlC(cli);
+      expect(await cli.exited).toBe(EXIT_CODES.stopped);
+      expect(cli.output()).toContain('SIGINT: no new run starts');
+      const summary = summaryOf(cli);
+      expect({ ok: summary.ok, runs: summary.runs, interrupted: summary.interrupted, failures: summary.failures, skipped: summary.skipped }).toEqual({ ok: false, runs: 1, interrupted: { by: 'operator signal SIGINT', not_started: 4, killed: 0 }, failures: [], skipped: [] });
+      // The run under way was not cut by the press: it ran to its end and every invariant was checked on it.
+      const record = JSON.parse(readFileSync(path.join(out, 'runs', readdirSync(path.join(out, 'runs')).find((n) => n.startsWith('0001-'))!, 'fault-run.json'), 'utf8')) as { invariants: unknown[]; violations: unknown[] };
+      expect(record.invariants).toHaveLength(INVARIANTS.length);
+      expect(record.violations).toEqual([]);
+      expect(leftOver()).toEqual([]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
+    'a second Ctrl-C kills the run under way (its processes, its fault folder): it is listed unchecked, never a pass',
+    async () => {
+      // The same folder: the calibration of the same seed is reused.
+      const cli = spawnCli('faults', ['--seed', 'ci-stop', '--runs', '5', '--concurrency', '1', '--out', out, '--json'], { detached: true });
+      await untilOutput(cli, /\[faults\] start 0001/, RUN_TIMEOUT_MS);
+      ctrlC(cli);
+      // A press after the window that folds a terminal's relayed signals into one.
+      await new Promise((resolve) => setTimeout(resolve, SAME_PRESS_WINDOW_MS + 300));
+      ctrlC(cli);
+      expect(await cli.exited).toBe(EXIT_CODES.stopped);
+      expect(cli.output()).toContain('second SIGINT: killing the runs under way');
+      const summary = summaryOf(cli);
+      expect({ ok: summary.ok, runs: summary.runs, interrupted: summary.interrupted, failures: summary.failures }).toEqual({ ok: false, runs: 1, interrupted: { by: 'operator signal SIGINT', not_started: 4, killed: 1 }, failures: [] });
+      expect(summary.skipped).toEqual([{ run: 1, name: expect.stringMatching(/^0001-/), reason: expect.stringMatching(/^interrupted by the operator: its processes were killed before it finished, so no invariant was checked/) }]);
+      expect(leftOver()).toEqual([]);
+      // Its cleanup ran: the points' folder copied into the record (then removed from /tmp), a disk of its own released (fault-run.ts execute's finally).
+      expect(existsSync(path.join(out, 'runs', summary.skipped[0]!.name, 'fault'))).toBe(true);
+    },
+    RUN_TIMEOUT_MS,
+  );
 });
 
 describe('one run, one fault', () => {
