@@ -269,6 +269,27 @@ describe('one run, one fault', () => {
   );
 
   test(
+    'a seeded sample of the kinds no other test here runs for real (issue 8\'s kills, snapshots, socket and model kinds): each fires, and every invariant holds',
+    async () => {
+      const setup = prepareHarness(folder('ds-faults-sample-'), REPO, null);
+      const sample: ReadonlyArray<[FaultRunPlan['point'], FaultRunPlan['kind'], number]> = [
+        ['writer.append.after_commit', 'kill_writer', 40],
+        ['controller.head.signing', 'kill_controller', 2],
+        ['writer.snapshot.write', 'snapshot_deleted', 2],
+        ['writer.snapshot.write', 'snapshot_corrupted', 3],
+        ['writer.socket.append_request', 'duplicate_message', 30],
+        ['runtime.model_call.in_flight', 'model_timeout', 5],
+        ['runtime.model_call.in_flight', 'model_garbage', 7],
+      ];
+      const results: Awaited<ReturnType<typeof runFaultPlan>>[] = [];
+      // Two at a time, as the harness runs them on two cores.
+      for (let i = 0; i < sample.length; i += 2) results.push(...(await Promise.all(sample.slice(i, i + 2).map(([point, kind, hit], j) => runFaultPlan(setup, { ...planOf(point, kind, hit), index: i + j + 1 })))));
+      expect(results.map((r) => ({ kind: r.reached?.kind ?? null, hit: r.reached?.hit ?? null, violations: r.violations, failed: r.invariants.filter((inv) => !inv.ok) }))).toEqual(sample.map(([, kind, hit]) => ({ kind, hit, violations: [], failed: [] })));
+    },
+    RUN_TIMEOUT_MS,
+  );
+
+  test(
     'a writer stalled (SIGSTOP) past the writer timeout under the controller\'s own append: the controller gives up, records the stop once the writer answers again, and the resume finishes with nothing twice',
     async () => {
       const setup = prepareHarness(folder('ds-faults-stall-'), REPO, null);
