@@ -178,14 +178,15 @@ describe('the summary of a batch that could not mount', () => {
 });
 
 describe('the forged cases, on a filled tmpfs', () => {
-  let disk: FaultDisk | null = null;
+  // Every disk a test here mounted (one each): a single variable kept only the last, and each suite run left a tmpfs mounted.
+  const disks: FaultDisk[] = [];
   afterAll(() => {
-    if (disk !== null) releaseFaultDisk(disk, path.join(folder('ds-disk-forged-'), 'run'));
+    for (const disk of disks.splice(0)) releaseFaultDisk(disk, path.join(folder('ds-disk-forged-'), 'run'));
   });
   const diskOf = (): FaultDisk => {
     const made = mountFaultDisk();
     if ('unavailable' in made) throw new Error(made.unavailable);
-    disk = made;
+    disks.push(made);
     mkdirSync(made.runDir);
     return made;
   };
@@ -248,7 +249,7 @@ describe('the forged cases, on a filled tmpfs', () => {
   });
 
   needsMount(`a file write that runs out of space fails (io_error, ENOSPC), leaves the old bytes and no temp file${mountNote}`, () => {
-    const d = disk ?? diskOf();
+    const d = disks.at(-1) ?? diskOf();
     // Whatever the test before left: its filler deleted first.
     freeFaultDisk(d);
     const root = path.join(d.mountDir, 'workspace');
@@ -276,7 +277,7 @@ describe('the forged cases, on a filled tmpfs', () => {
   };
 
   needsMount(`a signed head that does not fit leaves heads.jsonl as it was: no torn line for the next head to follow${mountNote}`, () => {
-    const d = disk ?? diskOf();
+    const d = disks.at(-1) ?? diskOf();
     freeFaultDisk(d);
     const heads = path.join(d.runDir, 'heads.jsonl');
     writeFileSync(heads, '{"a first head":1}\n');
@@ -288,7 +289,7 @@ describe('the forged cases, on a filled tmpfs', () => {
   });
 
   needsMount(`a workspace file the controller writes (scenario, external change) that does not fit fails: no truncated file renamed into place, no temp file${mountNote}`, () => {
-    const d = disk ?? diskOf();
+    const d = disks.at(-1) ?? diskOf();
     almostFull(d);
     const root = path.join(d.mountDir, 'controller-workspace');
     const scenario = { files: [{ path: 'sources/big.md', content: 'z'.repeat(3 * 4096) }] } as unknown as Scenario;
