@@ -271,6 +271,7 @@ export class Instance {
  */
 function unansweredWriterOf(error: unknown, runDir: string): WriterUnansweredError | null {
   if (error instanceof WriterUnansweredError) return error;
+  // A timeout, not a disconnect: the writer's socket was still open, so its process had not exited.
   if (error instanceof WriterUnavailableError && error.reason === 'timeout') return new WriterUnansweredError(`${error.message} (the writer is still running); the instance is interrupted — check the writer's log above, then continue with --resume ${runDir}`);
   return null;
 }

@@ -140,6 +140,12 @@ describe('npm run faults, stopped by the operator', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
+  /** A batch of five runs, one at a time, in a process group of its own (a terminal's foreground job), once run 0001 has started. */
+  const batchWithRunOneUnderWay = async (): Promise<SpawnedCli> => {
+    const cli = spawnCli('faults', ['--seed', 'ci-stop', '--runs', '5', '--concurrency', '1', '--out', out, '--json'], { detached: true });
+    await untilOutput(cli, /\[faults\] start 0001/, RUN_TIMEOUT_MS);
+    return cli;
+  };
   /** Ctrl-C in a terminal: SIGINT to the harness's whole process group (its instances run in groups of their own). */
   const ctrlC = (cli: SpawnedCli): void => void process.kill(-cli.child.pid!, 'SIGINT');
   const summaryOf = (cli: SpawnedCli): FaultSummary => {
@@ -152,8 +158,7 @@ describe('npm run faults, stopped by the operator', () => {
   test(
     'a first Ctrl-C starts no new run; the run under way finishes and is checked; the batch ends INTERRUPTED, exit 3, leaving no process behind',
     async () => {
-      const cli = spawnCli('faults', ['--seed', 'ci-stop', '--runs', '5', '--concurrency', '1', '--out', out, '--json'], { detached: true });
-      await untilOutput(cli, /\[faults\] start 0001/, RUN_TIMEOUT_MS);
+      const cli = await batchWithRunOneUnderWay();
       ctrlC(cli);
       expect(await cli.exited).toBe(EXIT_CODES.stopped);
       expect(cli.output()).toContain('SIGINT: no new run starts');
@@ -172,8 +177,7 @@ describe('npm run faults, stopped by the operator', () => {
     'a second Ctrl-C kills the run under way (its processes, its fault folder): it is listed unchecked, never a pass',
     async () => {
       // The same folder: the calibration of the same seed is reused.
-      const cli = spawnCli('faults', ['--seed', 'ci-stop', '--runs', '5', '--concurrency', '1', '--out', out, '--json'], { detached: true });
-      await untilOutput(cli, /\[faults\] start 0001/, RUN_TIMEOUT_MS);
+      const cli = await batchWithRunOneUnderWay();
       ctrlC(cli);
       // A press after the window that folds a terminal's relayed signals into one.
       await new Promise((resolve) => setTimeout(resolve, SAME_PRESS_WINDOW_MS + 300));
