@@ -14,6 +14,7 @@ import type { FaultSwitch } from '../schema/fault-switch.js';
 import type { HashString } from '../schema/hash.js';
 import type { Head } from '../writer/protocol.js';
 import type { IsolationOptions, IsolationPlan } from './isolation.js';
+import type { BlockSeat } from './lockstep-block.js';
 import type { ControllerKey } from './key-store.js';
 
 export type Group = keyof typeof GROUP_CAPABILITIES;
@@ -44,6 +45,12 @@ export interface CommonOptions {
    * unknown-outcome drill's, experiments/cli/drill.ts), or null to go on. Unset: never.
    */
   readonly stopAfterWake?: (wakeEvents: readonly EventEnvelope[]) => WakeStopOrder | null;
+  /**
+   * This instance's seat in its replicate's block (controller/lockstep-block.ts): its runtime's
+   * start and each wake's runtime part wait for their turn, and each ended wake is reported.
+   * Unset: the instance runs on its own.
+   */
+  readonly block?: BlockSeat;
 }
 
 /** A stop a caller orders after a wake: recorded like any stop, with this reason and operator. */

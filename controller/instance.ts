@@ -14,11 +14,13 @@ import { RuntimeWakeError } from '../runtime/spawn.js';
 import { WriterUnavailableError } from '../writer/client.js';
 import { WriterError, type AppendResult, type EventDraft, type Head } from '../writer/protocol.js';
 import { emergencyStoppedDraft, resumedDraft, subjectInitializedDraft, wakeEndedDraft } from './controller-events.js';
+import { START_TURN_INDEX } from '../design/block-turn-order.js';
 import { CrashDrills } from './crash-drills.js';
 import { InstanceError, WriterUnansweredError } from './instance-error.js';
 import type { InstanceInput, InstanceResult } from './instance-options.js';
 import { readProgress, type InstanceProgress } from './instance-progress.js';
 import { InstanceProcesses } from './instance-processes.js';
+import { NO_BLOCK } from './lockstep-block.js';
 import { hasFinalHead, resumeRefusalOf } from './resume-checks.js';
 import { appendSignedHead, sealAndSignFinalHead, signAndRecordHead, signChainHead, type HeadSigning } from './run-signatures.js';
 import type { StopOrder } from './runtime-wake.js';
@@ -135,6 +137,10 @@ export class Instance {
 
   /** Starts the runtime; a refused model check ends this start recorded (head signed), so a later resume finds a stop with its reason, not a controller that died unrecorded. */
   private async startRuntime(): Promise<void> {
+    // In a block, a runtime's start (its model check is a call to the server) waits for its turn too.
+    const turn = await (this.input.options.block ?? NO_BLOCK).takeTurn(START_TURN_INDEX, 'start', this.input.options.signal);
+    // A stop asked while waiting: the wake sequence stops before any wake needs a runtime.
+    if (turn === null) return;
     try {
       await this.processes.startRuntime();
     } catch (error) {
@@ -147,6 +153,8 @@ export class Instance {
         return;
       }
       throw error;
+    } finally {
+      turn.release();
     }
   }
 

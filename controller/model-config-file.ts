@@ -12,7 +12,7 @@ import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
-import type { ModelChoice } from '../design/model-choice.js';
+import { ParallelSlots, type ModelChoice } from '../design/model-choice.js';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /**
@@ -52,6 +52,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     timeout_ms: TimeoutMs,
     context_size: ServerContextTokens.nullable().default(null),
     stream: z.boolean().default(true),
+    /** How many calls the server takes at once (llama-server --parallel): that many members of a study's block may call together. */
+    parallel_slots: ParallelSlots.optional(),
   }),
   z.strictObject({
     adapter: z.literal('local'),
@@ -62,6 +64,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     threads: z.number().int().min(1).max(256).default(DEFAULT_LOCAL_THREADS),
     context_size: LocalContextTokens.default(DEFAULT_LOCAL_CONTEXT_TOKENS),
     timeout_ms: ModelTimeoutMs.default(DEFAULT_LOCAL_TIMEOUT_MS),
+    /** How many members of a study's block may evaluate their model at once on this machine. */
+    parallel_slots: ParallelSlots.optional(),
   }),
 ]);
 export type ModelConfigFile = z.infer<typeof ModelConfigFile>;
@@ -101,10 +105,10 @@ export function readModelConfigFile(file: string): ModelChoice {
   const provenance = { config_file: absolute, config_sha256: sha256 };
   switch (c.adapter) {
     case 'openai':
-      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...provenance };
+      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     case 'local': {
       const modelFile = path.resolve(path.dirname(absolute), c.model_file);
-      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, ...provenance };
+      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     }
     default: {
       const unhandled: never = c;

@@ -5,6 +5,8 @@
 // e'. the checkpoint and the budget ledger, f. WakeEnded with the script's outcome (on a wake without a
 // planned crash e' and f are one append: one commit, the same events in the same order). After each
 // wake: a signed periodic head every K wakes, the caller's stop order, the pre-registered pause rule.
+// In a block (controller/lockstep-block.ts) step d waits for this member's turn, and the end of f
+// lets the block's other members go on to the next wake.
 //
 // A stop (the signal, the pause rule, a caller's order, the runtime failing outside a plan) ends
 // the sequence as a value, not an exception: a wake stopped after its WakeStarted is ended
@@ -26,6 +28,7 @@ import { checkpointDraft, deliveredDraft, interventionDrafts, ledgerDraft, wakeE
 import type { CrashDrills } from './crash-drills.js';
 import { InstanceError } from './instance-error.js';
 import type { InstanceInput } from './instance-options.js';
+import { NO_BLOCK, type BlockSeat } from './lockstep-block.js';
 import { modelCallBudgetMs, type InstanceProcesses } from './instance-processes.js';
 import type { HeadSigning } from './run-signatures.js';
 import { signAndRecordHead } from './run-signatures.js';
@@ -64,6 +67,11 @@ export class WakeSequence {
 
   constructor(private readonly ctx: WakeSequenceContext) {
     this.scripts = wakeScriptOf(ctx.input.plan);
+  }
+
+  /** This instance's seat in its block; alone, a seat that waits for nobody. */
+  private get seat(): BlockSeat {
+    return this.ctx.input.options.block ?? NO_BLOCK;
   }
 
   /** Runs the wakes from index `first` on (bounded by the schedule). */
@@ -139,15 +147,23 @@ export class WakeSequence {
     const timeoutMs = wakeAnswerTimeoutMsOf(this.ctx.input.prereg) + modelCallBudgetMs(this.ctx.input);
     const wakeTheRuntime = (holdAtEachAppend: boolean): Promise<RuntimeAnswer> =>
       wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, stepsShareAppends: crash === null, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
+    // In a block, the runtime's part waits for this member's turn (controller/lockstep-block.ts).
+    const turn = await this.seat.takeTurn(index, wake.wake_id, this.ctx.input.options.signal);
+    if (turn === null) {
+      await this.endStoppedWake(wake, startedSeq);
+      return { kind: 'stopped', stop: signalStop(this.ctx.input.options.signal) };
+    }
     let answer: RuntimeAnswer;
     try {
       answer = crash === null ? await wakeTheRuntime(false) : await drills.runCrashWake(crash, wake, wakeTheRuntime);
     } catch (error) {
+      turn.release();
       if (!(error instanceof RuntimeWakeError)) throw error;
       const lostCall = await this.lostModelCall(wake, startedSeq, error);
       await this.endStoppedWake(wake, startedSeq);
       return { kind: 'stopped', stop: { reason: `the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})${lostCall}`, operator: null } };
     }
+    turn.release();
     if (answer.kind === 'stopped') {
       await this.endStoppedWake(wake, startedSeq);
       return answer;
@@ -164,6 +180,7 @@ export class WakeSequence {
     }
     const names = script.deliver.map((i) => i.intervention_id).join(', ');
     this.ctx.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${answer.line} · ${script.outcome}`);
+    this.seat.wakeEnded(index);
     return { kind: 'ran', calls: modelCallTallyOf(wakeEvents, wake.wake_id), events: wakeEvents };
   }
 

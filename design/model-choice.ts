@@ -26,10 +26,22 @@ import { openStoreReadOnly } from '../writer/store-reader.js';
 /** Where a model configured by a file came from: its sha256 (of the bytes), pinned in the manifest; the runner copies the file and checks it still hashes so. */
 const ConfigProvenance = { config_file: z.string().min(1).max(4_096).nullable(), config_sha256: HashString.nullable() };
 
+/** The most parallel slots a model configuration may declare (a study's blocks are three instances). */
+export const MAX_PARALLEL_SLOTS = 64;
+/**
+ * How many model calls the model's server takes at once (llama-server --parallel, vLLM's
+ * concurrency): a study's block lets that many of its members' calls run together (issue 31 item
+ * 1, controller/lockstep-block.ts). Absent: 1, one call at a time. A scheduling fact of the
+ * study, not the instance's model: it is not in the manifest's model info (a model configuration
+ * file that declares it is pinned there by its hash).
+ */
+export const ParallelSlots = z.number().int().min(1).max(MAX_PARALLEL_SLOTS);
+const Scheduling = { parallel_slots: ParallelSlots.optional() };
+
 export const ModelChoice = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
-  OpenAiModelConfig.extend(ConfigProvenance),
-  LocalModelConfig.extend(ConfigProvenance),
+  OpenAiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
+  LocalModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   /** Serve the model calls recorded in another run's store; never calls out. */
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
 ]);
@@ -147,6 +159,26 @@ export function ggufBuildOf(file: string): string {
   return `gguf-sha256:${hash.digest('hex')}`;
 }
 
+/**
+ * How many members of a block may be at the model at once: the declared parallel slots of a
+ * server or local model (default 1); the reference policy and a replay call no server and share
+ * nothing, so every member may go at once (still in lockstep).
+ */
+export function blockSlotsOf(choice: ModelChoice, members: number): number {
+  switch (choice.adapter) {
+    case 'reference':
+    case 'replay':
+      return members;
+    case 'openai':
+    case 'local':
+      return Math.min(members, choice.parallel_slots ?? 1);
+    default: {
+      const unhandled: never = choice;
+      throw new ModelChoiceError(`unknown model ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
 export interface ResolvedModel {
   readonly runtime: RuntimeModelConfig;
   readonly info: ModelInfo;
@@ -168,7 +200,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
         protocol: MODEL_PROTOCOL,
       };
     case 'openai': {
-      const { config_file: _file, config_sha256, ...runtime } = choice;
+      const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime: { ...runtime, retry },
         info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size },
@@ -176,7 +208,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
       };
     }
     case 'local': {
-      const { config_file: _file, config_sha256, ...runtime } = choice;
+      const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime,
         info: { adapter: 'local', model_id: choice.model_id, build: ggufBuildOf(choice.model_file), params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured('gbnf'), config_sha256, context_size: choice.context_size },

@@ -17,6 +17,7 @@ import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
 import { TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { FAILURE_KINDS, type FailureKind } from '../schema/usable-data.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS, WriterRequestTimeoutMs } from '../writer/protocol.js';
@@ -128,6 +129,14 @@ export type OracleRules = z.infer<typeof OracleRules>;
 
 export const MAX_PAUSE_AFTER_TRANSPORT_FAILURES = 100;
 
+/** The failure kinds the load-confound check compares: every kind of usable data but `other` (refusals and HTTP errors that are no server's load). */
+export const LOAD_CONFOUND_KINDS = FAILURE_KINDS.filter((k): k is Exclude<FailureKind, 'other'> => k !== 'other');
+export type LoadConfoundKind = (typeof LOAD_CONFOUND_KINDS)[number];
+/** Per kind, the most failed calls by which two groups of a block may differ (a 72-hour instance makes ~31 calls); null: not compared. */
+const ToleratedCalls = z.number().int().min(0).max(10_000).nullable();
+export const LoadConfoundTolerance = z.strictObject(Object.fromEntries(LOAD_CONFOUND_KINDS.map((k) => [k, ToleratedCalls])) as Record<LoadConfoundKind, typeof ToleratedCalls>);
+export type LoadConfoundTolerance = z.infer<typeof LoadConfoundTolerance>;
+
 /** Said when a pre-registration from before issue 15 is locked or started: what to add, and how. */
 export const MODEL_CALLS_MISSING_MESSAGE =
   'missing: a pre-registration must fix, before any run, the share of accepted model answers an instance needs to count as data (usable_data.min_accepted_share), the transport retry policy (transport_retry: max_attempts, backoff_ms) and the number of consecutive transport failures that pause an instance (pause_after_consecutive_transport_failures); copy the model_calls block of experiments/prereg/default.json, save the file under a new name with a new prereg_version, and lock that';
@@ -150,6 +159,15 @@ export const ModelCallRules = z.strictObject(
     transport_retry: TransportRetryPolicy,
     /** This many model calls in a row failing as `transport` pause the instance (recorded, resumable) instead of burning the schedule. */
     pause_after_consecutive_transport_failures: z.number().int().min(1).max(MAX_PAUSE_AFTER_TRANSPORT_FAILURES),
+    /**
+     * The load-confound check (issue 31 item 2, oracle/load-confound.ts): within a block (one
+     * replicate's A, B and C, run side by side against one server), how many more failed calls of
+     * a kind one group may have than another before the block counts as confounded by the
+     * server's load (and its instances as without usable data). null for a kind: not compared
+     * (said in the report). Absent (pre-registrations from before issue 31): no block is checked,
+     * and the report says so.
+     */
+    load_confound_tolerance: LoadConfoundTolerance.optional(),
   },
   { error: (issue) => (issue.input === undefined ? MODEL_CALLS_MISSING_MESSAGE : undefined) },
 );

@@ -13,7 +13,7 @@ import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 import { BatchBlock } from './batch-plan.js';
 
-export const STUDY_FILES = { plan: 'study.json', instances: 'instances', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
+export const STUDY_FILES = { plan: 'study.json', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 10,000 replicates; issue 18). */
 export const MAX_STUDY_INSTANCES = 30_000;
 /** The most replicates per group (MAX_STUDY_INSTANCES over the three groups). */
@@ -24,20 +24,27 @@ export const MAX_REPLICATES_PER_GROUP = MAX_STUDY_INSTANCES / 3;
  */
 const MAX_STUDY_PLAN_BYTES = 16 * 1024 * 1024;
 
-/** Written now; 1.0.0 (before --resume) is still read: it lacks only what 1.1.0 added, each with a default. */
-export const STUDY_VERSION = '1.1.0';
+/**
+ * Written now. 1.3.0 (issue 31): the instances run as blocks (one replicate's A, B and C side by
+ * side, in lockstep: controller/lockstep-block.ts), `concurrency` counts blocks, and blocks/ holds
+ * each block's turns (block-turns.ts). 1.1.0 and 1.0.0 (before --resume) are still read: their
+ * `concurrency` counts instances, and they have no record of blocks.
+ */
+export const STUDY_VERSION = '1.3.0';
+/** One-machine study versions whose instances ran one by one, not as blocks. */
+export const STUDY_VERSIONS_BEFORE_BLOCKS = ['1.0.0', '1.1.0'] as const;
 /** A study planned for a batch scheduler (--plan-only): 1.1.0 and its `batch` block (batch-plan.ts). */
 export const BATCH_STUDY_VERSION = '1.2.0';
 
 const StudyPlanFields = z.strictObject({
-  study_version: z.enum(['1.0.0', STUDY_VERSION, BATCH_STUDY_VERSION]),
+  study_version: z.enum([...STUDY_VERSIONS_BEFORE_BLOCKS, STUDY_VERSION, BATCH_STUDY_VERSION]),
   study_id: z.string().min(1).max(128),
   seed: z.string().min(1).max(100),
   prereg_file: z.string(),
   prereg_sha256: z.string(),
   n_initial: z.number().int().min(1),
   n_expanded: z.number().int().min(1),
-  /** What --resume runs with unless given --concurrency. */
+  /** What --resume runs with unless given --concurrency: blocks at once (1.3.0), instances at once (before; blockConcurrencyOf). */
   concurrency: z.number().int().min(1),
   start_at: z.iso.datetime(),
   model: ModelChoice,
@@ -92,6 +99,16 @@ export class StudyError extends CodedErrorOf<StudyErrorCode>('study', EXIT_CODES
   override readonly name = 'StudyError';
 }
 
+/** Whether the study runs its instances as blocks (every study planned since issue 31). */
+export function runsBlocks(plan: StudyPlan): boolean {
+  return !(STUDY_VERSIONS_BEFORE_BLOCKS as readonly string[]).includes(plan.study_version) && plan.study_version !== BATCH_STUDY_VERSION;
+}
+
+/** The blocks a study runs at once: its concurrency, or for a study planned before blocks its instances at once in whole blocks (at least one). */
+export function blockConcurrencyOf(plan: StudyPlan): number {
+  return runsBlocks(plan) ? plan.concurrency : Math.max(1, Math.floor(plan.concurrency / 3));
+}
+
 export function readStudyPlan(outDir: string): StudyPlan {
   const file = path.join(outDir, STUDY_FILES.plan);
   if (!existsSync(file)) throw new StudyError('not_a_study', `${file} is missing: ${outDir} is not a study folder of npm run study`);
@@ -111,6 +128,6 @@ export function readStudyPlan(outDir: string): StudyPlan {
     throw new StudyError('plan_unreadable', `${file} is not JSON (${error instanceof Error ? error.message : String(error)}): damaged or not written by npm run study; nothing was changed`);
   }
   const parsed = StudyPlan.safeParse(raw);
-  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads 1.0.0, ${STUDY_VERSION} and ${BATCH_STUDY_VERSION}): ${z.prettifyError(parsed.error)}; nothing was changed`);
+  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads ${[...STUDY_VERSIONS_BEFORE_BLOCKS, STUDY_VERSION, BATCH_STUDY_VERSION].join(', ')}): ${z.prettifyError(parsed.error)}; nothing was changed`);
   return parsed.data;
 }

@@ -29,6 +29,7 @@ export const MODEL_OPTIONS = {
   'max-tokens': { type: 'string' },
   'json-mode': { type: 'boolean' },
   'model-timeout-ms': { type: 'string' },
+  'parallel-slots': { type: 'string' },
   'replay-from': { type: 'string' },
 } as const;
 
@@ -39,7 +40,9 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}]
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
                      both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
-                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)],
+                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
+                     [--parallel-slots N: calls the server takes at once (llama-server --parallel), default 1:
+                     a study's block lets that many of its A, B, C calls run together],
                      replay (--replay-from RUN_DIR: serve that run's recorded model calls; group, seed,
                      start, experiment id and replicate default to that run's, so that it is reproduced)
   --model-config F   the model as a JSON file instead of the flags above (docs/model-protocol.md);
@@ -60,7 +63,7 @@ function numberFlag(name: string, text: string | undefined, integer: boolean): n
   return value;
 }
 
-const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id'] as const;
+const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots'] as const;
 const OPENAI_ONLY = ['base-url', 'api-key-env', 'structured-output', 'json-mode', 'no-stream'] as const;
 const LOCAL_ONLY = ['model-file', 'threads'] as const;
 
@@ -99,6 +102,9 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
   if (model !== 'replay' && values['replay-from'] !== undefined) throw new ModelFlagError('--replay-from applies to --model replay only');
   const params = (): Record<string, number | null> => ({ temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) });
   const timeoutMs = (fallbackMs: number = DEFAULT_MODEL_TIMEOUT_MS): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? fallbackMs;
+  // Only when given: a choice without it means one slot, and says nothing it was not told.
+  const slots = numberFlag('parallel-slots', values['parallel-slots'], true);
+  const scheduling = slots === null ? {} : { parallel_slots: slots };
   switch (model) {
     case 'reference':
       return { adapter: 'reference' };
@@ -110,7 +116,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (!dialect.success) throw new ModelFlagError(`--structured-output must be one of ${STRUCTURED_OUTPUT_DIALECTS.join(', ')} (got ${JSON.stringify(dialectText)})`);
       const keyEnv = values['api-key-env'] ?? 'OPENAI_API_KEY';
       const choice = checked(
-        { adapter: 'openai', base_url: values['base-url'], model_id: values['model-id'], api_key_env: keyEnv === 'none' ? null : keyEnv, params: params(), dialect: dialect.data, stream: !values['no-stream'], context_size: numberFlag('context-size', values['context-size'], true), timeout_ms: timeoutMs(), config_file: null, config_sha256: null },
+        { adapter: 'openai', base_url: values['base-url'], model_id: values['model-id'], api_key_env: keyEnv === 'none' ? null : keyEnv, params: params(), dialect: dialect.data, stream: !values['no-stream'], context_size: numberFlag('context-size', values['context-size'], true), timeout_ms: timeoutMs(), config_file: null, config_sha256: null, ...scheduling },
         '--model openai',
       );
       apiKeyPresent(keyEnv === 'none' ? null : keyEnv, '--model openai');
@@ -130,6 +136,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
           timeout_ms: timeoutMs(DEFAULT_LOCAL_TIMEOUT_MS),
           config_file: null,
           config_sha256: null,
+          ...scheduling,
         },
         '--model local',
       );

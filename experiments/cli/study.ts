@@ -47,7 +47,8 @@ const USAGE = `usage: npm run study -- [options]
                      the pre-registered rule may then add replicates to every group (3 → 5: 15 instances)
   --seed S           the study seed; replicate k of every group runs with seed S-rk (default ${DEFAULT_SEED})
   --out DIR          the study folder (default runs/<study id>; must be new or empty)
-  --concurrency K    instances run at once (default: the number of cores, ${cpus().length}; with --resume: the study's)
+  --concurrency K    blocks run at once, each one replicate's A, B and C side by side in lockstep (default:
+                     a block per three cores, at least one: ${defaultBlockConcurrency()} here; with --resume: the study's)
   --prereg FILE      a locked pre-registration (default experiments/prereg/default.json, locked on first use)
   --key-dir DIR      the controller's key folder (default ${defaultKeyDir()}; with --resume: the study's)
   --start-at ISO     virtual time of hour 0, an ISO 8601 UTC time (default ${DEFAULT_START_AT})
@@ -104,6 +105,11 @@ const OPTIONS = {
   help: { type: 'boolean' },
 } as const;
 
+
+/** Blocks at once when none is asked: a block is three instances, so one per three cores (at least one). */
+function defaultBlockConcurrency(): number {
+  return Math.max(1, Math.round(cpus().length / 3));
+}
 
 /** One redrawn status line on a terminal; plain lines (instance starts and ends only) elsewhere. */
 class StudyScreen {
@@ -337,8 +343,8 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   }
   const stop = studyStop(outDir, screen);
   if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => screen.line(`[study] ${l}`));
-  const effectiveConcurrency = concurrency ?? Math.max(1, cpus().length);
-  screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, concurrency ${effectiveConcurrency}, folder ${outDir}`);
+  const effectiveConcurrency = concurrency ?? defaultBlockConcurrency();
+  screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, ${effectiveConcurrency} block(s) at once, folder ${outDir}`);
   return finishStudy(
     () => runStudy({ ...runOptions(outDir, stop), seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, concurrency: effectiveConcurrency, n, startAt, model, studyId }),
     stop,

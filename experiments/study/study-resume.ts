@@ -9,7 +9,7 @@ import path from 'node:path';
 import { resumeInstance, runNewInstance } from '../../controller/instance-runner.js';
 import { defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { checkPreregLock } from '../../design/prereg.js';
-import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
+import { blockConcurrencyOf, MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE } from '../../oracle/study-replicates.js';
 import { GROUPS, StudyReport } from '../../oracle/study-report.js';
 import { hashCanonical } from '../../schema/hash.js';
@@ -24,7 +24,7 @@ import { carryOut, MAX_STUDY_CONCURRENCY, type FoundInstance, type StudyOutcome,
 export interface ResumeStudyOptions extends StudyRunOptions {
   /** null: study.json's key_dir, else the default key folder. */
   readonly keyDir: string | null;
-  /** null: the concurrency the study was started with (study.json). */
+  /** Blocks at once; null: the concurrency the study was started with (study.json). */
   readonly concurrency: number | null;
 }
 
@@ -69,7 +69,8 @@ export async function resumeStudy(options: ResumeStudyOptions): Promise<StudyOut
   if (!statSync(outDir).isDirectory()) throw new StudyError('not_a_study', `${outDir} is a file, not a study folder of npm run study; nothing was changed`);
   const plan = readStudyPlan(outDir);
   if (plan.batch !== undefined) throw new StudyError('batch_study', `${outDir} was planned for a batch scheduler (--plan-only): its instances run as tasks (npm run study -- --instance K --out ${outDir}), and --merge ${outDir} builds its report; see what is not done with npm run study -- --status ${outDir}; nothing was changed`);
-  const concurrency = options.concurrency ?? plan.concurrency;
+  // Blocks at once; a study planned before blocks counted instances (blockConcurrencyOf).
+  const concurrency = options.concurrency ?? blockConcurrencyOf(plan);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${concurrency}${options.concurrency === null ? ` (from ${STUDY_FILES.plan}; give --concurrency K)` : ''}; nothing was changed`);
   if (plan.n_expanded < plan.n_initial || plan.n_expanded * GROUPS.length > MAX_STUDY_INSTANCES) throw new StudyError('plan_unreadable', `${path.join(outDir, STUDY_FILES.plan)} plans n = ${plan.n_initial} → ${plan.n_expanded} per group, which no study of npm run study runs; nothing was changed`);
   const keyDir = options.keyDir ?? plan.key_dir ?? defaultKeyDir();

@@ -1,6 +1,9 @@
 // The A/B/C study (issue 6 item 4; spec §6, §8.2, §17.3): groups A, B and C × n replicates,
-// replicate r of every group with the same seed, run as independent instances (p-queue,
-// bounded concurrency), each scored from its run folder as soon as it ends; then §6.2's
+// replicate r of every group with the same seed, run as blocks (issue 31 item 1): a replicate's A,
+// B and C side by side against the same model, their wakes in lockstep and their model calls in
+// an order drawn from the replicate's seed (controller/lockstep-block.ts), every turn recorded in
+// blocks/r<k>.jsonl; blocks run through a p-queue (concurrency counts blocks); each instance is
+// scored from its run folder as soon as it ends; then §6.2's
 // expansion rule (all groups to n = 5 or none), the fairness check, the verdict and the report.
 // A stopped or interrupted study is finished by resumeStudy (study-resume.ts, `npm run study --
 // --resume DIR`, issue 16) through the same carryOut: it keeps every sealed instance, resumes every
@@ -11,13 +14,18 @@
 // Folder layout (the contract --recompute and --resume read):
 //   <out>/study.json                 what the study was started with (StudyPlan)
 //   <out>/instances/<G>-r<k>/        one run folder per instance (npm run verify works on each)
+//   <out>/blocks/r<k>.jsonl          replicate k's block: every turn its members took (oracle/block-turns.ts)
 //   <out>/report.json, report.md, report.html
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
+import { LockstepBlock, type BlockSeat, type TurnRecord } from '../../controller/lockstep-block.js';
+import { blockTurnOrder } from '../../design/block-turn-order.js';
+import { blockSlotsOf } from '../../design/model-choice.js';
+import { blockRecordFile, BlockTurnLine } from '../../oracle/block-turns.js';
 import type { PreRegistration } from '../../design/prereg.js';
 import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
@@ -34,7 +42,7 @@ import { reportDifferences } from './study-recompute.js';
 // The study folder's contract lives in oracle/study-folder.ts; re-exported for the study's callers.
 export { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode };
 
-/** The most instances run at once (each is a writer and a runtime process). */
+/** The most blocks run at once (each is three instances, each a writer and a runtime process). */
 export const MAX_STUDY_CONCURRENCY = 64;
 
 /** What every run of a study takes, a new one or a resumed one: where, by whom, how it is stopped and watched. */
@@ -164,6 +172,9 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   const nExpanded = plan.n_expanded;
   const resumeHint = studyResumeCommand(outDir);
   const running = new Map<string, string>();
+  const slots = blockSlotsOf(plan.model, GROUPS.length);
+  mkdirSync(path.join(outDir, STUDY_FILES.blocks), { recursive: true });
+  run.log(`[study] blocks: each replicate's A, B and C side by side, wakes in lockstep, ${slots === GROUPS.length ? 'their model calls at once (' + (plan.model.adapter === 'reference' || plan.model.adapter === 'replay' ? 'no model server to share' : `${slots} parallel slots declared`) + ')' : `at most ${slots} model call(s) at once in an order drawn from the replicate's seed`}; ${run.concurrency} block(s) at once`);
   const ran: Ran[] = [];
   const notes: string[] = [];
   let total = nInitial * GROUPS.length;
@@ -194,8 +205,9 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
     }
   };
 
+  // Concurrency counts blocks: a block is one replicate's A, B and C, run side by side in lockstep.
   const queue = new PQueue({ concurrency: run.concurrency });
-  const runOne = async (group: Group, replicate: number): Promise<void> => {
+  const runOne = async (group: Group, replicate: number, seat: BlockSeat | null): Promise<void> => {
     const name = instanceDirName(group, replicate);
     const dir = path.join(outDir, STUDY_FILES.instances, name);
     const found = run.found.get(name);
@@ -218,6 +230,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
     const common = {
       runDir: dir,
       keyDir: run.keyDir,
+      ...(seat === null ? {} : { block: seat }),
       speed: null,
       signal,
       ...(run.stopAtWakeEnd ? { stopAtWakeEnd: run.stopAtWakeEnd } : {}),
@@ -262,13 +275,35 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
     progress();
   };
 
+  /** Replicate r's block: its unsealed members side by side in lockstep, each turn recorded (blocks/r<k>.jsonl). */
+  const runBlock = async (replicate: number): Promise<void> => {
+    const session = new Date().toISOString();
+    const block = new LockstepBlock({
+      members: GROUPS,
+      orderOf: (wakeIndex) => blockTurnOrder(replicateSeed(plan.seed, replicate), wakeIndex, GROUPS),
+      slots,
+      onTurn: (turn) => recordTurn(outDir, replicate, session, turn),
+    });
+    await Promise.all(
+      GROUPS.map(async (g) => {
+        const seat = block.seat(g);
+        try {
+          // A sealed member was scored already (runReplicates); it takes no turn.
+          if (run.found.get(instanceDirName(g, replicate)) !== 'sealed') await runOne(g, replicate, seat);
+        } finally {
+          seat.leave();
+        }
+      }),
+    );
+  };
+
   const runReplicates = async (from: number, to: number): Promise<void> => {
     // Sealed instances are scored before anything runs: a pause one of them calls for (an
     // unauthorised execution) must hold before any other instance is resumed or started.
-    for (let r = from; r <= to; r += 1) for (const g of GROUPS) if (run.found.get(instanceDirName(g, r)) === 'sealed') await runOne(g, r);
+    for (let r = from; r <= to; r += 1) for (const g of GROUPS) if (run.found.get(instanceDirName(g, r)) === 'sealed') await runOne(g, r, null);
     const jobs: Promise<void>[] = [];
-    // Replicate-major, so the groups advance together and a stop leaves comparable sets.
-    for (let r = from; r <= to; r += 1) for (const g of GROUPS) if (run.found.get(instanceDirName(g, r)) !== 'sealed') jobs.push(queue.add(() => runOne(g, r)));
+    // Replicate-major: blocks in replicate order, so a stop leaves whole replicates.
+    for (let r = from; r <= to; r += 1) if (GROUPS.some((g) => run.found.get(instanceDirName(g, r)) !== 'sealed')) jobs.push(queue.add(() => runBlock(r)));
     await Promise.all(jobs);
   };
 
@@ -339,6 +374,13 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
 
 function studyReportFiles(outDir: string): StudyOutcome['files'] {
   return { json: path.join(outDir, STUDY_FILES.json), markdown: path.join(outDir, STUDY_FILES.markdown), html: path.join(outDir, STUDY_FILES.html) };
+}
+
+/** One turn into the block's record, as it is released (appended whole: a line of a few hundred bytes). */
+function recordTurn(outDir: string, replicate: number, session: string, turn: TurnRecord): void {
+  const { member, ...rest } = turn;
+  const line = BlockTurnLine.parse({ replicate, session, group: member, ...rest });
+  appendFileSync(blockRecordFile(outDir, replicate), `${JSON.stringify(line)}\n`);
 }
 
 export function writeStudyReport(outDir: string, report: StudyReport): StudyOutcome['files'] {

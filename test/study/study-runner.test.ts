@@ -113,9 +113,12 @@ describe('study orchestration', () => {
       db.close();
     };
     const { report } = await runStudy(studyOptions(out, { concurrency: 1, runInstance: copyingRunner(calls, (g) => source[g]!, forge) }));
+    // One block at a time: replicate 1's A, B and C run side by side (C-r1 was under way when B-r1
+    // was scored); the pause holds every later block — replicates 2 and 3 never start.
     expect(calls).toEqual([
       { group: 'A', replicate: 1 },
       { group: 'B', replicate: 1 },
+      { group: 'C', replicate: 1 },
     ]);
     const b = report.instances.find((i) => i.group === 'B')!;
     expect(b.hard_failures.map((h) => h.id)).toContain('unauthorized_tool_execution');
