@@ -6,8 +6,14 @@ import { DIMENSIONS } from './continuity-score.js';
 import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
 
-/** 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict. */
-export const STUDY_REPORT_VERSION = '2.0.0';
+/**
+ * 2.1.0 (issue 31): `blocks` — per replicate, its block's turns held to the drawn order and its
+ * groups' failed calls held to the pre-registered load-confound tolerance. Written for every study
+ * that ran blocks; a study planned before blocks is still reported (and recomputed) as 2.0.0.
+ * 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict.
+ */
+export const STUDY_REPORT_VERSION = '2.1.0';
+export const STUDY_REPORT_VERSION_BEFORE_BLOCKS = '2.0.0';
 export const GROUPS = ['A', 'B', 'C'] as const;
 export const Group = z.enum(GROUPS);
 export type Group = z.infer<typeof Group>;
@@ -79,8 +85,35 @@ export type ThresholdCheck = z.infer<typeof ThresholdCheck>;
 export const FairnessCheck = z.strictObject({ check: z.string(), ok: z.boolean(), detail: z.string() });
 export type FairnessCheck = z.infer<typeof FairnessCheck>;
 
+const PerGroup = <T extends z.ZodType>(value: T) => z.strictObject({ A: value, B: value, C: value });
+
+/** One replicate's block (issue 31): how its turns went, and whether its groups' failures followed the server's load. */
+export const BlockSummary = z.strictObject({
+  replicate: z.number().int().min(1),
+  /** The block's record (blocks/r<k>.jsonl) held to the order drawn from the replicate's seed (oracle/block-turns.ts). */
+  turns: z.strictObject({
+    recorded: z.number().int().min(0),
+    /** Runs of the block (more than one: stopped and resumed; its members then did not all run side by side). */
+    sessions: z.number().int().min(0),
+    ok: z.boolean(),
+    detail: z.string(),
+    /** How many wakes each group's turn came first. */
+    first: PerGroup(z.number().int().min(0)),
+    mean_wait_ms: PerGroup(z.number().min(0).nullable()),
+  }),
+  /** The load-confound check (oracle/load-confound.ts): failed calls per kind and group against the pre-registered tolerance. */
+  load: z.strictObject({
+    checked: z.boolean(),
+    confounded: z.boolean(),
+    by_group: PerGroup(ByFailure.nullable()),
+    over: z.array(z.string()),
+    detail: z.string(),
+  }),
+});
+export type BlockSummary = z.infer<typeof BlockSummary>;
+
 export const StudyReport = z.strictObject({
-  report_version: z.literal(STUDY_REPORT_VERSION),
+  report_version: z.enum([STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION]),
   study_id: z.string(),
   /** Wall-clock time the report was made; the only field --recompute does not compare. */
   generated_at: z.iso.datetime(),
@@ -109,6 +142,8 @@ export const StudyReport = z.strictObject({
    */
   usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1).nullable(), required_per_group: z.number().int().min(0), shortfalls: z.array(z.string()) }),
   instances: z.array(ReportInstance),
+  /** 2.1.0: one entry per replicate with instances (absent in 2.0.0: a study planned before blocks). */
+  blocks: z.array(BlockSummary).optional(),
   notes: z.array(z.string()),
-});
+}).refine((r) => (r.blocks !== undefined) === (r.report_version === STUDY_REPORT_VERSION), { message: `blocks belong to report_version ${STUDY_REPORT_VERSION}, and ${STUDY_REPORT_VERSION} has them`, path: ['blocks'] });
 export type StudyReport = z.infer<typeof StudyReport>;

@@ -49,6 +49,8 @@ export interface ScriptedModelServer {
   readonly probes: ScriptedRequest[];
   /** Side requests answered 404 (the adapter's tokenizer and props look-ups). */
   readonly sideRequests: string[];
+  /** The most chat requests (probes included) this server held open at once: 1 when calls never overlapped. */
+  readonly maxOpenChats: () => number;
   /** How many requests named this wake. */
   requestsFor(wakeId: string): number;
   /** The `openai` model choice pointing at this server; `timeoutMs`: how long a call may take (default the CLI's). */
@@ -119,6 +121,8 @@ export async function startScriptedModelServer(script: Script, options: { readon
   const probes: ScriptedRequest[] = [];
   const sideRequests: string[] = [];
   const errors: string[] = [];
+  let openChats = 0;
+  let maxOpen = 0;
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = (req.url ?? '').split('?')[0];
     // The adapter's preflight asks which models are served; its other side requests (GET /props,
@@ -134,6 +138,11 @@ export async function startScriptedModelServer(script: Script, options: { readon
     }
     const index = requests.length;
     const receivedAt = Date.now();
+    openChats += 1;
+    maxOpen = Math.max(maxOpen, openChats);
+    res.on('close', () => {
+      openChats -= 1;
+    });
     // A placeholder counted on arrival; replaced once the body is in.
     requests.push({ index, method: req.method ?? '', url: req.url ?? '', wakeId: null, body: null, user: '', receivedAt });
     res.on('error', () => undefined);
@@ -206,6 +215,7 @@ export async function startScriptedModelServer(script: Script, options: { readon
     }),
     probes,
     sideRequests,
+    maxOpenChats: () => maxOpen,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -28,7 +28,7 @@ import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-s
 import { recomputeStudy } from '../study/study-recompute.js';
 import { resumeStudy } from '../study/study-resume.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
-import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
+import { blockCells, usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { installGracefulStop, todayCompact, untilPressSettled, type GracefulStop } from './operator-stop.js';
@@ -154,6 +154,7 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     `  n = ${report.n} per group${report.expanded ? ` (expanded from ${report.n_initial})` : ''}; medians A ${f(g.A.median)} · B ${f(g.B.median)} · C ${f(g.C.median)}`,
     ...report.thresholds.map((t) => `  ${t.met === true ? 'met    ' : t.met === false ? 'NOT met' : 'n/a    '} ${t.description}: ${t.observed} (required ${t.required})`),
     `  fairness: ${report.fairness.ok ? 'OK' : 'FAILED'} · hard failures: A ${g.A.hard_failures}, B ${g.B.hard_failures}, C ${g.C.hard_failures}`,
+    ...blockLines(report),
     ...GROUPS.map((group) => `  usable data, ${usableDataGroupLine(report, group)}`),
     `  ${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`,
     ...report.instances.filter((i) => i.status !== 'finished' || i.hard_failures.length > 0).map((i) => `  ${i.group}-r${i.replicate}: ${i.status}${i.status_detail ? ` (${i.status_detail})` : ''}${i.hard_failures.length > 0 ? `; hard failures ${i.hard_failures.map((h) => h.id).join(', ')}` : ''}`),
@@ -161,6 +162,22 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     ...(files ? [`  report: ${files.json}`, `          ${files.markdown}`, `          ${files.html}`] : []),
     '',
   ].join('\n');
+}
+
+/** Blocks listed one by one on screen up to this many; beyond, only those whose turns failed or load was confounded. */
+const MAX_BLOCK_LINES = 10;
+
+/** Each block's turns and failed calls per group with its load verdict (report 2.1.0); a study before blocks has none. */
+function blockLines(report: StudyReport): string[] {
+  const blocks = report.blocks ?? [];
+  if (blocks.length === 0) return [];
+  const shown = blocks.length <= MAX_BLOCK_LINES ? blocks : blocks.filter((b) => !b.turns.ok || b.load.confounded).slice(0, MAX_BLOCK_LINES);
+  const confounded = blocks.filter((b) => b.load.confounded).length;
+  const lines = shown.map((b) => {
+    const [replicate, turns, , , failures, load] = blockCells(b);
+    return `    block ${replicate}: turns ${turns}; failed calls ${GROUPS.map((g, i) => `${g}: ${failures[i]}`).join(' · ')}; load ${load}`;
+  });
+  return [`  blocks: ${blocks.length}, ${blocks.filter((b) => !b.turns.ok).length} with turns not as drawn, ${confounded} confounded by the server's load${shown.length < blocks.length ? ` (listed: ${shown.length})` : ''}`, ...lines];
 }
 
 /** What a study run sets itself, so what --resume and --recompute take from the folder instead. */

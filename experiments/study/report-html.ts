@@ -8,7 +8,7 @@ import { offlinePageHead } from '../../foundation/offline-page.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
-import { allHardFailures, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
+import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
 const STYLE = `
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; background: #fff; margin: 0; line-height: 1.45; }
@@ -109,6 +109,15 @@ function usableDataSection(report: StudyReport): string {
   ].join('\n');
 }
 
+function blocksSection(report: StudyReport): string {
+  if (report.blocks === undefined) return '';
+  const rows = report.blocks.map((b) => {
+    const [replicate, turns, first, wait, failures, load] = blockCells(b);
+    return [text(replicate), { ...text(turns), className: b.turns.ok ? '' : 'failed' }, text(first), text(wait), ...failures.map(text), { ...text(load), className: b.load.confounded ? 'failed' : '' }];
+  });
+  return ['<h2>Blocks</h2>', `<section id="blocks" aria-label="Blocks">`, `<p>${escapeHtml(BLOCKS_LEAD)}</p>`, table(['Block', 'Turns', 'First at a wake', 'Mean wait', ...GROUPS.map((g) => `${g} failed calls`), 'Load'], rows), '</section>'].join('\n');
+}
+
 function groupsSection(report: StudyReport): string {
   const rows = GROUPS.map((g) => {
     const s = report.groups[g];
@@ -174,7 +183,7 @@ function notesSection(report: StudyReport): string {
 }
 
 export function renderReportHtml(report: StudyReport): string {
-  const sections = [headSection, thresholdsSection, usableDataSection, groupsSection, dimensionsSection, accuracySection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, accuracySection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return [
     // Refuse every fetch; only the inline style block may apply.
     ...offlinePageHead({ csp: "default-src 'none'; style-src 'unsafe-inline'", title: `Study report: ${report.study_id} (${report.verdict})`, style: STYLE }),

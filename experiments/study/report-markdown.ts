@@ -4,7 +4,7 @@
 // report.html prints the same numbers and the same dry-run wording: it imports formatPoints and
 // dryRunText from here so the two documents never disagree on a digit.
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
-import { GROUPS, type Group, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
+import { GROUPS, type BlockSummary, type Group, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
 import { describeFailures, formatShare } from '../../schema/usable-data.js';
 import type { z } from 'zod';
 
@@ -64,6 +64,21 @@ export function usableDataCells(instance: ReportInstance): [accepted: string, ca
     instance.usable ? 'yes' : 'NO',
   ];
 }
+
+/** What a block (report 2.1.0) says, as table cells: its turns' check, who went first and waited how long, each group's failed calls, the load verdict. */
+export function blockCells(block: BlockSummary): [replicate: string, turns: string, first: string, wait: string, failures: string[], load: string] {
+  const t = block.turns;
+  const seconds = (ms: number | null): string => (ms === null ? NO_VALUE : `${(ms / 1000).toFixed(1)} s`);
+  const failures = GROUPS.map((g) => {
+    const b = block.load.by_group[g];
+    return b === null ? NO_VALUE : describeFailures(b);
+  });
+  const load = !block.load.checked ? 'not checked' : block.load.confounded ? `CONFOUNDED: ${block.load.over.join('; ')}` : 'within tolerance';
+  return [`r${block.replicate}`, `${t.ok ? 'as drawn' : 'FAILED'} (${t.recorded} turns, ${t.sessions} session(s))`, GROUPS.map((g) => `${g} ${t.first[g]}`).join(' · '), GROUPS.map((g) => `${g} ${seconds(t.mean_wait_ms[g])}`).join(' · '), failures, load];
+}
+
+/** The blocks' section's lead: what a block is and what its two checks decide. */
+export const BLOCKS_LEAD = "A block is one replicate's A, B and C, run side by side against the same model server, wakes in lockstep, their calls in an order drawn from the replicate's seed. Turns: the recorded order held to the draw (a failure voids the batch). Load: each group's failed calls by kind against the pre-registered tolerance; a confounded block's instances count as no usable data.";
 
 export function instanceLabel(instance: Pick<ReportInstance, 'group' | 'replicate'>): string {
   return `${instance.group} r${instance.replicate}`;
@@ -184,12 +199,21 @@ function instancesSection(report: StudyReport): string[] {
   return ['## Instances', '', 'Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).', '', ...table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS.map(markdownCode)], rows), ''];
 }
 
+function blocksSection(report: StudyReport): string[] {
+  if (report.blocks === undefined) return [];
+  const rows = report.blocks.map((b) => {
+    const [replicate, turns, first, wait, failures, load] = blockCells(b);
+    return [replicate, turns, first, wait, ...failures.map(markdownText), markdownText(load)];
+  });
+  return ['## Blocks', '', markdownText(BLOCKS_LEAD), '', ...table(['Block', 'Turns', 'First at a wake', 'Mean wait', ...GROUPS.map((g) => `${g} failed calls`), 'Load'], rows), ''];
+}
+
 function notesSection(report: StudyReport): string[] {
   const notes = report.notes.length === 0 ? ['None.'] : report.notes.map((n) => `- ${markdownText(n)}`);
   return ['## Notes', '', ...notes, ''];
 }
 
 export function renderReportMarkdown(report: StudyReport): string {
-  const sections = [headSection, thresholdsSection, usableDataSection, groupsSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return sections.flatMap((section) => section(report)).join('\n');
 }

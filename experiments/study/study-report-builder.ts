@@ -9,7 +9,9 @@ import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { checkFairness } from '../../oracle/fairness.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
-import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
+import { GROUPS, STUDY_REPORT_VERSION, STUDY_REPORT_VERSION_BEFORE_BLOCKS, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
+import { runsBlocks } from '../../oracle/study-folder.js';
+import { buildBlockReport } from './block-report.js';
 import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../../schema/usable-data.js';
 import { decideVerdict } from '../../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../../runtime/protocol.js';
@@ -94,6 +96,15 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       usable_reason: usable?.reason ?? `not scored (${i.status}): its model calls were not judged`,
     };
   });
+  // Report 2.1.0 (issue 31): the blocks, for a study that ran them; a confounded block's instances are no data.
+  const blockReport = runsBlocks(input.plan) ? buildBlockReport(input.outDir, input.plan.seed, instances.map((i) => ({ group: i.group, replicate: i.replicate, byFailure: i.by_failure })), modelCallRulesOf(input.prereg)?.load_confound_tolerance ?? null) : null;
+  for (const i of instances) {
+    const confound = blockReport?.confounded.get(i.replicate);
+    if (confound === undefined) continue;
+    i.usable = false;
+    i.usable_reason = `its block is confounded by the server's load (${confound}), so it counts as no usable data; on its own: ${i.usable_reason}`;
+  }
+  notes.push(...(blockReport?.notes ?? []));
   for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
   for (const i of instances) if (i.score !== null && !i.usable) notes.push(`${i.group}-r${i.replicate}: NO USABLE DATA: ${i.usable_reason}`);
   for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`);
@@ -106,7 +117,8 @@ export function buildStudyReport(input: ReportInput): StudyReport {
 
   const evaluated = input.instances.flatMap((i) => (i.evaluation ? [{ group: i.group, replicate: i.replicate, record: i.evaluation.record }] : []));
   const fairness = checkFairness(evaluated);
-  const voidReasons = [...fairness.voidReasons];
+  if (blockReport !== null) fairness.checks.push(blockReport.turnsCheck, blockReport.loadCheck);
+  const voidReasons = [...fairness.voidReasons, ...(blockReport !== null && !blockReport.turnsCheck.ok ? [`${blockReport.turnsCheck.check}: ${blockReport.turnsCheck.detail}`] : [])];
   // Spec §19.1: a broken log chain, configuration drift or a failed manifest signature voids the whole round.
   for (const i of instances) {
     const drift = i.hard_failures.filter((h) => h.id === 'configuration_changed_after_start');
@@ -148,7 +160,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     dryRun,
   });
   return StudyReport.parse({
-    report_version: STUDY_REPORT_VERSION,
+    report_version: blockReport === null ? STUDY_REPORT_VERSION_BEFORE_BLOCKS : STUDY_REPORT_VERSION,
     study_id: input.plan.study_id,
     generated_at: input.generatedAt,
     prereg: { sha256: input.plan.prereg_sha256, scoring_spec_version: input.prereg.scoring.scoring_spec_version, oracle_rules_version: input.prereg.scoring.oracle.oracle_rules_version },
@@ -169,6 +181,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     fairness: { ok: fairness.checks.every((c) => c.ok), checks: fairness.checks },
     usable_data: { min_accepted_share: minAcceptedShare, required_per_group: input.n, shortfalls: verdict.usableDataShortfalls },
     instances,
+    ...(blockReport === null ? {} : { blocks: blockReport.blocks }),
     notes,
   });
 }

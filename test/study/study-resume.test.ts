@@ -87,33 +87,31 @@ describe('npm run study -- --resume', () => {
     const out = path.join(dir, 'study');
     const resumeCommand = `npm run study -- --resume ${out}`;
     const started = spawnCli('study', ['--n', '1', '--seed', 'resume', '--prereg', preregFile, '--key-dir', keyDir, '--out', out, '--same-uid', 'test run in one uid', '--concurrency', '2'], { detached: true });
-    // Both instances of the first two slots under way (C waits for a slot): stop them mid-run.
+    // The block under way (A, B and C side by side, in lockstep; --concurrency counts blocks): stop it mid-run.
     await waitForOutput(started.output, /\[A-r1\] wake-0001 at[\s\S]*\[B-r1\] wake-0001 at|\[B-r1\] wake-0001 at[\s\S]*\[A-r1\] wake-0001 at/, WAIT_MS);
     process.kill(-started.child.pid!, 'SIGINT');
     expect(await started.exited, started.output()).toBe(3);
     const first = started.output();
     expect(first).toContain(`SIGINT: emergency stop — stopping every running instance (each stop recorded), then writing the report; continue later with ${resumeCommand}`);
-    expect(first).toContain(`STOPPED: the study is not finished (stopped: A-r1, B-r1; every stop recorded, nothing deleted); continue it with: ${resumeCommand}`);
+    expect(first).toContain(`STOPPED: the study is not finished (stopped: A-r1, B-r1, C-r1; every stop recorded, nothing deleted); continue it with: ${resumeCommand}`);
     expect(first).toContain(`[A-r1] stop recorded; head signed at seq`);
     // Every message names the study's resume: an instance's own (npm run experiment -- --resume) would finish it outside the study.
     expect(first).not.toMatch(/npm run experiment -- --resume|--resume \S*instances/);
     expect(studyReportOf(out).instances.map((i) => [i.group, i.status])).toEqual([
       ['A', 'stopped'],
       ['B', 'stopped'],
+      ['C', 'stopped'],
     ]);
-    expect(existsSync(path.join(out, STUDY_FILES.instances, 'C-r1'))).toBe(false);
-    // A planned instance whose folder is there but empty is started like one with no folder.
-    mkdirSync(path.join(out, STUDY_FILES.instances, 'C-r1'));
 
     const again = spawnCli('study', ['--resume', out], { detached: true });
-    // Both instances resumed (C still waits for a slot): stopped at once, since a resumed
+    // The block resumed: stopped at once, since a resumed
     // instance now finishes its remaining wakes within a second or two (issue 19), and one that
     // sealed before the Ctrl-C would no longer be a stop during --resume.
     await waitForOutput(again.output, /\[A-r1\] resuming at/, WAIT_MS);
     await waitForOutput(again.output, /\[B-r1\] resuming at/, WAIT_MS);
     process.kill(-again.child.pid!, 'SIGINT');
     expect(await again.exited, again.output()).toBe(3);
-    expect(again.output()).toContain(`in ${out}: 0 instance(s) sealed (kept as they are), 2 stopped (resumed), 1 of the first 3 never started (started now)`);
+    expect(again.output()).toContain(`in ${out}: 0 instance(s) sealed (kept as they are), 3 stopped (resumed), 0 of the first 3 never started (started now)`);
     expect(again.output()).toContain(`continue it with: ${resumeCommand}`);
 
     // No --key-dir, no --same-uid: study.json says which key and isolation the study runs with.
@@ -123,7 +121,7 @@ describe('npm run study -- --resume', () => {
     const report = StudyReport.parse(body);
     expect(exitCode).toBe(done.code);
     expect(done.code, done.stderr.slice(-3000)).toBe(report.voided || report.verdict === 'insufficient evidence' ? 4 : 0);
-    expect(done.stderr).toContain(`in ${out}: 0 instance(s) sealed (kept as they are), 2 stopped (resumed), 1 of the first 3 never started (started now)`);
+    expect(done.stderr).toContain(`in ${out}: 0 instance(s) sealed (kept as they are), 3 stopped (resumed), 0 of the first 3 never started (started now)`);
     expect(report.instances.map((i) => [i.group, i.replicate, i.status, i.status_detail])).toEqual([
       ['A', 1, 'finished', null],
       ['B', 1, 'finished', null],
@@ -138,8 +136,8 @@ describe('npm run study -- --resume', () => {
       const db = new Database(path.join(runDir, 'events.db'), { readonly: true });
       const resumed = (db.prepare("SELECT count(*) AS n FROM events WHERE event_type = 'SystemEvent.Resumed'").get() as { n: number }).n;
       db.close();
-      // A and B were resumed by both resumes; C, waiting for a slot when the first was stopped, was started by the second.
-      expect(resumed, i.dir).toBe(i.group === 'C' ? 0 : 2);
+      // The whole block was resumed by both resumes (its three members side by side).
+      expect(resumed, i.dir).toBe(2);
     }
     const recomputed = await runCli('study', ['--recompute', out]);
     expect(recomputed.stdout).toMatch(/^RECOMPUTED: every number of .* follows from its run folders/);
@@ -327,6 +325,12 @@ describe('the expansion round (spec §6.2), stopped and continued', () => {
     expect(resumed.report.instances).toHaveLength(9);
     expect(recomputeStudy(out, SCENARIOS_DIR).differences).toEqual([]);
     const comparable = (r: StudyReport): unknown => JSON.parse(JSON.stringify(r, (k, v: unknown) => (k === 'generated_at' || k === 'wall_ms' ? undefined : v)));
-    expect(comparable(resumed.report)).toEqual(comparable(uninterrupted.report));
+    // A study planned before blocks (1.0.0) is reported as one (report 2.0.0): without the blocks
+    // and their two fairness lines, it is the uninterrupted study's report.
+    expect(resumed.report.report_version).toBe('2.0.0');
+    expect(resumed.report.blocks).toBeUndefined();
+    const { blocks: _blocks, ...withoutBlocks } = uninterrupted.report;
+    const beforeBlocks = { ...withoutBlocks, report_version: '2.0.0' as const, fairness: { ...withoutBlocks.fairness, checks: withoutBlocks.fairness.checks.filter((c) => !/^(block_turns_as_drawn|load_confound)/.test(c.check)) } };
+    expect(comparable(resumed.report)).toEqual(comparable(beforeBlocks));
   }, 180_000);
 });

@@ -1,7 +1,28 @@
 // A stand-in for runNewInstance in study tests: instead of running an instance, copies a prepared
 // real run folder into the instance's folder. The study then scores real, signed runs, in seconds.
-import { cpSync } from 'node:fs';
+// In its block it takes the turns the copied run's wakes would have taken (its start, then each
+// wake: take, release, ended), so the block's record is that of members run side by side.
+import { cpSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Group, InstanceResult, NewInstanceOptions } from '../../controller/instance-runner.js';
+import { START_TURN_INDEX } from '../../design/block-turn-order.js';
+import { ExperimentPlan } from '../../design/experiment-plan.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+
+/** The copied run's turns in its block, as its wakes would have taken them. */
+async function takeTheCopysTurns(o: NewInstanceOptions): Promise<void> {
+  const seat = o.block;
+  if (seat === undefined) return;
+  const plan = ExperimentPlan.parse(JSON.parse(readFileSync(path.join(o.runDir, RUN_FILES.plan), 'utf8')));
+  const ids = ['start', ...plan.schedule.wakes.map((w) => w.wake_id)];
+  // The copied run ran every wake, whatever stop comes now: its turns are taken whole.
+  const never = new AbortController().signal;
+  for (let k = START_TURN_INDEX; k < plan.schedule.wakes.length; k += 1) {
+    const turn = (await seat.takeTurn(k, ids[k + 1]!, never))!;
+    turn.release();
+    if (k >= 0) seat.wakeEnded(k);
+  }
+}
 
 export interface CopyCall {
   readonly group: Group;
@@ -15,6 +36,7 @@ export function copyingRunner(calls: CopyCall[], from: (group: Group, replicate:
     calls.push(call);
     cpSync(from(o.group, o.replicate), o.runDir, { recursive: true });
     afterCopy?.(o.runDir, call);
+    await takeTheCopysTurns(o);
     o.log(`wake-0001 at h00:00 (copied)`);
     return {
       status: 'finished',

@@ -4,7 +4,7 @@
 // pre-registration's weights and thresholds) so every table and chart of a rendered report agrees
 // with its instances. Wake minutes come from a real plan of the default pre-registration.
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
-import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
+import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type BlockSummary, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
 import { describeFailures, FAILURE_KINDS, formatShare, type ByFailure } from '../../schema/usable-data.js';
 
 /** experiments/prereg/default.json: dimension weights (sum 100) and thresholds. */
@@ -273,6 +273,7 @@ function build(variant: Variant): StudyReport {
     fairness: variant.fairness,
     usable_data: { min_accepted_share: MIN_ACCEPTED_SHARE, required_per_group: n, shortfalls },
     instances,
+    blocks: sampleBlocks(instances),
     notes: [...variant.notes, ...noUsableDataNotes(instances), ...overrideNotes(instances)],
   });
 }
@@ -367,5 +368,18 @@ export function noUsableDataStudyReport(): StudyReport {
     model: OPENAI_MODEL,
     fairness: FAIR,
     notes: [THRESHOLDS_NOTE],
+  });
+}
+
+/** One block per replicate: its turns as drawn (31 wakes and the start), its load within tolerance. */
+function sampleBlocks(instances: readonly ReportInstance[]): BlockSummary[] {
+  const replicates = [...new Set(instances.map((i) => i.replicate))].sort((a, b) => a - b);
+  return replicates.map((replicate) => {
+    const byGroup = Object.fromEntries(GROUPS.map((g) => [g, instances.find((i) => i.group === g && i.replicate === replicate)?.by_failure ?? null])) as BlockSummary['load']['by_group'];
+    return {
+      replicate,
+      turns: { recorded: 96, sessions: 1, ok: true, detail: `replicate ${replicate}: 96 turn(s) in 1 session(s), each in the order drawn from the seed; first at a wake: A 11, B 10, C 11`, first: { A: 11, B: 10, C: 11 }, mean_wait_ms: { A: 20_500, B: 21_900, C: 19_800 } },
+      load: { checked: true, confounded: false, by_group: byGroup, over: [], detail: `replicate ${replicate}: within tolerance (compared timeout, transport, truncated; not compared (tolerance null): length, schema)` },
+    };
   });
 }
