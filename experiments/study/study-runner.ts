@@ -17,15 +17,13 @@
 //   <out>/blocks/r<k>.jsonl          replicate k's block: every turn its members took (oracle/block-turns.ts)
 //   <out>/report.json, report.md, report.html
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
-import { LockstepBlock, type BlockSeat, type TurnRecord } from '../../controller/lockstep-block.js';
-import { blockTurnOrder } from '../../design/block-turn-order.js';
-import { blockSlotsOf } from '../../design/model-choice.js';
-import { blockRecordFile, BlockTurnLine } from '../../oracle/block-turns.js';
+import type { BlockSeat } from '../../controller/lockstep-block.js';
+import { blocksLine, studyBlock } from './study-block.js';
 import type { PreRegistration } from '../../design/prereg.js';
 import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
@@ -172,9 +170,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   const nExpanded = plan.n_expanded;
   const resumeHint = studyResumeCommand(outDir);
   const running = new Map<string, string>();
-  const slots = blockSlotsOf(plan.model, GROUPS.length);
-  mkdirSync(path.join(outDir, STUDY_FILES.blocks), { recursive: true });
-  run.log(`[study] blocks: each replicate's A, B and C side by side, wakes in lockstep, ${slots === GROUPS.length ? 'their model calls at once (' + (plan.model.adapter === 'reference' || plan.model.adapter === 'replay' ? 'no model server to share' : `${slots} parallel slots declared`) + ')' : `at most ${slots} model call(s) at once in an order drawn from the replicate's seed`}; ${run.concurrency} block(s) at once`);
+  run.log(`[study] ${blocksLine(plan.model, run.concurrency)}`);
   const ran: Ran[] = [];
   const notes: string[] = [];
   let total = nInitial * GROUPS.length;
@@ -277,13 +273,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
 
   /** Replicate r's block: its unsealed members side by side in lockstep, each turn recorded (blocks/r<k>.jsonl). */
   const runBlock = async (replicate: number): Promise<void> => {
-    const session = new Date().toISOString();
-    const block = new LockstepBlock({
-      members: GROUPS,
-      orderOf: (wakeIndex) => blockTurnOrder(replicateSeed(plan.seed, replicate), wakeIndex, GROUPS),
-      slots,
-      onTurn: (turn) => recordTurn(outDir, replicate, session, turn),
-    });
+    const block = studyBlock({ studyDir: outDir, seed: plan.seed, replicate, model: plan.model });
     await Promise.all(
       GROUPS.map(async (g) => {
         const seat = block.seat(g);
@@ -374,13 +364,6 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
 
 function studyReportFiles(outDir: string): StudyOutcome['files'] {
   return { json: path.join(outDir, STUDY_FILES.json), markdown: path.join(outDir, STUDY_FILES.markdown), html: path.join(outDir, STUDY_FILES.html) };
-}
-
-/** One turn into the block's record, as it is released (appended whole: a line of a few hundred bytes). */
-function recordTurn(outDir: string, replicate: number, session: string, turn: TurnRecord): void {
-  const { member, ...rest } = turn;
-  const line = BlockTurnLine.parse({ replicate, session, group: member, ...rest });
-  appendFileSync(blockRecordFile(outDir, replicate), `${JSON.stringify(line)}\n`);
 }
 
 export function writeStudyReport(outDir: string, report: StudyReport): StudyOutcome['files'] {
