@@ -115,7 +115,7 @@ export function benchAims(r: AimInputs): AimResult[] {
     judgeAim('append_batched', r.ratios.append_batched, 'ratios.append_batched', q),
     judgeAim('wake_overhead_stub_median', r.wake.stub.overhead_ms.median, 'wake_overhead.stub.overhead_ms.median', q, `stub ${r.wake.stub.stub_latency_ms} ms; reference policy: apparatus ${r.wake.reference.apparatus_ms.median} ms + policy ${r.wake.reference.policy_compute.median_ms} ms`),
     judgeAim('long_instance_last_over_first', r.long?.last_over_first ?? null, 'long_instance.last_over_first', q, r.long === null ? 'long instance skipped (--no-long)' : `${r.long.case.wakes} wakes, ${r.long.history_events} events; last / second tenth x${r.long.last_over_second.toFixed(2)}: the first tenth also warms up`),
-    judgeAim('study_wall_n5', r.study !== null && r.study.n_per_group === STUDY_AIM_N ? r.study.study_wall_ms / 1_000 : null, 'study.study_wall_ms', q, studyNote ?? `${r.study?.instances} instances, concurrency ${r.study?.concurrency}, ${r.study?.cores} cores`),
+    judgeAim('study_wall_n5', r.study !== null && r.study.n_per_group === STUDY_AIM_N ? r.study.study_wall_ms / 1_000 : null, 'study.study_wall_ms', q, studyNote ?? `${r.study?.instances} instances, ${r.study?.concurrency} block(s) at once, ${r.study?.cores} cores`),
     judgeAim('replay', r.ratios.replay, 'ratios.replay', q),
     judgeAim('study_parallel_efficiency', r.study?.parallel_efficiency ?? null, 'study.parallel_efficiency', q, r.study === null ? 'study skipped (--study-n 0)' : null),
   ];

@@ -70,7 +70,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
     replay: { events: positiveInt('replay-events', values['replay-events'], quick ? QUICK_DEFAULTS.replayEvents : DEFAULT_REPLAY_EVENTS, MAX_REPLAY_EVENTS, MIN_REPLAY_EVENTS) },
     wake: { stubLatencyMs, isolation },
     long: values['no-long'] === true ? null : { schedule: quick ? QUICK_LONG_WAKE_SCHEDULE : LONG_WAKE_SCHEDULE, stubLatencyMs: Math.min(stubLatencyMs, LONG_STUB_LATENCY_MS), isolation },
-    study: { n: studyN, concurrency: positiveInt('study-concurrency', values['study-concurrency'], Math.max(1, os.cpus().length), 64), isolation },
+    study: { n: studyN, concurrency: positiveInt('study-concurrency', values['study-concurrency'], Math.max(1, Math.round(os.cpus().length / 3)), 64), isolation },
     merge: { instances: mergeInstances, isolation },
     json: values.json === true,
   };

@@ -36,9 +36,15 @@ export const MIN_STUDY_N = 2;
 export const MAX_STUDY_N = 33;
 const SCORING_REPEATS = 3;
 
+/** Instances under way at most: three per block. */
+function instanceSlots(blocks: number, instances: number): number {
+  return Math.min(blocks * GROUPS.length, instances);
+}
+
 export interface StudyBenchParams {
   /** Replicates per group; 0 skips the study part. */
   readonly n: number;
+  /** Blocks at once (each one replicate's A, B and C in lockstep, issue 31). */
   readonly concurrency: number;
   readonly isolation: IsolationOptions;
 }
@@ -63,7 +69,7 @@ export interface StudyBenchReport {
   readonly wall_per_instance_ms: number;
   readonly instances_per_minute: number;
   readonly instance_wall_ms: { readonly median: number; readonly min: number; readonly max: number; readonly sum: number; readonly median_by_group: Record<string, number | null> };
-  /** sum of instance walls / (min(concurrency, instances) × study wall). */
+  /** sum of instance walls / (min(3 × concurrency, instances) × study wall): a block holds three instances. */
   readonly parallel_efficiency: number;
   readonly scoring_ms: { readonly median: number; readonly runs: number[]; readonly instance: string };
   /**
@@ -85,7 +91,7 @@ export async function runStudyBench(params: StudyBenchParams, parentDir: string,
     const setup = benchControllerSetup(dir, params.n);
     const outDir = path.join(dir, 'out');
     const instances = params.n * GROUPS.length;
-    log(`study: n = ${params.n} per group x ${GROUPS.length} groups = ${instances} instances, concurrency ${params.concurrency} (${os.cpus().length} cores), reference model; ${isolationLabel(params.isolation)}`);
+    log(`study: n = ${params.n} per group x ${GROUPS.length} groups = ${instances} instances, ${params.concurrency} block(s) at once (${os.cpus().length} cores), reference model; ${isolationLabel(params.isolation)}`);
     let isolation: string | null = null;
     let lastCounts = '';
     const startMs = performance.now();
@@ -126,7 +132,7 @@ export async function runStudyBench(params: StudyBenchParams, parentDir: string,
     if (finished.length !== instances) log(`study: WARNING: only ${finished.length} of ${instances} instances finished`);
     const walls = report.instances.map((i) => i.wall_ms ?? 0);
     const wallSum = walls.reduce((s, x) => s + x, 0);
-    const slots = Math.min(params.concurrency, instances);
+    const slots = instanceSlots(params.concurrency, instances);
     const efficiency = wallSum / (slots * studyWallMs);
 
     // Scoring apart: one finished folder, again (the study scored each one already, so this is warm).
@@ -181,7 +187,7 @@ export async function runStudyBench(params: StudyBenchParams, parentDir: string,
         start_at: DEFAULT_START_AT,
         speed: 'as fast as possible (speed null)',
         expansion: `locked copy of experiments/prereg/default.json with expanded_n_per_group = ${params.n}: nothing to expand`,
-        parallel_efficiency: 'sum of the instances\' runNewInstance walls / (min(concurrency, instances) x study wall); the study wall also holds scoring (in the slots) and the report',
+        parallel_efficiency: 'sum of the instances\' runNewInstance walls / (min(3 x concurrency, instances) x study wall): a block is three instances side by side; the study wall also holds scoring (in the slots) and the report',
         isolation: isolationLabel(params.isolation),
         scoring: `evaluateInstance on one finished folder, ${SCORING_REPEATS} times after the study, median`,
       },
@@ -200,20 +206,20 @@ const millis = (ms: number): string => `${Math.round(ms).toLocaleString('en-US')
 export function studyTableLines(r: StudyBenchReport): string[] {
   const g = r.instance_wall_ms.median_by_group;
   const lines = [
-    `study benchmark: n = ${r.n_per_group} per group x ${r.groups} groups = ${r.instances} instances (${r.finished} finished), reference model, concurrency ${r.concurrency} (${r.cores} cores);`,
+    `study benchmark: n = ${r.n_per_group} per group x ${r.groups} groups = ${r.instances} instances (${r.finished} finished), reference model, ${r.concurrency} block(s) at once (${r.cores} cores);`,
     `${r.isolation ?? 'isolation: ?'}; verdict ${r.verdict}`,
     '',
     `  ${'study wall'.padEnd(20)} ${seconds(r.study_wall_ms).padStart(10)}  runStudy: every instance, its scoring, the report`,
     `  ${'wall per instance'.padEnd(20)} ${millis(r.wall_per_instance_ms).padStart(10)}  study wall / instances; ${r.instances_per_minute} instances/minute`,
     `  ${'instance wall'.padEnd(20)} ${millis(r.instance_wall_ms.median).padStart(10)}  median runNewInstance inside the study (min ${millis(r.instance_wall_ms.min)}, max ${millis(r.instance_wall_ms.max)}; medians ${Object.entries(g).map(([k, v]) => `${k} ${v === null ? '-' : millis(v)}`).join(', ')})`,
     `  ${'sum of instances'.padEnd(20)} ${seconds(r.instance_wall_ms.sum).padStart(10)}  raw: the instance walls added up (what one slot would need)`,
-    `  ${'parallel efficiency'.padEnd(20)} ${r.parallel_efficiency.toFixed(3).padStart(10)}  sum of instances / (${Math.min(r.concurrency, r.instances)} slots x study wall)`,
+    `  ${'parallel efficiency'.padEnd(20)} ${r.parallel_efficiency.toFixed(3).padStart(10)}  sum of instances / (${instanceSlots(r.concurrency, r.instances)} slots x study wall)`,
     `  ${'scoring'.padEnd(20)} ${millis(r.scoring_ms.median).padStart(10)}  evaluateInstance on ${r.scoring_ms.instance} (median of ${r.scoring_ms.runs.length}), per instance`,
   ];
   const c = r.contention;
   if (c) {
     lines.push(`  ${'contention'.padEnd(20)} ${`x${c.factor.toFixed(2)}`.padStart(10)}  informational: group ${c.group} median ${millis(c.in_study_group_median_wall_ms)} in the study (${c.group}-r1 ${millis(c.in_study_same_instance_wall_ms)}); ${c.group}-r1 alone ${millis(c.wall_ms)}`);
-    lines.push(`  ${'speedup (estimate)'.padEnd(20)} ${`x${c.speedup_estimate.toFixed(2)}`.padStart(10)}  informational: ${r.instances} x ${c.group}-r1 alone / study wall, against ${Math.min(r.concurrency, r.instances)} slots`);
+    lines.push(`  ${'speedup (estimate)'.padEnd(20)} ${`x${c.speedup_estimate.toFixed(2)}`.padStart(10)}  informational: ${r.instances} x ${c.group}-r1 alone / study wall, against ${instanceSlots(r.concurrency, r.instances)} slots`);
   }
   return lines;
 }
