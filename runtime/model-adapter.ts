@@ -6,6 +6,7 @@
 // the pre-registered policy (DESIGN §12): an attempt where no answer reached the runtime,
 // reported attempt by attempt through `onTransportFailure` before the next one starts.
 import type { ContextBundle } from './context-bundle.js';
+import type { ServerTimings } from './model-adapters/server-timings.js';
 
 export type ModelAdapterName = 'reference' | 'openai' | 'replay' | 'local';
 
@@ -71,6 +72,8 @@ export interface CallFacts {
   readonly prompt_count_source: TokenCountSource | null;
   /** Transport attempts this call took (1 when the first one answered). */
   readonly attempts: number;
+  /** The server's own account of the request's work (llama.cpp `timings`), when it gave one; not recorded in events (the preflight reads it). */
+  readonly server_timings?: ServerTimings | null;
 }
 
 export type ModelCallOutcome =
@@ -103,15 +106,40 @@ export type ModelCallOutcome =
 /** Facts of a call that knows none of them (a failure before any request, a replay of an old record). */
 export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
 
-/** The result of an adapter's check before hour 0 (issue 15 item 5). */
-export type PreflightResult =
-  | {
-      readonly ok: true;
-      /** What the check learnt, for the record and the screen: served model, context size, probe outcome. */
-      readonly facts: Readonly<Record<string, string | number | boolean | null>>;
-      readonly lines: readonly string[];
-    }
-  | { readonly ok: false; readonly reason: string; readonly lines: readonly string[] };
+/** What a check learnt, for the record and the screen: served model, context size, probe outcome. */
+export type PreflightFacts = Readonly<Record<string, string | number | boolean | null>>;
+
+/** The result of an adapter's check before hour 0 (issue 15 item 5); a refusal keeps what the check learnt before it (issue 31 item 3d). */
+export type PreflightResult = { readonly ok: true; readonly facts: PreflightFacts; readonly lines: readonly string[] } | { readonly ok: false; readonly reason: string; readonly facts?: PreflightFacts; readonly lines: readonly string[] };
+
+/** One prompt the plan can produce, with the answer cap it would be sent with (issue 31 item 3). */
+export interface PromptSample {
+  readonly label: string;
+  readonly system: string;
+  readonly user: string;
+  readonly answerCap: number;
+}
+
+/** The speed a server (or a local engine) showed on one call, and how it was measured. */
+export interface MeasuredSpeed {
+  readonly prompt_tokens: number;
+  readonly prompt_ms: number;
+  readonly generated_tokens: number;
+  readonly generated_ms: number;
+  /** `server_timings`: the server's own split of the work; `wall`: the call's wall time, prompt and generation not told apart (each rate is then a lower bound). */
+  readonly source: 'server_timings' | 'wall';
+  readonly latency_ms: number;
+}
+
+/** What an adapter measured of the model against the plan's prompts before hour 0: its context, each sample counted, its speed. */
+export interface ModelMeasurement {
+  readonly context: { readonly size: number; readonly source: string } | null;
+  readonly counts: readonly { readonly label: string; readonly tokens: number; readonly source: TokenCountSource }[];
+  /** null: the speed call failed (`speed_failure` says why). */
+  readonly speed: MeasuredSpeed | null;
+  readonly speed_failure: string | null;
+  readonly lines: readonly string[];
+}
 
 export interface ModelAdapter {
   readonly name: ModelAdapterName;
@@ -125,6 +153,12 @@ export interface ModelAdapter {
    * any probe call is outside the study's budget. Adapters with nothing to check omit it.
    */
   preflight?(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult>;
+  /**
+   * Counts `samples` with the model's tokenizer and measures its speed on `speedSample` (a prompt
+   * of the plan's typical size that carries nothing of the scenario's future), before hour 0
+   * (issue 31 item 3); outside the study's budget. Adapters without a model to measure omit it.
+   */
+  measure?(samples: readonly PromptSample[], speedSample: PromptSample, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement>;
   /** Frees what the adapter holds (a loaded model, open connections). */
   close?(): Promise<void>;
 }

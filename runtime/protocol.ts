@@ -239,7 +239,7 @@ export type RuntimeFatalCode = z.infer<typeof RuntimeFatalCode>;
 /** The adapter's check before the first wake (issue 15 item 5); null when the adapter has nothing to check (reference, replay). */
 export const PreflightReport = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(true), facts: z.record(z.string().max(64), z.union([z.string().max(2_000), z.number(), z.boolean(), z.null()])), lines: z.array(z.string().max(2_000)).max(64) }),
-  z.strictObject({ ok: z.literal(false), reason: z.string().max(4_000), lines: z.array(z.string().max(2_000)).max(64) }),
+  z.strictObject({ ok: z.literal(false), reason: z.string().max(4_000), facts: z.record(z.string().max(64), z.union([z.string().max(2_000), z.number(), z.boolean(), z.null()])).optional(), lines: z.array(z.string().max(2_000)).max(64) }),
 ]);
 export type PreflightReport = z.infer<typeof PreflightReport>;
 

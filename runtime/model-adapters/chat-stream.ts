@@ -30,6 +30,8 @@ export interface ChatStreamState {
   finish_reason: string | null;
   /** The last `usage` object seen (validated by the caller). */
   usage: unknown;
+  /** The last `timings` object seen (llama.cpp's, in its last chunk; read by server-timings.ts). */
+  timings: unknown;
   /** The first `model` a chunk named. */
   model: string | null;
   system_fingerprint: string | null;
@@ -84,6 +86,7 @@ function applyEvent(state: ChatStreamState, data: string, isErrorEvent: boolean,
   if (typeof chunk['model'] === 'string' && chunk['model'] !== '' && state.model === null) state.model = chunk['model'];
   if (typeof chunk['system_fingerprint'] === 'string' && chunk['system_fingerprint'] !== '') state.system_fingerprint = chunk['system_fingerprint'];
   if (chunk['usage'] !== undefined && chunk['usage'] !== null) state.usage = chunk['usage'];
+  if (chunk['timings'] !== undefined && chunk['timings'] !== null) state.timings = chunk['timings'];
   const choices = chunk['choices'];
   if (choices === undefined || choices === null) return null;
   if (!Array.isArray(choices)) return { kind: 'malformed', detail: `stream event ${state.events}: choices is not an array` };
@@ -103,7 +106,7 @@ function applyEvent(state: ChatStreamState, data: string, isErrorEvent: boolean,
 }
 
 export function emptyChatStreamState(): ChatStreamState {
-  return { content: '', sawContent: false, refusal: '', finish_reason: null, usage: undefined, model: null, system_fingerprint: null, events: 0, bytes: 0 };
+  return { content: '', sawContent: false, refusal: '', finish_reason: null, usage: undefined, timings: undefined, model: null, system_fingerprint: null, events: 0, bytes: 0 };
 }
 
 /**

@@ -40,7 +40,8 @@ import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
-import { ServerProbe, type ModelList, type ServedModel, type TokenizerKind } from './server-probe.js';
+import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
+import { serverTimingsOf, type ServerTimings } from './server-timings.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
 import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
@@ -57,6 +58,8 @@ export const OPENAI_ADAPTER_LIMITS = {
   sideResponseBytes: 8 * 1024 * 1024,
   /** The probe's answer cap when none is configured: a minimal constrained answer is ~100 tokens. */
   probeMaxTokens: 512,
+  /** How much of the probe's raw answer preflight.jsonl keeps. */
+  probeRawChars: 2_000,
 } as const;
 
 const REDACTED = '[redacted API key]';
@@ -111,6 +114,8 @@ const ChatCompletion = z.object({
     )
     .min(1),
   usage: z.unknown().optional(),
+  /** llama.cpp's own account of the work (server-timings.ts). */
+  timings: z.unknown().optional(),
   system_fingerprint: z.string().nullish(),
 });
 
@@ -125,6 +130,7 @@ type ChatReply =
       readonly refusal: string | null;
       readonly finish_reason: string | null;
       readonly usage: unknown;
+      readonly timings: unknown;
       readonly model: string | null;
       readonly system_fingerprint: string | null;
     }
@@ -207,7 +213,9 @@ export class OpenAiAdapter implements ModelAdapter {
   async preflight(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     const lines: string[] = [];
-    const refuse = (reason: string): PreflightResult => ({ ok: false, reason: this.redact(reason), lines: [...lines, `refused: ${reason}`].map((l) => this.redact(l)) });
+    // What the check learnt before a refusal goes with it (issue 31 item 3d): preflight.jsonl keeps it.
+    let learnt: Record<string, string | number | boolean | null> | null = null;
+    const refuse = (reason: string): PreflightResult => ({ ok: false, reason: this.redact(reason), ...(learnt === null ? {} : { facts: this.redactFacts(learnt) }), lines: [...lines, `refused: ${reason}`].map((l) => this.redact(l)) });
     const sideMs = Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
 
     // 1. The server answers, and serves the configured model.
@@ -274,7 +282,9 @@ export class OpenAiAdapter implements ModelAdapter {
       probe_attempts: null,
       probe_schema_valid: null,
       probe_raw_output: null,
+      probe_timings: null,
     };
+    learnt = facts;
 
     // 3. One probe call shows the constraint honoured.
     if (this.dialect === 'none') {
@@ -292,19 +302,24 @@ export class OpenAiAdapter implements ModelAdapter {
     facts.probe_completion_tokens = outcome.usage?.completion_tokens ?? null;
     facts.probe_usage_source = outcome.usage_source;
     facts.probe_attempts = outcome.attempts;
-    facts.probe_raw_output = outcome.raw_output === null ? null : outcome.raw_output.slice(0, 2_000);
+    facts.probe_raw_output = outcome.raw_output === null ? null : outcome.raw_output.slice(0, OPENAI_ADAPTER_LIMITS.probeRawChars);
+    facts.probe_timings = outcome.server_timings ? JSON.stringify(outcome.server_timings) : null;
+    // In order (issue 31 item 3c): transport, HTTP, is it JSON, does it satisfy the schema, then
+    // finish_reason — so each refusal names the cause, not its symptom (prose until the cap is a
+    // constraint ignored, not a cap too small).
     if (outcome.kind === 'failed') {
-      const hint = outcome.failure === 'http_error' ? `; the server may not accept dialect ${this.dialect}` : '';
+      const hint = outcome.failure === 'http_error' ? `; the server may not accept dialect ${this.dialect}: ${this.otherDialectAdvice(props)}` : '';
       return refuse(`the probe call in dialect ${this.dialect} failed (${outcome.failure}): ${outcome.detail}${hint}`);
     }
     const verdict = checkConstrainedAnswer(this.dialect, answerSchema, outcome.raw_output);
     facts.probe_schema_valid = verdict.schema_valid;
     lines.push(`probe call (max_tokens ${probeMaxTokens}): answered in ${outcome.latency_ms} ms, finish_reason ${outcome.finish_reason ?? 'none'}, ${outcome.usage.prompt_tokens}+${outcome.usage.completion_tokens} tokens (${outcome.usage_source}), schema checked with ${verdict.checked_with}`);
     if (!verdict.honoured) {
-      if (outcome.finish_reason === 'length') {
-        return refuse(`the probe answer was cut at its token cap (max_tokens ${probeMaxTokens}, finish_reason length), so the constraint (dialect ${this.dialect}) could not be confirmed; the study's answers get the same cap: raise params.max_tokens`);
+      // A constrained decoder writes a prefix of valid JSON; cut at the cap that is all it is. Prose is a constraint ignored.
+      if (outcome.finish_reason === 'length' && outcome.raw_output.trimStart().startsWith('{') && !verdict.schema_valid && isJsonPrefix(outcome.raw_output)) {
+        return refuse(`the probe answer was cut at its token cap (max_tokens ${probeMaxTokens}, finish_reason length) while still JSON, so the constraint (dialect ${this.dialect}) could not be confirmed; the study's answers get the same cap: raise max_tokens (--max-tokens, or params.max_tokens in the model configuration)`);
       }
-      return refuse(verdict.reason);
+      return refuse(`${verdict.reason}${outcome.finish_reason === 'length' ? ` (the answer ran to its cap of ${probeMaxTokens} tokens: a server that ignores the constraint writes until it is cut)` : ''}; ${this.otherDialectAdvice(props)}`);
     }
     lines.push(`the constraint is honoured (dialect ${this.dialect}): ${verdict.detail}`);
     return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
@@ -318,6 +333,22 @@ export class OpenAiAdapter implements ModelAdapter {
 
   private redact(text: string): string {
     return this.apiKey === null ? text : text.split(this.apiKey).join(REDACTED);
+  }
+
+  private redactFacts(facts: Readonly<Record<string, string | number | boolean | null>>): Record<string, string | number | boolean | null> {
+    return Object.fromEntries(Object.entries(facts).map(([k, v]) => [k, typeof v === 'string' ? this.redact(v) : v]));
+  }
+
+  /**
+   * The dialect most likely to work on this server instead of the configured one, as advice the
+   * tool accepts: llama.cpp (it answers /props) ignores OpenAI's form in some builds (b4748) but
+   * honours its own fields; any other server is asked in OpenAI's form.
+   */
+  private otherDialectAdvice(props: ServerProps | null | 'unreachable'): string {
+    const llamaCpp = props !== null && props !== 'unreachable';
+    const other: StructuredOutputDialect = this.dialect === 'llamacpp' ? 'json_schema' : llamaCpp ? 'llamacpp' : this.dialect === 'json_schema' ? 'json_object' : 'json_schema';
+    const why = other === 'llamacpp' ? 'the server is llama.cpp (it answers /props), whose own fields constrain where its OpenAI form may be ignored' : other === 'json_object' ? 'JSON without the schema: the runtime still checks every answer against it, and the record says the constraint was weaker' : "OpenAI's form, which vLLM, OpenAI and current llama.cpp honour";
+    return `try dialect ${other} (${why}): start again with --structured-output ${other}, or "structured_output": "${other}" in the model configuration file`;
   }
 
   private redactNullable(text: string | null): string | null {
@@ -430,6 +461,7 @@ export class OpenAiAdapter implements ModelAdapter {
       response_model: state?.model ?? null,
       ...usageOf(state?.usage, state?.content ?? ''),
       attempts,
+      ...timingsField(state?.timings),
     });
 
     switch (reply.kind) {
@@ -441,7 +473,7 @@ export class OpenAiAdapter implements ModelAdapter {
       case 'http_error':
         return failed('http_error', reply.detail, reply.state === null || !reply.state.sawContent ? null : reply.state.content, reply.answered2xx ? fromState(reply.state) : { ...nothingKnown, finish_reason: reply.state?.finish_reason ?? null, response_model: reply.state?.model ?? null, attempts });
       case 'completion': {
-        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts };
+        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts, ...timingsField(reply.timings) };
         if (reply.refusal !== null && reply.refusal.trim() !== '') {
           return failed('refusal', `the model refused: ${JSON.stringify(reply.refusal.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, reply.content ?? reply.refusal, facts);
         }
@@ -463,6 +495,7 @@ export class OpenAiAdapter implements ModelAdapter {
           finish_reason: facts.finish_reason,
           response_model: this.redactNullable(facts.response_model),
           attempts,
+          ...timingsField(reply.timings),
           ...counted,
         };
       }
@@ -547,7 +580,7 @@ export class OpenAiAdapter implements ModelAdapter {
       }
       const c = completion.data;
       const choice = c.choices[0]!;
-      return answer({ kind: 'completion', content: choice.message.content ?? null, refusal: choice.message.refusal ?? null, finish_reason: choice.finish_reason ?? null, usage: c.usage, model: c.model ?? null, system_fingerprint: c.system_fingerprint ?? null });
+      return answer({ kind: 'completion', content: choice.message.content ?? null, refusal: choice.message.refusal ?? null, finish_reason: choice.finish_reason ?? null, usage: c.usage, timings: c.timings, model: c.model ?? null, system_fingerprint: c.system_fingerprint ?? null });
     } finally {
       clearTimeout(timer);
     }
@@ -570,11 +603,41 @@ export class OpenAiAdapter implements ModelAdapter {
         if (state.finish_reason === null && end.kind === 'eof') {
           return { kind: 'stream_broken', detail: `${status}: the stream ended without a finish_reason or [DONE]: the answer may be incomplete; ${arrived} and are kept, not used`, state };
         }
-        return { kind: 'completion', content: state.content, refusal: state.refusal === '' ? null : state.refusal, finish_reason: state.finish_reason, usage: state.usage, model: state.model, system_fingerprint: state.system_fingerprint };
+        return { kind: 'completion', content: state.content, refusal: state.refusal === '' ? null : state.refusal, finish_reason: state.finish_reason, usage: state.usage, timings: state.timings, model: state.model, system_fingerprint: state.system_fingerprint };
       default: {
         const unhandled: never = end;
         throw new Error(`unknown stream end ${JSON.stringify(unhandled)}`);
       }
     }
   }
+}
+
+/** The outcome's server_timings when the server gave some (absent otherwise, so a record without them reads as before). */
+function timingsField(value: unknown): { readonly server_timings?: ServerTimings } {
+  const timings = serverTimingsOf(value);
+  return timings === null ? {} : { server_timings: timings };
+}
+
+/** Whether `text` is the start of some JSON value that was cut off (a constrained answer stopped at its cap), not prose. */
+function isJsonPrefix(text: string): boolean {
+  const t = text.trim();
+  if (!t.startsWith('{')) return false;
+  // Balanced by appending what would close it: strings and containers only (a constrained decoder writes nothing else).
+  let inString = false;
+  let escaped = false;
+  const open: string[] = [];
+  for (const ch of t) {
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (ch === '\\') escaped = true;
+      else if (ch === '"') inString = false;
+      continue;
+    }
+    if (ch === '"') inString = true;
+    else if (ch === '{' || ch === '[') open.push(ch === '{' ? '}' : ']');
+    else if (ch === '}' || ch === ']') {
+      if (open.pop() !== ch) return false;
+    }
+  }
+  return open.length > 0 || inString;
 }
