@@ -15,6 +15,7 @@ import type { HashString } from '../schema/hash.js';
 import type { Head } from '../writer/protocol.js';
 import type { IsolationOptions, IsolationPlan } from './isolation.js';
 import type { BlockSeat } from './lockstep-block.js';
+import type { ModelCheck } from './model-check.js';
 import type { ControllerKey } from './key-store.js';
 
 export type Group = keyof typeof GROUP_CAPABILITIES;
@@ -71,6 +72,11 @@ export interface NewInstanceOptions extends CommonOptions {
   /** Wall clock, read once for the manifest's started_at. */
   readonly startedAt: string;
   readonly model: ModelChoice;
+  /**
+   * The model's check before hour 0 made once for a whole study (controller/model-check.ts), used
+   * instead of checking again; null: the model has nothing to check. Absent: the instance checks.
+   */
+  readonly modelCheck?: ModelCheck | null;
 }
 
 export type ResumeOptions = CommonOptions;
@@ -90,6 +96,8 @@ export interface InstanceResult {
   readonly stopReason: string | null;
   /** Everything that deviated from the plain path (kill points not reached, restarts, …). */
   readonly notes: readonly string[];
+  /** The preflight's forecast signed into the manifest (null: nothing to measure, or a manifest before issue 31). */
+  readonly forecast: InstanceManifest['forecast'];
 }
 
 /** A checked start or resume: everything the run's parts read, none of it changing during the run. */

@@ -154,7 +154,7 @@ export class InstanceProcesses {
     const line = { checked_at: new Date().toISOString(), adapter: this.input.manifest.model.adapter, model_id: this.input.manifest.model.model_id, ...report };
     appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
     for (const text of report.lines) this.log(`model preflight: ${text}`);
-    if (!report.ok) throw new InstanceError('model', `the model failed its check before the first wake: ${report.reason}. Nothing ran; fix the model or its server and start again (or continue this folder with --resume ${this.input.runDir})`);
+    if (!report.ok) throw new InstanceError('model', `the model failed its check at the runtime's start: ${report.reason}. ${pinnedModelAdvice(this.input)}`);
     // The controller hashed the model file into the signed manifest; the runtime loaded a file of its own reading: they must be the same one.
     const pinned = this.input.manifest.model.build;
     if (this.input.manifest.model.adapter === 'local' && report.facts['build'] !== pinned) {
@@ -185,4 +185,17 @@ export class InstanceProcesses {
     this.input.isolation.cleanup();
     for (const f of failures) this.log(`warning: shutting down: ${f}`);
   }
+}
+
+/**
+ * What to do when the runtime's own check refuses a model in a folder that exists (issue 31 item
+ * 5): its signed manifest pins the model, so a resume can only run it as pinned — the advice is to
+ * make the server serve it so and resume, or to start a new folder with another value; never a
+ * resume that can only repeat the refusal.
+ */
+function pinnedModelAdvice(input: InstanceInput): string {
+  const m = input.manifest.model;
+  const dialect = m.structured_output?.dialect ?? 'none';
+  const served = m.adapter === 'openai' ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
+  return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
 }

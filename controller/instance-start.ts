@@ -9,10 +9,10 @@
 //           other and against this code's versions (no configuration drift after start), the
 //           isolation as the instance started.
 // Either refusal leaves the folder as it was. Then instance.ts runs it.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
-import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION } from '../design/manifest.js';
+import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
 import { checkPreregLock, lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { loadScenario, type Scenario } from '../design/scenario.js';
@@ -31,6 +31,7 @@ import { copyPublicKeyInto, loadOrCreateControllerKey } from './key-store.js';
 import { checkHeadsBeforeResume, checkStoreBeforeResume } from './resume-checks.js';
 import { writeSignedManifest } from './run-signatures.js';
 import { materializeWorkspace, WORKSPACE_FOLDER } from './workspace.js';
+import { checkModelBeforeStart, type ModelCheck } from './model-check.js';
 
 function scenarioOf(options: CommonOptions, scenarioId: string): Scenario {
   return loadScenario(path.join(options.scenariosDir, scenarioId));
@@ -66,6 +67,8 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   const model = resolveModel(choice, rules.transport_retry);
   // Checked before anything is written: a configuration file changed since it was read refuses the start with the folder untouched.
   const modelConfig = modelConfigBytes(choice);
+  // The model against the plan (issue 31 item 3): refused here, nothing is written.
+  const modelCheck = options.modelCheck !== undefined ? options.modelCheck : await checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, log: options.log });
 
   mkdirSync(runDir, { recursive: true });
   const isolation = isolationFor(runDir, options);
@@ -76,6 +79,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
   writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
   copyModelConfig(choice, runDir, modelConfig);
+  if (modelCheck !== null) recordModelCheck(runDir, model.info, modelCheck);
   const manifest = buildInstanceManifest({
     experimentId: options.experimentId,
     groupBlindId: options.groupBlindId,
@@ -87,6 +91,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
     model: model.info,
     isolation: isolation.manifest,
     startedAt: options.startedAt,
+    forecast: modelCheck?.forecast ?? null,
   });
   // Signed before the writer exists: StoreOpened, seq 1, carries this hash.
   const manifestHash = writeSignedManifest(runDir, manifest, key.keys);
@@ -96,6 +101,12 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
 
   const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
   return instance.run('create');
+}
+
+/** The check before hour 0 as the first line of preflight.jsonl (each runtime start appends its own after it). */
+function recordModelCheck(runDir: string, info: ModelInfo, check: ModelCheck): void {
+  const line = { checked_at: new Date().toISOString(), stage: 'before hour 0, with the plan (controller)', adapter: info.adapter, model_id: info.model_id, ok: true, facts: check.facts, forecast: check.forecast, lines: check.lines.slice(0, 128) };
+  appendFileSync(path.join(runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
 }
 
 export async function resumeInstance(options: ResumeOptions): Promise<InstanceResult> {

@@ -132,6 +132,7 @@ export class Instance {
       finalHead,
       stopReason: stop?.reason ?? null,
       notes: this.notes,
+      forecast: this.input.manifest.forecast,
     };
   }
 

@@ -25,6 +25,7 @@ import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { ExperimentPlan } from './experiment-plan.js';
+import { ModelForecast } from './model-forecast.js';
 import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { Capabilities } from '../schema/capabilities.js';
@@ -40,13 +41,18 @@ import { WRITER_VERSION } from '../writer/event-store.js';
 
 /** Version of the runtime as a whole; kept equal to package.json "version" (a test checks). */
 export const RUNTIME_VERSION = '0.1.0';
+// 1.2.0 (issue 31): forecast — what the preflight measured and predicted before hour 0 (design/model-forecast.ts).
 // 1.1.0 (issue 15): model.structured_output, model.config_sha256, model.context_size; adapter local.
-export const MANIFEST_VERSION = '1.1.0';
+export const MANIFEST_VERSION = '1.2.0';
 
 /** The fields that may (and must be the only ones to) differ between groups of one replicate. */
 export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_hash'] as const;
-/** Per-instance data that may differ between groups without being configuration. */
-export const PER_INSTANCE_FIELDS = ['started_at'] as const;
+/**
+ * Per-instance data that may differ between groups without being configuration: the start time,
+ * and the preflight's forecast — a measurement of the server at that moment, never shown to the
+ * subject (a study shares one; a batch's tasks each measure their own).
+ */
+export const PER_INSTANCE_FIELDS = ['started_at', 'forecast'] as const;
 
 export { Capabilities };
 
@@ -144,6 +150,8 @@ export const InstanceManifest = z
     isolation: Isolation,
     model: ModelInfo,
     versions: ManifestVersions,
+    /** 1.2.0: the preflight's forecast (prompt sizes against the context, speed against the timeout, predicted duration, warnings); null for a model with nothing to measure (reference, replay) and in manifests before issue 31. */
+    forecast: ModelForecast.nullable().default(null),
   })
   .superRefine((m, ctx) => {
     if (m.group_config_hash !== hashCanonical(m.capabilities)) ctx.addIssue({ code: 'custom', path: ['group_config_hash'], message: 'group_config_hash must be sha256(JCS(capabilities))' });
@@ -174,6 +182,8 @@ export interface InstanceManifestInput {
   readonly isolation: Isolation;
   /** ISO-8601 UTC wall clock at instance start. */
   readonly startedAt: string;
+  /** The preflight's forecast; null (or absent) when the model has nothing to measure. */
+  readonly forecast?: ModelForecast | null;
 }
 
 export class ManifestError extends TypedErrorOf('manifest', EXIT_CODES.failed) {
@@ -218,6 +228,7 @@ export function buildInstanceManifest(input: InstanceManifestInput): InstanceMan
     isolation: input.isolation,
     model,
     versions,
+    forecast: input.forecast ?? null,
   });
 }
 

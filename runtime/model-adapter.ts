@@ -120,9 +120,13 @@ export interface PromptSample {
   readonly answerCap: number;
 }
 
+/** The speed call's prompt, made once the samples are counted and the context is known (so that it fits). */
+export type SpeedSampleOf = (context: ModelMeasurement['context'], counts: ModelMeasurement['counts']) => PromptSample;
+
 /** The speed a server (or a local engine) showed on one call, and how it was measured. */
 export interface MeasuredSpeed {
   readonly prompt_tokens: number;
+  /** Milliseconds as measured (fractions where the server gives them). */
   readonly prompt_ms: number;
   readonly generated_tokens: number;
   readonly generated_ms: number;
@@ -154,11 +158,12 @@ export interface ModelAdapter {
    */
   preflight?(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult>;
   /**
-   * Counts `samples` with the model's tokenizer and measures its speed on `speedSample` (a prompt
-   * of the plan's typical size that carries nothing of the scenario's future), before hour 0
+   * Counts `samples` with the model's tokenizer and measures its speed on the prompt `speedSample`
+   * makes from those counts (one of the plan's typical size that fits the context and carries
+   * nothing of the scenario's future), before hour 0
    * (issue 31 item 3); outside the study's budget. Adapters without a model to measure omit it.
    */
-  measure?(samples: readonly PromptSample[], speedSample: PromptSample, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement>;
+  measure?(samples: readonly PromptSample[], speedSample: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement>;
   /** Frees what the adapter holds (a loaded model, open connections). */
   close?(): Promise<void>;
 }

@@ -31,7 +31,8 @@ import { specialisedAnswerSchema } from './answer-schema.js';
 import { NO_CALL_FACTS, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
-import { estimateTokens, renderPrompt } from './prompt.js';
+import { renderPrompt } from './prompt.js';
+import { requestedAnswerCap } from './answer-cap.js';
 import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
 
 /** The store keeps at most this much raw model text per call (schema/events/model-output-events.ts). */
@@ -41,7 +42,6 @@ export const FILE_LIMITS = { maxWriteBytes: 64 * 1024, maxReadBytes: 32 * 1024 }
 /** For models that are not waited for (reference, replay): a bound, never reached in practice. */
 export const MODEL_CALL_TIMEOUT_MS = 60_000;
 /** The answer's token cap: what is left of the wake's token budget, at most this. */
-export const MAX_ANSWER_TOKENS = 4_096;
 
 export interface WakeInput {
   readonly subjectId: string;
@@ -243,8 +243,7 @@ class Wake {
       return null;
     }
     const shown: ShownEvents = new Map(w.events.map((e) => [e.seq, e.event_id]));
-    const promptTokens = estimateTokens(prompt.system) + estimateTokens(prompt.user);
-    const maxTokens = Math.max(1, Math.min(MAX_ANSWER_TOKENS, wake.budget.tokens - promptTokens));
+    const maxTokens = requestedAnswerCap(wake.budget.tokens, prompt.system, prompt.user);
     let abandoned = false;
     const onTransportFailure = async (f: TransportFailure): Promise<void> => {
       // A call given up as timed out (the fault harness's model_timeout) records nothing after its ModelCallFailed.

@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { resumeInstance, runNewInstance, type Group, type InstanceResult } from '../../controller/instance-runner.js';
+import { durationText } from '../../design/model-forecast.js';
 import { defaultKeyDir } from '../../controller/key-store.js';
 import { preregSha256 } from '../../design/manifest.js';
 import { readReplaySource } from '../../design/model-choice.js';
@@ -140,6 +141,8 @@ async function main(): Promise<CommandOutput | null> {
 
   let result: InstanceResult;
   let drillReport: DrillReport | null = null;
+  /** performance.now() when a new instance started (null: a resume or a drill, not timed against a forecast). */
+  let runStartedMs: number | null = null;
   if (values.resume !== undefined) {
     for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate', 'model', 'replay-from', 'base-url', 'model-id'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed instance keeps what it was started with`);
@@ -177,6 +180,7 @@ async function main(): Promise<CommandOutput | null> {
       model,
     };
     if (drill === undefined) {
+      runStartedMs = performance.now();
       result = await runNewInstance(instance);
     } else {
       const { faults: _unarmed, signal: _signal, ...rest } = instance;
@@ -202,6 +206,7 @@ async function main(): Promise<CommandOutput | null> {
     `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
     `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
     result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
+    ...timeLines(result, runStartedMs),
     ...result.notes.map((n) => `  note: ${n}`),
     // A stopped store has no final signed head: plain verify fails it by design, --open accepts it as a warning.
     `  verify: ${verify.ok ? 'OK' : 'FAILED'} (${verify.failures} failure(s), ${verify.warnings} warning(s)); details: npm run verify -- ${result.runDir}${stopped ? ' --open' : ''}`,
@@ -227,6 +232,7 @@ async function main(): Promise<CommandOutput | null> {
     notes: result.notes,
     summary,
     verify,
+    timing: { wall_ms: runStartedMs === null ? null : Math.round(performance.now() - runStartedMs), forecast: result.forecast },
     ...(drillReport === null ? {} : { drill: drillReport }),
   };
   // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
@@ -240,6 +246,15 @@ async function main(): Promise<CommandOutput | null> {
     if (result.status !== 'finished') return EXIT_CODES.stopped;
     return usable.usable ? EXIT_CODES.ok : EXIT_CODES.notEvidence;
   }
+}
+
+/** How long the run took against what the preflight predicted for the instance (issue 31 item 3b). */
+function timeLines(result: InstanceResult, startedMs: number | null): string[] {
+  if (startedMs === null || result.forecast === null) return [];
+  const f = result.forecast;
+  const tookMs = performance.now() - startedMs;
+  const forWakes = result.wakesRun === result.wakesTotal ? '' : ` for ${result.wakesRun} of ${result.wakesTotal} wakes`;
+  return [`  time: took ${durationText(tookMs)}${forWakes}; the preflight predicted ${durationText(f.predicted_instance_ms.low)} to ${durationText(f.predicted_instance_ms.high)} for ${f.wakes} wakes (${f.speed.prompt_tokens_per_s} prompt tokens/s, ${f.speed.generated_tokens_per_s} generated tokens/s, ${f.speed.source})${f.warnings.length > 0 ? `; warned: ${f.warnings.join('; ')}` : ''}`];
 }
 
 runCommand('experiment', USAGE, main);

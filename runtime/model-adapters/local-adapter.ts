@@ -35,7 +35,8 @@ import { basename, isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { answerGrammar, AnswerGrammarError } from '../answer-grammar.js';
-import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult } from '../model-adapter.js';
+import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf } from '../model-adapter.js';
+import { measuredSpeedOf } from './measured-speed.js';
 import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
 import { checkConstrainedAnswer } from './structured-output.js';
 import {
@@ -228,6 +229,35 @@ export class LocalAdapter implements ModelAdapter {
     // The call's clock starts here, before waiting for an earlier call to end: timeoutMs bounds what the caller waits.
     const clock = startClock(timeoutMs);
     return this.serialised(() => this.generate(request.system, request.user, request.answer_schema, cap, clock));
+  }
+
+  /**
+   * Before hour 0 (issue 31 item 3): each sample counted with the model's own tokenizer as a call
+   * renders it, against the engine's context; then one generation of `speedSample` under the
+   * grammar, timed by the wall clock (the engine's prompt evaluation and generation are not told
+   * apart: both rates are lower bounds, and the source says so).
+   */
+  async measure(samples: readonly PromptSample[], speedSampleOf: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement> {
+    await this.open();
+    const l = this.loaded!;
+    const lines: string[] = [];
+    const counts = samples.map((sample) => {
+      const tokens = l.render(sample.system, sample.user).length;
+      lines.push(`${sample.label} prompt: ${tokens} tokens (counted by the model's tokenizer), answer cap ${sample.answerCap}`);
+      return { label: sample.label, tokens, source: 'tokenizer' as const };
+    });
+    const context = { size: l.contextSize, source: 'the local engine\'s context' };
+    const speedSample = speedSampleOf(context, counts);
+    const clock = startClock(timeoutMs);
+    const outcome = await this.serialised(() => this.generate(speedSample.system, speedSample.user, answerSchema, speedSample.answerCap, clock));
+    const speed = measuredSpeedOf(outcome);
+    if (speed === null) {
+      const why = outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage';
+      lines.push(`speed call: no measurement (${why})`);
+      return { context, counts, speed: null, speed_failure: why, lines };
+    }
+    lines.push(`speed call (${speedSample.label}): ${speed.prompt_tokens} prompt tokens and ${speed.generated_tokens} generated in ${speed.latency_ms} ms (wall clock)`);
+    return { context, counts, speed, speed_failure: null, lines };
   }
 
   async preflight(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult> {

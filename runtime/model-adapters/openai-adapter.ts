@@ -35,7 +35,8 @@ import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import { ServerBaseUrl } from '../protocol.js';
-import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest, PreflightResult, TokenUsage, TransportFailure } from '../model-adapter.js';
+import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf, TokenUsage, TransportFailure } from '../model-adapter.js';
+import { measuredSpeedOf } from './measured-speed.js';
 import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
@@ -323,6 +324,36 @@ export class OpenAiAdapter implements ModelAdapter {
     }
     lines.push(`the constraint is honoured (dialect ${this.dialect}): ${verdict.detail}`);
     return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
+  }
+
+  /**
+   * Before hour 0, with the plan in hand (issue 31 item 3): each sample counted as a call would
+   * count it (the server's tokenizer, else the estimate, said so), against the context it reports;
+   * then one call of `speedSample` in the configured dialect, through the same path as a study call,
+   * timed by the server's own `timings` where it sends them (llama.cpp), else by the wall clock.
+   * Outside the study's budget; nothing here decides — controller/model-forecast.ts judges.
+   */
+  async measure(samples: readonly PromptSample[], speedSampleOf: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement> {
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
+    const sideMs = Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    const lines: string[] = [];
+    const { context, reachable } = await this.learnContext(sideMs);
+    const counts: ModelMeasurement['counts'][number][] = [];
+    for (const sample of samples) {
+      const count = reachable ? await this.countPrompt(sample.system, sample.user, sideMs) : this.estimatePrompt(sample.system, sample.user);
+      counts.push({ label: sample.label, tokens: count.tokens, source: count.source });
+      lines.push(`${sample.label} prompt: ${count.tokens} tokens (${count.source === 'estimate' ? 'estimated: ceil(chars / 4), no tokenizer' : `counted by the ${count.source}`}), answer cap ${sample.answerCap}`);
+    }
+    const speedSample = speedSampleOf(context, counts);
+    const outcome = await this.complete(speedSample.system, speedSample.user, answerSchema, speedSample.answerCap, timeoutMs, undefined);
+    const speed = measuredSpeedOf(outcome);
+    if (speed === null) {
+      const why = outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage';
+      lines.push(`speed call: no measurement (${why})`);
+      return { context, counts, speed: null, speed_failure: this.redact(why), lines: lines.map((l) => this.redact(l)) };
+    }
+    lines.push(`speed call (${speedSample.label}): ${speed.prompt_tokens} prompt tokens in ${speed.prompt_ms} ms, ${speed.generated_tokens} generated in ${speed.generated_ms} ms (${speed.source === 'server_timings' ? "the server's own timings" : 'wall clock: prompt and generation not told apart'}), ${speed.latency_ms} ms in all`);
+    return { context, counts, speed, speed_failure: null, lines: lines.map((l) => this.redact(l)) };
   }
 
   // -------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ export function copyingRunner(calls: CopyCall[], from: (group: Group, replicate:
       finalHead: null,
       stopReason: null,
       notes: [],
+      forecast: null,
     };
   };
 }

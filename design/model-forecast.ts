@@ -1,0 +1,140 @@
+// What the preflight predicts before hour 0 (issue 31 item 3; DESIGN §12 "Preflight predicts"):
+// the plan's first and largest prompts counted by the model's tokenizer against its context, the
+// model's measured speed against the call timeout, and the predicted duration of an instance.
+// Pure: an adapter's measurement (runtime/model-adapter.ts ModelMeasurement) and the plan's facts
+// in, a judgement out — a refusal with what to change, or the forecast (signed into the manifest,
+// kept in preflight.jsonl, said on screen) with its warnings.
+//
+// The rules:
+// - the first wake's prompt plus its answer cap must fit the context: else no wake can run (refused);
+// - the largest prompt the plan allows plus its cap should fit: else late wakes will be refused as
+//   truncated_prompt (a warning: the window may never fill that far);
+// - the largest call the plan can send (the largest prompt that fits, with the whole answer cap)
+//   must fit the call timeout with TIMEOUT_MARGIN to spare at the measured speed: else it is
+//   refused, naming the timeout that would fit;
+// - an instance is predicted between `low` (every wake a typical prompt with an answer as long as
+//   the speed call's) and `high` (every wake the largest call).
+import { z } from 'zod';
+import type { MeasuredSpeed, ModelMeasurement } from '../runtime/model-adapter.js';
+
+export const FORECAST_VERSION = '1.0.0';
+/** The largest call's predicted time × this must be within the call timeout. */
+export const TIMEOUT_MARGIN = 1.25;
+/** The speed call's answer cap: enough tokens to time generation, little enough to be quick. */
+export const SPEED_ANSWER_TOKENS = 64;
+
+const Tokens = z.number().int().min(0);
+const Ms = z.number().int().min(0);
+
+export const ModelForecast = z.strictObject({
+  forecast_version: z.literal(FORECAST_VERSION),
+  context_size: Tokens.nullable(),
+  context_source: z.string().max(500).nullable(),
+  first_wake_prompt_tokens: Tokens,
+  largest_prompt_tokens: Tokens,
+  prompt_count_source: z.enum(['server', 'tokenizer', 'estimate']),
+  answer_cap_tokens: Tokens,
+  largest_window: z.strictObject({ events: Tokens, tokens_estimated: Tokens }),
+  /** null: the context is unknown, nothing to check against. */
+  late_wakes_fit: z.boolean().nullable(),
+  speed: z.strictObject({ prompt_tokens_per_s: z.number().min(0), generated_tokens_per_s: z.number().min(0), source: z.enum(['server_timings', 'wall']), measured_prompt_tokens: Tokens, measured_generated_tokens: Tokens }),
+  call_timeout_ms: Ms,
+  timeout_margin: z.number().min(1),
+  predicted_largest_call_ms: Ms,
+  predicted_instance_ms: z.strictObject({ low: Ms, high: Ms }),
+  wakes: Tokens,
+  warnings: z.array(z.string().max(2_000)).max(16),
+});
+export type ModelForecast = z.infer<typeof ModelForecast>;
+
+export interface ForecastInput {
+  readonly measurement: ModelMeasurement;
+  /** The answer caps the first and the largest prompt are sent with (runtime/answer-cap.ts). */
+  readonly firstCap: number;
+  readonly largestCap: number;
+  readonly largestWindow: { readonly events: number; readonly tokensEstimated: number };
+  readonly callTimeoutMs: number;
+  readonly wakes: number;
+}
+
+export type ForecastVerdict = { readonly ok: true; readonly forecast: ModelForecast; readonly lines: readonly string[] } | { readonly ok: false; readonly reason: string; readonly lines: readonly string[] };
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const durationText = (ms: number): string => (ms >= 3_600_000 ? `${(ms / 3_600_000).toFixed(1)} h` : ms >= 60_000 ? `${(ms / 60_000).toFixed(1)} min` : seconds(ms));
+
+function ratesOf(speed: MeasuredSpeed): { promptPerMs: number; generatedPerMs: number } {
+  // A rate of nothing measured (0 tokens generated) is taken as the prompt's: the call still generated its answer in that time.
+  const promptPerMs = speed.prompt_tokens / Math.max(1, speed.prompt_ms);
+  const generatedPerMs = speed.generated_tokens > 0 ? speed.generated_tokens / Math.max(1, speed.generated_ms) : promptPerMs;
+  return { promptPerMs, generatedPerMs };
+}
+
+function countOf(m: ModelMeasurement, label: string): ModelMeasurement['counts'][number] {
+  const count = m.counts.find((c) => c.label === label);
+  if (count === undefined) throw new RangeError(`the measurement counted no ${label} prompt`);
+  return count;
+}
+
+/** Judges a measurement: a refusal naming what to change, or the forecast with its warnings. */
+export function judgeForecast(input: ForecastInput): ForecastVerdict {
+  const m = input.measurement;
+  const lines = [...m.lines];
+  const first = countOf(m, 'first');
+  const largest = countOf(m, 'largest');
+  const how = first.source === 'estimate' ? 'estimated as ceil(chars / 4): the server has no tokenizer' : `counted by the ${first.source}`;
+  const context = m.context;
+  const refuse = (reason: string): ForecastVerdict => ({ ok: false, reason, lines: [...lines, `refused: ${reason}`] });
+  if (context !== null && first.tokens + input.firstCap > context.size) {
+    return refuse(`the first wake's prompt is ${first.tokens} tokens (${how}); with its answer cap of ${input.firstCap} that is ${first.tokens + input.firstCap} tokens, over the model's context of ${context.size} (${context.source}): no wake of this plan can run. Give the model a context of at least ${first.tokens + input.firstCap} tokens (llama-server -c, --context-size), or a smaller answer cap (--max-tokens), or a pre-registration with a smaller window`);
+  }
+  const warnings: string[] = [];
+  const lateFit = context === null ? null : largest.tokens + input.largestCap <= context.size;
+  if (lateFit === false) {
+    warnings.push(`late wakes may not fit: the largest prompt the plan allows (its window at ${input.largestWindow.events} events, ${input.largestWindow.tokensEstimated} estimated tokens: the pre-registered bounds) is ${largest.tokens} tokens, with its cap ${largest.tokens + input.largestCap}, over the context of ${context!.size}: a wake whose window fills that far is refused as truncated_prompt`);
+  }
+  if (m.speed === null) return refuse(`the speed call failed (${m.speed_failure ?? 'no measurement'}), so no call of the plan can be timed against the call timeout of ${seconds(input.callTimeoutMs)}; fix the server, or raise --model-timeout-ms if the call timed out`);
+  const { promptPerMs, generatedPerMs } = ratesOf(m.speed);
+  // The largest call that can be sent: a prompt over the context is never sent.
+  const sendable = context === null ? largest.tokens : Math.min(largest.tokens, Math.max(0, context.size - input.largestCap));
+  const largestCallMs = Math.round(sendable / promptPerMs + input.largestCap / generatedPerMs);
+  const typicalPrompt = (first.tokens + sendable) / 2;
+  const low = Math.round(input.wakes * (typicalPrompt / promptPerMs + m.speed.generated_tokens / generatedPerMs));
+  const high = input.wakes * largestCallMs;
+  lines.push(`speed: ${(promptPerMs * 1000).toFixed(1)} prompt tokens/s, ${(generatedPerMs * 1000).toFixed(1)} generated tokens/s (${m.speed.source === 'server_timings' ? "the server's timings" : 'wall clock: lower bounds'})`);
+  lines.push(`predicted: the largest call (${sendable} prompt tokens, ${input.largestCap}-token answer) ${seconds(largestCallMs)} against the call timeout ${seconds(input.callTimeoutMs)}; an instance of ${input.wakes} wakes ${durationText(low)} to ${durationText(high)}`);
+  if (largestCallMs * TIMEOUT_MARGIN > input.callTimeoutMs) {
+    return refuse(`the largest call the plan can send (${sendable} prompt tokens and a ${input.largestCap}-token answer) is predicted to take ${seconds(largestCallMs)} at the measured speed, over the call timeout of ${seconds(input.callTimeoutMs)} with the margin ×${TIMEOUT_MARGIN}: its wakes would time out. Raise --model-timeout-ms to at least ${Math.ceil((largestCallMs * TIMEOUT_MARGIN) / 1000) * 1000} ("timeout_ms" in the model configuration), or lower the answer cap (--max-tokens)`);
+  }
+  for (const w of warnings) lines.push(`warning: ${w}`);
+  const forecast = ModelForecast.parse({
+    forecast_version: FORECAST_VERSION,
+    context_size: context?.size ?? null,
+    context_source: context?.source.slice(0, 500) ?? null,
+    first_wake_prompt_tokens: first.tokens,
+    largest_prompt_tokens: largest.tokens,
+    prompt_count_source: first.source,
+    answer_cap_tokens: input.largestCap,
+    largest_window: { events: input.largestWindow.events, tokens_estimated: input.largestWindow.tokensEstimated },
+    late_wakes_fit: lateFit,
+    speed: { prompt_tokens_per_s: round1(promptPerMs * 1000), generated_tokens_per_s: round1(generatedPerMs * 1000), source: m.speed.source, measured_prompt_tokens: m.speed.prompt_tokens, measured_generated_tokens: m.speed.generated_tokens },
+    call_timeout_ms: input.callTimeoutMs,
+    timeout_margin: TIMEOUT_MARGIN,
+    predicted_largest_call_ms: largestCallMs,
+    predicted_instance_ms: { low, high },
+    wakes: input.wakes,
+    warnings,
+  });
+  return { ok: true, forecast, lines };
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}
+
+/** What a study of `instances` instances takes at the forecast, on one server taking `slots` calls at once. */
+export function predictedStudyMs(forecast: ModelForecast, instances: number, slots: number): { readonly low: number; readonly high: number } {
+  const atOnce = Math.max(1, Math.min(slots, instances));
+  return { low: Math.round((forecast.predicted_instance_ms.low * instances) / atOnce), high: Math.round((forecast.predicted_instance_ms.high * instances) / atOnce) };
+}
+
+export { durationText };
