@@ -45,7 +45,7 @@ export interface ScriptedModelServer {
   readonly requests: ScriptedRequest[];
   /** Errors thrown by the script (answered with HTTP 599). */
   readonly errors: string[];
-  /** The preflight's probe calls (answered with EMPTY_ANSWER, not in `requests`). */
+  /** Calls of no wake: the preflight's probe calls and the check's speed call (answered with EMPTY_ANSWER, not in `requests`). */
   readonly probes: ScriptedRequest[];
   /** Side requests answered 404 (the adapter's tokenizer and props look-ups). */
   readonly sideRequests: string[];
@@ -98,6 +98,17 @@ export function promptEvents(user: string): PromptEvent[] {
   return events;
 }
 
+/**
+ * The speed this server claims in llama.cpp's `timings` (its answers are instant): what the
+ * controller's check before hour 0 times the model by (controller/model-check.ts), fast enough that
+ * no call timeout a test sets is predicted to be too short.
+ */
+export const SCRIPTED_SPEED = { promptTokensPerS: 1_000_000, generatedTokensPerS: 100_000 } as const;
+
+function timingsOf(usage: { prompt_tokens: number; completion_tokens: number }): Record<string, number> {
+  return { prompt_n: usage.prompt_tokens, prompt_ms: (usage.prompt_tokens / SCRIPTED_SPEED.promptTokensPerS) * 1000, predicted_n: usage.completion_tokens, predicted_ms: (usage.completion_tokens / SCRIPTED_SPEED.generatedTokensPerS) * 1000 };
+}
+
 export function chatCompletion(content: string, usage: { prompt_tokens: number; completion_tokens: number } | null = { prompt_tokens: 100, completion_tokens: 20 }): string {
   return JSON.stringify({
     id: 'chatcmpl-scripted',
@@ -105,7 +116,7 @@ export function chatCompletion(content: string, usage: { prompt_tokens: number; 
     created: 1_767_225_600,
     model: SCRIPTED_MODEL_ID,
     choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-    ...(usage === null ? {} : { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
+    ...(usage === null ? {} : { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }, timings: timingsOf(usage) }),
     system_fingerprint: SCRIPTED_FINGERPRINT,
   });
 }
@@ -159,8 +170,8 @@ export async function startScriptedModelServer(script: Script, options: { readon
       const messages = Array.isArray(body?.['messages']) ? (body['messages'] as { content?: unknown }[]) : [];
       const user = typeof messages[1]?.content === 'string' ? messages[1].content : '';
       const request: ScriptedRequest = { index, method: req.method ?? '', url: req.url ?? '', wakeId: wakeIdOf(user), body, user, receivedAt };
-      if (request.wakeId === null && body !== null && 'response_format' in body && !user.includes('WAKE ')) {
-        // The preflight's probe call (no wake): answered with the smallest valid answer, and not counted among the wakes' requests.
+      if (request.wakeId === null && body !== null && !user.includes('WAKE ')) {
+        // A call of no wake — the preflight's probe, or the check's speed call before hour 0: answered with the smallest valid answer, not counted among the wakes' requests.
         requests.splice(index, 1);
         probes.push(request);
         return send(res, 200, 'application/json', chatCompletion(JSON.stringify(EMPTY_ANSWER)));

@@ -9,19 +9,20 @@
 //   resumable: a resume while the server is still down is refused by the preflight with nothing
 //   lost, and a resume once it is back runs to the end. The forged case: as many transport
 //   failures, but never two in a row (an answer between each), do not pause;
-// - the preflight at instance level (instance-runner.ts recordPreflight, runtime/main.ts
-//   preflight): a server that serves another model, or answers the probe with prose, refuses the
-//   start with InstanceError 'model' whose message carries the reason, preflight.jsonl says why,
-//   and no wake started; a good server's check is recorded ok, once per runtime start.
+// - the preflight at instance level: a server that serves another model, or answers the probe with
+//   prose, is refused by the controller's check before hour 0 (controller/model-check.ts) with the
+//   reason and nothing written; a good server's check is recorded ok in preflight.jsonl, first the
+//   controller's, then once per runtime start (instance-processes.ts recordPreflight).
 //
 // A pre-registration of the test's own (the default one with a 4-hour wake period, 16 wakes; a
 // retry policy of 3 attempts with backoffs 10 and 20 ms; a pause after 2 transport failures) keeps
 // it fast; the backoffs differ so that a test sees each used in its place.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { InstanceError, type InstanceResult } from '../../controller/instance-runner.js';
+import { ModelCheckError } from '../../controller/model-check-error.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
@@ -197,17 +198,20 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
     expect(stillDown).toBeInstanceOf(InstanceError);
     const error = stillDown as InstanceError;
     expect(error.code).toBe('model');
-    expect(error.message).toContain('the model failed its check before the first wake');
+    expect(error.message).toContain("the model failed its check at the runtime's start");
     expect(error.message).toContain('the model server does not answer');
+    // The server is the problem, not what the manifest pins: the advice is to bring it back and resume.
+    expect(error.message).toContain(`then continue with --resume ${paused.runDir}`);
     expect(error.message).toContain(`in ${MAX_ATTEMPTS} attempt(s)`);
     expect(startedWakes(stillDownEvents)).toEqual([wake(1), wake(2), wake(3)]);
     // Everything of the paused run is still there, unchanged, in front of what the refused resume added.
     expect(stillDownEvents.slice(0, pausedEvents.length)).toEqual(pausedEvents);
     const lines = stillDownLines;
-    expect(lines.map((l) => l['ok'])).toEqual([true, false]);
-    expect(String(lines[1]!['reason'])).toContain('the model server does not answer');
+    // the check before hour 0 and the first runtime start (ok), then this refused resume
+    expect(lines.map((l) => l['ok'])).toEqual([true, true, false]);
+    expect(String(lines[2]!['reason'])).toContain('the model server does not answer');
     // Each attempt of the model list is said, with the pre-registered waits between them.
-    const said = (lines[1]!['lines'] as string[]).join('\n');
+    const said = (lines[2]!['lines'] as string[]).join('\n');
     expect(said).toContain(`attempt 1 brought no answer (connection_refused); trying again in ${BACKOFF_MS[0]} ms`);
     expect(said).toContain(`attempt 2 brought no answer (connection_refused); trying again in ${BACKOFF_MS[1]} ms`);
     expect(said).toContain('attempt 3 brought no answer (connection_refused)');
@@ -240,8 +244,10 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
 
   it('records one preflight per runtime start: ok for the good server (the pre-registered policy among its facts), refused while it was down', () => {
     const lines = preflightLines(resumed.runDir);
-    // start · refused resume · resume · the planned runtime crash's restart
-    expect(lines.map((l) => l['ok'])).toEqual([true, false, true, true]);
+    // the controller's check before hour 0 · the runtime's start · refused resume · resume · the planned runtime crash's restart
+    expect(lines.map((l) => l['ok'])).toEqual([true, true, false, true, true]);
+    expect(lines[0]!['stage']).toBe('before hour 0, with the plan (controller)');
+    expect(lines[0]!['forecast']).toMatchObject({ forecast_version: '1.0.0' });
     for (const line of lines.filter((l) => l['ok'] === true)) {
       expect(line).toMatchObject({ adapter: 'openai', model_id: SCRIPTED_MODEL_ID });
       expect(line['facts']).toMatchObject({ served_model: SCRIPTED_MODEL_ID, dialect: 'json_schema', retry_max_attempts: MAX_ATTEMPTS, retry_backoff_ms: BACKOFF_MS.join(','), probe_schema_valid: true });
@@ -369,28 +375,21 @@ describe('the preflight at instance level', () => {
   async function refusedStart(name: string, model: InstanceRun['options']['model']) {
     const run = newInstanceOptions(setup, { name, model });
     const error = await rejection(runInstance(run));
-    return { run, error, lines: preflightLines(run.options.runDir), events: storedEvents(run.options.runDir) };
+    return { run, error };
   }
 
+  /** Refused by the check before hour 0 (controller/model-check.ts): nothing of the run folder was written. */
   function expectRefused(refused: Awaited<ReturnType<typeof refusedStart>>, reason: string): void {
-    expect(refused.error).toBeInstanceOf(InstanceError);
-    const error = refused.error as InstanceError;
-    expect(error.code).toBe('model');
-    expect(error.message).toContain('the model failed its check before the first wake');
+    expect(refused.error).toBeInstanceOf(ModelCheckError);
+    const error = refused.error as ModelCheckError;
+    expect(error.errorCode).toBe('model_check_refused');
+    expect(error.message).toContain('the model failed its check before hour 0');
     expect(error.message).toContain(reason);
-    expect(error.message).toContain(`--resume ${refused.run.options.runDir}`);
-    expect(refused.lines).toHaveLength(1);
-    const line = refused.lines[0]!;
-    expect(line['ok']).toBe(false);
-    expect(String(line['reason'])).toContain(reason);
-    expect(error.message).toContain(String(line['reason']));
-    expect((line['lines'] as string[]).length).toBeGreaterThan(0);
-    expect((line['lines'] as string[]).at(-1)).toContain('refused: ');
-    // Said on screen too, line by line.
-    for (const said of line['lines'] as string[]) expect(refused.run.lines).toContain(`model preflight: ${said}`);
-    // No wake started: the store holds what precedes hour 0 only.
-    expect(ofType(refused.events, 'ExperimentEvent.WakeStarted')).toEqual([]);
-    expect(refused.events.some((e) => e.event_type.startsWith('ModelOutputEvent.'))).toBe(false);
+    expect(error.message).toContain('Nothing was written: fix what it names and run the same command again');
+    expect(error.message).not.toContain('--resume');
+    expect(existsSync(refused.run.options.runDir)).toBe(false);
+    // Said on screen, line by line.
+    expect(refused.run.lines.some((l) => l.startsWith('model check: '))).toBe(true);
   }
 
   it('a server that serves another model: refused, the reason names both ids', async () => {
@@ -425,12 +424,11 @@ describe('the preflight at instance level', () => {
       config_file: null,
       config_sha256: null,
     });
-    expect(refused.error).toBeInstanceOf(InstanceError);
-    const reason = String(refused.lines[0]?.['reason']);
-    expect(reason).toContain('the server ignored the constraint (dialect json_schema): the answer is not JSON');
-    expect(reason).toContain('Once upon a time');
-    expectRefused(refused, reason);
-    // The probe was made once (an answer is never retried), and what it said is kept.
+    expectRefused(refused, 'the server ignored the constraint (dialect json_schema): the answer is not JSON');
+    expect((refused.error as ModelCheckError).message).toContain('Once upon a time');
+    // What the refused probe said is kept with the refusal (no run folder exists to keep it).
+    expect((refused.error as ModelCheckError).facts['probe_raw_output']).toBe(prose);
+    // The probe was made once (an answer is never retried).
     expect(server.to('/v1/chat/completions')).toHaveLength(1);
     const chat = server.to('/v1/chat/completions')[0]!.json!;
     expect(chat['response_format']).toMatchObject({ type: 'json_schema' });
