@@ -10,10 +10,13 @@
 //                          (design/run-contract.ts), the pause rule; runtime-wake.ts: one wake
 //                          of the runtime raced against the stop
 //   crash-drills.ts        the planned runtime and writer crashes, only on a wake that plans one
+//   model-check.ts         the model against the plan before anything is written (prompt-bounds.ts)
 //   written-interventions.ts, instance-progress.ts, controller-events.ts: what the store holds,
 //                          what the controller writes
 export { resumeInstance, runNewInstance } from './instance-start.js';
 export { InstanceError, type InstanceErrorCode } from './instance-error.js';
+export { checkModelBeforeStart, type ModelCheck } from './model-check.js';
+export { ModelCheckError } from './model-check-error.js';
 export type { CommonOptions, Group, InstanceResult, NewInstanceOptions, ResumeOptions, WakeStopOrder } from './instance-options.js';
 export { CHILD_STOP_TIMEOUT_MS, MAX_WRITER_RESTARTS } from './instance-processes.js';
 export { INSTANCE_SNAPSHOT_EVERY_EVENTS } from './writer-session.js';

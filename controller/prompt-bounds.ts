@@ -18,6 +18,7 @@
 //   a subject will not see: the scenario's own files, which are in its workspace from hour 0.
 //
 // Pure apart from the nonce (given): events get fixed ids, nothing is written or sent.
+import { MessageReceived } from '../schema/events/world-events.js';
 import type { EventDraft } from '../writer/protocol.js';
 import { buildContextBundle, type WorkspaceEntry } from '../runtime/context-bundle.js';
 import { renderPrompt, type RenderedPrompt } from '../runtime/prompt.js';
@@ -97,7 +98,7 @@ export function promptBoundsOf(plan: ExperimentPlan, scenario: Scenario, prereg:
   const last = events.slice(-1);
   let largest = first;
   for (let n = 0; n < MAX_FILLER_EVENTS; n += 1) {
-    before.push({ seq: 0, event_id: '', event_type: 'WorldEvent.MessageReceived', occurred_at: plan.schedule.start_at, payload: { from: 'a colleague', subject: 'notes', body: nextBody(), in_reply_to: null } });
+    before.push({ seq: 0, event_id: '', event_type: MessageReceived.type, occurred_at: plan.schedule.start_at, payload: MessageReceived.payload.parse({ from: 'a colleague', subject: 'notes', body: nextBody(), in_reply_to: null }) });
     const numbered = [...before, ...last].map((e, i) => ({ ...e, seq: 2 + i, event_id: eventIdOf(2 + i) }));
     largest = render(numbered, plan, prereg, scenario);
     if (largest.window.omitted_by_count > 0 || largest.window.omitted_by_token_cap > 0) break;

@@ -20,7 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
-import { resumeInstance, runNewInstance, type InstanceResult, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
+import { resumeInstance, runNewInstance, type InstanceResult, type ModelCheck, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
+import { checkStudyModel } from './study-model-check.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
 import type { BlockSeat } from '../../controller/lockstep-block.js';
 import { blocksLine, studyBlock } from './study-block.js';
@@ -97,6 +98,8 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   checkNewStudyFolder(outDir);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
   const { plan, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
+  // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
+  const modelCheck = await checkStudyModel(plan, prereg, { scenariosDir: options.scenariosDir, concurrency: options.concurrency, log: options.log });
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   try {
@@ -122,8 +125,10 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
     start: options.runInstance ?? runNewInstance,
     found: new Map(),
     stored: null,
+    modelCheck,
   });
 }
+
 
 /** What a resume does with an instance folder it found (study-resume.ts). */
 export type FoundInstance = 'sealed' | 'resume';
@@ -148,6 +153,8 @@ export interface StudyRun {
   readonly found: ReadonlyMap<string, FoundInstance>;
   /** report.json as a resume found it. */
   readonly stored: StudyReport | null;
+  /** The study's check before hour 0, handed to every instance it starts (absent: each checks its own). */
+  readonly modelCheck?: ModelCheck | null;
 }
 
 interface Ran {
@@ -257,6 +264,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
           groupBlindId: `inst-${randomBytes(4).toString('hex')}`,
           startedAt: new Date().toISOString(),
           model: plan.model,
+          ...(run.modelCheck === undefined ? {} : { modelCheck: run.modelCheck }),
         });
       }
     } catch (e) {

@@ -1,0 +1,35 @@
+// A study's model checked once, before anything of the study is written (issue 31 item 3):
+// controller/model-check.ts on replicate 1's plan, and the study's predicted duration said from
+// its forecast (design/model-forecast.ts predictedStudyMs: the calls of every instance on one
+// server taking the declared parallel slots at once, at most three per block at once).
+import path from 'node:path';
+import { checkModelBeforeStart, type ModelCheck } from '../../controller/instance-runner.js';
+import { buildExperimentPlan } from '../../design/experiment-plan.js';
+import { resolveModel } from '../../design/model-choice.js';
+import { durationText, predictedStudyMs } from '../../design/model-forecast.js';
+import { modelCallRulesOf, type PreRegistration } from '../../design/prereg.js';
+import { loadScenario } from '../../design/scenario.js';
+import type { StudyPlan } from '../../oracle/study-folder.js';
+import { replicateSeed } from '../../oracle/study-replicates.js';
+import { GROUPS } from '../../oracle/study-report.js';
+
+/**
+ * The check before hour 0 for a whole study (controller/model-check.ts), on replicate 1's plan:
+ * refused, nothing of the study is written; passed, the predicted duration of the study is said,
+ * and every instance it starts carries this forecast instead of measuring the server again.
+ */
+export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, options: { readonly scenariosDir: string; readonly concurrency: number; readonly log: (line: string) => void }): Promise<ModelCheck | null> {
+  const rules = modelCallRulesOf(prereg);
+  if (rules === null) return null;
+  const scenario = loadScenario(path.join(options.scenariosDir, prereg.scenario.id));
+  const model = resolveModel(plan.model, rules.transport_retry);
+  const first = buildExperimentPlan({ prereg, scenario, seed: replicateSeed(plan.seed, 1), startAt: plan.start_at });
+  const check = await checkModelBeforeStart({ plan: first, scenario, prereg, model: model.runtime, protocol: model.protocol, log: (line) => options.log(`[study] ${line}`) });
+  if (check !== null) {
+    const instances = GROUPS.length * plan.n_initial;
+    const atOnce = Math.min(plan.model.adapter === 'openai' || plan.model.adapter === 'local' ? (plan.model.parallel_slots ?? 1) : instances, GROUPS.length * options.concurrency);
+    const study = predictedStudyMs(check.forecast, instances, atOnce);
+    options.log(`[study] predicted: an instance ${durationText(check.forecast.predicted_instance_ms.low)} to ${durationText(check.forecast.predicted_instance_ms.high)}; the study's ${instances} instances ${durationText(study.low)} to ${durationText(study.high)} (one server, ${atOnce} call(s) at once)${plan.n_expanded > plan.n_initial ? `, more if the expansion rule adds replicates (to n = ${plan.n_expanded})` : ''}`);
+  }
+  return check;
+}
