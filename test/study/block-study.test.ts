@@ -102,10 +102,11 @@ describe('a block against one model server', () => {
 
     // Lockstep: one request at a time, the runtimes' start probes included.
     expect(server.maxOpenChats()).toBe(1);
-    // Each runtime's start checks the model: the first start and the planned runtime crash's restart.
+    // The study's check before hour 0 (its probe and its speed call), then each runtime's start
+    // checks the model: the first start and the planned runtime crash's restart.
     const plan = JSON.parse(readFileSync(path.join(out, 'instances', 'A-r1', 'plan.json'), 'utf8')) as { schedule: { wakes: unknown[] }; interventions: { kind: string }[] };
     const restarts = plan.interventions.filter((i) => i.kind === 'runtime_crash').length;
-    expect(server.probes).toHaveLength(GROUPS.length * (1 + restarts));
+    expect(server.probes).toHaveLength(2 + GROUPS.length * (1 + restarts));
 
     const record = readBlockRecord(out, 1);
     if (record.kind !== 'read') throw new Error(`no block record: ${JSON.stringify(record)}`);
