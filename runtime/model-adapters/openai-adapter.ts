@@ -37,6 +37,7 @@ import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/mode
 import { ServerBaseUrl } from '../protocol.js';
 import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf, TokenUsage, TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
+import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
@@ -57,8 +58,8 @@ export const OPENAI_ADAPTER_LIMITS = {
   sideRequestTimeoutMs: 10_000,
   /** /props carries the chat template, /tokenize a token list as long as the prompt (~7 bytes per token). */
   sideResponseBytes: 8 * 1024 * 1024,
-  /** The probe's answer cap when none is configured: a minimal constrained answer is ~100 tokens. */
-  probeMaxTokens: 512,
+  /** Tokens kept free for the probe's own prompt and a chat template's (b4748 adds 61) when its cap is sized to the context. */
+  probePromptReserveTokens: 256,
   /** How much of the probe's raw answer preflight.jsonl keeps. */
   probeRawChars: 2_000,
 } as const;
@@ -292,7 +293,11 @@ export class OpenAiAdapter implements ModelAdapter {
       lines.push('dialect none: no constraint is sent, so there is none to check; the probe call is skipped and every answer relies on the model alone');
       return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
     }
-    const probeMaxTokens = this.params.max_tokens ?? OPENAI_ADAPTER_LIMITS.probeMaxTokens;
+    // The cap a study's call gets (runtime/answer-cap.ts), so a constrained answer the study would
+    // accept is not cut here — within what the context leaves after the probe's few tokens (a
+    // context too small for the study's calls is the forecast's to refuse, naming its sizes).
+    const roomMax = this.context === null || this.context === undefined ? MAX_ANSWER_TOKENS : Math.max(1, this.context.size - OPENAI_ADAPTER_LIMITS.probePromptReserveTokens);
+    const probeMaxTokens = this.params.max_tokens ?? Math.min(MAX_ANSWER_TOKENS, roomMax);
     const outcome = await this.complete(PROBE_MESSAGES.system, PROBE_MESSAGES.user, answerSchema, probeMaxTokens, timeoutMs, async (f) => {
       lines.push(`probe call: attempt ${f.attempt} brought no answer (${f.kind})${f.backoff_ms === null ? '' : `; trying again in ${f.backoff_ms} ms (retry policy)`}`);
     });
@@ -318,7 +323,7 @@ export class OpenAiAdapter implements ModelAdapter {
     if (!verdict.honoured) {
       // A constrained decoder writes a prefix of valid JSON; cut at the cap that is all it is. Prose is a constraint ignored.
       if (outcome.finish_reason === 'length' && outcome.raw_output.trimStart().startsWith('{') && !verdict.schema_valid && isJsonPrefix(outcome.raw_output)) {
-        return refuse(`the probe answer was cut at its token cap (max_tokens ${probeMaxTokens}, finish_reason length) while still JSON, so the constraint (dialect ${this.dialect}) could not be confirmed; the study's answers get the same cap: raise max_tokens (--max-tokens, or params.max_tokens in the model configuration)`);
+        return refuse(`the probe answer was cut at its token cap (max_tokens ${probeMaxTokens}, finish_reason length) while still JSON, so the constraint (dialect ${this.dialect}) could not be confirmed; the study's answers get ${this.params.max_tokens === null ? 'at most' : 'the same'} cap: raise max_tokens (--max-tokens, or params.max_tokens in the model configuration)`);
       }
       return refuse(`${verdict.reason}${outcome.finish_reason === 'length' ? ` (the answer ran to its cap of ${probeMaxTokens} tokens: a server that ignores the constraint writes until it is cut)` : ''}; ${this.otherDialectAdvice(props)}`);
     }

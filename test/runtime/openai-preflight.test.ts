@@ -66,7 +66,8 @@ describe('preflight against a live server', () => {
     const probe = server.to(CHAT)[0]!.json!;
     expect(probe.response_format).toEqual({ type: 'json_object', schema: SCHEMA });
     expect(probe.json_schema).toEqual(SCHEMA);
-    expect(probe.max_tokens).toBe(512);
+    // The cap a study call gets (4,096), within what the context (2,048 here) leaves after the probe's reserve of 256 tokens.
+    expect(probe.max_tokens).toBe(2_048 - 256);
     expect(probe.messages).toEqual([
       { role: 'system', content: PROBE_MESSAGES.system },
       { role: 'user', content: PROBE_MESSAGES.user },

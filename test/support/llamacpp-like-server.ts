@@ -22,6 +22,8 @@ import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
 
 export const TOKEN_CHARS = 3;
 export const TEMPLATE_TOKENS = 61;
+/** What a server that ignores the constraint writes, over and over until its cap. */
+const PROSE = 'Once upon a time there was a little cat who liked to play. ';
 /** How often a running evaluation looks whether its client left (llama.cpp's batch boundary). */
 const TICK_MS = 10;
 
@@ -132,7 +134,7 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
     const promptTokens = tokensOf(system) + tokensOf(user) + TEMPLATE_TOKENS;
     const maxTokens = typeof body['max_tokens'] === 'number' ? body['max_tokens'] : 512;
     const isConstrained = constrained(body, options.ignoresOpenAiJsonSchema ?? false);
-    let content = isConstrained ? (options.answer?.(body) ?? JSON.stringify(EMPTY_ANSWER)) : 'Once upon a time there was a little cat who liked to play. '.repeat(Math.ceil((maxTokens * TOKEN_CHARS) / 60) + 1);
+    let content = isConstrained ? (options.answer?.(body) ?? JSON.stringify(EMPTY_ANSWER)) : PROSE.repeat(Math.ceil((maxTokens * TOKEN_CHARS) / PROSE.length) + 1);
     let finish = 'stop';
     if (tokensOf(content) > maxTokens) {
       content = content.slice(0, maxTokens * TOKEN_CHARS);
