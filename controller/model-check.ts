@@ -75,12 +75,15 @@ async function checkWith(adapter: ModelAdapter, timeoutMs: number, input: ModelC
   const largest = { label: 'largest', ...bounds.largest, answerCap: capOf(bounds.largest) };
   const speedCap = sentAnswerCap(SPEED_ANSWER_TOKENS, configured);
   const nonce = randomBytes(6).toString('hex');
-  // The plan's typical prompt, halfway between its first and its largest, cut to what the context holds with the cap.
+  // A prompt of the first wake's size (the plan's early wakes; every wake at least): large enough
+  // for the server's rates to be its rates on the study's prompts, small enough to fit wherever the
+  // first wake fits and to be measured within the call timeout — the largest prompt the
+  // pre-registration allows (a full window) can be several times longer than any wake reaches.
+  // Cut to what the context holds with the cap.
   const speedSample: SpeedSampleOf = (context, counts) => {
     const firstTokens = counts.find((c) => c.label === 'first')?.tokens ?? 1;
-    const largestTokens = counts.find((c) => c.label === 'largest')?.tokens ?? firstTokens;
     const charsPerToken = (bounds.first.system.length + bounds.first.user.length) / Math.max(1, firstTokens);
-    const wanted = Math.min((firstTokens + largestTokens) / 2, context === null ? Infinity : context.size - speedCap - SPEED_CONTEXT_SLACK_TOKENS);
+    const wanted = Math.min(firstTokens, context === null ? Infinity : context.size - speedCap - SPEED_CONTEXT_SLACK_TOKENS);
     const userChars = Math.floor(wanted * charsPerToken) - bounds.first.system.length;
     return { label: 'speed', ...speedPrompt(bounds, userChars, nonce), answerCap: speedCap };
   };

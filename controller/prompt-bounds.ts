@@ -13,7 +13,7 @@
 //   subject reads comes back as long text). The state and the workspace listing are taken as at
 //   the start: the pre-registration bounds neither (a subject that writes files lengthens the
 //   listing), and the forecast says so.
-// - speed: a prompt of the plan's typical size for measuring the server: the largest's text cut
+// - speed: a prompt of the first wake's size for measuring the server: the largest's text cut
 //   to the size asked, after a nonce line so that no prefix cache can serve it. It carries nothing
 //   a subject will not see: the scenario's own files, which are in its workspace from hour 0.
 //
