@@ -42,6 +42,9 @@ export interface ModelCheck {
 /** Tokens the speed prompt leaves free beyond its cap: a chat template's own tokens (llama.cpp b4748 adds 61). */
 const SPEED_CONTEXT_SLACK_TOKENS = 256;
 
+/** The largest prompt is timed on its own only when it is this much longer than the typical one. */
+const LARGEST_SPEED_CALL_FACTOR = 1.2;
+
 /** The call timeout of a model that is waited for; null for one that is not (reference, replay). */
 function timeoutOf(model: RuntimeModelConfig): number | null {
   return model.adapter === 'openai' || model.adapter === 'local' ? model.timeout_ms : null;
@@ -75,19 +78,23 @@ async function checkWith(adapter: ModelAdapter, timeoutMs: number, input: ModelC
   const largest = { label: 'largest', ...bounds.largest, answerCap: capOf(bounds.largest) };
   const speedCap = sentAnswerCap(SPEED_ANSWER_TOKENS, configured);
   const nonce = randomBytes(6).toString('hex');
-  // A prompt of the first wake's size (the plan's early wakes; every wake at least): large enough
-  // for the server's rates to be its rates on the study's prompts, small enough to fit wherever the
-  // first wake fits and to be measured within the call timeout — the largest prompt the
-  // pre-registration allows (a full window) can be several times longer than any wake reaches.
-  // Cut to what the context holds with the cap.
-  const speedSample: SpeedSampleOf = (context, counts) => {
+  // Two speed calls, each after its own nonce so no prefix cache serves it: one of the first
+  // wake's size (the plan's early wakes: the rates an instance's prediction rests on), then one of
+  // the largest prompt the plan can send (its window at the bounds, cut to what the context holds
+  // with the cap) — timed directly, because prompt evaluation slows as a prompt grows (attention),
+  // so rates from a small prompt would promise the largest call too soon. Within the call timeout:
+  // a call that cannot be measured within it cannot be made within it either.
+  const speedSamples: SpeedSampleOf = (context, counts) => {
     const firstTokens = counts.find((c) => c.label === 'first')?.tokens ?? 1;
+    const largestTokens = counts.find((c) => c.label === 'largest')?.tokens ?? firstTokens;
     const charsPerToken = (bounds.first.system.length + bounds.first.user.length) / Math.max(1, firstTokens);
-    const wanted = Math.min(firstTokens, context === null ? Infinity : context.size - speedCap - SPEED_CONTEXT_SLACK_TOKENS);
-    const userChars = Math.floor(wanted * charsPerToken) - bounds.first.system.length;
-    return { label: 'speed', ...speedPrompt(bounds, userChars, nonce), answerCap: speedCap };
+    const room = context === null ? Infinity : context.size - Math.max(speedCap, largest.answerCap) - SPEED_CONTEXT_SLACK_TOKENS;
+    const sample = (label: string, tokens: number) => ({ label, ...speedPrompt(bounds, Math.floor(tokens * charsPerToken) - bounds.first.system.length, `${label}-${nonce}`), answerCap: speedCap });
+    const typical = Math.min(firstTokens, context === null ? Infinity : context.size - speedCap - SPEED_CONTEXT_SLACK_TOKENS);
+    const largestSendable = Math.min(largestTokens, room);
+    return largestSendable > typical * LARGEST_SPEED_CALL_FACTOR ? [sample('typical', typical), sample('largest', largestSendable)] : [sample('typical', typical)];
   };
-  const measurement = await adapter.measure([first, largest], speedSample, schema, timeoutMs);
+  const measurement = await adapter.measure([first, largest], speedSamples, schema, timeoutMs);
   const verdict = judgeForecast({ measurement, firstCap: first.answerCap, largestCap: largest.answerCap, largestWindow: bounds.largestWindow, callTimeoutMs: timeoutMs, wakes: input.plan.schedule.wakes.length });
   for (const line of verdict.lines) say(line);
   if (!verdict.ok) throw new ModelCheckError('forecast', `${verdict.reason}. Nothing was written`, preflight.facts);

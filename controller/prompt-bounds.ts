@@ -13,9 +13,10 @@
 //   subject reads comes back as long text). The state and the workspace listing are taken as at
 //   the start: the pre-registration bounds neither (a subject that writes files lengthens the
 //   listing), and the forecast says so.
-// - speed: a prompt of the first wake's size for measuring the server: the largest's text cut
-//   to the size asked, after a nonce line so that no prefix cache can serve it. It carries nothing
-//   a subject will not see: the scenario's own files, which are in its workspace from hour 0.
+// - speed: prompts for timing the server (controller/model-check.ts asks one of the first wake's
+//   size and one of the largest sendable size): the largest's text cut to the size asked, after a
+//   nonce so that no prefix cache can serve it. They carry nothing a subject will not see: the
+//   scenario's own files, which are in its workspace from hour 0.
 //
 // Pure apart from the nonce (given): events get fixed ids, nothing is written or sent.
 import { MessageReceived } from '../schema/events/world-events.js';
@@ -107,12 +108,11 @@ export function promptBoundsOf(plan: ExperimentPlan, scenario: Scenario, prereg:
 }
 
 /**
- * A prompt of about `userChars` characters of the largest prompt's text, after a nonce line (no
- * prefix cache can serve it). Without its wake line: it is no wake, and a server's log must not
- * read it as one.
+ * A prompt of about `userChars` characters of the largest prompt's text for timing the server,
+ * with `nonce` first in its system message so that no prefix cache can serve any of it. Without
+ * its wake line: it is no wake, and a server's log must not read it as one.
  */
 export function speedPrompt(bounds: PromptBounds, userChars: number, nonce: string): RenderedPrompt {
   const afterWakeLine = bounds.largest.user.slice(bounds.largest.user.indexOf('\n') + 1);
-  const body = afterWakeLine.slice(0, Math.max(0, userChars));
-  return { system: bounds.largest.system, user: `speed check ${nonce}: this text is only measured, not answered.\n${body}` };
+  return { system: `speed check ${nonce}: this text is only measured, not answered.\n${bounds.largest.system}`, user: afterWakeLine.slice(0, Math.max(0, userChars)) };
 }

@@ -10,7 +10,8 @@
 // - the largest prompt the plan allows plus its cap should fit: else late wakes will be refused as
 //   truncated_prompt (a warning: the window may never fill that far);
 // - the largest call the plan can send (the largest prompt that fits, with the whole answer cap)
-//   must fit the call timeout with TIMEOUT_MARGIN to spare at the measured speed: else it is
+//   must fit the call timeout with TIMEOUT_MARGIN to spare: its prompt timed directly (prompt
+//   evaluation slows as prompts grow), its answer at the measured generation rate; else it is
 //   refused, naming the timeout that would fit;
 // - an instance is predicted between `low` (every wake a typical prompt with an answer as long as
 //   the speed call's) and `high` (every wake the largest call).
@@ -37,7 +38,10 @@ export const ModelForecast = z.strictObject({
   largest_window: z.strictObject({ events: Tokens, tokens_estimated: Tokens }),
   /** null: the context is unknown, nothing to check against. */
   late_wakes_fit: z.boolean().nullable(),
+  /** The rates on a prompt of the first wake's size. */
   speed: z.strictObject({ prompt_tokens_per_s: z.number().min(0), generated_tokens_per_s: z.number().min(0), source: z.enum(['server_timings', 'wall']), measured_prompt_tokens: Tokens, measured_generated_tokens: Tokens }),
+  /** The largest sendable prompt timed on its own (null: no longer than the typical one, so not timed apart). */
+  largest_prompt_timed: z.strictObject({ prompt_tokens: Tokens, prompt_ms: Ms }).nullable(),
   call_timeout_ms: Ms,
   timeout_margin: z.number().min(1),
   predicted_largest_call_ms: Ms,
@@ -92,15 +96,27 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
   if (lateFit === false) {
     warnings.push(`late wakes may not fit: the largest prompt the plan allows (its window at ${input.largestWindow.events} events, ${input.largestWindow.tokensEstimated} estimated tokens: the pre-registered bounds) is ${largest.tokens} tokens, with its cap ${largest.tokens + input.largestCap}, over the context of ${context!.size}: a wake whose window fills that far is refused as truncated_prompt`);
   }
-  if (m.speed === null) return refuse(`the speed call failed (${m.speed_failure ?? 'no measurement'}), so no call of the plan can be timed against the call timeout of ${seconds(input.callTimeoutMs)}; fix the server, or raise --model-timeout-ms if the call timed out`);
-  const { promptPerMs, generatedPerMs } = ratesOf(m.speed);
+  const [typical, largestTimed] = m.speeds;
+  if (typical === undefined || typical.speed === null) {
+    const why = typical === undefined ? 'no speed call was made' : typical.failure;
+    return refuse(`the speed call of the first wake's size (${typical?.prompt_tokens ?? first.tokens} prompt tokens) gave no measurement (${why}), so no call of the plan can be timed against the call timeout of ${seconds(input.callTimeoutMs)}; ${typical?.timed_out ? 'a call of the first wake\'s size does not even finish within it: raise --model-timeout-ms ("timeout_ms" in the model configuration), or give the model a faster server' : 'fix the server'}`);
+  }
+  const speed = typical.speed;
+  const { promptPerMs, generatedPerMs } = ratesOf(speed);
   // The largest call that can be sent: a prompt over the context is never sent.
   const sendable = context === null ? largest.tokens : Math.min(largest.tokens, Math.max(0, context.size - input.largestCap));
-  const largestCallMs = Math.round(sendable / promptPerMs + input.largestCap / generatedPerMs);
+  if (largestTimed !== undefined && largestTimed.speed === null) {
+    // Not measurable within the timeout: the typical rates give a lower bound of what it needs (evaluation only slows as prompts grow), and never less than twice the timeout that failed.
+    const atLeastMs = Math.max(2 * input.callTimeoutMs, Math.ceil(((sendable / promptPerMs + input.largestCap / generatedPerMs) * TIMEOUT_MARGIN) / 1000) * 1000);
+    return refuse(`the largest prompt the plan can send (${largestTimed.prompt_tokens} tokens) gave no measurement (${largestTimed.failure})${largestTimed.timed_out ? `: it is not even evaluated within the call timeout of ${seconds(input.callTimeoutMs)}, and its wakes would time out. Raise --model-timeout-ms to at least ${atLeastMs} ("timeout_ms" in the model configuration; the check then times it again), give the model a faster server, or pre-register a smaller window` : '; fix the server'}`);
+  }
+  // Timed directly where it was (prompt evaluation slows as prompts grow), else from the typical rates.
+  const largestPromptMs = largestTimed?.speed ? (largestTimed.speed.prompt_ms * sendable) / Math.max(1, largestTimed.speed.prompt_tokens) : sendable / promptPerMs;
+  const largestCallMs = Math.round(largestPromptMs + input.largestCap / generatedPerMs);
   const typicalPrompt = (first.tokens + sendable) / 2;
-  const low = Math.round(input.wakes * (typicalPrompt / promptPerMs + m.speed.generated_tokens / generatedPerMs));
+  const low = Math.round(input.wakes * (typicalPrompt / promptPerMs + speed.generated_tokens / generatedPerMs));
   const high = input.wakes * largestCallMs;
-  lines.push(`speed: ${(promptPerMs * 1000).toFixed(1)} prompt tokens/s, ${(generatedPerMs * 1000).toFixed(1)} generated tokens/s (${m.speed.source === 'server_timings' ? "the server's timings" : 'wall clock: lower bounds'})`);
+  lines.push(`speed: ${(promptPerMs * 1000).toFixed(1)} prompt tokens/s, ${(generatedPerMs * 1000).toFixed(1)} generated tokens/s on the first wake's size (${speed.source === 'server_timings' ? "the server's timings" : 'wall clock: lower bounds'})${largestTimed?.speed ? `; ${((largestTimed.speed.prompt_tokens / Math.max(1, largestTimed.speed.prompt_ms)) * 1000).toFixed(1)} prompt tokens/s on the largest (${largestTimed.speed.prompt_tokens} tokens)` : ''}`);
   lines.push(`predicted: the largest call (${sendable} prompt tokens, ${input.largestCap}-token answer) ${seconds(largestCallMs)} against the call timeout ${seconds(input.callTimeoutMs)}; an instance of ${input.wakes} wakes ${durationText(low)} to ${durationText(high)}`);
   if (largestCallMs * TIMEOUT_MARGIN > input.callTimeoutMs) {
     return refuse(`the largest call the plan can send (${sendable} prompt tokens and a ${input.largestCap}-token answer) is predicted to take ${seconds(largestCallMs)} at the measured speed, over the call timeout of ${seconds(input.callTimeoutMs)} with the margin ×${TIMEOUT_MARGIN}: its wakes would time out. Raise --model-timeout-ms to at least ${Math.ceil((largestCallMs * TIMEOUT_MARGIN) / 1000) * 1000} ("timeout_ms" in the model configuration), or lower the answer cap (--max-tokens)`);
@@ -116,7 +132,8 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
     answer_cap_tokens: input.largestCap,
     largest_window: { events: input.largestWindow.events, tokens_estimated: input.largestWindow.tokensEstimated },
     late_wakes_fit: lateFit,
-    speed: { prompt_tokens_per_s: round1(promptPerMs * 1000), generated_tokens_per_s: round1(generatedPerMs * 1000), source: m.speed.source, measured_prompt_tokens: m.speed.prompt_tokens, measured_generated_tokens: m.speed.generated_tokens },
+    speed: { prompt_tokens_per_s: round1(promptPerMs * 1000), generated_tokens_per_s: round1(generatedPerMs * 1000), source: speed.source, measured_prompt_tokens: speed.prompt_tokens, measured_generated_tokens: speed.generated_tokens },
+    largest_prompt_timed: largestTimed?.speed ? { prompt_tokens: largestTimed.speed.prompt_tokens, prompt_ms: Math.round(largestTimed.speed.prompt_ms) } : null,
     call_timeout_ms: input.callTimeoutMs,
     timeout_margin: TIMEOUT_MARGIN,
     predicted_largest_call_ms: largestCallMs,

@@ -120,8 +120,8 @@ export interface PromptSample {
   readonly answerCap: number;
 }
 
-/** The speed call's prompt, made once the samples are counted and the context is known (so that it fits). */
-export type SpeedSampleOf = (context: ModelMeasurement['context'], counts: ModelMeasurement['counts']) => PromptSample;
+/** The speed calls' prompts, made once the samples are counted and the context is known (so that they fit); each is timed in turn. */
+export type SpeedSampleOf = (context: ModelMeasurement['context'], counts: ModelMeasurement['counts']) => readonly PromptSample[];
 
 /** The speed a server (or a local engine) showed on one call, and how it was measured. */
 export interface MeasuredSpeed {
@@ -139,9 +139,8 @@ export interface MeasuredSpeed {
 export interface ModelMeasurement {
   readonly context: { readonly size: number; readonly source: string } | null;
   readonly counts: readonly { readonly label: string; readonly tokens: number; readonly source: TokenCountSource }[];
-  /** null: the speed call failed (`speed_failure` says why). */
-  readonly speed: MeasuredSpeed | null;
-  readonly speed_failure: string | null;
+  /** One per speed sample, in order: what it showed, or why it showed nothing (the call failed: `failure`, `timed_out`). */
+  readonly speeds: readonly ({ readonly label: string; readonly prompt_tokens: number } & ({ readonly speed: MeasuredSpeed; readonly failure: null; readonly timed_out: false } | { readonly speed: null; readonly failure: string; readonly timed_out: boolean }))[];
   readonly lines: readonly string[];
 }
 

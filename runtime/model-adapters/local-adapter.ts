@@ -247,17 +247,22 @@ export class LocalAdapter implements ModelAdapter {
       return { label: sample.label, tokens, source: 'tokenizer' as const };
     });
     const context = { size: l.contextSize, source: 'the local engine\'s context' };
-    const speedSample = speedSampleOf(context, counts);
-    const clock = startClock(timeoutMs);
-    const outcome = await this.serialised(() => this.generate(speedSample.system, speedSample.user, answerSchema, speedSample.answerCap, clock));
-    const speed = measuredSpeedOf(outcome);
-    if (speed === null) {
-      const why = outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage';
-      lines.push(`speed call: no measurement (${why})`);
-      return { context, counts, speed: null, speed_failure: why, lines };
+    const speeds: ModelMeasurement['speeds'][number][] = [];
+    for (const sample of speedSampleOf(context, counts)) {
+      const tokens = l.render(sample.system, sample.user).length;
+      const clock = startClock(timeoutMs);
+      const outcome = await this.serialised(() => this.generate(sample.system, sample.user, answerSchema, sample.answerCap, clock));
+      const speed = measuredSpeedOf(outcome);
+      if (speed === null) {
+        const why = outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage';
+        lines.push(`speed call (${sample.label}, ${tokens} prompt tokens): no measurement (${why})`);
+        speeds.push({ label: sample.label, prompt_tokens: tokens, speed: null, failure: why, timed_out: outcome.kind === 'failed' && outcome.failure === 'timeout' });
+        break;
+      }
+      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens and ${speed.generated_tokens} generated in ${speed.latency_ms} ms (wall clock)`);
+      speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
     }
-    lines.push(`speed call (${speedSample.label}): ${speed.prompt_tokens} prompt tokens and ${speed.generated_tokens} generated in ${speed.latency_ms} ms (wall clock)`);
-    return { context, counts, speed, speed_failure: null, lines };
+    return { context, counts, speeds, lines };
   }
 
   async preflight(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult> {

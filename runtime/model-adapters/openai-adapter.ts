@@ -349,16 +349,22 @@ export class OpenAiAdapter implements ModelAdapter {
       counts.push({ label: sample.label, tokens: count.tokens, source: count.source });
       lines.push(`${sample.label} prompt: ${count.tokens} tokens (${count.source === 'estimate' ? 'estimated: ceil(chars / 4), no tokenizer' : `counted by the ${count.source}`}), answer cap ${sample.answerCap}`);
     }
-    const speedSample = speedSampleOf(context, counts);
-    const outcome = await this.complete(speedSample.system, speedSample.user, answerSchema, speedSample.answerCap, timeoutMs, undefined);
-    const speed = measuredSpeedOf(outcome);
-    if (speed === null) {
-      const why = outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage';
-      lines.push(`speed call: no measurement (${why})`);
-      return { context, counts, speed: null, speed_failure: this.redact(why), lines: lines.map((l) => this.redact(l)) };
+    const speeds: ModelMeasurement['speeds'][number][] = [];
+    for (const sample of speedSampleOf(context, counts)) {
+      const tokens = reachable ? (await this.countPrompt(sample.system, sample.user, sideMs)).tokens : this.estimatePrompt(sample.system, sample.user).tokens;
+      const outcome = await this.complete(sample.system, sample.user, answerSchema, sample.answerCap, timeoutMs, undefined);
+      const speed = measuredSpeedOf(outcome);
+      if (speed === null) {
+        const why = this.redact(outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage');
+        lines.push(`speed call (${sample.label}, ${tokens} prompt tokens): no measurement (${why})`);
+        speeds.push({ label: sample.label, prompt_tokens: tokens, speed: null, failure: why, timed_out: outcome.kind === 'failed' && outcome.failure === 'timeout' });
+        // A call that timed out says enough: a larger one would too.
+        break;
+      }
+      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens in ${Math.round(speed.prompt_ms)} ms, ${speed.generated_tokens} generated in ${Math.round(speed.generated_ms)} ms (${speed.source === 'server_timings' ? "the server's own timings" : 'wall clock: prompt and generation not told apart'}), ${speed.latency_ms} ms in all`);
+      speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
     }
-    lines.push(`speed call (${speedSample.label}): ${speed.prompt_tokens} prompt tokens in ${speed.prompt_ms} ms, ${speed.generated_tokens} generated in ${speed.generated_ms} ms (${speed.source === 'server_timings' ? "the server's own timings" : 'wall clock: prompt and generation not told apart'}), ${speed.latency_ms} ms in all`);
-    return { context, counts, speed, speed_failure: null, lines: lines.map((l) => this.redact(l)) };
+    return { context, counts, speeds, lines: lines.map((l) => this.redact(l)) };
   }
 
   // -------------------------------------------------------------------------------------

@@ -89,9 +89,13 @@ describe('the check before hour 0, with the plan in hand', () => {
     expect(f.predicted_instance_ms.low).toBeLessThan(f.predicted_instance_ms.high);
     expect(f.predicted_instance_ms.high).toBe(f.wakes * f.predicted_largest_call_ms);
     expect(f.warnings).toEqual([]);
-    // The speed call carried no wake line (it is no wake) and a nonce (no prefix cache serves it).
-    const speedCall = s.chats.find((c) => c.user.startsWith('speed check '))!;
-    expect(speedCall.user).not.toMatch(/^WAKE /m);
+    // Two speed calls, the first wake's size and the largest sendable: each with a nonce first (no
+    // prefix cache serves them) and no wake line (they are no wakes).
+    const speedCalls = s.chats.filter((c) => c.system.startsWith('speed check '));
+    expect(speedCalls.map((c) => c.system.slice(0, 20))).toEqual([expect.stringMatching(/^speed check typical-/), expect.stringMatching(/^speed check largest-/)]);
+    for (const c of speedCalls) expect(c.user).not.toMatch(/^WAKE /m);
+    expect(tokensOf(speedCalls[0]!.system) + tokensOf(speedCalls[0]!.user)).toBeLessThanOrEqual(FIRST_TOKENS + 40);
+    expect(f.largest_prompt_timed?.prompt_tokens).toBeGreaterThan(FIRST_TOKENS * 2);
     expect(s.maxQueued()).toBe(1);
   });
 
@@ -158,7 +162,7 @@ describe('every refusal\'s advice is one the tool accepts: following it, the che
         return { settings: { baseUrl: s.baseUrl, modelId: s.alias, dialect: 'llamacpp', timeoutMs: 1_000 }, options };
       },
       code: 'model_check_forecast',
-      message: /predicted to take [\d.]+ s at the measured speed, over the call timeout of 1\.0 s.*Raise --model-timeout-ms to at least (\d+)/,
+      message: /(?:predicted to take [\d.]+ s at the measured speed, over|not even evaluated within) the call timeout of 1\.0 s.*Raise --model-timeout-ms to at least (\d+)/,
       follow: async (advice, r) => ({ ...r.settings, timeoutMs: Number(advice[1]) }),
     },
     {

@@ -39,6 +39,7 @@ export interface LlamaLikeOptions {
 
 export interface ChatRecord {
   readonly index: number;
+  readonly system: string;
   readonly user: string;
   readonly arrivedAt: number;
   startedAt: number | null;
@@ -115,7 +116,7 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
     const body = await readBody(req);
     const messages = Array.isArray(body['messages']) ? (body['messages'] as { content?: unknown }[]) : [];
     const text = (i: number): string => (typeof messages[i]?.content === 'string' ? (messages[i]!.content as string) : '');
-    const record: ChatRecord = { index: chats.length, user: text(1), arrivedAt: performance.now(), startedAt: null, endedAt: null, clientLeft: false, freed: false };
+    const record: ChatRecord = { index: chats.length, system: text(0), user: text(1), arrivedAt: performance.now(), startedAt: null, endedAt: null, clientLeft: false, freed: false };
     chats.push(record);
     res.on('close', () => {
       if (!res.writableFinished) record.clientLeft = true;
