@@ -40,6 +40,8 @@ export class InstanceProcesses {
   private client: WriterClient | null = null;
   private runtimeProcess: RuntimeProcess | null = null;
   private writerRestarts = 0;
+  /** The last start's model check, as the runtime reported it (instance-ending.ts words a refusal with its reason). */
+  lastPreflight: PreflightReport | null = null;
 
   constructor(
     private readonly input: InstanceInput,
@@ -150,6 +152,7 @@ export class InstanceProcesses {
    * start) and said on screen; a failed check ends the start before any wake (issue 15 item 5).
    */
   private recordPreflight(report: PreflightReport | null): void {
+    this.lastPreflight = report;
     if (report === null) return;
     const line = { checked_at: new Date().toISOString(), adapter: this.input.manifest.model.adapter, model_id: this.input.manifest.model.model_id, ...report };
     appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);

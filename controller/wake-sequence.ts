@@ -7,9 +7,10 @@
 // wake: a signed periodic head every K wakes, the caller's stop order, the pre-registered pause rule.
 //
 // A stop (the signal, the pause rule, a caller's order, the runtime failing outside a plan) ends
-// the sequence as a value, not an exception: a wake stopped after its WakeStarted is ended
-// 'stopped' here (ledger first), and instance.ts records the stop itself. A stop asked with
-// stopAtWakeEnd lands between wakes instead: the wake under way runs to its planned end.
+// the sequence as a value, not an exception: a wake stopped after its WakeStarted is left open,
+// and the instance's one ending (instance-ending.ts) ends it 'stopped' (ledger first) and records
+// the stop. A stop asked with stopAtWakeEnd lands between wakes instead: the wake under way runs
+// to its planned end.
 import path from 'node:path';
 import { ledgerOf } from '../design/budget-ledger.js';
 import { wakeAnswerTimeoutMsOf } from '../design/prereg.js';
@@ -145,13 +146,9 @@ export class WakeSequence {
     } catch (error) {
       if (!(error instanceof RuntimeWakeError)) throw error;
       const lostCall = await this.lostModelCall(wake, startedSeq, error);
-      await this.endStoppedWake(wake, startedSeq);
       return { kind: 'stopped', stop: { reason: `the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})${lostCall}`, operator: null } };
     }
-    if (answer.kind === 'stopped') {
-      await this.endStoppedWake(wake, startedSeq);
-      return answer;
-    }
+    if (answer.kind === 'stopped') return answer;
     let wakeEvents: readonly EventEnvelope[];
     if (crash === null) wakeEvents = await this.closePlainWake(wake, startedSeq, answer.done, script.outcome);
     else {
@@ -224,13 +221,6 @@ export class WakeSequence {
     return recorded
       ? `; its model call ${error.modelCallInFlight} was recorded before it died`
       : `; its model call ${error.modelCallInFlight} was under way and its outcome is not in the store: whatever the model answered (and what it cost) is lost, unrecorded, and the call is not repeated`;
-  }
-
-  private async endStoppedWake(wake: ScheduledWake, startedSeq: number): Promise<void> {
-    await this.ctx.processes.stopRuntime().catch(() => undefined);
-    await this.ctx.drills.disarmUnfired(wake);
-    await this.recordLedger(wake, startedSeq);
-    await this.ctx.drills.appendThroughWriterCrash([wakeEndedDraft(wake, 'stopped')]);
   }
 
   private async signPeriodic(): Promise<void> {

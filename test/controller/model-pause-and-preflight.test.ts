@@ -197,7 +197,11 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
     expect(stillDown).toBeInstanceOf(InstanceError);
     const error = stillDown as InstanceError;
     expect(error.code).toBe('model');
-    expect(error.message).toContain('the model failed its check before the first wake');
+    // Three wakes ran before this resume: the refusal says so, never "Nothing ran" (issue 31 item 4).
+    expect(error.message).toContain('the model failed its check at the start of this resume, after 3 of ');
+    expect(error.message).toContain(`(none in this resume; ${wake(4)} comes next)`);
+    expect(error.message).not.toContain('Nothing ran');
+    expect(error.message).toMatch(/The stop is recorded \(head signed at seq \d+\); fix the model or its server, then continue with npm run experiment -- --resume /);
     expect(error.message).toContain('the model server does not answer');
     expect(error.message).toContain(`in ${MAX_ATTEMPTS} attempt(s)`);
     expect(startedWakes(stillDownEvents)).toEqual([wake(1), wake(2), wake(3)]);
