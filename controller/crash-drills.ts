@@ -39,6 +39,8 @@ export type WakeTheRuntime = (holdAtEachAppend: boolean) => Promise<RuntimeAnswe
 export class CrashDrills {
   /** Set while a planned writer crash is armed: its intervention, for the restart record. */
   private armedWriterCrash: CrashIntervention | null = null;
+  /** Set while the runtime killed by a planned crash is being started again (its model checked): where a failed start happened. */
+  private runtimeRestarting: CrashIntervention | null = null;
 
   constructor(private readonly ctx: CrashDrillContext) {}
 
@@ -52,6 +54,11 @@ export class CrashDrills {
       await this.recoverWriter(error.message);
       return this.ctx.processes.connected().append(drafts);
     }
+  }
+
+  /** The planned runtime crash whose runtime was being started again when the run failed (null: none): the instance's ending words the stop with it. */
+  get runtimeRestartUnderWay(): CrashIntervention | null {
+    return this.runtimeRestarting;
   }
 
   /** The runtime's part of the crash wake of `crash`, with the drill carried out around it. */
@@ -117,7 +124,10 @@ export class CrashDrills {
     if (exit.signal !== 'SIGKILL') throw new InstanceError('runtime', `the planned runtime crash ended with code ${exit.code} signal ${exit.signal}, not SIGKILL`);
     this.ctx.processes.forgetRuntime();
     await this.recordRestart(crash);
+    // Its model is checked again: a refused check (a server busy with abandoned requests) ends the instance there, recorded (instance-ending.ts).
+    this.runtimeRestarting = crash;
     await this.ctx.processes.startRuntime();
+    this.runtimeRestarting = null;
   }
 
   // ---- writer_crash -----------------------------------------------------------------------------

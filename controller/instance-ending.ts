@@ -58,7 +58,7 @@ export interface EndFacts {
   readonly openWake: ScheduledWake | null;
   /** The next wake to run: the first without a WakeStarted (null: none left). */
   readonly nextWake: string | null;
-  /** The runtime crash planned in the open wake, when its restart is recorded (ProcessRestarted): the runtime was being restarted. */
+  /** The planned runtime crash whose runtime was being started again when the run failed (crash-drills.ts). */
   readonly restartOf: string | null;
 }
 
@@ -187,8 +187,9 @@ export class InstanceEnding {
    * already), a signed head. Never throws: what could not be done is the record's `why`, said.
    */
   private async record(reasonOf: (facts: EndFacts | null) => string, operator: string): Promise<EndRecord> {
-    let facts: EndFacts | null = null;
-    let reason = reasonOf(null);
+    // What the controller knows without the store (a planned restart under way), in case the store cannot be read.
+    let facts: EndFacts | null = this.factsWithoutStore();
+    let reason = reasonOf(facts);
     try {
       await this.ctx.processes.stopRuntime().catch(() => undefined);
       const progress = await readProgress(this.ctx.processes.connected());
@@ -221,15 +222,23 @@ export class InstanceEnding {
   private factsOf(progress: InstanceProgress): EndFacts {
     const wakes = this.ctx.input.plan.schedule.wakes;
     const started = wakes.filter((w) => progress.byKey.has(CONTROLLER_KEYS.wakeStarted(w.wake_id)));
-    const openWake = wakes.find((w) => w.wake_id === progress.openWakeId) ?? null;
-    const crash = openWake === null ? undefined : this.ctx.input.plan.interventions.find((i) => i.kind === 'runtime_crash' && i.deliver_wake_id === openWake.wake_id);
     return {
       wakesStarted: started.length,
       wakesTotal: wakes.length,
-      openWake,
+      openWake: wakes.find((w) => w.wake_id === progress.openWakeId) ?? null,
       nextWake: wakes.find((w) => !progress.byKey.has(CONTROLLER_KEYS.wakeStarted(w.wake_id)))?.wake_id ?? null,
-      restartOf: crash !== undefined && progress.byKey.has(CONTROLLER_KEYS.interventionEvent(crash.intervention_id, 0)) ? crash.intervention_id : null,
+      restartOf: this.ctx.drills.runtimeRestartUnderWay?.intervention_id ?? null,
     };
+  }
+
+  /** The facts of a failure at a planned runtime restart, from the plan alone: wakes start in schedule order, the crash wake the last. */
+  private factsWithoutStore(): EndFacts | null {
+    const crash = this.ctx.drills.runtimeRestartUnderWay;
+    if (crash === null) return null;
+    const wakes = this.ctx.input.plan.schedule.wakes;
+    const index = wakes.findIndex((w) => w.wake_id === crash.deliver_wake_id);
+    if (index === -1) return null;
+    return { wakesStarted: index + 1, wakesTotal: wakes.length, openWake: wakes[index]!, nextWake: wakes[index + 1]?.wake_id ?? null, restartOf: crash.intervention_id };
   }
 
   /** Shuts the processes down and returns `error`, for the caller to throw (what the end came to is on screen already). */
@@ -241,8 +250,9 @@ export class InstanceEnding {
 
 /**
  * Where the run was, with the facts a stop's words carry: "at the runtime's restart in wake-0010
- * (the planned runtime crash iv-runtime-crash), after 10 of 31 wakes (wake-0010 is ended 'stopped'
- * and not repeated)". `what`: a failed model check happens at a runtime's (re)start.
+ * (the planned runtime crash iv-runtime-crash), after 10 of 31 wakes (wake-0010 ends 'stopped'
+ * and is not repeated)" — true whether this end records it or the resume does. `what`: a failed
+ * model check happens at a runtime's (re)start.
  */
 function whereOf(phase: RunPhase, facts: EndFacts | null, what: 'model_check' | 'failure' = 'failure'): string {
   if (facts === null) return phase === 'start' ? 'at the start' : phase === 'seal' ? 'while sealing' : 'during the wakes';
@@ -255,7 +265,7 @@ function whereOf(phase: RunPhase, facts: EndFacts | null, what: 'model_check' | 
   if (facts.openWake === null) return `${what === 'model_check' ? "at the runtime's restart " : ''}between wakes, after ${of}`;
   const wake = facts.openWake.wake_id;
   const restart = what === 'model_check' ? `at the runtime's restart in ${wake} (${facts.restartOf === null ? 'outside a planned crash' : `the planned runtime crash ${facts.restartOf}`})` : `in ${wake}`;
-  return `${restart}, after ${of} (${wake} is ended 'stopped' and not repeated)`;
+  return `${restart}, after ${of} (${wake} ends 'stopped' and is not repeated)`;
 }
 
 /** An error's own words, bounded (the cut said). */
