@@ -39,8 +39,8 @@ export type WakeTheRuntime = (holdAtEachAppend: boolean) => Promise<RuntimeAnswe
 export class CrashDrills {
   /** Set while a planned writer crash is armed: its intervention, for the restart record. */
   private armedWriterCrash: CrashIntervention | null = null;
-  /** Set while the runtime killed by a planned crash is being started again (its model checked): where a failed start happened. */
-  private runtimeRestarting: CrashIntervention | null = null;
+  /** Set while the process a planned crash killed is being started again and its restart recorded: where a failure there happened. */
+  private restarting: CrashIntervention | null = null;
 
   constructor(private readonly ctx: CrashDrillContext) {}
 
@@ -56,9 +56,9 @@ export class CrashDrills {
     }
   }
 
-  /** The planned runtime crash whose runtime was being started again when the run failed (null: none): the instance's ending words the stop with it. */
-  get runtimeRestartUnderWay(): CrashIntervention | null {
-    return this.runtimeRestarting;
+  /** The planned crash whose restart was under way when the run failed (null: none): the instance's ending words the stop with it. */
+  get restartUnderWay(): CrashIntervention | null {
+    return this.restarting;
   }
 
   /** The runtime's part of the crash wake of `crash`, with the drill carried out around it. */
@@ -123,11 +123,11 @@ export class CrashDrills {
     const exit = await runtime.exited;
     if (exit.signal !== 'SIGKILL') throw new InstanceError('runtime', `the planned runtime crash ended with code ${exit.code} signal ${exit.signal}, not SIGKILL`);
     this.ctx.processes.forgetRuntime();
+    this.restarting = crash;
     await this.recordRestart(crash);
     // Its model is checked again: a refused check (a server busy with abandoned requests) ends the instance there, recorded (instance-ending.ts).
-    this.runtimeRestarting = crash;
     await this.ctx.processes.startRuntime();
-    this.runtimeRestarting = null;
+    this.restarting = null;
   }
 
   // ---- writer_crash -----------------------------------------------------------------------------
@@ -157,8 +157,10 @@ export class CrashDrills {
     }
     this.ctx.processes.countWriterRestart();
     this.armedWriterCrash = null;
+    this.restarting = crash;
     await this.ctx.processes.restartWriter(crash.intervention_id);
     await this.recordRestart(crash);
+    this.restarting = null;
   }
 
   // ---- both -------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@
 //   anything else                     → that error (its own words), the stop recorded
 // A stop that cannot be recorded (the writer gone, the disk full, the store sealed) is said on
 // screen with why; the resume records it then ("found on resume").
-import { CONTROLLER_KEYS } from '../design/run-contract.js';
+import { CONTROLLER_KEYS, type CrashIntervention } from '../design/run-contract.js';
 import type { ScheduledWake } from '../design/wake-schedule.js';
 import { RuntimeWakeError } from '../runtime/spawn.js';
 import { WriterUnavailableError } from '../writer/client.js';
@@ -58,14 +58,14 @@ export interface EndFacts {
   readonly openWake: ScheduledWake | null;
   /** The next wake to run: the first without a WakeStarted (null: none left). */
   readonly nextWake: string | null;
-  /** The planned runtime crash whose runtime was being started again when the run failed (crash-drills.ts). */
-  readonly restartOf: string | null;
+  /** The planned crash whose restart was under way when the run failed (crash-drills.ts). */
+  readonly restartOf: CrashIntervention | null;
 }
 
 /** What an end came to: recorded (the stop's seq; null when the store held a stop already) or not, and why. */
 export type EndRecord =
   | { readonly recorded: true; readonly reason: string; readonly facts: EndFacts; readonly stopSeq: number | null; readonly headSeq: number }
-  | { readonly recorded: false; readonly reason: string; readonly facts: EndFacts | null; readonly why: string; readonly diskFull: boolean };
+  | { readonly recorded: false; readonly reason: string; readonly facts: EndFacts | null; readonly why: string; readonly diskFull: boolean; readonly resumeDoes: string };
 
 /** A stop recorded after an error: the instance ends 'stopped' with it. */
 export interface RecordedStopAfterError {
@@ -128,7 +128,7 @@ export class InstanceEnding {
     const full = storeFullOf(error);
     if (full !== null) {
       const end = await this.record(() => full, STORE_FULL_OPERATOR);
-      const recorded = end.recorded ? 'The stop was recorded.' : `The stop could not be recorded either (${end.why}): the resume records it.`;
+      const recorded = end.recorded ? 'The stop was recorded.' : `The stop could not be recorded either (${end.why}): the resume ${end.resumeDoes}.`;
       throw await this.shutdownWith(new InstanceError('store_full', `${full}. Every event acknowledged before is committed. ${recorded} Free space on the disk holding ${this.runDir}, then continue with npm run experiment -- --resume ${this.runDir}`));
     }
     const unanswered = unansweredWriterOf(error, this.runDir);
@@ -176,7 +176,7 @@ export class InstanceEnding {
     const end = await this.record((facts) => (nothingRan(facts) ? error.message : `the model failed its check ${whereOf(phase, facts, 'model_check')}: ${refusal}`), PREFLIGHT_OPERATOR);
     if (phase !== 'start' && end.recorded) return { reason: end.reason, wakesRun: end.facts.wakesStarted - firstWake - (end.facts.openWake === null ? 0 : 1) };
     if (nothingRan(end.facts)) throw await this.shutdownWith(error);
-    const recorded = end.recorded ? `The stop is recorded (head signed at seq ${end.headSeq})` : `The stop could not be recorded (${end.why}): the resume records it`;
+    const recorded = end.recorded ? `The stop is recorded (head signed at seq ${end.headSeq})` : `The stop could not be recorded (${end.why}): the resume ${end.resumeDoes}`;
     throw await this.shutdownWith(new InstanceError('model', `${end.reason}. ${recorded}; fix the model or its server, then continue with npm run experiment -- --resume ${this.runDir}`));
   }
 
@@ -195,7 +195,7 @@ export class InstanceEnding {
       const progress = await readProgress(this.ctx.processes.connected());
       facts = this.factsOf(progress);
       reason = reasonOf(facts);
-      if (progress.sealed) return this.notRecorded(reason, facts, `the store is sealed (seq ${progress.head.seq}): no stop follows a seal`);
+      if (progress.sealed) return this.notRecorded(reason, facts, `the store is sealed (seq ${progress.head.seq}): no stop follows a seal`, { resumeDoes: 'signs its final head if it is missing' });
       let stopSeq: number | null = null;
       if (progress.stopped) {
         this.ctx.log(`the store records a stop already (no Resumed after it): not recorded again (${reason.slice(0, 200)})`);
@@ -210,13 +210,15 @@ export class InstanceEnding {
       return { recorded: true, reason, facts, stopSeq, headSeq: head.seq };
     } catch (failure) {
       const diskFull = storeFullOf(failure) !== null;
-      return this.notRecorded(reason, facts, `${diskFull ? 'no space: ' : ''}${wordsOf(failure)}`, diskFull);
+      return this.notRecorded(reason, facts, `${diskFull ? 'no space: ' : ''}${wordsOf(failure)}`, { diskFull });
     }
   }
 
-  private notRecorded(reason: string, facts: EndFacts | null, why: string, diskFull = false): EndRecord {
-    this.ctx.log(`the stop could not be recorded (${why}); nothing was deleted: npm run experiment -- --resume ${this.runDir} records it (reason: ${reason.slice(0, 200)})`);
-    return { recorded: false, reason, facts, why, diskFull };
+  /** Says on screen why the end is not recorded and what the resume does about it. */
+  private notRecorded(reason: string, facts: EndFacts | null, why: string, how: { readonly diskFull?: boolean; readonly resumeDoes?: string } = {}): EndRecord {
+    const resumeDoes = how.resumeDoes ?? 'records it';
+    this.ctx.log(`the stop could not be recorded (${why}); nothing was deleted: npm run experiment -- --resume ${this.runDir} ${resumeDoes} (reason: ${reason.slice(0, 200)})`);
+    return { recorded: false, reason, facts, why, diskFull: how.diskFull ?? false, resumeDoes };
   }
 
   private factsOf(progress: InstanceProgress): EndFacts {
@@ -227,18 +229,18 @@ export class InstanceEnding {
       wakesTotal: wakes.length,
       openWake: wakes.find((w) => w.wake_id === progress.openWakeId) ?? null,
       nextWake: wakes.find((w) => !progress.byKey.has(CONTROLLER_KEYS.wakeStarted(w.wake_id)))?.wake_id ?? null,
-      restartOf: this.ctx.drills.runtimeRestartUnderWay?.intervention_id ?? null,
+      restartOf: this.ctx.drills.restartUnderWay,
     };
   }
 
-  /** The facts of a failure at a planned runtime restart, from the plan alone: wakes start in schedule order, the crash wake the last. */
+  /** The facts of a failure at a planned crash's restart, from the plan alone: wakes start in schedule order, the crash wake the last. */
   private factsWithoutStore(): EndFacts | null {
-    const crash = this.ctx.drills.runtimeRestartUnderWay;
+    const crash = this.ctx.drills.restartUnderWay;
     if (crash === null) return null;
     const wakes = this.ctx.input.plan.schedule.wakes;
     const index = wakes.findIndex((w) => w.wake_id === crash.deliver_wake_id);
     if (index === -1) return null;
-    return { wakesStarted: index + 1, wakesTotal: wakes.length, openWake: wakes[index]!, nextWake: wakes[index + 1]?.wake_id ?? null, restartOf: crash.intervention_id };
+    return { wakesStarted: index + 1, wakesTotal: wakes.length, openWake: wakes[index]!, nextWake: wakes[index + 1]?.wake_id ?? null, restartOf: crash };
   }
 
   /** Shuts the processes down and returns `error`, for the caller to throw (what the end came to is on screen already). */
@@ -264,7 +266,13 @@ function whereOf(phase: RunPhase, facts: EndFacts | null, what: 'model_check' | 
   if (phase === 'seal') return `while sealing, after ${of}`;
   if (facts.openWake === null) return `${what === 'model_check' ? "at the runtime's restart " : ''}between wakes, after ${of}`;
   const wake = facts.openWake.wake_id;
-  const restart = what === 'model_check' ? `at the runtime's restart in ${wake} (${facts.restartOf === null ? 'outside a planned crash' : `the planned runtime crash ${facts.restartOf}`})` : `in ${wake}`;
+  const crash = facts.restartOf;
+  const restart =
+    crash !== null
+      ? `at the ${crash.kind === 'writer_crash' ? 'writer' : 'runtime'}'s restart in ${wake} (the planned ${crash.kind === 'writer_crash' ? 'writer' : 'runtime'} crash ${crash.intervention_id})`
+      : what === 'model_check'
+        ? `at the runtime's restart in ${wake} (outside a planned crash)`
+        : `in ${wake}`;
   return `${restart}, after ${of} (${wake} ends 'stopped' and is not repeated)`;
 }
 

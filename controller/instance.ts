@@ -105,8 +105,13 @@ export class Instance {
       await this.ending.stop(stop);
       stopReason = stop.reason;
     }
-    const head = await this.processes.connected().head();
-    await this.processes.shutdownQuietly();
+    let head: Head;
+    try {
+      head = await this.processes.connected().head();
+    } finally {
+      // The end is recorded (or sealed) by now: a writer lost after it still leaves no child behind.
+      await this.processes.shutdownQuietly();
+    }
     return {
       status: finalHead ? 'finished' : 'stopped',
       runDir: this.input.runDir,

@@ -337,3 +337,125 @@ describe('forged: the same refusal with the writer gone (the old store: the cras
     expect(verifyResumed.code, `${verifyResumed.stdout}\n${verifyResumed.stderr}`).toBe(0);
   });
 });
+
+// ---------------------------------------------------------------------------------------
+// The other ends take the same path: a runtime that dies outside a planned crash (a stop order of
+// the wake sequence), and the writer-crash drill's restart that loses its new writer (an error the
+// ending cannot record: it says so, and the resume records it).
+
+/** The pid of the last "<name> pid N" line the controller logged. */
+function lastPid(lines: readonly string[], name: 'ds-writer' | 'ds-runtime'): number {
+  const pid = [...lines].reverse().map((l) => new RegExp(`^${name} pid (\\d+)`).exec(l)?.[1]).find((p) => p !== undefined);
+  if (pid === undefined) throw new Error(`test: no "${name} pid" line`);
+  return Number(pid);
+}
+
+/** SIGKILL, then wait (bounded) until the process is gone or a zombie: its sockets are closed by then. */
+function killNow(pid: number): void {
+  process.kill(pid, 'SIGKILL');
+  const deadline = Date.now() + 5_000;
+  while (!hasExited(pid)) if (Date.now() > deadline) throw new Error(`test: ${pid} did not die within 5 s of SIGKILL`);
+}
+
+describe('a runtime killed outside a planned crash ends through the same ending', () => {
+  const DIES_IN = wake(2);
+  let run: InstanceRun;
+  let result: InstanceResult;
+  let events: StoredEvent[];
+  let notes: string[];
+
+  beforeAll(async () => {
+    const setup = shortSetup();
+    let killed = false;
+    const server = await startLoopback({
+      models: modelList(MODEL),
+      chat: (seen, res) => {
+        const messages = (seen.json?.['messages'] ?? []) as { content?: unknown }[];
+        const wakeId = wakeIdOf(typeof messages[1]?.content === 'string' ? messages[1].content : '');
+        // Killed while its call to this server is open: the runtime dies mid-wake, its call never answered.
+        if (wakeId === DIES_IN && !killed) {
+          killed = true;
+          killNow(lastPid(run.lines, 'ds-runtime'));
+          return;
+        }
+        sendJson(res, 200, completion(JSON.stringify(EMPTY_ANSWER), { usage: { prompt_tokens: 100, completion_tokens: 20 } }));
+      },
+    });
+    run = newInstanceOptions(setup, { name: 'runtime-killed', model: modelOf(server) });
+    result = await runInstance(run);
+    events = storedEvents(result.runDir);
+    notes = planNotes(result.runDir);
+  }, 120_000);
+
+  afterAll(closeAllLoopbacks);
+
+  it("stops recorded: the wake ended 'stopped' by the ending, the stop's reason names the runtime's death and the lost call, a signed head after it", () => {
+    expect(result.status).toBe('stopped');
+    expect(result.wakesRun).toBe(1);
+    expect(result.stopReason).toMatch(new RegExp(`^the runtime failed in ${DIES_IN} outside any planned crash \\(exited: `));
+    expect(result.stopReason).toContain('is lost, unrecorded, and the call is not repeated');
+    expect(result.notes).toContain(`${DIES_IN} was open when the instance stopped: ended as 'stopped' (it is not repeated)`);
+    const ended = inWake(events, DIES_IN, 'ExperimentEvent.WakeEnded');
+    expect(ended.map((e) => e.payload['outcome'])).toEqual(['stopped']);
+    const stops = ofType(events, 'SystemEvent.EmergencyStopped');
+    expect(stops.map((e) => e.payload)).toEqual([{ operator: 'test', reason: result.stopReason }]);
+    expect(stops[0]!.seq).toBe(ended[0]!.seq + 1);
+    expect(events.at(-1)!.event_type).toBe('SystemEvent.ChainHeadSigned');
+    expect(notes.filter((n) => n.includes('end not recorded'))).toEqual([]);
+  });
+});
+
+describe("the writer-crash drill's restart losing its new writer: the ending says it cannot record, the resume does", () => {
+  let run: InstanceRun;
+  let writerCrashWake: string;
+  let error: unknown;
+  let events: StoredEvent[];
+  let notes: string[];
+  let resumed: InstanceResult;
+  let verifyResumed: { code: number; stdout: string; stderr: string };
+
+  beforeAll(async () => {
+    const setup = shortSetup();
+    let restarting = false;
+    run = newInstanceOptions(setup, { name: 'writer-restart-lost' });
+    const log = run.options.log;
+    run = {
+      ...run,
+      options: {
+        ...run.options,
+        log: (line) => {
+          log(line);
+          if (line.startsWith('ds-writer killed as planned')) restarting = true;
+          // The restarted writer dies as soon as it serves: before the drill has recorded the restart.
+          else if (restarting && line.startsWith('ds-writer pid ')) {
+            restarting = false;
+            killNow(lastPid(run.lines, 'ds-writer'));
+          }
+        },
+      },
+    };
+    error = await runInstance(run).then(
+      () => new Error('expected the command to fail: its stop cannot be recorded'),
+      (e: unknown) => e,
+    );
+    writerCrashWake = planOf(run.options.runDir).interventions.find((i) => i.kind === 'writer_crash')!.deliver_wake_id;
+    events = storedEvents(run.options.runDir);
+    notes = planNotes(run.options.runDir);
+    resumed = await resume({ ...run, options: { ...run.options, log } });
+    verifyResumed = await runCli('verify', [resumed.runDir]);
+  }, 120_000);
+
+  it('fails, saying on screen that the stop could not be recorded and that the resume records it', () => {
+    expect(error).toBeInstanceOf(Error);
+    const screen = run.lines.join('\n');
+    expect(screen).toMatch(new RegExp(`the stop could not be recorded \\(.+\\); nothing was deleted: npm run experiment -- --resume ${run.options.runDir} records it \\(reason: the controller failed at the writer's restart in ${writerCrashWake} \\(the planned writer crash iv-writer-crash\\), after \\d+ of \\d+ wakes \\(${writerCrashWake} ends 'stopped' and is not repeated\\): `));
+    expect(ofType(events, 'SystemEvent.EmergencyStopped')).toEqual([]);
+    expect(notes.filter((n) => n.includes('end not recorded'))).toEqual([expect.stringContaining(`end not recorded: ${writerCrashWake} (WakeStarted at seq `)]);
+  });
+
+  it('the resume records the stop it finds and finishes, sealed and verifying', () => {
+    expect(resumed.status).toBe('finished');
+    expect(resumed.notes).toContain('the previous controller ended without recording a stop; recorded one now');
+    expect(verifyResumed.code, `${verifyResumed.stdout}\n${verifyResumed.stderr}`).toBe(0);
+  });
+});
