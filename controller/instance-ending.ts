@@ -62,9 +62,9 @@ export interface EndFacts {
   readonly restartOf: CrashIntervention | null;
 }
 
-/** What an end came to: recorded (the stop's seq; null when the store held a stop already) or not, and why. */
+/** What an end came to: recorded (the head signed over it) or not, why, and what the resume does about it. */
 export type EndRecord =
-  | { readonly recorded: true; readonly reason: string; readonly facts: EndFacts; readonly stopSeq: number | null; readonly headSeq: number }
+  | { readonly recorded: true; readonly reason: string; readonly facts: EndFacts; readonly headSeq: number }
   | { readonly recorded: false; readonly reason: string; readonly facts: EndFacts | null; readonly why: string; readonly diskFull: boolean; readonly resumeDoes: string };
 
 /** A stop recorded after an error: the instance ends 'stopped' with it. */
@@ -196,18 +196,16 @@ export class InstanceEnding {
       facts = this.factsOf(progress);
       reason = reasonOf(facts);
       if (progress.sealed) return this.notRecorded(reason, facts, `the store is sealed (seq ${progress.head.seq}): no stop follows a seal`, { resumeDoes: 'signs its final head if it is missing' });
-      let stopSeq: number | null = null;
       if (progress.stopped) {
         this.ctx.log(`the store records a stop already (no Resumed after it): not recorded again (${reason.slice(0, 200)})`);
       } else {
         await this.endOpenWake(progress);
         this.ctx.log(`emergency stop: ${reason}`);
-        const appended = await this.ctx.drills.appendThroughWriterCrash([emergencyStoppedDraft(this.ctx.clock.now(), operator, reason)]);
-        stopSeq = appended.events[0]!.seq;
+        await this.ctx.drills.appendThroughWriterCrash([emergencyStoppedDraft(this.ctx.clock.now(), operator, reason)]);
       }
       const head = await signAndRecordHead(this.ctx.processes.connected(), 'periodic', this.ctx.signing());
       this.ctx.log(`stop recorded; head signed at seq ${head.seq}; resume with: npm run experiment -- --resume ${this.runDir}`);
-      return { recorded: true, reason, facts, stopSeq, headSeq: head.seq };
+      return { recorded: true, reason, facts, headSeq: head.seq };
     } catch (failure) {
       const diskFull = storeFullOf(failure) !== null;
       return this.notRecorded(reason, facts, `${diskFull ? 'no space: ' : ''}${wordsOf(failure)}`, { diskFull });
