@@ -39,6 +39,8 @@ export type WakeTheRuntime = (holdAtEachAppend: boolean) => Promise<RuntimeAnswe
 export class CrashDrills {
   /** Set while a planned writer crash is armed: its intervention, for the restart record. */
   private armedWriterCrash: CrashIntervention | null = null;
+  /** Set while the process a planned crash killed is being started again and its restart recorded: where a failure there happened. */
+  private restarting: CrashIntervention | null = null;
 
   constructor(private readonly ctx: CrashDrillContext) {}
 
@@ -52,6 +54,11 @@ export class CrashDrills {
       await this.recoverWriter(error.message);
       return this.ctx.processes.connected().append(drafts);
     }
+  }
+
+  /** The planned crash whose restart was under way when the run failed (null: none): the instance's ending words the stop with it. */
+  get restartUnderWay(): CrashIntervention | null {
+    return this.restarting;
   }
 
   /** The runtime's part of the crash wake of `crash`, with the drill carried out around it. */
@@ -116,8 +123,11 @@ export class CrashDrills {
     const exit = await runtime.exited;
     if (exit.signal !== 'SIGKILL') throw new InstanceError('runtime', `the planned runtime crash ended with code ${exit.code} signal ${exit.signal}, not SIGKILL`);
     this.ctx.processes.forgetRuntime();
+    this.restarting = crash;
     await this.recordRestart(crash);
+    // Its model is checked again: a refused check (a server busy with abandoned requests) ends the instance there, recorded (instance-ending.ts).
     await this.ctx.processes.startRuntime();
+    this.restarting = null;
   }
 
   // ---- writer_crash -----------------------------------------------------------------------------
@@ -147,8 +157,10 @@ export class CrashDrills {
     }
     this.ctx.processes.countWriterRestart();
     this.armedWriterCrash = null;
+    this.restarting = crash;
     await this.ctx.processes.restartWriter(crash.intervention_id);
     await this.recordRestart(crash);
+    this.restarting = null;
   }
 
   // ---- both -------------------------------------------------------------------------------------

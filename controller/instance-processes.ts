@@ -40,6 +40,8 @@ export class InstanceProcesses {
   private client: WriterClient | null = null;
   private runtimeProcess: RuntimeProcess | null = null;
   private writerRestarts = 0;
+  /** The last start's model check, as the runtime reported it (instance-ending.ts words a refusal with its reason). */
+  lastPreflight: PreflightReport | null = null;
 
   constructor(
     private readonly input: InstanceInput,
@@ -150,6 +152,7 @@ export class InstanceProcesses {
    * start) and said on screen; a failed check ends the start before any wake (issue 15 item 5).
    */
   private recordPreflight(report: PreflightReport | null): void {
+    this.lastPreflight = report;
     if (report === null) return;
     const line = { checked_at: new Date().toISOString(), adapter: this.input.manifest.model.adapter, model_id: this.input.manifest.model.model_id, ...report };
     appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
@@ -193,9 +196,9 @@ export class InstanceProcesses {
  * make the server serve it so and resume, or to start a new folder with another value; never a
  * resume that can only repeat the refusal.
  */
-function pinnedModelAdvice(input: InstanceInput): string {
+export function pinnedModelAdvice(input: InstanceInput): string {
   const m = input.manifest.model;
   const dialect = m.structured_output?.dialect ?? 'none';
   const served = m.adapter === 'openai' ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
-  return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
+  return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with npm run experiment -- --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
 }

@@ -4,7 +4,9 @@
 //   instance-start.ts      runNewInstance / resumeInstance: what they check and write before the
 //                          writer starts (resume-checks.ts: the store's read-only pre-check)
 //   instance.ts            one run: writer up, progress read back, prepare, runtime up, the wake
-//                          sequence, seal + final head — or the stop, recorded and signed
+//                          sequence, seal + final head
+//   instance-ending.ts     every other end, one path: the open wake ended 'stopped', the stop
+//                          recorded, the head signed — or said why it could not be (resume)
 //   instance-processes.ts  ds-writer and ds-runtime: spawn, connect, stop, shut down, restart
 //   wake-sequence.ts       the wakes in order, each one's steps as the run contract scripts them
 //                          (design/run-contract.ts), the pause rule; runtime-wake.ts: one wake

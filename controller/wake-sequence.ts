@@ -9,9 +9,10 @@
 // lets the block's other members go on to the next wake.
 //
 // A stop (the signal, the pause rule, a caller's order, the runtime failing outside a plan) ends
-// the sequence as a value, not an exception: a wake stopped after its WakeStarted is ended
-// 'stopped' here (ledger first), and instance.ts records the stop itself. A stop asked with
-// stopAtWakeEnd lands between wakes instead: the wake under way runs to its planned end.
+// the sequence as a value, not an exception: a wake stopped after its WakeStarted is left open,
+// and the instance's one ending (instance-ending.ts) ends it 'stopped' (ledger first) and records
+// the stop. A stop asked with stopAtWakeEnd lands between wakes instead: the wake under way runs
+// to its planned end.
 import path from 'node:path';
 import { ledgerOf } from '../design/budget-ledger.js';
 import { wakeAnswerTimeoutMsOf } from '../design/prereg.js';
@@ -149,10 +150,8 @@ export class WakeSequence {
       wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, stepsShareAppends: crash === null, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
     // In a block, the runtime's part waits for this member's turn (controller/lockstep-block.ts).
     const turn = await this.seat.takeTurn(index, wake.wake_id, this.ctx.input.options.signal);
-    if (turn === null) {
-      await this.endStoppedWake(wake, startedSeq);
-      return { kind: 'stopped', stop: signalStop(this.ctx.input.options.signal) };
-    }
+    // A stop asked while waiting: the wake stays open for the instance's one ending to end it.
+    if (turn === null) return { kind: 'stopped', stop: signalStop(this.ctx.input.options.signal) };
     let answer: RuntimeAnswer;
     try {
       answer = crash === null ? await wakeTheRuntime(false) : await drills.runCrashWake(crash, wake, wakeTheRuntime);
@@ -160,14 +159,10 @@ export class WakeSequence {
       turn.release();
       if (!(error instanceof RuntimeWakeError)) throw error;
       const lostCall = await this.lostModelCall(wake, startedSeq, error);
-      await this.endStoppedWake(wake, startedSeq);
       return { kind: 'stopped', stop: { reason: `the runtime failed in ${wake.wake_id} outside any planned crash (${error.code}: ${error.message})${lostCall}`, operator: null } };
     }
     turn.release();
-    if (answer.kind === 'stopped') {
-      await this.endStoppedWake(wake, startedSeq);
-      return answer;
-    }
+    if (answer.kind === 'stopped') return answer;
     let wakeEvents: readonly EventEnvelope[];
     if (crash === null) wakeEvents = await this.closePlainWake(wake, startedSeq, answer.done, script.outcome);
     else {
@@ -241,13 +236,6 @@ export class WakeSequence {
     return recorded
       ? `; its model call ${error.modelCallInFlight} was recorded before it died`
       : `; its model call ${error.modelCallInFlight} was under way and its outcome is not in the store: whatever the model answered (and what it cost) is lost, unrecorded, and the call is not repeated`;
-  }
-
-  private async endStoppedWake(wake: ScheduledWake, startedSeq: number): Promise<void> {
-    await this.ctx.processes.stopRuntime().catch(() => undefined);
-    await this.ctx.drills.disarmUnfired(wake);
-    await this.recordLedger(wake, startedSeq);
-    await this.ctx.drills.appendThroughWriterCrash([wakeEndedDraft(wake, 'stopped')]);
   }
 
   private async signPeriodic(): Promise<void> {

@@ -10,6 +10,10 @@
 // - an emergency stop is WakeEnded{stopped} (if a wake is in progress), then EmergencyStopped;
 //   a stopped wake is not repeated, and a resume (Resumed) goes on with the next wake not yet
 //   started; nothing of the contract is written while stopped;
+// - a store that is not sealed ends recorded: its last EmergencyStopped not resumed, no wake
+//   open, a head signed after it (controller/instance-ending.ts). Otherwise a note says the end
+//   was not recorded (a controller killed, or one whose writer was gone): an unfinished run is
+//   a prefix of the plan, so it is a note, not a failure, and `--resume` records the stop;
 // - one event is not the controller's but an operator's, written by `npm run repair`
 //   (controller/operator-resolution.ts) while the controller is stopped: OperatorResolved with
 //   actor 'user' (a person's statement, not the apparatus's) and key CONTROLLER_KEYS.
@@ -51,6 +55,8 @@ class StoreWalk {
   private wakeInProgress: { wake_id: string; seq: number } | null = null;
   private stoppedAt: number | null = null;
   private stoppedWake: { wake_id: string; seq: number } | null = null;
+  /** A ChainHeadSigned since the last EmergencyStopped: the stop is under a signed head. */
+  private headSignedSinceStop = false;
   private sealedAt: number | null = null;
   private readonly wakesStarted = new Set<string>();
   private readonly wakesEnded = new Set<string>();
@@ -96,6 +102,7 @@ class StoreWalk {
     switch (env.event_type) {
       case ChainHeadSigned.type:
         if (this.wakeInProgress) this.fail(env.seq, `ChainHeadSigned inside ${this.wakeInProgress.wake_id} (started at seq ${this.wakeInProgress.seq}): heads are signed between wakes`);
+        this.headSignedSinceStop = this.stoppedAt !== null;
         return;
       case EmergencyStopped.type:
         return this.emergencyStop(env);
@@ -179,6 +186,17 @@ class StoreWalk {
       this.wakeInProgress = null;
     }
     this.stoppedAt = env.seq;
+    this.headSignedSinceStop = false;
+  }
+
+  /** Why the end of a store that is not sealed is not recorded (null: it is, or the store is sealed). */
+  private unrecordedEnd(): string | null {
+    if (this.sealedAt !== null) return null;
+    const remedy = '(the controller was killed, or its writer was gone when it ended); npm run experiment -- --resume on this run folder records a stop found on resume';
+    if (this.wakeInProgress !== null) return `end not recorded: ${this.wakeInProgress.wake_id} (WakeStarted at seq ${this.wakeInProgress.seq}) has no WakeEnded, and no ${EmergencyStopped.type} follows ${remedy}`;
+    if (this.stoppedAt === null) return `end not recorded: no ${EmergencyStopped.type} after the last wake ${remedy}`;
+    if (!this.headSignedSinceStop) return `end not recorded in full: the ${EmergencyStopped.type} at seq ${this.stoppedAt} has no ${ChainHeadSigned.type} after it, so no signed head covers the stop ${remedy}`;
+    return null;
   }
 
   /**
@@ -326,6 +344,8 @@ class StoreWalk {
     } else {
       this.out.note(this.file, lastSeq > 0 ? lastSeq : null, `unfinished: ${this.wakesStarted.size} of ${total} wakes, every planned event written, but no ${StoreSealed.type}`);
     }
+    const unrecorded = this.unrecordedEnd();
+    if (unrecorded !== null) this.out.note(this.file, lastSeq > 0 ? lastSeq : null, unrecorded);
   }
 }
 

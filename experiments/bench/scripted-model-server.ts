@@ -105,7 +105,8 @@ export function promptEvents(user: string): PromptEvent[] {
  */
 export const SCRIPTED_SPEED = { promptTokensPerS: 1_000_000, generatedTokensPerS: 100_000 } as const;
 
-function timingsOf(usage: { prompt_tokens: number; completion_tokens: number }): Record<string, number> {
+/** llama.cpp's `timings` for a call of `usage` at SCRIPTED_SPEED: what the model check times a speed call by. */
+export function scriptedTimingsOf(usage: { prompt_tokens: number; completion_tokens: number }): Record<string, number> {
   return { prompt_n: usage.prompt_tokens, prompt_ms: (usage.prompt_tokens / SCRIPTED_SPEED.promptTokensPerS) * 1000, predicted_n: usage.completion_tokens, predicted_ms: (usage.completion_tokens / SCRIPTED_SPEED.generatedTokensPerS) * 1000 };
 }
 
@@ -116,7 +117,7 @@ export function chatCompletion(content: string, usage: { prompt_tokens: number; 
     created: 1_767_225_600,
     model: SCRIPTED_MODEL_ID,
     choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-    ...(usage === null ? {} : { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }, timings: timingsOf(usage) }),
+    ...(usage === null ? {} : { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }, timings: scriptedTimingsOf(usage) }),
     system_fingerprint: SCRIPTED_FINGERPRINT,
   });
 }

@@ -198,10 +198,14 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
     expect(stillDown).toBeInstanceOf(InstanceError);
     const error = stillDown as InstanceError;
     expect(error.code).toBe('model');
-    expect(error.message).toContain("the model failed its check at the runtime's start");
+    // Three wakes ran before this resume: the refusal says so, never "Nothing ran" (issue 31 item 4).
+    expect(error.message).toContain('the model failed its check at the start of this resume, after 3 of ');
+    expect(error.message).toContain(`(none in this resume; ${wake(4)} comes next)`);
+    expect(error.message).not.toContain('Nothing ran');
+    expect(error.message).toMatch(/The stop is recorded \(head signed at seq \d+\)\. The signed manifest of /);
     expect(error.message).toContain('the model server does not answer');
     // The server is the problem, not what the manifest pins: the advice is to bring it back and resume.
-    expect(error.message).toContain(`then continue with --resume ${paused.runDir}`);
+    expect(error.message).toContain(`then continue with npm run experiment -- --resume ${paused.runDir}`);
     expect(error.message).toContain(`in ${MAX_ATTEMPTS} attempt(s)`);
     expect(startedWakes(stillDownEvents)).toEqual([wake(1), wake(2), wake(3)]);
     // Everything of the paused run is still there, unchanged, in front of what the refused resume added.

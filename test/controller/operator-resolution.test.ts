@@ -564,9 +564,32 @@ describe.skipIf(!isRoot)('a store owned by the writer uid of a separate-uids run
 
 // ---- end to end, with a real controller instance (controller, writer and runtime processes)
 
-/** Thrown from the controller's log: the controller dies there, without recording a stop. */
+/** Thrown from the controller's log (see diesHere): the controller dies there, without recording a stop. */
 class ControllerDied extends Error {
   override readonly name = 'ControllerDied';
+}
+
+/**
+ * The controller dies here as a killed one does, leaving no stop: its writer is SIGKILLed first
+ * (pid from the controller's own "ds-writer pid N" line), then ControllerDied is thrown. An
+ * exception alone is no death: the controller records the stop of any error while its writer
+ * can take it (controller/instance-ending.ts).
+ */
+function diesHere(lines: readonly string[]): never {
+  const pid = Number([...lines].reverse().map((l) => /^ds-writer pid (\d+) /.exec(l)?.[1]).find((p) => p !== undefined));
+  if (!Number.isInteger(pid)) throw new Error('test: no "ds-writer pid" line to find the writer by');
+  process.kill(pid, 'SIGKILL');
+  const deadline = Date.now() + 5_000;
+  // Dead once gone or a zombie (this process reaps it later); the controller then finds its connection reset.
+  const exited = (): boolean => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+    } catch {
+      return true;
+    }
+  };
+  while (!exited()) if (Date.now() > deadline) throw new Error(`test: ds-writer ${pid} did not die within 5 s of SIGKILL`);
+  throw new ControllerDied('test: the controller dies inside the wake');
 }
 
 async function waitForReached(faultDir: string, timeoutMs: number): Promise<FaultReached> {
@@ -728,7 +751,7 @@ describe('end to end: a real instance whose write could not be confirmed', () =>
 
     // 1. Resumed: the controller dies inside the wake that records the unknown outcome (before its WakeEnded).
     await expect(resume(watched(run, (line) => {
-      if (unknownOutcomeLine(intentId).test(line)) throw new ControllerDied('test: the controller dies inside the wake');
+      if (unknownOutcomeLine(intentId).test(line)) diesHere(run.lines);
     }))).rejects.toThrow(ControllerDied);
     const open = stateOf(runDir);
     expect(open.lifecycle_state).toBe('RECOVERING');

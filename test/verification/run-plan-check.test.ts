@@ -127,6 +127,63 @@ function experimentDraft(eventType: Parameters<typeof schemaVersionOf>[0], key: 
   return { event_type: eventType, schema_version: schemaVersionOf(eventType), occurred_at: occurredAt, actor: 'experiment', causation_id: null, correlation_id: null, idempotency_key: key, payload };
 }
 
+// ---- how an unfinished run ended (controller/instance-ending.ts: every end is recorded)
+
+const UNRECORDED_REMEDY = '(the controller was killed, or its writer was gone when it ended); npm run experiment -- --resume on this run folder records a stop found on resume';
+
+describe('the end of an unfinished run: recorded (a stop, no wake open, a head signed after it), or a note says it is not', () => {
+  const endNotes = (report: PlanConformanceReport): string[] => lines(report.notes).filter((l) => l.includes('end not recorded'));
+
+  test('stopped between wakes and inside a wake, each stop recorded with a signed head after it: no end note', async () => {
+    const between = await forgedRun({ wakeLimit: 5, after: (follower) => follower.emergencyStop(wakeOf('wake-0005').wake_at) });
+    const inside = await forgedRun({
+      wakeLimit: 5,
+      after: async (follower) => {
+        const wake = wakeOf('wake-0006');
+        await follower.runWakeSteps(wake, ['due', 'deliver', 'start']);
+        await follower.end(wake, 'stopped');
+        await follower.emergencyStop(wake.wake_at);
+      },
+    });
+    for (const run of [between, inside]) {
+      const report = check(run.dir, run.keys.publicKey);
+      expect(lines(report.failures)).toEqual([]);
+      expect(endNotes(report)).toEqual([]);
+      expect(report.checked).toMatchObject({ emergency_stops: 1, sealed: false });
+    }
+  });
+
+  // Forged: the store issue 31 found — the controller ended inside the crash wake (its runtime's restart refused) with no stop recorded.
+  test('forged: a wake left open with no stop after it is named', async () => {
+    let startedSeq = 0;
+    const run = await forgedRun({
+      wakeLimit: 5,
+      after: async (follower, experiment) => {
+        await follower.runWakeSteps(wakeOf('wake-0006'), ['due', 'deliver', 'start']);
+        startedSeq = (await experiment.head()).seq;
+      },
+    });
+    const report = check(run.dir, run.keys.publicKey);
+    expect(lines(report.failures)).toEqual([]);
+    expect(endNotes(report)).toEqual([`events.db seq ${run.lastSeq}: end not recorded: wake-0006 (WakeStarted at seq ${startedSeq}) has no WakeEnded, and no SystemEvent.EmergencyStopped follows ${UNRECORDED_REMEDY}`]);
+  });
+
+  test('forged: a stop with no head signed after it is named', async () => {
+    let stopSeq = 0;
+    const run = await forgedRun({
+      wakeLimit: 5,
+      after: async (_follower, experiment) => {
+        const at = wakeOf('wake-0005').wake_at;
+        const stop = await experiment.append([experimentDraft('SystemEvent.EmergencyStopped', null, { operator: 'test operator', reason: 'a stop whose head was never signed' }, at)]);
+        stopSeq = stop.events[0]!.seq;
+      },
+    });
+    const report = check(run.dir, run.keys.publicKey);
+    expect(lines(report.failures)).toEqual([]);
+    expect(endNotes(report)).toEqual([`events.db seq ${run.lastSeq}: end not recorded in full: the SystemEvent.EmergencyStopped at seq ${stopSeq} has no SystemEvent.ChainHeadSigned after it, so no signed head covers the stop ${UNRECORDED_REMEDY}`]);
+  });
+});
+
 // ---- runs that follow the plan
 
 describe('a run that follows its plan', () => {
@@ -159,7 +216,11 @@ describe('a run that follows its plan', () => {
     const run = await forgedRun({ wakeLimit: 5 });
     const report = check(run.dir, run.keys.publicKey);
     expect(report.failures).toEqual([]);
-    expect(lines(report.notes)).toEqual([`events.db seq ${run.lastSeq}: unfinished: 5 of 32 wakes (no SystemEvent.StoreSealed); the store was checked as a prefix of the plan`]);
+    expect(lines(report.notes)).toEqual([
+      `events.db seq ${run.lastSeq}: unfinished: 5 of 32 wakes (no SystemEvent.StoreSealed); the store was checked as a prefix of the plan`,
+      // Nothing says how it ended: the note the check gives a controller that ended without recording its stop.
+      `events.db seq ${run.lastSeq}: end not recorded: no SystemEvent.EmergencyStopped after the last wake ${UNRECORDED_REMEDY}`,
+    ]);
     expect(report.checked).toMatchObject({ wakes_started: 5, wakes_ended: 5, sealed: false });
   });
 
