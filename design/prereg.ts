@@ -143,8 +143,8 @@ export const ModelCallRules = z.strictObject(
     /** An instance counts as data only when accepted answers / model calls made ≥ this (oracle/usable-data.ts). */
     usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1) }),
     /**
-     * Transport failures where no answer reached the runtime (connection refused or reset, 429,
-     * 502, 503, 504) are retried: at most max_attempts attempts per call, waiting backoff_ms[k]
+     * Transport failures where no answer reached the runtime (connection refused or reset, HTTP
+     * 408, 409, 429, 5xx: runtime/model-adapters/transport-retry.ts RETRYABLE_STATUSES) are retried: at most max_attempts attempts per call, waiting backoff_ms[k]
      * before attempt k + 2 (schema/model-call-policy.ts, the one definition the runtime reads).
      */
     transport_retry: TransportRetryPolicy,

@@ -251,8 +251,95 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
   });
 });
 
-describe('the pause rule, forged case: transport failures that are not consecutive do not pause', () => {
-  // Every odd wake's call fails as transport (HTTP 503 on each attempt), every even wake's is
+describe('the pre-registered pause rule: a server that answers HTTP 500 to every call (issue 31 item 6)', () => {
+  // Wake 1 is answered; from wake 2 on, until the test heals it, the server answers every chat
+  // request with HTTP 500 (it is up: /v1/models and the preflight's probe are answered). A 5xx is
+  // no answer the subject could have given: each call is tried under the pre-registered policy and
+  // ends `transport`, and the rule pauses the instance after as many calls as it would for a
+  // server that is down. Once healthy, a resume runs to the end.
+  const SICK_FROM = 2;
+  let setup: ControllerSetup;
+  let run: InstanceRun;
+  let server: ScriptedModelServer;
+  let sick = true;
+  let paused: InstanceResult;
+  let pausedEvents: StoredEvent[];
+  let pausedVerify: { code: number; stdout: string; stderr: string };
+  let resumed: InstanceResult;
+  let resumedEvents: StoredEvent[];
+  let resumedVerify: { code: number; stdout: string; stderr: string };
+  let wakesPlanned: number;
+
+  beforeAll(async () => {
+    setup = pauseSetup();
+    server = await startScriptedModelServer((request) => {
+      if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
+      if (sick && Number(request.wakeId.slice('wake-'.length)) >= SICK_FROM) return { kind: 'raw', status: 500, body: '{"error":{"code":500,"message":"the slot crashed","type":"server_error"}}' };
+      return benign(request.wakeId);
+    });
+    run = newInstanceOptions(setup, { name: 'http-500', model: server.modelChoice(MODEL_TIMEOUT_MS) });
+    paused = await runInstance(run);
+    pausedEvents = storedEvents(paused.runDir);
+    pausedVerify = await runCli('verify', [paused.runDir, '--open']);
+    wakesPlanned = ExperimentPlan.parse(JSON.parse(readFileSync(path.join(paused.runDir, RUN_FILES.plan), 'utf8'))).schedule.wakes.length;
+    sick = false;
+    resumed = await resume(run);
+    resumedEvents = storedEvents(resumed.runDir);
+    resumedVerify = await runCli('verify', [resumed.runDir]);
+  }, 150_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('pauses after the pre-registered number of calls, the reason naming the calls that got no answer', () => {
+    expect(server.errors).toEqual([]);
+    expect(paused.status).toBe('stopped');
+    expect(paused.finalHead).toBeNull();
+    expect(paused.wakesRun).toBe(SICK_FROM + PAUSE_AFTER - 1);
+    expect(paused.stopReason).toContain(`the pre-registered limit of ${PAUSE_AFTER}`);
+    expect(paused.stopReason).toContain(`--resume ${paused.runDir}`);
+    expect(startedWakes(pausedEvents)).toEqual([wake(1), wake(2), wake(3)]);
+  });
+
+  it('tried every call under the policy, each attempt recorded as http_500, the call `transport` with the kinds in its detail', () => {
+    for (const w of [wake(2), wake(3)]) {
+      const attempts = inWake(pausedEvents, w, 'ModelOutputEvent.ModelCallAttemptFailed').map((e) => e.payload);
+      expect(attempts.map((a) => [a['attempt'], a['kind'], a['backoff_ms']]), w).toEqual([
+        [1, 'http_500', BACKOFF_MS[0]],
+        [2, 'http_500', BACKOFF_MS[1]],
+        [3, 'http_500', null],
+      ]);
+      expect(server.requestsFor(w), w).toBe(MAX_ATTEMPTS);
+      const failed = inWake(pausedEvents, w, 'ModelOutputEvent.ModelCallFailed');
+      expect(failed, w).toHaveLength(1);
+      expect(failed[0]!.payload).toMatchObject({ failure: 'transport', attempts: MAX_ATTEMPTS, usage: null, raw_output: null });
+      expect(String(failed[0]!.payload['detail']), w).toContain('(http_500, http_500, http_500)');
+      expect(ledgerOf(pausedEvents, w), w).toMatchObject({ model_calls: 1, retries: MAX_ATTEMPTS - 1, tokens: 0 });
+    }
+  });
+
+  it('records the pause as an EmergencyStopped of the controller, after the last wake ended, the head signed, and verifies --open', () => {
+    const stops = ofType(pausedEvents, 'SystemEvent.EmergencyStopped');
+    expect(stops.map((e) => e.payload)).toEqual([{ operator: PAUSE_OPERATOR, reason: paused.stopReason }]);
+    expect(stops[0]!.seq).toBeGreaterThan(inWake(pausedEvents, wake(3), 'ExperimentEvent.WakeEnded')[0]!.seq);
+    expect(pausedEvents.at(-1)!.event_type).toBe('SystemEvent.ChainHeadSigned');
+    expect(pausedVerify.stderr).toBe('');
+    expect(pausedVerify.code, pausedVerify.stdout).toBe(0);
+  });
+
+  it('once the server is healthy, a resume goes on to the end: sealed, verifying, every later wake answered', () => {
+    expect(resumed.status).toBe('finished');
+    expect(resumed.wakesRun).toBe(wakesPlanned - 3);
+    expect(resumedVerify.code, `${resumedVerify.stdout}\n${resumedVerify.stderr}`).toBe(0);
+    expect(ofType(resumedEvents, 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['wake_id'])).toEqual([wake(2), wake(3)]);
+    const answeredWakes = new Set(ofType(resumedEvents, 'ModelOutputEvent.ModelAnswered').map((e) => e.payload['wake_id']));
+    for (let n = 4; n <= wakesPlanned; n += 1) expect(answeredWakes.has(wake(n)), wake(n)).toBe(true);
+  });
+});
+
+describe('the pause rule, forged case: HTTP 500s interleaved with answers do not pause', () => {
+  // Every odd wake's call fails as transport (HTTP 500 on each attempt), every even wake's is
   // answered: as many failures as the rule would need many times over, never two in a row.
   let setup: ControllerSetup;
   let server: ScriptedModelServer;
@@ -264,7 +351,7 @@ describe('the pause rule, forged case: transport failures that are not consecuti
     server = await startScriptedModelServer((request) => {
       if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
       const n = Number(request.wakeId.slice('wake-'.length));
-      return n % 2 === 1 ? { kind: 'raw', status: 503, body: '{"error":{"message":"Loading model","type":"unavailable_error","code":503}}' } : benign(request.wakeId);
+      return n % 2 === 1 ? { kind: 'raw', status: 500, body: '{"error":{"message":"the slot crashed","type":"server_error","code":500}}' } : benign(request.wakeId);
     });
     result = await runInstance(newInstanceOptions(setup, { name: 'alternating', model: server.modelChoice(MODEL_TIMEOUT_MS) }));
     events = storedEvents(result.runDir);
@@ -289,9 +376,9 @@ describe('the pause rule, forged case: transport failures that are not consecuti
     for (const w of [wake(1), wake(3)]) {
       const attempts = inWake(events, w, 'ModelOutputEvent.ModelCallAttemptFailed').map((e) => e.payload);
       expect(attempts.map((a) => [a['attempt'], a['kind'], a['backoff_ms']]), w).toEqual([
-        [1, 'http_503', BACKOFF_MS[0]],
-        [2, 'http_503', BACKOFF_MS[1]],
-        [3, 'http_503', null],
+        [1, 'http_500', BACKOFF_MS[0]],
+        [2, 'http_500', BACKOFF_MS[1]],
+        [3, 'http_500', null],
       ]);
       const received = server.requests.filter((r) => r.wakeId === w).map((r) => r.receivedAt);
       expect(received, w).toHaveLength(MAX_ATTEMPTS);
