@@ -148,7 +148,12 @@ export const ModelCallRules = z.strictObject(
      * before attempt k + 2 (schema/model-call-policy.ts, the one definition the runtime reads).
      */
     transport_retry: TransportRetryPolicy,
-    /** This many model calls in a row failing as `transport` pause the instance (recorded, resumable) instead of burning the schedule. */
+    /**
+     * This many model calls in a row that got no answer from the server — `transport` (every
+     * attempt without one) or `stream_broken` (the answer's stream broke off; counted since issue
+     * 31 item 7, the key keeps its name) — pause the instance (recorded, resumable) instead of
+     * burning the schedule (controller/wake-sequence.ts pauseRule).
+     */
     pause_after_consecutive_transport_failures: z.number().int().min(1).max(MAX_PAUSE_AFTER_TRANSPORT_FAILURES),
   },
   { error: (issue) => (issue.input === undefined ? MODEL_CALLS_MISSING_MESSAGE : undefined) },

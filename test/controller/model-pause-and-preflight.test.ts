@@ -30,6 +30,8 @@ import { controllerSetup, newInstanceOptions, resume, runInstance, type Controll
 import { closeAllLoopbacks, completion, json as sendJson, modelList, MODEL as LOOPBACK_MODEL, startLoopback } from '../runtime/openai-loopback-server.js';
 import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents, type StoredEvent } from '../support/stored-events.js';
+import { recordedUsableDataRule, summarizeRun, type RunSummary } from '../../controller/run-summary.js';
+import { describeFailures } from '../../schema/usable-data.js';
 
 const MAX_ATTEMPTS = 3;
 const BACKOFF_MS = [10, 20];
@@ -143,7 +145,7 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
     expect(paused.status).toBe('stopped');
     expect(paused.finalHead).toBeNull();
     expect(paused.wakesRun).toBe(3);
-    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row failed as transport/);
+    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row got no answer from the server \(2 transport\), reaching/);
     expect(paused.stopReason).toContain(`no answer after ${MAX_ATTEMPTS} attempt(s) each`);
     expect(paused.stopReason).toContain(`the pre-registered limit of ${PAUSE_AFTER}`);
     expect(paused.stopReason).toContain(`--resume ${paused.runDir}`);
@@ -297,6 +299,7 @@ describe('the pre-registered pause rule: a server that answers HTTP 500 to every
     expect(paused.status).toBe('stopped');
     expect(paused.finalHead).toBeNull();
     expect(paused.wakesRun).toBe(SICK_FROM + PAUSE_AFTER - 1);
+    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row got no answer from the server \(2 transport\), reaching/);
     expect(paused.stopReason).toContain(`the pre-registered limit of ${PAUSE_AFTER}`);
     expect(paused.stopReason).toContain(`--resume ${paused.runDir}`);
     expect(startedWakes(pausedEvents)).toEqual([wake(1), wake(2), wake(3)]);
@@ -335,6 +338,56 @@ describe('the pre-registered pause rule: a server that answers HTTP 500 to every
     expect(ofType(resumedEvents, 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['wake_id'])).toEqual([wake(2), wake(3)]);
     const answeredWakes = new Set(ofType(resumedEvents, 'ModelOutputEvent.ModelAnswered').map((e) => e.payload['wake_id']));
     for (let n = 4; n <= wakesPlanned; n += 1) expect(answeredWakes.has(wake(n)), wake(n)).toBe(true);
+  });
+});
+
+describe('the pause rule counts every call that got no answer from the server: a broken stream, then a 500 (issue 31 item 7)', () => {
+  // Wake 2's answer starts (HTTP 200, an event stream) and breaks off without a finish_reason or
+  // [DONE]: stream_broken. Wake 3's call gets HTTP 500 on every attempt: transport. Two calls in a
+  // row without an answer from the server reach the limit (2); the pause line and the run's
+  // usable-data summary name the same counts in the same words.
+  let setup: ControllerSetup;
+  let server: ScriptedModelServer;
+  let paused: InstanceResult;
+  let events: StoredEvent[];
+  let summary: RunSummary;
+
+  beforeAll(async () => {
+    setup = pauseSetup();
+    server = await startScriptedModelServer((request) => {
+      if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
+      if (request.wakeId === wake(2)) {
+        const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: SCRIPTED_MODEL_ID, choices: [{ index: 0, delta: { content: '{"protocol":' }, finish_reason: null }] };
+        return { kind: 'raw', status: 200, contentType: 'text/event-stream', body: `data: ${JSON.stringify(chunk)}\n\n` };
+      }
+      if (request.wakeId === wake(3)) return { kind: 'raw', status: 500, body: '{"error":"the slot crashed"}' };
+      return benign(request.wakeId);
+    });
+    paused = await runInstance(newInstanceOptions(setup, { name: 'broken-then-500', model: server.modelChoice(MODEL_TIMEOUT_MS) }));
+    events = storedEvents(paused.runDir);
+    summary = summarizeRun(paused.runDir, recordedUsableDataRule(paused.runDir));
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('set-up: wake 2 broke off mid-stream (one request, never retried), wake 3 got no answer in any attempt', () => {
+    expect(server.errors).toEqual([]);
+    expect(inWake(events, wake(2), 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['failure'])).toEqual(['stream_broken']);
+    expect(server.requestsFor(wake(2))).toBe(1);
+    expect(inWake(events, wake(3), 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['failure'])).toEqual(['transport']);
+  });
+
+  it('pauses after the two, its line naming both kinds in the words of the usable-data summary', () => {
+    expect(paused.status).toBe('stopped');
+    expect(startedWakes(events)).toEqual([wake(1), wake(2), wake(3)]);
+    expect(summary.usable_data.by_failure).toMatchObject({ transport: 1, stream_broken: 1 });
+    const words = describeFailures(summary.usable_data.by_failure);
+    expect(words).toBe('1 transport, 1 stream_broken');
+    expect(summary.usable_data.reason).toContain(`failed: ${words}`);
+    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row got no answer from the server \(1 transport, 1 stream_broken\), reaching the pre-registered limit of 2/);
+    expect(ofType(events, 'SystemEvent.EmergencyStopped').map((e) => e.payload)).toEqual([{ operator: PAUSE_OPERATOR, reason: paused.stopReason }]);
   });
 });
 
