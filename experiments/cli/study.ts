@@ -27,8 +27,8 @@ import { runStudy, StudyError, StudyPlan, STUDY_PATH_CODES, type StudyOutcome, t
 import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-setup.js';
 import { recomputeStudy } from '../study/study-recompute.js';
 import { resumeStudy } from '../study/study-resume.js';
-import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
-import { usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
+import type { StudyReport } from '../../oracle/study-report.js';
+import { usableDataScreenLines } from '../study/report-markdown.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { installGracefulStop, todayCompact, untilPressSettled, type GracefulStop } from './operator-stop.js';
@@ -148,8 +148,7 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     `  n = ${report.n} per group${report.expanded ? ` (expanded from ${report.n_initial})` : ''}; medians A ${f(g.A.median)} · B ${f(g.B.median)} · C ${f(g.C.median)}`,
     ...report.thresholds.map((t) => `  ${t.met === true ? 'met    ' : t.met === false ? 'NOT met' : 'n/a    '} ${t.description}: ${t.observed} (required ${t.required})`),
     `  fairness: ${report.fairness.ok ? 'OK' : 'FAILED'} · hard failures: A ${g.A.hard_failures}, B ${g.B.hard_failures}, C ${g.C.hard_failures}`,
-    ...GROUPS.map((group) => `  usable data, ${usableDataGroupLine(report, group)}`),
-    `  ${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`,
+    ...usableDataScreenLines(report).map((line) => `  ${line}`),
     ...report.instances.filter((i) => i.status !== 'finished' || i.hard_failures.length > 0).map((i) => `  ${i.group}-r${i.replicate}: ${i.status}${i.status_detail ? ` (${i.status_detail})` : ''}${i.hard_failures.length > 0 ? `; hard failures ${i.hard_failures.map((h) => h.id).join(', ')}` : ''}`),
     ...report.notes.map((n) => `  note: ${n}`),
     ...(files ? [`  report: ${files.json}`, `          ${files.markdown}`, `          ${files.html}`] : []),
