@@ -25,6 +25,7 @@ import { WRITER_LIMITS } from '../writer/protocol.js';
 import { RuntimeWakeError } from '../runtime/spawn.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { eventIs, eventIsOneOf } from '../schema/typed-event.js';
+import { describeFailures, failureKindOf, NO_ANSWER_KINDS, noFailures } from '../schema/usable-data.js';
 import { checkpointDraft, deliveredDraft, interventionDrafts, ledgerDraft, wakeEndedDraft, wakeStartedDraft } from './controller-events.js';
 import type { CrashDrills } from './crash-drills.js';
 import { InstanceError } from './instance-error.js';
@@ -63,8 +64,8 @@ type WakeRan = { readonly kind: 'ran'; readonly calls: ModelCallTally; readonly 
 
 export class WakeSequence {
   private readonly scripts: readonly WakeScript[];
-  /** Model calls in a row (across wakes) that ended as `transport`; a call that reached the model resets it. */
-  private consecutiveTransportFailures = 0;
+  /** Model calls in a row (across wakes) that got no answer from the server, by kind (NO_ANSWER_KINDS); any other outcome resets them. */
+  private consecutiveNoAnswer: Record<NoAnswerKind, number> = { transport: 0, stream_broken: 0 };
 
   constructor(private readonly ctx: WakeSequenceContext) {
     this.scripts = wakeScriptOf(ctx.input.plan);
@@ -208,18 +209,25 @@ export class WakeSequence {
   }
 
   /**
-   * The pre-registered pause rule (issue 15 item 5): a server that stays down pauses the instance
-   * — recorded as a stop, resumable with --resume — instead of consuming its schedule.
+   * The pre-registered pause rule (issue 15 item 5, issue 31 item 7): a server that stays down —
+   * or keeps answering errors, or breaks off every answer — pauses the instance (recorded as a
+   * stop, resumable with --resume) instead of consuming its schedule. It counts the calls in a row
+   * that got no answer from the server: `transport` (every attempt of the retry policy without
+   * one: connection failures, 408/409/429/5xx) and `stream_broken` (the answer's stream broke
+   * off), and names both counts in the words of the usable-data summary (describeFailures).
    */
   private pauseRule(calls: ModelCallTally): StopOrder | null {
     if (calls.made === 0) return null;
     const { rules, runDir } = this.ctx.input;
-    const failed = calls.transport;
-    this.consecutiveTransportFailures = failed > 0 && failed === calls.made ? this.consecutiveTransportFailures + failed : 0;
+    const noAnswer = NO_ANSWER_KINDS.reduce((sum, k) => sum + calls[k], 0);
+    if (noAnswer > 0 && noAnswer === calls.made) for (const k of NO_ANSWER_KINDS) this.consecutiveNoAnswer[k] += calls[k];
+    else this.consecutiveNoAnswer = { transport: 0, stream_broken: 0 };
+    const inARow = NO_ANSWER_KINDS.reduce((sum, k) => sum + this.consecutiveNoAnswer[k], 0);
     const limit = rules.pause_after_consecutive_transport_failures;
-    if (this.consecutiveTransportFailures < limit) return null;
+    if (inARow < limit) return null;
+    const kinds = describeFailures({ ...noFailures(), ...this.consecutiveNoAnswer });
     return {
-      reason: `paused: ${this.consecutiveTransportFailures} model call(s) in a row failed as transport (no answer after ${rules.transport_retry.max_attempts} attempt(s) each), reaching the pre-registered limit of ${limit}; fix the model server and continue with --resume ${runDir}`,
+      reason: `paused: ${inARow} model call(s) in a row got no answer from the server (${kinds}), reaching the pre-registered limit of ${limit} (model_calls.pause_after_consecutive_transport_failures counts transport — no answer after ${rules.transport_retry.max_attempts} attempt(s) each — and stream_broken — the answer's stream broke off); fix the model server and continue with --resume ${runDir}`,
       operator: PAUSE_RULE_OPERATOR,
     };
   }
@@ -258,16 +266,17 @@ async function wakeEventsOf(client: WriterClient, startedSeq: number): Promise<E
   return [...first.events, ...(await client.readRange(startedSeq + expected + 1, first.head.seq))];
 }
 
-/** A wake's model calls as its stored events say (a runtime killed mid-wake never reports its own counts). */
-interface ModelCallTally {
-  readonly made: number;
-  readonly transport: number;
-}
+type NoAnswerKind = (typeof NO_ANSWER_KINDS)[number];
+
+/** A wake's model calls as its stored events say (a runtime killed mid-wake never reports its own counts): made, and those that got no answer, by kind. */
+type ModelCallTally = { readonly made: number } & Readonly<Record<NoAnswerKind, number>>;
 
 function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): ModelCallTally {
   const ofWake = events.filter((e) => e.correlation_id === wakeId);
   const calls = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered') || (eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted'));
-  return { made: calls.length, transport: calls.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure === 'transport').length };
+  // The kinds as the usable-data tally names them (schema/usable-data.ts), so the pause line and the summary count alike.
+  const ofKind = (kind: NoAnswerKind): number => calls.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && failureKindOf(e.payload.failure) === kind).length;
+  return { made: calls.length, transport: ofKind('transport'), stream_broken: ofKind('stream_broken') };
 }
 
 /** "h18:05": hours and minutes since hour 0 of the simulated study. */

@@ -152,12 +152,17 @@ export const ModelCallRules = z.strictObject(
     /** An instance counts as data only when accepted answers / model calls made ≥ this (oracle/usable-data.ts). */
     usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1) }),
     /**
-     * Transport failures where no answer reached the runtime (connection refused or reset, 429,
-     * 502, 503, 504) are retried: at most max_attempts attempts per call, waiting backoff_ms[k]
+     * Transport failures where no answer reached the runtime (connection refused or reset, HTTP
+     * 408, 409, 429, 5xx: runtime/model-adapters/transport-retry.ts RETRYABLE_STATUSES) are retried: at most max_attempts attempts per call, waiting backoff_ms[k]
      * before attempt k + 2 (schema/model-call-policy.ts, the one definition the runtime reads).
      */
     transport_retry: TransportRetryPolicy,
-    /** This many model calls in a row failing as `transport` pause the instance (recorded, resumable) instead of burning the schedule. */
+    /**
+     * This many model calls in a row that got no answer from the server — `transport` (every
+     * attempt without one) or `stream_broken` (the answer's stream broke off; counted since issue
+     * 31 item 7, the key keeps its name) — pause the instance (recorded, resumable) instead of
+     * burning the schedule (controller/wake-sequence.ts pauseRule).
+     */
     pause_after_consecutive_transport_failures: z.number().int().min(1).max(MAX_PAUSE_AFTER_TRANSPORT_FAILURES),
     /**
      * The load-confound check (issue 31 item 2, oracle/load-confound.ts): within a block (one

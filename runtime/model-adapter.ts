@@ -25,7 +25,7 @@ export interface TokenUsage {
   readonly completion_tokens: number;
 }
 
-/** One transport attempt that brought no answer (connection refused or reset, 429, 502, 503, 504). */
+/** One transport attempt that brought no answer (connection refused or reset, 408, 409, 429, 5xx: transport-retry.ts RETRYABLE_STATUSES). */
 export interface TransportFailure {
   /** 1-based attempt number within this call. */
   readonly attempt: number;

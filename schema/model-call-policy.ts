@@ -17,7 +17,7 @@ export type StructuredOutputDialect = z.infer<typeof StructuredOutputDialect>;
 
 /**
  * The pre-registered transport retry policy: attempts per model call where no answer reached
- * the runtime (connection refused or reset, HTTP 429/502/503/504), and the waits between them.
+ * the runtime (connection refused or reset, HTTP 408/409/429/5xx), and the waits between them.
  * Identical for every group; an answer, however bad, is never retried.
  */
 export const TransportRetryPolicy = z

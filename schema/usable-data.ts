@@ -18,9 +18,28 @@ export const MODEL_ANSWERED = ModelAnswered.type;
 export const MODEL_CALL_FAILED = ModelCallFailed.type;
 const NO_CALL_MADE = 'budget_exhausted';
 
-/** Why the calls that gave no accepted answer failed, in the words the reports use. */
-export const FAILURE_KINDS = ['schema', 'truncated', 'length', 'timeout', 'transport', 'other'] as const;
+/**
+ * Why the calls that gave no accepted answer failed, in the words the reports use. One name per
+ * number (issue 31 item 7): `stream_broken` is its own kind, not tallied under `transport`, so
+ * the summary's "3 transport, 1 stream_broken" and the pause rule's line (which counts the two
+ * together as calls that got no answer from the server, controller/wake-sequence.ts) say the
+ * same counts in the same words.
+ */
+export const FAILURE_KINDS = ['schema', 'truncated', 'length', 'timeout', 'transport', 'stream_broken', 'other'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/**
+ * The kinds of a call that got no answer from the server — every attempt without one
+ * (`transport`), or an answer whose stream broke off (`stream_broken`): what the pre-registered
+ * pause rule counts (model_calls.pause_after_consecutive_transport_failures, docs/model-protocol.md
+ * "The pause rule").
+ */
+export const NO_ANSWER_KINDS = ['transport', 'stream_broken'] as const satisfies readonly FailureKind[];
+
+/** The kind a stored failure is tallied under; null: not a call (budget_exhausted); 'unknown': a failure this build cannot name. */
+export function failureKindOf(failure: unknown): FailureKind | null | 'unknown' {
+  return kindOf(failure);
+}
 
 /**
  * Every recorded failure to its kind; null: not a call. A failure added to the schema without a
@@ -32,7 +51,7 @@ const KIND_OF_FAILURE: Readonly<Record<ModelCallFailure, FailureKind | null>> = 
   length: 'length',
   timeout: 'timeout',
   transport: 'transport',
-  stream_broken: 'transport',
+  stream_broken: 'stream_broken',
   http_error: 'other',
   refusal: 'other',
   budget_exhausted: null,
@@ -41,8 +60,21 @@ const KIND_OF_FAILURE: Readonly<Record<ModelCallFailure, FailureKind | null>> = 
 const Count = z.number().int().min(0);
 const Share = z.number().min(0).max(1);
 
-export const ByFailure = z.strictObject(Object.fromEntries(FAILURE_KINDS.map((k) => [k, Count])) as Record<FailureKind, typeof Count>);
+/**
+ * The failed calls by kind. `stream_broken` reads as 0 when absent: a report.json written before
+ * it was a kind of its own (issue 31 item 7) tallied those calls under `transport`, and is still
+ * read (resume, --recompute).
+ */
+export const ByFailure = z.strictObject({
+  ...(Object.fromEntries(FAILURE_KINDS.map((k) => [k, Count])) as Record<Exclude<FailureKind, 'stream_broken'>, typeof Count>),
+  stream_broken: Count.default(0),
+});
 export type ByFailure = z.infer<typeof ByFailure>;
+
+/** Every kind at 0. */
+export function noFailures(): Record<FailureKind, number> {
+  return Object.fromEntries(FAILURE_KINDS.map((k) => [k, 0])) as Record<FailureKind, number>;
+}
 
 export const UsableData = z.strictObject({
   /** k: ModelAnswered. */
@@ -106,7 +138,7 @@ function kindOf(failure: unknown): FailureKind | null | 'unknown' {
 export function judgeUsableData(events: readonly ModelCallEventLike[], minAcceptedShare: number | null, noRuleReason: string = NO_RULE_REASON): UsableData {
   let accepted = 0;
   let notMade = 0;
-  const byFailure: Record<FailureKind, number> = { schema: 0, truncated: 0, length: 0, timeout: 0, transport: 0, other: 0 };
+  const byFailure = noFailures();
   const unknown = new Map<string, number>();
   for (const event of events) {
     if (event.event_type === MODEL_ANSWERED) {

@@ -28,7 +28,7 @@ import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-s
 import { recomputeStudy } from '../study/study-recompute.js';
 import { resumeStudy } from '../study/study-resume.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
-import { blockCells, usableDataGroupLine, usableDataVerdictLine } from '../study/report-markdown.js';
+import { blockCells, usableDataScreenLines } from '../study/report-markdown.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { installGracefulStop, todayCompact, untilPressSettled, type GracefulStop } from './operator-stop.js';
@@ -155,8 +155,7 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     ...report.thresholds.map((t) => `  ${t.met === true ? 'met    ' : t.met === false ? 'NOT met' : 'n/a    '} ${t.description}: ${t.observed} (required ${t.required})`),
     `  fairness: ${report.fairness.ok ? 'OK' : 'FAILED'} · hard failures: A ${g.A.hard_failures}, B ${g.B.hard_failures}, C ${g.C.hard_failures}`,
     ...blockLines(report),
-    ...GROUPS.map((group) => `  usable data, ${usableDataGroupLine(report, group)}`),
-    `  ${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`,
+    ...usableDataScreenLines(report).map((line) => `  ${line}`),
     ...report.instances.filter((i) => i.status !== 'finished' || i.hard_failures.length > 0).map((i) => `  ${i.group}-r${i.replicate}: ${i.status}${i.status_detail ? ` (${i.status_detail})` : ''}${i.hard_failures.length > 0 ? `; hard failures ${i.hard_failures.map((h) => h.id).join(', ')}` : ''}`),
     ...report.notes.map((n) => `  note: ${n}`),
     ...(files ? [`  report: ${files.json}`, `          ${files.markdown}`, `          ${files.html}`] : []),

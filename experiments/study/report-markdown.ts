@@ -41,11 +41,32 @@ export function usableDataRuleText(report: StudyReport): string {
   return `${rule}; the verdict needs all n = ${report.usable_data.required_per_group} instances of each group usable, else it is insufficient evidence (rule 8).`;
 }
 
-/** "group B: 1 of 3 instances usable; 35 of 93 model calls accepted (37.63 %); failed: 45 schema, 13 transport". */
+/**
+ * A group's count of usable instances, the one every usable-data line uses (report.md, report.html,
+ * the screen): `usable` of `of`, where `of` is the n the verdict rests on — the n of rule 8's
+ * shortfall line ("group B: 0 of 1 instances have usable data") — not the instances the report
+ * happens to hold. A replicate never run (a stop, a pause) is not in the report at all, so the
+ * group's own n would say "0 of 0" beside the verdict's "0 of 1" (issue 31 item 7); it is counted
+ * as not run instead, and an instance that ran but was not scored as not scored.
+ */
+export function usableDataCount(report: StudyReport, group: Group): { readonly usable: number; readonly of: number; readonly notScored: number; readonly notRun: number } {
+  const s = report.groups[group];
+  const of = report.usable_data.required_per_group;
+  return { usable: s.usable_instances, of, notScored: s.n - s.scores.length, notRun: Math.max(0, of - s.n) };
+}
+
+/** "group B: 1 of 3 instances usable (1 not scored); 35 of 93 model calls accepted (37.63 %); failed: 45 schema, 13 transport". */
 export function usableDataGroupLine(report: StudyReport, group: Group): string {
   const s = report.groups[group];
+  const count = usableDataCount(report, group);
+  const why = [...(count.notScored > 0 ? [`${count.notScored} not scored`] : []), ...(count.notRun > 0 ? [`${count.notRun} not run`] : [])];
   const share = s.calls === 0 ? 'no call made' : formatShare(s.accepted / s.calls);
-  return `group ${group}: ${s.usable_instances} of ${s.n} instances usable; ${s.accepted} of ${s.calls} model calls accepted (${share}); failed: ${describeFailures(s.by_failure)}`;
+  return `group ${group}: ${count.usable} of ${count.of} instances usable${why.length === 0 ? '' : ` (${why.join(', ')})`}; ${s.accepted} of ${s.calls} model calls accepted (${share}); failed: ${describeFailures(s.by_failure)}`;
+}
+
+/** The usable-data lines `npm run study` prints: the group lines and rule 8, in the words (and counts) of report.md and report.html. */
+export function usableDataScreenLines(report: StudyReport): string[] {
+  return [...GROUPS.map((group) => `usable data, ${usableDataGroupLine(report, group)}`), `${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`];
 }
 
 /** "rule 8 met: …" or "rule 8 NOT met: group B: 1 of 3 instances have usable data". */

@@ -9,7 +9,7 @@ import type { RunChecks } from '../../oracle/hard-failures.js';
 import { countedScore, evaluateInstance } from '../../oracle/instance-evaluation.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE } from '../../oracle/study-replicates.js';
-import { GROUPS, type Group, type StudyReport } from '../../oracle/study-report.js';
+import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
 import { eventIs } from '../../schema/typed-event.js';
 import { buildStudyReport } from './study-report-builder.js';
 
@@ -87,7 +87,7 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?
   // leaves it undecided, and the stored reasons say so).
   const firstRoundComplete = GROUPS.every((g) => Array.from({ length: plan.n_initial }, (_, k) => k + 1).every((r) => found.some((f) => f.group === g && f.replicate === r)));
   const expansion = allScored && firstRoundComplete && plan.n_expanded > plan.n_initial ? decideExpansion(initial, { ...prereg.expansion_rule, initial_n_per_group: plan.n_initial }) : null;
-  const stored = existsSync(path.join(outDir, STUDY_FILES.json)) ? (JSON.parse(readFileSync(path.join(outDir, STUDY_FILES.json), 'utf8')) as StudyReport) : null;
+  const stored = existsSync(path.join(outDir, STUDY_FILES.json)) ? storedReport(JSON.parse(readFileSync(path.join(outDir, STUDY_FILES.json), 'utf8'))) : null;
   const report = buildStudyReport({
     plan,
     prereg,
@@ -102,6 +102,17 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?
     generatedAt: new Date().toISOString(),
   });
   return { report, expansion, expandedRan, stored };
+}
+
+/**
+ * report.json as read: through its schema when it fits, so what a later build added with a
+ * default reads as that default (by_failure.stream_broken: 0 in a report written before it was a
+ * kind of its own, issue 31 item 7) and is not called a difference; as found otherwise, so an
+ * edited or damaged file is still compared field by field, never refused unread.
+ */
+function storedReport(raw: unknown): StudyReport {
+  const parsed = StudyReport.safeParse(raw);
+  return parsed.success ? parsed.data : (raw as StudyReport);
 }
 
 /** Rebuilds the report (rebuildStudyReport) and compares it with report.json. */

@@ -41,6 +41,11 @@ export interface ReportInput {
   readonly generatedAt: string;
 }
 
+/** An instance the verdict can rest on: scored, and usable. The group's usable_instances and rule 8's shortfalls both count with this one predicate, so the report's lines cannot disagree. */
+function countsAsData(instance: ReportInstance): boolean {
+  return instance.usable && instance.counted_score !== null;
+}
+
 function summarize(instances: readonly ReportInstance[], passScore: number): GroupSummary {
   const scores = instances.flatMap((i) => (i.counted_score === null ? [] : [i.counted_score]));
   const dimensions = Object.fromEntries(
@@ -59,7 +64,7 @@ function summarize(instances: readonly ReportInstance[], passScore: number): Gro
     dimensions,
     instances_at_or_above_pass: scores.filter((s) => s >= passScore).length,
     hard_failures: instances.reduce((sum, i) => sum + i.hard_failures.length, 0),
-    usable_instances: instances.filter((i) => i.usable).length,
+    usable_instances: instances.filter(countsAsData).length,
     accepted: instances.reduce((sum, i) => sum + (i.accepted ?? 0), 0),
     calls: instances.reduce((sum, i) => sum + (i.calls ?? 0), 0),
     by_failure: Object.fromEntries(FAILURE_KINDS.map((k) => [k, instances.reduce((sum, i) => sum + (i.by_failure?.[k] ?? 0), 0)])) as ByFailure,
@@ -155,7 +160,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     thresholds: input.prereg.thresholds,
     n: input.n,
     groups: Object.fromEntries(GROUPS.map((g) => [g, { scores: scoresOf(g), hardFailures: groups[g].hard_failures }])) as Record<Group, { scores: (number | null)[]; hardFailures: number }>,
-    usableData: { minAcceptedShare, usable: Object.fromEntries(GROUPS.map((g) => [g, byGroup(g).map((i) => i.usable && i.counted_score !== null)])) as Record<Group, boolean[]> },
+    usableData: { minAcceptedShare, usable: Object.fromEntries(GROUPS.map((g) => [g, byGroup(g).map(countsAsData)])) as Record<Group, boolean[]> },
     voidReasons,
     dryRun,
   });

@@ -84,7 +84,7 @@ export interface JsonRequest {
 export type JsonExchange =
   /** The server answered: its status, and the body as JSON (undefined when it is not JSON, over the bound, or not UTF-8). */
   | { readonly kind: 'answered'; readonly status: number; readonly json: unknown; readonly detail: string }
-  /** No answer reached us: refused, reset, or 429/502/503/504. */
+  /** No answer reached us: refused, reset, or a retryable status (transport-retry.ts RETRYABLE_STATUSES). */
   | { readonly kind: 'no_answer'; readonly noAnswer: NoAnswer }
   | { readonly kind: 'timeout'; readonly detail: string };
 

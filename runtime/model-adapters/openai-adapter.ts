@@ -10,7 +10,7 @@
 //    refused as `truncated_prompt` without sending it (prompt-fit.ts).
 // 3. POST {baseUrl}/chat/completions, streamed by default (chat-stream.ts), the answer
 //    constrained in the configured dialect (structured-output.ts). Attempts that bring no
-//    answer — connection refused or reset, 429/502/503/504 — are retried under the
+//    answer — connection refused or reset, 408/409/429/5xx — are retried under the
 //    pre-registered policy (transport-retry.ts), each reported through
 //    `request.onTransportFailure` before the wait. An answer, however bad, is never retried;
 //    nor is a timeout: each attempt has the full `timeoutMs`, and on expiry the request is

@@ -1,6 +1,7 @@
-// The pre-registered transport retry policy (issue 15 item 4, DESIGN §12): a model call whose
-// attempt brought no answer — the connection was refused or reset, or the server said 429, 502,
-// 503 or 504 — is tried again, up to `max_attempts`, waiting `backoff_ms[attempt - 1]` between
+// The pre-registered transport retry policy (issue 15 item 4, issue 31 item 6, DESIGN §12): a
+// model call whose attempt brought no answer the subject could have given — the connection was
+// refused or reset, or the server said 408, 409, 429 or any 5xx (RETRYABLE_STATUSES) — is tried
+// again, up to `max_attempts`, waiting `backoff_ms[attempt - 1]` between
 // attempts. The policy is part of the model configuration, hence of the manifest: identical for
 // every group, so no group gets more tries by luck. Every attempt that brought no answer is
 // reported (awaited) before the wait, so the wake loop records it as an event first.
@@ -15,8 +16,28 @@ import type { TransportFailure } from '../model-adapter.js';
 // share: max_attempts 1..10 (the first included), backoff_ms[n - 1] the wait before attempt
 // n + 1, exactly max_attempts - 1 entries of 0..60,000 ms.
 
-/** HTTP statuses that say "no answer now, try later": rate limited, or a gateway/backend not there. */
-export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+/**
+ * The HTTP statuses that mean "no answer the subject could have given": the conventional
+ * retryable set (the one OpenAI's own client retries: openai-python `_base_client.py`
+ * `_should_retry`). Defined here once; the chat attempt and the side requests (bounded-http.ts)
+ * both read it, docs/model-protocol.md "Transport retries" lists it. Every other status (400,
+ * 401, 403, 404, 422, …) is the server's answer to this request and would be the same again:
+ * never retried, `http_error`.
+ */
+export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([
+  // 408 Request Timeout: the server gave up waiting for the request; it never looked at it.
+  408,
+  // 409 Conflict: a lock or a concurrent-request conflict on the server (OpenAI answers it for
+  // lock timeouts); nothing of the request was evaluated, and a later attempt may pass.
+  409,
+  // 429 Too Many Requests: rate limited or every slot busy (vLLM, hosted APIs) — try later.
+  429,
+  // Every 5xx, 500–599: the server failed, not the request. A server that answers 500 to every
+  // call is as dead for the study as one that refuses connections (issue 31: all 31 wakes spent
+  // on such a server), so it is retried under the policy and counted by the pause rule; 502, 503
+  // and 504 are gateways and backends not there (llama.cpp answers 503 while loading a model).
+  ...Array.from({ length: 100 }, (_unused, i) => 500 + i),
+]);
 
 /**
  * undici's and the OS's codes for a connection that never carried an answer: refused, reset,

@@ -132,7 +132,7 @@ export const ModelCallFailed = defineEvent(
 
 /**
  * One transport attempt of a model call that brought no answer (connection refused or reset,
- * HTTP 429/502/503/504), recorded before the adapter waits and tries again under the
+ * HTTP 408/409/429/5xx), recorded before the adapter waits and tries again under the
  * pre-registered retry policy (DESIGN §12). The call itself still ends in exactly one
  * ModelAnswered or ModelCallFailed.
  */

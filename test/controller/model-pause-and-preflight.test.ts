@@ -31,6 +31,8 @@ import { controllerSetup, newInstanceOptions, resume, runInstance, type Controll
 import { closeAllLoopbacks, completion, json as sendJson, modelList, MODEL as LOOPBACK_MODEL, startLoopback } from '../runtime/openai-loopback-server.js';
 import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents, type StoredEvent } from '../support/stored-events.js';
+import { recordedUsableDataRule, summarizeRun, type RunSummary } from '../../controller/run-summary.js';
+import { describeFailures } from '../../schema/usable-data.js';
 
 const MAX_ATTEMPTS = 3;
 const BACKOFF_MS = [10, 20];
@@ -144,7 +146,7 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
     expect(paused.status).toBe('stopped');
     expect(paused.finalHead).toBeNull();
     expect(paused.wakesRun).toBe(3);
-    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row failed as transport/);
+    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row got no answer from the server \(2 transport\), reaching/);
     expect(paused.stopReason).toContain(`no answer after ${MAX_ATTEMPTS} attempt(s) each`);
     expect(paused.stopReason).toContain(`the pre-registered limit of ${PAUSE_AFTER}`);
     expect(paused.stopReason).toContain(`--resume ${paused.runDir}`);
@@ -261,8 +263,146 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
   });
 });
 
-describe('the pause rule, forged case: transport failures that are not consecutive do not pause', () => {
-  // Every odd wake's call fails as transport (HTTP 503 on each attempt), every even wake's is
+describe('the pre-registered pause rule: a server that answers HTTP 500 to every call (issue 31 item 6)', () => {
+  // Wake 1 is answered; from wake 2 on, until the test heals it, the server answers every chat
+  // request with HTTP 500 (it is up: /v1/models and the preflight's probe are answered). A 5xx is
+  // no answer the subject could have given: each call is tried under the pre-registered policy and
+  // ends `transport`, and the rule pauses the instance after as many calls as it would for a
+  // server that is down. Once healthy, a resume runs to the end.
+  const SICK_FROM = 2;
+  let setup: ControllerSetup;
+  let run: InstanceRun;
+  let server: ScriptedModelServer;
+  let sick = true;
+  let paused: InstanceResult;
+  let pausedEvents: StoredEvent[];
+  let pausedVerify: { code: number; stdout: string; stderr: string };
+  let resumed: InstanceResult;
+  let resumedEvents: StoredEvent[];
+  let resumedVerify: { code: number; stdout: string; stderr: string };
+  let wakesPlanned: number;
+
+  beforeAll(async () => {
+    setup = pauseSetup();
+    server = await startScriptedModelServer((request) => {
+      if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
+      if (sick && Number(request.wakeId.slice('wake-'.length)) >= SICK_FROM) return { kind: 'raw', status: 500, body: '{"error":{"code":500,"message":"the slot crashed","type":"server_error"}}' };
+      return benign(request.wakeId);
+    });
+    run = newInstanceOptions(setup, { name: 'http-500', model: server.modelChoice(MODEL_TIMEOUT_MS) });
+    paused = await runInstance(run);
+    pausedEvents = storedEvents(paused.runDir);
+    pausedVerify = await runCli('verify', [paused.runDir, '--open']);
+    wakesPlanned = ExperimentPlan.parse(JSON.parse(readFileSync(path.join(paused.runDir, RUN_FILES.plan), 'utf8'))).schedule.wakes.length;
+    sick = false;
+    resumed = await resume(run);
+    resumedEvents = storedEvents(resumed.runDir);
+    resumedVerify = await runCli('verify', [resumed.runDir]);
+  }, 150_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('pauses after the pre-registered number of calls, the reason naming the calls that got no answer', () => {
+    expect(server.errors).toEqual([]);
+    expect(paused.status).toBe('stopped');
+    expect(paused.finalHead).toBeNull();
+    expect(paused.wakesRun).toBe(SICK_FROM + PAUSE_AFTER - 1);
+    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row got no answer from the server \(2 transport\), reaching/);
+    expect(paused.stopReason).toContain(`the pre-registered limit of ${PAUSE_AFTER}`);
+    expect(paused.stopReason).toContain(`--resume ${paused.runDir}`);
+    expect(startedWakes(pausedEvents)).toEqual([wake(1), wake(2), wake(3)]);
+  });
+
+  it('tried every call under the policy, each attempt recorded as http_500, the call `transport` with the kinds in its detail', () => {
+    for (const w of [wake(2), wake(3)]) {
+      const attempts = inWake(pausedEvents, w, 'ModelOutputEvent.ModelCallAttemptFailed').map((e) => e.payload);
+      expect(attempts.map((a) => [a['attempt'], a['kind'], a['backoff_ms']]), w).toEqual([
+        [1, 'http_500', BACKOFF_MS[0]],
+        [2, 'http_500', BACKOFF_MS[1]],
+        [3, 'http_500', null],
+      ]);
+      expect(server.requestsFor(w), w).toBe(MAX_ATTEMPTS);
+      const failed = inWake(pausedEvents, w, 'ModelOutputEvent.ModelCallFailed');
+      expect(failed, w).toHaveLength(1);
+      expect(failed[0]!.payload).toMatchObject({ failure: 'transport', attempts: MAX_ATTEMPTS, usage: null, raw_output: null });
+      expect(String(failed[0]!.payload['detail']), w).toContain('(http_500, http_500, http_500)');
+      expect(ledgerOf(pausedEvents, w), w).toMatchObject({ model_calls: 1, retries: MAX_ATTEMPTS - 1, tokens: 0 });
+    }
+  });
+
+  it('records the pause as an EmergencyStopped of the controller, after the last wake ended, the head signed, and verifies --open', () => {
+    const stops = ofType(pausedEvents, 'SystemEvent.EmergencyStopped');
+    expect(stops.map((e) => e.payload)).toEqual([{ operator: PAUSE_OPERATOR, reason: paused.stopReason }]);
+    expect(stops[0]!.seq).toBeGreaterThan(inWake(pausedEvents, wake(3), 'ExperimentEvent.WakeEnded')[0]!.seq);
+    expect(pausedEvents.at(-1)!.event_type).toBe('SystemEvent.ChainHeadSigned');
+    expect(pausedVerify.stderr).toBe('');
+    expect(pausedVerify.code, pausedVerify.stdout).toBe(0);
+  });
+
+  it('once the server is healthy, a resume goes on to the end: sealed, verifying, every later wake answered', () => {
+    expect(resumed.status).toBe('finished');
+    expect(resumed.wakesRun).toBe(wakesPlanned - 3);
+    expect(resumedVerify.code, `${resumedVerify.stdout}\n${resumedVerify.stderr}`).toBe(0);
+    expect(ofType(resumedEvents, 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['wake_id'])).toEqual([wake(2), wake(3)]);
+    const answeredWakes = new Set(ofType(resumedEvents, 'ModelOutputEvent.ModelAnswered').map((e) => e.payload['wake_id']));
+    for (let n = 4; n <= wakesPlanned; n += 1) expect(answeredWakes.has(wake(n)), wake(n)).toBe(true);
+  });
+});
+
+describe('the pause rule counts every call that got no answer from the server: a broken stream, then a 500 (issue 31 item 7)', () => {
+  // Wake 2's answer starts (HTTP 200, an event stream) and breaks off without a finish_reason or
+  // [DONE]: stream_broken. Wake 3's call gets HTTP 500 on every attempt: transport. Two calls in a
+  // row without an answer from the server reach the limit (2); the pause line and the run's
+  // usable-data summary name the same counts in the same words.
+  let setup: ControllerSetup;
+  let server: ScriptedModelServer;
+  let paused: InstanceResult;
+  let events: StoredEvent[];
+  let summary: RunSummary;
+
+  beforeAll(async () => {
+    setup = pauseSetup();
+    server = await startScriptedModelServer((request) => {
+      if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
+      if (request.wakeId === wake(2)) {
+        const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: SCRIPTED_MODEL_ID, choices: [{ index: 0, delta: { content: '{"protocol":' }, finish_reason: null }] };
+        return { kind: 'raw', status: 200, contentType: 'text/event-stream', body: `data: ${JSON.stringify(chunk)}\n\n` };
+      }
+      if (request.wakeId === wake(3)) return { kind: 'raw', status: 500, body: '{"error":"the slot crashed"}' };
+      return benign(request.wakeId);
+    });
+    paused = await runInstance(newInstanceOptions(setup, { name: 'broken-then-500', model: server.modelChoice(MODEL_TIMEOUT_MS) }));
+    events = storedEvents(paused.runDir);
+    summary = summarizeRun(paused.runDir, recordedUsableDataRule(paused.runDir));
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('set-up: wake 2 broke off mid-stream (one request, never retried), wake 3 got no answer in any attempt', () => {
+    expect(server.errors).toEqual([]);
+    expect(inWake(events, wake(2), 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['failure'])).toEqual(['stream_broken']);
+    expect(server.requestsFor(wake(2))).toBe(1);
+    expect(inWake(events, wake(3), 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['failure'])).toEqual(['transport']);
+  });
+
+  it('pauses after the two, its line naming both kinds in the words of the usable-data summary', () => {
+    expect(paused.status).toBe('stopped');
+    expect(startedWakes(events)).toEqual([wake(1), wake(2), wake(3)]);
+    expect(summary.usable_data.by_failure).toMatchObject({ transport: 1, stream_broken: 1 });
+    const words = describeFailures(summary.usable_data.by_failure);
+    expect(words).toBe('1 transport, 1 stream_broken');
+    expect(summary.usable_data.reason).toContain(`failed: ${words}`);
+    expect(paused.stopReason).toMatch(/^paused: 2 model call\(s\) in a row got no answer from the server \(1 transport, 1 stream_broken\), reaching the pre-registered limit of 2/);
+    expect(ofType(events, 'SystemEvent.EmergencyStopped').map((e) => e.payload)).toEqual([{ operator: PAUSE_OPERATOR, reason: paused.stopReason }]);
+  });
+});
+
+describe('the pause rule, forged case: HTTP 500s interleaved with answers do not pause', () => {
+  // Every odd wake's call fails as transport (HTTP 500 on each attempt), every even wake's is
   // answered: as many failures as the rule would need many times over, never two in a row.
   let setup: ControllerSetup;
   let server: ScriptedModelServer;
@@ -274,7 +414,7 @@ describe('the pause rule, forged case: transport failures that are not consecuti
     server = await startScriptedModelServer((request) => {
       if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
       const n = Number(request.wakeId.slice('wake-'.length));
-      return n % 2 === 1 ? { kind: 'raw', status: 503, body: '{"error":{"message":"Loading model","type":"unavailable_error","code":503}}' } : benign(request.wakeId);
+      return n % 2 === 1 ? { kind: 'raw', status: 500, body: '{"error":{"message":"the slot crashed","type":"server_error","code":500}}' } : benign(request.wakeId);
     });
     result = await runInstance(newInstanceOptions(setup, { name: 'alternating', model: server.modelChoice(MODEL_TIMEOUT_MS) }));
     events = storedEvents(result.runDir);
@@ -299,9 +439,9 @@ describe('the pause rule, forged case: transport failures that are not consecuti
     for (const w of [wake(1), wake(3)]) {
       const attempts = inWake(events, w, 'ModelOutputEvent.ModelCallAttemptFailed').map((e) => e.payload);
       expect(attempts.map((a) => [a['attempt'], a['kind'], a['backoff_ms']]), w).toEqual([
-        [1, 'http_503', BACKOFF_MS[0]],
-        [2, 'http_503', BACKOFF_MS[1]],
-        [3, 'http_503', null],
+        [1, 'http_500', BACKOFF_MS[0]],
+        [2, 'http_500', BACKOFF_MS[1]],
+        [3, 'http_500', null],
       ]);
       const received = server.requests.filter((r) => r.wakeId === w).map((r) => r.receivedAt);
       expect(received, w).toHaveLength(MAX_ATTEMPTS);

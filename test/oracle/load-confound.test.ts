@@ -7,7 +7,7 @@ import type { LoadConfoundTolerance } from '../../design/prereg.js';
 import { checkLoadConfound, type LoadInstance } from '../../oracle/load-confound.js';
 import { FAILURE_KINDS, type ByFailure } from '../../schema/usable-data.js';
 
-const TOLERANCE: LoadConfoundTolerance = { timeout: 2, transport: 2, truncated: 2, length: null, schema: null };
+const TOLERANCE: LoadConfoundTolerance = { timeout: 2, transport: 2, stream_broken: 2, truncated: 2, length: null, schema: null };
 const none = (): ByFailure => Object.fromEntries(FAILURE_KINDS.map((k) => [k, 0])) as ByFailure;
 const failures = (counts: Partial<ByFailure>): ByFailure => ({ ...none(), ...counts });
 

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkPreregLock, LockablePreRegistration, lockFileOf, lockPrereg, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration } from '../../design/prereg.js';
-import { judgeUsableData, FAILURE_KINDS, type ModelCallEventLike } from '../../schema/usable-data.js';
+import { ByFailure, judgeUsableData, FAILURE_KINDS, type ModelCallEventLike } from '../../schema/usable-data.js';
 import { decideVerdict, type VerdictInput } from '../../oracle/verdict.js';
 import { signDsse } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
@@ -52,7 +52,7 @@ describe('judgeUsableData: k accepted of n calls made, the rest by kind', () => 
     length: 'length',
     timeout: 'timeout',
     transport: 'transport',
-    stream_broken: 'transport',
+    stream_broken: 'stream_broken',
     http_error: 'other',
     refusal: 'other',
     budget_exhausted: null,
@@ -74,9 +74,20 @@ describe('judgeUsableData: k accepted of n calls made, the rest by kind', () => 
     const events = [...times(2, answered), ...times(5, () => failed('schema_violation')), failed('length'), failed('length'), failed('timeout'), failed('stream_broken'), failed('transport'), failed('http_error'), failed('refusal'), failed('truncated_prompt'), failed('budget_exhausted')];
     const u = judgeUsableData(events, MIN);
     expect(u).toMatchObject({ accepted: 2, calls: 15, not_made: 1, usable: false });
-    expect(u.by_failure).toEqual({ schema: 5, truncated: 1, length: 2, timeout: 1, transport: 2, other: 2 });
+    expect(u.by_failure).toEqual({ schema: 5, truncated: 1, length: 2, timeout: 1, transport: 1, stream_broken: 1, other: 2 });
     expect(u.share).toBeCloseTo(2 / 15, 12);
-    expect(u.reason).toBe('2 of 15 model calls gave accepted answers (13.33 %), below the pre-registered 80 %; failed: 5 schema, 1 truncated, 2 length, 1 timeout, 2 transport, 2 other; 1 wake(s) granted no call (budget_exhausted, not counted as calls)');
+    expect(u.reason).toBe('2 of 15 model calls gave accepted answers (13.33 %), below the pre-registered 80 %; failed: 5 schema, 1 truncated, 2 length, 1 timeout, 1 transport, 1 stream_broken, 2 other; 1 wake(s) granted no call (budget_exhausted, not counted as calls)');
+  });
+
+  it('one name per number (issue 31 item 7): stream_broken is a kind of its own; a by_failure written before it (no key) reads it as 0', () => {
+    expect(FAILURE_KINDS).toContain('stream_broken');
+    const u = judgeUsableData([...times(6, answered), failed('transport'), failed('transport'), failed('transport'), failed('stream_broken')], MIN);
+    expect(u.reason).toContain('failed: 3 transport, 1 stream_broken');
+    // A stored tally from before: the key is absent, and reads as 0 — the rest as it was.
+    const before = { schema: 0, truncated: 0, length: 0, timeout: 0, transport: 4, other: 0 };
+    expect(ByFailure.parse(before)).toEqual({ ...before, stream_broken: 0 });
+    // An unknown key is still refused.
+    expect(ByFailure.safeParse({ ...before, stream_broken: 0, dropped: 1 }).success).toBe(false);
   });
 
   it('no call made: not usable, "no model call was made", whatever the minimum', () => {
@@ -174,7 +185,7 @@ describe('model_calls in the pre-registration', () => {
       transport_retry: { max_attempts: 3, backoff_ms: [1000, 4000] },
       pause_after_consecutive_transport_failures: 3,
       // Issue 31: the kinds the server's conditions cause are compared within a block; what the subject writes is not.
-      load_confound_tolerance: { timeout: 2, transport: 2, truncated: 2, length: null, schema: null },
+      load_confound_tolerance: { timeout: 2, transport: 2, stream_broken: 2, truncated: 2, length: null, schema: null },
     });
     expect(PREREG.prereg_version).toBe('1.2.0');
   });

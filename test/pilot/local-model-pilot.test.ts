@@ -102,7 +102,7 @@ describe('a short A/B/C study with a real local model (stories260K under the ans
       const usable = judgeUsableData(all, MIN_ACCEPTED_SHARE);
       expect(usable.calls, `${i.group} calls`).toBeGreaterThan(0);
       // The grammar's promise: no schema violation, no prompt that did not fit, no timeout; a cut answer is `length`, said so.
-      expect({ ...usable.by_failure, length: 0 }, `${i.group}: ${usable.reason}`).toEqual({ schema: 0, truncated: 0, length: 0, timeout: 0, transport: 0, other: 0 });
+      expect({ ...usable.by_failure, length: 0 }, `${i.group}: ${usable.reason}`).toEqual({ schema: 0, truncated: 0, length: 0, timeout: 0, transport: 0, stream_broken: 0, other: 0 });
       for (const e of all.filter((x) => x.event_type === 'ModelOutputEvent.ModelCallFailed')) expect(e.payload['finish_reason']).toBe('length');
       accepted += usable.accepted;
       calls += usable.calls;

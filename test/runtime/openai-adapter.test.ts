@@ -14,7 +14,7 @@ import { OPENAI_ADAPTER_LIMITS, OpenAiAdapter, OpenAiAdapterConfigError, type Op
 import { checkPromptFits, checkPromptNotTruncated, TOKENIZE_SLACK_PER_MESSAGE } from '../../runtime/model-adapters/prompt-fit.js';
 import { JSON_SCHEMA_NAME, structuredOutputFields } from '../../runtime/model-adapters/structured-output.js';
 import { STRUCTURED_OUTPUT_DIALECTS, type StructuredOutputDialect } from '../../schema/model-call-policy.js';
-import { classifyFetchError, withTransportRetry } from '../../runtime/model-adapters/transport-retry.js';
+import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry } from '../../runtime/model-adapters/transport-retry.js';
 import { estimateTokens, renderPrompt } from '../../runtime/prompt.js';
 import {
   closeAllLoopbacks,
@@ -444,7 +444,12 @@ describe('transport retries under the pre-registered policy', () => {
     for (const f of failures) expect(f.detail).not.toContain(API_KEY);
   });
 
-  test.each([429, 502, 504])('HTTP %i is a transport failure too: retried, and after the last attempt `transport` with the attempts', async (status) => {
+  test('the status table (issue 31 item 6): 408, 409, 429 and every 5xx are the retryable set, nothing else', () => {
+    const retryable = Array.from({ length: 900 }, (_v, i) => 100 + i).filter((status) => RETRYABLE_STATUSES.has(status));
+    expect(retryable).toEqual([408, 409, 429, ...Array.from({ length: 100 }, (_v, i) => 500 + i)]);
+  });
+
+  test.each([408, 409, 429, 500, 501, 502, 503, 504, 599])('HTTP %i is a transport failure: retried, and after the last attempt `transport` with the attempts', async (status) => {
     const server = await llamaServer((_s, res) => json(res, status, { error: 'busy' }));
     const failures: TransportFailure[] = [];
     const outcome = await callChecked(adapterFor(server, { retry: { max_attempts: 2, backoff_ms: [10] } }), request({ onTransportFailure: async (f) => void failures.push(f) }));
@@ -484,6 +489,16 @@ describe('transport retries under the pre-registered policy', () => {
     expect(outcome).toMatchObject({ kind: 'answered', attempts: 2 });
     expect(failures.map((f) => f.kind)).toEqual(['connection_reset']);
     expect(failures[0]!.detail).toContain('before a response');
+  });
+
+  test.each([400, 401, 404, 422])('HTTP %i is the server\'s answer to this request: http_error after exactly one chat request, not retried', async (status) => {
+    const server = await llamaServer((_s, res) => json(res, status, { error: { code: status, message: `refused with ${status}` } }));
+    const failures: TransportFailure[] = [];
+    const outcome = await callChecked(adapterFor(server), request({ onTransportFailure: async (f) => void failures.push(f) }));
+    expect(outcome).toMatchObject({ kind: 'failed', failure: 'http_error', attempts: 1, usage: null });
+    expect(outcome.kind === 'failed' && outcome.detail).toContain(`HTTP ${status}`);
+    expect(server.to(CHAT)).toHaveLength(1);
+    expect(failures).toEqual([]);
   });
 
   test('an answer is never retried: HTTP 400 is http_error after exactly one chat request', async () => {
@@ -601,15 +616,21 @@ describe('prompt size: counted, checked against the context, and truncation caug
 // ---------------------------------------------------------------------------------------
 
 describe('what still holds: no redirect, bounded bodies, redaction, typed configuration errors', () => {
-  test('HTTP 500 echoing the key: http_error with status and body, the key redacted, not retried', async () => {
+  test('HTTP 500 echoing the key: retried, then transport with status and body, the key redacted in the call and in every attempt', async () => {
     const server = await llamaServer((s, res) => json(res, 500, { error: 'internal error', echoed_header: s.headers.authorization }));
-    const outcome = await callChecked(adapterFor(server));
-    expect(outcome).toMatchObject({ kind: 'failed', failure: 'http_error', raw_output: null, attempts: 1 });
+    const failures: TransportFailure[] = [];
+    const outcome = await callChecked(adapterFor(server), request({ onTransportFailure: async (f) => void failures.push(f) }));
+    expect(outcome).toMatchObject({ kind: 'failed', failure: 'transport', raw_output: null, attempts: RETRY.max_attempts });
     const detail = outcome.kind === 'failed' ? outcome.detail : '';
     expect(detail).toContain('HTTP 500');
     expect(detail).toContain('internal error');
     expect(detail).toContain('[redacted API key]');
-    expect(server.to(CHAT)).toHaveLength(1);
+    expect(failures.map((f) => f.kind)).toEqual(['http_500', 'http_500', 'http_500']);
+    for (const f of failures) {
+      expect(f.detail).toContain('[redacted API key]');
+      expect(f.detail).not.toContain(API_KEY);
+    }
+    expect(server.to(CHAT)).toHaveLength(RETRY.max_attempts);
   });
 
   test('a streamed answer that echoes the key: redacted in the raw output too', async () => {

@@ -138,7 +138,8 @@ const M_TEXT = {
   inferenceWithoutConfidence: JSON.stringify(answer({ actions: [write('notes/m-inference.md', 'should never exist\n')], claims: [plan('Write the inference note.'), inference('The reviewer is away.', null)], attention: 'inference' })),
   proseAround: `Here is my answer:\n${ACTIVE_TEXT}\nLet me know if you need anything else.`,
 };
-const M_HTTP_500_BODY = '{"error":{"message":"internal server error","type":"server_error"}}';
+// A status that is the server's answer to this request (a 5xx is no answer: retried, issue 31 item 6).
+const M_HTTP_422_BODY = '{"error":{"message":"unprocessable request","type":"invalid_request_error"}}';
 const M_NON_JSON_BODY = '<html><body><h1>502 Bad Gateway</h1></body></html>';
 
 const M_SCRIPT = {
@@ -146,7 +147,7 @@ const M_SCRIPT = {
   [wake(2)]: (): ScriptedReply => ({ kind: 'content', content: M_TEXT.unknownTool }),
   [wake(3)]: (): ScriptedReply => ({ kind: 'content', content: M_TEXT.inferenceWithoutConfidence }),
   [wake(4)]: (): ScriptedReply => ({ kind: 'content', content: M_TEXT.proseAround }),
-  [wake(5)]: (): ScriptedReply => ({ kind: 'raw', status: 500, body: M_HTTP_500_BODY }),
+  [wake(5)]: (): ScriptedReply => ({ kind: 'raw', status: 422, body: M_HTTP_422_BODY }),
   [wake(6)]: (): ScriptedReply => ({ kind: 'raw', status: 200, body: M_NON_JSON_BODY, contentType: 'text/html' }),
   // The control: wake 4's JSON without the prose around it is used.
   [wake(7)]: (): ScriptedReply => ({ kind: 'content', content: ACTIVE_TEXT }),
@@ -419,9 +420,9 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     expectRunVerifies(setup, runM);
   });
 
-  it('HTTP 500 and a non-JSON body become ModelCallFailed{http_error}: one model event per call, one request, no retry, ledger model_calls 1 and retries 0; a 200 whose body is no completion still spent its prompt (estimated), an error status nothing known', () => {
+  it('HTTP 422 and a non-JSON body become ModelCallFailed{http_error}: one model event per call, one request, no retry, ledger model_calls 1 and retries 0; a 200 whose body is no completion still spent its prompt (estimated), an error status nothing known', () => {
     const cases: [string, RegExp, 'none' | 'prompt estimated'][] = [
-      [wake(5), /HTTP 500 .*internal server error/, 'none'],
+      [wake(5), /HTTP 422 .*unprocessable request/, 'none'],
       [wake(6), /the body is not JSON.*502 Bad Gateway/, 'prompt estimated'],
     ];
     for (const [w, detail, spent] of cases) {
@@ -434,7 +435,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       expect(model[0]!.payload['raw_output'], w).toBeNull();
       expect(model[0]!.payload['attempts'], w).toBe(1);
       expect(events.filter((e) => USED_OUTPUT.includes(e.event_type)).map((e) => e.event_type), w).toEqual([]);
-      // HTTP 500: the server said nothing of tokens, so nothing is counted. A 200 whose body is no
+      // HTTP 422: the server said nothing of tokens, so nothing is counted. A 200 whose body is no
       // completion: the prompt was sent and read, so it counts as spent, at the estimate, said so.
       const promptCounted = model[0]!.payload['prompt_tokens_counted'] as number;
       expect(promptCounted, w).toBeGreaterThan(0);

@@ -139,7 +139,7 @@ describe('a block against one model server', () => {
     expect(readFileSync(path.join(out, 'report.html'), 'utf8')).toContain('<section id="blocks"');
 
     // The check's other side: a tolerance the difference does not exceed finds no confound.
-    const within = checkLoadConfound(report.instances.map((i) => ({ group: i.group, replicate: i.replicate, byFailure: i.by_failure })), { timeout: A_STALLS.length, transport: 2, truncated: 2, length: null, schema: null });
+    const within = checkLoadConfound(report.instances.map((i) => ({ group: i.group, replicate: i.replicate, byFailure: i.by_failure })), { timeout: A_STALLS.length, transport: 2, stream_broken: 2, truncated: 2, length: null, schema: null });
     expect(within![0]!.confounded).toBe(false);
 
     // Everything recomputes from the folder alone.

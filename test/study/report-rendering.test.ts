@@ -155,8 +155,12 @@ describe.each(Object.entries(VARIANTS))('the %s report', (_name, make) => {
     for (const g of GROUPS) {
       const s = report.groups[g];
       const line = section.find((l) => l.startsWith(`- Usable data, group ${g}: `));
-      expect(line, g).toBe(`- Usable data, group ${g}: ${s.usable_instances} of ${s.n} instances usable; ${s.accepted} of ${s.calls} model calls accepted (${Math.round((s.accepted / s.calls) * 10_000) / 100} %); failed: ${FAILURE_KINDS.filter((k) => s.by_failure[k] > 0).map((k) => `${s.by_failure[k]} ${k}`).join(', ') || 'none'}`);
-      expect(html).toContain(`<li class="usable-data-group" data-group="${g}">Usable data, group ${g}: ${s.usable_instances} of ${s.n} instances usable; ${s.accepted} of ${s.calls} model calls accepted`);
+      // Of the n the verdict rests on (rule 8's count), those not scored and those never run said apart.
+      const of = report.usable_data.required_per_group;
+      const why = [...(s.n > s.scores.length ? [`${s.n - s.scores.length} not scored`] : []), ...(of > s.n ? [`${of - s.n} not run`] : [])];
+      const counted = `${s.usable_instances} of ${of} instances usable${why.length === 0 ? '' : ` (${why.join(', ')})`}`;
+      expect(line, g).toBe(`- Usable data, group ${g}: ${counted}; ${s.accepted} of ${s.calls} model calls accepted (${Math.round((s.accepted / s.calls) * 10_000) / 100} %); failed: ${FAILURE_KINDS.filter((k) => s.by_failure[k] > 0).map((k) => `${s.by_failure[k]} ${k}`).join(', ') || 'none'}`);
+      expect(html).toContain(`<li class="usable-data-group" data-group="${g}">Usable data, group ${g}: ${counted}; ${s.accepted} of ${s.calls} model calls accepted`);
     }
     const verdictLine = report.usable_data.shortfalls.length === 0 ? `**rule 8 met: every group has usable data in all n = ${report.n} instances.**` : `**rule 8 NOT met: ${report.usable_data.shortfalls.join('; ')}.**`;
     expect(section).toContain(verdictLine);
