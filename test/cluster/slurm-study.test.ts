@@ -17,7 +17,7 @@
 // pre-registered rule's bounds: --expand says so and the test checks it), 6-hour wakes so an
 // instance takes seconds. Skipped with the reason when Slurm is not here; on CI (CI set) a
 // missing Slurm fails instead: .ci/run installs it.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { ControllerKey } from '../../controller/key-store.js';
@@ -76,11 +76,18 @@ describe('a study on Slurm', () => {
     mkdirSync(scratch);
     const xdg = path.join(dir, 'xdg');
     mkdirSync(xdg);
-    const env = taskEnv(xdg, { DS_LOGS: logs, DS_SCRATCH: scratch, DS_SBATCH_ARGS: `--cpus-per-task=${CPUS_HERE}` });
+    // DS_ARRAY_LIMIT=1: one block at a time, as for a one-slot model server (docs/cluster.md "Blocks sharing a server").
+    const env = taskEnv(xdg, { DS_LOGS: logs, DS_SCRATCH: scratch, DS_SBATCH_ARGS: `--cpus-per-task=${CPUS_HERE}`, DS_ARRAY_LIMIT: '1' });
     const jobIds: string[] = [];
     const started = Date.now();
     const left = (): number => Math.max(1_000, CLUSTER_BUDGET_MS - (Date.now() - started));
     try {
+      // 0. a throttle that is no number of blocks is refused before anything is planned or submitted
+      const badLimit = await runCommand('bash', [path.join(REPO, 'cluster', 'slurm', 'submit-study.sh'), studyDir, '--n', '1', '--key-dir', keyDir, '--prereg', prereg], { env: { ...env, DS_ARRAY_LIMIT: '0' }, cwd: dir, timeoutMs: 60_000 });
+      expect(badLimit.code, badLimit.stdout + badLimit.stderr).toBe(2);
+      expect(badLimit.stdout).toContain("DS_ARRAY_LIMIT must be a whole number of blocks at once (1 or more), is '0'; nothing planned or submitted");
+      expect(existsSync(studyDir)).toBe(false);
+
       // 1. plan and submit
       const submitted = await runCommand('bash', [path.join(REPO, 'cluster', 'slurm', 'submit-study.sh'), studyDir, '--n', '1', '--seed', SEED, '--study-id', STUDY_ID, '--key-dir', keyDir, '--prereg', prereg, '--same-uid', SAME_UID], { env, cwd: dir, timeoutMs: 60_000 });
       expect(submitted.code, submitted.stdout + submitted.stderr).toBe(0);
@@ -91,6 +98,7 @@ describe('a study on Slurm', () => {
       // One task per block: n = 1 is one block, array index 0.
       expect(array).toBe('0');
       expect(submitted.stdout).toContain('round 1 is array 0, one task per block');
+      expect(submitted.stdout).toMatch(/round 1: job \d+, array 0%1/);
       const plan = JSON.parse(readFileSync(path.join(studyDir, 'study.json'), 'utf8')) as { study_version: string; study_id: string; same_uid: string; batch: { instances: { index: number; group: string; replicate: number; round: number }[] } };
       expect(plan.study_version).toBe('1.4.0');
       expect(plan.study_id).toBe(STUDY_ID);
@@ -113,6 +121,8 @@ describe('a study on Slurm', () => {
       // The job file's 3 CPUs, overridden for this 2-CPU node by DS_SBATCH_ARGS.
       expect(readFileSync(path.join(REPO, 'cluster', 'slurm', 'study-task.sbatch'), 'utf8')).toMatch(/^#SBATCH --cpus-per-task=3$/m);
       expect(running?.['NumCPUs']).toBe(String(CPUS_HERE));
+      // The array's throttle from DS_ARRAY_LIMIT: at most one block task at once.
+      expect(running?.['ArrayTaskThrottle']).toBe('1');
       const stopped = await runCommand('scancel', ['--signal=TERM', '--batch', running!['JobId']!], { timeoutMs: 10_000 });
       expect(stopped.code, stopped.stderr).toBe(0);
 
