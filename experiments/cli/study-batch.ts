@@ -124,8 +124,8 @@ export async function runTask(input: TaskInput): Promise<CommandOutput> {
         lines.push(outcomeLine(one));
       }
     } catch (error) {
-      // One task unit alone: its error is the command's (typed, with its exit); a shard goes on with the others.
-      if (units.length === 1) throw error;
+      // --block / --instance: its error is the command's (typed, with its exit); a shard goes on with the others.
+      if (input.shard === undefined) throw error;
       const exitCode = error instanceof TypedError ? error.exitCode : EXIT_CODES.failed;
       const message = error instanceof Error ? error.message : String(error);
       input.log(`[task] ${unit} ${u} FAILED (exit ${exitCode}): ${message}`);
