@@ -1,7 +1,11 @@
 // A study planned for a batch scheduler (issue 18; DESIGN §12 "Beyond one machine"): study.json
-// 1.2.0 with a `batch` block, signed, so that any scheduler (Slurm job arrays, Kubernetes Indexed
-// Jobs) runs one instance per index and a merge step that trusts no folder can hold every folder
-// to it. Part of the study folder's contract (study-folder.ts):
+// with a `batch` block, signed, so that any scheduler (Slurm job arrays, Kubernetes Indexed Jobs)
+// runs one task per array index and a merge step that trusts no folder can hold every folder to
+// it. The task's unit (issue 31; DESIGN §12 "Blocks under real load"): in a 1.4.0 plan one
+// **block** — array index k runs replicate k+1's A, B and C (instance indices 3k … 3k+2) side by
+// side in lockstep in one task, its turns recorded in blocks/r<k+1>.jsonl — in a 1.2.0 plan (before
+// blocks) one instance. Instance indices keep their meaning in both: the plan's entries, the
+// claims, the task records, the published folders. Part of the study folder's contract (study-folder.ts):
 //   <study>/study.json               the StudyPlan with `batch`: every instance of round 1 by index,
 //                                    the controller keys allowed to sign an instance, the planner key
 //   <study>/study.sig.dsse.json      DSSE by the planner key over study.json's exact bytes (sha256):
@@ -12,6 +16,7 @@
 //   <study>/tasks/<index>.json       what the last task of that index did (TaskRecord)
 //   <study>/stopped/<G>-r<k>/        a stopped instance's closed run folder, so a requeue on any node resumes it
 //   <study>/instances/<G>-r<k>/      a sealed instance's run folder, published whole (copied, then renamed)
+//   <study>/blocks/r<k>.jsonl        1.4.0: block k-1's turns, appended by its task (block-turns.ts)
 // Index i is replicate floor(i/3)+1 of group A, B, C[i mod 3]: replicate-major, so round 2 continues
 // the numbering and an array range is a set of whole replicates.
 import { existsSync, readFileSync } from 'node:fs';
@@ -90,9 +95,37 @@ export function plannedReplicates(studySeed: string, fromReplicate: number, toRe
 
 /** An array range of indices, as sbatch --array and a person read it: "0-8". */
 export function indexRange(instances: readonly PlannedInstance[]): string {
-  const first = instances[0]!.index;
-  const last = instances[instances.length - 1]!.index;
+  return rangeText(instances[0]!.index, instances[instances.length - 1]!.index);
+}
+
+/** What one task of a batch plan runs: a block (1.4.0) or an instance (1.2.0, before blocks). */
+export type TaskUnit = 'block' | 'instance';
+
+/** The members of a block: one instance of each group. */
+export const BLOCK_MEMBERS = GROUPS.length;
+
+/** The block (0-based, the array index of its task) an instance index belongs to: replicate ⌊i/3⌋+1. */
+export function blockOfIndex(index: number): number {
+  return Math.floor(index / BLOCK_MEMBERS);
+}
+
+/** The array range of the blocks that hold these instances (whole replicates, in order): "0-2". */
+export function blockRange(instances: readonly PlannedInstance[]): string {
+  return rangeText(blockOfIndex(instances[0]!.index), blockOfIndex(instances[instances.length - 1]!.index));
+}
+
+/** The array range of these instances' tasks in the plan's unit. */
+export function arrayRange(instances: readonly PlannedInstance[], unit: TaskUnit): string {
+  return unit === 'block' ? blockRange(instances) : indexRange(instances);
+}
+
+function rangeText(first: number, last: number): string {
   return first === last ? `${first}` : `${first}-${last}`;
+}
+
+/** The command a task of the plan's unit runs for instance `index` (the rerun advice of --status and --merge). */
+export function taskCommand(studyDir: string, unit: TaskUnit, index: number): string {
+  return unit === 'block' ? `npm run study -- --block ${blockOfIndex(index)} --out ${studyDir}` : `npm run study -- --instance ${index} --out ${studyDir}`;
 }
 
 /** Why a batch plan file is not one to run or merge: the message says what to do; exit 2 (never retry). */
@@ -112,7 +145,13 @@ export type BatchPlanErrorCode =
   /** The pre-registration a task would run is not the plan's (another hash), or not locked by the task's key. */
   | 'prereg_refused'
   /** A folder is where the plan's published instance goes, and it is not a sealed run of the plan. */
-  | 'published_folder_refused';
+  | 'published_folder_refused'
+  /** --instance (or an instance's index) given for a plan whose tasks run blocks (1.4.0): the advice is its --block. */
+  | 'plan_runs_blocks'
+  /** --block given for a plan planned one instance per task (1.2.0, before blocks). */
+  | 'plan_runs_instances'
+  /** A task of one instance of a 1.2.0 plan whose model is a server or a machine's model the block would share: its block cannot be kept together. */
+  | 'block_not_kept_together';
 
 export class BatchPlanError extends CodedErrorOf<BatchPlanErrorCode>('batch_plan', EXIT_CODES.misused) {
   override readonly name = 'BatchPlanError';

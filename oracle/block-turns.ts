@@ -5,7 +5,9 @@
 // and its check: every turn's order is the one drawn from the replicate's seed
 // (design/block-turn-order.ts) and the member sits where the order puts it; no more turns overlap
 // than the block's slots; no turn of wake k + 1 began before every member's turn of wake k ended
-// (the barrier); a member passed over took no turn at that wake before it. What the record says
+// (the barrier); a member passed over took no turn at that wake before it; a member takes one turn
+// per wake in a session, and only the start again in a later one (a block stopped and resumed, on
+// one machine or as a requeued batch task, starts its runtimes again). What the record says
 // per group (how often each went first, how long each waited) is reported beside it, so a reader
 // sees that no group waited behind another more often than the draw allows.
 import { existsSync, readFileSync } from 'node:fs';
@@ -129,6 +131,29 @@ function barrierProblems(byWake: ReadonlyMap<number, Interval[]>): string[] {
   return out;
 }
 
+/**
+ * Within one session a member takes one turn per wake index. Across sessions only the start
+ * repeats: a resumed instance starts its runtime again (its model check a call like any), while a
+ * wake is never run twice (one cut by a stop is not run again on resume).
+ */
+function repeatedTurnProblems(byIndex: ReadonlyMap<string, BlockTurnLine[]>, sessions: ReadonlyMap<string, BlockTurnLine[]>): string[] {
+  const out: string[] = [];
+  for (const [session, sessionLines] of sessions) {
+    for (const [index, turns] of groupBy(sessionLines, (l) => String(l.wake_index))) {
+      const groups = turns.map((t) => t.group);
+      if (new Set(groups).size !== groups.length) out.push(`wake index ${index}: ${groups.join(',')} in the session of ${session} — a member took two turns at one wake`);
+    }
+  }
+  for (const [index, turns] of byIndex) {
+    if (Number(index) === START_TURN_INDEX) continue;
+    for (const group of GROUPS) {
+      const taken = [...new Set(turns.filter((t) => t.group === group).map((t) => t.session))];
+      if (taken.length > 1) out.push(`wake index ${index}: ${group} took a turn in ${taken.length} sessions (${taken.join(', ')}) — a wake run twice`);
+    }
+  }
+  return out;
+}
+
 export interface BlockTurnCheck {
   readonly ok: boolean;
   readonly problems: readonly string[];
@@ -146,12 +171,9 @@ export function checkBlockTurns(studySeed: string, replicate: number, lines: rea
   const seed = replicateSeed(studySeed, replicate);
   const problems: string[] = lines.filter((l) => l.replicate !== replicate).map((l) => `${nameOf(l)}: a turn of replicate ${l.replicate} in replicate ${replicate}'s record`);
   const byIndex = groupBy(lines, (l) => String(l.wake_index));
-  for (const [index, turns] of byIndex) {
-    const groups = turns.map((t) => t.group);
-    if (new Set(groups).size !== groups.length) problems.push(`wake index ${index}: ${groups.join(',')} — a member took two turns at one wake`);
-  }
-  problems.push(...orderProblems(seed, lines));
   const sessions = groupBy(lines, (l) => l.session);
+  problems.push(...repeatedTurnProblems(byIndex, sessions));
+  problems.push(...orderProblems(seed, lines));
   for (const sessionLines of sessions.values()) {
     const byWake = new Map<number, Interval[]>();
     for (const l of sessionLines) byWake.set(l.wake_index, [...(byWake.get(l.wake_index) ?? []), intervalOf(l)]);

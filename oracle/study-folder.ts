@@ -33,11 +33,24 @@ const MAX_STUDY_PLAN_BYTES = 16 * 1024 * 1024;
 export const STUDY_VERSION = '1.3.0';
 /** One-machine study versions whose instances ran one by one, not as blocks. */
 export const STUDY_VERSIONS_BEFORE_BLOCKS = ['1.0.0', '1.1.0'] as const;
-/** A study planned for a batch scheduler (--plan-only): 1.1.0 and its `batch` block (batch-plan.ts). */
-export const BATCH_STUDY_VERSION = '1.2.0';
+/**
+ * A study planned for a batch scheduler (--plan-only): 1.3.0 and its `batch` block (batch-plan.ts).
+ * Written now, 1.4.0 (issue 31): one task runs one block (replicate k's A, B and C side by side in
+ * lockstep, their turns recorded in blocks/ as a one-machine study's), so runsBlocks holds.
+ */
+export const BATCH_STUDY_VERSION = '1.4.0';
+/**
+ * Batch plans of before blocks (issue 18): one task per instance. Still read, merged and reported
+ * (report 2.0.0); a task of one runs only where no model server is shared (docs/cluster.md).
+ */
+export const BATCH_STUDY_VERSIONS_BY_INSTANCE = ['1.2.0'] as const;
+/** Every study_version that carries a `batch` block. */
+export const BATCH_STUDY_VERSIONS: readonly string[] = [BATCH_STUDY_VERSION, ...BATCH_STUDY_VERSIONS_BY_INSTANCE];
+/** Every study_version this build reads. */
+const READ_STUDY_VERSIONS = [...STUDY_VERSIONS_BEFORE_BLOCKS, STUDY_VERSION, ...BATCH_STUDY_VERSIONS_BY_INSTANCE, BATCH_STUDY_VERSION] as const;
 
 const StudyPlanFields = z.strictObject({
-  study_version: z.enum([...STUDY_VERSIONS_BEFORE_BLOCKS, STUDY_VERSION, BATCH_STUDY_VERSION]),
+  study_version: z.enum(READ_STUDY_VERSIONS),
   study_id: z.string().min(1).max(128),
   seed: z.string().min(1).max(100),
   prereg_file: z.string(),
@@ -56,11 +69,11 @@ const StudyPlanFields = z.strictObject({
   key_dir: z.string().min(1).max(4096).optional(),
   /** 1.1.0: the --same-uid reason the study was started with (null: none), kept by --resume. Absent in 1.0.0: none. */
   same_uid: z.string().min(1).max(1000).nullable().optional(),
-  /** 1.2.0 only: the instances by index, the keys allowed to sign them, the planner's key. */
+  /** Batch plans only (1.2.0, 1.4.0): the instances by index, the keys allowed to sign them, the planner's key. */
   batch: BatchBlock.optional(),
 });
-export const StudyPlan = StudyPlanFields.refine((p) => (p.batch !== undefined) === (p.study_version === BATCH_STUDY_VERSION), {
-  message: `a batch block belongs to study_version ${BATCH_STUDY_VERSION}, and ${BATCH_STUDY_VERSION} has one`,
+export const StudyPlan = StudyPlanFields.refine((p) => (p.batch !== undefined) === BATCH_STUDY_VERSIONS.includes(p.study_version), {
+  message: `a batch block belongs to study_version ${BATCH_STUDY_VERSIONS.join(' or ')}, and each of them has one`,
   path: ['batch'],
 });
 export type StudyPlan = z.infer<typeof StudyPlan>;
@@ -99,9 +112,9 @@ export class StudyError extends CodedErrorOf<StudyErrorCode>('study', EXIT_CODES
   override readonly name = 'StudyError';
 }
 
-/** Whether the study runs its instances as blocks (every study planned since issue 31). */
+/** Whether the study runs its instances as blocks (every study planned since issue 31, on one machine or a batch scheduler). */
 export function runsBlocks(plan: StudyPlan): boolean {
-  return !(STUDY_VERSIONS_BEFORE_BLOCKS as readonly string[]).includes(plan.study_version) && plan.study_version !== BATCH_STUDY_VERSION;
+  return !(STUDY_VERSIONS_BEFORE_BLOCKS as readonly string[]).includes(plan.study_version) && !(BATCH_STUDY_VERSIONS_BY_INSTANCE as readonly string[]).includes(plan.study_version);
 }
 
 /** The blocks a study runs at once: its concurrency, or for a study planned before blocks its instances at once in whole blocks (at least one). */
@@ -128,6 +141,6 @@ export function readStudyPlan(outDir: string): StudyPlan {
     throw new StudyError('plan_unreadable', `${file} is not JSON (${error instanceof Error ? error.message : String(error)}): damaged or not written by npm run study; nothing was changed`);
   }
   const parsed = StudyPlan.safeParse(raw);
-  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads ${[...STUDY_VERSIONS_BEFORE_BLOCKS, STUDY_VERSION, BATCH_STUDY_VERSION].join(', ')}): ${z.prettifyError(parsed.error)}; nothing was changed`);
+  if (!parsed.success) throw new StudyError('plan_unreadable', `${file} is not a study plan this build reads (study_version ${JSON.stringify((raw as { study_version?: unknown } | null)?.study_version ?? null)}; it reads ${READ_STUDY_VERSIONS.join(', ')}): ${z.prettifyError(parsed.error)}; nothing was changed`);
   return parsed.data;
 }

@@ -1,6 +1,8 @@
 // The batch-scheduler modes of `npm run study` (issue 18; docs/cluster.md): --plan-only,
-// --instance K / --shard I/N (one task), --expand, --merge, --status. study.ts parses the
-// command line and hands each mode here; the work is in experiments/cluster/.
+// --block K (one task: a replicate's A, B and C in lockstep; issue 31), --instance K (one task of
+// a plan made before blocks), --shard I/N (several, one after another), --expand, --merge,
+// --status. study.ts parses the command line and hands each mode here; the work is in
+// experiments/cluster/.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultKeyDir, KEY_FILES, loadOrCreateControllerKey } from '../../controller/key-store.js';
@@ -8,10 +10,15 @@ import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
 import { TypedError } from '../../foundation/typed-error.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { expandBatchStudy, mergeBatchStudy, type MergeFinding } from '../cluster/batch-merge.js';
-import { readBatchPlan } from '../cluster/batch-plan-reader.js';
 import { writeBatchPlan, type BatchPlanOptions } from '../cluster/batch-plan-writer.js';
 import { batchStudyStatus } from '../cluster/batch-status.js';
 import { runBatchTask, shardIndices, type TaskOptions, type TaskOutcome } from '../cluster/instance-task.js';
+import { runBlockTask, worstExit, type FailedMember } from '../cluster/block-task.js';
+import { readBatchPlan, type BatchPlan } from '../cluster/batch-plan-reader.js';
+import { checkTaskUnit, sharedModelOf, taskUnitOf } from '../cluster/task-unit.js';
+import { blockLine } from '../study/study-block.js';
+import { blockSlotsOf } from '../../design/model-choice.js';
+import { BLOCK_MEMBERS, indexRange, type TaskUnit } from '../../oracle/batch-plan.js';
 import { scratchRootOf } from '../cluster/node-local-scratch.js';
 import { MAX_STUDY_INSTANCES } from '../../oracle/study-folder.js';
 import { UsageError } from './command-line.js';
@@ -38,18 +45,28 @@ export function taskIndexOf(flag: string, text: string, env: NodeJS.ProcessEnv):
 export function planOnly(input: BatchPlanOptions): CommandOutput {
   const written = writeBatchPlan(input);
   const { plan, batch } = written;
+  const blocks = batch.instances.length / BLOCK_MEMBERS;
+  const blockSlots = blockSlotsOf(plan.model, BLOCK_MEMBERS);
+  const server = sharedModelOf(plan.model);
   const text = [
-    `PLANNED: ${plan.study_id}, ${batch.instances.length} instances (round 1: indices ${written.array}; n = ${plan.n_initial} per group${plan.n_expanded > plan.n_initial ? `, the pre-registered rule may expand every group to n = ${plan.n_expanded} — planned by --expand once round 1 is done` : ''}), seed ${plan.seed}, ${batch.allowed_keys.length} key(s) allowed to sign`,
-    `  plan: ${written.studyFile} (signed by ${batch.planner_key.slice(0, 16)}…); nothing was run`,
-    `  run each index as a task: npm run study -- --instance K --out ${input.outDir}   (Slurm: sbatch --array=${written.array} cluster/slurm/study-task.sbatch; see docs/cluster.md)`,
+    `PLANNED: ${plan.study_id}, ${blocks} block(s) of A, B and C = ${batch.instances.length} instances (round 1: blocks ${written.array}, instance indices ${indexRange(batch.instances)}; n = ${plan.n_initial} per group${plan.n_expanded > plan.n_initial ? `, the pre-registered rule may expand every group to n = ${plan.n_expanded} — planned by --expand once round 1 is done` : ''}), seed ${plan.seed}, ${batch.allowed_keys.length} key(s) allowed to sign`,
+    `  plan: ${written.studyFile} (study_version ${plan.study_version}, signed by ${batch.planner_key.slice(0, 16)}…); nothing was run`,
+    `  a block: ${blockLine(plan.model)}`,
+    `  run each block as a task: npm run study -- --block K --out ${input.outDir}   (Slurm: sbatch --array=${written.array} cluster/slurm/study-task.sbatch; see docs/cluster.md)`,
+    ...(server === null ? [] : [`  the blocks share ${server}: at most ⌊its parallel slots ÷ ${blockSlots}⌋ blocks at once (at least one; Slurm: --array=${written.array}%K; docs/cluster.md)`]),
     '',
   ].join('\n');
-  return { exitCode: EXIT_CODES.ok, json: { study_id: plan.study_id, plan: written.studyFile, instances: batch.instances.length, array: written.array, n_initial: plan.n_initial, n_expanded: plan.n_expanded, allowed_keys: batch.allowed_keys, planner_key: batch.planner_key }, text };
+  return {
+    exitCode: EXIT_CODES.ok,
+    json: { study_id: plan.study_id, plan: written.studyFile, study_version: plan.study_version, task_unit: 'block', instances: batch.instances.length, blocks, array: written.array, block_slots: blockSlots, model_server: server, n_initial: plan.n_initial, n_expanded: plan.n_expanded, allowed_keys: batch.allowed_keys, planner_key: batch.planner_key },
+    text,
+  };
 }
 
 export interface TaskInput {
   readonly outDir: string;
   readonly instance: string | undefined;
+  readonly block: string | undefined;
   readonly shard: string | undefined;
   readonly keyDir: string | undefined;
   readonly scratch: string | undefined;
@@ -59,49 +76,75 @@ export interface TaskInput {
   readonly log: (line: string) => void;
 }
 
-/** The task's exit: misuse (2) before failure (1) before a stop (3) before done (0). */
-function taskExit(outcomes: readonly { exitCode: ExitCode }[]): ExitCode {
-  for (const code of [EXIT_CODES.misused, EXIT_CODES.failed, EXIT_CODES.stopped] as const) if (outcomes.some((o) => o.exitCode === code)) return code;
-  return EXIT_CODES.ok;
+type IndexOutcome = TaskOutcome | FailedMember;
+
+/** The task units a command runs: one block, one instance, or a shard's (blocks or instances, as the plan runs them). */
+function taskUnitsOf(input: TaskInput, env: NodeJS.ProcessEnv): { unit: TaskUnit; units: number[]; plan: BatchPlan | undefined } {
+  if (input.block !== undefined) return { unit: 'block', units: [taskIndexOf('block', input.block, env)], plan: undefined };
+  if (input.instance !== undefined) return { unit: 'instance', units: [taskIndexOf('instance', input.instance, env)], plan: undefined };
+  const m = /^([^/]+)\/([1-9][0-9]{0,5})$/.exec(input.shard ?? '');
+  if (!m) throw new UsageError(`--shard must be I/N (shard I of N, I from 0 to N-1, or task/N), got ${JSON.stringify(input.shard)}`);
+  const shards = Number(m[2]);
+  const shard = taskIndexOf('shard', m[1]!, env);
+  if (shard >= shards) throw new UsageError(`--shard ${input.shard}: shard ${shard} of ${shards} does not exist (shards are 0 to ${shards - 1})`);
+  const plan = readBatchPlan(path.resolve(input.outDir), null);
+  const unit = taskUnitOf(plan.plan);
+  const units = shardIndices(plan, shard, shards);
+  // A plan made before blocks whose model shares a server: refused whole, before any of its instances.
+  if (unit === 'instance' && units.length > 0) checkTaskUnit(plan, 'instance', units[0]!);
+  input.log(`[task] shard ${shard}/${shards}: ${units.length} ${unit === 'block' ? 'block(s)' : 'instance(s)'}: ${units.join(', ').slice(0, 300)}`);
+  return { unit, units, plan };
+}
+
+function outcomeLine(o: IndexOutcome): string {
+  return 'state' in o ? `index ${o.index} (${o.instance}): ${o.state === 'already_done' ? 'published already, nothing to do' : o.state}${o.published ? ` → ${o.published}` : ''}${o.detail ? ` (${o.detail})` : ''}` : `index ${o.index}: FAILED: ${o.error}`;
 }
 
 export async function runTask(input: TaskInput): Promise<CommandOutput> {
   const env = process.env;
   const studyDir = path.resolve(input.outDir);
-  const stop = installGracefulStop(input.log, 'stopping the instance (the stop recorded, its folder published as stopped: resumable)', `npm run study -- --instance K --out ${studyDir}`);
+  const again = input.block !== undefined ? `npm run study -- --block ${input.block} --out ${studyDir}` : input.instance !== undefined ? `npm run study -- --instance ${input.instance} --out ${studyDir}` : `npm run study -- --shard ${input.shard} --out ${studyDir}`;
+  const stop = installGracefulStop(input.log, input.instance !== undefined ? 'stopping the instance (the stop recorded, its folder published as stopped: resumable)' : "stopping every member of the block at its wake boundary (each stop recorded, each folder published as stopped: resumable)", again);
   const options: TaskOptions = { studyDir, keyDir: input.keyDir ?? null, scratch: scratchRootOf(input.scratch, env), preregFile: input.preregFile ?? null, scenariosDir: input.scenariosDir, operator: input.operator, signal: stop.signal, stopAtWakeEnd: stop.atWakeEnd, env, log: input.log };
-  let indices: number[];
-  let plan;
-  if (input.instance !== undefined) indices = [taskIndexOf('instance', input.instance, env)];
-  else {
-    const m = /^([^/]+)\/([1-9][0-9]{0,5})$/.exec(input.shard ?? '');
-    if (!m) throw new UsageError(`--shard must be I/N (shard I of N, I from 0 to N-1, or task/N), got ${JSON.stringify(input.shard)}`);
-    const shards = Number(m[2]);
-    const shard = taskIndexOf('shard', m[1]!, env);
-    if (shard >= shards) throw new UsageError(`--shard ${input.shard}: shard ${shard} of ${shards} does not exist (shards are 0 to ${shards - 1})`);
-    plan = readBatchPlan(studyDir, null);
-    indices = shardIndices(plan, shard, shards);
-    input.log(`[task] shard ${shard}/${shards}: ${indices.length} instance(s): ${indices.join(', ').slice(0, 300)}`);
-  }
-  const outcomes: (TaskOutcome | { index: number; exitCode: ExitCode; error: string })[] = [];
-  for (const index of indices) {
+  const { unit, units, plan } = taskUnitsOf(input, env);
+  const outcomes: IndexOutcome[] = [];
+  const lines: string[] = [];
+  const reached: number[] = [];
+  for (const u of units) {
     if (stop.atWakeEnd.aborted) break;
+    reached.push(u);
     try {
-      outcomes.push(await runBatchTask(options, index, plan));
+      if (unit === 'block') {
+        const block = await runBlockTask(options, u, plan);
+        outcomes.push(...block.members);
+        lines.push(`block ${block.block} (replicate ${block.replicate}): ${block.members.map(outcomeLine).join('; ')}`);
+      } else {
+        const one = await runBatchTask(options, u, plan);
+        outcomes.push(one);
+        lines.push(outcomeLine(one));
+      }
     } catch (error) {
-      // One instance alone: its error is the command's (typed, with its exit); a shard goes on with the others.
-      if (indices.length === 1) throw error;
+      // --block / --instance: its error is the command's (typed, with its exit); a shard goes on with the others.
+      if (input.shard === undefined) throw error;
       const exitCode = error instanceof TypedError ? error.exitCode : EXIT_CODES.failed;
-      input.log(`[task] index ${index} FAILED (exit ${exitCode}): ${error instanceof Error ? error.message : String(error)}`);
-      outcomes.push({ index, exitCode, error: error instanceof Error ? error.message : String(error) });
+      const message = error instanceof Error ? error.message : String(error);
+      input.log(`[task] ${unit} ${u} FAILED (exit ${exitCode}): ${message}`);
+      const failed = unit === 'block' ? blockMembers(u).map((index) => ({ index, exitCode, error: message })) : [{ index: u, exitCode, error: message }];
+      outcomes.push(...failed);
+      lines.push(unit === 'block' ? `block ${u}: FAILED: ${message}` : outcomeLine(failed[0]!));
     }
   }
-  const notReached = indices.filter((i) => !outcomes.some((o) => o.index === i));
-  const exitCode = notReached.length > 0 ? (taskExit(outcomes) === EXIT_CODES.ok ? EXIT_CODES.stopped : taskExit(outcomes)) : taskExit(outcomes);
-  const lines = outcomes.map((o) => ('state' in o ? `index ${o.index} (${o.instance}): ${o.state === 'already_done' ? 'published already, nothing to do' : o.state}${o.published ? ` → ${o.published}` : ''}${o.detail ? ` (${o.detail})` : ''}` : `index ${o.index}: FAILED: ${o.error}`));
-  if (notReached.length > 0) lines.push(`not reached (the task was stopped first): ${notReached.join(', ')}: run the task again`);
+  const notReached = units.filter((u) => !reached.includes(u));
+  const worst = worstExit(outcomes);
+  const exitCode = notReached.length > 0 && worst === EXIT_CODES.ok ? EXIT_CODES.stopped : worst;
+  if (notReached.length > 0) lines.push(`not reached (the task was stopped first): ${unit === 'block' ? 'blocks' : 'indices'} ${notReached.join(', ')}: run the task again`);
   const verdict = exitCode === EXIT_CODES.ok ? 'DONE' : exitCode === EXIT_CODES.stopped ? 'STOPPED (resumable: requeue the task)' : exitCode === EXIT_CODES.misused ? 'REFUSED (do not retry)' : 'FAILED';
-  return { exitCode, json: { study_dir: studyDir, outcomes, not_reached: notReached }, text: `${verdict}: ${lines.join('; ')}\n` };
+  return { exitCode, json: { study_dir: studyDir, task_unit: unit, units, outcomes, not_reached: notReached }, text: `${verdict}: ${lines.join('; ')}\n` };
+}
+
+/** The instance indices of block `block`. */
+function blockMembers(block: number): number[] {
+  return Array.from({ length: BLOCK_MEMBERS }, (_, i) => block * BLOCK_MEMBERS + i);
 }
 
 /** The trust anchor of a merge: the public key of the key folder (the planner's). */
@@ -140,7 +183,7 @@ export async function expand(studyDir: string, keyDir: string | undefined, scena
   const outcome = await expandBatchStudy(path.resolve(studyDir), key, scenariosDir, log);
   return {
     exitCode: outcome.exitCode,
-    json: { study_id: outcome.check.batchPlan.plan.study_id, expand: outcome.expand, already_planned: outcome.alreadyPlanned, array: outcome.array, reasons: outcome.reasons, findings: outcome.check.findings },
+    json: { study_id: outcome.check.batchPlan.plan.study_id, expand: outcome.expand, already_planned: outcome.alreadyPlanned, task_unit: outcome.unit, array: outcome.array, reasons: outcome.reasons, findings: outcome.check.findings },
     text: `${[...findingLines(outcome.check.findings, outcome.check.leftovers), ...outcome.lines].join('\n')}\n`,
   };
 }

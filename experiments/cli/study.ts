@@ -2,7 +2,7 @@
 //                  [--key-dir DIR] [--start-at ISO] [--study-id ID] [--same-uid REASON] [--model …]
 // npm run study -- --resume DIR [--key-dir DIR] [--concurrency K] [--same-uid REASON] [--json]
 // npm run study -- --recompute DIR [--json]
-// npm run study -- --plan-only | --instance K | --shard I/N | --expand DIR | --merge DIR | --status DIR
+// npm run study -- --plan-only | --block K | --instance K | --shard I/N | --expand DIR | --merge DIR | --status DIR
 //   (a study on a batch scheduler: study-batch.ts, docs/cluster.md)
 //
 // Runs groups A, B and C × n replicates (replicate k: the same seed for every group), scores
@@ -65,14 +65,18 @@ exit: 0 report written, batch valid · 4 report written, void or insufficient ev
 A study on a batch scheduler (Slurm job arrays, Kubernetes Indexed Jobs; docs/cluster.md):
        npm run study -- --plan-only --out DIR [--n N] [--seed S] [--study-id ID] [--key-dir DIR] [--prereg FILE]
                         [--start-at ISO] [--same-uid REASON] [--allow-key PUBFILE ...] [--model …]
-                        writes DIR/study.json (every instance by index, the keys allowed to sign) signed, runs nothing
-       npm run study -- --instance K|task --out DIR [--key-dir DIR] [--scratch DIR] [--prereg FILE]
-       npm run study -- --shard I/N --out DIR …   (every index ≡ I mod N; I may be \`task\`)
-                        runs one instance of the plan on node-local scratch (--scratch, else $DS_SCRATCH, else
-                        $TMPDIR), resumes it when an earlier attempt left it, publishes it to DIR once sealed;
-                        \`task\`: the index from ${'$'}SLURM_ARRAY_TASK_ID or ${'$'}JOB_COMPLETION_INDEX. --prereg: this
-                        node's own locked copy of the plan's pre-registration (one key per node)
+                        writes DIR/study.json (every instance by index, the keys allowed to sign) signed, runs nothing;
+                        one task runs one block: replicate K+1's A, B and C (instance indices 3K … 3K+2)
+       npm run study -- --block K|task --out DIR [--key-dir DIR] [--scratch DIR] [--prereg FILE]
+       npm run study -- --shard I/N --out DIR …   (every block ≡ I mod N, one after another; I may be \`task\`)
+                        runs one block of the plan side by side in lockstep (as a one-machine study does) on
+                        node-local scratch (--scratch, else $DS_SCRATCH, else $TMPDIR), resumes what an earlier
+                        attempt left, publishes each instance to DIR once sealed; \`task\`: K from
+                        ${'$'}SLURM_ARRAY_TASK_ID or ${'$'}JOB_COMPLETION_INDEX. --prereg: this node's own locked copy of the
+                        plan's pre-registration (one key per node)
                         exit: 0 done · 3 stopped, resumable (requeue) · 2 a plan it cannot run, misuse (never retry) · 1 failed
+       npm run study -- --instance K|task --out DIR …  one instance, for plans made before blocks (study_version
+                        1.2.0) whose model shares no server (--shard then counts instances)
        npm run study -- --expand DIR [--key-dir DIR]   decides the expansion rule on a complete round 1 and, when it
                         expands, plans round 2 for every group (exit 0 decided · 3 round 1 not done · 2 refused)
        npm run study -- --merge DIR [--key-dir DIR]    verifies every instance folder against the plan and its allowed
@@ -95,6 +99,7 @@ const OPTIONS = {
   recompute: { type: 'string' },
   'plan-only': { type: 'boolean' },
   instance: { type: 'string' },
+  block: { type: 'string' },
   shard: { type: 'string' },
   scratch: { type: 'string' },
   'allow-key': { type: 'string', multiple: true },
@@ -257,25 +262,26 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   if (args === null) return null;
   if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[0])}: this command takes flags only`);
   const { values } = args;
-  const modes = (['resume', 'recompute', 'plan-only', 'instance', 'shard', 'expand', 'merge', 'status'] as const).filter((m) => values[m] !== undefined && values[m] !== false);
+  const modes = (['resume', 'recompute', 'plan-only', 'block', 'instance', 'shard', 'expand', 'merge', 'status'] as const).filter((m) => values[m] !== undefined && values[m] !== false);
   if (modes.length > 1) throw new UsageError(`--${modes[0]} and --${modes[1]} cannot be combined: one mode at a time`);
   const batchOnly = (['scratch', 'allow-key'] as const).filter((f) => values[f] !== undefined);
   const batchMode = modes[0];
-  if (batchOnly.length > 0 && !(batchMode === 'plan-only' && batchOnly.every((f) => f === 'allow-key')) && !((batchMode === 'instance' || batchMode === 'shard') && batchOnly.every((f) => f === 'scratch'))) {
-    throw new UsageError(`--${batchOnly[0]} belongs to ${batchOnly[0] === 'scratch' ? '--instance / --shard' : '--plan-only'}`);
+  const taskMode = batchMode === 'block' || batchMode === 'instance' || batchMode === 'shard';
+  if (batchOnly.length > 0 && !(batchMode === 'plan-only' && batchOnly.every((f) => f === 'allow-key')) && !(taskMode && batchOnly.every((f) => f === 'scratch'))) {
+    throw new UsageError(`--${batchOnly[0]} belongs to ${batchOnly[0] === 'scratch' ? '--block / --instance / --shard' : '--plan-only'}`);
   }
   const log = (line: string): void => {
     process.stderr.write(`${line}\n`);
   };
   const refuseFlags = (mode: string, allowed: readonly string[]): void => {
-    for (const [flag, value] of Object.entries(values)) if (value !== undefined && flag !== mode && flag !== 'json' && !allowed.includes(flag)) throw new UsageError(`--${flag} cannot be combined with --${mode}${mode === 'merge' || mode === 'status' || mode === 'expand' || mode === 'instance' || mode === 'shard' ? ': the plan says what the study runs with' : ''}`);
+    for (const [flag, value] of Object.entries(values)) if (value !== undefined && flag !== mode && flag !== 'json' && !allowed.includes(flag)) throw new UsageError(`--${flag} cannot be combined with --${mode}${mode === 'merge' || mode === 'status' || mode === 'expand' || mode === 'block' || mode === 'instance' || mode === 'shard' ? ': the plan says what the study runs with' : ''}`);
   };
   try {
-    if (batchMode === 'instance' || batchMode === 'shard') {
-      refuseFlags(batchMode, ['out', 'key-dir', 'scratch', 'prereg', batchMode === 'instance' ? 'instance' : 'shard']);
+    if (taskMode) {
+      refuseFlags(batchMode, ['out', 'key-dir', 'scratch', 'prereg']);
       if (values.out === undefined) throw new UsageError(`--${batchMode} needs --out STUDY: the folder --plan-only wrote`);
       const operator = `${userInfo().username} (uid ${process.getuid?.() ?? 'unknown'})`;
-      return await runTask({ outDir: values.out, instance: values.instance, shard: values.shard, keyDir: values['key-dir'], scratch: values.scratch, preregFile: values.prereg, scenariosDir: SCENARIOS_DIR, operator, log });
+      return await runTask({ outDir: values.out, block: values.block, instance: values.instance, shard: values.shard, keyDir: values['key-dir'], scratch: values.scratch, preregFile: values.prereg, scenariosDir: SCENARIOS_DIR, operator, log });
     }
     if (batchMode === 'merge') {
       refuseFlags('merge', ['key-dir']);

@@ -14,7 +14,7 @@ import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ControllerKey } from '../../controller/key-store.js';
 import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
-import { BATCH_FILES, BatchPlanError, EXPANSION_VERSION, indexRange, plannedReplicates, type ExpansionPlan, type PlannedInstance } from '../../oracle/batch-plan.js';
+import { arrayRange, BATCH_FILES, BatchPlanError, EXPANSION_VERSION, indexRange, plannedReplicates, taskCommand, type ExpansionPlan, type PlannedInstance, type TaskUnit } from '../../oracle/batch-plan.js';
 import { MAX_STUDY_INSTANCES, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE, instanceDirName } from '../../oracle/study-replicates.js';
 import type { StudyReport } from '../../oracle/study-report.js';
@@ -27,6 +27,7 @@ import { PUBLISHING_PREFIX } from './run-folder-publish.js';
 import { checkFolders } from './folder-check-pool.js';
 import type { FolderCheckInput } from './instance-folder-check.js';
 import { claimFile, readClaim, readTaskRecord } from './task-claim.js';
+import { taskUnitOf } from './task-unit.js';
 
 export const FINDING_KINDS = ['refused', 'duplicated', 'not_planned', 'missing', 'stopped', 'running', 'failed'] as const;
 export type FindingKind = (typeof FINDING_KINDS)[number];
@@ -57,14 +58,10 @@ export interface RoundCheck {
   readonly verifyMs: number;
 }
 
-export function taskCommand(studyDir: string, index: number): string {
-  return `npm run study -- --instance ${index} --out ${studyDir}`;
-}
-
 /** What is known of a planned instance that is not published: the task's record, its claim, its stopped copy. */
-function notPublished(studyDir: string, entry: PlannedInstance): MergeFinding {
+function notPublished(studyDir: string, entry: PlannedInstance, unit: TaskUnit): MergeFinding {
   const name = instanceDirName(entry.group, entry.replicate);
-  const rerun = taskCommand(studyDir, entry.index);
+  const rerun = taskCommand(studyDir, unit, entry.index);
   const claim = readClaim(studyDir, entry.index);
   if (claim !== null) return { kind: 'running', index: entry.index, instance: name, detail: `claimed by task ${claim.task_id} on ${claim.host} since ${claim.since} (${claimFile(studyDir, entry.index)})`, rerun: null };
   const record = readTaskRecord(studyDir, entry.index);
@@ -125,7 +122,8 @@ export async function checkRounds(studyDir: string, trustedKey: Uint8Array, scen
     } else if (duplicateOf === null) verified += 1;
     if (result.checks !== null) checks.set(full, result.checks);
   }
-  for (const entry of checked) if (!published.has(instanceDirName(entry.group, entry.replicate))) findings.push(notPublished(dir, entry));
+  const unit = taskUnitOf(batchPlan.plan);
+  for (const entry of checked) if (!published.has(instanceDirName(entry.group, entry.replicate))) findings.push(notPublished(dir, entry, unit));
   return { batchPlan, checked, verified, findings, leftovers, checks, verifyMs: Date.now() - started };
 }
 
@@ -173,7 +171,9 @@ export interface ExpandOutcome {
   readonly check: RoundCheck;
   readonly expand: boolean;
   readonly alreadyPlanned: boolean;
-  /** Round 2's indices (null: no round 2). */
+  /** What round 2's array indices name: blocks (a plan that runs blocks) or instances. */
+  readonly unit: TaskUnit;
+  /** Round 2's array, in the plan's unit (null: no round 2). */
   readonly array: string | null;
   readonly reasons: readonly string[];
   readonly exitCode: ExitCode;
@@ -185,17 +185,19 @@ export async function expandBatchStudy(studyDir: string, key: ControllerKey, sce
   const check = await checkRounds(studyDir, key.keys.publicKey, scenariosDir, 'round 1', log);
   const { batchPlan } = check;
   const dir = batchPlan.studyDir;
-  if (batchPlan.expansion !== null) return { check, expand: true, alreadyPlanned: true, array: indexRange(batchPlan.expansion.instances), reasons: batchPlan.expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`round 2 is planned already (${BATCH_FILES.expansion}): indices ${indexRange(batchPlan.expansion.instances)}`] };
-  if (refusing(check)) return { check, expand: false, alreadyPlanned: false, array: null, reasons: [], exitCode: EXIT_CODES.misused, lines: [`REFUSED: round 1 of ${dir} holds folders the plan does not allow (above); the rule was not decided and nothing was written`] };
-  if (check.findings.length > 0) return { check, expand: false, alreadyPlanned: false, array: null, reasons: [], exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} instance(s) of round 1 are not published (above); the rule is decided on a complete round 1 only`] };
+  const unit = taskUnitOf(batchPlan.plan);
+  const arrayOf = (instances: readonly PlannedInstance[]): string => `${unit === 'block' ? `blocks ${arrayRange(instances, unit)} (instance indices ${indexRange(instances)})` : `indices ${indexRange(instances)}`}`;
+  if (batchPlan.expansion !== null) return { check, expand: true, alreadyPlanned: true, unit, array: arrayRange(batchPlan.expansion.instances, unit), reasons: batchPlan.expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`round 2 is planned already (${BATCH_FILES.expansion}): ${arrayOf(batchPlan.expansion.instances)}`] };
+  if (refusing(check)) return { check, expand: false, alreadyPlanned: false, unit, array: null, reasons: [], exitCode: EXIT_CODES.misused, lines: [`REFUSED: round 1 of ${dir} holds folders the plan does not allow (above); the rule was not decided and nothing was written`] };
+  if (check.findings.length > 0) return { check, expand: false, alreadyPlanned: false, unit, array: null, reasons: [], exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} instance(s) of round 1 are not published (above); the rule is decided on a complete round 1 only`] };
   const rebuilt = rebuildStudyReport(dir, scenariosDir, check.checks);
   if (rebuilt.expansion === null || !rebuilt.expansion.expand) {
     const reasons = rebuilt.expansion?.reasons ?? [`n = ${batchPlan.plan.n_initial} already reaches the expanded n: the rule has nothing to add`];
-    return { check, expand: false, alreadyPlanned: false, array: null, reasons, exitCode: EXIT_CODES.ok, lines: [`NOT EXPANDED: ${reasons.join('; ')}; the study is merged with npm run study -- --merge ${dir}`] };
+    return { check, expand: false, alreadyPlanned: false, unit, array: null, reasons, exitCode: EXIT_CODES.ok, lines: [`NOT EXPANDED: ${reasons.join('; ')}; the study is merged with npm run study -- --merge ${dir}`] };
   }
   const instances = plannedReplicates(batchPlan.plan.seed, batchPlan.plan.n_initial + 1, batchPlan.plan.n_expanded, 2);
   const expansion: ExpansionPlan = { expansion_version: EXPANSION_VERSION, study_id: batchPlan.plan.study_id, study_sha256: batchPlan.sha256 as ExpansionPlan['study_sha256'], n_from: batchPlan.plan.n_initial, n_to: batchPlan.plan.n_expanded, reasons: [...rebuilt.expansion.reasons], decided_at: new Date().toISOString(), instances };
   writeFileSync(path.join(dir, BATCH_FILES.expansion), `${JSON.stringify(expansion, null, 2)}\n`, { flag: 'wx' });
   signStudyFile(dir, BATCH_FILES.expansion, BATCH_FILES.expansionSignature, batchPlan.plan.study_id, key);
-  return { check, expand: true, alreadyPlanned: false, array: indexRange(instances), reasons: expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`EXPANDED: round 2 planned for every group, n = ${expansion.n_from} → ${expansion.n_to}: indices ${indexRange(instances)} (${BATCH_FILES.expansion}, signed); run them as tasks, then npm run study -- --merge ${dir}`] };
+  return { check, expand: true, alreadyPlanned: false, unit, array: arrayRange(instances, unit), reasons: expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`EXPANDED: round 2 planned for every group, n = ${expansion.n_from} → ${expansion.n_to}: ${arrayOf(instances)} (${BATCH_FILES.expansion}, signed); run ${unit === 'block' ? 'each block' : 'each index'} as a task (${taskCommand(dir, unit, instances[0]!.index)}, …), then npm run study -- --merge ${dir}`] };
 }

@@ -1,12 +1,13 @@
 // Reading a batch plan back (oracle/batch-plan.ts), by every step that acts on one: a task, the
-// merge, the expansion step, the status. study.json must be a 1.2.0 plan whose instances follow
+// merge, the expansion step, the status. study.json must be a batch plan (1.4.0: one task per
+// block; 1.2.0, before blocks: one per instance; study-folder.ts) whose instances follow
 // the study's rule, signed over its exact bytes by its planner key, and — where the step has a
 // trust anchor of its own (the merge: the key the researcher gives it) — that key must be the
 // planner's. expansion.json, when present, must expand exactly this plan, for every group.
 import { toHex } from '../../schema/ed25519-keys.js';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BATCH_FILES, BatchPlanError, checkBatchInstances, checkSignedStudyFile, ExpansionPlan, type BatchBlock, type PlannedInstance } from '../../oracle/batch-plan.js';
+import { BATCH_FILES, BatchPlanError, BLOCK_MEMBERS, checkBatchInstances, checkSignedStudyFile, ExpansionPlan, type BatchBlock, type PlannedInstance } from '../../oracle/batch-plan.js';
 import { readStudyPlan, STUDY_FILES, type StudyPlan } from '../../oracle/study-folder.js';
 import { z } from 'zod';
 
@@ -78,4 +79,15 @@ export function plannedAt(batchPlan: BatchPlan, index: number): PlannedInstance 
   const planned = batchPlan.instances.length;
   const expandable = batchPlan.expansion === null && batchPlan.plan.n_expanded > batchPlan.plan.n_initial && index < batchPlan.plan.n_expanded * 3;
   throw new BatchPlanError('index_out_of_range', `index ${index} names no instance of ${batchPlan.studyDir}: the plan holds indices 0-${planned - 1}${planned > round1 ? ` (round 2: ${round1}-${planned - 1})` : ''}${expandable ? `; ${round1}-${batchPlan.plan.n_expanded * 3 - 1} would be the expansion round, which is not planned: it is planned only by npm run study -- --expand ${batchPlan.studyDir} once round 1 is done` : ''}`);
+}
+
+/** The planned instances of block `block` (replicate block+1's A, B and C, indices 3·block … 3·block+2); out of range is misuse, with what the plan holds. */
+export function plannedBlockAt(batchPlan: BatchPlan, block: number): readonly PlannedInstance[] {
+  const first = block * BLOCK_MEMBERS;
+  const members = batchPlan.instances.slice(first, first + BLOCK_MEMBERS);
+  if (members.length === BLOCK_MEMBERS) return members;
+  const round1 = batchPlan.batch.instances.length / BLOCK_MEMBERS;
+  const planned = batchPlan.instances.length / BLOCK_MEMBERS;
+  const expandable = batchPlan.expansion === null && batchPlan.plan.n_expanded > batchPlan.plan.n_initial && block < batchPlan.plan.n_expanded;
+  throw new BatchPlanError('index_out_of_range', `block ${block} names no block of ${batchPlan.studyDir}: the plan holds blocks 0-${planned - 1}${planned > round1 ? ` (round 2: ${round1}-${planned - 1})` : ''}${expandable ? `; ${round1}-${batchPlan.plan.n_expanded - 1} would be the expansion round, which is not planned: it is planned only by npm run study -- --expand ${batchPlan.studyDir} once round 1 is done` : ''}`);
 }

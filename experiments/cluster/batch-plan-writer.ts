@@ -1,13 +1,14 @@
 // `npm run study -- --plan-only --out STUDY` (issue 18 item 1): a study's plan as a file, for a
-// batch scheduler to run one instance per index. Everything a one-machine study checks before it
-// starts is checked here (the key, the pre-registration's lock, the bounds), then study.json 1.2.0
-// is written with its batch block (oracle/batch-plan.ts) and signed; nothing runs.
+// batch scheduler to run one block per array index (issue 31: replicate k+1's A, B and C in one
+// task). Everything a one-machine study checks before it starts is checked here (the key, the
+// pre-registration's lock, the bounds), then study.json 1.4.0 is written with its batch block
+// (oracle/batch-plan.ts) and signed; nothing runs.
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ControllerKey } from '../../controller/key-store.js';
 import type { ModelChoice } from '../../design/model-choice.js';
 import { publishFile } from '../../foundation/publish-file.js';
-import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, indexRange, MAX_ALLOWED_KEYS, plannedReplicates, type BatchBlock, type SignedStudyFile } from '../../oracle/batch-plan.js';
+import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, blockRange, MAX_ALLOWED_KEYS, plannedReplicates, type BatchBlock, type SignedStudyFile } from '../../oracle/batch-plan.js';
 import { STUDY_FILES, StudyError, type StudyPlan } from '../../oracle/study-folder.js';
 import { signDsse } from '../../schema/dsse.js';
 import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
@@ -33,7 +34,7 @@ export interface WrittenBatchPlan {
   readonly plan: StudyPlan;
   readonly batch: BatchBlock;
   readonly studyFile: string;
-  /** Round 1's indices as sbatch --array takes them. */
+  /** Round 1's blocks as sbatch --array takes them: 0-(n-1). */
   readonly array: string;
 }
 
@@ -84,5 +85,5 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
     removeMadeFolders(made, instancesDir);
     throw new StudyError('out_unwritable', `cannot write the plan ${studyFile} (${error instanceof Error ? error.message : String(error)}); nothing of the plan was left behind`);
   }
-  return { plan, batch, studyFile, array: indexRange(batch.instances) };
+  return { plan, batch, studyFile, array: blockRange(batch.instances) };
 }

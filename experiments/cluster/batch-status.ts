@@ -5,13 +5,13 @@
 // verifies with its key (the merge verifies it whole).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { BATCH_FILES, indexRange } from '../../oracle/batch-plan.js';
+import { arrayRange, BATCH_FILES, blockOfIndex, indexRange, taskCommand, type TaskUnit } from '../../oracle/batch-plan.js';
 import { STUDY_FILES } from '../../oracle/study-folder.js';
 import { instanceDirName } from '../../oracle/study-replicates.js';
 import { readBatchPlan } from './batch-plan-reader.js';
-import { taskCommand } from './batch-merge.js';
 import { publishedIsSealed } from './instance-task.js';
 import { readClaim, readTaskRecord } from './task-claim.js';
+import { taskUnitOf } from './task-unit.js';
 
 export const STATUS_STATES = ['done', 'running', 'stopped', 'missing', 'failed'] as const;
 export type StatusState = (typeof STATUS_STATES)[number];
@@ -28,6 +28,8 @@ export interface InstanceStatus {
 export interface StudyStatus {
   readonly study_id: string;
   readonly study_dir: string;
+  /** What one task of the plan runs (a block, or an instance before blocks): the unit of `rerun` and `next`. */
+  readonly task_unit: TaskUnit;
   readonly planned: number;
   readonly counts: Record<StatusState, number>;
   readonly instances: readonly InstanceStatus[];
@@ -38,9 +40,10 @@ export interface StudyStatus {
 export function batchStudyStatus(studyDir: string): StudyStatus {
   const batchPlan = readBatchPlan(studyDir, null);
   const dir = batchPlan.studyDir;
+  const unit = taskUnitOf(batchPlan.plan);
   const instances: InstanceStatus[] = batchPlan.instances.map((entry) => {
     const name = instanceDirName(entry.group, entry.replicate);
-    const at = (state: StatusState, detail: string | null, rerun: boolean): InstanceStatus => ({ index: entry.index, instance: name, round: entry.round, state, detail, rerun: rerun ? taskCommand(dir, entry.index) : null });
+    const at = (state: StatusState, detail: string | null, rerun: boolean): InstanceStatus => ({ index: entry.index, instance: name, round: entry.round, state, detail, rerun: rerun ? taskCommand(dir, unit, entry.index) : null });
     const published = path.join(dir, STUDY_FILES.instances, name);
     if (existsSync(published)) {
       const sealed = publishedIsSealed(published, batchPlan);
@@ -56,13 +59,15 @@ export function batchStudyStatus(studyDir: string): StudyStatus {
   const counts = Object.fromEntries(['done', 'running', 'stopped', 'missing', 'failed'].map((s) => [s, instances.filter((i) => i.state === s).length])) as Record<StatusState, number>;
   const notDone = instances.filter((i) => i.state !== 'done' && i.state !== 'running');
   const roundOneDone = instances.filter((i) => i.round === 1).every((i) => i.state === 'done');
+  // In a plan that runs blocks, a member not done is rerun by its block's task (the others of it resume or are found published).
+  const toRerun = [...new Set(notDone.map((i) => (unit === 'block' ? blockOfIndex(i.index) : i.index)))];
   const next =
     notDone.length > 0
-      ? `run what is not done: ${notDone.length === 1 ? notDone[0]!.rerun! : `indices ${notDone.map((i) => i.index).join(',').slice(0, 200)} (e.g. sbatch --array=LIST cluster/slurm/study-task.sbatch, or ${notDone[0]!.rerun})`}`
+      ? `run what is not done: ${toRerun.length === 1 ? notDone[0]!.rerun! : `${unit === 'block' ? 'blocks' : 'indices'} ${toRerun.join(',').slice(0, 200)} (e.g. sbatch --array=LIST cluster/slurm/study-task.sbatch, or ${notDone[0]!.rerun})`}`
       : counts.running > 0
         ? `wait for ${counts.running} running task(s)`
         : batchPlan.expansion === null && batchPlan.plan.n_expanded > batchPlan.plan.n_initial && roundOneDone
           ? `round 1 is done: npm run study -- --expand ${dir} (plans round 2 if the pre-registered rule calls for it), then npm run study -- --merge ${dir}`
-          : `every planned instance (${indexRange(batchPlan.instances)}) is done: npm run study -- --merge ${dir}`;
-  return { study_id: batchPlan.plan.study_id, study_dir: dir, planned: instances.length, counts, instances, next };
+          : `every planned instance (${unit === 'block' ? `blocks ${arrayRange(batchPlan.instances, unit)}, indices ` : ''}${indexRange(batchPlan.instances)}) is done: npm run study -- --merge ${dir}`;
+  return { study_id: batchPlan.plan.study_id, study_dir: dir, task_unit: unit, planned: instances.length, counts, instances, next };
 }

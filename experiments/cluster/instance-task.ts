@@ -1,6 +1,7 @@
-// One instance of a batch plan, run by a scheduler's task (issue 18 item 2):
-// `npm run study -- --instance K --out STUDY` (K, or `task`: SLURM_ARRAY_TASK_ID /
-// JOB_COMPLETION_INDEX) and `--shard I/N` (every index ≡ I mod N, one after another).
+// One instance of a batch plan as a task runs it (issue 18 item 2): the member of a block task
+// (block-task.ts, `npm run study -- --block K`: every plan since issue 31) or, for a plan made
+// before blocks whose model shares no server, a task of its own (`--instance K`, K or `task`:
+// SLURM_ARRAY_TASK_ID / JOB_COMPLETION_INDEX; task-unit.ts says which a plan takes).
 // The plan is checked (signed, unedited), the task's key must be on its allow-list, the scratch
 // must be node-local; the index is claimed (task-claim.ts); the instance runs on scratch — anew,
 // or resumed from this node's scratch or from the stopped copy an earlier attempt published —
@@ -17,7 +18,8 @@ import { defaultKeyDir, loadOrCreateControllerKey, type ControllerKey } from '..
 import { checkPreregLock } from '../../design/prereg.js';
 import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
 import { TypedError } from '../../foundation/typed-error.js';
-import { BATCH_FILES, BatchPlanError, type PlannedInstance } from '../../oracle/batch-plan.js';
+import type { BlockSeat } from '../../controller/lockstep-block.js';
+import { BATCH_FILES, BatchPlanError, BLOCK_MEMBERS, blockOfIndex, type PlannedInstance } from '../../oracle/batch-plan.js';
 import { STUDY_FILES } from '../../oracle/study-folder.js';
 import { instanceDirName } from '../../oracle/study-replicates.js';
 import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
@@ -29,6 +31,7 @@ import { plannedAt, readBatchPlan, type BatchPlan } from './batch-plan-reader.js
 import { checkNodeLocal } from './node-local-scratch.js';
 import { copyToScratch, publishSealed, publishStopped } from './run-folder-publish.js';
 import { claimIndex, readTaskRecord, releaseIndex, taskIdentity, writeTaskRecord } from './task-claim.js';
+import { checkTaskUnit, taskUnitOf } from './task-unit.js';
 
 export interface TaskOptions {
   readonly studyDir: string;
@@ -97,33 +100,74 @@ function taskPrereg(batchPlan: BatchPlan, override: string | null, key: Controll
   return file;
 }
 
-/** Runs (or resumes, or finds published) the instance at `index`; the outcome's exitCode is the task's. */
-export async function runBatchTask(options: TaskOptions, index: number, planned?: BatchPlan): Promise<TaskOutcome> {
-  const studyDir = path.resolve(options.studyDir);
-  const batchPlan = planned ?? readBatchPlan(studyDir, null);
+/** What every index of a task shares: the plan, the task's key and pre-registration (checked), its identity. */
+export interface TaskContext {
+  readonly options: TaskOptions;
+  readonly batchPlan: BatchPlan;
+  readonly key: ControllerKey;
+  readonly preregFile: string;
+  readonly taskId: string;
+}
+
+/** The plan's key and pre-registration checks for this task (nothing written); refusals are BatchPlanErrors. */
+export function taskContext(options: TaskOptions, batchPlan: BatchPlan): TaskContext {
+  const key = taskKey(batchPlan, options.keyDir);
+  return { options, batchPlan, key, preregFile: taskPrereg(batchPlan, options.preregFile, key), taskId: taskIdentity(options.env) };
+}
+
+/** One planned index as a task found it, before it claims anything: published already (its outcome), or to run. */
+export interface IndexToRun {
+  readonly entry: PlannedInstance;
+  readonly name: string;
+  /** Non-null: published and sealed already, nothing to do. */
+  readonly done: TaskOutcome | null;
+}
+
+/** Looks at `index` (nothing written): published and sealed, to run, or refused (a folder where it is published that is no sealed run). */
+export function indexToRun(ctx: TaskContext, index: number): IndexToRun {
+  const { batchPlan, options } = ctx;
   const entry = plannedAt(batchPlan, index);
   const name = instanceDirName(entry.group, entry.replicate);
-  const key = taskKey(batchPlan, options.keyDir);
-  const preregFile = taskPrereg(batchPlan, options.preregFile, key);
-  const publishedDir = path.join(studyDir, STUDY_FILES.instances, name);
-  if (existsSync(publishedDir)) {
-    const found = publishedIsSealed(publishedDir, batchPlan);
-    if (!found.sealed) throw new BatchPlanError('published_folder_refused', `${publishedDir} exists but is not a sealed run of this plan (${found.why}): a half-copied or foreign folder where instance ${index} is published; move it away, then run this index again. Nothing was run or changed`);
-    options.log(`[${name}] index ${index} is published and sealed already (${publishedDir}): nothing to do`);
-    return { index, instance: name, state: 'already_done', exitCode: EXIT_CODES.ok, published: publishedDir, runDir: null, detail: null };
-  }
-  options.log(`[${name}] ${checkNodeLocal(options.scratch.root, options.scratch.from)}`);
-  const taskId = taskIdentity(options.env);
-  const takeover = claimIndex(studyDir, index, taskId);
-  if (takeover !== null) options.log(`[${name}] ${takeover}`);
+  const publishedDir = path.join(batchPlan.studyDir, STUDY_FILES.instances, name);
+  if (!existsSync(publishedDir)) return { entry, name, done: null };
+  const found = publishedIsSealed(publishedDir, batchPlan);
+  if (!found.sealed) throw new BatchPlanError('published_folder_refused', `${publishedDir} exists but is not a sealed run of this plan (${found.why}): a half-copied or foreign folder where instance ${index} is published; move it away, then run ${taskUnitOf(batchPlan.plan) === 'block' ? `block ${blockOfIndex(index)}` : 'this index'} again. Nothing was run or changed`);
+  options.log(`[${name}] index ${index} is published and sealed already (${publishedDir}): nothing to do`);
+  return { entry, name, done: { index, instance: name, state: 'already_done', exitCode: EXIT_CODES.ok, published: publishedDir, runDir: null, detail: null } };
+}
+
+/** Runs (or resumes, or finds published) the instance at `index` as a task of its own: a plan planned one instance per task (1.2.0) whose model shares no server. */
+export async function runBatchTask(options: TaskOptions, index: number, planned?: BatchPlan): Promise<TaskOutcome> {
+  const batchPlan = planned ?? readBatchPlan(path.resolve(options.studyDir), null);
+  checkTaskUnit(batchPlan, 'instance', index);
+  const ctx = taskContext(options, batchPlan);
+  const found = indexToRun(ctx, index);
+  if (found.done !== null) return found.done;
+  options.log(`[${found.name}] ${checkNodeLocal(options.scratch.root, options.scratch.from)}`);
+  const takeover = claimIndex(batchPlan.studyDir, index, ctx.taskId);
+  if (takeover !== null) options.log(`[${found.name}] ${takeover}`);
+  return runClaimed(ctx, found, null);
+}
+
+/**
+ * Runs an index this task has claimed (claimIndex / claimIndices): on scratch, anew or resumed,
+ * then published (sealed, or as a stopped copy); its task record kept; the claim released
+ * whatever happens. `seat`: its seat in its block (a block task), null for a task of its own.
+ */
+export async function runClaimed(ctx: TaskContext, found: IndexToRun, seat: BlockSeat | null): Promise<TaskOutcome> {
+  const { options, batchPlan, taskId } = ctx;
+  const { entry, name } = found;
+  const { index } = entry;
+  const studyDir = batchPlan.studyDir;
   const before = readTaskRecord(studyDir, index);
   const runDir = path.join(options.scratch.root, `ds-${batchPlan.plan.study_id}`, name);
   const startedMs = Date.now();
   const record = (state: 'running' | 'done' | 'stopped' | 'failed', exitCode: number | null, detail: string | null): void =>
     writeTaskRecord(studyDir, { index, instance: name, state, task_id: taskId, host: hostname(), run_dir: runDir, attempts: (before?.attempts ?? 0) + 1, updated_at: new Date().toISOString(), exit_code: exitCode, detail, wall_ms: (before?.wall_ms ?? 0) + (Date.now() - startedMs) });
+  const again = taskUnitOf(batchPlan.plan) === 'block' ? `run block ${blockOfIndex(index)} again (requeue)` : 'run this index again (requeue)';
   try {
     record('running', null, null);
-    const result = await runOnScratch(options, batchPlan, entry, name, runDir, key, preregFile);
+    const result = await runOnScratch(ctx, entry, name, runDir, seat);
     if (result.status === 'finished') {
       const published = publishSealed(runDir, path.join(studyDir, STUDY_FILES.instances), name);
       rmSync(path.join(studyDir, BATCH_FILES.stopped, name), { recursive: true, force: true });
@@ -136,7 +180,7 @@ export async function runBatchTask(options: TaskOptions, index: number, planned?
     const published = publishStopped(runDir, path.join(studyDir, BATCH_FILES.stopped), name);
     const detail = result.stopReason ?? 'stopped';
     record('stopped', EXIT_CODES.stopped, detail);
-    options.log(`[${name}] STOPPED (${detail}); its closed run folder is published to ${published}: run this index again (requeue) to resume it, on any node`);
+    options.log(`[${name}] STOPPED (${detail}); its closed run folder is published to ${published}: ${again} to resume it, on any node`);
     return { index, instance: name, state: 'stopped', exitCode: EXIT_CODES.stopped, published, runDir, detail };
   } catch (error) {
     const exitCode = error instanceof TypedError ? error.exitCode : EXIT_CODES.failed;
@@ -147,7 +191,8 @@ export async function runBatchTask(options: TaskOptions, index: number, planned?
   }
 }
 
-async function runOnScratch(options: TaskOptions, batchPlan: BatchPlan, entry: PlannedInstance, name: string, runDir: string, key: ControllerKey, preregFile: string): Promise<Pick<InstanceResult, 'status' | 'stopReason'>> {
+async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, name: string, runDir: string, seat: BlockSeat | null): Promise<Pick<InstanceResult, 'status' | 'stopReason'>> {
+  const { options, batchPlan, key, preregFile } = ctx;
   const studyDir = batchPlan.studyDir;
   if (existsSync(runDir) && publishedIsSealed(runDir, batchPlan).sealed) {
     options.log(`[${name}] ${runDir} was sealed by an earlier attempt that ended before it published: publishing it now`);
@@ -170,6 +215,7 @@ async function runOnScratch(options: TaskOptions, batchPlan: BatchPlan, entry: P
   const common = {
     runDir,
     keyDir: key.keyDir,
+    ...(seat === null ? {} : { block: seat }),
     speed: null,
     signal: options.signal,
     ...(options.stopAtWakeEnd ? { stopAtWakeEnd: options.stopAtWakeEnd } : {}),
@@ -194,7 +240,8 @@ async function runOnScratch(options: TaskOptions, batchPlan: BatchPlan, entry: P
   });
 }
 
-/** The indices of shard I of N: every planned index ≡ I (mod N), in order. */
+/** The task units of shard I of N: every planned block (a plan that runs blocks) or index (one before blocks) ≡ I (mod N), in order. */
 export function shardIndices(batchPlan: BatchPlan, shard: number, shards: number): number[] {
-  return batchPlan.instances.filter((i) => i.index % shards === shard).map((i) => i.index);
+  const units = taskUnitOf(batchPlan.plan) === 'block' ? batchPlan.instances.filter((i) => i.index % BLOCK_MEMBERS === 0).map((i) => blockOfIndex(i.index)) : batchPlan.instances.map((i) => i.index);
+  return units.filter((u) => u % shards === shard);
 }

@@ -94,6 +94,26 @@ function processGone(pid: number): boolean {
 }
 
 /**
+ * Whether this task may take the index (nothing written): null when it is free, else the claim
+ * it takes over (its own earlier attempt, or a process of this host that is gone); refuses
+ * (exit 2) while another task holds it.
+ */
+function claimTakenOver(studyDir: string, index: number, taskId: string): TaskClaim | null {
+  const held = readClaim(studyDir, index);
+  if (held === null) return null;
+  const sameTask = held.task_id === taskId;
+  const goneHere = held.host === hostname() && held.pid > 0 && processGone(held.pid);
+  if (!sameTask && !goneHere) {
+    throw new TaskClaimError('claimed_by_another_task', `instance ${index} is claimed by task ${held.task_id} on host ${held.host} (pid ${held.pid}) since ${held.since}: two tasks were given the same index. Nothing was run or changed. If that task is gone for good (cancelled, its node lost), remove ${claimFile(studyDir, index)} and run this index again`);
+  }
+  return held;
+}
+
+function takeoverNote(held: TaskClaim, taskId: string): string {
+  return held.task_id === taskId ? `took over the claim of an earlier attempt of this task (${held.task_id}, host ${held.host}, since ${held.since}): a requeue` : `took over the claim of pid ${held.pid} on this host, which is gone (since ${held.since})`;
+}
+
+/**
  * Takes the index for this task, or refuses (exit 2) while another task holds it. Returns what
  * a takeover replaced, to be said on screen (null: the index was free).
  */
@@ -108,15 +128,32 @@ export function claimIndex(studyDir: string, index: number, taskId: string): str
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
-  const held = readClaim(studyDir, index)!;
-  const sameTask = held.task_id === taskId;
-  const goneHere = held.host === hostname() && held.pid > 0 && processGone(held.pid);
-  if (!sameTask && !goneHere) {
-    throw new TaskClaimError('claimed_by_another_task', `instance ${index} is claimed by task ${held.task_id} on host ${held.host} (pid ${held.pid}) since ${held.since}: two tasks were given the same index. Nothing was run or changed. If that task is gone for good (cancelled, its node lost), remove ${file} and run this index again`);
-  }
+  const held = claimTakenOver(studyDir, index, taskId)!;
   writeFileSync(`${file}.tmp-${process.pid}`, text);
   renameSync(`${file}.tmp-${process.pid}`, file);
-  return sameTask ? `took over the claim of an earlier attempt of this task (${held.task_id}, host ${held.host}, since ${held.since}): a requeue` : `took over the claim of pid ${held.pid} on this host, which is gone (since ${held.since})`;
+  return takeoverNote(held, taskId);
+}
+
+/**
+ * Takes every index of a block for this task, or none: each is checked before any is written (a
+ * refusal leaves the study folder as it was), and a claim lost to a race meanwhile gives back
+ * those taken. Returns each takeover's note by index.
+ */
+export function claimIndices(studyDir: string, indices: readonly number[], taskId: string): Map<number, string> {
+  for (const index of indices) claimTakenOver(studyDir, index, taskId);
+  const notes = new Map<number, string>();
+  const taken: number[] = [];
+  try {
+    for (const index of indices) {
+      const note = claimIndex(studyDir, index, taskId);
+      taken.push(index);
+      if (note !== null) notes.set(index, note);
+    }
+  } catch (error) {
+    for (const index of taken) releaseIndex(studyDir, index, taskId);
+    throw error;
+  }
+  return notes;
 }
 
 /** Gives the index back, only if the claim is still this task's. */

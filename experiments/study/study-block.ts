@@ -41,9 +41,14 @@ function appendTurn(file: string, replicate: number, session: string, turn: Turn
   appendFileSync(file, `${JSON.stringify(line)}\n`);
 }
 
-/** What the screen says of a study's blocks before they run. */
-export function blocksLine(model: ModelChoice, blocksAtOnce: number): string {
+/** What the screen says of one block: its members side by side, and how many of their model calls go at once. */
+export function blockLine(model: ModelChoice): string {
   const slots = blockSlotsOf(model, GROUPS.length);
   const calls = slots >= GROUPS.length ? `their model calls at once (${model.adapter === 'reference' || model.adapter === 'replay' ? 'no model server to share' : `${slots} parallel slots declared`})` : `at most ${slots} model call(s) at once, in an order drawn from the replicate's seed`;
-  return `blocks: each replicate's A, B and C side by side, wakes in lockstep, ${calls}; ${blocksAtOnce} block(s) at once`;
+  return `each replicate's A, B and C side by side, wakes in lockstep, ${calls}`;
+}
+
+/** What the screen says of a study's blocks before they run. */
+export function blocksLine(model: ModelChoice, blocksAtOnce: number): string {
+  return `blocks: ${blockLine(model)}; ${blocksAtOnce} block(s) at once`;
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { resumeInstance, runNewInstance } from '../../controller/instance-runner.js';
 import { defaultKeyDir, loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { checkPreregLock } from '../../design/prereg.js';
-import { blockConcurrencyOf, MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
+import { blockConcurrencyOf, MAX_STUDY_INSTANCES, readStudyPlan, runsBlocks, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE } from '../../oracle/study-replicates.js';
 import { GROUPS, StudyReport } from '../../oracle/study-report.js';
 import { hashCanonical } from '../../schema/hash.js';
@@ -68,7 +68,7 @@ export async function resumeStudy(options: ResumeStudyOptions): Promise<StudyOut
   if (!existsSync(outDir)) throw new StudyError('not_a_study', `${outDir} does not exist: give the folder of a study that npm run study started`);
   if (!statSync(outDir).isDirectory()) throw new StudyError('not_a_study', `${outDir} is a file, not a study folder of npm run study; nothing was changed`);
   const plan = readStudyPlan(outDir);
-  if (plan.batch !== undefined) throw new StudyError('batch_study', `${outDir} was planned for a batch scheduler (--plan-only): its instances run as tasks (npm run study -- --instance K --out ${outDir}), and --merge ${outDir} builds its report; see what is not done with npm run study -- --status ${outDir}; nothing was changed`);
+  if (plan.batch !== undefined) throw new StudyError('batch_study', `${outDir} was planned for a batch scheduler (--plan-only): ${runsBlocks(plan) ? `its blocks run as tasks (npm run study -- --block K --out ${outDir})` : `its instances run as tasks (npm run study -- --instance K --out ${outDir})`}, and --merge ${outDir} builds its report; see what is not done with npm run study -- --status ${outDir}; nothing was changed`);
   // Blocks at once; a study planned before blocks counted instances (blockConcurrencyOf).
   const concurrency = options.concurrency ?? blockConcurrencyOf(plan);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${concurrency}${options.concurrency === null ? ` (from ${STUDY_FILES.plan}; give --concurrency K)` : ''}; nothing was changed`);

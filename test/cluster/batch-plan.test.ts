@@ -1,13 +1,17 @@
-// The batch plan of issue 18 and every refusal a task meets before it runs anything, against the
-// real command (node processes, real keys and signatures, a temporary XDG_CONFIG_HOME): what
-// --plan-only writes and signs (--allow-key, a non-empty folder, a key file that is no key); a
-// plan edited, unsigned, re-signed, planned by another key, or not a batch plan, refused by
-// --instance, --merge and --status alike; an index out of range (and one of the expansion round
-// not planned yet); `--instance task` from SLURM_ARRAY_TASK_ID / JOB_COMPLETION_INDEX; --shard;
-// two tasks given the same index (a claim held by another task); the pre-registration a task
-// would run; a published folder that is not a sealed run. No instance runs here: a task that
-// would run is stopped by a claim another task holds, whose refusal names the index it took.
-// Every refusal leaves the study folder byte-identical and writes no scratch.
+// The batch plan of issues 18 and 31 and every refusal a task meets before it runs anything,
+// against the real command (node processes, real keys and signatures, a temporary
+// XDG_CONFIG_HOME): what --plan-only writes and signs (1.4.0: one task per block; --allow-key, a
+// non-empty folder, a key file that is no key); a plan edited, unsigned, re-signed, planned by
+// another key, or not a batch plan, refused by --block, --merge and --status alike; a task of
+// another unit than the plan's (--instance on a plan of blocks; --block on a plan made before
+// blocks; an instance of such a plan whose model calls a server or a local model: its block
+// cannot be kept together), each advice followed; a block out of range (and one of the expansion
+// round not planned yet); `--block task` from SLURM_ARRAY_TASK_ID / JOB_COMPLETION_INDEX; --shard
+// of blocks; two tasks given the same index (a claim held by another task: the whole block is
+// refused, none of it claimed); the pre-registration a task would run; a published folder that
+// is not a sealed run. No instance runs here: a task that would run is stopped by a claim another
+// task holds, whose refusal names the index it took. Every refusal leaves the study folder
+// byte-identical and writes no scratch.
 // Also, in process: the claim takeovers (a requeue, a process gone), the node-local check on
 // real mountinfo text (NFS, Lustre, an escaped space, an overmount) and this machine's own, and
 // the publish refusals (an open store, an instance published already).
@@ -28,15 +32,20 @@ import { parsedPrereg } from '../../experiments/study/new-study-plan.js';
 import { TypedError } from '../../foundation/typed-error.js';
 import { readBatchPlan } from '../../experiments/cluster/batch-plan-reader.js';
 import { runBatchTask, shardIndices, type TaskOptions } from '../../experiments/cluster/instance-task.js';
+import { runBlockTask } from '../../experiments/cluster/block-task.js';
+import { planAgainCommand } from '../../experiments/cluster/task-unit.js';
+import { MODEL_OPTIONS, modelChoiceOf, modelFlagsOf } from '../../experiments/cli/model-flags.js';
+import type { ModelChoice } from '../../design/model-choice.js';
+import { parseArgs } from 'node:util';
 import { checkNodeLocal, mountOf, NETWORK_FILE_SYSTEMS, ScratchError } from '../../experiments/cluster/node-local-scratch.js';
 import { publishSealed, publishStopped, PublishError } from '../../experiments/cluster/run-folder-publish.js';
 import { claimFile, claimIndex, readClaim, releaseIndex, TaskClaimError } from '../../experiments/cluster/task-claim.js';
 import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, checkSignedStudyFile } from '../../oracle/batch-plan.js';
-import { STUDY_FILES } from '../../oracle/study-folder.js';
+import { BATCH_STUDY_VERSION, readStudyPlan, runsBlocks, STUDY_FILES } from '../../oracle/study-folder.js';
 import { verifyDsse } from '../../schema/dsse.js';
 import { hashCanonical, hashText } from '../../schema/hash.js';
 import { systemTmpdir } from '../support/suite-temp-dir.js';
-import { errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planArgs, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
+import { adviceArgs, asPlanBeforeBlocks, errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planArgs, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
 import { SCENARIOS_DIR, TEST_START_AT } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -104,7 +113,7 @@ async function refused(studyDir: string, args: readonly string[], want: { exit: 
   const scratch = path.join(dir, `scratch-${path.basename(studyDir)}`);
   const before = folderState(studyDir);
   const scratchBefore = folderState(scratch);
-  const isTask = args.includes('--instance') || args.includes('--shard');
+  const isTask = args.includes('--block') || args.includes('--instance') || args.includes('--shard');
   const r = await study([...args, ...(isTask ? ['--scratch', scratch] : []), '--json'], callEnv);
   expect(r.code, `${args.join(' ')}: ${r.stdout}${r.stderr.slice(-2000)}`).toBe(want.exit);
   expect(errorCodeOf(r), args.join(' ')).toBe(want.code);
@@ -154,9 +163,11 @@ beforeAll(async () => {
 }, 60_000);
 
 describe('--plan-only', () => {
-  test('writes study.json 1.2.0 with every instance by index and the allowed keys, signed by the planner key; runs nothing', () => {
+  test('writes study.json 1.4.0 (one task per block: its study runs blocks) with every instance by index and the allowed keys, signed by the planner key; runs nothing', () => {
     const plan = planJson(plan1);
-    expect(plan['study_version']).toBe('1.2.0');
+    expect(plan['study_version']).toBe('1.4.0');
+    expect(BATCH_STUDY_VERSION).toBe('1.4.0');
+    expect(runsBlocks(readStudyPlan(plan1))).toBe(true);
     expect(plan['study_id']).toBe('bp-one');
     expect(plan['same_uid']).toBe('test: cluster jobs run as the job uid');
     expect(plan.batch.instances).toEqual([
@@ -186,12 +197,13 @@ describe('--plan-only', () => {
     expect(readBatchPlan(plan1, trust(k1)).instances).toHaveLength(3);
   });
 
-  test('the screen says the array range and the next step; --json the study, instances, array; --allow-key adds a key to the allow-list', () => {
-    expect(plan1Call.stdout).toMatch(/^PLANNED: bp-one, 3 instances \(round 1: indices 0-2; n = 1 per group, the pre-registered rule may expand every group to n = 2/);
-    expect(plan1Call.stdout).toContain(`npm run study -- --instance K --out ${plan1}`);
-    expect(plan1Call.stdout).toContain('sbatch --array=0-2');
-    expect(jsonOf(plan2Call)).toMatchObject({ study_id: 'bp-two', instances: 6, array: '0-5', n_initial: 2, n_expanded: 2, exit_code: 0, allowed_keys: [toHex(k1.keys.publicKey)] });
-    expect(jsonOf(planAllowCall)).toMatchObject({ study_id: 'bp-allow', instances: 3, array: '0-2', allowed_keys: [toHex(k1.keys.publicKey), toHex(k2.keys.publicKey)], planner_key: toHex(k1.keys.publicKey) });
+  test('the screen says the block array range and the next step; --json the study, instances, blocks, array; --allow-key adds a key to the allow-list', () => {
+    expect(plan1Call.stdout).toMatch(/^PLANNED: bp-one, 1 block\(s\) of A, B and C = 3 instances \(round 1: blocks 0, instance indices 0-2; n = 1 per group, the pre-registered rule may expand every group to n = 2/);
+    expect(plan1Call.stdout).toContain(`run each block as a task: npm run study -- --block K --out ${plan1}`);
+    expect(plan1Call.stdout).toContain('sbatch --array=0 cluster/slurm/study-task.sbatch');
+    expect(plan1Call.stdout).toContain("a block: each replicate's A, B and C side by side, wakes in lockstep, their model calls at once (no model server to share)");
+    expect(jsonOf(plan2Call)).toMatchObject({ study_id: 'bp-two', study_version: '1.4.0', task_unit: 'block', instances: 6, blocks: 2, array: '0-1', block_slots: 3, model_server: null, n_initial: 2, n_expanded: 2, exit_code: 0, allowed_keys: [toHex(k1.keys.publicKey)] });
+    expect(jsonOf(planAllowCall)).toMatchObject({ study_id: 'bp-allow', instances: 3, blocks: 1, array: '0', allowed_keys: [toHex(k1.keys.publicKey), toHex(k2.keys.publicKey)], planner_key: toHex(k1.keys.publicKey) });
     expect(planJson(planAllow).batch.allowed_keys).toEqual([toHex(k1.keys.publicKey), toHex(k2.keys.publicKey)]);
   });
 
@@ -220,13 +232,13 @@ describe('--plan-only', () => {
 });
 
 describe('a plan that is not what its planner signed: every step refuses it (exit 2), nothing changed', () => {
-  test('study.json edited after planning (a seed; n): --instance, --merge and --status refuse plan_edited', async () => {
+  test('study.json edited after planning (a seed; n): --block, --merge and --status refuse plan_edited', async () => {
     const seed = copyOf(plan1, 'edited-seed');
     const p = planJson(seed);
     p.batch.instances[1]!.seed = 'batch-r9';
     writePlan(seed, p);
     const edited = { exit: 2, code: 'batch_plan_plan_edited', message: /study\.json hashes to sha256:[0-9a-f]+, but its planner signed sha256:[0-9a-f]+: the file was edited after it was planned/ };
-    await Promise.all([refused(seed, ['--instance', '1', '--out', seed, '--key-dir', keys1], edited), refused(seed, ['--merge', seed, '--key-dir', keys1], edited), refused(seed, ['--status', seed], edited)]);
+    await Promise.all([refused(seed, ['--block', '0', '--out', seed, '--key-dir', keys1], edited), refused(seed, ['--merge', seed, '--key-dir', keys1], edited), refused(seed, ['--status', seed], edited)]);
     const n = copyOf(plan1, 'edited-n');
     writePlan(n, { ...planJson(n), n_initial: 2, n_expanded: 2 });
     await refusedInProcess(n, () => readBatchPlan(n, null), { code: 'batch_plan_plan_edited', message: edited.message });
@@ -259,7 +271,7 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
     const u = { code: 'batch_plan_plan_unsigned', message: /study\.sig\.dsse\.json is missing: study\.json carries no planner signature/ };
     await refused(unsigned, ['--status', unsigned], { exit: 2, ...u });
     await refusedInProcess(unsigned, () => readBatchPlan(unsigned, trust(k1)), u);
-    await refusedInProcess(unsigned, () => runBatchTask(taskOptions(unsigned, keys1), 0), u);
+    await refusedInProcess(unsigned, () => runBlockTask(taskOptions(unsigned, keys1), 0), u);
     const damaged = copyOf(plan1, 'sig-damaged');
     writeFileSync(path.join(damaged, BATCH_FILES.signature), '{"payloadType": ');
     await refusedInProcess(damaged, () => readBatchPlan(damaged, null), { code: 'batch_plan_plan_unsigned', message: /is not JSON/ });
@@ -268,7 +280,7 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
     await refusedInProcess(otherStudy, () => readBatchPlan(otherStudy, trust(k1)), { code: 'batch_plan_plan_edited', message: /a signature of another file or study/ });
     const byOther = copyOf(plan1, 'sig-by-key-2');
     resign(byOther, k2);
-    await refused(byOther, ['--instance', '0', '--out', byOther, '--key-dir', keys1], { exit: 2, code: 'batch_plan_plan_edited', message: /does not verify with the planner key/ });
+    await refused(byOther, ['--block', '0', '--out', byOther, '--key-dir', keys1], { exit: 2, code: 'batch_plan_plan_edited', message: /does not verify with the planner key/ });
   });
 
   test('a plan planned (and signed) by another key: --merge trusting the planner refuses plan_untrusted; a task whose key is not on the allow-list refuses plan_untrusted', async () => {
@@ -283,9 +295,9 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
     await Promise.all([
       // …but the merge's trust anchor is the key given to it.
       refused(foreign, ['--merge', foreign, '--key-dir', keys1], { exit: 2, code: 'batch_plan_plan_untrusted', message: /was planned by key .*, not by the trusted key .*: a plan of somebody else/ }),
-      refused(foreign, ['--instance', '0', '--out', foreign, '--key-dir', keys1], { exit: 2, code: 'batch_plan_plan_untrusted', message: new RegExp(`the key in ${keys1} .* is not on the plan's allow-list`) }),
+      refused(foreign, ['--block', '0', '--out', foreign, '--key-dir', keys1], { exit: 2, code: 'batch_plan_plan_untrusted', message: new RegExp(`the key in ${keys1} .* is not on the plan's allow-list`) }),
     ]);
-    await refusedInProcess(plan1, () => runBatchTask(taskOptions(plan1, keys2), 0), { code: 'batch_plan_plan_untrusted', message: new RegExp(`the key in ${keys2} .* is not on the plan's allow-list`) });
+    await refusedInProcess(plan1, () => runBlockTask(taskOptions(plan1, keys2), 0), { code: 'batch_plan_plan_untrusted', message: new RegExp(`the key in ${keys2} .* is not on the plan's allow-list`) });
     await refusedInProcess(plan1, () => expandBatchStudy(plan1, k2, SCENARIOS_DIR, () => undefined), { code: 'batch_plan_plan_untrusted', message: /not by the trusted key/ });
   });
 
@@ -294,7 +306,7 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
     const { batch: _batch, ...rest } = planJson(single);
     writePlan(single, { ...rest, study_version: '1.1.0' });
     const notBatch = { code: 'batch_plan_plan_not_batch', message: /plans a study for one machine .*npm run study -- --resume/ };
-    await refused(single, ['--instance', '0', '--out', single, '--key-dir', keys1], { exit: 2, ...notBatch });
+    await refused(single, ['--block', '0', '--out', single, '--key-dir', keys1], { exit: 2, ...notBatch });
     await refusedInProcess(single, () => mergeBatchStudy(single, trust(k1), SCENARIOS_DIR, () => undefined), notBatch);
     await refusedInProcess(single, () => batchStudyStatus(single), notBatch);
     await refused(plan1, ['--resume', plan1], { exit: 2, code: 'study_batch_study', message: /was planned for a batch scheduler/ });

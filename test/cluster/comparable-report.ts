@@ -13,6 +13,12 @@
 //     so an estimated prompt can be a token longer (measured: 5885 for 5884 once). The tokens
 //     are replaced by <tokens> here; usageByGroup() gives them to the test, which bounds the
 //     difference; the tool calls stay and must be equal.
+//   - per block (report 2.1.0) what the record says of its sessions: a block stopped and resumed
+//     ran in two sessions, its runtimes started twice (three more start turns), its waits timed
+//     on other clocks; `recorded`, `sessions`, `detail`, `mean_wait_ms` and the report's note of a
+//     block run in more than one session are taken out here, blockSessions() gives them to the
+//     test, which holds them to what a stop and a resume add. Whether the turns are as drawn
+//     (`ok`), who went first at each wake (`first`), and the block's load check stay.
 // Nothing else is touched: verdict, scores, dimensions, per-wake rows, calls stay as they are.
 import { eventIs } from '../../schema/typed-event.js';
 import { storedEvents, type StoredEvent } from '../support/stored-events.js';
@@ -81,8 +87,26 @@ function stoppedGroupsOf(at: ReportAt): Set<string> {
   return groups;
 }
 
+interface BlockTurns {
+  recorded: number;
+  sessions: number;
+  ok: boolean;
+  detail: string;
+  first: Record<string, number>;
+  mean_wait_ms: Record<string, number | null>;
+}
+
+/** Per block (replicate) the turns its record holds and the sessions it ran in. */
+export function blockSessions(report: Record<string, unknown>): Record<number, { recorded: number; sessions: number; ok: boolean }> {
+  const blocks = (report['blocks'] ?? []) as { replicate: number; turns: BlockTurns }[];
+  return Object.fromEntries(blocks.map((b) => [b.replicate, { recorded: b.turns.recorded, sessions: b.turns.sessions, ok: b.turns.ok }]));
+}
+
+/** The note buildBlockReport adds for a block run in more than one session. */
+const SESSIONS_NOTE = /^block r\d+ ran in \d+ sessions \(stopped and resumed\)/;
+
 function comparable(at: ReportAt, masked: ReadonlySet<string>): Record<string, Json> {
-  const { generated_at: _generatedAt, ...rest } = at.report;
+  const { generated_at: _generatedAt, blocks: rawBlocks, notes: rawNotes, ...rest } = at.report;
   const instances = (at.report['instances'] as Record<string, Json>[]).map((instance) => {
     const { wall_ms: _wallMs, status_detail: _statusDetail, ...kept } = instance;
     const extra = stopResumeRecords(storedEvents(path.join(at.studyDir, String(instance['dir']))));
@@ -92,7 +116,9 @@ function comparable(at: ReportAt, masked: ReadonlySet<string>): Record<string, J
   for (const check of fairness.checks) {
     if (check.check === USAGE_CHECK) check.detail = check.detail.replace(USAGE_PART, (whole, group: string, _tokens: string, calls: string) => (masked.has(group) ? `${group} <tokens> tokens, ${calls} tool calls` : whole));
   }
-  return replacePaths({ ...(rest as Record<string, Json>), fairness: fairness as unknown as Json, instances }, at.studyDir) as Record<string, Json>;
+  const out: Record<string, Json> = { ...(rest as Record<string, Json>), notes: (rawNotes as string[]).filter((n) => !SESSIONS_NOTE.test(n)), fairness: fairness as unknown as Json, instances };
+  if (rawBlocks !== undefined) out['blocks'] = (rawBlocks as { turns: BlockTurns }[]).map((b) => ({ ...b, turns: { ok: b.turns.ok, first: b.turns.first } })) as unknown as Json;
+  return replacePaths(out, at.studyDir) as Record<string, Json>;
 }
 
 /** Both reports with the differences above taken out (tokens masked for a group stopped in either). */

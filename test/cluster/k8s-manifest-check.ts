@@ -91,14 +91,24 @@ function argAfter(command: readonly unknown[], flag: string): string | undefined
   return i >= 0 && typeof command[i + 1] === 'string' ? (command[i + 1] as string) : undefined;
 }
 
-/** study-indexed-job.yaml: one Indexed Job, one pod per instance index. */
+/** The CPUs a block task asks for: three instances, one an instance (docs/cluster.md). */
+export const BLOCK_TASK_CPUS = 3;
+
+/** A Kubernetes CPU quantity ("3", "2500m", 3) in CPUs; NaN when it is none. */
+function cpusOf(quantity: unknown): number {
+  if (typeof quantity === 'number') return quantity;
+  const m = typeof quantity === 'string' ? /^([0-9]+(?:\.[0-9]+)?)(m?)$/.exec(quantity) : null;
+  return m ? Number(m[1]) / (m[2] === 'm' ? 1000 : 1) : Number.NaN;
+}
+
+/** study-indexed-job.yaml: one Indexed Job, one pod per block (replicate k+1's A, B and C). */
 export function indexedJobProblems(docs: readonly Doc[]): string[] {
   if (docs.length !== 1) return [`expected one document, found ${docs.length}`];
   const job = docs[0]!;
   const problems: string[] = [];
   if (job['apiVersion'] !== 'batch/v1' || job['kind'] !== 'Job') problems.push(`not a batch/v1 Job: ${String(job['apiVersion'])} ${String(job['kind'])}`);
   const spec = (job['spec'] ?? {}) as Doc;
-  if (spec['completionMode'] !== 'Indexed') problems.push(`completionMode must be Indexed (the pod's index is the instance's), is ${String(spec['completionMode'])}`);
+  if (spec['completionMode'] !== 'Indexed') problems.push(`completionMode must be Indexed (the pod's index is the block's), is ${String(spec['completionMode'])}`);
   for (const field of ['completions', 'parallelism', 'backoffLimitPerIndex']) {
     const v = spec[field];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) problems.push(`${field} must be a whole number ≥ 1, is ${String(v)}`);
@@ -107,13 +117,16 @@ export function indexedJobProblems(docs: readonly Doc[]): string[] {
   const container = list(at(podSpec, 'containers')).find((c) => c['name'] === 'study');
   if (container === undefined) return [...problems, 'no container named study (the podFailurePolicy rules name it)'];
   const command = list(container['command']) as unknown[];
-  if (argAfter(command, '--instance') !== 'task') problems.push('the container must run --instance task (the index from JOB_COMPLETION_INDEX)');
+  if (argAfter(command, '--block') !== 'task') problems.push('the container must run --block task (one block per pod, its index from JOB_COMPLETION_INDEX)');
+  if (command.includes('--instance') || command.includes('--shard')) problems.push('the container must not run --instance or --shard: one instance per pod would not keep a block together (a plan of this build refuses it)');
+  const cpus = cpusOf(at(container, 'resources', 'requests', 'cpu'));
+  if (!(cpus >= BLOCK_TASK_CPUS)) problems.push(`a block pod must request at least ${BLOCK_TASK_CPUS} CPUs (three instances, one an instance), requests ${String(at(container, 'resources', 'requests', 'cpu'))}`);
   if (argAfter(command, '--out') !== '$(DS_STUDY)') problems.push('the container must give --out $(DS_STUDY)');
   const scratch = argAfter(command, '--scratch');
   const scratchVolume = list(container['volumeMounts']).find((m) => m['mountPath'] === scratch);
   const volume = list(at(podSpec, 'volumes')).find((v) => v['name'] === scratchVolume?.['name']);
   if (scratch === undefined || at(volume, 'emptyDir') === undefined || at(volume, 'emptyDir', 'medium') === 'Memory') problems.push(`--scratch must be a disk-backed emptyDir mounted at its path (node-local, not shared, not tmpfs), is ${String(scratch)}`);
-  if (!list(container['env']).some((e) => e['name'] === 'DS_TASK_ID')) problems.push('env DS_TASK_ID must be set (what a retry of the same index keeps: the claim takeover)');
+  if (!list(container['env']).some((e) => e['name'] === 'DS_TASK_ID')) problems.push('env DS_TASK_ID must be set (what a retry of the same block keeps: the claim takeover)');
   const grace = at(podSpec, 'terminationGracePeriodSeconds');
   if (typeof grace !== 'number' || grace < 120) problems.push(`terminationGracePeriodSeconds must give the stop time to be recorded and published (≥ 120 s), is ${String(grace)}`);
   const two = ruleFor(job, 'study', 2);

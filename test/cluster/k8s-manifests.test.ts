@@ -1,5 +1,6 @@
 // The Kubernetes job files (cluster/k8s/) parse and say what docs/cluster.md says: an Indexed
-// Job whose pod index is the instance, exit 2 never retried, exit 3 retried, node-local scratch,
+// Job whose pod index is the block (--block task, the CPUs of three instances), exit 2 never
+// retried, exit 3 retried, node-local scratch,
 // the study on a PVC, the key copied from a Secret into a 0700 folder, not root; the expand and
 // merge Jobs. Each check is shown catching a forged copy. They were NOT run on a cluster:
 // Kubernetes is not here, so this is all that is checked of them.
@@ -41,6 +42,9 @@ describe('cluster/k8s job files (parsed and checked only: not run on a cluster)'
     const spec = indexed[0]!['spec'] as Record<string, any>;
     // 0440, read as octal by the YAML parser: 288.
     expect(spec['template']['spec']['volumes'].find((v: Doc) => v['name'] === 'keys-secret')['secret']['defaultMode']).toBe(0o440);
+    // One pod per block: --block task, three instances' CPUs; 3000m is three CPUs too.
+    expect(spec['template']['spec']['containers'][0]['command'].slice(4, 6)).toEqual(['--block', 'task']);
+    expect(indexedJobProblems(forgedIndexed((j) => (j['spec']['template']['spec']['containers'][0]['resources']['requests']['cpu'] = '3000m')))).toEqual([]);
   });
 
   test('study-merge-job.yaml: the expand Job and the merge Job', () => {
@@ -57,7 +61,10 @@ describe('cluster/k8s job files (parsed and checked only: not run on a cluster)'
     ['the Secret readable by others', (j) => (j['spec']['template']['spec']['volumes'].find((v: Doc) => v['name'] === 'keys-secret')['secret']['defaultMode'] = 0o644), /defaultMode 0440/],
     ['scratch in memory', (j) => (j['spec']['template']['spec']['volumes'].find((v: Doc) => v['name'] === 'scratch')['emptyDir'] = { medium: 'Memory' }), /--scratch must be a disk-backed emptyDir/],
     ['the study folder not on a PVC', (j) => (j['spec']['template']['spec']['volumes'].find((v: Doc) => v['name'] === 'study')['persistentVolumeClaim'] = undefined), /PersistentVolumeClaim/],
-    ['a fixed index', (j) => (j['spec']['template']['spec']['containers'][0]['command'][5] = '0'), /--instance task/],
+    ['a fixed index', (j) => (j['spec']['template']['spec']['containers'][0]['command'][5] = '0'), /--block task/],
+    ['one instance per pod (--instance task)', (j) => (j['spec']['template']['spec']['containers'][0]['command'][4] = '--instance'), /must not run --instance or --shard: one instance per pod would not keep a block together/],
+    ['the CPUs of one instance for a block', (j) => (j['spec']['template']['spec']['containers'][0]['resources']['requests']['cpu'] = '1'), /must request at least 3 CPUs/],
+    ['CPUs in millicores below three', (j) => (j['spec']['template']['spec']['containers'][0]['resources']['requests']['cpu'] = '2500m'), /must request at least 3 CPUs .*2500m/],
     ['no task identity', (j) => (j['spec']['template']['spec']['containers'][0]['env'] = j['spec']['template']['spec']['containers'][0]['env'].filter((e: Doc) => e['name'] !== 'DS_TASK_ID')), /DS_TASK_ID/],
     ['the key folder left open', (j) => (j['spec']['template']['spec']['initContainers'][0]['command'][2] = String(j['spec']['template']['spec']['initContainers'][0]['command'][2]).replace('mkdir -m 0700', 'mkdir -m 0755')), /mode 0700/],
     ['no grace to record the stop', (j) => (j['spec']['template']['spec']['terminationGracePeriodSeconds'] = 30), /terminationGracePeriodSeconds/],

@@ -259,4 +259,23 @@ describe("the check of a block's record (forged cases)", () => {
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems).toEqual([]);
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).sessions).toBe(2);
   });
+
+  test('a block stopped and resumed starts its runtimes again: a start turn in each session passes; a wake taken in two sessions, or twice in one, is caught', async () => {
+    const RESUMED = '2026-12-05T01:00:00.000Z';
+    const laterBy = (l: BlockTurnLine, ms: number): BlockTurnLine => ({ ...l, session: RESUMED, asked_at: new Date(Date.parse(l.asked_at) + ms).toISOString() });
+    const lines = await fresh();
+    // Stopped after wake index 3; the resumed session starts every runtime again (START), then wakes 4 and 5.
+    const resumed = [...lines.filter((x) => x.wake_index === START_TURN_INDEX), ...lines.filter((x) => x.wake_index >= 4)].map((l) => laterBy(l, 3_600_000));
+    const honestResume = [...lines.filter((x) => x.wake_index <= 3), ...resumed];
+    const check = checkBlockTurns(STUDY_SEED, REPLICATE, honestResume);
+    expect(check.problems).toEqual([]);
+    expect(check.sessions).toBe(2);
+    // A wake run again in the resumed session (wake index 3 of A, as if a wake were run twice).
+    const again = lines.find((x) => x.wake_index === 3 && x.group === 'A')!;
+    const twice = [...honestResume, laterBy(again, 3_600_000)];
+    expect(checkBlockTurns(STUDY_SEED, REPLICATE, twice).problems.join('\n')).toMatch(/wake index 3: A took a turn in 2 sessions .* a wake run twice/);
+    // Two start turns of one member within one session.
+    const start = lines.find((x) => x.wake_index === START_TURN_INDEX && x.group === 'B')!;
+    expect(checkBlockTurns(STUDY_SEED, REPLICATE, [...lines, { ...start }]).problems.join('\n')).toMatch(/wake index -1: .*B.*B.* — a member took two turns at one wake/);
+  });
 });

@@ -3,12 +3,16 @@
 // default key of the machine is touched), none of the scheduler variables of the shell the tests
 // run in, and the ones a case gives (SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, …). Also: key
 // folders, a small pre-registration locked by a given key (n = 1, expandable to 2; 12-hour wakes,
-// so an instance takes seconds), and a plan written by --plan-only.
+// so an instance takes seconds), a plan written by --plan-only, and the same plan as a build
+// before blocks wrote it (study_version 1.2.0, signed by its planner: one instance per task).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../design/prereg.js';
+import { signStudyFile } from '../../experiments/cluster/batch-plan-writer.js';
+import { BATCH_FILES } from '../../oracle/batch-plan.js';
+import { BATCH_STUDY_VERSIONS_BY_INSTANCE, STUDY_FILES } from '../../oracle/study-folder.js';
 import { REPO } from './controller-run.js';
 
 /** Variables a scheduler (or a shell) sets that a task reads: removed unless a case sets them. */
@@ -133,4 +137,27 @@ export async function untilOutput(output: () => string, pattern: RegExp, timeout
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${pattern}; output so far:\n${output().slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Turns a plan --plan-only wrote into the plan a build before blocks wrote for the same command
+ * (study_version 1.2.0: the same fields, one instance per task), signed again by its planner, as
+ * that build signed it. Returns the study folder.
+ */
+export function asPlanBeforeBlocks(studyDir: string, planner: ControllerKey): string {
+  const file = path.join(studyDir, STUDY_FILES.plan);
+  const plan = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  writeFileSync(file, `${JSON.stringify({ ...plan, study_version: BATCH_STUDY_VERSIONS_BY_INSTANCE[0] }, null, 2)}\n`);
+  rmSync(path.join(studyDir, BATCH_FILES.signature));
+  signStudyFile(studyDir, STUDY_FILES.plan, BATCH_FILES.signature, plan['study_id'] as string, planner);
+  return studyDir;
+}
+
+/** The command inside the first backticks of `message` that starts with `npm run study -- `, as the arguments of study() (single-quoted words unquoted). */
+export function adviceArgs(message: string): string[] {
+  const m = /`npm run study -- ([^`]+)`/.exec(message);
+  if (!m) throw new Error(`no \`npm run study -- …\` advice in: ${message}`);
+  const words: string[] = [];
+  for (const w of m[1]!.matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)) words.push(w[1] !== undefined ? w[1].replaceAll(`'\\''`, "'") : w[2]!);
+  return words;
 }
