@@ -16,13 +16,16 @@
 // - an instance is predicted between `low` (every wake a typical prompt with an answer as long as
 //   the speed call's) and `high` (every wake the largest call).
 import { z } from 'zod';
-import type { MeasuredSpeed, ModelMeasurement } from '../runtime/model-adapter.js';
+import { SPEED_SOURCES, type MeasuredSpeed, type ModelMeasurement } from '../runtime/model-adapter.js';
+import { MAX_MODEL_TIMEOUT_MS } from '../runtime/protocol.js';
 
 export const FORECAST_VERSION = '1.0.0';
 /** The largest call's predicted time × this must be within the call timeout. */
 export const TIMEOUT_MARGIN = 1.25;
 /** The speed call's answer cap: enough tokens to time generation, little enough to be quick. */
 export const SPEED_ANSWER_TOKENS = 64;
+/** Below this answer cap a whole answer of the protocol rarely fits: no smaller cap is advised. */
+export const MIN_ADVISED_ANSWER_TOKENS = 512;
 
 const Tokens = z.number().int().min(0);
 const Ms = z.number().int().min(0);
@@ -39,7 +42,7 @@ export const ModelForecast = z.strictObject({
   /** null: the context is unknown, nothing to check against. */
   late_wakes_fit: z.boolean().nullable(),
   /** The rates on a prompt of the first wake's size. */
-  speed: z.strictObject({ prompt_tokens_per_s: z.number().min(0), generated_tokens_per_s: z.number().min(0), source: z.enum(['server_timings', 'wall']), measured_prompt_tokens: Tokens, measured_generated_tokens: Tokens }),
+  speed: z.strictObject({ prompt_tokens_per_s: z.number().min(0), generated_tokens_per_s: z.number().min(0), source: z.enum(SPEED_SOURCES), measured_prompt_tokens: Tokens, measured_generated_tokens: Tokens }),
   /** The largest sendable prompt timed on its own (null: no longer than the typical one, so not timed apart). */
   largest_prompt_timed: z.strictObject({ prompt_tokens: Tokens, prompt_ms: Ms }).nullable(),
   call_timeout_ms: Ms,
@@ -62,6 +65,13 @@ export interface ForecastInput {
 }
 
 export type ForecastVerdict = { readonly ok: true; readonly forecast: ModelForecast; readonly lines: readonly string[] } | { readonly ok: false; readonly reason: string; readonly lines: readonly string[] };
+
+/** How each way of timing a call is said. */
+const SPEED_SOURCE_WORDS: Readonly<Record<MeasuredSpeed['source'], string>> = {
+  server_timings: "the server's timings",
+  engine_timings: "the engine's timings, taken by the adapter",
+  wall: 'wall clock: lower bounds',
+};
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const durationText = (ms: number): string => (ms >= 3_600_000 ? `${(ms / 3_600_000).toFixed(1)} h` : ms >= 60_000 ? `${(ms / 60_000).toFixed(1)} min` : seconds(ms));
@@ -107,8 +117,9 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
   const sendable = context === null ? largest.tokens : Math.min(largest.tokens, Math.max(0, context.size - input.largestCap));
   if (largestTimed !== undefined && largestTimed.speed === null) {
     // Not measurable within the timeout: the typical rates give a lower bound of what it needs (evaluation only slows as prompts grow), and never less than twice the timeout that failed.
-    const atLeastMs = Math.max(2 * input.callTimeoutMs, Math.ceil(((sendable / promptPerMs + input.largestCap / generatedPerMs) * TIMEOUT_MARGIN) / 1000) * 1000);
-    return refuse(`the largest prompt the plan can send (${largestTimed.prompt_tokens} tokens) gave no measurement (${largestTimed.failure})${largestTimed.timed_out ? `: it is not even evaluated within the call timeout of ${seconds(input.callTimeoutMs)}, and its wakes would time out. Raise --model-timeout-ms to at least ${atLeastMs} ("timeout_ms" in the model configuration; the check then times it again), give the model a faster server, or pre-register a smaller window` : '; fix the server'}`);
+    const atLeastMs = Math.min(MAX_MODEL_TIMEOUT_MS, Math.max(2 * input.callTimeoutMs, Math.ceil(((sendable / promptPerMs + input.largestCap / generatedPerMs) * TIMEOUT_MARGIN) / 1000) * 1000));
+    const raise = input.callTimeoutMs < MAX_MODEL_TIMEOUT_MS ? `Raise --model-timeout-ms to at least ${atLeastMs} ("timeout_ms" in the model configuration; the check then times it again), give the model a faster server, or pre-register a smaller window` : `The call timeout is the most the tool allows (${MAX_MODEL_TIMEOUT_MS} ms): give the model a faster server (more threads, a GPU), or pre-register a smaller window (retrieval_policy)`;
+    return refuse(`the largest prompt the plan can send (${largestTimed.prompt_tokens} tokens) gave no measurement (${largestTimed.failure})${largestTimed.timed_out ? `: it is not even evaluated within the call timeout of ${seconds(input.callTimeoutMs)}, and its wakes would time out. ${raise}` : '; fix the server'}`);
   }
   // Timed directly where it was (prompt evaluation slows as prompts grow), else from the typical rates.
   const largestPromptMs = largestTimed?.speed ? (largestTimed.speed.prompt_ms * sendable) / Math.max(1, largestTimed.speed.prompt_tokens) : sendable / promptPerMs;
@@ -116,10 +127,15 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
   const typicalPrompt = (first.tokens + sendable) / 2;
   const low = Math.round(input.wakes * (typicalPrompt / promptPerMs + speed.generated_tokens / generatedPerMs));
   const high = input.wakes * largestCallMs;
-  lines.push(`speed: ${(promptPerMs * 1000).toFixed(1)} prompt tokens/s, ${(generatedPerMs * 1000).toFixed(1)} generated tokens/s on the first wake's size (${speed.source === 'server_timings' ? "the server's timings" : 'wall clock: lower bounds'})${largestTimed?.speed ? `; ${((largestTimed.speed.prompt_tokens / Math.max(1, largestTimed.speed.prompt_ms)) * 1000).toFixed(1)} prompt tokens/s on the largest (${largestTimed.speed.prompt_tokens} tokens)` : ''}`);
+  lines.push(`speed: ${(promptPerMs * 1000).toFixed(1)} prompt tokens/s, ${(generatedPerMs * 1000).toFixed(1)} generated tokens/s on the first wake's size (${SPEED_SOURCE_WORDS[speed.source]})${largestTimed?.speed ? `; ${((largestTimed.speed.prompt_tokens / Math.max(1, largestTimed.speed.prompt_ms)) * 1000).toFixed(1)} prompt tokens/s on the largest (${largestTimed.speed.prompt_tokens} tokens)` : ''}`);
   lines.push(`predicted: the largest call (${sendable} prompt tokens, ${input.largestCap}-token answer) ${seconds(largestCallMs)} against the call timeout ${seconds(input.callTimeoutMs)}; an instance of ${input.wakes} wakes ${durationText(low)} to ${durationText(high)}`);
   if (largestCallMs * TIMEOUT_MARGIN > input.callTimeoutMs) {
-    return refuse(`the largest call the plan can send (${sendable} prompt tokens and a ${input.largestCap}-token answer) is predicted to take ${seconds(largestCallMs)} at the measured speed, over the call timeout of ${seconds(input.callTimeoutMs)} with the margin ×${TIMEOUT_MARGIN}: its wakes would time out. Raise --model-timeout-ms to at least ${Math.ceil((largestCallMs * TIMEOUT_MARGIN) / 1000) * 1000} ("timeout_ms" in the model configuration), or lower the answer cap (--max-tokens)`);
+    const callMsAtCap = (cap: number): number => {
+      const prompt = context === null ? largest.tokens : Math.min(largest.tokens, Math.max(0, context.size - cap));
+      const promptMs = largestTimed?.speed ? (largestTimed.speed.prompt_ms * prompt) / Math.max(1, largestTimed.speed.prompt_tokens) : prompt / promptPerMs;
+      return promptMs + cap / generatedPerMs;
+    };
+    return refuse(`the largest call the plan can send (${sendable} prompt tokens and a ${input.largestCap}-token answer) is predicted to take ${seconds(largestCallMs)} at the measured speed, over the call timeout of ${seconds(input.callTimeoutMs)} with the margin ×${TIMEOUT_MARGIN}: its wakes would time out. ${timeoutAdvice(largestCallMs, input.largestCap, callMsAtCap)}`);
   }
   for (const w of warnings) lines.push(`warning: ${w}`);
   const forecast = ModelForecast.parse({
@@ -142,6 +158,24 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
     warnings,
   });
   return { ok: true, forecast, lines };
+}
+
+/**
+ * What would let the largest call fit, as the tool accepts it: a call timeout within
+ * MAX_MODEL_TIMEOUT_MS; else the largest answer cap whose call fits at that timeout (a smaller cap
+ * also lets a longer prompt into the context: `callMsAtCap` counts both); else a faster server or
+ * a smaller window, when even MIN_ADVISED_ANSWER_TOKENS do not fit.
+ */
+function timeoutAdvice(largestCallMs: number, cap: number, callMsAtCap: (cap: number) => number): string {
+  const neededMs = Math.ceil((largestCallMs * TIMEOUT_MARGIN) / 1000) * 1000;
+  if (neededMs <= MAX_MODEL_TIMEOUT_MS) return `Raise --model-timeout-ms to at least ${neededMs} ("timeout_ms" in the model configuration), or lower the answer cap (--max-tokens)`;
+  const fits = (c: number): boolean => callMsAtCap(c) * TIMEOUT_MARGIN <= MAX_MODEL_TIMEOUT_MS;
+  // Halving from the cap in use: at most log2(cap) steps.
+  let advised = cap;
+  while (advised >= MIN_ADVISED_ANSWER_TOKENS && !fits(advised)) advised = Math.floor(advised / 2);
+  const beyond = `it would need a call timeout of ${neededMs} ms, over the most the tool allows (${MAX_MODEL_TIMEOUT_MS})`;
+  if (advised >= MIN_ADVISED_ANSWER_TOKENS) return `${beyond}: run with --model-timeout-ms ${MAX_MODEL_TIMEOUT_MS} --max-tokens ${advised} ("timeout_ms" and "params.max_tokens" in the model configuration), or give the model a faster server`;
+  return `${beyond}, and even a ${MIN_ADVISED_ANSWER_TOKENS}-token answer cap does not fit within it: give the model a faster server (more threads, a GPU), or pre-register a smaller window (retrieval_policy)`;
 }
 
 function round1(x: number): number {

@@ -74,6 +74,8 @@ export interface CallFacts {
   readonly attempts: number;
   /** The server's own account of the request's work (llama.cpp `timings`), when it gave one; not recorded in events (the preflight reads it). */
   readonly server_timings?: ServerTimings | null;
+  /** The local engine's split of the work, timed by the adapter around its evaluation (the prompt: until the first token; the answer: after it); not recorded in events. */
+  readonly engine_timings?: ServerTimings | null;
 }
 
 export type ModelCallOutcome =
@@ -123,6 +125,10 @@ export interface PromptSample {
 /** The speed calls' prompts, made once the samples are counted and the context is known (so that they fit); each is timed in turn. */
 export type SpeedSampleOf = (context: ModelMeasurement['context'], counts: ModelMeasurement['counts']) => readonly PromptSample[];
 
+/** How a speed was measured (MeasuredSpeed.source). */
+export const SPEED_SOURCES = ['server_timings', 'engine_timings', 'wall'] as const;
+export type SpeedSource = (typeof SPEED_SOURCES)[number];
+
 /** The speed a server (or a local engine) showed on one call, and how it was measured. */
 export interface MeasuredSpeed {
   readonly prompt_tokens: number;
@@ -130,8 +136,8 @@ export interface MeasuredSpeed {
   readonly prompt_ms: number;
   readonly generated_tokens: number;
   readonly generated_ms: number;
-  /** `server_timings`: the server's own split of the work; `wall`: the call's wall time, prompt and generation not told apart (each rate is then a lower bound). */
-  readonly source: 'server_timings' | 'wall';
+  /** `server_timings`: the server's own split of the work; `engine_timings`: the local engine's, timed around its evaluation; `wall`: the call's wall time, prompt and generation not told apart (each rate is then a lower bound). */
+  readonly source: SpeedSource;
   readonly latency_ms: number;
 }
 

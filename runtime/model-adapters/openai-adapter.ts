@@ -361,7 +361,7 @@ export class OpenAiAdapter implements ModelAdapter {
         // A call that timed out says enough: a larger one would too.
         break;
       }
-      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens in ${Math.round(speed.prompt_ms)} ms, ${speed.generated_tokens} generated in ${Math.round(speed.generated_ms)} ms (${speed.source === 'server_timings' ? "the server's own timings" : 'wall clock: prompt and generation not told apart'}), ${speed.latency_ms} ms in all`);
+      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens in ${Math.round(speed.prompt_ms)} ms, ${speed.generated_tokens} generated in ${Math.round(speed.generated_ms)} ms (${speed.source === 'wall' ? 'wall clock: prompt and generation not told apart' : "the server's own timings"}), ${speed.latency_ms} ms in all`);
       speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
     }
     return { context, counts, speeds, lines: lines.map((l) => this.redact(l)) };

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { measuredSpeedOf } from '../../runtime/model-adapters/measured-speed.js';
 import { planIsolation } from '../../controller/isolation.js';
 import { AnswerGrammarError } from '../../runtime/answer-grammar.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
@@ -140,6 +141,13 @@ describe('answers of the real model', () => {
       expect(o.system_fingerprint).toContain('prompt plain');
       expect(o.system_fingerprint).toContain(`seed ${LOCAL_DEFAULT_SEED}`);
       expect(o.system_fingerprint!.length).toBeLessThanOrEqual(200);
+      // The engine's split of the call, timed by the adapter: the prompt until the first token, the answer after it, within the call's wall time.
+      const t = o.engine_timings!;
+      expect([t.prompt_n, t.predicted_n]).toEqual([o.usage.prompt_tokens, o.usage.completion_tokens]);
+      expect(t.prompt_ms).toBeGreaterThan(0);
+      expect(t.predicted_ms).toBeGreaterThan(0);
+      expect(t.prompt_ms + t.predicted_ms).toBeLessThanOrEqual(o.latency_ms + 1);
+      expect(measuredSpeedOf(o)?.source).toBe('engine_timings');
     }
   });
 
