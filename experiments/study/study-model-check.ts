@@ -26,10 +26,21 @@ export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, 
   const first = buildExperimentPlan({ prereg, scenario, seed: replicateSeed(plan.seed, 1), startAt: plan.start_at });
   const check = await checkModelBeforeStart({ plan: first, scenario, prereg, model: model.runtime, protocol: model.protocol, log: (line) => options.log(`[study] ${line}`) });
   if (check !== null) {
-    const instances = GROUPS.length * plan.n_initial;
-    const atOnce = Math.min(plan.model.adapter === 'openai' || plan.model.adapter === 'local' ? (plan.model.parallel_slots ?? 1) : instances, GROUPS.length * options.concurrency);
-    const study = predictedStudyMs(check.forecast, instances, atOnce);
-    options.log(`[study] predicted: an instance ${durationText(check.forecast.predicted_instance_ms.low)} to ${durationText(check.forecast.predicted_instance_ms.high)}; the study's ${instances} instances ${durationText(study.low)} to ${durationText(study.high)} (one server, ${atOnce} call(s) at once)${plan.n_expanded > plan.n_initial ? `, more if the expansion rule adds replicates (to n = ${plan.n_expanded})` : ''}`);
+    const study = predictedStudyOf(check, plan, options.concurrency);
+    options.log(`[study] predicted: an instance ${durationText(check.forecast.predicted_instance_ms.low)} to ${durationText(check.forecast.predicted_instance_ms.high)}; the study's ${study.instances} instances ${durationText(study.low)} to ${durationText(study.high)} (one server, ${study.atOnce} call(s) at once)${plan.n_expanded > plan.n_initial ? `, more if the expansion rule adds replicates (to n = ${plan.n_expanded})` : ''}`);
   }
   return check;
+}
+
+/** The study's predicted duration at the check's forecast: its first round's instances on one server, as many calls at once as the blocks let. */
+function predictedStudyOf(check: ModelCheck, plan: StudyPlan, concurrency: number): { readonly low: number; readonly high: number; readonly instances: number; readonly atOnce: number } {
+  const instances = GROUPS.length * plan.n_initial;
+  const atOnce = Math.min(plan.model.adapter === 'openai' || plan.model.adapter === 'local' ? (plan.model.parallel_slots ?? 1) : instances, GROUPS.length * concurrency);
+  return { ...predictedStudyMs(check.forecast, instances, atOnce), instances, atOnce };
+}
+
+/** What the study took against what the check predicted before hour 0 (issue 31 item 3b): said at its end. */
+export function studyTimeLine(check: ModelCheck, plan: StudyPlan, concurrency: number, tookMs: number): string {
+  const study = predictedStudyOf(check, plan, concurrency);
+  return `[study] time: took ${durationText(tookMs)}; the check before hour 0 predicted ${durationText(study.low)} to ${durationText(study.high)} for its first ${study.instances} instances (${check.forecast.speed.prompt_tokens_per_s} prompt tokens/s, ${check.forecast.speed.generated_tokens_per_s} generated tokens/s, ${check.forecast.speed.source})`;
 }

@@ -21,7 +21,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type ModelCheck, type NewInstanceOptions, type ResumeOptions } from '../../controller/instance-runner.js';
-import { checkStudyModel } from './study-model-check.js';
+import { checkStudyModel, studyTimeLine } from './study-model-check.js';
 import type { IsolationOptions } from '../../controller/isolation.js';
 import type { BlockSeat } from '../../controller/lockstep-block.js';
 import { blocksLine, studyBlock } from './study-block.js';
@@ -99,6 +99,7 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
   const { plan, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
   // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
+  const startedMs = Date.now();
   const modelCheck = await checkStudyModel(plan, prereg, { scenariosDir: options.scenariosDir, concurrency: options.concurrency, log: options.log });
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
@@ -109,7 +110,7 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
     removeMadeFolders(made, instancesDir);
     throw new StudyError('out_unwritable', `cannot write ${path.join(outDir, STUDY_FILES.plan)} (${error instanceof Error ? error.message : String(error)}); nothing of the study was left behind`);
   }
-  return carryOut({
+  const outcome = await carryOut({
     plan,
     prereg,
     outDir,
@@ -127,6 +128,8 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
     stored: null,
     modelCheck,
   });
+  if (modelCheck !== null) options.log(studyTimeLine(modelCheck, plan, options.concurrency, Date.now() - startedMs));
+  return outcome;
 }
 
 

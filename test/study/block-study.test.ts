@@ -99,14 +99,18 @@ describe('a block against one model server', () => {
     // Insufficient evidence: A-r1 is no data (and n = 1 decides no pass count anyway).
     expect(run.code, run.stderr.slice(-4000)).toBe(4);
     expect(stalled).toHaveLength(A_STALLS.length);
+    // The check before hour 0 predicted the study's duration, and the end says it beside what it took.
+    expect(run.stderr).toMatch(/\[study\] predicted: an instance .+; the study's 3 instances .+ \(one server, 1 call\(s\) at once\)/);
+    expect(run.stderr).toMatch(/\[study\] time: took .+; the check before hour 0 predicted .+ for its first 3 instances \(.+ prompt tokens\/s, .+ generated tokens\/s, server_timings\)/);
 
     // Lockstep: one request at a time, the runtimes' start probes included.
     expect(server.maxOpenChats()).toBe(1);
-    // The study's check before hour 0 (its probe and its speed call), then each runtime's start
+    // The study's check before hour 0 (its probe and its two speed calls: the first wake's size and
+    // the largest sendable prompt), then each runtime's start
     // checks the model: the first start and the planned runtime crash's restart.
     const plan = JSON.parse(readFileSync(path.join(out, 'instances', 'A-r1', 'plan.json'), 'utf8')) as { schedule: { wakes: unknown[] }; interventions: { kind: string }[] };
     const restarts = plan.interventions.filter((i) => i.kind === 'runtime_crash').length;
-    expect(server.probes).toHaveLength(2 + GROUPS.length * (1 + restarts));
+    expect(server.probes).toHaveLength(3 + GROUPS.length * (1 + restarts));
 
     const record = readBlockRecord(out, 1);
     if (record.kind !== 'read') throw new Error(`no block record: ${JSON.stringify(record)}`);
