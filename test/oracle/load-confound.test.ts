@@ -25,7 +25,7 @@ describe('the load-confound check', () => {
     expect(loads.map((l) => l.confounded)).toEqual([true, false]);
     expect(loads[0]!.over).toEqual(['timeout: A 5, B 2, C 0 — differ by 5, tolerance 2']);
     expect(loads[0]!.detail).toMatch(/^replicate 1: CONFOUNDED by the server's load/);
-    expect(loads[1]!.detail).toMatch(/^replicate 2: within tolerance \(compared truncated, timeout, transport; not compared \(tolerance null\): schema, length\)$/);
+    expect(loads[1]!.detail).toMatch(/^replicate 2: within tolerance \(compared truncated, timeout, transport, stream_broken; not compared \(tolerance null\): schema, length\)$/);
   });
 
   test('each compared kind on its own; kinds pre-registered null are never compared', () => {

@@ -125,7 +125,7 @@ describe.each([
       expect(await usableLines.count()).toBe(3);
       for (const line of await usableLines.all()) {
         expect(await line.isVisible()).toBe(true);
-        expect(await line.innerText()).toMatch(/^Usable data, group [ABC]: \d+ of \d+ instances usable; \d+ of \d+ model calls accepted/);
+        expect(await line.innerText()).toMatch(/^Usable data, group [ABC]: \d+ of \d+ instances usable( \([^)]*\))?; \d+ of \d+ model calls accepted/);
       }
 
       expect(offFileRequests).toEqual([]);
