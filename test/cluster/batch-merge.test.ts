@@ -19,7 +19,7 @@ import { StudyReport } from '../../oracle/study-report.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { TypedError } from '../../foundation/typed-error.js';
-import { CALL_TIMEOUT_MS, errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planStudy, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
+import { asPlanBeforeBlocks, CALL_TIMEOUT_MS, errorCodeOf, errorMessageOf, jsonOf, lockCopy, makeKey, planStudy, study, taskEnv, writeLockedPrereg, type StudyCall } from '../support/batch-study.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -128,6 +128,11 @@ beforeAll(async () => {
     planStudy({ out: foreign, keyDir: keys2, prereg: prereg2, studyId: 'bm-main', seed: 'merge' }, env),
     planStudy({ out: other, keyDir: keys1, prereg: prereg1, studyId: 'bm-other', seed: 'merge' }, env),
   ]);
+  // The per-instance tasks of a plan made before blocks (study_version 1.2.0, still run as they
+  // were); a block task is merged in test/cluster/slurm-study.test.ts.
+  asPlanBeforeBlocks(finished, k1);
+  asPlanBeforeBlocks(foreign, k2);
+  asPlanBeforeBlocks(other, k1);
   // Five tasks at once, as an array job would start them.
   await Promise.all([runTask(finished, 0, keys1), runTask(finished, 1, keys1), runTask(finished, 2, keys1), runTask(foreign, 0, keys2, prereg2), runTask(other, 0, keys1)]);
   foreignKeyRun = instance(foreign, 'A-r1');

@@ -18,7 +18,7 @@ import { STUDY_FILES } from '../../oracle/study-folder.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
-import { jsonOf, makeKey, planStudy, spawnStudy, study, taskEnv, untilOutput, writeLockedPrereg } from '../support/batch-study.js';
+import { asPlanBeforeBlocks, jsonOf, makeKey, planStudy, spawnStudy, study, taskEnv, untilOutput, writeLockedPrereg } from '../support/batch-study.js';
 import { folderState } from '../support/folder-state.js';
 import { ofType, storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -41,6 +41,8 @@ beforeAll(async () => {
   const prereg = writeLockedPrereg(path.join(dir, 'prereg.json'), key);
   studyDir = path.join(dir, 'study');
   await planStudy({ out: studyDir, keyDir, prereg, studyId: 'bs-stop', seed: 'stop' }, taskEnv(xdg));
+  // One instance per task, as a plan made before blocks runs (a block task stopped and requeued: test/cluster/slurm-study.test.ts).
+  asPlanBeforeBlocks(studyDir, key);
 }, 60_000);
 
 describe('a task stopped by SIGTERM, then requeued on another node', () => {
