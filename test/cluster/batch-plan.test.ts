@@ -61,6 +61,9 @@ let prereg1: string;
 let prereg2: string;
 /** n = 1, planned by key 1 (never changed: copy it); planned without --json (its screen text). */
 let plan1: string;
+let inst1: string;
+let inst2: string;
+let instAllow: string;
 let plan1Call: StudyCall;
 /** n = 1, planned by key 1 with key 2 allowed (never changed). */
 let planAllow: string;
@@ -160,6 +163,10 @@ beforeAll(async () => {
     study(planArgs({ out: plan2, keyDir: keys1, prereg: prereg1, studyId: 'bp-two', n: 2 }), env),
   ]);
   for (const r of [plan1Call, planAllowCall, plan2Call]) if (r.code !== 0) throw new Error(`test setup: --plan-only exited ${r.code}: ${r.stderr.slice(-3000)}`);
+  // The per-instance tasks of plans made before blocks (study_version 1.2.0: one instance per task, still run as they were).
+  inst1 = asPlanBeforeBlocks(copyOf(plan1, 'plan-n1-instances'), k1);
+  inst2 = asPlanBeforeBlocks(copyOf(plan2, 'plan-n2-instances'), k1);
+  instAllow = asPlanBeforeBlocks(copyOf(planAllow, 'plan-allow-instances'), k1);
 }, 60_000);
 
 describe('--plan-only', () => {
@@ -316,10 +323,10 @@ describe('a plan that is not what its planner signed: every step refuses it (exi
 describe('which index a task runs', () => {
   test('an index out of range: exit 2 index_out_of_range; one of the expansion round not yet planned says to run --expand', async () => {
     const [expansion, beyond] = await Promise.all([
-      refused(plan1, ['--instance', '3', '--out', plan1, '--key-dir', keys1], { exit: 2, code: 'batch_plan_index_out_of_range', message: /index 3 names no instance of .*: the plan holds indices 0-2; 3-5 would be the expansion round, which is not planned/ }),
-      refused(plan1, ['--instance', '6', '--out', plan1, '--key-dir', keys1], { exit: 2, code: 'batch_plan_index_out_of_range', message: /index 6 names no instance of .*: the plan holds indices 0-2$/ }),
+      refused(inst1, ['--instance', '3', '--out', inst1, '--key-dir', keys1], { exit: 2, code: 'batch_plan_index_out_of_range', message: /index 3 names no instance of .*: the plan holds indices 0-2; 3-5 would be the expansion round, which is not planned/ }),
+      refused(inst1, ['--instance', '6', '--out', inst1, '--key-dir', keys1], { exit: 2, code: 'batch_plan_index_out_of_range', message: /index 6 names no instance of .*: the plan holds indices 0-2$/ }),
     ]);
-    expect(errorMessageOf(expansion)).toContain(`npm run study -- --expand ${plan1}`);
+    expect(errorMessageOf(expansion)).toContain(`npm run study -- --expand ${inst1}`);
     expect(errorMessageOf(beyond)).not.toContain('--expand');
     expect(() => taskIndexOf('instance', '30000', {})).toThrow(/--instance must be an index from 0 to 29999/);
     expect(() => taskIndexOf('instance', '-1', {})).toThrow(UsageError);
@@ -330,7 +337,7 @@ describe('which index a task runs', () => {
     let claimed: string;
     let claimedBefore: ReturnType<typeof folderState>;
     beforeAll(() => {
-      claimed = copyOf(plan2, 'claimed');
+      claimed = copyOf(inst2, 'claimed');
       mkdirSync(path.join(claimed, BATCH_FILES.tasks));
       for (let i = 0; i < 6; i += 1) writeFileSync(claimFile(claimed, i), `${JSON.stringify({ index: i, task_id: `slurm:4242_${i}`, host: 'node-17', pid: 31337, since: '2026-03-02T09:00:00.000Z' })}\n`);
       claimedBefore = folderState(claimed);
@@ -387,8 +394,8 @@ describe('which index a task runs', () => {
       }
       expect(folderState(claimed)).toEqual(claimedBefore);
       expect(existsSync(path.join(dir, 'scratch-shard'))).toBe(false);
-      // The same selection, read from the plan in process.
-      const plan = readBatchPlan(plan2, trust(k1));
+      // The same selection, read from the plan in process (one made before blocks: its shards are of instances).
+      const plan = readBatchPlan(inst2, trust(k1));
       expect(shardIndices(plan, 1, 2)).toEqual([1, 3, 5]);
       expect(shardIndices(plan, 0, 4)).toEqual([0, 4]);
       expect(shardIndices(plan, 2, 3)).toEqual([2, 5]);
@@ -399,33 +406,33 @@ describe('which index a task runs', () => {
 describe('what a task refuses to run, before it runs anything', () => {
   test('the pre-registration: not locked by the task key, not on this node, or another one: exit 2 prereg_refused', async () => {
     // Key 2 is allowed, but the plan's pre-registration is locked by key 1 only.
-    await refused(planAllow, ['--instance', '0', '--out', planAllow, '--key-dir', keys2], { exit: 2, code: 'batch_plan_prereg_refused', message: /refusing to run .*prereg\.json: .*lock a copy on each node with its key/ });
-    await refusedInProcess(planAllow, () => runBatchTask(taskOptions(planAllow, keys2, path.join(dir, 'gone.json')), 0), { code: 'batch_plan_prereg_refused', message: /gone\.json is not on this node/ });
+    await refused(instAllow, ['--instance', '0', '--out', instAllow, '--key-dir', keys2], { exit: 2, code: 'batch_plan_prereg_refused', message: /refusing to run .*prereg\.json: .*lock a copy on each node with its key/ });
+    await refusedInProcess(instAllow, () => runBatchTask(taskOptions(instAllow, keys2, path.join(dir, 'gone.json')), 0), { code: 'batch_plan_prereg_refused', message: /gone\.json is not on this node/ });
     const other = JSON.parse(readFileSync(prereg1, 'utf8')) as { thresholds: { c_median_min_score: number } };
     other.thresholds.c_median_min_score -= 1;
     const otherFile = path.join(dir, 'prereg-other-k2.json');
     writeFileSync(otherFile, JSON.stringify(other, null, 2));
     lockCopy(otherFile, otherFile, k2);
-    await refusedInProcess(planAllow, () => runBatchTask(taskOptions(planAllow, keys2, otherFile), 1), { code: 'batch_plan_prereg_refused', message: /hashes to sha256:[0-9a-f]+, not the plan's pre-registration/ });
+    await refusedInProcess(instAllow, () => runBatchTask(taskOptions(instAllow, keys2, otherFile), 1), { code: 'batch_plan_prereg_refused', message: /hashes to sha256:[0-9a-f]+, not the plan's pre-registration/ });
     // Key 2's own locked copy of the same pre-registration passes its lock and hashes as the plan's: what a node with its own key gives.
     expect(checkPreregLock(prereg2, k2.keys.publicKey).ok).toBe(true);
-    expect(hashCanonical(parsedPrereg(prereg2, 'start'))).toBe(planJson(planAllow)['prereg_sha256']);
+    expect(hashCanonical(parsedPrereg(prereg2, 'start'))).toBe(planJson(instAllow)['prereg_sha256']);
   });
 
   test('a folder where the instance is published that is not a sealed run of the plan: exit 2 published_folder_refused', async () => {
-    const half = copyOf(plan1, 'half-published');
+    const half = copyOf(inst1, 'half-published');
     mkdirSync(path.join(half, STUDY_FILES.instances, 'B-r1'));
     writeFileSync(path.join(half, STUDY_FILES.instances, 'B-r1', 'events.db'), '');
     await refused(half, ['--instance', '1', '--out', half, '--key-dir', keys1], { exit: 2, code: 'batch_plan_published_folder_refused', message: /B-r1 exists but is not a sealed run of this plan \(it has no controller\.pub\)/ });
   });
 
   test('--status of a plan nothing ran: every instance missing, each with the command that runs it (exit 0)', async () => {
-    const r = await study(['--status', plan1, '--json'], env);
+    const r = await study(['--status', inst1, '--json'], env);
     expect(r.code, r.stderr).toBe(0);
     const s = jsonOf(r) as { planned: number; counts: Record<string, number>; instances: { index: number; state: string; rerun: string }[] };
     expect(s.planned).toBe(3);
     expect(s.counts).toEqual({ done: 0, running: 0, stopped: 0, missing: 3, failed: 0 });
-    expect(s.instances.map((i) => [i.index, i.state, i.rerun])).toEqual([0, 1, 2].map((i) => [i, 'missing', `npm run study -- --instance ${i} --out ${plan1}`]));
+    expect(s.instances.map((i) => [i.index, i.state, i.rerun])).toEqual([0, 1, 2].map((i) => [i, 'missing', `npm run study -- --instance ${i} --out ${inst1}`]));
   });
 });
 
