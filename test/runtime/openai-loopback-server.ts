@@ -2,8 +2,9 @@
 // 127.0.0.1, port 0), routed like llama.cpp's and vLLM's: `/v1/chat/completions`, `/v1/models`,
 // `/props`, `/tokenize`. A route without a handler answers 404, as a server without that
 // endpoint does. Every request is counted the moment it arrives (a request never answered is
-// counted too), with its body once read and the moment its connection closed — how a test sees
-// that a timeout cancelled the request on the server side.
+// counted too), with its body once read, the moment it arrived, the moment its response closed and
+// the moment its connection closed — how a test sees that a timeout cancelled the request on the
+// server side, and that no two requests of one client overlapped.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -18,6 +19,10 @@ export interface Seen {
   closedAt: number | null;
   /** Whether the server had ended its response when it closed (false: the client left first). */
   finished: boolean;
+  /** performance.now() when the request's headers had arrived. */
+  readonly arrivedAt: number;
+  /** performance.now() when the request's connection closed; null while open. */
+  socketClosedAt: number | null;
 }
 
 export type Handler = (seen: Seen, res: ServerResponse, req: IncomingMessage) => void | Promise<void>;
@@ -43,8 +48,10 @@ const open: LoopbackServer[] = [];
 export async function startLoopback(routes: Routes): Promise<LoopbackServer> {
   const seen: Seen[] = [];
   const server: Server = createServer((req, res) => {
-    const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: null, json: null, closedAt: null, finished: false };
+    const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: null, json: null, closedAt: null, finished: false, arrivedAt: performance.now(), socketClosedAt: null };
     seen.push(entry);
+    if (req.socket.closed) entry.socketClosedAt = performance.now();
+    else req.socket.once('close', () => (entry.socketClosedAt = performance.now()));
     res.on('error', () => undefined);
     res.on('close', () => {
       entry.closedAt = performance.now();
