@@ -160,7 +160,7 @@ function responseOf(res: http.IncomingMessage): HttpResponseLike {
 }
 
 /**
- * One request at a time for one adapter (issue 31 item 8): `start` waits until the exchange
+ * One request at a time for one adapter (issue 31 item 8): `run` waits until the exchange
  * before it is closed — its connection seen closed — then starts the next. The adapter's own
  * calls are sequential already; the gate makes it hold by construction, also for a caller that
  * gave up on a call and made another while the first was still ending (the fault harness's
@@ -173,29 +173,39 @@ export class ExchangeGate {
   private open = 0;
   started = 0;
 
-  /** Runs `use` on a new exchange once every earlier one is closed; closes it when `use` ends, however it ends. */
+  /**
+   * Runs `use` on a new exchange once every earlier one is closed; closes it when `use` ends,
+   * however it ends. The next in line is let go on every path, a broken invariant included: a
+   * bug is thrown to its caller, never left as a gate that waits for ever.
+   */
   async run<T>(r: ExchangeRequest, use: (exchange: HttpExchange) => Promise<T>): Promise<T> {
     if (this.waiting >= HTTP_EXCHANGE_LIMITS.maxWaiting) throw new HttpExchangeInvariantError(`bug: ${this.waiting} requests already wait for one adapter's connection (one at a time is the rule)`);
     const before = this.tail;
     let release!: () => void;
     this.tail = new Promise<void>((resolve) => (release = resolve));
     this.waiting += 1;
-    await before;
-    this.waiting -= 1;
-    if (this.open !== 0) throw new HttpExchangeInvariantError(`bug: ${this.open} exchange(s) still open when the next starts`);
-    this.open += 1;
-    this.started += 1;
-    let exchange: HttpExchange | null = null;
     try {
-      exchange = new HttpExchange(r);
-      return await use(exchange);
+      await before;
     } finally {
+      this.waiting -= 1;
+    }
+    try {
+      if (this.open !== 0) throw new HttpExchangeInvariantError(`bug: ${this.open} exchange(s) still open when the next starts`);
+      this.open += 1;
+      this.started += 1;
+      let exchange: HttpExchange | null = null;
       try {
-        await exchange?.close();
+        exchange = new HttpExchange(r);
+        return await use(exchange);
       } finally {
-        this.open -= 1;
-        release();
+        try {
+          await exchange?.close();
+        } finally {
+          this.open -= 1;
+        }
       }
+    } finally {
+      release();
     }
   }
 }

@@ -7,6 +7,7 @@
 // server side, and that no two requests of one client overlapped.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { observeOverlap, type OverlapObserver } from '../support/request-overlap.js';
 
 export interface Seen {
   readonly method: string;
@@ -39,6 +40,8 @@ export interface LoopbackServer {
   readonly seen: Seen[];
   /** The requests to one route, e.g. '/v1/chat/completions'. */
   to(path: string): Seen[];
+  /** How many requests and connections it held at once (test/support/request-overlap.ts). */
+  readonly overlap: OverlapObserver;
   /** A port that was just closed: connecting to it is refused. */
   close(): Promise<void>;
 }
@@ -73,11 +76,13 @@ export async function startLoopback(routes: Routes): Promise<LoopbackServer> {
       void Promise.resolve(handler(entry, res, req)).catch((error: unknown) => json(res, 599, { error: String(error) }));
     });
   });
+  const overlap = observeOverlap(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const s: LoopbackServer = {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     seen,
+    overlap,
     to: (path) => seen.filter((r) => r.url.split('?')[0] === path),
     close: () =>
       new Promise<void>((resolve) => {

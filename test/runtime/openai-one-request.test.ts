@@ -5,18 +5,35 @@
 // - Across calls that include a timeout (mid-stream: the server still "decoding"), a transport
 //   retry (HTTP 503, then an answer) and every tokenizer request (/tokenize answers slowly, so
 //   two of them sent at once would overlap), the server never holds two requests of one adapter:
-//   each request's connection is closed before the next one arrives. The checker is shown to
-//   catch an overlap (forged: two adapters, each one-at-a-time, called at once).
+//   each request's connection is closed before the next one arrives. The same holds through the
+//   model check before hour 0 (controller/model-check.ts: its preflight, the tokenizing of the
+//   plan's first and largest prompts and its speed calls — answered, or timed out) against the
+//   scripted llama.cpp-like server. The server counts, as it happens, how many requests and how
+//   many connections it holds at once (test/support/request-overlap.ts): never more than one.
+// - Forged: the same observation catches two raw requests made at once without the gate, and two
+//   adapters (each one at a time) called at once; the gate's own invariants (its bound on
+//   waiters, one exchange open) throw a typed InternalError when broken.
 // - A request that never reached the server whole (the server accepts the connection but reads
 //   nothing, and the request is larger than the connection's buffers) is no answer — retried,
 //   ending `transport` with usage null and the reason in its detail — not a `timeout` with an
 //   estimate.
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, test } from 'vitest';
+import { checkModelBeforeStart } from '../../controller/model-check.js';
+import { ModelCheckError } from '../../controller/model-check-error.js';
+import { buildExperimentPlan } from '../../design/experiment-plan.js';
+import { resolveModel, type ModelChoice } from '../../design/model-choice.js';
+import { PreRegistration, modelCallRulesOf } from '../../design/prereg.js';
+import { loadScenario } from '../../design/scenario.js';
+import { InternalError } from '../../foundation/typed-error.js';
 import { specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { NO_TOKENS_RECORDED, type ModelRequest, type TransportFailure } from '../../runtime/model-adapter.js';
-import { ExchangeGate } from '../../runtime/model-adapters/http-exchange.js';
+import { ExchangeGate, HTTP_EXCHANGE_LIMITS, HttpExchangeInvariantError } from '../../runtime/model-adapters/http-exchange.js';
+import { REPO, SCENARIOS_DIR, TEST_START_AT } from '../support/controller-run.js';
+import { startLlamaLikeServer, type LlamaLikeOptions, type LlamaLikeServer } from '../support/llamacpp-like-server.js';
 import { OpenAiAdapter } from '../../runtime/model-adapters/openai-adapter.js';
 import { closeAllLoopbacks, json, llamaProps, llamaTokenize, MODEL, modelList, sse, sseEvent, startLoopback, startSse, streamChunks, type Seen } from './openai-loopback-server.js';
 
@@ -43,6 +60,12 @@ function adapterFor(baseUrl: string): OpenAiAdapter {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `holds`, at most `boundMs` (then the assertion after it fails, saying what). */
+async function until(holds: () => boolean, boundMs: number): Promise<void> {
+  const end = performance.now() + boundMs;
+  while (!holds() && performance.now() < end) await sleep(10);
+}
 
 /**
  * When the server was done with a request: its response ended (finished), or — for one the client
@@ -111,6 +134,11 @@ describe('one request of an adapter at a time', () => {
     expect(server.to(CHAT)[0]!.finished).toBe(false);
     expect(server.seen.every((s) => s.socketClosedAt !== null)).toBe(true);
     expect(overlaps(server.seen)).toEqual([]);
+    // Counted by the server as it happened: one request, one connection at a time, never two.
+    expect(server.overlap.requests).toHaveLength(server.seen.length);
+    expect(server.overlap.maxRequestsOpen()).toBe(1);
+    expect(server.overlap.maxConnectionsOpen()).toBe(1);
+    expect(server.overlap.connectionOverlaps()).toEqual([]);
     // Stricter than the rule: each request had a connection of its own, closed before the next arrived.
     const byArrival = [...server.seen].sort((a, b) => a.arrivedAt - b.arrivedAt);
     for (let i = 0; i + 1 < byArrival.length; i += 1) expect(byArrival[i]!.socketClosedAt!, `${i}: ${byArrival[i]!.url}`).toBeLessThanOrEqual(byArrival[i + 1]!.arrivedAt);
@@ -131,6 +159,57 @@ describe('one request of an adapter at a time', () => {
     });
     await Promise.all([adapterFor(server.baseUrl).call(request('one'), 5_000), adapterFor(server.baseUrl).call(request('two'), 5_000)]);
     expect(overlaps(server.seen).length).toBeGreaterThan(0);
+    expect(server.overlap.maxRequestsOpen()).toBe(2);
+    expect(server.overlap.maxConnectionsOpen()).toBe(2);
+  });
+
+  test('forged: two raw requests made at once, without the gate, are caught by the same observation (two requests and two connections held at once)', async () => {
+    const server = await startLoopback({ models: async (seen, res, req) => {
+      await sleep(60);
+      modelList(MODEL)(seen, res, req);
+    } });
+    const raw = (): Promise<number> => new Promise((resolve, reject) => {
+      const r = httpRequest(`${server.baseUrl}/models`, { agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      r.on('error', reject);
+      r.end();
+    });
+    expect(await Promise.all([raw(), raw()])).toEqual([200, 200]);
+    expect(server.overlap.maxRequestsOpen()).toBe(2);
+    expect(server.overlap.maxConnectionsOpen()).toBe(2);
+    expect(server.overlap.connectionOverlaps()).toHaveLength(1);
+    expect(overlaps(server.seen)).toHaveLength(1);
+  });
+
+  test('forged: the gate\'s own invariants — more waiters than its bound, or an exchange still open when the next starts — throw a typed InternalError', async () => {
+    const server = await startLoopback({ models: async (seen, res, req) => {
+      await sleep(100);
+      modelList(MODEL)(seen, res, req);
+    } });
+    const gate = new ExchangeGate();
+    const get = (): Promise<number> => gate.run({ method: 'GET', url: `${server.baseUrl}/models`, headers: {}, timeoutMs: 5_000, connectTimeoutMs: 5_000 }, async (exchange) => {
+      const opened = await exchange.opened;
+      if (opened.kind !== 'response') throw new Error(`no response: ${opened.kind}`);
+      await opened.response.body?.cancel();
+      return opened.response.status;
+    });
+    // One runs, maxWaiting wait; one more is a bug (an adapter makes one request at a time).
+    const running = get();
+    await sleep(20);
+    const admitted = [running, ...Array.from({ length: HTTP_EXCHANGE_LIMITS.maxWaiting }, get)];
+    const over = get();
+    await expect(over).rejects.toBeInstanceOf(HttpExchangeInvariantError);
+    await expect(over).rejects.toBeInstanceOf(InternalError);
+    await expect(over).rejects.toThrow(/already wait for one adapter's connection/);
+    expect(await Promise.all(admitted)).toEqual(admitted.map(() => 200));
+    expect(server.overlap.maxConnectionsOpen()).toBe(1);
+
+    // Forged: the count of open exchanges says one is still open (as if an exchange had not been closed).
+    (gate as unknown as { open: number }).open = 1;
+    await expect(get()).rejects.toThrow(HttpExchangeInvariantError);
+    await expect(get()).rejects.toThrow(/still open when the next starts/);
   });
 
   test('the gate itself: two exchanges started at once run one after the other, the first one\'s connection closed before the second arrives', async () => {
@@ -149,6 +228,54 @@ describe('one request of an adapter at a time', () => {
     expect(server.seen).toHaveLength(3);
     expect(overlaps(server.seen)).toEqual([]);
   });
+});
+
+const prereg = PreRegistration.parse(JSON.parse(readFileSync(path.join(REPO, 'experiments', 'prereg', 'default.json'), 'utf8')));
+const scenario = loadScenario(path.join(SCENARIOS_DIR, prereg.scenario.id));
+const plan = buildExperimentPlan({ prereg, scenario, seed: 'one-request-1', startAt: TEST_START_AT });
+
+describe('the model check before hour 0 keeps one request at a time too', () => {
+  const servers: LlamaLikeServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+
+  async function checkAgainst(options: LlamaLikeOptions, timeoutMs: number): Promise<{ server: LlamaLikeServer; error: unknown }> {
+    const server = await startLlamaLikeServer(options);
+    servers.push(server);
+    const choice: ModelChoice = { adapter: 'openai', base_url: server.baseUrl, model_id: server.alias, api_key_env: null, params: { temperature: 0, top_p: null, seed: 7, max_tokens: null }, dialect: 'llamacpp', stream: true, context_size: null, timeout_ms: timeoutMs, config_file: null, config_sha256: null };
+    const model = resolveModel(choice, modelCallRulesOf(prereg)!.transport_retry);
+    try {
+      await checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, log: () => undefined });
+      return { server, error: null };
+    } catch (error) {
+      return { server, error };
+    }
+  }
+
+  test.each([
+    { name: 'a healthy server: preflight, the plan\'s prompts tokenized, its speed calls answered', options: { nCtx: 65_536, promptTokensPerS: 40_000, generatedTokensPerS: 20_000 }, timeoutMs: 30_000, passes: true },
+    { name: 'a server too slow for the timeout: a speed call times out (its connection closed, the slot freed)', options: { promptTokensPerS: 12_000, generatedTokensPerS: 20_000 }, timeoutMs: 1_000, passes: false },
+  ])('$name: the server never holds two of its requests', async ({ options, timeoutMs, passes }) => {
+    const { server, error } = await checkAgainst(options, timeoutMs);
+    if (passes) expect(error).toBeNull();
+    else expect(error).toBeInstanceOf(ModelCheckError);
+    const routes = new Set(server.overlap.requests.map((r) => `${r.method} ${r.url}`));
+    // Every kind of request the check makes was made, several tokenizer counts among them.
+    expect([...routes].sort()).toEqual(['GET /props', 'GET /v1/models', 'POST /tokenize', 'POST /v1/chat/completions']);
+    expect(server.overlap.requests.filter((r) => r.url === '/tokenize').length).toBeGreaterThanOrEqual(4);
+    expect(server.chats.length).toBeGreaterThanOrEqual(2);
+    if (!passes) {
+      // The check gave up on its largest speed call; the server learns it at its next tick and frees the slot (as b4748 does a request it is decoding).
+      expect(String(error)).toContain('no complete answer from POST');
+      await until(() => server.chats.some((c) => c.freed), 2_000);
+      expect(server.chats.filter((c) => c.clientLeft && c.freed)).toHaveLength(1);
+    }
+    expect(server.overlap.maxRequestsOpen()).toBe(1);
+    expect(server.overlap.maxConnectionsOpen()).toBe(1);
+    expect(server.overlap.connectionOverlaps()).toEqual([]);
+    expect(server.maxQueued()).toBe(1);
+  }, 60_000);
 });
 
 describe('a call no server evaluated records no tokens (issue 31 item 7)', () => {
