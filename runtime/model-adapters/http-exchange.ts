@@ -6,9 +6,11 @@
 // may carry the next request while the server still holds the last one — so the server could see
 // two requests of one subject at once, the second queued behind the first. Here every request has
 // a connection of its own (`agent: false`, `Connection: close`), and `close()` destroys it and
-// resolves only once the socket has closed: when an exchange is over, the server has seen its
-// connection end. The adapter awaits that before its next request (ExchangeGate), so no two
-// requests of one adapter overlap — by construction, not by timing.
+// resolves only once the socket has closed: when an exchange is over, its connection is closed
+// on our side (the server is told; it notices when it next reads or writes the connection —
+// llama.cpp b4748 at its next batch). The adapter awaits that before its next request
+// (ExchangeGate), so no two requests of one adapter are outstanding at once on our side — by
+// construction, not by timing.
 //
 // Why not fetch, second: a timeout must tell "the server may be working on it" from "the server
 // never got it". `delivered` is true once the whole request was handed to the connection (the

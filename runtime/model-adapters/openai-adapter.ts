@@ -1,4 +1,4 @@
-// Why one file: its parts already have files of their own (server-probe, prompt-fit, chat-stream, structured-output, transport-retry); what is left is the one call sequence that ties them together and maps every way it can end.
+// Why one file: its parts already have files of their own (server-probe, prompt-fit, chat-stream, structured-output, transport-retry, http-exchange); what is left is the one call sequence that ties them together and maps every way it can end.
 // The `openai` model adapter (issue 5 item 3, issue 15, docs/model-protocol.md "openai"): an
 // OpenAI-compatible chat-completions server (vLLM, llama.cpp server, Ollama, OpenAI).
 //
@@ -14,8 +14,14 @@
 //    pre-registered policy (transport-retry.ts), each reported through
 //    `request.onTransportFailure` before the wait. An answer, however bad, is never retried;
 //    nor is a timeout: each attempt has the full `timeoutMs`, and on expiry the request is
-//    aborted, which closes the stream and so cancels the decoding on the server — a second
-//    attempt would only queue behind a server still busy.
+//    aborted and its connection closed — a server decoding it stops at its next batch, but
+//    llama.cpp b4748 still runs a request it had only queued, so a second attempt would only
+//    queue behind a server still busy (docs/model-protocol.md "Cancellation").
+//
+// Every HTTP request of this adapter — chat attempts, retries, the side requests, the
+// preflight probe, the model check's counts and speed calls — passes one gate
+// (http-exchange.ts): one at a time, each on a connection of its own, closed before the next
+// starts (issue 31 item 8).
 // 4. The outcome records finish_reason, the response's own model field, the usage (the
 //    server's, or an estimate said to be one), the prompt count and who made it, the attempts.
 //    A server that counted fewer prompt tokens than the tokenizer did read less than it was
