@@ -17,15 +17,15 @@
 //    aborted and its connection closed — a server decoding it stops at its next batch, but
 //    llama.cpp b4748 still runs a request it had only queued, so a second attempt would only
 //    queue behind a server still busy (docs/model-protocol.md "Cancellation").
+// 4. The outcome records finish_reason, the response's own model field, the usage (the
+//    server's, or an estimate said to be one), the prompt count and who made it, the attempts.
+//    A server that counted fewer prompt tokens than the tokenizer did read less than it was
+//    sent: `truncated_prompt`, the answer kept in raw_output and not used.
 //
 // Every HTTP request of this adapter — chat attempts, retries, the side requests, the
 // preflight probe, the model check's counts and speed calls — passes one gate
 // (http-exchange.ts): one at a time, each on a connection of its own, closed before the next
 // starts (issue 31 item 8).
-// 4. The outcome records finish_reason, the response's own model field, the usage (the
-//    server's, or an estimate said to be one), the prompt count and who made it, the attempts.
-//    A server that counted fewer prompt tokens than the tokenizer did read less than it was
-//    sent: `truncated_prompt`, the answer kept in raw_output and not used.
 //
 // No redirect is ever followed (a redirect would be a request to wherever it points, carrying
 // the key). Every body is read bounded. Every way a call can go wrong comes back as an outcome
