@@ -171,9 +171,14 @@ function responseOf(res: http.IncomingMessage): HttpResponseLike {
 export class ExchangeGate {
   private tail: Promise<void> = Promise.resolve();
   private waiting = 0;
-  /** Exchanges started through this gate; at most one open at any time. */
+  /** Exchanges open through this gate: at most one at any time. */
   private open = 0;
-  started = 0;
+  private startedCount = 0;
+
+  /** Exchanges started through this gate so far. */
+  get started(): number {
+    return this.startedCount;
+  }
 
   /**
    * Runs `use` on a new exchange once every earlier one is closed; closes it when `use` ends,
@@ -194,7 +199,7 @@ export class ExchangeGate {
     try {
       if (this.open !== 0) throw new HttpExchangeInvariantError(`bug: ${this.open} exchange(s) still open when the next starts`);
       this.open += 1;
-      this.started += 1;
+      this.startedCount += 1;
       let exchange: HttpExchange | null = null;
       try {
         exchange = new HttpExchange(r);
