@@ -105,6 +105,38 @@ export type ModelCallOutcome =
       readonly system_fingerprint?: string | null;
     } & CallFacts);
 
+type CallFailure = Extract<ModelCallOutcome, { kind: 'failed' }>['failure'];
+
+/** Said of a failed call whose usage is null: the budget ledger counts nothing for it (design/budget-ledger.ts). */
+export const NO_TOKENS_RECORDED = '0 tokens recorded (usage null)';
+
+/**
+ * Why a failed call records no tokens (issue 31 item 7): a call that never reached a server —
+ * or reached one that evaluated nothing — records usage null with this reason in its detail and
+ * on screen, never an estimate. An estimate is kept only where a server did or may have
+ * evaluated the prompt (a request delivered and timed out, a stream that broke off, an answer
+ * without usage), and is said to be one (usage_source "estimate").
+ */
+export function noUsageReason(failure: CallFailure): string {
+  switch (failure) {
+    case 'transport':
+      return 'no attempt brought an answer or a count of tokens: a connection refused, reset or never made, or a request never delivered whole, was evaluated by no server, and a server answering an error status reported nothing';
+    case 'truncated_prompt':
+      return 'the prompt was refused before it was sent: no server evaluated anything';
+    case 'http_error':
+      return 'the server answered the request with an error status, not a completion, and counted no tokens';
+    case 'timeout':
+      return 'the call was given up before any server or engine reported tokens for it';
+    case 'refusal':
+    case 'stream_broken':
+      return 'the server reported no tokens';
+    default: {
+      const unhandled: never = failure;
+      throw new Error(`unknown failure ${String(unhandled)}`);
+    }
+  }
+}
+
 /** Facts of a call that knows none of them (a failure before any request, a replay of an old record). */
 export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
 

@@ -28,7 +28,7 @@ import type { RetrievalIndex } from './retrieval-window.js';
 import type { FaultSwitch } from '../schema/fault-switch.js';
 import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
-import { NO_CALL_FACTS, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
+import { NO_CALL_FACTS, NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
 import { renderPrompt } from './prompt.js';
@@ -306,8 +306,12 @@ class Wake {
     // Tokens spent count whether or not the answer is used: a misbehaving model is not cheap.
     if (outcome.usage !== null) this.counts.tokens += outcome.usage.prompt_tokens + outcome.usage.completion_tokens;
     if (this.input.adapter.name !== 'reference' && this.input.adapter.name !== 'replay') {
-      if (outcome.kind === 'answered' && outcome.usage_source === 'estimate') this.notes.push('the model reported no token usage: the counts recorded are estimates (usage_source "estimate")');
-      if (outcome.prompt_count_source === 'estimate') this.notes.push('the prompt was not counted by a tokenizer (prompt_count_source "estimate"): a prompt the server cut short cannot be detected for this call');
+      // A call no server evaluated records no tokens and says why; what follows concerns calls that reached one (issue 31 item 7).
+      if (outcome.kind === 'failed' && outcome.usage === null) this.notes.push(`${NO_TOKENS_RECORDED} for this call: ${noUsageReason(outcome.failure)}`);
+      else {
+        if (outcome.usage_source === 'estimate') this.notes.push(outcome.kind === 'answered' ? 'the model reported no token usage: the counts recorded are estimates (usage_source "estimate")' : 'the call reached the server, which may have queued or evaluated it, and reported no usage: its tokens are estimates (usage_source "estimate")');
+        if (outcome.prompt_count_source === 'estimate') this.notes.push('the prompt was not counted by a tokenizer (prompt_count_source "estimate"): a prompt the server cut short cannot be detected for this call');
+      }
     }
     if (outcome.kind === 'failed') {
       const base = { ...this.callFields(outcome.latency_ms, outcome.system_fingerprint ?? null), ...this.recordFields(outcome), failure: outcome.failure, detail: outcome.detail.slice(0, 2_000), usage: outcome.usage, usage_source: outcome.usage_source };

@@ -1,9 +1,12 @@
-// The HTTP exchange every request of the `openai` adapter goes through, and its bounds: the
-// body is read up to a byte limit and no further (a server that sends without end costs that
-// much memory, no more), redirects are never followed (a redirect would be a second request,
-// possibly to another host, carrying the key), and one timer bounds connecting, waiting and
-// reading. Used for the small side requests (GET /models, GET /props, POST /tokenize); the chat
-// request itself streams (chat-stream.ts) but reads non-streamed bodies with `readBounded` too.
+// The bounds of every response the `openai` adapter reads: the body is read up to a byte limit
+// and no further (a server that sends without end costs that much memory, no more), redirects
+// are never followed (a redirect would be a second request, possibly to another host, carrying
+// the key), and one timer bounds connecting, waiting and reading. `exchangeJson` is the small
+// side requests (GET /models, GET /props, POST /tokenize); the chat request itself streams
+// (chat-stream.ts) but reads non-streamed bodies with `readBounded` too. Every request goes
+// through the adapter's ExchangeGate (http-exchange.ts): one at a time, its connection closed
+// before the next starts.
+import type { ExchangeGate, HttpResponseLike } from './http-exchange.js';
 import { classifyFetchError, RETRYABLE_STATUSES, type NoAnswer } from './transport-retry.js';
 
 export type BodyRead =
@@ -14,7 +17,7 @@ export type BodyRead =
  * Reads at most maxBytes of the body (plus one chunk's worth of evidence that there is more),
  * then cancels the stream.
  */
-export async function readBounded(response: Response, maxBytes: number): Promise<BodyRead> {
+export async function readBounded(response: Pick<HttpResponseLike, 'headers' | 'body'>, maxBytes: number): Promise<BodyRead> {
   const declared = Number(response.headers.get('content-length'));
   if (response.body === null) return { ok: true, bytes: new Uint8Array(0), overLimit: false };
   const reader = response.body.getReader();
@@ -55,9 +58,11 @@ function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
-/** A transport error with its cause (undici wraps ECONNREFUSED & co. as `fetch failed` + cause). */
+/** A transport error with its code and cause (undici wraps ECONNREFUSED & co. as `fetch failed` + cause; node:http raises them with a code). */
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
+  const own = (error as { code?: unknown }).code;
+  if (typeof own === 'string' && !error.message.includes(own)) return `${own} ${error.message}`;
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof Error) {
     const code = (cause as { code?: unknown }).code;
@@ -88,28 +93,25 @@ export type JsonExchange =
   | { readonly kind: 'no_answer'; readonly noAnswer: NoAnswer }
   | { readonly kind: 'timeout'; readonly detail: string };
 
-/** One bounded request whose answer is a small JSON document (the side requests). */
-export async function exchangeJson(r: JsonRequest): Promise<JsonExchange> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), r.timeoutMs);
+/** One bounded request whose answer is a small JSON document (the side requests), through the adapter's gate. */
+export async function exchangeJson(gate: ExchangeGate, r: JsonRequest): Promise<JsonExchange> {
   const what = `${r.method} ${r.url}`;
-  try {
-    let response: Response;
-    try {
-      response = await fetch(r.url, {
-        method: r.method,
-        headers: { accept: 'application/json', ...(r.body === undefined ? {} : { 'content-type': 'application/json' }), ...r.headers },
-        ...(r.body === undefined ? {} : { body: JSON.stringify(r.body) }),
-        signal: controller.signal,
-        redirect: 'manual',
-      });
-    } catch (error) {
-      if (controller.signal.aborted) return { kind: 'timeout', detail: `no answer from ${what} within ${r.timeoutMs} ms` };
-      return { kind: 'no_answer', noAnswer: classifyFetchError(error, `${what} failed before a response: ${describeError(error)}`) };
-    }
+  const request = {
+    method: r.method,
+    url: r.url,
+    headers: { accept: 'application/json', ...(r.body === undefined ? {} : { 'content-type': 'application/json' }), ...r.headers },
+    ...(r.body === undefined ? {} : { body: JSON.stringify(r.body) }),
+    timeoutMs: r.timeoutMs,
+    connectTimeoutMs: r.timeoutMs,
+  };
+  return gate.run(request, async (exchange): Promise<JsonExchange> => {
+    const opened = await exchange.opened;
+    if (opened.kind === 'timed_out') return { kind: 'timeout', detail: `no answer from ${what} within ${r.timeoutMs} ms` };
+    if (opened.kind === 'failed') return { kind: 'no_answer', noAnswer: classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`) };
+    const response = opened.response;
     const read = await readBounded(response, r.maxBytes);
     if (!read.ok) {
-      if (controller.signal.aborted) return { kind: 'timeout', detail: `the body of ${what} did not arrive within ${r.timeoutMs} ms` };
+      if (exchange.signal.aborted) return { kind: 'timeout', detail: `the body of ${what} did not arrive within ${r.timeoutMs} ms` };
       return { kind: 'no_answer', noAnswer: classifyFetchError(read.error, `${what}: HTTP ${response.status}, then the body broke off: ${describeError(read.error)}`) };
     }
     if (RETRYABLE_STATUSES.has(response.status)) {
@@ -128,7 +130,5 @@ export async function exchangeJson(r: JsonRequest): Promise<JsonExchange> {
     } catch {
       return { kind: 'answered', status: response.status, json: undefined, detail: `${status}: the body is not JSON; it begins ${JSON.stringify(text.slice(0, r.quotedBodyChars))}` };
     }
-  } finally {
-    clearTimeout(timer);
-  }
+  });
 }

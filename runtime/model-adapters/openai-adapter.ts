@@ -1,4 +1,4 @@
-// Why one file: its parts already have files of their own (server-probe, prompt-fit, chat-stream, structured-output, transport-retry); what is left is the one call sequence that ties them together and maps every way it can end.
+// Why one file: its parts already have files of their own (server-probe, prompt-fit, chat-stream, structured-output, transport-retry, http-exchange); what is left is the one call sequence that ties them together and maps every way it can end.
 // The `openai` model adapter (issue 5 item 3, issue 15, docs/model-protocol.md "openai"): an
 // OpenAI-compatible chat-completions server (vLLM, llama.cpp server, Ollama, OpenAI).
 //
@@ -14,12 +14,18 @@
 //    pre-registered policy (transport-retry.ts), each reported through
 //    `request.onTransportFailure` before the wait. An answer, however bad, is never retried;
 //    nor is a timeout: each attempt has the full `timeoutMs`, and on expiry the request is
-//    aborted, which closes the stream and so cancels the decoding on the server — a second
-//    attempt would only queue behind a server still busy.
+//    aborted and its connection closed — a server decoding it stops at its next batch, but
+//    llama.cpp b4748 still runs a request it had only queued, so a second attempt would only
+//    queue behind a server still busy (docs/model-protocol.md "Cancellation").
 // 4. The outcome records finish_reason, the response's own model field, the usage (the
 //    server's, or an estimate said to be one), the prompt count and who made it, the attempts.
 //    A server that counted fewer prompt tokens than the tokenizer did read less than it was
 //    sent: `truncated_prompt`, the answer kept in raw_output and not used.
+//
+// Every HTTP request of this adapter — chat attempts, retries, the side requests, the
+// preflight probe, the model check's counts and speed calls — passes one gate
+// (http-exchange.ts): one at a time, each on a connection of its own, closed before the next
+// starts (issue 31 item 8).
 //
 // No redirect is ever followed (a redirect would be a request to wherever it points, carrying
 // the key). Every body is read bounded. Every way a call can go wrong comes back as an outcome
@@ -35,7 +41,7 @@ import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import { ServerBaseUrl } from '../protocol.js';
-import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf, TokenUsage, TransportFailure } from '../model-adapter.js';
+import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
@@ -44,6 +50,7 @@ import { emptyChatStreamState, readChatStream, type ChatStreamState } from './ch
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
 import { serverTimingsOf, type ServerTimings } from './server-timings.js';
+import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
 import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
@@ -168,6 +175,8 @@ export class OpenAiAdapter implements ModelAdapter {
   private readonly configuredContextSize: number | null;
   private readonly maxResponseBytes: number;
   private readonly probe: ServerProbe;
+  /** Every request of this adapter — chat, side requests, retries — passes it: one at a time, the last one's connection closed first (issue 31 item 8). */
+  private readonly gate = new ExchangeGate();
   /** What the server said about itself; undefined until learnt (by preflight or the first call that reached it). */
   private context: ContextSize | null | undefined = undefined;
   private tokenizer: TokenizerKind | undefined = undefined;
@@ -189,7 +198,7 @@ export class OpenAiAdapter implements ModelAdapter {
     this.apiKey = o.apiKey;
     this.configuredContextSize = o.contextSize;
     this.maxResponseBytes = o.maxResponseBytes ?? OPENAI_ADAPTER_LIMITS.maxResponseBytes;
-    this.probe = new ServerProbe({ baseUrl: this.baseUrl, modelId: this.model_id, headers: this.authHeaders(), maxBytes: OPENAI_ADAPTER_LIMITS.sideResponseBytes, quotedBodyChars: OPENAI_ADAPTER_LIMITS.quotedBodyChars });
+    this.probe = new ServerProbe({ baseUrl: this.baseUrl, modelId: this.model_id, headers: this.authHeaders(), maxBytes: OPENAI_ADAPTER_LIMITS.sideResponseBytes, quotedBodyChars: OPENAI_ADAPTER_LIMITS.quotedBodyChars, gate: this.gate });
   }
 
   async call(request: ModelRequest, timeoutMs: number): Promise<ModelCallOutcome> {
@@ -437,8 +446,11 @@ export class OpenAiAdapter implements ModelAdapter {
     }
     const kind = this.tokenizer;
     if (kind === 'none') return estimate;
-    const [s, u] = await Promise.all([systemTokens === null ? this.probe.tokenize(kind, system, timeoutMs) : Promise.resolve({ kind: 'counted' as const, tokens: systemTokens }), this.probe.tokenize(kind, user, timeoutMs)]);
-    if (s.kind !== 'counted' || u.kind !== 'counted') return estimate;
+    // One after the other, never at once: one request of this adapter at a time (issue 31 item 8).
+    const s = systemTokens === null ? await this.probe.tokenize(kind, system, timeoutMs) : { kind: 'counted' as const, tokens: systemTokens };
+    if (s.kind !== 'counted') return estimate;
+    const u = await this.probe.tokenize(kind, user, timeoutMs);
+    if (u.kind !== 'counted') return estimate;
     return { tokens: s.tokens + u.tokens, source: 'tokenizer', messages: 2 };
   }
 
@@ -470,7 +482,8 @@ export class OpenAiAdapter implements ModelAdapter {
     const failed = (failure: Extract<ModelCallOutcome, { kind: 'failed' }>['failure'], detail: string, rawOutput: string | null, facts: Omit<CallFacts, 'prompt_tokens_counted' | 'prompt_count_source'>): ModelCallOutcome => ({
       kind: 'failed',
       failure,
-      detail: this.redact(detail),
+      // No usage, no estimate (issue 31 item 7): the detail says why the ledger counts nothing.
+      detail: this.redact(facts.usage === null ? `${detail}; ${NO_TOKENS_RECORDED}: ${noUsageReason(failure)}` : detail),
       raw_output: this.redactNullable(rawOutput),
       latency_ms: elapsedMs(),
       ...facts,
@@ -548,84 +561,88 @@ export class OpenAiAdapter implements ModelAdapter {
     }
   }
 
-  /** One transport attempt: an answer (or a timeout) ends the call; no answer goes back to the retry policy. */
-  private async attempt(body: string, timeoutMs: number, n: number): Promise<AttemptResult<ChatReply>> {
+  /**
+   * One transport attempt: an answer (or a timeout) ends the call; no answer goes back to the
+   * retry policy. Through the adapter's gate: the request has a connection of its own, closed —
+   * and seen closed — before this returns (http-exchange.ts), so no later request of this adapter
+   * overlaps it, a timed-out one included.
+   */
+  private attempt(body: string, timeoutMs: number, n: number): Promise<AttemptResult<ChatReply>> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: this.stream ? 'text/event-stream, application/json' : 'application/json', ...this.authHeaders() };
-    const controller = new AbortController();
-    // Aborting closes the connection: a streaming llama.cpp or vLLM server stops decoding the request.
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const request = { method: 'POST' as const, url: this.chatUrl, headers, body, timeoutMs, connectTimeoutMs: Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs) };
+    return this.gate.run(request, (exchange) => this.attemptOn(exchange, timeoutMs, n));
+  }
+
+  private async attemptOn(exchange: HttpExchange, timeoutMs: number, n: number): Promise<AttemptResult<ChatReply>> {
     const what = `POST ${this.chatUrl}`;
     const answer = (reply: ChatReply): AttemptResult<ChatReply> => ({ ok: true, value: reply });
     const noAnswer = (na: NoAnswer): AttemptResult<ChatReply> => ({ ok: false, noAnswer: { ...na, detail: this.redact(na.detail) } });
     const timeoutReply = (state: ChatStreamState | null, stage: string): ChatReply => ({
       kind: 'timeout',
       state,
-      detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request was aborted, which closes the connection and cancels the decoding, and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
+      detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request had reached the server, which may have queued or evaluated it (its prompt is counted as spent, estimated where the server said nothing); the request was aborted, its connection closed before anything else was sent (a streaming server stops decoding it; llama.cpp b4748 still runs a request it had only queued), and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
     });
-    try {
-      let response: Response;
-      try {
-        response = await fetch(this.chatUrl, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
-      } catch (error) {
-        if (controller.signal.aborted) return answer(timeoutReply(null, 'no response headers had arrived'));
-        return noAnswer(classifyFetchError(error, `${what} failed before a response: ${describeError(error)}`));
-      }
-      const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
-
-      if (response.status < 200 || response.status > 299) {
-        const read = await readBounded(response, this.maxResponseBytes);
-        const quoted = read.ok ? quoteBody(read.bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars) : `(unreadable: ${describeError(read.error)})`;
-        if (RETRYABLE_STATUSES.has(response.status)) {
-          const retryAfter = response.headers.get('retry-after');
-          return noAnswer({ kind: `http_${response.status}`, retryable: true, detail: `${status}; body: ${quoted}${retryAfter === null ? '' : `; Retry-After ${JSON.stringify(retryAfter.slice(0, 40))} not followed: the backoff is pre-registered`}` });
-        }
-        const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: it would send the request, and the key, wherever it points)` : '';
-        return answer({ kind: 'http_error', detail: `${status}${redirect}; body: ${quoted}`, state: null, answered2xx: false });
-      }
-
-      const contentType = response.headers.get('content-type') ?? '';
-      if (contentType.includes('text/event-stream') && response.body !== null) {
-        const state = emptyChatStreamState();
-        const { end } = await readChatStream(response.body, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
-        return answer(this.streamReply(state, end, status, controller.signal, timeoutReply));
-      }
-
-      // Not streamed: the server was asked not to, or ignored `stream: true`.
-      const read = await readBounded(response, this.maxResponseBytes);
-      if (!read.ok) {
-        if (controller.signal.aborted) return answer(timeoutReply(null, 'the response body had not fully arrived'));
-        return answer({ kind: 'stream_broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}`, state: null });
-      }
-      if (read.overLimit) return answer({ kind: 'http_error', detail: `${status}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`, state: null, answered2xx: true });
-      let text: string;
-      try {
-        text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
-      } catch {
-        return answer({ kind: 'http_error', detail: `${status}: the body (${read.bytes.length} bytes) is not valid UTF-8`, state: null, answered2xx: true });
-      }
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch (error) {
-        // An event stream sent without its content type is still read as one.
-        if (/^\s*(data|event|:)/.test(text)) {
-          const state = emptyChatStreamState();
-          const { end } = await readChatStream(new Response(read.bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
-          return answer(this.streamReply(state, end, `${status} (an event stream without its content type)`, controller.signal, timeoutReply));
-        }
-        return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
-      }
-      const completion = ChatCompletion.safeParse(json);
-      if (!completion.success) {
-        const issues = completion.error.issues.slice(0, 4).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-        return answer({ kind: 'http_error', detail: `${status}: not a chat completion (${issues}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
-      }
-      const c = completion.data;
-      const choice = c.choices[0]!;
-      return answer({ kind: 'completion', content: choice.message.content ?? null, refusal: choice.message.refusal ?? null, finish_reason: choice.finish_reason ?? null, usage: c.usage, timings: c.timings, model: c.model ?? null, system_fingerprint: c.system_fingerprint ?? null });
-    } finally {
-      clearTimeout(timer);
+    const opened = await exchange.opened;
+    if (opened.kind === 'timed_out') {
+      // Not all of it reached a connection: no server can be working on it. No answer, like a refused connection: retried, no tokens.
+      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs));
+      return answer(timeoutReply(null, 'no response headers had arrived'));
     }
+    if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
+    const response = opened.response;
+    const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
+
+    if (response.status < 200 || response.status > 299) {
+      const read = await readBounded(response, this.maxResponseBytes);
+      const quoted = read.ok ? quoteBody(read.bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars) : `(unreadable: ${describeError(read.error)})`;
+      if (RETRYABLE_STATUSES.has(response.status)) {
+        const retryAfter = response.headers.get('retry-after');
+        return noAnswer({ kind: `http_${response.status}`, retryable: true, detail: `${status}; body: ${quoted}${retryAfter === null ? '' : `; Retry-After ${JSON.stringify(retryAfter.slice(0, 40))} not followed: the backoff is pre-registered`}` });
+      }
+      const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: it would send the request, and the key, wherever it points)` : '';
+      return answer({ kind: 'http_error', detail: `${status}${redirect}; body: ${quoted}`, state: null, answered2xx: false });
+    }
+
+    const contentType = response.headers.get('content-type') ?? '';
+    if (contentType.includes('text/event-stream') && response.body !== null) {
+      const state = emptyChatStreamState();
+      const { end } = await readChatStream(response.body, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
+      return answer(this.streamReply(state, end, status, exchange.signal, timeoutReply));
+    }
+
+    // Not streamed: the server was asked not to, or ignored `stream: true`.
+    const read = await readBounded(response, this.maxResponseBytes);
+    if (!read.ok) {
+      if (exchange.signal.aborted) return answer(timeoutReply(null, 'the response body had not fully arrived'));
+      return answer({ kind: 'stream_broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}`, state: null });
+    }
+    if (read.overLimit) return answer({ kind: 'http_error', detail: `${status}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`, state: null, answered2xx: true });
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
+    } catch {
+      return answer({ kind: 'http_error', detail: `${status}: the body (${read.bytes.length} bytes) is not valid UTF-8`, state: null, answered2xx: true });
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      // An event stream sent without its content type is still read as one.
+      if (/^\s*(data|event|:)/.test(text)) {
+        const state = emptyChatStreamState();
+        const { end } = await readChatStream(new Response(read.bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
+        return answer(this.streamReply(state, end, `${status} (an event stream without its content type)`, exchange.signal, timeoutReply));
+      }
+      return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
+    }
+    const completion = ChatCompletion.safeParse(json);
+    if (!completion.success) {
+      const issues = completion.error.issues.slice(0, 4).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      return answer({ kind: 'http_error', detail: `${status}: not a chat completion (${issues}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
+    }
+    const c = completion.data;
+    const choice = c.choices[0]!;
+    return answer({ kind: 'completion', content: choice.message.content ?? null, refusal: choice.message.refusal ?? null, finish_reason: choice.finish_reason ?? null, usage: c.usage, timings: c.timings, model: c.model ?? null, system_fingerprint: c.system_fingerprint ?? null });
   }
 
   /** How a read stream ended, as a reply: complete (a finish_reason or [DONE]), timed out, broken, or wrong. */
@@ -682,4 +699,16 @@ function isJsonPrefix(text: string): boolean {
     }
   }
   return open.length > 0 || inString;
+}
+
+/**
+ * A request that timed out before all of it reached a connection (issue 31 item 7): never
+ * connected within the connect bound, or connected but not written out. No server can be working
+ * on it, so it is no answer — retried under the policy like a refused connection, and recorded
+ * with no tokens — not a `timeout`, which means the server may still be busy with it.
+ */
+function notDelivered(what: string, connected: boolean, timeoutMs: number): NoAnswer {
+  return connected
+    ? { kind: 'send_timeout', retryable: true, detail: `${what}: connected, but the request was not all written within ${timeoutMs} ms (the server did not read it): it never reached a server that could evaluate it` }
+    : { kind: 'connect_timeout', retryable: true, detail: `${what}: no connection within the connect bound (${Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs)} ms): the request never reached a server` };
 }

@@ -9,8 +9,10 @@
 //
 // Every request here is a bounded exchange (bounded-http.ts) to the configured server only,
 // with the same Authorization header as the chat request (llama.cpp and vLLM guard these paths
-// with the same key); nothing here is retried except through the caller.
+// with the same key); nothing here is retried except through the caller. Every request passes
+// the adapter's gate (http-exchange.ts): one at a time, the last one's connection closed first.
 import { exchangeJson, type JsonExchange } from './bounded-http.js';
+import type { ExchangeGate } from './http-exchange.js';
 import type { NoAnswer } from './transport-retry.js';
 
 export type TokenizerKind = 'llamacpp' | 'vllm' | 'none';
@@ -42,6 +44,8 @@ export interface ServerProbeOptions {
   readonly headers: Readonly<Record<string, string>>;
   readonly maxBytes: number;
   readonly quotedBodyChars: number;
+  /** The adapter's gate: its chat requests and these side requests, one at a time. */
+  readonly gate: ExchangeGate;
 }
 
 /** The base URL without trailing slashes and without a trailing `/v1` (where llama.cpp and vLLM serve /props and /tokenize). */
@@ -71,7 +75,7 @@ export class ServerProbe {
   }
 
   private exchange(method: 'GET' | 'POST', url: string, timeoutMs: number, body?: unknown): Promise<JsonExchange> {
-    return exchangeJson({ method, url, headers: this.options.headers, body, timeoutMs, maxBytes: this.options.maxBytes, quotedBodyChars: this.options.quotedBodyChars });
+    return exchangeJson(this.options.gate, { method, url, headers: this.options.headers, body, timeoutMs, maxBytes: this.options.maxBytes, quotedBodyChars: this.options.quotedBodyChars });
   }
 
   async listModels(timeoutMs: number): Promise<ModelList> {

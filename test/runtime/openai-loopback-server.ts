@@ -2,10 +2,12 @@
 // 127.0.0.1, port 0), routed like llama.cpp's and vLLM's: `/v1/chat/completions`, `/v1/models`,
 // `/props`, `/tokenize`. A route without a handler answers 404, as a server without that
 // endpoint does. Every request is counted the moment it arrives (a request never answered is
-// counted too), with its body once read and the moment its connection closed — how a test sees
-// that a timeout cancelled the request on the server side.
+// counted too), with its body once read, the moment it arrived, the moment its response closed and
+// the moment its connection closed — how a test sees that a timeout cancelled the request on the
+// server side, and that no two requests of one client overlapped.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { observeOverlap, type OverlapObserver } from '../support/request-overlap.js';
 
 export interface Seen {
   readonly method: string;
@@ -18,6 +20,10 @@ export interface Seen {
   closedAt: number | null;
   /** Whether the server had ended its response when it closed (false: the client left first). */
   finished: boolean;
+  /** performance.now() when the request's headers had arrived. */
+  readonly arrivedAt: number;
+  /** performance.now() when the request's connection closed; null while open. */
+  socketClosedAt: number | null;
 }
 
 export type Handler = (seen: Seen, res: ServerResponse, req: IncomingMessage) => void | Promise<void>;
@@ -34,6 +40,8 @@ export interface LoopbackServer {
   readonly seen: Seen[];
   /** The requests to one route, e.g. '/v1/chat/completions'. */
   to(path: string): Seen[];
+  /** How many requests and connections it held at once (test/support/request-overlap.ts). */
+  readonly overlap: OverlapObserver;
   /** A port that was just closed: connecting to it is refused. */
   close(): Promise<void>;
 }
@@ -43,8 +51,10 @@ const open: LoopbackServer[] = [];
 export async function startLoopback(routes: Routes): Promise<LoopbackServer> {
   const seen: Seen[] = [];
   const server: Server = createServer((req, res) => {
-    const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: null, json: null, closedAt: null, finished: false };
+    const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: null, json: null, closedAt: null, finished: false, arrivedAt: performance.now(), socketClosedAt: null };
     seen.push(entry);
+    if (req.socket.closed) entry.socketClosedAt = performance.now();
+    else req.socket.once('close', () => (entry.socketClosedAt = performance.now()));
     res.on('error', () => undefined);
     res.on('close', () => {
       entry.closedAt = performance.now();
@@ -66,11 +76,13 @@ export async function startLoopback(routes: Routes): Promise<LoopbackServer> {
       void Promise.resolve(handler(entry, res, req)).catch((error: unknown) => json(res, 599, { error: String(error) }));
     });
   });
+  const overlap = observeOverlap(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const s: LoopbackServer = {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     seen,
+    overlap,
     to: (path) => seen.filter((r) => r.url.split('?')[0] === path),
     close: () =>
       new Promise<void>((resolve) => {

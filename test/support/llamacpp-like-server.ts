@@ -14,11 +14,13 @@
 //        the answer is prose until max_tokens (finish_reason length), while llama.cpp's own fields
 //        (`json_schema`, `response_format: {type: json_object, schema}`) are honoured.
 // Every chat request is recorded (arrival, start, end, whether its client left, whether it was
-// freed) so a test can assert on queueing and overlap. `answer` decides the JSON content of a
+// freed) so a test can assert on queueing and overlap; every request of any route is observed by
+// test/support/request-overlap.ts (how many it held at once). `answer` decides the JSON content of a
 // constrained answer (default: the smallest valid ds-model-output/2 answer).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
+import { observeOverlap, type OverlapObserver } from './request-overlap.js';
 
 export const TOKEN_CHARS = 3;
 export const TEMPLATE_TOKENS = 61;
@@ -54,6 +56,8 @@ export interface LlamaLikeServer {
   readonly chats: ChatRecord[];
   /** The most chat requests being evaluated at once (1 by construction: one slot) and waiting at once. */
   maxQueued(): number;
+  /** Every request (side requests too) as it arrived and closed, and how many it held at once. */
+  readonly overlap: OverlapObserver;
   close(): Promise<void>;
 }
 
@@ -183,9 +187,11 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
     req.resume();
     send(res, 404, { error: { code: 404, message: 'File Not Found', type: 'not_found_error' } });
   });
+  const overlap = observeOverlap(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
+    overlap,
     baseUrl: `http://127.0.0.1:${port}/v1`,
     alias,
     chats,
