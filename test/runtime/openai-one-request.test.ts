@@ -18,6 +18,7 @@
 //   nothing, and the request is larger than the connection's buffers) is no answer — retried,
 //   ending `transport` with usage null and the reason in its detail — not a `timeout` with an
 //   estimate.
+import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -40,14 +41,7 @@ import { closeAllLoopbacks, json, llamaProps, llamaTokenize, MODEL, modelList, s
 
 const CHAT = '/v1/chat/completions';
 const SCHEMA = specialisedAnswerSchema('ds-model-output/2', [1]);
-const ANSWER = JSON.stringify({
-  protocol: 'ds-model-output/2',
-  focus: { attention_target: null, waiting_condition: null },
-  actions: [],
-  claims: [],
-  plan_revision: null,
-  checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [] },
-});
+const ANSWER = JSON.stringify(EMPTY_ANSWER);
 const RETRY = { max_attempts: 3, backoff_ms: [30, 60] };
 const TIMEOUT_MS = 400;
 
