@@ -41,7 +41,10 @@ export async function startFaultModelServer(codeRoot: string, logFile: string): 
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...code.execArgv, code.main], { cwd: codeRoot, stdio: ['pipe', 'pipe', fd] });
+    // A process group of its own, like the run's instance (fault-run.ts): an operator's Ctrl-C to
+    // the harness's group must not end the server of a run under way (the harness ends it itself,
+    // and the server exits when its stdin closes, so it cannot outlive the harness).
+    child = spawn(process.execPath, [...code.execArgv, code.main], { cwd: codeRoot, stdio: ['pipe', 'pipe', fd], detached: true });
   } finally {
     closeSync(fd);
   }

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { checkModelBeforeStart, type ModelCheck } from '../../controller/instance-runner.js';
 import { buildExperimentPlan } from '../../design/experiment-plan.js';
-import { resolveModel } from '../../design/model-choice.js';
+import { blockSlotsOf, resolveModel } from '../../design/model-choice.js';
 import { durationText, predictedStudyMs } from '../../design/model-forecast.js';
 import { modelCallRulesOf, type PreRegistration } from '../../design/prereg.js';
 import { loadScenario } from '../../design/scenario.js';
@@ -32,10 +32,15 @@ export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, 
   return check;
 }
 
-/** The study's predicted duration at the check's forecast: its first round's instances on one server, as many calls at once as the blocks let. */
+/**
+ * The study's predicted duration at the check's forecast: its first round's instances on one
+ * server, as many calls at once as the blocks under way let (design/model-choice.ts blockSlotsOf
+ * per block), never more than the server's slots for all of them.
+ */
 function predictedStudyOf(check: ModelCheck, plan: StudyPlan, concurrency: number): { readonly low: number; readonly high: number; readonly instances: number; readonly atOnce: number } {
   const instances = GROUPS.length * plan.n_initial;
-  const atOnce = Math.min(plan.model.adapter === 'openai' || plan.model.adapter === 'local' ? (plan.model.parallel_slots ?? 1) : instances, GROUPS.length * concurrency);
+  const blocksAtOnce = Math.max(1, Math.min(concurrency, plan.n_initial));
+  const atOnce = Math.min(blockSlotsOf(plan.model, GROUPS.length) * blocksAtOnce, blockSlotsOf(plan.model, instances));
   return { ...predictedStudyMs(check.forecast, instances, atOnce), instances, atOnce };
 }
 

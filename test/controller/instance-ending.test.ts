@@ -28,7 +28,7 @@ import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { readSignedHeads } from '../../writer/signed-files-check.js';
 import { runCli } from '../support/cli.js';
-import { controllerSetup, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, type ControllerSetup, type InstanceRun } from '../support/controller-run.js';
+import { controllerSetup, controllerSetupWith, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, type ControllerSetup, type InstanceRun } from '../support/controller-run.js';
 import { ofType, storedEvents, type StoredEvent } from '../support/stored-events.js';
 import { closeAllLoopbacks, completion, json as sendJson, MODEL, modelList, startLoopback, type LoopbackServer } from '../runtime/openai-loopback-server.js';
 
@@ -44,15 +44,10 @@ const wake = (n: number): string => `wake-${String(n).padStart(4, '0')}`;
 
 /** The default pre-registration with 16 wakes (a 4-hour period) and a fast retry policy, locked with the test key. */
 function shortSetup(): ControllerSetup {
-  const setup = controllerSetup();
-  const prereg = JSON.parse(readFileSync(setup.preregFile, 'utf8')) as Record<string, Record<string, unknown>>;
-  prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
-  prereg['model_calls'] = { usable_data: { min_accepted_share: 0.5 }, transport_retry: { max_attempts: MAX_ATTEMPTS, backoff_ms: BACKOFF_MS }, pause_after_consecutive_transport_failures: 2 };
-  const preregFile = path.join(setup.dir, 'prereg-ending.json');
-  writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
-  const locked = lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z');
-  if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
-  return { ...setup, preregFile };
+  return controllerSetupWith('prereg-ending', (prereg) => {
+    prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
+    prereg['model_calls'] = { usable_data: { min_accepted_share: 0.5 }, transport_retry: { max_attempts: MAX_ATTEMPTS, backoff_ms: BACKOFF_MS }, pause_after_consecutive_transport_failures: 2 };
+  });
 }
 
 /**
@@ -90,6 +85,24 @@ async function stallingServer(stalledPreflight: number, writeIn: () => string | 
 function checkAnswer(): Record<string, unknown> {
   const usage = { prompt_tokens: 20_321, completion_tokens: 45 };
   return { ...completion(JSON.stringify(EMPTY_ANSWER), { usage }), timings: scriptedTimingsOf(usage) };
+}
+
+/**
+ * An instance against stallingServer: the restart's preflight (STALLED_PREFLIGHT) is refused. The
+ * crash wake is the plan's, read from plan.json once the start has written it (before the first
+ * wake's call); `also` sees every log line after it is logged. `log` is the run's own, for a resume.
+ */
+async function restartRefusedRun(name: string, also: (line: string) => void = () => {}): Promise<{ readonly run: InstanceRun; crashWake(): string | null; readonly log: (line: string) => void }> {
+  let crash: string | null = null;
+  const server = await stallingServer(STALLED_PREFLIGHT, () => crash);
+  const plain = newInstanceOptions(shortSetup(), { name, model: modelOf(server) });
+  const log = plain.options.log;
+  const logged = (line: string): void => {
+    log(line);
+    if (crash === null && line.startsWith('ds-writer pid ')) crash = planOf(plain.options.runDir).interventions.find((i) => i.kind === 'runtime_crash')?.deliver_wake_id ?? null;
+    also(line);
+  };
+  return { run: { ...plain, options: { ...plain.options, log: logged } }, crashWake: () => crash, log };
 }
 
 function modelOf(server: LoopbackServer): ModelChoice {
@@ -151,25 +164,11 @@ describe('a preflight refused at the planned runtime crash restart ends the inst
   let verifyResumed: { code: number; stdout: string; stderr: string };
 
   beforeAll(async () => {
-    const setup = shortSetup();
-    let crash: string | null = null;
     // The check before hour 0 (1) and the start's preflight (2) are answered; the restart's (3) stalls; the resume's (4) is answered.
-    const server = await stallingServer(STALLED_PREFLIGHT, () => crash);
-    run = newInstanceOptions(setup, { name: 'restart-refused', model: modelOf(server) });
-    // The crash wake is the plan's: read from plan.json once the start has written it (before the first wake's call).
-    const log = run.options.log;
-    run = {
-      ...run,
-      options: {
-        ...run.options,
-        log: (line) => {
-          if (crash === null && line.startsWith('ds-writer pid ')) crash = planOf(run.options.runDir).interventions.find((i) => i.kind === 'runtime_crash')?.deliver_wake_id ?? null;
-          log(line);
-        },
-      },
-    };
+    const made = await restartRefusedRun('restart-refused');
+    run = made.run;
     stopped = await runInstance(run);
-    crashWake = crash!;
+    crashWake = made.crashWake()!;
     stoppedEvents = storedEvents(stopped.runDir);
     headsAfterStop = readSignedHeads(path.join(stopped.runDir, RUN_FILES.heads), parsePublicKeyHex(readFileSync(path.join(stopped.runDir, RUN_FILES.publicKey), 'utf8').trim()));
     wakesTotal = stopped.wakesTotal;
@@ -272,41 +271,27 @@ describe('forged: the same refusal with the writer gone (the old store: the cras
   let verifyResumed: { code: number; stdout: string; stderr: string };
 
   beforeAll(async () => {
-    const setup = shortSetup();
-    let crash: string | null = null;
     let writerPid: number | null = null;
-    const server = await stallingServer(STALLED_PREFLIGHT, () => crash);
-    run = newInstanceOptions(setup, { name: 'writer-gone', model: modelOf(server) });
-    const log = run.options.log;
-    run = {
-      ...run,
-      options: {
-        ...run.options,
-        log: (line) => {
-          log(line);
-          const pid = /^ds-writer pid (\d+) /.exec(line);
-          if (pid) {
-            writerPid = Number(pid[1]);
-            crash ??= planOf(run.options.runDir).interventions.find((i) => i.kind === 'runtime_crash')?.deliver_wake_id ?? null;
-          }
-          // The restart's refusal, as it is said: the writer dies right there, before anything can record the end.
-          if (line.startsWith('model preflight: refused: ') && writerPid !== null) {
-            process.kill(writerPid, 'SIGKILL');
-            const deadline = Date.now() + 5_000;
-            while (!hasExited(writerPid)) if (Date.now() > deadline) throw new Error(`ds-writer ${writerPid} did not die within 5 s of SIGKILL`);
-          }
-        },
-      },
-    };
+    const made = await restartRefusedRun('writer-gone', (line) => {
+      const pid = /^ds-writer pid (\d+) /.exec(line);
+      if (pid) writerPid = Number(pid[1]);
+      // The restart's refusal, as it is said: the writer dies right there, before anything can record the end.
+      if (line.startsWith('model preflight: refused: ') && writerPid !== null) {
+        process.kill(writerPid, 'SIGKILL');
+        const deadline = Date.now() + 5_000;
+        while (!hasExited(writerPid)) if (Date.now() > deadline) throw new Error(`ds-writer ${writerPid} did not die within 5 s of SIGKILL`);
+      }
+    });
+    run = made.run;
     error = await runInstance(run).then(
       () => new Error('expected the command to fail: its stop cannot be recorded'),
       (e: unknown) => e,
     );
-    crashWake = crash!;
+    crashWake = made.crashWake()!;
     events = storedEvents(run.options.runDir);
     notes = planNotes(run.options.runDir);
     verifyOpen = await runCli('verify', [run.options.runDir, '--open']);
-    resumed = await resume({ ...run, options: { ...run.options, log } });
+    resumed = await resume({ ...run, options: { ...run.options, log: made.log } });
     resumedEvents = storedEvents(resumed.runDir);
     verifyResumed = await runCli('verify', [resumed.runDir]);
   }, 180_000);

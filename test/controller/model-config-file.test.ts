@@ -16,7 +16,7 @@ import { lockPrereg } from '../../design/prereg.js';
 import { ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../experiments/cli/model-flags.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli, type CliResult } from '../support/cli.js';
-import { controllerSetup, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
+import { controllerSetup, controllerSetupWith, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
 import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -259,14 +259,7 @@ describe('copyModelConfig: the file into the run folder, byte for byte, or a ref
 
 /** The default pre-registration with a 4-hour wake period (16 wakes), locked with the test key. */
 function shortSetup(): ControllerSetup {
-  const setup = controllerSetup();
-  const prereg = JSON.parse(readFileSync(setup.preregFile, 'utf8')) as Record<string, Record<string, unknown>>;
-  prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
-  const preregFile = path.join(setup.dir, 'prereg-short.json');
-  writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
-  const locked = lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z');
-  if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
-  return { ...setup, preregFile };
+  return controllerSetupWith('prereg-short', (prereg) => void (prereg['wake_schedule']!['base_period_sim_minutes'] = 240));
 }
 
 describe('a configuration file changed between a study reading it and an instance starting (forged)', () => {

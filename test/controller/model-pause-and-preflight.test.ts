@@ -27,7 +27,7 @@ import { lockPrereg } from '../../design/prereg.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { runCli } from '../support/cli.js';
-import { controllerSetup, newInstanceOptions, resume, runInstance, type ControllerSetup, type InstanceRun } from '../support/controller-run.js';
+import { controllerSetup, controllerSetupWith, newInstanceOptions, resume, runInstance, type ControllerSetup, type InstanceRun } from '../support/controller-run.js';
 import { closeAllLoopbacks, completion, json as sendJson, modelList, MODEL as LOOPBACK_MODEL, startLoopback } from '../runtime/openai-loopback-server.js';
 import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents, type StoredEvent } from '../support/stored-events.js';
@@ -46,15 +46,10 @@ const benign = (wakeId: string): ScriptedReply => ({ kind: 'content', content: J
 
 /** The default pre-registration with a short schedule and a fast retry policy, locked with the test key. */
 function pauseSetup(): ControllerSetup {
-  const setup = controllerSetup();
-  const prereg = JSON.parse(readFileSync(setup.preregFile, 'utf8')) as Record<string, Record<string, unknown>>;
-  prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
-  prereg['model_calls'] = { usable_data: { min_accepted_share: 0.5 }, transport_retry: { max_attempts: MAX_ATTEMPTS, backoff_ms: BACKOFF_MS }, pause_after_consecutive_transport_failures: PAUSE_AFTER };
-  const preregFile = path.join(setup.dir, 'prereg-pause.json');
-  writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
-  const locked = lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z');
-  if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
-  return { ...setup, preregFile };
+  return controllerSetupWith('prereg-pause', (prereg) => {
+    prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
+    prereg['model_calls'] = { usable_data: { min_accepted_share: 0.5 }, transport_retry: { max_attempts: MAX_ATTEMPTS, backoff_ms: BACKOFF_MS }, pause_after_consecutive_transport_failures: PAUSE_AFTER };
+  });
 }
 
 function preflightLines(runDir: string): Record<string, unknown>[] {

@@ -160,7 +160,7 @@ describe('npm run faults, stopped by the operator', () => {
     async () => {
       const cli = await batchWithRunOneUnderWay();
       ctrlC(cli);
-      expect(await cli.exited).toBe(EXIT_CODES.stopped);
+      expect(await cli.exited, cli.output().slice(-4_000)).toBe(EXIT_CODES.stopped);
       expect(cli.output()).toContain('SIGINT: no new run starts');
       const summary = summaryOf(cli);
       expect({ ok: summary.ok, runs: summary.runs, interrupted: summary.interrupted, failures: summary.failures, skipped: summary.skipped }).toEqual({ ok: false, runs: 1, interrupted: { by: 'operator signal SIGINT', not_started: 4, killed: 0 }, failures: [], skipped: [] });
@@ -182,7 +182,7 @@ describe('npm run faults, stopped by the operator', () => {
       // A press after the window that folds a terminal's relayed signals into one.
       await new Promise((resolve) => setTimeout(resolve, SAME_PRESS_WINDOW_MS + 300));
       ctrlC(cli);
-      expect(await cli.exited).toBe(EXIT_CODES.stopped);
+      expect(await cli.exited, cli.output().slice(-4_000)).toBe(EXIT_CODES.stopped);
       expect(cli.output()).toContain('second SIGINT: killing the runs under way');
       const summary = summaryOf(cli);
       expect({ ok: summary.ok, runs: summary.runs, interrupted: summary.interrupted, failures: summary.failures }).toEqual({ ok: false, runs: 1, interrupted: { by: 'operator signal SIGINT', not_started: 4, killed: 1 }, failures: [] });

@@ -1,7 +1,7 @@
 // Real experiment instances for tests: a locked copy of the default pre-registration, a key
 // folder of its own, and the controller run in-process (it still spawns a real ds-writer and
 // ds-runtime) or as the real `npm run experiment` command line.
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNewInstance, resumeInstance, type Group, type InstanceResult, type NewInstanceOptions } from '../../controller/instance-runner.js';
@@ -32,6 +32,24 @@ export function controllerSetup(dir: string = tempDir('ds-controller-')): Contro
   if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
   mkdirSync(path.join(dir, 'runs'));
   return { dir, keyDir, key, preregFile };
+}
+
+/** A pre-registration's JSON as a test edits it: sections by name. */
+export type PreregJson = Record<string, Record<string, unknown>>;
+
+/**
+ * A fresh setup whose pre-registration is the default one changed by `change`, written as
+ * `name`.json beside it and locked with the setup's key (a short schedule, a fast retry policy).
+ */
+export function controllerSetupWith(name: string, change: (prereg: PreregJson) => void): ControllerSetup {
+  const setup = controllerSetup();
+  const prereg = JSON.parse(readFileSync(setup.preregFile, 'utf8')) as PreregJson;
+  change(prereg);
+  const preregFile = path.join(setup.dir, `${name}.json`);
+  writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
+  const locked = lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z');
+  if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
+  return { ...setup, preregFile };
 }
 
 /** The setup controllerSetup made in `dir`, reopened (in a copy of its folder, say): its key loaded, not made anew. */
