@@ -6,9 +6,10 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     pool: 'forks',
     // Vitest's default is one worker fewer than the cores: on CI's 2 cores, one file at a time
-    // (the suite took ~10.5 min serially). The tests wait on real processes and disks far more
-    // than they compute, so two files at once; every test's deadline is far above its time.
-    maxWorkers: 2,
+    // (the suite took ~10.5 min serially). The tests wait on real processes, timeouts and disks
+    // for much of their time (a file's wall time is often twice its CPU time), so three files at
+    // once keep both cores busy; every test's deadline is far above its time.
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // One temporary folder per run on tmpfs (durable commits without a disk's fsync), which

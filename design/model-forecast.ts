@@ -137,6 +137,8 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
     };
     return refuse(`the largest call the plan can send (${sendable} prompt tokens and a ${input.largestCap}-token answer) is predicted to take ${seconds(largestCallMs)} at the measured speed, over the call timeout of ${seconds(input.callTimeoutMs)} with the margin ×${TIMEOUT_MARGIN}: its wakes would time out. ${timeoutAdvice(largestCallMs, input.largestCap, callMsAtCap)}`);
   }
+  // Measured against llama.cpp b4748: a pilot's prompts reached 7,241 tokens against a largest of 6,535 (docs/model-protocol.md).
+  lines.push(`note: the largest prompt (${largest.tokens} tokens) fills the window to its pre-registered bounds with the state and the workspace listing as at hour 0; what a subject keeps (its state, its files) makes later prompts longer, and the pre-registration bounds neither`);
   for (const w of warnings) lines.push(`warning: ${w}`);
   const forecast = ModelForecast.parse({
     forecast_version: FORECAST_VERSION,

@@ -44,8 +44,17 @@ function predictedStudyOf(check: ModelCheck, plan: StudyPlan, concurrency: numbe
   return { ...predictedStudyMs(check.forecast, instances, atOnce), instances, atOnce };
 }
 
-/** What the study took against what the check predicted before hour 0 (issue 31 item 3b): said at its end. */
+/** What the study took against what the check predicted before hour 0 (issue 31 item 3b): said at its end, with what a miss may mean. */
 export function studyTimeLine(check: ModelCheck, plan: StudyPlan, concurrency: number, tookMs: number): string {
   const study = predictedStudyOf(check, plan, concurrency);
-  return `[study] time: took ${durationText(tookMs)}; the check before hour 0 predicted ${durationText(study.low)} to ${durationText(study.high)} for its first ${study.instances} instances (${check.forecast.speed.prompt_tokens_per_s} prompt tokens/s, ${check.forecast.speed.generated_tokens_per_s} generated tokens/s, ${check.forecast.speed.source})`;
+  return `[study] time: took ${durationText(tookMs)}; the check before hour 0 predicted ${durationText(study.low)} to ${durationText(study.high)} for its first ${study.instances} instances (${check.forecast.speed.prompt_tokens_per_s} prompt tokens/s, ${check.forecast.speed.generated_tokens_per_s} generated tokens/s, ${check.forecast.speed.source})${missOf(tookMs, study)}`;
+}
+
+/** Why a study may have taken less than the low end or more than the high end of its prediction. */
+function missOf(tookMs: number, predicted: { readonly low: number; readonly high: number }): string {
+  if (tookMs < predicted.low) {
+    return ": faster than its low end, which evaluates every prompt whole; a server that reuses a cached prompt prefix (llama.cpp's KV cache: a block's groups often send the same one) evaluates less, and no call's record says how much yet";
+  }
+  if (tookMs > predicted.high) return ': slower than its high end, which has no retries, pauses or a server slowed by other work: see the blocks and the usable data below';
+  return '';
 }
