@@ -140,10 +140,26 @@ describe('npm run faults, stopped by the operator', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
-  /** A batch of five runs, one at a time, in a process group of its own (a terminal's foreground job), once run 0001 has started. */
+  /**
+   * A batch of five runs, one at a time, in a process group of its own (a terminal's foreground
+   * job), once run 0001's controller runs: it has written its first line. Not at "start 0001"
+   * alone: that line comes just before the spawn, and a signal to the group while the child is
+   * between fork and its own session stays pending in it and kills it before exec (libuv blocks
+   * signals across the fork and restores the default action before unblocking them). Under CI's
+   * load a press 0–50 ms after the line landed there: the run's controller died of the press.
+   */
   const batchWithRunOneUnderWay = async (): Promise<SpawnedCli> => {
+    // An earlier batch's record of run 0001 (the same folder) would pass for this one's: removed first.
+    const runs = path.join(out, 'runs');
+    for (const name of existsSync(runs) ? readdirSync(runs).filter((n) => n.startsWith('0001-')) : []) rmSync(path.join(runs, name), { recursive: true, force: true });
     const cli = spawnCli('faults', ['--seed', 'ci-stop', '--runs', '5', '--concurrency', '1', '--out', out, '--json'], { detached: true });
     await untilOutput(cli, /\[faults\] start 0001/, RUN_TIMEOUT_MS);
+    const runOneLog = (): string => {
+      const name = readdirSync(runs).find((n) => n.startsWith('0001-'));
+      const log = name === undefined ? null : path.join(runs, name, 'controller.log');
+      return log !== null && existsSync(log) ? readFileSync(log, 'utf8') : '';
+    };
+    await untilOutput({ ...cli, output: runOneLog }, /^\[ds-controller\] /m, RUN_TIMEOUT_MS);
     return cli;
   };
   /** Ctrl-C in a terminal: SIGINT to the harness's whole process group (its instances run in groups of their own). */
