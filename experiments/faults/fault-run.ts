@@ -13,7 +13,7 @@
 // check), and each step's helper serves that sequence alone and shares its fault folder.
 import { processCodeFor } from '../../foundation/process-code.js';
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
@@ -214,7 +214,12 @@ interface ProcessOutcome {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly timedOut: boolean;
+  /** It wrote nothing to its log before it ended. */
+  readonly silent: boolean;
 }
+
+/** Starts of one controller that an operator's press killed at its birth (see runController), at most. */
+const MAX_STARTS_KILLED_AT_BIRTH = 3;
 
 /** The folder the points write into: under /tmp and world-writable (sticky), because the writer and runtime may run under their own uids. */
 function makeFaultDir(): string {
@@ -258,9 +263,25 @@ function sleep(ms: number): Promise<void> {
  * output (and its children's, which inherit the descriptor) appended straight to `logFile`: no
  * pipe, so the controller's own exit is seen when it happens, whatever its children still do.
  */
-async function runController(setup: HarnessSetup, args: readonly string[], arming: FaultArming, logFile: string, onPoll: (pid: number) => void, kill: AbortSignal | null): Promise<ProcessOutcome> {
+async function runController(setup: HarnessSetup, args: readonly string[], arming: FaultArming, logFile: string, onPoll: (pid: number) => void, kill: AbortSignal | null, notes: string[]): Promise<ProcessOutcome> {
+  // Bounded: MAX_STARTS_KILLED_AT_BIRTH starts at most.
+  for (let start = 1; ; start += 1) {
+    const outcome = await runControllerOnce(setup, args, arming, logFile, onPoll, kill);
+    // The controller runs in a session of its own, so an operator's Ctrl-C to the harness's group
+    // reaches it only between fork and its setsid: libuv blocks signals across the fork, and the
+    // pending SIGINT kills the child as they are unblocked, before exec. It ran nothing; the run
+    // under way is to finish (the first press), so it is started again, said in the notes and log.
+    if (outcome.signal !== 'SIGINT' || !outcome.silent || kill?.aborted || start >= MAX_STARTS_KILLED_AT_BIRTH) return outcome;
+    const note = `controller start ${start} was killed by SIGINT before it ran (an operator's press while it was being spawned, before it had a process group of its own): it did nothing, so it is started again`;
+    notes.push(note);
+    appendFileSync(logFile, `$ ${note}\n`);
+  }
+}
+
+async function runControllerOnce(setup: HarnessSetup, args: readonly string[], arming: FaultArming, logFile: string, onPoll: (pid: number) => void, kill: AbortSignal | null): Promise<ProcessOutcome> {
   const code = await processCodeFor(path.join(setup.codeRoot, 'experiments', 'cli', 'experiment.ts'), setup.codeRoot);
   appendFileSync(logFile, `$ experiment ${args.join(' ')}\n`);
+  const logBytesAtStart = statSync(logFile).size;
   const fd = openSync(logFile, 'a');
   let child;
   try {
@@ -294,8 +315,9 @@ async function runController(setup: HarnessSetup, args: readonly string[], armin
       clearTimeout(timer);
       // One last look: the fault may have fired just before the controller ended.
       onPoll(pid);
+      const silent = statSync(logFile).size === logBytesAtStart;
       appendFileSync(logFile, `$ exit ${code ?? sig}\n`);
-      resolve({ code, signal: sig, timedOut });
+      resolve({ code, signal: sig, timedOut, silent });
     });
   });
 }
@@ -635,7 +657,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec, kill: AbortSignal | n
     const beforeResume = folderHashes(runDir);
     if (planted.snapshotSeq !== null) badFileProblems.push(...restoreVerdictProblems(runDir, planted.snapshotSeq));
     const logStart = readFileSync(logFile).length;
-    const outcome = await runController(setup, ['--resume', runDir, ...common], arming, logFile, poll, kill);
+    const outcome = await runController(setup, ['--resume', runDir, ...common], arming, logFile, poll, kill, notes);
     exits.push(outcome.timedOut ? null : outcome.code);
     orphanProblems.push(...(await awaitOrphans(faultDir, notes, kill)));
     const resumeLog = readFileSync(logFile).subarray(logStart).toString('utf8');
@@ -676,7 +698,7 @@ async function execute(setup: HarnessSetup, spec: RunSpec, kill: AbortSignal | n
     const args = ['--group', spec.group, '--seed', spec.instanceSeed, '--prereg', prereg, '--out', liveRunDir, '--experiment-id', `faults-${spec.name}`, ...modelArgsOf(spec.plan, { modelFile, modelSeed, server: modelServer }), ...common];
     // The first controller, then resumes until the instance is finished (sealed, final head signed); bounded.
     for (let attempt = 0; attempt <= MAX_RESUMES && !kill?.aborted && (attempt === 0 || !finishedRun(liveRunDir)) && (attempt === 0 || existsSync(path.join(liveRunDir, RUN_FILES.manifest))); attempt += 1) {
-      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll, kill);
+      const outcome = await runController(setup, attempt === 0 ? args : ['--resume', liveRunDir, ...common], arming, logFile, poll, kill, notes);
       exits.push(outcome.timedOut ? null : outcome.code);
       if (outcome.timedOut) notes.push(`a controller did not end within ${CONTROLLER_TIMEOUT_MS} ms and was killed`);
       orphanProblems.push(...(await awaitOrphans(faultDir, notes, kill)));
