@@ -14,7 +14,7 @@ import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { TypedErrorOf } from '../../foundation/typed-error.js';
 import { FAULT_KINDS, FAULT_POINTS, type FaultKind, type FaultPoint } from '../../schema/fault-points.js';
 import { Calibration, FAULT_CELLS, FaultRunPlan, GROUPS, instanceSeedOf, planFaultRun } from './fault-plan.js';
-import { calibrate, calibrationOf, INTERRUPTED_REASON, INVARIANTS, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
+import { calibrate, calibrationOf, INTERRUPTED_REASON, INVARIANTS, KILLED_AT_BIRTH_NOTE, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
 
 /** More runs than this in one batch are refused (200 take about half an hour on two cores). */
 export const MAX_RUNS = 5_000;
@@ -270,6 +270,7 @@ export async function runHarness(options: HarnessOptions): Promise<FaultSummary>
         const result = await runFaultPlan(options.setup, plan, options.stop?.killNow ?? null);
         results.push(result);
         done += 1;
+        for (const note of result.notes.filter((n) => n.startsWith(KILLED_AT_BIRTH_NOTE))) options.onProgress(`${result.name}: ${note}`);
         options.onProgress(`[${done}/${plans.length}] ${describe(result)}`);
         failures.push(...failuresOf(options.seed, plan.index, result, `${reproduceCommand(options.seed, plan.index)} --out ${JSON.stringify(options.setup.outDir)}`));
       }),

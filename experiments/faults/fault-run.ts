@@ -220,6 +220,8 @@ interface ProcessOutcome {
 
 /** Starts of one controller that an operator's press killed at its birth (see runController), at most. */
 const MAX_STARTS_KILLED_AT_BIRTH = 3;
+/** How the note of such a start begins (the harness also says it on screen). */
+export const KILLED_AT_BIRTH_NOTE = 'controller start killed by SIGINT before it ran';
 
 /** The folder the points write into: under /tmp and world-writable (sticky), because the writer and runtime may run under their own uids. */
 function makeFaultDir(): string {
@@ -272,7 +274,7 @@ async function runController(setup: HarnessSetup, args: readonly string[], armin
     // pending SIGINT kills the child as they are unblocked, before exec. It ran nothing; the run
     // under way is to finish (the first press), so it is started again, said in the notes and log.
     if (outcome.signal !== 'SIGINT' || !outcome.silent || kill?.aborted || start >= MAX_STARTS_KILLED_AT_BIRTH) return outcome;
-    const note = `controller start ${start} was killed by SIGINT before it ran (an operator's press while it was being spawned, before it had a process group of its own): it did nothing, so it is started again`;
+    const note = `${KILLED_AT_BIRTH_NOTE} (start ${start}: an operator's press while it was being spawned, before it had a process group of its own): it did nothing, so it is started again`;
     notes.push(note);
     appendFileSync(logFile, `$ ${note}\n`);
   }
