@@ -22,19 +22,19 @@ import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { checkModelBeforeStart } from '../../controller/model-check.js';
 import { ModelCheckError } from '../../controller/model-check-error.js';
 import { buildExperimentPlan } from '../../design/experiment-plan.js';
 import { resolveModel, type ModelChoice } from '../../design/model-choice.js';
-import { lockPrereg, PreRegistration, modelCallRulesOf } from '../../design/prereg.js';
+import { PreRegistration, modelCallRulesOf } from '../../design/prereg.js';
 import { loadScenario } from '../../design/scenario.js';
 import { InternalError } from '../../foundation/typed-error.js';
 import { specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { NO_TOKENS_RECORDED, type ModelRequest, type TransportFailure } from '../../runtime/model-adapter.js';
 import { ExchangeGate, HTTP_EXCHANGE_LIMITS, HttpExchangeInvariantError } from '../../runtime/model-adapters/http-exchange.js';
-import { controllerSetup, newInstanceOptions, REPO, runInstance, SCENARIOS_DIR, TEST_START_AT } from '../support/controller-run.js';
+import { controllerSetupWith, newInstanceOptions, REPO, runInstance, SCENARIOS_DIR, TEST_START_AT } from '../support/controller-run.js';
 import { startLlamaLikeServer, type LlamaLikeOptions, type LlamaLikeServer } from '../support/llamacpp-like-server.js';
 import { OpenAiAdapter } from '../../runtime/model-adapters/openai-adapter.js';
 import { closeAllLoopbacks, json, llamaProps, llamaTokenize, MODEL, modelList, sse, sseEvent, startLoopback, startSse, streamChunks, type Seen } from './openai-loopback-server.js';
@@ -266,12 +266,17 @@ describe('the model check before hour 0 keeps one request at a time too', () => 
       await until(() => server.chats.some((c) => c.freed), 2_000);
       expect(server.chats.filter((c) => c.clientLeft && c.freed)).toHaveLength(1);
     }
-    expect(server.overlap.maxRequestsOpen()).toBe(1);
-    expect(server.overlap.maxConnectionsOpen()).toBe(1);
-    expect(server.overlap.connectionOverlaps()).toEqual([]);
-    expect(server.maxQueued()).toBe(1);
+    expectOneRequestAtATime(server);
   }, 60_000);
 });
+
+/** What the llama.cpp-like server counted as it happened: one request and one connection at a time, never one queued behind another. */
+function expectOneRequestAtATime(server: LlamaLikeServer): void {
+  expect(server.overlap.maxRequestsOpen()).toBe(1);
+  expect(server.overlap.maxConnectionsOpen()).toBe(1);
+  expect(server.overlap.connectionOverlaps()).toEqual([]);
+  expect(server.maxQueued()).toBe(1);
+}
 
 describe('a real instance keeps one request at a time', () => {
   let server: LlamaLikeServer | null = null;
@@ -283,24 +288,15 @@ describe('a real instance keeps one request at a time', () => {
   test('a whole instance (its runtime process: the check before hour 0, then every wake\'s counts and call) against the llama.cpp-like server: never two of its requests held at once', async () => {
     server = await startLlamaLikeServer({});
     // A 4-hour wake period: 16 wakes over the 72 hours, every one a real call through the runtime process.
-    const base = controllerSetup();
-    const prereg = JSON.parse(readFileSync(base.preregFile, 'utf8')) as Record<string, Record<string, unknown>>;
-    prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
-    const preregFile = path.join(base.dir, 'prereg-4h.json');
-    writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
-    const locked = lockPrereg(preregFile, base.key.keys, '2026-01-01T00:00:00.000Z');
-    if (!locked.ok) throw new Error(`test setup: lock failed: ${locked.message}`);
+    const setup = controllerSetupWith('prereg-4h', (prereg) => void (prereg['wake_schedule']!['base_period_sim_minutes'] = 240));
     const model: ModelChoice = { adapter: 'openai', base_url: server.baseUrl, model_id: server.alias, api_key_env: null, params: { temperature: 0, top_p: null, seed: 7, max_tokens: null }, dialect: 'llamacpp', stream: true, context_size: null, timeout_ms: 30_000, config_file: null, config_sha256: null };
-    const result = await runInstance(newInstanceOptions({ ...base, preregFile }, { name: 'one-request', model }));
+    const result = await runInstance(newInstanceOptions(setup, { name: 'one-request', model }));
     expect(result.status).toBe('finished');
     expect(result.wakesRun).toBe(result.wakesTotal);
     // Every wake's call reached the server (and the check's speed calls), each after its prompt was counted.
     expect(server.chats.length).toBeGreaterThanOrEqual(result.wakesTotal);
     expect(server.overlap.requests.filter((r) => r.url === '/tokenize').length).toBeGreaterThanOrEqual(2 * result.wakesTotal);
-    expect(server.overlap.maxRequestsOpen()).toBe(1);
-    expect(server.overlap.maxConnectionsOpen()).toBe(1);
-    expect(server.overlap.connectionOverlaps()).toEqual([]);
-    expect(server.maxQueued()).toBe(1);
+    expectOneRequestAtATime(server);
   }, 240_000);
 });
 
