@@ -179,17 +179,9 @@ describe('one request of an adapter at a time', () => {
   });
 
   test('forged: the gate\'s own invariants — more waiters than its bound, or an exchange still open when the next starts — throw a typed InternalError', async () => {
-    const server = await startLoopback({ models: async (seen, res, req) => {
-      await sleep(100);
-      modelList(MODEL)(seen, res, req);
-    } });
+    const server = await slowModelsServer(100);
     const gate = new ExchangeGate();
-    const get = (): Promise<number> => gate.run({ method: 'GET', url: `${server.baseUrl}/models`, headers: {}, timeoutMs: 5_000, connectTimeoutMs: 5_000 }, async (exchange) => {
-      const opened = await exchange.opened;
-      if (opened.kind !== 'response') throw new Error(`no response: ${opened.kind}`);
-      await opened.response.body?.cancel();
-      return opened.response.status;
-    });
+    const get = gatedModelsGet(gate, server.baseUrl, 5_000);
     // One runs, maxWaiting wait; one more is a bug (an adapter makes one request at a time).
     const running = get();
     await sleep(20);
@@ -208,16 +200,9 @@ describe('one request of an adapter at a time', () => {
   });
 
   test('the gate itself: two exchanges started at once run one after the other, the first one\'s connection closed before the second arrives', async () => {
-    const server = await startLoopback({ models: async (seen, res, req) => {
-      await sleep(60);
-      modelList(MODEL)(seen, res, req);
-    } });
+    const server = await slowModelsServer(60);
     const gate = new ExchangeGate();
-    const get = (): Promise<number> => gate.run({ method: 'GET', url: `${server.baseUrl}/models`, headers: {}, timeoutMs: 2_000, connectTimeoutMs: 2_000 }, async (exchange) => {
-      const opened = await exchange.opened;
-      if (opened.kind !== 'response') throw new Error(`no response: ${opened.kind}`);
-      return opened.response.status;
-    });
+    const get = gatedModelsGet(gate, server.baseUrl, 2_000);
     expect(await Promise.all([get(), get(), get()])).toEqual([200, 200, 200]);
     expect(gate.started).toBe(3);
     expect(server.seen).toHaveLength(3);
@@ -269,6 +254,24 @@ describe('the model check before hour 0 keeps one request at a time too', () => 
     expectOneRequestAtATime(server);
   }, 60_000);
 });
+
+/** A loopback server that answers GET /models after `delayMs`. */
+function slowModelsServer(delayMs: number): ReturnType<typeof startLoopback> {
+  return startLoopback({ models: async (seen, res, req) => {
+    await sleep(delayMs);
+    modelList(MODEL)(seen, res, req);
+  } });
+}
+
+/** GET /models through `gate`: its status (the body is not read). */
+function gatedModelsGet(gate: ExchangeGate, baseUrl: string, timeoutMs: number): () => Promise<number> {
+  return () => gate.run({ method: 'GET', url: `${baseUrl}/models`, headers: {}, timeoutMs, connectTimeoutMs: timeoutMs }, async (exchange) => {
+    const opened = await exchange.opened;
+    if (opened.kind !== 'response') throw new Error(`no response: ${opened.kind}`);
+    await opened.response.body?.cancel();
+    return opened.response.status;
+  });
+}
 
 /** What the llama.cpp-like server counted as it happened: one request and one connection at a time, never one queued behind another. */
 function expectOneRequestAtATime(server: LlamaLikeServer): void {
