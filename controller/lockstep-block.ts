@@ -30,8 +30,15 @@ export interface TurnRecord {
   /** Members before this one in `order` that took no turn at this index (gone, or ahead after a resume). */
   readonly passed_over: readonly string[];
   readonly slots: number;
-  /** Wall-clock time the turn was asked for (ISO 8601). */
+  /** Wall-clock time the turn was asked for (ISO 8601), for people; the checks read the session clock below. */
   readonly asked_at: string;
+  /**
+   * When the turn was asked for on the block's monotonic clock: ms since the block began. The
+   * checks of order, slots and barrier read this, never the wall clock: a wall clock slewed by
+   * time sync against the monotonic one drifts tens of ms over a minute-long turn (a CI run saw
+   * a turn "begin before" the barrier by more than the checks' slack).
+   */
+  readonly asked_session_ms: number;
   readonly waited_ms: number;
   readonly held_ms: number;
 }
@@ -69,6 +76,7 @@ interface Asking {
   readonly index: number;
   readonly wakeId: string;
   readonly askedAt: string;
+  /** On the block's clock (ms since it began). */
   readonly askedMs: number;
   readonly grant: (turn: BlockTurn) => void;
 }
@@ -91,6 +99,8 @@ export class BlockLockstepError extends InternalError {
 export class LockstepBlock {
   private readonly state = new Map<string, MemberState>();
   private readonly orders = new Map<number, readonly string[]>();
+  /** The block's monotonic clock starts here: every recorded time is ms since. */
+  private readonly originMs = performance.now();
 
   constructor(private readonly options: LockstepBlockOptions) {
     if (!Number.isSafeInteger(options.slots) || options.slots < 1) throw new BlockLockstepError(`a block's slots are a whole number ≥ 1, got ${options.slots}`);
@@ -153,7 +163,7 @@ export class LockstepBlock {
         index: wakeIndex,
         wakeId,
         askedAt: new Date().toISOString(),
-        askedMs: performance.now(),
+        askedMs: performance.now() - this.originMs,
         grant: (turn) => {
           signal.removeEventListener('abort', onAbort);
           resolve(turn);
@@ -199,7 +209,7 @@ export class LockstepBlock {
     s.asking = null;
     s.holding = true;
     s.taken = k;
-    const grantedMs = performance.now();
+    const grantedMs = performance.now() - this.originMs;
     let released = false;
     asking.grant({
       release: () => {
@@ -217,8 +227,9 @@ export class LockstepBlock {
           passed_over: passedOver,
           slots: this.options.slots,
           asked_at: asking.askedAt,
+          asked_session_ms: Math.round(asking.askedMs),
           waited_ms: Math.round(grantedMs - asking.askedMs),
-          held_ms: Math.round(performance.now() - grantedMs),
+          held_ms: Math.round(performance.now() - this.originMs - grantedMs),
         });
         this.pump();
       },

@@ -20,7 +20,7 @@ import { replicateSeed } from './study-replicates.js';
 export const BLOCKS_FOLDER = 'blocks';
 /** A block's record is ~100 lines of ~300 bytes (31 wakes and a start, three members, a few restarts); more is not one. */
 const MAX_BLOCK_RECORD_BYTES = 4 * 1024 * 1024;
-/** Clock readings are whole milliseconds from two clocks (wall and monotonic): the checks allow this much. */
+/** A turn's times are three whole-millisecond readings of one monotonic clock (asked, waited, held): the checks allow this much for their rounding. */
 const CLOCK_SLACK_MS = 5;
 /** At most this many problems are named per block; the rest are counted. */
 const MAX_NAMED_PROBLEMS = 6;
@@ -41,6 +41,8 @@ export const BlockTurnLine = z.strictObject({
   passed_over: z.array(Group).max(GROUPS.length - 1),
   slots: z.number().int().min(1),
   asked_at: z.iso.datetime(),
+  /** ms since the session's block began on its monotonic clock; waited_ms and held_ms are on the same clock. The checks read these, never asked_at (wall clocks are slewed by time sync). */
+  asked_session_ms: z.number().int().min(0),
   waited_ms: z.number().int().min(0),
   held_ms: z.number().int().min(0),
 });
@@ -83,7 +85,7 @@ interface Interval {
 }
 
 function intervalOf(line: BlockTurnLine): Interval {
-  const fromMs = Date.parse(line.asked_at) + line.waited_ms;
+  const fromMs = line.asked_session_ms + line.waited_ms;
   return { line, fromMs, toMs: fromMs + line.held_ms };
 }
 

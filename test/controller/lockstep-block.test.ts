@@ -209,7 +209,7 @@ describe("the check of a block's record (forged cases)", () => {
     const lines = await fresh();
     const wake = lines.filter((x) => x.wake_index === 3).sort((a, b) => a.position - b.position);
     // The second turn claims to have started when the first did, and to last as long.
-    wake[1]!.asked_at = wake[0]!.asked_at;
+    wake[1]!.asked_session_ms = wake[0]!.asked_session_ms;
     wake[1]!.waited_ms = wake[0]!.waited_ms;
     wake[1]!.held_ms = Math.max(wake[1]!.held_ms, wake[0]!.held_ms, 20);
     wake[0]!.held_ms = Math.max(wake[0]!.held_ms, 20);
@@ -220,8 +220,7 @@ describe("the check of a block's record (forged cases)", () => {
     const lines = await fresh();
     const next = lines.find((x) => x.wake_index === 4 && x.position === 1)!;
     const before = lines.filter((x) => x.wake_index === 3);
-    const earliest = Math.min(...before.map((x) => Date.parse(x.asked_at)));
-    next.asked_at = new Date(earliest).toISOString();
+    next.asked_session_ms = Math.min(...before.map((x) => x.asked_session_ms));
     next.waited_ms = 0;
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems.join('\n')).toMatch(/before the block's turns at wake index 3 had ended/);
   });
@@ -239,13 +238,22 @@ describe("the check of a block's record (forged cases)", () => {
     let t = Date.parse(SESSION);
     for (const g of GROUPS) {
       for (let k = 0; k < 6; k += 1) {
-        lines.push({ replicate: REPLICATE, session: SESSION, group: g, wake_index: k, wake_id: `wake-${k + 1}`, order: [...GROUPS], position: GROUPS.indexOf(g) + 1, passed_over: [], slots: 1, asked_at: new Date(t).toISOString(), waited_ms: 0, held_ms: 10 });
+        lines.push({ replicate: REPLICATE, session: SESSION, group: g, wake_index: k, wake_id: `wake-${k + 1}`, order: [...GROUPS], position: GROUPS.indexOf(g) + 1, passed_over: [], slots: 1, asked_at: new Date(t).toISOString(), asked_session_ms: t - Date.parse(SESSION), waited_ms: 0, held_ms: 10 });
         t += 20;
       }
     }
     const check = checkBlockTurns(STUDY_SEED, REPLICATE, lines);
     expect(check.ok).toBe(false);
     expect(check.problems.join('\n')).toMatch(/before the block's turns at wake index/);
+  });
+
+  test('a wall clock slewed against the monotonic one changes nothing: the checks read the session clock, not asked_at', async () => {
+    const lines = await fresh();
+    // Time sync slews the wall clock: 40 ms per turn recorded, more than the checks' slack, running backwards.
+    lines.forEach((l, i) => {
+      l.asked_at = new Date(Date.parse(l.asked_at) - 40 * i).toISOString();
+    });
+    expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems).toEqual([]);
   });
 
   test('turns of separate sessions (a stop, then a resume) are held to the rules within each session only', async () => {
