@@ -14,17 +14,25 @@ import { TypedErrorOf } from '../foundation/typed-error.js';
 import { Identifier, LongText, SemVer, ShortText } from '../schema/event-definition.js';
 import { SubjectInitialized } from '../schema/events/system-events.js';
 import { hashCanonical, hashText, type HashString } from '../schema/hash.js';
+import { checkWorkspacePath, describeWorkspacePathRule, WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 
 export const SCENARIO_FILE = 'scenario.json';
 export const WORKSPACE_DIR = 'workspace';
 export const MAX_SCENARIO_FILES = 32;
 export const MAX_SCENARIO_FILE_BYTES = 64 * 1024;
 const MAX_SCENARIO_JSON_BYTES = 256 * 1024;
-const MAX_DIR_DEPTH = 4;
+/** Folders below the workspace: the workspace path rule's segments, less the file name. */
+const MAX_DIR_DEPTH = WORKSPACE_PATH_RULE.maxSegments - 1;
 const MS_PER_HOUR = 3_600_000;
 
-/** A workspace-relative path: forward slashes, no `..`, no absolute path. */
-const WorkspacePath = z.string().min(1).max(256).regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[A-Za-z0-9._/-]+$/, 'expected a relative workspace path without ..');
+/**
+ * A workspace-relative path: within the workspace path rule (schema/workspace-path.ts) a subject's
+ * own paths obey, and narrower still — plain ASCII names a scenario's author can type.
+ */
+const WorkspacePath = z
+  .string()
+  .regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[A-Za-z0-9._/-]+$/, 'expected a relative workspace path without .., of A-Z a-z 0-9 . _ / -')
+  .refine((p) => checkWorkspacePath(p).ok, { message: `expected a path within the workspace path rule: ${describeWorkspacePathRule()}` });
 
 const SubjectInitializedTemplate = z.strictObject({
   identity: z.strictObject({ name: ShortText, description: LongText }),

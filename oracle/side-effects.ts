@@ -20,6 +20,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { HASH_PREFIX, type HashString } from '../schema/hash.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import { WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 import { payloadOf, type RunRecord } from './run-record.js';
 
 export const SIDE_EFFECT_KINDS = ['duplicate_intent', 'duplicate_outcome', 'duplicate_memory_write', 'unexplained_file', 'workspace_unchecked'] as const;
@@ -43,8 +44,8 @@ export type SideEffectReport = z.infer<typeof SideEffectReport>;
 
 /** Entries (files and folders) visited in a workspace before the walk stops: a scenario starts with a handful. */
 export const MAX_WORKSPACE_ENTRIES = 10_000;
-/** Folder depth below the workspace root; deeper entries are not visited. */
-export const MAX_WORKSPACE_DEPTH = 32;
+/** Folder depth below the workspace root: the workspace path rule's segments less the file name (schema/workspace-path.ts); nothing the rule allows is deeper, and deeper entries are not visited. */
+export const MAX_WORKSPACE_DEPTH = WORKSPACE_PATH_RULE.maxSegments - 1;
 const HASH_CHUNK_BYTES = 1024 * 1024;
 
 /** What the store says a path holds: the hashes it may have (null: absent), and the event that said so last. */

@@ -31,6 +31,7 @@ import { CodedInternalError, InternalError } from '../foundation/typed-error.js'
 import { MAX_READ_CONTENT_CHARS } from '../schema/events/action-events.js';
 import { hashText, type HashString } from '../schema/hash.js';
 import type { ModelAction } from './model-protocol.js';
+import { NAME_MAX_BYTES, WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 import { normalizeWorkspacePath, type PathFacts } from './permission-gate.js';
 
 export type FileAction = Extract<ModelAction, { tool: 'files' }>;
@@ -55,6 +56,8 @@ export interface FileLimits {
 
 /** Suffix of the tool's temp files; a crash can leave one behind, and the listing hides them. */
 export const TEMP_SUFFIX = '.ds-tmp';
+// The temp name of the longest name the workspace path rule allows still fits NAME_MAX.
+if (WORKSPACE_PATH_RULE.maxSegmentBytes + Buffer.byteLength(`.${TEMP_SUFFIX}`) > NAME_MAX_BYTES) throw new Error('bug: the files tool\'s temp name of a rule-abiding name exceeds NAME_MAX');
 const READ_CHUNK_BYTES = 64 * 1024;
 
 export const FILE_FAILURE_CODES = ['path_refused', 'symlink_escape', 'not_found', 'not_a_file', 'too_large', 'not_utf8', 'find_absent', 'target_exists', 'io_error'] as const;

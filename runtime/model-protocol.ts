@@ -20,9 +20,11 @@
 // made by the runtime from the wake id and the position, never taken from the model, so a
 // model cannot collide with or overwrite earlier records.
 import { z } from 'zod';
+import { canonicalJson, NotJsonError } from '../schema/canonical-json.js';
 import { ClaimType } from '../schema/events/memory-events.js';
 import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { EventId, Identifier, LongText, ShortText, Timestamp } from '../schema/event-definition.js';
+import { WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 
 export const MODEL_PROTOCOL_V1 = AnswerProtocol.enum['ds-model-output/1'];
 export const MODEL_PROTOCOL_V2 = AnswerProtocol.enum['ds-model-output/2'];
@@ -127,7 +129,8 @@ export const MODEL_OUTPUT_V2_LIMITS = {
   idChars: 40,
   briefChars: 100,
   textChars: 400,
-  pathChars: 120,
+  /** The workspace path rule's length (schema/workspace-path.ts); its other clauses are the gate's, a denial naming the clause. */
+  pathChars: WORKSPACE_PATH_RULE.maxChars,
   rationaleChars: 160,
   findChars: 200,
   fileContentChars: 2_000,
@@ -217,6 +220,14 @@ export function parseModelOutput(raw: string, protocol: ModelProtocol, shown: Sh
     json = JSON.parse(text);
   } catch (error) {
     return { ok: false, detail: `not JSON: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  // JSON.parse takes "\ud800" (a lone surrogate), which has no UTF-8 form: the store could not
+  // hold an event carrying it, so such an answer is refused here, recorded with its raw text.
+  try {
+    canonicalJson(json);
+  } catch (error) {
+    if (error instanceof NotJsonError) return { ok: false, detail: `not JSON the store can hold: ${error.message}` };
+    throw error;
   }
   const parsed = answerSchemaOf(protocol).safeParse(json);
   if (!parsed.success) {

@@ -8,12 +8,12 @@
 // facts, a path refused before it could be resolved, a size that is not known) fails: the
 // gate fails closed. The rule names are a contract: they are what the store records and what
 // the self-control metrics (spec §14.3) count.
-import path from 'node:path';
 import { z } from 'zod';
 import { InternalError } from '../foundation/typed-error.js';
 import { LifecycleState } from '../projector/lifecycle.js';
 import { actionFingerprint } from '../projector/subject-projection.js';
 import { canonicalJson } from '../schema/canonical-json.js';
+import { checkWorkspacePath } from '../schema/workspace-path.js';
 import { MAX_READ_CONTENT_CHARS } from '../schema/events/action-events.js';
 import { ModelAction } from './model-protocol.js';
 
@@ -25,8 +25,6 @@ export type GateRule = z.infer<typeof GateRule>;
 export const MAX_RULES_PER_DECISION = 32;
 /** PermissionDecided rule details are ShortText (schema/event-definition.ts). */
 const MAX_DETAIL_CHARS = 200;
-/** ActionProposed / ExecutionIntentRecorded paths are at most this long (schema/events/action-events.ts). */
-export const MAX_WORKSPACE_PATH_CHARS = 512;
 
 /** The only tools and operations the subject has (DESIGN §7); anything else is denied by tool_allowed. */
 export const TOOL_OPS: Readonly<Record<string, readonly string[]>> = {
@@ -118,22 +116,12 @@ export class PermissionInputError extends InternalError {
 export type NormalizedPath = { readonly ok: true; readonly normalized: string } | { readonly ok: false; readonly reason: string };
 
 /**
- * The workspace-relative form of a path as the model wrote it, or why it is refused. Refused
- * outright rather than resolved: absolute paths, any `..` segment (even one that would stay
- * inside), NUL and other control characters, backslashes, the workspace itself, a folder
- * (trailing `/`) and over-long paths. Pure (path.posix only).
+ * The workspace-relative form of a path as the model wrote it, or why it is refused: the one
+ * workspace path rule (schema/workspace-path.ts), its clause named in the reason. Pure.
  */
 export function normalizeWorkspacePath(raw: string): NormalizedPath {
-  if (raw.length === 0) return { ok: false, reason: 'empty path' };
-  if (raw.length > MAX_WORKSPACE_PATH_CHARS) return { ok: false, reason: `path longer than ${MAX_WORKSPACE_PATH_CHARS} characters` };
-  if (/[\u0000-\u001f\u007f]/.test(raw)) return { ok: false, reason: raw.includes('\u0000') ? 'NUL byte in path' : 'control character in path' };
-  if (raw.includes('\\')) return { ok: false, reason: 'backslash in path' };
-  if (raw.startsWith('/')) return { ok: false, reason: 'absolute path' };
-  if (raw.split('/').includes('..')) return { ok: false, reason: "'..' segment in path" };
-  const normalized = path.posix.normalize(raw);
-  if (normalized === '.' || normalized === './') return { ok: false, reason: 'names the workspace folder itself' };
-  if (normalized.endsWith('/')) return { ok: false, reason: 'names a folder (ends in /)' };
-  return { ok: true, normalized };
+  const checked = checkWorkspacePath(raw);
+  return checked.ok ? { ok: true, normalized: checked.normalized } : { ok: false, reason: `${checked.reason} (workspace path rule, ${checked.clause})` };
 }
 
 /**

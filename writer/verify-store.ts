@@ -50,6 +50,7 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
   const warnings = new FailureList(root);
   const found = findRunFiles(root);
   if (found.stores.length === 0) failures.add(root, null, `no ${RUN_FILES.store} under ${root}`);
+  for (const beyond of found.beyond) failures.add(root, null, beyond);
   let events = 0;
   const storeFacts = new Map<string, StoreFacts>();
   const closers: (() => void)[] = [];

@@ -17,6 +17,7 @@ import { executeFileAction, FILE_TOOL_LIMITS, inspectPath, listWorkspace, listWo
 import type { ModelAction } from '../../runtime/model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, GATE_RULES, normalizeWorkspacePath, PermissionInputError, type PathFacts, type PermissionDecision, type PermissionInput } from '../../runtime/permission-gate.js';
 import { BUDGET, d, draft, SubjectStream } from '../support/subject-events.js';
+import { WORKSPACE_PATH_RULE } from '../../schema/workspace-path.js';
 
 const LIMITS = { maxWriteBytes: 1_000, maxReadBytes: 1_000 };
 const WHY = 'because the plan says so';
@@ -121,6 +122,32 @@ describe('paths: normalisation and escapes', () => {
       expect(rule(decision, 'no_symlink_escape').passed).toBe(false);
     }
     expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('the controller key\n');
+  });
+
+  test('the workspace path rule at the gate: at each bound allowed and made by the tool; one beyond denied, the denial naming the clause', () => {
+    const R = WORKSPACE_PATH_RULE;
+    const deepest = Array.from({ length: R.maxSegments }, (_, i) => `d${i}`).join('/');
+    const longest = `${'n'.repeat(R.maxChars - 3)}.md`;
+    // A segment of exactly maxSegmentBytes UTF-8 bytes: 3-byte characters, ASCII for the rest.
+    const widest = `${'\u6587'.repeat(Math.floor(R.maxSegmentBytes / 3))}${'a'.repeat(R.maxSegmentBytes % 3)}`;
+    expect(Buffer.byteLength(widest)).toBe(R.maxSegmentBytes);
+    for (const p of [deepest, longest, widest, 'caf\u00e9 notes/\u{1F4DD} day.md']) {
+      expect(decide(write(p, 'x')).decision, p).toBe('allow');
+      expect(executeFileAction(root, write(p, 'x')), p).toMatchObject({ ok: true });
+      expect(readFileSync(path.join(root, p), 'utf8')).toBe('x');
+    }
+    const beyond: [string, string][] = [
+      [`${deepest}/x`, 'depth'],
+      [`${longest}x`, 'length'],
+      [`${widest}a`, 'length'],
+      ['notes\u0085.md', 'characters'],
+    ];
+    for (const [p, clause] of beyond) {
+      const decision = decide(write(p, 'x'));
+      expect(decision.decision, p).toBe('deny');
+      expect(rule(decision, 'path_inside_workspace').detail).toContain(`(workspace path rule, ${clause})`);
+      expect(executeFileAction(root, write(p, 'x'))).toMatchObject({ ok: false, code: 'path_refused' });
+    }
   });
 
   test('harmless forms are normalised: ./a, a//b, a/./b', () => {
