@@ -3,7 +3,7 @@
 // Read-only: it opens events.db read-only once the writer has stopped.
 import path from 'node:path';
 import { z } from 'zod';
-import { judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData } from '../schema/usable-data.js';
+import { CHECKPOINT_RECORDED, isEmptyCheckpoint, judgeUsableData, MODEL_ANSWERED, MODEL_CALL_FAILED, NO_RULE_REASON, UsableData, type SubstantiveRule } from '../schema/usable-data.js';
 import type { EventType } from '../schema/event-catalog.js';
 import { PermissionDecided } from '../schema/events/action-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
@@ -24,7 +24,10 @@ export const RunSummary = z.strictObject({
   claims: z.number().int(),
   refused_appends: z.number().int(),
   plan_revisions: z.strictObject({ proposed: z.number().int(), accepted: z.number().int(), rejected: z.number().int() }),
+  /** CheckpointRecorded with at least one content field non-null. */
   checkpoints: z.number().int(),
+  /** CheckpointRecorded with every content field null (schema/usable-data.ts CHECKPOINT_FIELDS). */
+  empty_checkpoints: z.number().int(),
   process_restarts: z.number().int(),
   unknown_outcomes: z.number().int(),
   /** Accepted answers k of n model calls made, the failures by kind, and whether the instance counts as data. */
@@ -37,6 +40,8 @@ export interface UsableDataRule {
   readonly minAcceptedShare: number | null;
   /** Why there is none (a pre-registration recorded before the rule, or a prereg.json that cannot be read). */
   readonly noRuleReason: string;
+  /** model_calls.usable_data.substantive; null when it has none (accepted answers count as they are). */
+  readonly substantive: SubstantiveRule | null;
 }
 
 /** The usable-data rule the run was started under: its own copy of the pre-registration. */
@@ -46,13 +51,13 @@ export function recordedUsableDataRule(runDir: string): UsableDataRule {
   try {
     content = readPreregJson(file);
   } catch (error) {
-    if (error instanceof PreregInputError) return { minAcceptedShare: null, noRuleReason: `the run's pre-registration cannot be read (${error.message})` };
+    if (error instanceof PreregInputError) return { minAcceptedShare: null, noRuleReason: `the run's pre-registration cannot be read (${error.message})`, substantive: null };
     throw error;
   }
   const parsed = PreRegistration.safeParse(content);
-  if (!parsed.success) return { minAcceptedShare: null, noRuleReason: `${file} is not a pre-registration (${describeIssues(parsed.error).join('; ')})` };
+  if (!parsed.success) return { minAcceptedShare: null, noRuleReason: `${file} is not a pre-registration (${describeIssues(parsed.error).join('; ')})`, substantive: null };
   const rules = modelCallRulesOf(parsed.data);
-  return rules === null ? { minAcceptedShare: null, noRuleReason: NO_RULE_REASON } : { minAcceptedShare: rules.usable_data.min_accepted_share, noRuleReason: NO_RULE_REASON };
+  return rules === null ? { minAcceptedShare: null, noRuleReason: NO_RULE_REASON, substantive: null } : { minAcceptedShare: rules.usable_data.min_accepted_share, noRuleReason: NO_RULE_REASON, substantive: rules.usable_data.substantive ?? null };
 }
 
 /**
@@ -66,9 +71,12 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
     const count = (type: EventType): number => rows.find((r) => r.event_type === type)?.n ?? 0;
     const decisions = db.prepare("select json_extract(envelope, '$.payload.decision') as d, count(*) as n from events where event_type = ? group by d").all(PermissionDecided.type) as { d: string; n: number }[];
     const executions = count('ActionEvent.ToolSucceeded') + count('MemoryEvent.TaskBoardChanged') + count('MemoryEvent.JournalEntryWritten');
-    // Only the event type and payload.failure of the model-call events: what the judgement reads.
-    const calls = db.prepare(`select event_type, json_extract(envelope, '$.payload.failure') as failure from events where event_type in (?, ?) order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { event_type: string; failure: unknown }[];
-    const usableData = judgeUsableData(calls.map((c) => ({ event_type: c.event_type, payload: { failure: c.failure ?? undefined } })), rule.minAcceptedShare, rule.noRuleReason);
+    // What the judgement reads: the model-call events' type, failure and wake, and the checkpoints.
+    const calls = db.prepare(`select event_type, json_extract(envelope, '$.payload.failure') as failure, json_extract(envelope, '$.payload.wake_id') as wake_id from events where event_type in (?, ?) order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { event_type: string; failure: unknown; wake_id: unknown }[];
+    const checkpoints = db.prepare(`select json_extract(envelope, '$.payload') as payload from events where event_type = ? order by seq`).all(CHECKPOINT_RECORDED) as { payload: string }[];
+    const judged = [...calls.map((c) => ({ event_type: c.event_type, payload: { failure: c.failure ?? undefined, wake_id: c.wake_id ?? undefined } })), ...checkpoints.map((c) => ({ event_type: CHECKPOINT_RECORDED, payload: JSON.parse(c.payload) as unknown }))];
+    const usableData = judgeUsableData(judged, rule.minAcceptedShare, rule.noRuleReason, rule.substantive);
+    const emptyCheckpoints = checkpoints.filter((c) => isEmptyCheckpoint(JSON.parse(c.payload))).length;
     return RunSummary.parse({
       events: rows.reduce((sum, r) => sum + r.n, 0),
       wakes_started: count('ExperimentEvent.WakeStarted'),
@@ -82,7 +90,9 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
       claims: count('MemoryEvent.ClaimRecorded'),
       refused_appends: count('SystemEvent.AppendRejected'),
       plan_revisions: { proposed: count('PlanEvent.PlanRevisionProposed'), accepted: count('PlanEvent.PlanRevisionAccepted'), rejected: count('PlanEvent.PlanRevisionRejected') },
-      checkpoints: count('ExperimentEvent.CheckpointRecorded'),
+      // Only checkpoints that say something: an all-null one is counted apart (issue 32 item 6).
+      checkpoints: checkpoints.length - emptyCheckpoints,
+      empty_checkpoints: emptyCheckpoints,
       process_restarts: count('SystemEvent.ProcessRestarted'),
       unknown_outcomes: count('ActionEvent.ToolOutcomeUnknown'),
       usable_data: usableData,

@@ -175,7 +175,7 @@ export class WakeSequence {
       await drills.appendThroughWriterCrash([wakeEndedDraft(wake, script.outcome)]);
     }
     const names = script.deliver.map((i) => i.intervention_id).join(', ');
-    this.ctx.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${answer.line} · ${script.outcome}`);
+    this.ctx.log(`${wake.wake_id} at ${simulatedHour(wake.at_minute)} (${wake.wake_at})${names ? ` · delivered ${names}` : ''} · ${answer.line} · ${outcomeWordOf(wakeEvents, wake.wake_id, script.outcome)}`);
     this.seat.wakeEnded(index);
     return { kind: 'ran', calls: modelCallTallyOf(wakeEvents, wake.wake_id), events: wakeEvents };
   }
@@ -277,6 +277,19 @@ function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): Mod
   // The kinds as the usable-data tally names them (schema/usable-data.ts), so the pause line and the summary count alike.
   const ofKind = (kind: NoAnswerKind): number => calls.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && failureKindOf(e.payload.failure) === kind).length;
   return { made: calls.length, transport: ofKind('transport'), stream_broken: ofKind('stream_broken') };
+}
+
+/**
+ * The wake's outcome as the screen says it: a wake that ran as planned but whose every call ended
+ * in an answer cut at its token cap is "cut off" (issue 32 item 6), not "completed" — its
+ * WakeEnded still records the planned outcome, the same for every group.
+ */
+function outcomeWordOf(events: readonly EventEnvelope[], wakeId: string, outcome: WakeOutcome): string {
+  const ofWake = events.filter((e) => e.correlation_id === wakeId);
+  const answered = ofWake.some((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered'));
+  const failed = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted');
+  const lastCut = failed.at(-1)?.payload['failure'] === 'length';
+  return outcome === 'completed' && !answered && lastCut ? 'cut off (its answer reached the token cap; recorded completed, as planned)' : outcome;
 }
 
 /** "h18:05": hours and minutes since hour 0 of the simulated study. */

@@ -11,6 +11,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { SubstantiveRule } from '../schema/usable-data.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
@@ -149,8 +150,13 @@ export const MODEL_CALLS_MISSING_MESSAGE =
  */
 export const ModelCallRules = z.strictObject(
   {
-    /** An instance counts as data only when accepted answers / model calls made ≥ this (oracle/usable-data.ts). */
-    usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1) }),
+    /**
+     * An instance counts as data only when accepted answers / model calls made ≥ min_accepted_share,
+     * and, where `substantive` is fixed, the wakes with a model call whose checkpoint carries its
+     * fields non-null / those wakes ≥ the same share (schema/usable-data.ts). Absent `substantive`
+     * (a pre-registration recorded before issue 32): accepted answers count as they are.
+     */
+    usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1), substantive: SubstantiveRule.optional() }),
     /**
      * Transport failures where no answer reached the runtime (connection refused or reset, HTTP
      * 408, 409, 429, 5xx: runtime/model-adapters/transport-retry.ts RETRYABLE_STATUSES) are retried: at most max_attempts attempts per call, waiting backoff_ms[k]

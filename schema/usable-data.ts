@@ -9,12 +9,27 @@
 //   n (calls)    = ModelAnswered + ModelCallFailed except `budget_exhausted` (no call was made),
 //                  as the budget ledger counts them (design/budget-ledger.ts);
 //   k (accepted) = ModelAnswered (an answer that passed the protocol's schema).
+// Accepted is not yet usable (issue 32 item 6): where the pre-registration says what an answer
+// must carry (model_calls.usable_data.substantive: checkpoint fields that must be non-null), the
+// wakes in which a call was made are held to it too, by their CheckpointRecorded (the checkpoint
+// of the wake's final accepted answer): s of w wakes substantive, and s / w must reach the same
+// minimum share. A model that always gives the emptiest valid answer is accepted, never usable.
 import { z } from 'zod';
+import { CheckpointRecorded } from './events/experiment-events.js';
 import { ModelAnswered, ModelCallFailed, type MODEL_CALL_FAILURES } from './events/model-output-events.js';
 
 type ModelCallFailure = (typeof MODEL_CALL_FAILURES)[number];
 
 export const MODEL_ANSWERED = ModelAnswered.type;
+export const CHECKPOINT_RECORDED = CheckpointRecorded.type;
+
+/** The checkpoint's content fields (CheckpointRecorded without wake id, seq and evidence): what a subject says of where it stands. */
+export const CHECKPOINT_FIELDS = ['current_goal_id', 'goal_status', 'attention_target', 'waiting_condition', 'next_action'] as const satisfies readonly (keyof z.infer<typeof CheckpointRecorded.payload>)[];
+export const CheckpointField = z.enum(CHECKPOINT_FIELDS);
+
+/** What an answer must carry to count toward usable data (pre-registered, the same for every group). */
+export const SubstantiveRule = z.strictObject({ checkpoint_fields: z.array(CheckpointField).min(1).max(CHECKPOINT_FIELDS.length) });
+export type SubstantiveRule = z.infer<typeof SubstantiveRule>;
 export const MODEL_CALL_FAILED = ModelCallFailed.type;
 const NO_CALL_MADE = 'budget_exhausted';
 
@@ -91,7 +106,23 @@ export const UsableData = z.strictObject({
   unrecognised_failures: Count,
   /** The pre-registered minimum share; null when the pre-registration fixes none (recorded before issue 15). */
   min_accepted_share: Share.nullable(),
-  /** calls > 0 and share ≥ min_accepted_share. */
+  /**
+   * The pre-registered checkpoint fields a substantive answer carries non-null; null when the
+   * pre-registration fixes none (recorded before issue 32: accepted answers count as they are),
+   * and then the counts below are null too, as in a report written before they existed.
+   */
+  substantive_rule: z.array(CheckpointField).nullable().default(null),
+  /** w: wakes in which a model call was made. */
+  call_wakes: Count.nullable().default(null),
+  /** Checkpoints recorded (CheckpointRecorded): at most one per wake. */
+  checkpoints: Count.nullable().default(null),
+  /** s: checkpoints carrying every field of the rule non-null (null: no rule). */
+  substantive: Count.nullable().default(null),
+  /** Checkpoints with every content field null: an answer that said nothing of where it stands. */
+  empty_checkpoints: Count.nullable().default(null),
+  /** s / w; null without a rule or a wake with a call. */
+  substantive_share: Share.nullable().default(null),
+  /** calls > 0 and share ≥ min_accepted_share, and (under a rule) s / w ≥ min_accepted_share. */
   usable: z.boolean(),
   /** The judgement in words: k of n, the share against the minimum, the failures by kind. */
   reason: z.string().min(1),
@@ -130,12 +161,56 @@ function kindOf(failure: unknown): FailureKind | null | 'unknown' {
   return KIND_OF_FAILURE[failure as ModelCallFailure];
 }
 
+/** What the substantive rule found: w, the checkpoints, s, the empty ones. */
+interface SubstanceCount {
+  readonly callWakes: number;
+  readonly checkpoints: number;
+  readonly substantive: number;
+  readonly empty: number;
+}
+
+function fieldsOf(payload: unknown): Record<string, unknown> {
+  return typeof payload === 'object' && payload !== null ? (payload as Record<string, unknown>) : {};
+}
+
+/** A checkpoint that says nothing of where the subject stands: every content field null. */
+export function isEmptyCheckpoint(payload: unknown): boolean {
+  const p = fieldsOf(payload);
+  return CHECKPOINT_FIELDS.every((f) => p[f] === null || p[f] === undefined);
+}
+
+/** Wakes with a call made, and their checkpoints held to the rule (a call without a wake id is a wake of its own). */
+function countSubstance(events: readonly ModelCallEventLike[], rule: SubstantiveRule | null): SubstanceCount {
+  const callWakes = new Set<string>();
+  let checkpoints = 0;
+  let substantive = 0;
+  let empty = 0;
+  events.forEach((event, i) => {
+    const p = fieldsOf(event.payload);
+    if (event.event_type === MODEL_ANSWERED || (event.event_type === MODEL_CALL_FAILED && kindOf(p['failure']) !== null)) callWakes.add(typeof p['wake_id'] === 'string' ? p['wake_id'] : `(call ${i} without a wake id)`);
+    if (event.event_type !== CHECKPOINT_RECORDED) return;
+    checkpoints += 1;
+    if (isEmptyCheckpoint(p)) empty += 1;
+    if (rule !== null && rule.checkpoint_fields.every((f) => p[f] !== null && p[f] !== undefined)) substantive += 1;
+  });
+  return { callWakes: callWakes.size, checkpoints, substantive, empty };
+}
+
+/** The substantive part of the reason: s of w against the minimum, and the empty checkpoints. */
+function substanceReason(count: SubstanceCount, rule: SubstantiveRule, minAcceptedShare: number | null): string {
+  const empty = `${count.empty} of ${count.checkpoints} checkpoint(s) empty (every field null)`;
+  const share = count.callWakes === 0 ? null : count.substantive / count.callWakes;
+  const against = minAcceptedShare === null || share === null ? '' : `, ${share >= minAcceptedShare ? 'at least' : 'below'} the pre-registered ${formatShare(minAcceptedShare)}`;
+  return `; substantive: ${count.substantive} of ${count.callWakes} wake(s) with a model call ended in a checkpoint carrying ${rule.checkpoint_fields.join(' and ')}${share === null ? '' : ` (${formatShare(share)})`}${against}; ${empty}`;
+}
+
 /**
  * The usable-data judgement of one instance from its events (any order; other event types are
  * ignored). `minAcceptedShare` is the pre-registration's model_calls.usable_data.min_accepted_share,
  * or null when it has none: then no instance is usable, and the reason says why (`noRuleReason`).
+ * `substantive` is its model_calls.usable_data.substantive, or null when it has none.
  */
-export function judgeUsableData(events: readonly ModelCallEventLike[], minAcceptedShare: number | null, noRuleReason: string = NO_RULE_REASON): UsableData {
+export function judgeUsableData(events: readonly ModelCallEventLike[], minAcceptedShare: number | null, noRuleReason: string = NO_RULE_REASON, substantive: SubstantiveRule | null = null): UsableData {
   let accepted = 0;
   let notMade = 0;
   const byFailure = noFailures();
@@ -160,7 +235,10 @@ export function judgeUsableData(events: readonly ModelCallEventLike[], minAccept
   const calls = accepted + failed;
   const share = calls === 0 ? null : accepted / calls;
   const unrecognised = [...unknown.values()].reduce((a, b) => a + b, 0);
-  const usable = share !== null && minAcceptedShare !== null && share >= minAcceptedShare;
+  const substance = countSubstance(events, substantive);
+  const substantiveShare = substantive === null || substance.callWakes === 0 ? null : substance.substantive / substance.callWakes;
+  const substantiveOk = substantive === null || (substantiveShare !== null && minAcceptedShare !== null && substantiveShare >= minAcceptedShare);
+  const usable = share !== null && minAcceptedShare !== null && share >= minAcceptedShare && substantiveOk;
 
   const notMadeText = notMade === 0 ? '' : `; ${notMade} wake(s) granted no call (budget_exhausted, not counted as calls)`;
   const named = [...unknown.entries()].slice(0, MAX_NAMED_UNKNOWN).map(([label, n]) => `${n}× ${label}`);
@@ -171,7 +249,9 @@ export function judgeUsableData(events: readonly ModelCallEventLike[], minAccept
     const counted = `${accepted} of ${calls} model calls gave accepted answers (${formatShare(share!)})`;
     const failures = `failed: ${describeFailures(byFailure)}`;
     if (minAcceptedShare === null) reason = `${counted}, but ${noRuleReason}, so the instance cannot count as data; ${failures}`;
-    else reason = `${counted}, ${usable ? 'at least' : 'below'} the pre-registered ${formatShare(minAcceptedShare)}; ${failures}`;
+    else reason = `${counted}, ${share! >= minAcceptedShare ? 'at least' : 'below'} the pre-registered ${formatShare(minAcceptedShare)}; ${failures}`;
+    // Without a rule (a pre-registration recorded before issue 32) the reason reads as it always did, so old reports recompute to the letter.
+    if (substantive !== null) reason += substanceReason(substance, substantive, minAcceptedShare);
   }
   return UsableData.parse({
     accepted,
@@ -181,6 +261,10 @@ export function judgeUsableData(events: readonly ModelCallEventLike[], minAccept
     not_made: notMade,
     unrecognised_failures: unrecognised,
     min_accepted_share: minAcceptedShare,
+    // Without a rule, none of the substantive counts: what a report written before them holds.
+    ...(substantive === null
+      ? {}
+      : { substantive_rule: [...substantive.checkpoint_fields], call_wakes: substance.callWakes, checkpoints: substance.checkpoints, substantive: substance.substantive, empty_checkpoints: substance.empty, substantive_share: substantiveShare }),
     usable,
     reason: `${reason}${calls === 0 ? '' : notMadeText}${unknownText}`,
   });

@@ -71,6 +71,16 @@ export const EMPTY_ANSWER = {
   checkpoint: { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_seqs: [] },
 } as const;
 
+/**
+ * The smallest answer that counts toward usable data under the default pre-registration's
+ * substantive rule (model_calls.usable_data.substantive: a goal and its status): EMPTY_ANSWER
+ * with the checkpoint saying which goal and where it stands.
+ */
+export const SUBSTANTIVE_ANSWER = {
+  ...EMPTY_ANSWER,
+  checkpoint: { ...EMPTY_ANSWER.checkpoint, current_goal_id: 'goal-1', goal_status: 'active' },
+} as const;
+
 /** The wake id in a rendered user message (runtime/prompt.ts renderUser's first line). */
 export function wakeIdOf(user: string): string | null {
   return /^WAKE (\S+) at /m.exec(user)?.[1] ?? null;

@@ -64,9 +64,19 @@ export function usableDataGroupLine(report: StudyReport, group: Group): string {
   return `group ${group}: ${count.usable} of ${count.of} instances usable${why.length === 0 ? '' : ` (${why.join(', ')})`}; ${s.accepted} of ${s.calls} model calls accepted (${share}); failed: ${describeFailures(s.by_failure)}`;
 }
 
-/** The usable-data lines `npm run study` prints: the group lines and rule 8, in the words (and counts) of report.md and report.html. */
+/** Instances without usable data named on screen with their reason; the rest are counted (report.md lists every one). */
+const MAX_SCREEN_NO_DATA_LINES = 12;
+
+/**
+ * The usable-data lines `npm run study` prints: the group lines, each instance without usable
+ * data with why (accepted is not usable: issue 32 item 6), and rule 8, in the words (and counts)
+ * of report.md and report.html.
+ */
 export function usableDataScreenLines(report: StudyReport): string[] {
-  return [...GROUPS.map((group) => `usable data, ${usableDataGroupLine(report, group)}`), `${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`];
+  const noData = report.instances.filter((i) => !i.usable);
+  const named = noData.slice(0, MAX_SCREEN_NO_DATA_LINES).map((i) => `no data, ${instanceLabel(i)}: ${i.usable_reason}`);
+  const more = noData.length > named.length ? [`no data: ${noData.length - named.length} more instance(s), each with its reason in report.md`] : [];
+  return [...GROUPS.map((group) => `usable data, ${usableDataGroupLine(report, group)}`), ...named, ...more, `${report.usable_data.shortfalls.length === 0 ? '' : 'NO USABLE DATA: '}${usableDataVerdictLine(report)}`];
 }
 
 /** "rule 8 met: …" or "rule 8 NOT met: group B: 1 of 3 instances have usable data". */

@@ -75,9 +75,10 @@ export function buildStudyReport(input: ReportInput): StudyReport {
   const notes = [...input.extraNotes];
   // Rule 8: the study's pre-registered share, the same for every instance of every group.
   const minAcceptedShare = modelCallRulesOf(input.prereg)?.usable_data.min_accepted_share ?? null;
+  const substantive = modelCallRulesOf(input.prereg)?.usable_data.substantive ?? null;
   const instances: ReportInstance[] = input.instances.map((i) => {
     const e = i.evaluation;
-    const usable = e ? judgeUsableData(e.record.events, minAcceptedShare) : null;
+    const usable = e ? judgeUsableData(e.record.events, minAcceptedShare, undefined, substantive) : null;
     return {
       group: i.group,
       replicate: i.replicate,

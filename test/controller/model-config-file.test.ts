@@ -17,7 +17,7 @@ import { ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../exper
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { controllerSetup, controllerSetupWith, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { SUBSTANTIVE_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
 import { ofType, storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -311,7 +311,7 @@ describe('through the real command line: npm run experiment -- --model-config F'
     setup = shortSetup();
     server = await startScriptedModelServer((request) => {
       if (request.wakeId === null) throw new Error(`a request without a wake id: ${request.method} ${request.url}`);
-      return { kind: 'content', content: JSON.stringify(EMPTY_ANSWER) };
+      return { kind: 'content', content: JSON.stringify(SUBSTANTIVE_ANSWER) };
     });
     configFile = writeConfig(setup.dir, 'model-openai.json', openaiConfig(server.baseUrl));
     runDir = path.join(setup.dir, 'runs', 'from-config');

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkPreregLock, LockablePreRegistration, lockFileOf, lockPrereg, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration } from '../../design/prereg.js';
-import { ByFailure, judgeUsableData, FAILURE_KINDS, type ModelCallEventLike } from '../../schema/usable-data.js';
+import { ByFailure, CHECKPOINT_RECORDED, judgeUsableData, FAILURE_KINDS, type ModelCallEventLike, type SubstantiveRule } from '../../schema/usable-data.js';
 import { decideVerdict, type VerdictInput } from '../../oracle/verdict.js';
 import { signDsse } from '../../schema/dsse.js';
 import { generateKeyPair } from '../../schema/ed25519-keys.js';
@@ -131,6 +131,50 @@ describe('judgeUsableData: k accepted of n calls made, the rest by kind', () => 
   });
 });
 
+describe('usable means substantive (issue 32 item 6): the pre-registered checkpoint fields', () => {
+  const RULE: SubstantiveRule = { checkpoint_fields: ['current_goal_id', 'goal_status'] };
+  const EMPTY = { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null };
+  const callIn = (wake: string): ModelCallEventLike => ({ event_type: 'ModelOutputEvent.ModelAnswered', payload: { wake_id: wake, raw_output: '{}' } });
+  const checkpoint = (wake: string, fields: Record<string, string | null>): ModelCallEventLike => ({ event_type: CHECKPOINT_RECORDED, payload: { wake_id: wake, ...EMPTY, ...fields, observed_event_seq: 1, evidence_event_ids: [] } });
+  const wakes = (n: number, fields: (i: number) => Record<string, string | null>): ModelCallEventLike[] =>
+    Array.from({ length: n }, (_, i) => [callIn(`wake-${i}`), checkpoint(`wake-${i}`, fields(i))]).flat();
+
+  it('the emptiest valid answer at every wake: every call accepted, none substantive, not usable, and the reason says why', () => {
+    const u = judgeUsableData(wakes(21, () => ({})), MIN, undefined, RULE);
+    expect(u).toMatchObject({ accepted: 21, calls: 21, share: 1, substantive_rule: RULE.checkpoint_fields, call_wakes: 21, checkpoints: 21, substantive: 0, empty_checkpoints: 21, substantive_share: 0, usable: false });
+    expect(u.reason).toBe('21 of 21 model calls gave accepted answers (100 %), at least the pre-registered 80 %; failed: none; substantive: 0 of 21 wake(s) with a model call ended in a checkpoint carrying current_goal_id and goal_status (0 %), below the pre-registered 80 %; 21 of 21 checkpoint(s) empty (every field null)');
+  });
+
+  it('exactly at the minimum share of substantive wakes is usable; one fewer is not; a field outside the rule does not make one substantive', () => {
+    const full = { current_goal_id: 'g1', goal_status: 'working' };
+    const atMin = judgeUsableData(wakes(10, (i) => (i < 8 ? full : { attention_target: 'the spec' })), MIN, undefined, RULE);
+    expect(atMin).toMatchObject({ substantive: 8, call_wakes: 10, substantive_share: 0.8, empty_checkpoints: 0, usable: true });
+    const below = judgeUsableData(wakes(10, (i): Record<string, string | null> => (i < 7 ? full : i === 7 ? { current_goal_id: 'g1' } : {})), MIN, undefined, RULE);
+    expect(below).toMatchObject({ substantive: 7, substantive_share: 0.7, empty_checkpoints: 2, usable: false });
+  });
+
+  it('a wake whose call gave no checkpoint (a crash drill, a failed call) counts as a wake with a call that was not substantive', () => {
+    const events = [...wakes(4, () => ({ current_goal_id: 'g', goal_status: 's' })), callIn('wake-crashed'), failed('timeout')];
+    const u = judgeUsableData(events, MIN, undefined, RULE);
+    // The failed call carries no wake id: a wake of its own.
+    expect(u).toMatchObject({ calls: 6, accepted: 5, call_wakes: 6, checkpoints: 4, substantive: 4, usable: false });
+  });
+
+  it('without a rule (a pre-registration recorded before it): accepted answers count as they are, the counts are null and the reason reads as before', () => {
+    const u = judgeUsableData(wakes(5, () => ({})), MIN);
+    expect(u).toMatchObject({ usable: true, substantive_rule: null, call_wakes: null, checkpoints: null, substantive: null, empty_checkpoints: null, substantive_share: null });
+    expect(u.reason).toBe('5 of 5 model calls gave accepted answers (100 %), at least the pre-registered 80 %; failed: none');
+  });
+
+  it('the rule is pre-registered in the file: an unknown checkpoint field or an empty list is refused, naming the field', () => {
+    const content = defaultContent() as { model_calls: { usable_data: { substantive: { checkpoint_fields: string[] } } } };
+    content.model_calls.usable_data.substantive.checkpoint_fields = ['mood'];
+    expect(LockablePreRegistration.safeParse(content).error?.issues[0]?.path.join('.')).toBe('model_calls.usable_data.substantive.checkpoint_fields.0');
+    content.model_calls.usable_data.substantive.checkpoint_fields = [];
+    expect(LockablePreRegistration.safeParse(content).error?.issues[0]?.path.join('.')).toBe('model_calls.usable_data.substantive.checkpoint_fields');
+  });
+});
+
 describe('rule 8 in the verdict', () => {
   const supportedScores = { A: { scores: [50, 60, 55], hardFailures: 0 }, B: { scores: [70, 75, 72], hardFailures: 0 }, C: { scores: [90, 85, 95], hardFailures: 0 } };
   const input = (usable: VerdictInput['usableData']['usable'], minAcceptedShare: number | null = MIN): VerdictInput => ({ thresholds: PREREG.thresholds, n: 3, groups: supportedScores, usableData: { minAcceptedShare, usable }, voidReasons: [], dryRun: false });
@@ -181,7 +225,7 @@ describe('model_calls in the pre-registration', () => {
 
   it('default.json has it, with the retry policy and pause rule the adapters and the controller read', () => {
     expect(modelCallRulesOf(PREREG)).toEqual({
-      usable_data: { min_accepted_share: 0.8 },
+      usable_data: { min_accepted_share: 0.8, substantive: { checkpoint_fields: ['current_goal_id', 'goal_status'] } },
       transport_retry: { max_attempts: 3, backoff_ms: [1000, 4000] },
       pause_after_consecutive_transport_failures: 3,
       // Issue 31: the kinds the server's conditions cause are compared within a block; what the subject writes is not.

@@ -140,13 +140,30 @@ describe('a short A/B/C study with a real local model (stories260K under the ans
     expect(report.fairness.ok, JSON.stringify(report.fairness.checks.filter((c) => !c.ok))).toBe(true);
   });
 
-  test('the report says what the data is worth: usable data per group, and a verdict that follows rule 8', () => {
+  test('the report says what the data is worth: usable data per instance by the pre-registered rule (accepted and substantive), and a verdict that follows rule 8', () => {
     expect(report.dry_run).toBe(false);
     expect(report.usable_data.min_accepted_share).toBe(0.8);
-    for (const i of report.instances) expect(i.usable, `${i.group}: ${i.usable_reason ?? ''}`).toBe(true);
-    expect(report.usable_data.shortfalls).toEqual([]);
-    // With usable data in every group, rule 8 leaves the verdict to the scores and thresholds; it is never 'supported' for a model that follows no instruction.
-    expect(report.verdict).not.toBe('supported');
+    // Recounted from the stores, not by the code under test: the share of accepted calls, and of
+    // wakes with a call whose checkpoint carries a goal and a status (the default rule). A model that
+    // follows no instruction fills those fields only sometimes, so either outcome is possible; the
+    // report must say the one the rule gives.
+    const short = new Set<string>();
+    for (const i of report.instances) {
+      const all = events(path.join(out, i.dir));
+      const calls = all.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered' || (e.event_type === 'ModelOutputEvent.ModelCallFailed' && e.payload['failure'] !== 'budget_exhausted'));
+      const accepted = calls.filter((e) => e.event_type === 'ModelOutputEvent.ModelAnswered').length;
+      const callWakes = new Set(calls.map((e) => e.payload['wake_id'])).size;
+      const substantive = all.filter((e) => e.event_type === 'ExperimentEvent.CheckpointRecorded' && e.payload['current_goal_id'] !== null && e.payload['goal_status'] !== null).length;
+      const confounded = report.blocks?.find((b) => b.replicate === i.replicate)?.load.confounded ?? false;
+      const usable = !confounded && accepted / calls.length >= 0.8 && substantive / callWakes >= 0.8;
+      expect(i.usable, `${i.group}: ${accepted}/${calls.length} accepted, ${substantive}/${callWakes} substantive; ${i.usable_reason}`).toBe(usable);
+      expect(i.usable_reason).toContain(`substantive: ${substantive} of ${callWakes} wake(s)`);
+      if (!usable) short.add(i.group);
+    }
+    expect(report.usable_data.shortfalls.map((s) => s.slice('group '.length, 'group '.length + 1)).sort()).toEqual([...short].sort());
+    // Rule 8: no usable data in a group is insufficient evidence; with usable data everywhere the verdict is the scores', never 'supported' for a model that follows no instruction.
+    if (short.size > 0) expect(report.verdict).toBe('insufficient evidence');
+    else expect(report.verdict).not.toBe('supported');
     const md = readFileSync(path.join(out, 'report.md'), 'utf8');
     expect(md).toMatch(/Usable data/);
     // What the fuzzer found downstream of the model (stated in the issue's closing note).

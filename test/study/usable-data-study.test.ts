@@ -59,10 +59,14 @@ beforeAll(async () => {
   const dir = tempDir('ds-usable-data-');
   const keyDir = path.join(dir, 'keys');
   const key = loadOrCreateControllerKey(keyDir);
-  // The default pre-registration, asking for every call to be accepted.
-  const prereg = JSON.parse(readFileSync(path.join(REPO, 'experiments', 'prereg', 'default.json'), 'utf8')) as { prereg_version: string; model_calls: { usable_data: { min_accepted_share: number } } };
+  // The default pre-registration, asking for every call to be accepted, without the substantive
+  // rule (as recorded before issue 32: accepted answers count as they are; that rule's own test is
+  // test/study/substantive-study.test.ts) — a crash drill's wake keeps no checkpoint, so under it no
+  // run reaches 100 %.
+  const prereg = JSON.parse(readFileSync(path.join(REPO, 'experiments', 'prereg', 'default.json'), 'utf8')) as { prereg_version: string; model_calls: { usable_data: { min_accepted_share: number; substantive?: unknown } } };
   prereg.prereg_version = '1.1.1';
   prereg.model_calls.usable_data.min_accepted_share = 1;
+  delete prereg.model_calls.usable_data.substantive;
   const preregFile = path.join(dir, 'prereg-all-accepted.json');
   writeFileSync(preregFile, JSON.stringify(prereg, null, 2));
   const locked = lockPrereg(preregFile, key.keys, '2026-01-01T00:00:00.000Z');
