@@ -15,12 +15,13 @@ import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.j
 import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
 import { checkPreregLock, lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readPreregJson } from '../design/prereg.js';
-import { loadScenario, type Scenario } from '../design/scenario.js';
+import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
+import { loadScenario, runScenarioText, ScenarioError, type Scenario } from '../design/scenario.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
 import { EVENT_SCHEMA_VERSION } from '../schema/event-catalog.js';
-import { hashCanonical } from '../schema/hash.js';
+import { hashCanonical, hashText } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
 import { Instance } from './instance.js';
@@ -35,6 +36,15 @@ import { checkModelBeforeStart, type ModelCheck } from './model-check.js';
 
 function scenarioOf(options: CommonOptions, scenarioId: string): Scenario {
   return loadScenario(path.join(options.scenariosDir, scenarioId));
+}
+
+function resumedScenario(input: RunScenarioInput): Scenario {
+  try {
+    return scenarioOfRun(input);
+  } catch (error) {
+    if (error instanceof ScenarioError) throw new InstanceError('resume', `refusing to resume: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Isolation, downgraded to same-uid (and said so) when the writer's uid cannot use the run folder. */
@@ -76,6 +86,9 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   copyPublicKeyInto(runDir, key.keys);
   writeFileSync(path.join(runDir, RUN_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
   writeFileSync(path.join(runDir, RUN_FILES.prereg), `${JSON.stringify(prereg, null, 2)}\n`, { flag: 'wx' });
+  // Every scenario input of the oracle, in the folder and pinned by the manifest (issue 32 item 2).
+  const scenarioBytes = runScenarioText(scenario);
+  writeFileSync(path.join(runDir, RUN_FILES.scenario), scenarioBytes, { flag: 'wx' });
   copyFileSync(lockFileOf(options.preregFile), path.join(runDir, RUN_FILES.preregLock));
   writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
   copyModelConfig(choice, runDir, modelConfig);
@@ -92,6 +105,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
     isolation: isolation.manifest,
     startedAt: options.startedAt,
     forecast: modelCheck?.forecast ?? null,
+    scenarioSha256: hashText(scenarioBytes),
   });
   // Signed before the writer exists: StoreOpened, seq 1, carries this hash.
   const manifestHash = writeSignedManifest(runDir, manifest, key.keys);
@@ -142,7 +156,8 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   }
   options.log(isolation.summary);
   for (const warning of storeWarnings) options.log(warning);
-  const scenario = scenarioOf(options, prereg.scenario.id);
+  // The scenario it started with: its own scenario.json (held to the manifest), or for a run started before issue 32 the scenarios folder's by the plan's hash.
+  const scenario = resumedScenario({ runDir, scenariosDir: options.scenariosDir, scenarioId: prereg.scenario.id, planHash: plan.scenario_hash, manifest });
   const rules = modelCallRulesOf(prereg);
   if (rules === null) throw new InstanceError('resume', `refusing to resume: ${RUN_FILES.prereg} predates the pre-registered model-call rules (${MODEL_CALLS_MISSING_MESSAGE})`);
   const model = resolveModel(readModelChoice(runDir), rules.transport_retry);

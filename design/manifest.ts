@@ -43,7 +43,7 @@ import { WRITER_VERSION } from '../writer/event-store.js';
 export const RUNTIME_VERSION = '0.1.0';
 // 1.2.0 (issue 31): forecast — what the preflight measured and predicted before hour 0 (design/model-forecast.ts).
 // 1.1.0 (issue 15): model.structured_output, model.config_sha256, model.context_size; adapter local.
-export const MANIFEST_VERSION = '1.2.0';
+export const MANIFEST_VERSION = '1.3.0';
 
 /** The fields that may (and must be the only ones to) differ between groups of one replicate. */
 export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_hash'] as const;
@@ -152,6 +152,8 @@ export const InstanceManifest = z
     versions: ManifestVersions,
     /** 1.2.0: the preflight's forecast (prompt sizes against the context, speed against the timeout, predicted duration, warnings); null for a model with nothing to measure (reference, replay) and in manifests before issue 31. */
     forecast: ModelForecast.nullable().default(null),
+    /** 1.3.0: sha256 of the run folder's scenario.json (design/scenario.ts RunScenario, canonical JSON): every oracle input of the scenario, pinned; null in manifests before issue 32. */
+    scenario_sha256: HashString.nullable().default(null),
   })
   .superRefine((m, ctx) => {
     if (m.group_config_hash !== hashCanonical(m.capabilities)) ctx.addIssue({ code: 'custom', path: ['group_config_hash'], message: 'group_config_hash must be sha256(JCS(capabilities))' });
@@ -184,6 +186,8 @@ export interface InstanceManifestInput {
   readonly startedAt: string;
   /** The preflight's forecast; null (or absent) when the model has nothing to measure. */
   readonly forecast?: ModelForecast | null;
+  /** sha256 of the run folder's scenario.json; null (or absent) for a manifest that pins none. */
+  readonly scenarioSha256?: HashString | null;
 }
 
 export class ManifestError extends TypedErrorOf('manifest', EXIT_CODES.failed) {
@@ -229,6 +233,7 @@ export function buildInstanceManifest(input: InstanceManifestInput): InstanceMan
     model,
     versions,
     forecast: input.forecast ?? null,
+    scenario_sha256: input.scenarioSha256 ?? null,
   });
 }
 

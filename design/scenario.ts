@@ -13,7 +13,8 @@ import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { Identifier, LongText, SemVer, ShortText } from '../schema/event-definition.js';
 import { SubjectInitialized } from '../schema/events/system-events.js';
-import { hashCanonical, hashText, type HashString } from '../schema/hash.js';
+import { canonicalJson } from '../schema/canonical-json.js';
+import { hashCanonical, HashString, hashText } from '../schema/hash.js';
 import { checkWorkspacePath, describeWorkspacePathRule, WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 
 export const SCENARIO_FILE = 'scenario.json';
@@ -86,6 +87,8 @@ export interface ScenarioFile {
   readonly path: string;
   readonly content: string;
   readonly sha256: HashString;
+  /** The file as read (content is its UTF-8 reading; sha256 is of these bytes). */
+  readonly bytes: Uint8Array;
 }
 
 export interface Scenario {
@@ -93,6 +96,50 @@ export interface Scenario {
   /** Sorted by path (code-unit order, as JCS sorts keys). */
   readonly files: readonly ScenarioFile[];
   readonly scenario_hash: HashString;
+}
+
+/**
+ * The scenario as a run folder keeps it (RUN_FILES.scenario, issue 32 item 2; docs/format.md): the
+ * definition (submit_task_id, ask_task_id, facts, reviewer: oracle inputs the scenario hash does
+ * not cover) and the starting files byte for byte (base64) with their hashes (where the
+ * unexplained-file check starts, and what the plan is rebuilt from), so a run folder copied alone
+ * to another machine scores and checks the same. Written as canonical JSON: the signed manifest's
+ * scenario_sha256 is sha256 of its bytes; its scenario_hash must equal the plan's.
+ */
+export const RunScenario = z.strictObject({
+  scenario_hash: HashString,
+  definition: ScenarioDefinition,
+  files: z
+    .array(z.strictObject({ path: WorkspacePath, sha256: HashString, bytes_base64: z.string().max(Math.ceil(MAX_SCENARIO_FILE_BYTES / 3) * 4) }))
+    .min(1)
+    .max(MAX_SCENARIO_FILES),
+});
+export type RunScenario = z.infer<typeof RunScenario>;
+
+/** The run folder's record of a scenario. */
+export function runScenarioOf(scenario: Scenario): RunScenario {
+  return RunScenario.parse({
+    scenario_hash: scenario.scenario_hash,
+    definition: scenario.definition,
+    files: scenario.files.map((f) => ({ path: f.path, sha256: f.sha256, bytes_base64: Buffer.from(f.bytes).toString('base64') })),
+  });
+}
+
+/** The bytes of a run folder's scenario.json: the record as canonical JSON (its sha256 is the manifest's scenario_sha256). */
+export function runScenarioText(scenario: Scenario): string {
+  return canonicalJson(runScenarioOf(scenario));
+}
+
+/** A run folder's record read back and checked like a scenario folder: every file's bytes against its hash, the facts against their sources, the hash it names; ScenarioError says what disagrees. */
+export function scenarioOfRecord(record: RunScenario): Scenario {
+  const files = record.files.map((f) => {
+    const bytes = Buffer.from(f.bytes_base64, 'base64');
+    if (hashText(bytes) !== f.sha256) throw new ScenarioError(`the scenario record's ${f.path} hashes to ${hashText(bytes)}, not the ${f.sha256} it names: it was changed`);
+    return { path: f.path, content: bytes.toString('utf8'), sha256: f.sha256, bytes };
+  });
+  const scenario = checkedScenario(record.definition, files);
+  if (scenario.scenario_hash !== record.scenario_hash) throw new ScenarioError(`the scenario record hashes to ${scenario.scenario_hash}, not the ${record.scenario_hash} it names: it was changed`);
+  return scenario;
 }
 
 export class ScenarioError extends TypedErrorOf('scenario', EXIT_CODES.failed) {
@@ -110,7 +157,7 @@ export function subjectInitializedPayload(definition: ScenarioDefinition, startA
 }
 
 /** sha256(JCS({subject_initialized, files})) — see the file comment. */
-export function scenarioHash(definition: ScenarioDefinition, files: readonly ScenarioFile[]): HashString {
+export function scenarioHash(definition: ScenarioDefinition, files: readonly Pick<ScenarioFile, 'path' | 'sha256'>[]): HashString {
   return hashCanonical({ subject_initialized: definition.subject_initialized, files: Object.fromEntries(files.map((f) => [f.path, f.sha256])) });
 }
 
@@ -129,7 +176,12 @@ export function loadScenario(dir: string): Scenario {
   const definition = parsed.data;
   // Catalogue check now, with an arbitrary start: a bad template fails at load, not mid-run.
   subjectInitializedPayload(definition, '2000-01-01T00:00:00.000Z');
-  const files = listWorkspace(path.join(dir, WORKSPACE_DIR));
+  return checkedScenario(definition, listWorkspace(path.join(dir, WORKSPACE_DIR)));
+}
+
+/** A definition with its files, its facts held to their sources, and its hash: from a folder or a run's record alike. */
+function checkedScenario(definition: ScenarioDefinition, unsorted: readonly ScenarioFile[]): Scenario {
+  const files = [...unsorted].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   for (const fact of definition.facts) {
     const file = files.find((f) => f.path === fact.source_path);
     if (!file) throw new ScenarioError(`fact ${fact.fact_id} cites ${fact.source_path}, which is not a workspace file`);
@@ -177,7 +229,7 @@ function listWorkspace(root: string): ScenarioFile[] {
         if (files.length >= MAX_SCENARIO_FILES) throw new ScenarioError(`${root} holds more than ${MAX_SCENARIO_FILES} files`);
         const bytes = readBoundedBytes(path.join(root, childRel), MAX_SCENARIO_FILE_BYTES);
         // Hash the bytes, not the decoded text: invalid UTF-8 would otherwise hash as U+FFFD.
-        files.push({ path: childRel, content: bytes.toString('utf8'), sha256: hashText(bytes) });
+        files.push({ path: childRel, content: bytes.toString('utf8'), sha256: hashText(bytes), bytes });
       } else {
         // A symlink or device could point outside the scenario and change without the hash noticing.
         throw new ScenarioError(`${childRel} is neither a regular file nor a folder`);

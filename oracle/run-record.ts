@@ -1,6 +1,8 @@
-// What scoring reads of one finished instance: its run folder's plan.json, prereg.json, the
-// scenario the plan names, the signed manifest (its key beside the run or above it) and every
-// event of events.db. Scoring and hard-failure checks take this record and nothing else, so a
+// What scoring reads of one finished instance: its run folder's plan.json, prereg.json,
+// scenario.json (the scenario as the run started with it, pinned by the manifest's
+// scenario_sha256; a run started before issue 32 has none, and its scenario is read from the
+// scenarios folder by the plan's scenario_hash), the signed manifest (its key beside the run or
+// above it) and every event of events.db. Scoring and hard-failure checks take this record and nothing else, so a
 // score can always be recomputed from the folder (issue 6: "every number … recomputable").
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -8,7 +10,8 @@ import { z } from 'zod';
 import { ExperimentPlan } from '../design/experiment-plan.js';
 import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
 import { PreRegistration } from '../design/prereg.js';
-import { loadScenario, type Scenario } from '../design/scenario.js';
+import { scenarioOfRun } from '../design/run-scenario.js';
+import { ScenarioError, type Scenario } from '../design/scenario.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
@@ -59,14 +62,10 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   return result.data;
 }
 
-/** Reads a run folder for scoring. `scenariosDir` holds scenario folders by id. */
+/** Reads a run folder for scoring. `scenariosDir` holds scenario folders by id (read only for a run that keeps no scenario.json). */
 export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
   const plan = parsed(ExperimentPlan, readJson(runDir, RUN_FILES.plan), `${runDir}/${RUN_FILES.plan}`);
   const prereg = parsed(PreRegistration, readJson(runDir, RUN_FILES.prereg), `${runDir}/${RUN_FILES.prereg}`);
-  const scenario = loadScenario(path.join(scenariosDir, prereg.scenario.id));
-  if (scenario.scenario_hash !== plan.scenario_hash) {
-    throw new RunRecordError(`the scenario ${prereg.scenario.id} in ${scenariosDir} hashes to ${scenario.scenario_hash}, the run's plan names ${plan.scenario_hash}: score it with the scenario it ran with`);
-  }
   let manifest: InstanceManifest | null = null;
   let manifestProblem: string | null = null;
   const store = path.join(runDir, RUN_FILES.store);
@@ -76,6 +75,13 @@ export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
     const check = checkSignedManifest(readJson(runDir, RUN_FILES.manifest), parsePublicKeyHex(readFileSync(keyFile, 'utf8')));
     if (check.ok) manifest = check.manifest;
     else manifestProblem = check.reason;
+  }
+  let scenario: Scenario;
+  try {
+    scenario = scenarioOfRun({ runDir, scenariosDir, scenarioId: prereg.scenario.id, planHash: plan.scenario_hash, manifest });
+  } catch (error) {
+    if (error instanceof ScenarioError) throw new RunRecordError(error.message);
+    throw error;
   }
   const reader = StoreReader.open(store);
   const events: EventEnvelope[] = [];

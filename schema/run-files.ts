@@ -8,6 +8,8 @@ export const RUN_FILES = {
   manifest: 'manifest.dsse.json',
   /** The run's ExperimentPlan (design/experiment-plan.ts) as JSON.stringify(plan, null, 2). */
   plan: 'plan.json',
+  /** The scenario as the run started with it: definition and starting files' hashes, canonical JSON (design/scenario.ts RunScenario); the manifest's scenario_sha256 is sha256 of its bytes (1.3.0). */
+  scenario: 'scenario.json',
   /** The pre-registration the run ran under (JSON), and a copy of its signed lock (design/prereg.ts). */
   prereg: 'prereg.json',
   preregLock: 'prereg.lock.dsse.json',

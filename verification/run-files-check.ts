@@ -12,8 +12,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
 import { checkSignedManifest, type InstanceManifest } from '../design/manifest.js';
+import { scenarioOfRun } from '../design/run-scenario.js';
 import { PREREG_LOCK_PAYLOAD_TYPE, PreregLock, PreRegistration } from '../design/prereg.js';
-import { loadScenario, type Scenario } from '../design/scenario.js';
+import type { Scenario } from '../design/scenario.js';
 import { verifyDsse } from '../schema/dsse.js';
 import { hashCanonical } from '../schema/hash.js';
 import { firstDifference } from '../schema/json-difference.js';
@@ -138,23 +139,23 @@ export function checkPrereg(runDir: string, manifest: InstanceManifest | null, p
 
 /**
  * Rebuilds the plan from (prereg, scenario, seed, start time) and requires plan.json to be it.
- * `scenariosDir` holds the scenario folders by id (an input: the experiments room owns them).
- * Returns the scenario.
+ * The scenario is the run's own scenario.json (pinned by the manifest), or for a run started
+ * before issue 32 the folder in `scenariosDir` by id (design/run-scenario.ts). Returns the scenario.
  */
-export function rebuildPlan(plan: ExperimentPlan, prereg: PreRegistration, scenariosDir: string, out: Findings, counts: PlanConformanceCounts): Scenario | null {
-  const scenarioDir = path.join(scenariosDir, prereg.scenario.id);
-  if (!existsSync(scenarioDir)) {
-    out.fail(RUN_FILES.prereg, null, `the pre-registered scenario ${prereg.scenario.id} is not in ${scenariosDir}: the plan cannot be rebuilt from the seed`);
+export function rebuildPlan(runDir: string, plan: ExperimentPlan, prereg: PreRegistration, manifest: InstanceManifest | null, scenariosDir: string, out: Findings, counts: PlanConformanceCounts): Scenario | null {
+  const keepsOwn = existsSync(path.join(runDir, RUN_FILES.scenario));
+  if (!keepsOwn && !existsSync(path.join(scenariosDir, prereg.scenario.id))) {
+    out.fail(RUN_FILES.prereg, null, `the pre-registered scenario ${prereg.scenario.id} is not in ${scenariosDir} (and the run keeps no ${RUN_FILES.scenario}): the plan cannot be rebuilt from the seed`);
     return null;
   }
   let scenario: Scenario;
   let rebuilt: ExperimentPlan;
   try {
-    scenario = loadScenario(scenarioDir);
+    scenario = scenarioOfRun({ runDir, scenariosDir, scenarioId: prereg.scenario.id, planHash: plan.scenario_hash, manifest });
     rebuilt = buildExperimentPlan({ prereg, scenario, seed: plan.seed, startAt: plan.schedule.start_at });
   } catch (error) {
     // Typed errors of the scenario and plan builders, and zod errors of their schemas: all say the plan cannot be rebuilt.
-    out.fail(RUN_FILES.plan, null, `the plan cannot be rebuilt from ${RUN_FILES.prereg}, scenario ${prereg.scenario.id} and seed ${plan.seed}: ${error instanceof Error ? error.message : String(error)}`);
+    out.fail(keepsOwn ? RUN_FILES.scenario : RUN_FILES.plan, null, `the plan cannot be rebuilt from ${RUN_FILES.prereg}, scenario ${prereg.scenario.id}${keepsOwn ? ` (the run's ${RUN_FILES.scenario})` : ''} and seed ${plan.seed}: ${error instanceof Error ? error.message : String(error)}`);
     return null;
   }
   counts.plan_rebuilt = true;

@@ -36,7 +36,7 @@ export function checkRunFollowsPlan(runDir: string, publicKey: Uint8Array, optio
   checkPlanHashes(plan, out);
   const signed = checkManifest(runDir, plan, publicKey, out, counts);
   const prereg = checkPrereg(runDir, signed?.manifest ?? null, publicKey, out, counts);
-  const scenario = prereg ? rebuildPlan(plan, prereg, options.scenariosDir, out, counts) : null;
+  const scenario = prereg ? rebuildPlan(runDir, plan, prereg, signed?.manifest ?? null, options.scenariosDir, out, counts) : null;
   if (!scenario) out.note(RUN_FILES.store, null, 'SubjectInitialized payload not compared: no scenario was loaded (it comes from prereg.json)');
   const subjectInitialized = scenario ? subjectInitializedPayload(scenario.definition, plan.schedule.start_at) : null;
   checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts);

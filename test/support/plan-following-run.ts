@@ -17,14 +17,14 @@ import type { Intervention } from '../../design/intervention-plan.js';
 import { buildInstanceManifest, GROUP_CAPABILITIES, type InstanceManifest } from '../../design/manifest.js';
 import { lockFileOf, lockPrereg, PreRegistration } from '../../design/prereg.js';
 import { sealAndSignFinalHead, signAndRecordHead, writeSignedManifest } from '../../controller/run-signatures.js';
-import { loadScenario, subjectInitializedPayload, type Scenario } from '../../design/scenario.js';
+import { loadScenario, runScenarioText, subjectInitializedPayload, type Scenario } from '../../design/scenario.js';
 import type { ScheduledWake } from '../../design/wake-schedule.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { generateKeyPair, type Ed25519KeyPair } from '../../schema/ed25519-keys.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { computeEventHash, computePayloadHash, eventIdFor } from '../../schema/envelope-hash.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
-import type { HashString } from '../../schema/hash.js';
+import { hashText, type HashString } from '../../schema/hash.js';
 import { writePublicKey } from '../../schema/public-key-file.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { WriterClient } from '../../writer/client.js';
@@ -68,6 +68,7 @@ export function instanceManifestFor(inputs: PlanInputs, plan: ExperimentPlan = i
     model: { adapter: 'openai', model_id: 'test-model', build: null, params: { temperature: 0, top_p: 1, seed: 7, max_tokens: 1024 }, call_timeout_ms: 60000 },
     isolation: { mode: 'same-uid', reason: 'test run, not started as root' },
     startedAt: '2026-07-20T08:00:01.000Z',
+    scenarioSha256: hashText(runScenarioText(inputs.scenario)),
   });
 }
 
@@ -93,11 +94,12 @@ export interface PreparedRun {
   readonly manifestSha256: HashString;
 }
 
-/** Writes controller.pub, plan.json, prereg.json and its lock copy, and the signed manifest; no store yet. */
+/** Writes controller.pub, plan.json, prereg.json and its lock copy, scenario.json, and the signed manifest; no store yet. */
 export function prepareRunFolder(dir: string, inputs: PlanInputs, keys: Ed25519KeyPair = generateKeyPair()): PreparedRun {
   writePublicKey(dir, keys);
   writeFileSync(path.join(dir, RUN_FILES.plan), JSON.stringify(inputs.plan, null, 2));
   writeFileSync(path.join(dir, RUN_FILES.prereg), inputs.preregText);
+  writeFileSync(path.join(dir, RUN_FILES.scenario), runScenarioText(inputs.scenario));
   copyLockInto(dir, inputs.preregText, keys);
   const manifest = instanceManifestFor(inputs);
   const manifestSha256 = writeSignedManifest(dir, manifest, keys);

@@ -397,16 +397,20 @@ describe('forged plan files', () => {
     expect(report.checked.plan_rebuilt).toBe(false);
   });
 
-  test('a scenario that is missing, or does not load, cannot rebuild the plan', () => {
+  test('the run keeps its scenario (scenario.json): the plan is rebuilt from it with no scenario folder at hand; one removed or changed cannot rebuild it', () => {
     const empty = tempDir('ds-scenarios-');
     scratch.push(empty);
-    expect(lines(check(sealed.dir, sealed.keys.publicKey, empty).failures)).toEqual([
-      `prereg.json: the pre-registered scenario research-workspace-72h is not in ${empty}: the plan cannot be rebuilt from the seed`,
+    // Issue 32 item 2: the run folder alone is enough.
+    expect(check(sealed.dir, sealed.keys.publicKey, empty).failures).toEqual([]);
+    const removed = copyRun();
+    rmSync(path.join(removed, RUN_FILES.scenario));
+    expect(lines(check(removed, sealed.keys.publicKey, empty).failures)).toEqual([
+      `prereg.json: the pre-registered scenario research-workspace-72h is not in ${empty} (and the run keeps no scenario.json): the plan cannot be rebuilt from the seed`,
     ]);
-    mkdirSync(path.join(empty, 'research-workspace-72h'));
-    expect(lines(check(sealed.dir, sealed.keys.publicKey, empty).failures)).toEqual([
-      expect.stringMatching(/^plan\.json: the plan cannot be rebuilt from prereg\.json, scenario research-workspace-72h and seed 2026072001: .*scenario\.json does not exist$/),
-    ]);
+    expect(lines(check(removed).failures)).toEqual([expect.stringMatching(/^plan\.json: the plan cannot be rebuilt from prereg\.json, scenario research-workspace-72h and seed 2026072001: .*scenario\.json is missing, but the signed manifest pins one/)]);
+    const changed = copyRun();
+    writeFileSync(path.join(changed, RUN_FILES.scenario), readFileSync(path.join(changed, RUN_FILES.scenario), 'utf8').replace('"submit_task_id":"', '"submit_task_id":"x'));
+    expect(lines(check(changed, sealed.keys.publicKey, empty).failures)).toEqual([expect.stringMatching(/^scenario\.json: the plan cannot be rebuilt from .* \(the run's scenario\.json\).*not the signed manifest's scenario_sha256 .*changed after the start$/)]);
   });
 
   test('two crashes planned in one wake (no builder makes that): each is expected there, and the store is checked, not the checker stopped', () => {
