@@ -284,7 +284,7 @@ function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): Mod
  * in an answer cut at its token cap is "cut off" (issue 32 item 6), not "completed" — its
  * WakeEnded still records the planned outcome, the same for every group.
  */
-function outcomeWordOf(events: readonly EventEnvelope[], wakeId: string, outcome: WakeOutcome): string {
+export function outcomeWordOf(events: readonly EventEnvelope[], wakeId: string, outcome: WakeOutcome): string {
   const ofWake = events.filter((e) => e.correlation_id === wakeId);
   const answered = ofWake.some((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered'));
   const failed = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted');
