@@ -98,6 +98,19 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
     ...(options.gid === undefined ? {} : { gid: options.gid }),
   });
   const exited = new Promise<WriterExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  // A failed kill, or a send the callback below did not take: said, never an uncaught exception in the controller.
+  child.on('error', (error) => process.stderr.write(`[spawnWriter] writer process error: ${error.message}\n`));
+  /**
+   * Sends on the IPC channel. The writer may die between a `connected` check and the write (a
+   * crash drill, a kill): the write then fails (EPIPE) after the call returns. That is said here
+   * and left to `exited`, which every caller waits on; unhandled, it killed the controller.
+   */
+  const sendToWriter = (message: WriterParentMessage | WriterStartConfig): void => {
+    if (!child.connected) return;
+    child.send(message, (error: Error | null) => {
+      if (error) process.stderr.write(`[spawnWriter] could not send ${message.type} to the writer (${error.message}); its exit says why\n`);
+    });
+  };
   const ready = await new Promise<{ pid: number; head: Head; sealed: boolean }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -115,7 +128,7 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
       clearTimeout(timer);
       reject(new WriterStartError('exited', `writer exited during start-up (code ${exit.code}, signal ${exit.signal})`));
     });
-    child.send({ type: 'start', ...config });
+    sendToWriter({ type: 'start', ...config });
   });
   const kill = async (signal: NodeJS.Signals): Promise<WriterExit> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -136,7 +149,7 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
         reject(new WriterControlError(`writer exited (code ${exit.code}, signal ${exit.signal}) before acknowledging ${message.type}`));
       });
       if (!child.connected) return reject(new WriterControlError(`writer's IPC channel is closed; cannot send ${message.type}`));
-      child.send(message);
+      sendToWriter(message);
     });
   return {
     pid: ready.pid,
@@ -151,7 +164,7 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
     },
     disarmCrash: () => crashDrill({ type: 'disarm_crash' }, null),
     stop: async (timeoutMs = 10_000) => {
-      if (child.connected) child.send({ type: 'shutdown' });
+      sendToWriter({ type: 'shutdown' });
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       const exit = await exited;
       clearTimeout(timer);

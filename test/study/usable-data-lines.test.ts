@@ -70,7 +70,9 @@ describe('the usable-data lines agree with each other and with the verdict', () 
     const screen = usableDataScreenLines(r);
     expect(screen[1]).toBe('usable data, group B: 0 of 1 instances usable (1 not run); 0 of 0 model calls accepted (no call made); failed: none');
     expect(screen[0]).toBe('usable data, group A: 0 of 1 instances usable (1 not scored); 0 of 0 model calls accepted (no call made); failed: none');
-    expect(screen[3]).toBe('NO USABLE DATA: rule 8 NOT met: group A: 0 of 1 instances have usable data; group B: 0 of 1 instances have usable data; group C: 0 of 1 instances have usable data');
+    // Each instance without data named with its reason (issue 32 item 6), then rule 8.
+    expect(screen.filter((l) => l.startsWith('no data, ')).map((l) => l.slice(0, 'no data, A r1'.length))).toEqual(['no data, A r1', 'no data, C r1']);
+    expect(screen.at(-1)).toBe('NO USABLE DATA: rule 8 NOT met: group A: 0 of 1 instances have usable data; group B: 0 of 1 instances have usable data; group C: 0 of 1 instances have usable data');
     expect(renderReportMarkdown(r)).toContain('- Usable data, group B: 0 of 1 instances usable (1 not run); 0 of 0 model calls accepted (no call made); failed: none');
     expect(renderReportHtml(r)).toContain('<li class="usable-data-group" data-group="B">Usable data, group B: 0 of 1 instances usable (1 not run);');
   });
