@@ -41,8 +41,12 @@ export const BlockTurnLine = z.strictObject({
   passed_over: z.array(Group).max(GROUPS.length - 1),
   slots: z.number().int().min(1),
   asked_at: z.iso.datetime(),
-  /** ms since the session's block began on its monotonic clock; waited_ms and held_ms are on the same clock. The checks read these, never asked_at (wall clocks are slewed by time sync). */
-  asked_session_ms: z.number().int().min(0),
+  /**
+   * ms since the session's block began on its monotonic clock; waited_ms and held_ms are on the
+   * same clock. The checks read these, never asked_at (wall clocks are slewed by time sync).
+   * Absent in a record written before it existed: such a line is timed by asked_at, as then.
+   */
+  asked_session_ms: z.number().int().min(0).optional(),
   waited_ms: z.number().int().min(0),
   held_ms: z.number().int().min(0),
 });
@@ -85,7 +89,7 @@ interface Interval {
 }
 
 function intervalOf(line: BlockTurnLine): Interval {
-  const fromMs = line.asked_session_ms + line.waited_ms;
+  const fromMs = (line.asked_session_ms ?? Date.parse(line.asked_at)) + line.waited_ms;
   return { line, fromMs, toMs: fromMs + line.held_ms };
 }
 

@@ -10,7 +10,7 @@ import { describe, expect, test } from 'vitest';
 import { blockTurnOrder, START_TURN_INDEX } from '../../design/block-turn-order.js';
 import { seededRandom } from '../../design/seeded-random.js';
 import { LockstepBlock, type BlockSeat, type TurnRecord } from '../../controller/lockstep-block.js';
-import { checkBlockTurns, type BlockTurnLine } from '../../oracle/block-turns.js';
+import { BlockTurnLine, checkBlockTurns } from '../../oracle/block-turns.js';
 import { replicateSeed } from '../../oracle/study-replicates.js';
 import { GROUPS, type Group } from '../../oracle/study-report.js';
 
@@ -220,7 +220,7 @@ describe("the check of a block's record (forged cases)", () => {
     const lines = await fresh();
     const next = lines.find((x) => x.wake_index === 4 && x.position === 1)!;
     const before = lines.filter((x) => x.wake_index === 3);
-    next.asked_session_ms = Math.min(...before.map((x) => x.asked_session_ms));
+    next.asked_session_ms = Math.min(...before.map((x) => x.asked_session_ms!));
     next.waited_ms = 0;
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems.join('\n')).toMatch(/before the block's turns at wake index 3 had ended/);
   });
@@ -254,6 +254,21 @@ describe("the check of a block's record (forged cases)", () => {
       l.asked_at = new Date(Date.parse(l.asked_at) - 40 * i).toISOString();
     });
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems).toEqual([]);
+  });
+
+  test('a record written before the session clock (no asked_session_ms) reads and is checked by its wall clock, as then; a forged overlap there is still caught', async () => {
+    const lines = await fresh();
+    // Wall times that agree with the session clock, then the session clock dropped.
+    const origin = Date.parse(SESSION);
+    const old = lines.map(({ asked_session_ms, ...rest }) => ({ ...rest, asked_at: new Date(origin + asked_session_ms!).toISOString() }));
+    expect(old.every((l) => BlockTurnLine.safeParse(l).success)).toBe(true);
+    expect(checkBlockTurns(STUDY_SEED, REPLICATE, old).problems).toEqual([]);
+    const wake = old.filter((x) => x.wake_index === 3).sort((a, b) => a.position - b.position);
+    wake[1]!.asked_at = wake[0]!.asked_at;
+    wake[1]!.waited_ms = wake[0]!.waited_ms;
+    wake[1]!.held_ms = Math.max(wake[1]!.held_ms, wake[0]!.held_ms, 20);
+    wake[0]!.held_ms = Math.max(wake[0]!.held_ms, 20);
+    expect(checkBlockTurns(STUDY_SEED, REPLICATE, old).problems.join('\n')).toMatch(/over the block's 1 slot/);
   });
 
   test('turns of separate sessions (a stop, then a resume) are held to the rules within each session only', async () => {
