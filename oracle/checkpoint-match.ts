@@ -15,7 +15,9 @@ export interface RecordedCheckpoint {
   readonly next_action: string | null;
 }
 
-const ID_CHAR = 'A-Za-z0-9._:-';
+/** The characters of an id, as a regex character class body: a token is bounded by anything else (M3–M5, docs/oracle.md). */
+export const ID_CHARS = 'A-Za-z0-9._:-';
+const ID_CHAR = ID_CHARS;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -34,11 +36,20 @@ function blank(text: string | null): boolean {
   return text === null || text.trim() === '';
 }
 
+/** Negations that deny what a field names (M6), whole words, case-insensitive; docs/oracle.md lists them (test/oracle/oracle-doc.test.ts holds the two together). */
+export const NEGATION_WORDS = ['no longer', 'never', 'no', 'without', 'stopped', 'cancel', 'canceled', 'cancelled'] as const;
+/** Negations that are no denial when the next word is "yet" ("not yet received"): "not" as a word, "n't" at a word's end. */
+export const NEGATION_WORDS_UNLESS_YET = ['not'] as const;
+export const NEGATION_SUFFIXES_UNLESS_YET = ["n't"] as const;
+
 /**
  * A field that denies what it names ("no longer waiting for dataset-d3") does not name it (M6).
  * "not yet" is no denial: "reply in dataset-d3 not yet received" still names the wait.
  */
-const NEGATION = /\b(?:no longer|never|no|without|stopped|cancel(?:l?ed)?)\b|\bnot\b(?!\s+yet\b)|n't\b(?!\s+yet\b)/i;
+export const NEGATION = new RegExp(
+  `\\b(?:${NEGATION_WORDS.map(escapeRegExp).join('|')})\\b|${NEGATION_WORDS_UNLESS_YET.map((w) => `\\b${escapeRegExp(w)}\\b(?!\\s+yet\\b)`).join('|')}|${NEGATION_SUFFIXES_UNLESS_YET.map((w) => `${escapeRegExp(w)}\\b(?!\\s+yet\\b)`).join('|')}`,
+  'i',
+);
 
 /**
  * `text` names `id` (a token, M3–M5), no other known id of the same kind (a list of every task
