@@ -29,8 +29,20 @@ function escapeRegExp(text: string): string {
  */
 export function namesToken(text: string | null, id: string): boolean {
   if (text === null) return false;
-  return new RegExp(`(?:^|[^${ID_CHAR}])${escapeRegExp(id)}(?=$|[^${ID_CHAR}]|[.:](?:$|\\s))`, 'i').test(text);
+  return tokenPattern(id).test(text);
 }
+
+/** The pattern namesToken tests for `id` (docs/oracle.md shows it for one id). */
+export function tokenPattern(id: string): RegExp {
+  return new RegExp(`(?:^|[^${ID_CHAR}])${escapeRegExp(id)}(?=$|[^${ID_CHAR}]|[.:](?:$|\\s))`, 'i');
+}
+
+/** M5: a next action waiting in the thread contains this (anywhere: "waiting", "awaiting" count). */
+export const WAIT_MARK = /wait/i;
+/** M5: a next action saying nothing is left to do, when none is expected. */
+export const NOTHING_LEFT = /^\s*none\b/i;
+/** M2: what separates words of goal_status, after lowercasing; the first word is compared. */
+export const GOAL_STATUS_WORD_SEPARATOR = /[^a-z]+/;
 
 function blank(text: string | null): boolean {
   return text === null || text.trim() === '';
@@ -72,7 +84,7 @@ export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoin
       return recorded.current_goal_id !== null && recorded.current_goal_id.trim() === expected.current_goal_id;
     case 'goal_status':
       // M2: the first word is the status ("submitted at 10:00", "**active**" count).
-      return recorded.goal_status !== null && recorded.goal_status.toLowerCase().split(/[^a-z]+/).find((w) => w.length > 0) === expected.goal_status;
+      return recorded.goal_status !== null && recorded.goal_status.toLowerCase().split(GOAL_STATUS_WORD_SEPARATOR).find((w) => w.length > 0) === expected.goal_status;
     case 'attention_target':
       // M3: the task named as a token; null exactly when nothing is left.
       return expected.attention_target === null ? blank(recorded.attention_target) : namesOnly(recorded.attention_target, expected.attention_target, knownIds, threadIds);
@@ -83,8 +95,8 @@ export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoin
       // M5: the task named; or "wait" and the thread; or none.
       const next = expected.next_action;
       const text = recorded.next_action;
-      if (next.kind === 'none') return blank(text) || /^\s*none\b/i.test(text ?? '');
-      if (next.kind === 'wait') return namesOnly(text, next.thread_id, knownIds, threadIds) && /wait/i.test(text ?? '');
+      if (next.kind === 'none') return blank(text) || NOTHING_LEFT.test(text ?? '');
+      if (next.kind === 'wait') return namesOnly(text, next.thread_id, knownIds, threadIds) && WAIT_MARK.test(text ?? '');
       return namesOnly(text, next.task_id, knownIds, threadIds);
     }
   }
