@@ -48,3 +48,80 @@ export function patternMismatch(section: string, name: string, expected: readonl
 export function undecidedPhrases(text: string): string[] {
   return [...text.matchAll(/…|\be\.g\./g)].map((m) => m[0]);
 }
+
+/** The block after `<!-- example:NAME -->`: a fenced block with its fences, or the lines up to the first blank one. */
+export function exampleBlock(section: string, name: string): string[] {
+  const lines = section.split('\n');
+  const at = lines.findIndex((l) => l === `<!-- example:${name} -->`);
+  if (at < 0) throw new Error(`the worked example has no block <!-- example:${name} -->`);
+  if (lines[at + 1]?.startsWith('```')) {
+    const close = lines.findIndex((l, i) => i > at + 1 && l === '```');
+    return lines.slice(at + 1, close + 1);
+  }
+  const end = lines.findIndex((l, i) => i > at && l.trim() === '');
+  return lines.slice(at + 1, end < 0 ? lines.length : end);
+}
+
+/** round6 exactly as the oracle rounds (oracle/continuity-score.ts, docs/oracle.md "Numbers"). */
+const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+
+/** Evaluates + − × / ( ) and round6( ) over decimal numbers, left to right as written, in binary64. */
+export function evaluate(expression: string): number {
+  const tokens = expression.match(/round6\(|\d+(?:\.\d+)?|[-+×/()]|\S/g) ?? [];
+  let i = 0;
+  const peek = (): string | undefined => tokens[i];
+  const take = (expected?: string): string => {
+    const t = tokens[i++];
+    if (t === undefined || (expected !== undefined && t !== expected)) throw new Error(`cannot read "${expression}" at token ${i}: expected ${expected ?? 'more'}, found ${t ?? 'the end'}`);
+    return t;
+  };
+  const primary = (): number => {
+    const t = take();
+    if (t === '(') {
+      const v = sum();
+      take(')');
+      return v;
+    }
+    if (t === 'round6(') {
+      const v = sum();
+      take(')');
+      return round6(v);
+    }
+    if (/^\d/.test(t)) return Number(t);
+    throw new Error(`cannot read "${expression}": unexpected ${t}`);
+  };
+  const product = (): number => {
+    let v = primary();
+    while (peek() === '×' || peek() === '/') v = take() === '×' ? v * primary() : v / primary();
+    return v;
+  };
+  const sum = (): number => {
+    let v = product();
+    while (peek() === '+' || peek() === '-') v = take() === '+' ? v + product() : v - product();
+    return v;
+  };
+  const value = sum();
+  if (i !== tokens.length) throw new Error(`cannot read "${expression}": left over ${tokens.slice(i).join(' ')}`);
+  return value;
+}
+
+/** Each line `name = expression = value` (or `name = value`) of the figures block: what does not hold, and the figures by name. */
+export function checkFigures(block: readonly string[]): { problems: string[]; figures: Map<string, number> } {
+  const problems: string[] = [];
+  const figures = new Map<string, number>();
+  for (const line of block.filter((l) => !l.startsWith('```'))) {
+    const parts = line.split(' = ').map((p) => p.trim());
+    const name = parts[0]!;
+    const written = Number(parts.at(-1));
+    if (parts.length < 2 || !Number.isFinite(written)) {
+      problems.push(`not a figure line: ${line}`);
+      continue;
+    }
+    for (const expression of parts.slice(1, -1)) {
+      const got = evaluate(expression);
+      if (got !== written) problems.push(`${name}: ${expression} is ${got}, not ${written}`);
+    }
+    figures.set(name, written);
+  }
+  return { problems, figures };
+}

@@ -68,6 +68,7 @@ const SCORING_SECTIONS = [
   'Expansion (spec §6.2) and the verdict (spec §8.2, §17.3)',
   'Hard failures (spec §8.4)',
   LISTS_SECTION,
+  'A worked example',
 ] as const;
 
 describe('docs/oracle.md holds every list and pattern the oracle applies', () => {
