@@ -15,7 +15,9 @@ export interface RecordedCheckpoint {
   readonly next_action: string | null;
 }
 
-const ID_CHAR = 'A-Za-z0-9._:-';
+/** The characters of an id, as a regex character class body: a token is bounded by anything else (M3–M5, docs/oracle.md). */
+export const ID_CHARS = 'A-Za-z0-9._:-';
+const ID_CHAR = ID_CHARS;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -27,18 +29,39 @@ function escapeRegExp(text: string): string {
  */
 export function namesToken(text: string | null, id: string): boolean {
   if (text === null) return false;
-  return new RegExp(`(?:^|[^${ID_CHAR}])${escapeRegExp(id)}(?=$|[^${ID_CHAR}]|[.:](?:$|\\s))`, 'i').test(text);
+  return tokenPattern(id).test(text);
 }
+
+/** The pattern namesToken tests for `id` (docs/oracle.md shows it for one id). */
+export function tokenPattern(id: string): RegExp {
+  return new RegExp(`(?:^|[^${ID_CHAR}])${escapeRegExp(id)}(?=$|[^${ID_CHAR}]|[.:](?:$|\\s))`, 'i');
+}
+
+/** M5: a next action waiting in the thread contains this (anywhere: "waiting", "awaiting" count). */
+export const WAIT_MARK = /wait/i;
+/** M5: a next action saying nothing is left to do, when none is expected. */
+export const NOTHING_LEFT = /^\s*none\b/i;
+/** M2: what separates words of goal_status, after lowercasing; the first word is compared. */
+export const GOAL_STATUS_WORD_SEPARATOR = /[^a-z]+/;
 
 function blank(text: string | null): boolean {
   return text === null || text.trim() === '';
 }
 
+/** Negations that deny what a field names (M6), whole words, case-insensitive; docs/oracle.md lists them (test/oracle/oracle-doc.test.ts holds the two together). */
+export const NEGATION_WORDS = ['no longer', 'never', 'no', 'without', 'stopped', 'cancel', 'canceled', 'cancelled'] as const;
+/** Negations that are no denial when the next word is "yet" ("not yet received"): "not" as a word, "n't" at a word's end. */
+export const NEGATION_WORDS_UNLESS_YET = ['not'] as const;
+export const NEGATION_SUFFIXES_UNLESS_YET = ["n't"] as const;
+
 /**
  * A field that denies what it names ("no longer waiting for dataset-d3") does not name it (M6).
  * "not yet" is no denial: "reply in dataset-d3 not yet received" still names the wait.
  */
-const NEGATION = /\b(?:no longer|never|no|without|stopped|cancel(?:l?ed)?)\b|\bnot\b(?!\s+yet\b)|n't\b(?!\s+yet\b)/i;
+export const NEGATION = new RegExp(
+  `\\b(?:${NEGATION_WORDS.map(escapeRegExp).join('|')})\\b|${NEGATION_WORDS_UNLESS_YET.map((w) => `\\b${escapeRegExp(w)}\\b(?!\\s+yet\\b)`).join('|')}|${NEGATION_SUFFIXES_UNLESS_YET.map((w) => `${escapeRegExp(w)}\\b(?!\\s+yet\\b)`).join('|')}`,
+  'i',
+);
 
 /**
  * `text` names `id` (a token, M3–M5), no other known id of the same kind (a list of every task
@@ -61,7 +84,7 @@ export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoin
       return recorded.current_goal_id !== null && recorded.current_goal_id.trim() === expected.current_goal_id;
     case 'goal_status':
       // M2: the first word is the status ("submitted at 10:00", "**active**" count).
-      return recorded.goal_status !== null && recorded.goal_status.toLowerCase().split(/[^a-z]+/).find((w) => w.length > 0) === expected.goal_status;
+      return recorded.goal_status !== null && recorded.goal_status.toLowerCase().split(GOAL_STATUS_WORD_SEPARATOR).find((w) => w.length > 0) === expected.goal_status;
     case 'attention_target':
       // M3: the task named as a token; null exactly when nothing is left.
       return expected.attention_target === null ? blank(recorded.attention_target) : namesOnly(recorded.attention_target, expected.attention_target, knownIds, threadIds);
@@ -72,8 +95,8 @@ export function fieldMatches(field: CheckpointField, expected: ExpectedCheckpoin
       // M5: the task named; or "wait" and the thread; or none.
       const next = expected.next_action;
       const text = recorded.next_action;
-      if (next.kind === 'none') return blank(text) || /^\s*none\b/i.test(text ?? '');
-      if (next.kind === 'wait') return namesOnly(text, next.thread_id, knownIds, threadIds) && /wait/i.test(text ?? '');
+      if (next.kind === 'none') return blank(text) || NOTHING_LEFT.test(text ?? '');
+      if (next.kind === 'wait') return namesOnly(text, next.thread_id, knownIds, threadIds) && WAIT_MARK.test(text ?? '');
       return namesOnly(text, next.task_id, knownIds, threadIds);
     }
   }

@@ -102,8 +102,20 @@ export interface ScoreInputs {
   readonly workspaceDir: string | null;
 }
 
+/** The parts of a PLAN claiming its own execution, in this order (docs/oracle.md lists them; test/oracle/oracle-doc.test.ts holds the two together). */
+export const PLAN_DONE_SUBJECTS = ['i', 'we'] as const;
+/** After the subject and a space or an apostrophe (' or ’), at most one of these, then spaces. */
+export const PLAN_DONE_AUXILIARIES = ['ve', 'have', 'had', 'd'] as const;
+/** Then at most one of these, then spaces. */
+export const PLAN_DONE_ADVERBS = ['now', 'already', 'just', 'also'] as const;
+/** Then one of these, as a whole word. */
+export const PLAN_DONE_VERBS = ['done', 'completed', 'finished', 'submitted', 'written', 'wrote', 'sent', 'executed'] as const;
+
 /** "I have done", "I've completed", "we had now sent": a PLAN claiming its own execution (docs/oracle.md). */
-const PLAN_STATED_AS_DONE = /\b(?:i|we)(?:\s+|['’])(?:ve\s+|have\s+|had\s+|d\s+)?(?:(?:now|already|just|also)\s+)?(?:done|completed|finished|submitted|written|wrote|sent|executed)\b/i;
+export const PLAN_STATED_AS_DONE = new RegExp(
+  `\\b(?:${PLAN_DONE_SUBJECTS.join('|')})(?:\\s+|['’])(?:${PLAN_DONE_AUXILIARIES.map((a) => `${a}\\s+`).join('|')})?(?:(?:${PLAN_DONE_ADVERBS.join('|')})\\s+)?(?:${PLAN_DONE_VERBS.join('|')})\\b`,
+  'i',
+);
 
 /** seq of the last event of each wake (its last WakeEnded), for "by the end of wake W". */
 function wakeEnds(events: readonly EventEnvelope[]): Map<string, number> {

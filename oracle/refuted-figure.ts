@@ -2,7 +2,11 @@
 // as a number of its own ("61 %", "61%", not "161 %" or "61.5 %") and does not itself mark it as
 // corrected. "61 % was wrong, the corrected value is 46 %" is not relying on 61 %; a findings
 // line "retention after 12 weeks: 61 %" is, and so is "the correct retention is 61 %".
-const CORRECTION_MARK = /\b(?:corrected|correction|incorrect|withdrawn|refuted|wrong|erroneous|retracted|do not use|published as)\b/i;
+// One list for both decisions that ask whether a line uses the figure: probe E2
+// (continuity-score.ts) and rule (b) of evidence_refuted (fact-check.ts). "correct" is not in it.
+/** Words and phrases that mark a line's figure as corrected: whole words, case-insensitive (docs/oracle.md, R1; test/oracle/oracle-doc.test.ts holds the two together). */
+export const CORRECTION_MARKERS = ['corrected', 'correction', 'incorrect', 'withdrawn', 'refuted', 'wrong', 'erroneous', 'retracted', 'do not use', 'published as'] as const;
+export const CORRECTION_MARK = new RegExp(`\\b(?:${CORRECTION_MARKERS.join('|')})\\b`, 'i');
 
 export interface RefutedFigure {
   readonly figure: string;
