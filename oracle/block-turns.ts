@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { blockTurnOrder, START_TURN_INDEX } from '../design/block-turn-order.js';
+import { roundByRule, WHOLE_MS_ROUNDING } from './figure-rounding.js';
 import { GROUPS, Group } from './study-report.js';
 import { replicateSeed } from './study-replicates.js';
 
@@ -189,7 +190,7 @@ export function checkBlockTurns(studySeed: string, replicate: number, lines: rea
   const meanWaitMs = Object.fromEntries(
     GROUPS.map((g) => {
       const waits = lines.filter((l) => l.group === g).map((l) => l.waited_ms);
-      return [g, waits.length === 0 ? null : Math.round(waits.reduce((a, b) => a + b, 0) / waits.length)];
+      return [g, waits.length === 0 ? null : roundByRule(WHOLE_MS_ROUNDING, waits.reduce((a, b) => a + b, 0) / waits.length)];
     }),
   ) as Record<Group, number | null>;
   return { ok: problems.length === 0, problems, first, meanWaitMs, turns: lines.length, sessions: sessions.size };

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { CHECKPOINT_FIELDS, compareCheckpoint, type CheckpointField, type RecordedCheckpoint } from './checkpoint-match.js';
 import { ExpectedCheckpoint, type Oracle } from './expected-checkpoints.js';
+import { roundPoints as round } from './figure-rounding.js';
 import { lineUsingRefutedFigure, type RefutedFigure } from './refuted-figure.js';
 import { eventsOf, type RunRecord } from './run-record.js';
 import type { EventEnvelope } from '../schema/envelope.js';
@@ -130,11 +131,6 @@ function projectedGoalAt(events: readonly EventEnvelope[], toSeq: number): { goa
     throw error;
   }
   return { goal: state.current_state.current_goal_id, refusal: null };
-}
-
-function round(value: number): number {
-  // Fixed decimals so the same run always prints and compares the same number.
-  return Math.round(value * 1e6) / 1e6;
 }
 
 export function scoreInstance(inputs: ScoreInputs): InstanceScore {

@@ -4,6 +4,7 @@
 // run to expanded_n_per_group — never only some — and the verdict rests on the expanded data.
 import type { PreRegistration } from '../design/prereg.js';
 import { DIMENSIONS, type Dimension } from './continuity-score.js';
+import { formatPoints } from './figure-rounding.js';
 import { comparable, range, sampleSd } from './group-statistics.js';
 import type { Group } from './study-report.js';
 
@@ -25,7 +26,7 @@ export interface ExpansionDecision {
  */
 export const EXPANSION_NOT_DECIDED = 'not decided: ';
 
-const fmt = (x: number): string => x.toFixed(2);
+const fmt = formatPoints;
 
 export function decideExpansion(byGroup: Readonly<Record<Group, readonly ScoredInstance[]>>, rule: PreRegistration['expansion_rule']): ExpansionDecision {
   const reasons: string[] = [];

@@ -7,6 +7,7 @@
 // The words never claim statistical significance, and never read "the system ran" as "the
 // subject is continuous"; a dry run (reference policy) says so first.
 import type { PreRegistration } from '../design/prereg.js';
+import { formatPoints } from './figure-rounding.js';
 import { comparable, median } from './group-statistics.js';
 import type { Group, ThresholdCheck, Verdict } from './study-report.js';
 import { formatShare } from '../schema/usable-data.js';
@@ -60,7 +61,7 @@ export function usableDataShortfalls(n: number, usable: UsableDataInput['usable'
 export const DRY_RUN_STATEMENT =
   'Apparatus dry run: the model was the scripted reference policy, not a subject. These numbers show whether the apparatus measures what it claims and whether the groups differ for the stated reasons; they are NOT evidence about the continuity of any subject. Evidence needs a real model run under the same locked pre-registration.';
 
-const fmt = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(2));
+const fmt = formatPoints;
 
 export function decideVerdict(input: VerdictInput): VerdictResult {
   const t = input.thresholds;

@@ -7,6 +7,7 @@ import { modelCallRulesOf, type PreRegistration } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { checkFairness } from '../../oracle/fairness.js';
+import { formatPoints } from '../../oracle/figure-rounding.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { GROUPS, STUDY_REPORT_VERSION, STUDY_REPORT_VERSION_BEFORE_BLOCKS, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
@@ -112,7 +113,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
   notes.push(...(blockReport?.notes ?? []));
   for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
   for (const i of instances) if (i.score !== null && !i.usable) notes.push(`${i.group}-r${i.replicate}: NO USABLE DATA: ${i.usable_reason}`);
-  for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`);
+  for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${formatPoints(i.score)} is overridden and counted as 0 (spec §8.4)`);
 
   // The verdict rests on replicates 1..n only (spec §8.2: after expansion, the expanded data).
   const inVerdict = instances.filter((i) => i.replicate <= input.n);

@@ -28,6 +28,7 @@ import { blocksLine, studyBlock } from './study-block.js';
 import type { PreRegistration } from '../../design/prereg.js';
 import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
+import { formatPoints } from '../../oracle/figure-rounding.js';
 import { INSTANCE_DIR_RE, instanceDirName, replicateSeed } from '../../oracle/study-replicates.js';
 import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode } from '../../oracle/study-folder.js';
@@ -196,7 +197,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
     try {
       const evaluation = evaluateInstance(dir, { scenariosDir: run.scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
       evaluations.set(name, evaluation);
-      run.log(`[${name}] scored ${evaluation.score.score.toFixed(2)}${evaluation.hardFailures.length > 0 ? `; HARD FAILURES: ${evaluation.hardFailures.map((h) => h.id).join(', ')} (counted as 0)` : ''}`);
+      run.log(`[${name}] scored ${formatPoints(evaluation.score.score)}${evaluation.hardFailures.length > 0 ? `; HARD FAILURES: ${evaluation.hardFailures.map((h) => h.id).join(', ')} (counted as 0)` : ''}`);
       // Spec §19.1: an unauthorised execution pauses every instance, evidence kept.
       if (evaluation.hardFailures.some((h) => h.id === 'unauthorized_tool_execution') && paused === null) {
         paused = `unauthorised tool execution in ${name}: the study was paused (no further instance started; evidence kept)`;
