@@ -10,7 +10,8 @@ import { checkFairness } from '../../oracle/fairness.js';
 import { formatPoints } from '../../oracle/figure-rounding.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
-import { GROUPS, STUDY_REPORT_VERSION, STUDY_REPORT_VERSION_BEFORE_BLOCKS, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
+import { roundingSection, type ComparisonPoint } from '../../oracle/report-rounding.js';
+import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
 import { runsBlocks } from '../../oracle/study-folder.js';
 import { buildBlockReport } from './block-report.js';
 import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../../schema/usable-data.js';
@@ -36,6 +37,8 @@ export interface ReportInput {
   readonly n: number;
   readonly expanded: boolean;
   readonly expansionReasons: readonly string[];
+  /** The points the expansion rule compared, as decideExpansion gave them with the reasons (empty when it was not applied). */
+  readonly expansionPoints: readonly ComparisonPoint[];
   readonly instances: readonly BuiltInstance[];
   /** What only the live run knows (an operator stop, a pause): stated in the notes. */
   readonly extraNotes: readonly string[];
@@ -87,10 +90,12 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       status: i.status,
       status_detail: i.statusDetail,
       score: e?.score.score ?? null,
+      score_unrounded: e?.score.score_unrounded ?? null,
       counted_score: e ? countedScore(e) : null,
       dimensions: e ? { ...e.score.dimensions } : null,
+      dimensions_unrounded: e ? { ...e.score.dimensions_unrounded } : null,
       hard_failures: e ? e.hardFailures.map((h) => ({ id: h.id, seq: h.seq, detail: h.detail })) : [],
-      per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value })) : [],
+      per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value, value_unrounded: w.value_unrounded })) : [],
       events: e?.record.events.length ?? 0,
       wall_ms: i.wallMs,
       accepted: usable?.accepted ?? null,
@@ -166,7 +171,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     dryRun,
   });
   return StudyReport.parse({
-    report_version: blockReport === null ? STUDY_REPORT_VERSION_BEFORE_BLOCKS : STUDY_REPORT_VERSION,
+    report_version: STUDY_REPORT_VERSION,
     study_id: input.plan.study_id,
     generated_at: input.generatedAt,
     prereg: { sha256: input.plan.prereg_sha256, scoring_spec_version: input.prereg.scoring.scoring_spec_version, oracle_rules_version: input.prereg.scoring.oracle.oracle_rules_version },
@@ -188,6 +193,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     usable_data: { min_accepted_share: minAcceptedShare, required_per_group: input.n, shortfalls: verdict.usableDataShortfalls },
     instances,
     ...(blockReport === null ? {} : { blocks: blockReport.blocks }),
+    rounding: roundingSection(verdict.points, input.expansionPoints),
     notes,
   });
 }
