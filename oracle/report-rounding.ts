@@ -11,7 +11,6 @@ import { NumberRoundingRule, POINTS_ROUNDING, POINTS_TEXT_ROUNDING, TextRounding
 /** The rules by name, as report.json carries them. */
 export const RoundingRules = z.strictObject({ points: NumberRoundingRule, whole_ms: NumberRoundingRule, points_text: TextRoundingRule });
 export type RoundingRules = z.infer<typeof RoundingRules>;
-export type RoundingRuleName = keyof RoundingRules;
 export const ROUNDING_RULES: RoundingRules = { points: POINTS_ROUNDING, whole_ms: WHOLE_MS_ROUNDING, points_text: POINTS_TEXT_ROUNDING };
 
 export const FIGURE_KINDS = ['wake_value', 'dimension', 'instance_score', 'group_statistic', 'threshold_point', 'expansion_point', 'block_mean_wait', 'points_text', 'share_text'] as const;
@@ -26,7 +25,7 @@ export const RoundedFigure = z.strictObject({
   /** Whether the figure is rounded at all (false: reported as computed, every digit). */
   rounded: z.boolean(),
   /** The rule of `rules` that rounded it; null when not rounded, or rounded outside this section (said in `computed_from`). */
-  rule: z.enum(['points', 'whole_ms', 'points_text']).nullable(),
+  rule: RoundingRules.keyof().nullable(),
   /** Whether it is computed from figures that were themselves rounded (which ones: `computed_from`). */
   from_rounded_inputs: z.boolean(),
   computed_from: z.string(),

@@ -5,7 +5,7 @@
 // section says it is computed from. --recompute runs it on the stored report; a figure rounded by
 // another rule, or computed from other inputs, is named by its field.
 import { DIMENSIONS, type Dimension } from './continuity-score.js';
-import { formatByRule, roundByRule, type NumberRoundingRule, type TextRoundingRule } from './figure-rounding.js';
+import { formatByRule, roundByRule, TEXT_ROUNDING_METHOD, type NumberRoundingRule, type TextRoundingRule } from './figure-rounding.js';
 import { mean, median, range, sampleSd } from './group-statistics.js';
 import type { ComparisonPoint, FigureKind, RoundingSection } from './report-rounding.js';
 import { GROUPS, type Group, type StudyReport } from './study-report.js';
@@ -51,7 +51,7 @@ function numberRuleOf(section: RoundingSection, kind: FigureKind, tally: Tally, 
   const figure = section.figures.find((f) => f.kind === kind && f.dimension === dimension);
   const name = figure?.rule ?? null;
   const rule = name === null ? null : section.rules[name];
-  if (rule === null || rule.method === 'to_fixed') {
+  if (rule === null || rule.method === TEXT_ROUNDING_METHOD) {
     tally.problem(`rounding.figures: no number rule for ${kind}${dimension === null ? '' : ` ${dimension}`} (${figure === undefined ? 'the kind is not listed' : `rule ${String(name)}`}): its figures cannot be held to one`);
     return null;
   }
@@ -60,7 +60,7 @@ function numberRuleOf(section: RoundingSection, kind: FigureKind, tally: Tally, 
 
 function textRuleOf(section: RoundingSection, tally: Tally): TextRoundingRule | null {
   const rule = section.rules[section.figures.find((f) => f.kind === 'points_text')?.rule ?? 'points_text'];
-  if (rule.method !== 'to_fixed') {
+  if (rule.method !== TEXT_ROUNDING_METHOD) {
     tally.problem('rounding.figures: points_text names no text rule');
     return null;
   }
