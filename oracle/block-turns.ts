@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { blockTurnOrder, START_TURN_INDEX } from '../design/block-turn-order.js';
+import { roundByRule, WHOLE_MS_ROUNDING } from './figure-rounding.js';
 import { GROUPS, Group } from './study-report.js';
 import { replicateSeed } from './study-replicates.js';
 
@@ -165,8 +166,10 @@ export interface BlockTurnCheck {
   readonly problems: readonly string[];
   /** How many turns each group took first among those who took one at a wake. */
   readonly first: Readonly<Record<Group, number>>;
-  /** Mean wait for a turn per group (null: took none). */
+  /** Mean wait for a turn per group, in whole milliseconds (WHOLE_MS_ROUNDING of meanWaitMsUnrounded; null: took none). */
   readonly meanWaitMs: Readonly<Record<Group, number | null>>;
+  /** The mean before rounding: Σ waited_ms in record order / turns. */
+  readonly meanWaitMsUnrounded: Readonly<Record<Group, number | null>>;
   readonly turns: number;
   /** Runs of the block the record holds (more than one: it was stopped and resumed; the rules hold within each). */
   readonly sessions: number;
@@ -190,13 +193,14 @@ export function checkBlockTurns(studySeed: string, replicate: number, lines: rea
     const earliest = [...turns].sort((a, b) => a.position - b.position)[0];
     if (earliest) first[earliest.group] += 1;
   }
-  const meanWaitMs = Object.fromEntries(
+  const meanWaitMsUnrounded = Object.fromEntries(
     GROUPS.map((g) => {
       const waits = lines.filter((l) => l.group === g).map((l) => l.waited_ms);
-      return [g, waits.length === 0 ? null : Math.round(waits.reduce((a, b) => a + b, 0) / waits.length)];
+      return [g, waits.length === 0 ? null : waits.reduce((a, b) => a + b, 0) / waits.length];
     }),
   ) as Record<Group, number | null>;
-  return { ok: problems.length === 0, problems, first, meanWaitMs, turns: lines.length, sessions: sessions.size };
+  const meanWaitMs = Object.fromEntries(GROUPS.map((g) => [g, meanWaitMsUnrounded[g] === null ? null : roundByRule(WHOLE_MS_ROUNDING, meanWaitMsUnrounded[g])])) as Record<Group, number | null>;
+  return { ok: problems.length === 0, problems, first, meanWaitMs, meanWaitMsUnrounded, turns: lines.length, sessions: sessions.size };
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

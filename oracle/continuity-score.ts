@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { CHECKPOINT_FIELDS, compareCheckpoint, type CheckpointField, type RecordedCheckpoint } from './checkpoint-match.js';
 import { ExpectedCheckpoint, type Oracle } from './expected-checkpoints.js';
+import { roundPoints as round } from './figure-rounding.js';
 import { lineUsingRefutedFigure, type RefutedFigure } from './refuted-figure.js';
 import { eventsOf, type RunRecord } from './run-record.js';
 import type { EventEnvelope } from '../schema/envelope.js';
@@ -34,7 +35,10 @@ export const WakeScore = z.strictObject({
   /** null: no CheckpointRecorded for this wake (scored 0). */
   recorded: Recorded.nullable(),
   matches: FieldMatches.nullable(),
+  /** The checkpoint's value, rounded (POINTS_ROUNDING) from value_unrounded. */
   value: Value,
+  /** Σ weights of the matching fields × 100, before rounding (report.json carries it beside `value`). */
+  value_unrounded: z.number(),
 });
 
 export const ReplanningItem = z.strictObject({
@@ -75,12 +79,18 @@ export const RecoveryItem = z.strictObject({
   value: Value,
 });
 
+const DimensionPoints = z.strictObject(Object.fromEntries(DIMENSIONS.map((d) => [d, Value])) as Record<Dimension, typeof Value>);
+
 export const InstanceScore = z.strictObject({
   scoring_spec_version: z.string(),
   oracle_rules_version: z.string(),
-  /** Σ weight × dimension / 100, in 0–100. */
+  /** Σ weight × dimension / 100 over the ROUNDED dimensions, then rounded (POINTS_ROUNDING), in 0–100. */
   score: Value,
-  dimensions: z.strictObject(Object.fromEntries(DIMENSIONS.map((d) => [d, Value])) as Record<Dimension, typeof Value>),
+  /** The same sum before its rounding (its inputs, the dimensions, are the rounded ones). */
+  score_unrounded: z.number(),
+  dimensions: DimensionPoints,
+  /** Each dimension before its own rounding (see oracle/report-rounding.ts for what each is computed from). */
+  dimensions_unrounded: z.strictObject(Object.fromEntries(DIMENSIONS.map((d) => [d, z.number()])) as Record<Dimension, z.ZodNumber>),
   per_wake: z.array(WakeScore),
   re_planning: z.array(ReplanningItem),
   probes: z.array(Probe),
@@ -144,11 +154,6 @@ function projectedGoalAt(events: readonly EventEnvelope[], toSeq: number): { goa
   return { goal: state.current_state.current_goal_id, refusal: null };
 }
 
-function round(value: number): number {
-  // Fixed decimals so the same run always prints and compares the same number.
-  return Math.round(value * 1e6) / 1e6;
-}
-
 export function scoreInstance(inputs: ScoreInputs): InstanceScore {
   const { record, oracle } = inputs;
   const { events, plan, prereg } = record;
@@ -167,9 +172,9 @@ export function scoreInstance(inputs: ScoreInputs): InstanceScore {
   }
   const perWake = oracle.checkpoints.map((expected) => {
     const got = recorded.get(expected.wake_id) ?? null;
-    if (got === null) return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: null, matches: null, value: 0 };
+    if (got === null) return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: null, matches: null, value: 0, value_unrounded: 0 };
     const c = compareCheckpoint(expected, got, weights, oracle.known_ids, oracle.known_thread_ids);
-    return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: { ...got }, matches: c.matches, value: round(c.value * 100) };
+    return { wake_id: expected.wake_id, wake_number: expected.wake_number, at_minute: expected.at_minute, expected, recorded: { ...got }, matches: c.matches, value: round(c.value * 100), value_unrounded: c.value * 100 };
   });
   // A wake cut by a stop is never run again: what it lacks is the apparatus's, not the subject's; the reader must know.
   const cut = [...eventsOf(events, 'ExperimentEvent.WakeEnded')].filter(({ p }) => p.outcome === 'stopped').map(({ p }) => p.wake_id);
@@ -239,20 +244,18 @@ export function scoreInstance(inputs: ScoreInputs): InstanceScore {
   if (recovery.length === 0) notes.push('the plan has no crash: recovery is 0 for every instance');
   const recoveryValue = recovery.length === 0 ? 0 : recovery.reduce((s, r) => s + r.value, 0) / recovery.length;
 
-  const dimensions: Record<Dimension, number> = {
-    state_recovery: round(stateRecovery),
-    re_planning: round(rePlanningValue),
-    experience_influence: round(experience),
-    evidence_integrity: round(evidence),
-    recovery: round(recoveryValue),
-  };
+  const unrounded: Record<Dimension, number> = { state_recovery: stateRecovery, re_planning: rePlanningValue, experience_influence: experience, evidence_integrity: evidence, recovery: recoveryValue };
+  const dimensions = Object.fromEntries(DIMENSIONS.map((d) => [d, round(unrounded[d])])) as Record<Dimension, number>;
   const w = prereg.scoring.dimensions;
-  const score = round(DIMENSIONS.reduce((s, d) => s + (w[d].weight * dimensions[d]) / 100, 0));
+  // The score is computed from the ROUNDED dimensions, summed in DIMENSIONS order (report.json's rounding section says so).
+  const scoreUnrounded = DIMENSIONS.reduce((s, d) => s + (w[d].weight * dimensions[d]) / 100, 0);
   return InstanceScore.parse({
     scoring_spec_version: prereg.scoring.scoring_spec_version,
     oracle_rules_version: oracle.oracle_rules_version,
-    score,
+    score: round(scoreUnrounded),
+    score_unrounded: scoreUnrounded,
     dimensions,
+    dimensions_unrounded: unrounded,
     per_wake: perWake,
     re_planning: rePlanning,
     probes,

@@ -1,5 +1,6 @@
 // The few statistics the pre-registration names (spec §6.2, §8.2): median, range and the sample
 // standard deviation. Nothing here tests significance: §8.2's thresholds are exploratory.
+import { roundPoints } from './figure-rounding.js';
 
 export function median(values: readonly number[]): number | null {
   if (values.length === 0) return null;
@@ -24,9 +25,9 @@ export function range(values: readonly number[]): number | null {
 }
 
 /**
- * Points rounded to 6 decimals before a rule compares them: 80.1 − 60.1 is 19.999999999999993 in
- * floating point, and a pre-registered "≥ 20" must not turn on the 15th decimal.
+ * Points rounded to 6 decimals (POINTS_ROUNDING) before a rule compares them: 80.1 − 60.1 is
+ * 19.999999999999993 in floating point, and a pre-registered "≥ 20" must not turn on the 15th decimal.
  */
 export function comparable(points: number): number {
-  return Math.round(points * 1e6) / 1e6;
+  return roundPoints(points);
 }

@@ -3,17 +3,33 @@
 // folders. Every number in it comes from oracle/ functions over the run folders.
 import { z } from 'zod';
 import { DIMENSIONS } from './continuity-score.js';
+import { RoundingSection } from './report-rounding.js';
 import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
 
 /**
+ * 2.2.0 (issue 32 item 3): `rounding` — the rule of each kind of rounded figure and whether it was
+ * computed from rounded figures (oracle/report-rounding.ts), with the points the thresholds and
+ * the expansion rule compared, unrounded and rounded; beside the rounded figures their unrounded
+ * values (`score_unrounded`, `dimensions_unrounded`, `per_wake[].value_unrounded`,
+ * `blocks[].turns.mean_wait_ms_unrounded`). Every study is written as 2.2.0, `blocks` present when
+ * it ran blocks. Nothing else changed: a 2.2.0 report less these is the 2.1.0 (2.0.0) report of
+ * the same folders, which is how --recompute and --resume still hold an older report to its folders.
  * 2.1.0 (issue 31): `blocks` — per replicate, its block's turns held to the drawn order and its
- * groups' failed calls held to the pre-registered load-confound tolerance. Written for every study
- * that ran blocks; a study planned before blocks is still reported (and recomputed) as 2.0.0.
+ * groups' failed calls held to the pre-registered load-confound tolerance. Written for a study
+ * that ran blocks; a study planned before blocks was reported as 2.0.0.
  * 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict.
  */
-export const STUDY_REPORT_VERSION = '2.1.0';
+export const STUDY_REPORT_VERSION = '2.2.0';
+export const STUDY_REPORT_VERSION_BEFORE_ROUNDING = '2.1.0';
 export const STUDY_REPORT_VERSION_BEFORE_BLOCKS = '2.0.0';
+export const STUDY_REPORT_VERSIONS = [STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION_BEFORE_ROUNDING, STUDY_REPORT_VERSION] as const;
+export type StudyReportVersion = (typeof STUDY_REPORT_VERSIONS)[number];
+/** The versions written before the rounding section: what a report of today's build is read back into for comparison. */
+export type StudyReportVersionBeforeRounding = typeof STUDY_REPORT_VERSION_BEFORE_BLOCKS | typeof STUDY_REPORT_VERSION_BEFORE_ROUNDING;
+export function isVersionBeforeRounding(version: unknown): version is StudyReportVersionBeforeRounding {
+  return version === STUDY_REPORT_VERSION_BEFORE_BLOCKS || version === STUDY_REPORT_VERSION_BEFORE_ROUNDING;
+}
 export const GROUPS = ['A', 'B', 'C'] as const;
 export const Group = z.enum(GROUPS);
 export type Group = z.infer<typeof Group>;
@@ -37,12 +53,16 @@ export const ReportInstance = z.strictObject({
   status_detail: z.string().nullable(),
   /** The computed Continuity Score; null when the instance could not be scored (status not finished). */
   score: Points.nullable(),
+  /** 2.2.0: the score before its rounding (rounding.figures: instance_score); null with `score`. */
+  score_unrounded: Points.nullable().optional(),
   /** What the statistics and the verdict use: 0 when a hard failure overrides the score, else `score`. */
   counted_score: Points.nullable(),
   dimensions: DimensionValues.nullable(),
+  /** 2.2.0: each dimension before its rounding (rounding.figures: dimension); null with `dimensions`. */
+  dimensions_unrounded: DimensionValues.nullable().optional(),
   hard_failures: z.array(ReportHardFailure),
   /** State-recovery value per scored wake (0–100), for the accuracy-over-time chart. */
-  per_wake: z.array(z.strictObject({ wake_id: z.string(), at_minute: z.number().int(), value: Points })),
+  per_wake: z.array(z.strictObject({ wake_id: z.string(), at_minute: z.number().int(), value: Points, /** 2.2.0 */ value_unrounded: Points.optional() })),
   events: z.number().int().min(0),
   wall_ms: z.number().min(0).nullable(),
   /** Accepted answers k (ModelAnswered) of model calls made n (oracle/usable-data.ts); null when the instance's events were not read (not scored). */
@@ -100,6 +120,8 @@ export const BlockSummary = z.strictObject({
     /** How many wakes each group's turn came first. */
     first: PerGroup(z.number().int().min(0)),
     mean_wait_ms: PerGroup(z.number().min(0).nullable()),
+    /** 2.2.0: the mean wait before its rounding to whole milliseconds. */
+    mean_wait_ms_unrounded: PerGroup(z.number().min(0).nullable()).optional(),
   }),
   /** The load-confound check (oracle/load-confound.ts): failed calls per kind and group against the pre-registered tolerance. */
   load: z.strictObject({
@@ -113,7 +135,7 @@ export const BlockSummary = z.strictObject({
 export type BlockSummary = z.infer<typeof BlockSummary>;
 
 export const StudyReport = z.strictObject({
-  report_version: z.enum([STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION]),
+  report_version: z.enum(STUDY_REPORT_VERSIONS),
   study_id: z.string(),
   /** Wall-clock time the report was made; the only field --recompute does not compare. */
   generated_at: z.iso.datetime(),
@@ -142,8 +164,55 @@ export const StudyReport = z.strictObject({
    */
   usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1).nullable(), required_per_group: z.number().int().min(0), shortfalls: z.array(z.string()) }),
   instances: z.array(ReportInstance),
-  /** 2.1.0: one entry per replicate with instances (absent in 2.0.0: a study planned before blocks). */
+  /** One entry per replicate with instances: always in 2.1.0, never in 2.0.0, in 2.2.0 when the study ran blocks. */
   blocks: z.array(BlockSummary).optional(),
+  /** 2.2.0: how each kind of figure was rounded (oracle/report-rounding.ts). */
+  rounding: RoundingSection.optional(),
   notes: z.array(z.string()),
-}).refine((r) => (r.blocks !== undefined) === (r.report_version === STUDY_REPORT_VERSION), { message: `blocks belong to report_version ${STUDY_REPORT_VERSION}, and ${STUDY_REPORT_VERSION} has them`, path: ['blocks'] });
+}).superRefine((r, ctx) => {
+  for (const problem of versionProblems(r)) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+});
 export type StudyReport = z.infer<typeof StudyReport>;
+
+interface VersionProblem {
+  readonly message: string;
+  readonly path: (string | number)[];
+}
+
+/** What a report of its version must and must not carry beyond the fields every version has. */
+function versionProblems(r: StudyReport): VersionProblem[] {
+  const out: VersionProblem[] = [];
+  const v = r.report_version;
+  if (v === STUDY_REPORT_VERSION_BEFORE_BLOCKS && r.blocks !== undefined) out.push({ message: `report_version ${v} has no blocks (a study planned before blocks)`, path: ['blocks'] });
+  if (v === STUDY_REPORT_VERSION_BEFORE_ROUNDING && r.blocks === undefined) out.push({ message: `report_version ${v} has blocks`, path: ['blocks'] });
+  const rounding = v === STUDY_REPORT_VERSION;
+  const has = (present: boolean, path: (string | number)[], what: string): void => {
+    if (present !== rounding) out.push({ message: rounding ? `report_version ${v} carries ${what}` : `report_version ${v} has no ${what} (it came with ${STUDY_REPORT_VERSION})`, path });
+  };
+  has(r.rounding !== undefined, ['rounding'], 'the rounding section');
+  r.instances.forEach((i, k) => {
+    has(i.score_unrounded !== undefined, ['instances', k, 'score_unrounded'], 'score_unrounded for every instance');
+    has(i.dimensions_unrounded !== undefined, ['instances', k, 'dimensions_unrounded'], 'dimensions_unrounded for every instance');
+    i.per_wake.forEach((w, j) => has(w.value_unrounded !== undefined, ['instances', k, 'per_wake', j, 'value_unrounded'], 'value_unrounded for every wake'));
+    if (rounding && (i.score_unrounded === null) !== (i.score === null)) out.push({ message: 'score_unrounded is null exactly when score is', path: ['instances', k, 'score_unrounded'] });
+    if (rounding && (i.dimensions_unrounded === null) !== (i.dimensions === null)) out.push({ message: 'dimensions_unrounded is null exactly when dimensions are', path: ['instances', k, 'dimensions_unrounded'] });
+  });
+  (r.blocks ?? []).forEach((b, k) => has(b.turns.mean_wait_ms_unrounded !== undefined, ['blocks', k, 'turns', 'mean_wait_ms_unrounded'], 'mean_wait_ms_unrounded for every block'));
+  return out;
+}
+
+/**
+ * A report of this build as the same folders were reported in an older version: the rounding
+ * section and the unrounded values taken out, the version set. What --recompute and --resume
+ * compare an older report.json with, so an old report still recomputes (its blocks, present or
+ * not, are compared as they are: a mismatch there is a difference, not hidden).
+ */
+export function asOlderReportVersion(report: StudyReport, version: StudyReportVersionBeforeRounding): unknown {
+  const { rounding: _rounding, instances, blocks, ...rest } = report;
+  return {
+    ...rest,
+    report_version: version,
+    instances: instances.map(({ score_unrounded: _s, dimensions_unrounded: _d, per_wake, ...i }) => ({ ...i, per_wake: per_wake.map(({ value_unrounded: _v, ...w }) => w) })),
+    ...(blocks === undefined ? {} : { blocks: blocks.map(({ turns: { mean_wait_ms_unrounded: _m, ...turns }, ...b }) => ({ ...b, turns })) }),
+  };
+}

@@ -7,7 +7,9 @@
 // The words never claim statistical significance, and never read "the system ran" as "the
 // subject is continuous"; a dry run (reference policy) says so first.
 import type { PreRegistration } from '../design/prereg.js';
+import { formatPoints } from './figure-rounding.js';
 import { comparable, median } from './group-statistics.js';
+import type { ComparisonPoint } from './report-rounding.js';
 import type { Group, ThresholdCheck, Verdict } from './study-report.js';
 import { formatShare } from '../schema/usable-data.js';
 
@@ -41,6 +43,8 @@ export interface VerdictResult {
   readonly dryRunStatement: string | null;
   /** Rule 8: one entry per group with fewer than n usable instances ("group B: 1 of 3 instances have usable data"); empty when met. */
   readonly usableDataShortfalls: string[];
+  /** The points the thresholds compare, unrounded and rounded (report.json's rounding.threshold_points). */
+  readonly points: ComparisonPoint[];
 }
 
 const GROUP_ORDER: readonly Group[] = ['A', 'B', 'C'];
@@ -60,19 +64,28 @@ export function usableDataShortfalls(n: number, usable: UsableDataInput['usable'
 export const DRY_RUN_STATEMENT =
   'Apparatus dry run: the model was the scripted reference policy, not a subject. These numbers show whether the apparatus measures what it claims and whether the groups differ for the stated reasons; they are NOT evidence about the continuity of any subject. Evidence needs a real model run under the same locked pre-registration.';
 
-const fmt = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(2));
+const fmt = formatPoints;
 
 export function decideVerdict(input: VerdictInput): VerdictResult {
   const t = input.thresholds;
   const scored = (g: Group): number[] => input.groups[g].scores.filter((s): s is number => s !== null);
+  const points: ComparisonPoint[] = [];
   const medianOf = (g: Group): number | null => {
     const m = median(scored(g));
-    return m === null ? null : comparable(m);
+    const rounded = m === null ? null : comparable(m);
+    points.push({ point: `median_${g}`, compared_by: g === 'C' ? 'c_median, c_minus_b, c_minus_a' : `c_minus_${g.toLowerCase()}`, unrounded: m, rounded });
+    return rounded;
   };
   const medians = { A: medianOf('A'), B: medianOf('B'), C: medianOf('C') };
   const passingRow = t.c_instances_passing.find((r) => r.n === input.n) ?? null;
   const cPassing = scored('C').filter((s) => s >= t.instance_pass_score).length;
+  // The difference of the ROUNDED medians, rounded again.
   const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : comparable(a - b));
+  for (const g of ['B', 'A'] as const) {
+    const a = medians.C;
+    const b = medians[g];
+    points.push({ point: `c_minus_${g.toLowerCase()}`, compared_by: `c_minus_${g.toLowerCase()}`, unrounded: a === null || b === null ? null : a - b, rounded: diff(a, b) });
+  }
   const checks: ThresholdCheck[] = [
     { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${t.c_median_min_score}`, observed: fmt(medians.C), met: medians.C === null ? null : medians.C >= t.c_median_min_score },
     { id: 'c_minus_b', description: 'median C − median B', required: `≥ ${t.c_minus_b_min_points}`, observed: fmt(diff(medians.C, medians.B)), met: diff(medians.C, medians.B) === null ? null : diff(medians.C, medians.B)! >= t.c_minus_b_min_points },
@@ -111,5 +124,5 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
     verdict = 'rejected';
     statement = `${prefix}rejected — not met: ${checks.filter((c) => c.met === false).map((c) => `${c.description} ${c.observed} (required ${c.required})`).join('; ')}, at n = ${input.n} per group. These are exploratory effect thresholds, not significance tests.`;
   }
-  return { verdict, statement, thresholds: checks, dryRunStatement, usableDataShortfalls: shortfalls };
+  return { verdict, statement, thresholds: checks, dryRunStatement, usableDataShortfalls: shortfalls, points };
 }

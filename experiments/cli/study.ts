@@ -25,6 +25,7 @@ import path from 'node:path';
 import { defaultKeyDir } from '../../controller/key-store.js';
 import { runStudy, StudyError, StudyPlan, STUDY_PATH_CODES, type StudyOutcome, type StudyProgress, type StudyRunOptions } from '../study/study-runner.js';
 import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-setup.js';
+import { ROUNDING_CHECK } from '../../oracle/rounded-figures-check.js';
 import { recomputeStudy } from '../study/study-recompute.js';
 import { resumeStudy } from '../study/study-resume.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
@@ -309,8 +310,10 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
     } catch (error) {
       throw asCommandFailure(error);
     }
-    const text = r.differences.length === 0 ? `RECOMPUTED: every number of ${values.recompute}/report.json follows from its run folders (verdict ${r.report.verdict})\n` : `DIFFERENT: ${r.differences.length} difference(s) between report.json and the run folders:\n${r.differences.map((d) => `  ${d}`).join('\n')}\n`;
-    return { exitCode: r.differences.length === 0 ? EXIT_CODES.ok : EXIT_CODES.failed, json: { match: r.differences.length === 0, differences: r.differences, report: r.report }, text };
+    // The rounding check's own line: how many figures it held to their rule, or why it held none.
+    const rounding = r.rounding === null ? '' : `${ROUNDING_CHECK}: ${r.rounding.unchecked === null ? `${r.rounding.checked} figure(s) checked, ${r.rounding.problems.length === 0 ? 'all agree' : `${r.rounding.problems.length} do not (among the differences)`}` : `not checked (${r.rounding.unchecked})`}\n`;
+    const text = (r.differences.length === 0 ? `RECOMPUTED: every number of ${values.recompute}/report.json follows from its run folders (verdict ${r.report.verdict})\n` : `DIFFERENT: ${r.differences.length} difference(s) between report.json and the run folders:\n${r.differences.map((d) => `  ${d}`).join('\n')}\n`) + rounding;
+    return { exitCode: r.differences.length === 0 ? EXIT_CODES.ok : EXIT_CODES.failed, json: { match: r.differences.length === 0, differences: r.differences, rounding: r.rounding, report: r.report }, text };
   }
 
   const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64);

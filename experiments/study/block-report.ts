@@ -27,13 +27,13 @@ function turnsOf(studyDir: string, studySeed: string, replicate: number): { summ
   const record = readBlockRecord(studyDir, replicate);
   if (record.kind !== 'read') {
     const why = record.kind === 'missing' ? `replicate ${replicate}: no record of its block (blocks/r${replicate}.jsonl is missing)` : `replicate ${replicate}: ${record.detail}`;
-    return { summary: { recorded: 0, sessions: 0, ok: false, detail: why, first: perGroup(() => 0), mean_wait_ms: perGroup(() => null) }, problem: why };
+    return { summary: { recorded: 0, sessions: 0, ok: false, detail: why, first: perGroup(() => 0), mean_wait_ms: perGroup(() => null), mean_wait_ms_unrounded: perGroup(() => null) }, problem: why };
   }
   const check = checkBlockTurns(studySeed, replicate, record.lines);
   const detail = check.ok
     ? `replicate ${replicate}: ${check.turns} turn(s) in ${check.sessions} session(s), each in the order drawn from the seed; first at a wake: ${GROUPS.map((g) => `${g} ${check.first[g]}`).join(', ')}`
     : `replicate ${replicate}: ${describeBlockProblems(check.problems)}`;
-  return { summary: { recorded: check.turns, sessions: check.sessions, ok: check.ok, detail, first: check.first, mean_wait_ms: check.meanWaitMs }, problem: check.ok ? null : detail };
+  return { summary: { recorded: check.turns, sessions: check.sessions, ok: check.ok, detail, first: check.first, mean_wait_ms: check.meanWaitMs, mean_wait_ms_unrounded: check.meanWaitMsUnrounded }, problem: check.ok ? null : detail };
 }
 
 function loadOf(load: BlockLoad | undefined, byGroup: Record<Group, ByFailure | null>): BlockSummary['load'] {

@@ -8,7 +8,7 @@ import { offlinePageHead } from '../../foundation/offline-page.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { GROUPS, type StudyReport } from '../../oracle/study-report.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
-import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
+import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
 const STYLE = `
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; background: #fff; margin: 0; line-height: 1.45; }
@@ -175,7 +175,7 @@ function instancesSection(report: StudyReport): string {
     const dims = DIMENSIONS.map((d) => num(formatPoints(i.dimensions === null ? null : i.dimensions[d])));
     return [text(i.group), num(String(i.replicate)), code(i.seed), code(i.dir), { ...text(status), className: i.status === 'finished' ? '' : 'failed' }, num(formatPoints(i.score)), num(formatPoints(i.counted_score)), ...dims];
   });
-  return ['<h2>Instances</h2>', '<p>Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).</p>', table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS], rows, [1, 5, 6, 7, 8, 9, 10, 11])].join('\n');
+  return ['<h2>Instances</h2>', '<p>Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).</p>', `<p>${escapeHtml(roundingText(report))}</p>`, table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS], rows, [1, 5, 6, 7, 8, 9, 10, 11])].join('\n');
 }
 
 function notesSection(report: StudyReport): string {

@@ -4,19 +4,28 @@
 // report.html prints the same numbers and the same dry-run wording: it imports formatPoints and
 // dryRunText from here so the two documents never disagree on a digit.
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
+import { formatByRule, POINTS_TEXT_ROUNDING } from '../../oracle/figure-rounding.js';
 import { GROUPS, type BlockSummary, type Group, type ReportHardFailure, type ReportInstance, type StudyReport } from '../../oracle/study-report.js';
 import { describeFailures, formatShare } from '../../schema/usable-data.js';
 import type { z } from 'zod';
 
-/** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals. */
-export const POINT_DECIMALS = 2;
+/** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals (the oracle's text rule). */
+export const POINT_DECIMALS = POINTS_TEXT_ROUNDING.decimals;
 /** Printed where a number is absent (not scored, SD of fewer than two values). */
 export const NO_VALUE = '—';
 /** Said when a dry run carries no statement of its own: the point must be made either way. */
 export const DRY_RUN_FALLBACK_STATEMENT = 'This is an apparatus dry run, not evidence about subjects.';
 
 export function formatPoints(value: number | null): string {
-  return value === null ? NO_VALUE : value.toFixed(POINT_DECIMALS);
+  return value === null ? NO_VALUE : formatByRule(POINTS_TEXT_ROUNDING, value);
+}
+
+/** How the printed numbers were rounded: the report's rounding section in one sentence (report 2.2.0), or just the printing. */
+export function roundingText(report: StudyReport): string {
+  const printed = `Every number here is printed with ${POINT_DECIMALS} decimals (${POINTS_TEXT_ROUNDING.formula}).`;
+  const points = report.rounding?.rules.points;
+  if (points === undefined) return printed;
+  return `${printed} report.json holds every digit: wake values, dimensions and scores rounded to ${points.decimals} decimals (${points.formula}, an exact half toward +infinity), each score from the rounded dimensions; group statistics unrounded; its rounding section says how each figure was rounded.`;
 }
 
 export function formatMeanSd(mean: number | null, sd: number | null): string {
@@ -227,7 +236,7 @@ function instancesSection(report: StudyReport): string[] {
     const dims = DIMENSIONS.map((d) => formatPoints(i.dimensions === null ? null : i.dimensions[d]));
     return [i.group, String(i.replicate), markdownText(i.seed), markdownText(i.dir), status, formatPoints(i.score), formatPoints(i.counted_score), ...dims];
   });
-  return ['## Instances', '', 'Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).', '', ...table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS.map(markdownCode)], rows), ''];
+  return ['## Instances', '', 'Counted: what the statistics use — 0 when a hard failure overrides the score (spec §8.4).', '', markdownText(roundingText(report)), '', ...table(['Group', 'Replicate', 'Seed', 'Dir', 'Status', 'Score', 'Counted', ...DIMENSIONS.map(markdownCode)], rows), ''];
 }
 
 function blocksSection(report: StudyReport): string[] {

@@ -4,20 +4,32 @@
 // A resumed study uses the same comparison to tell whether its stored report still follows.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { decideExpansion, type ScoredInstance } from '../../oracle/expansion.js';
 import type { RunChecks } from '../../oracle/hard-failures.js';
 import { countedScore, evaluateInstance } from '../../oracle/instance-evaluation.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../../oracle/study-folder.js';
 import { INSTANCE_DIR_RE } from '../../oracle/study-replicates.js';
-import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
+import { asOlderReportVersion, GROUPS, isVersionBeforeRounding, StudyReport, type Group } from '../../oracle/study-report.js';
+import { checkRoundedFigures, ROUNDING_CHECK, type RoundingCheck } from '../../oracle/rounded-figures-check.js';
 import { eventIs } from '../../schema/typed-event.js';
 import { buildStudyReport } from './study-report-builder.js';
 
-/** Where two reports differ in what --recompute compares (not when, not how long, not live error texts). */
-export function reportDifferences(a: StudyReport, b: StudyReport): string[] {
+/** Where a stored report differs from a rebuilt one in what --recompute compares (not when, not how long, not live error texts). */
+export function reportDifferences(stored: StudyReport, rebuilt: StudyReport): string[] {
   const out: string[] = [];
-  collectDifferences(withoutUnrecomputable(a), withoutUnrecomputable(b), '', out);
+  collectDifferences(withoutUnrecomputable(stored), withoutUnrecomputable(inVersionOf(stored, rebuilt)), '', out);
   return out;
+}
+
+/**
+ * The rebuilt report (always this build's version) as the stored one's version: a report written
+ * before 2.2.0 is held to its folders without the rounding section it never had. Any other
+ * version (a damaged or edited file) is compared as rebuilt, so the version itself differs.
+ */
+function inVersionOf(stored: StudyReport, rebuilt: StudyReport): unknown {
+  const version: unknown = stored.report_version;
+  return isVersionBeforeRounding(version) ? asOlderReportVersion(rebuilt, version) : rebuilt;
 }
 
 /** Notes of the live run that the folders cannot reproduce (see runStudy). */
@@ -33,8 +45,10 @@ function withoutUnrecomputable(value: unknown): unknown {
 
 export interface Recomputation {
   readonly report: StudyReport;
-  /** Where report.json differs from the recomputation (empty: every number recomputed). */
+  /** Where report.json differs from the recomputation (empty: every number recomputed), and each figure of it that does not follow its rounding rule. */
   readonly differences: readonly string[];
+  /** The check "rounded figures agree with their rule" on report.json as stored (null: there is none); its problems are among the differences. */
+  readonly rounding: RoundingCheck | null;
 }
 
 /** A report rebuilt from the folders, with what the rule decided on them. */
@@ -46,6 +60,8 @@ export interface RebuiltReport {
   readonly expandedRan: boolean;
   /** report.json as found (null: none). */
   readonly stored: StudyReport | null;
+  /** The pre-registered dimension weights the scores were computed with (report.json does not hold them). */
+  readonly dimensionWeights: Readonly<Record<Dimension, number>>;
 }
 
 /**
@@ -95,13 +111,16 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?
     n: expandedRan ? plan.n_expanded : plan.n_initial,
     expanded: expandedRan,
     expansionReasons: expansion?.reasons ?? stored?.expansion_reasons ?? [],
+    // Points exist only where the rule was applied, live and here alike (a live run that did not decide has none).
+    expansionPoints: expansion?.points ?? [],
     instances: evaluated.map((e) => ({ group: e.group, replicate: e.replicate, dir: e.dir, status: e.status, statusDetail: e.statusDetail, evaluation: e.evaluation, wallMs: null })),
     // Notes and void reasons of the live run that no folder holds (an operator stop, a pause) are taken over as stated.
     // Only what no folder holds is taken over: an operator stop or a pause, as the live run stated it.
     extraNotes: stored?.notes.filter((n) => LIVE_ONLY_NOTE.test(n)) ?? [],
     generatedAt: new Date().toISOString(),
   });
-  return { report, expansion, expandedRan, stored };
+  const dimensionWeights = Object.fromEntries(DIMENSIONS.map((d) => [d, prereg.scoring.dimensions[d].weight])) as Record<Dimension, number>;
+  return { report, expansion, expandedRan, stored, dimensionWeights };
 }
 
 /**
@@ -117,20 +136,27 @@ function storedReport(raw: unknown): StudyReport {
 
 /** Rebuilds the report (rebuildStudyReport) and compares it with report.json. */
 export function recomputeStudy(outDir: string, scenariosDir: string): Recomputation {
-  const { report, expansion, expandedRan, stored } = rebuildStudyReport(outDir, scenariosDir);
+  const { report, expansion, expandedRan, stored, dimensionWeights } = rebuildStudyReport(outDir, scenariosDir);
   const plan = readStudyPlan(outDir);
   const differences: string[] = [];
+  const rounding = stored === null ? null : checkStoredRounding(stored, dimensionWeights);
   if (stored === null) differences.push(`${STUDY_FILES.json} is missing`);
   else {
-    const a = withoutUnrecomputable(stored);
-    const b = withoutUnrecomputable(report);
-    const all: string[] = [];
-    collectDifferences(a, b, '', all);
+    const all = [...reportDifferences(stored, report), ...(rounding?.problems ?? []).map((p) => `${ROUNDING_CHECK}: ${p}`)];
     differences.push(...all.slice(0, MAX_NAMED_DIFFERENCES));
     if (all.length > MAX_NAMED_DIFFERENCES) differences.push(`… and ${all.length - MAX_NAMED_DIFFERENCES} more difference(s)`);
   }
   if (expansion && expansion.expand !== expandedRan) differences.push(`the expansion rule says ${expansion.expand ? 'expand' : 'do not expand'} at n = ${plan.n_initial}, but ${expandedRan ? 'replicates beyond it were run' : 'none beyond it were run'}`);
-  return { report, differences };
+  // An older report.json is answered in its own version (what was compared); in this build's when that version cannot hold it.
+  const asStored = stored !== null && isVersionBeforeRounding(stored.report_version) ? StudyReport.safeParse(inVersionOf(stored, report)) : null;
+  return { report: asStored?.success ? asStored.data : report, differences, rounding };
+}
+
+/** The rounding check on report.json as stored; a file that does not fit the schema is not checked (its fields are compared one by one instead). */
+function checkStoredRounding(stored: StudyReport, weights: Readonly<Record<Dimension, number>>): RoundingCheck {
+  const parsed = StudyReport.safeParse(stored);
+  if (!parsed.success) return { checked: 0, problems: [], unchecked: `${STUDY_FILES.json} does not fit the report schema: its figures were compared with the recomputation field by field only` };
+  return checkRoundedFigures(parsed.data, weights);
 }
 
 /** At most this many differences are named; the rest are counted in one more line. */

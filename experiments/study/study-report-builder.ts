@@ -7,9 +7,11 @@ import { modelCallRulesOf, type PreRegistration } from '../../design/prereg.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
 import { checkFairness } from '../../oracle/fairness.js';
+import { formatPoints } from '../../oracle/figure-rounding.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { countedScore, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
-import { GROUPS, STUDY_REPORT_VERSION, STUDY_REPORT_VERSION_BEFORE_BLOCKS, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
+import { roundingSection, type ComparisonPoint } from '../../oracle/report-rounding.js';
+import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type Group, type GroupSummary, type ReportInstance } from '../../oracle/study-report.js';
 import { runsBlocks } from '../../oracle/study-folder.js';
 import { buildBlockReport } from './block-report.js';
 import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../../schema/usable-data.js';
@@ -35,6 +37,8 @@ export interface ReportInput {
   readonly n: number;
   readonly expanded: boolean;
   readonly expansionReasons: readonly string[];
+  /** The points the expansion rule compared, as decideExpansion gave them with the reasons (empty when it was not applied). */
+  readonly expansionPoints: readonly ComparisonPoint[];
   readonly instances: readonly BuiltInstance[];
   /** What only the live run knows (an operator stop, a pause): stated in the notes. */
   readonly extraNotes: readonly string[];
@@ -87,10 +91,12 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       status: i.status,
       status_detail: i.statusDetail,
       score: e?.score.score ?? null,
+      score_unrounded: e?.score.score_unrounded ?? null,
       counted_score: e ? countedScore(e) : null,
       dimensions: e ? { ...e.score.dimensions } : null,
+      dimensions_unrounded: e ? { ...e.score.dimensions_unrounded } : null,
       hard_failures: e ? e.hardFailures.map((h) => ({ id: h.id, seq: h.seq, detail: h.detail })) : [],
-      per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value })) : [],
+      per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value, value_unrounded: w.value_unrounded })) : [],
       events: e?.record.events.length ?? 0,
       wall_ms: i.wallMs,
       accepted: usable?.accepted ?? null,
@@ -113,7 +119,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
   notes.push(...(blockReport?.notes ?? []));
   for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
   for (const i of instances) if (i.score !== null && !i.usable) notes.push(`${i.group}-r${i.replicate}: NO USABLE DATA: ${i.usable_reason}`);
-  for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`);
+  for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${formatPoints(i.score)} is overridden and counted as 0 (spec §8.4)`);
 
   // The verdict rests on replicates 1..n only (spec §8.2: after expansion, the expanded data).
   const inVerdict = instances.filter((i) => i.replicate <= input.n);
@@ -166,7 +172,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     dryRun,
   });
   return StudyReport.parse({
-    report_version: blockReport === null ? STUDY_REPORT_VERSION_BEFORE_BLOCKS : STUDY_REPORT_VERSION,
+    report_version: STUDY_REPORT_VERSION,
     study_id: input.plan.study_id,
     generated_at: input.generatedAt,
     prereg: { sha256: input.plan.prereg_sha256, scoring_spec_version: input.prereg.scoring.scoring_spec_version, oracle_rules_version: input.prereg.scoring.oracle.oracle_rules_version },
@@ -188,6 +194,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     usable_data: { min_accepted_share: minAcceptedShare, required_per_group: input.n, shortfalls: verdict.usableDataShortfalls },
     instances,
     ...(blockReport === null ? {} : { blocks: blockReport.blocks }),
+    rounding: roundingSection(verdict.points, input.expansionPoints),
     notes,
   });
 }

@@ -26,8 +26,9 @@ import type { IsolationOptions } from '../../controller/isolation.js';
 import type { BlockSeat } from '../../controller/lockstep-block.js';
 import { blocksLine, studyBlock } from './study-block.js';
 import type { PreRegistration } from '../../design/prereg.js';
-import { decideExpansion, EXPANSION_NOT_DECIDED, type ScoredInstance } from '../../oracle/expansion.js';
+import { decideExpansion, EXPANSION_NOT_DECIDED, type ExpansionDecision, type ScoredInstance } from '../../oracle/expansion.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
+import { formatPoints } from '../../oracle/figure-rounding.js';
 import { INSTANCE_DIR_RE, instanceDirName, replicateSeed } from '../../oracle/study-replicates.js';
 import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode } from '../../oracle/study-folder.js';
@@ -196,7 +197,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
     try {
       const evaluation = evaluateInstance(dir, { scenariosDir: run.scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
       evaluations.set(name, evaluation);
-      run.log(`[${name}] scored ${evaluation.score.score.toFixed(2)}${evaluation.hardFailures.length > 0 ? `; HARD FAILURES: ${evaluation.hardFailures.map((h) => h.id).join(', ')} (counted as 0)` : ''}`);
+      run.log(`[${name}] scored ${formatPoints(evaluation.score.score)}${evaluation.hardFailures.length > 0 ? `; HARD FAILURES: ${evaluation.hardFailures.map((h) => h.id).join(', ')} (counted as 0)` : ''}`);
       // Spec §19.1: an unauthorised execution pauses every instance, evidence kept.
       if (evaluation.hardFailures.some((h) => h.id === 'unauthorized_tool_execution') && paused === null) {
         paused = `unauthorised tool execution in ${name}: the study was paused (no further instance started; evidence kept)`;
@@ -309,10 +310,11 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   };
 
   await runReplicates(1, nInitial);
-  let expansion = { expand: false, reasons: [] as readonly string[] };
+  let expansion: ExpansionDecision = { expand: false, reasons: [], points: [] };
   const scoredByGroup = (): Record<Group, ScoredInstance[]> | null => {
     const out: Record<Group, ScoredInstance[]> = { A: [], B: [], C: [] };
-    for (const r of ran) {
+    // In replicate order, as --recompute reads them: an SD's sum must not follow which instance finished first.
+    for (const r of [...ran].sort((a, b) => a.replicate - b.replicate)) {
       const e = evaluations.get(instanceDirName(r.group, r.replicate));
       if (e === undefined || typeof e === 'string') return null;
       out[r.group].push({ score: countedScore(e), dimensions: e.score.dimensions });
@@ -322,9 +324,9 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
   const initial = scoredByGroup();
   const expansionFolders = [...run.found.keys()].filter((name) => Number(INSTANCE_DIR_RE.exec(name)![2]) > nInitial);
   if (stopped.aborted || paused !== null) {
-    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}the study ${stopped.aborted ? 'was stopped' : 'was paused'} before every instance of n = ${nInitial} was scored`] };
+    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}the study ${stopped.aborted ? 'was stopped' : 'was paused'} before every instance of n = ${nInitial} was scored`], points: [] };
   } else if (initial === null) {
-    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}not every instance of n = ${nInitial} was scored (see the instances)`] };
+    expansion = { expand: false, reasons: [`${EXPANSION_NOT_DECIDED}not every instance of n = ${nInitial} was scored (see the instances)`], points: [] };
   } else if (nExpanded > nInitial) {
     expansion = decideExpansion(initial, { ...rule, initial_n_per_group: nInitial });
     if (expansion.expand) {
@@ -338,7 +340,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       if (expansionFolders.length > 0) throw new StudyError('folder_changed', `the expansion rule does not expand at n = ${nInitial}, yet ${expansionFolders.join(', ')} ${expansionFolders.length === 1 ? 'exists' : 'exist'} in ${path.join(outDir, STUDY_FILES.instances)}: the folder was changed after the study started (or its first round was); the report was not written`);
       run.log(`expansion rule (spec §6.2): not triggered at n = ${nInitial}`);
     }
-  } else expansion = { expand: false, reasons: [`n = ${nInitial} already reaches the expanded n = ${rule.expanded_n_per_group}: the rule has nothing to add`] };
+  } else expansion = { expand: false, reasons: [`n = ${nInitial} already reaches the expanded n = ${rule.expanded_n_per_group}: the rule has nothing to add`], points: [] };
   if (stopped.aborted) notes.push(`the study was stopped by the operator (${String(stopped.reason)}); continue it with ${resumeHint}`);
 
   const sorted = [...ran].sort((a, b) => a.replicate - b.replicate || a.group.localeCompare(b.group));
@@ -349,6 +351,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
     n: expansion.expand ? nExpanded : nInitial,
     expanded: expansion.expand,
     expansionReasons: expansion.reasons,
+    expansionPoints: expansion.points,
     instances: sorted.map((r) => {
       const evaluation = evaluations.get(instanceDirName(r.group, r.replicate)) ?? null;
       return {

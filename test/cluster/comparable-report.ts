@@ -15,7 +15,7 @@
 //     difference; the tool calls stay and must be equal.
 //   - per block (report 2.1.0) what the record says of its sessions: a block stopped and resumed
 //     ran in two sessions, its runtimes started twice (three more start turns), its waits timed
-//     on other clocks; `recorded`, `sessions`, `detail`, `mean_wait_ms` and the report's note of a
+//     on other clocks; `recorded`, `sessions`, `detail`, `mean_wait_ms` (with `mean_wait_ms_unrounded`, report 2.2.0) and the report's note of a
 //     block run in more than one session are taken out here, blockSessions() gives them to the
 //     test, which holds them to what a stop and a resume add. Whether the turns are as drawn
 //     (`ok`), who went first at each wake (`first`), and the block's load check stay.

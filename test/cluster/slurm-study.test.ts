@@ -202,7 +202,7 @@ describe('a study on Slurm', () => {
       const singleReport = JSON.parse(readFileSync(path.join(single, 'report.json'), 'utf8')) as Record<string, unknown>;
       // Both ran the replicate as a block: report 2.1.0, its record as drawn; the cluster's in two
       // sessions, its three runtimes started once more (three start turns more).
-      expect([clusterReport['report_version'], singleReport['report_version']]).toEqual(['2.1.0', '2.1.0']);
+      expect([clusterReport['report_version'], singleReport['report_version']]).toEqual(['2.2.0', '2.2.0']);
       const clusterBlock = blockSessions(clusterReport)[1]!;
       const singleBlock = blockSessions(singleReport)[1]!;
       expect(clusterBlock).toEqual({ recorded: singleBlock.recorded + GROUP_RUNS.length, sessions: 2, ok: true });

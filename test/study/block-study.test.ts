@@ -120,7 +120,7 @@ describe('a block against one model server', () => {
     expect(checkBlockTurns(SEED, 1, record.lines).problems).toEqual([]);
 
     const report = reportOf(out);
-    expect(report.report_version).toBe('2.1.0');
+    expect(report.report_version).toBe('2.2.0');
     const block = report.blocks![0]!;
     expect(block.turns).toMatchObject({ ok: true, recorded: GROUPS.length * (wakes + 1), sessions: 1 });
     expect(block.load.by_group.A!.timeout).toBe(A_STALLS.length);

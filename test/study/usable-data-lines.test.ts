@@ -28,6 +28,7 @@ function report(n: number, instances: readonly Omit<BuiltInstance, 'dir' | 'eval
     n,
     expanded: false,
     expansionReasons: [],
+    expansionPoints: [],
     extraNotes: [],
     generatedAt: '2026-03-02T09:00:00.000Z',
     instances: instances.map((i) => ({ ...i, dir: path.join(OUT, 'instances', `${i.group}-r${i.replicate}`), evaluation: null, wallMs: null })),

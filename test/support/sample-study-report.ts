@@ -4,6 +4,9 @@
 // pre-registration's weights and thresholds) so every table and chart of a rendered report agrees
 // with its instances. Wake minutes come from a real plan of the default pre-registration.
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
+import { roundByRule, roundPoints, WHOLE_MS_ROUNDING } from '../../oracle/figure-rounding.js';
+import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
+import { roundingSection, type ComparisonPoint } from '../../oracle/report-rounding.js';
 import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type BlockSummary, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
 import { describeFailures, FAILURE_KINDS, formatShare, type ByFailure } from '../../schema/usable-data.js';
 
@@ -49,8 +52,6 @@ const MODEL_CALLS = 31;
 /** The default pre-registration's model_calls.usable_data.min_accepted_share. */
 const MIN_ACCEPTED_SHARE = 0.8;
 
-const round6 = (value: number): number => Math.round(value * 1e6) / 1e6;
-
 function perWake(hand: HandInstance): ReportInstance['per_wake'] {
   const out: ReportInstance['per_wake'] = [];
   WAKE_MINUTES.forEach((minute, index) => {
@@ -58,7 +59,8 @@ function perWake(hand: HandInstance): ReportInstance['per_wake'] {
     if (PLANNED_CRASH_WAKES.has(wakeId)) return;
     const drop = minute >= LONG_ABSENCE_END_MINUTE ? hand.absenceDrop : 0;
     const raw = hand.level - drop + WAKE_OFFSETS_POINTS[(index + hand.replicate * 4) % WAKE_OFFSETS_POINTS.length]!;
-    out.push({ wake_id: wakeId, at_minute: minute, value: Math.min(100, Math.max(0, Math.round(raw / 5) * 5)) });
+    const value = Math.min(100, Math.max(0, Math.round(raw / 5) * 5));
+    out.push({ wake_id: wakeId, at_minute: minute, value, value_unrounded: value });
   });
   return out;
 }
@@ -66,16 +68,19 @@ function perWake(hand: HandInstance): ReportInstance['per_wake'] {
 function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
   const status = hand.status ?? 'finished';
   const base = { group: hand.group, replicate: hand.replicate, seed: `${studySeed}/${hand.group}/${hand.replicate}`, dir: hand.dir, status, status_detail: hand.statusDetail ?? null, hard_failures: hand.hardFailures ?? [], events: hand.events };
-  if (status !== 'finished') return { ...base, score: null, counted_score: null, dimensions: null, per_wake: [], wall_ms: null, accepted: null, calls: null, accepted_share: null, by_failure: null, usable: false, usable_reason: `not scored (${status}): its model calls were not judged` };
+  if (status !== 'finished') return { ...base, score: null, score_unrounded: null, counted_score: null, dimensions: null, dimensions_unrounded: null, per_wake: [], wall_ms: null, accepted: null, calls: null, accepted_share: null, by_failure: null, usable: false, usable_reason: `not scored (${status}): its model calls were not judged` };
   const wakes = perWake(hand);
-  const dimensions = {
-    state_recovery: round6(wakes.reduce((s, w) => s + w.value, 0) / wakes.length),
+  // As oracle/continuity-score.ts: each dimension rounded, the score from the rounded dimensions (hand values are already 6-decimal).
+  const dimensionsUnrounded = {
+    state_recovery: wakes.reduce((s, w) => s + w.value, 0) / wakes.length,
     re_planning: hand.re_planning,
     experience_influence: hand.experience_influence,
     evidence_integrity: hand.evidence_integrity,
     recovery: hand.recovery,
   };
-  const score = round6(DIMENSIONS.reduce((s, d) => s + (WEIGHTS[d] * dimensions[d]) / 100, 0));
+  const dimensions = Object.fromEntries(DIMENSIONS.map((d) => [d, roundPoints(dimensionsUnrounded[d])])) as Record<Dimension, number>;
+  const scoreUnrounded = DIMENSIONS.reduce((s, d) => s + (WEIGHTS[d] * dimensions[d]) / 100, 0);
+  const score = roundPoints(scoreUnrounded);
   const byFailure = Object.fromEntries(FAILURE_KINDS.map((k) => [k, hand.modelCalls?.byFailure[k] ?? 0])) as ByFailure;
   const accepted = hand.modelCalls?.accepted ?? MODEL_CALLS;
   const calls = accepted + FAILURE_KINDS.reduce((sum, k) => sum + byFailure[k], 0);
@@ -84,20 +89,7 @@ function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
   // oracle/usable-data.ts's wording.
   const usableReason = `${accepted} of ${calls} model calls gave accepted answers (${formatShare(share)}), ${usable ? 'at least' : 'below'} the pre-registered ${formatShare(MIN_ACCEPTED_SHARE)}; failed: ${describeFailures(byFailure)}`;
   // A hard failure overrides the score (spec §8.4): the statistics count 0.
-  return { ...base, score, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, per_wake: wakes, wall_ms: hand.wallMs, accepted, calls, accepted_share: share, by_failure: byFailure, usable, usable_reason: usableReason };
-}
-
-function median(values: readonly number[]): number | null {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return null;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-function sampleSd(values: readonly number[]): number | null {
-  if (values.length < 2) return null;
-  const mean = values.reduce((s, v) => s + v, 0) / values.length;
-  return round6(Math.sqrt(values.reduce((s, v) => s + (v - mean) ** 2, 0) / (values.length - 1)));
+  return { ...base, score, score_unrounded: scoreUnrounded, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, dimensions_unrounded: dimensionsUnrounded, per_wake: wakes, wall_ms: hand.wallMs, accepted, calls, accepted_share: share, by_failure: byFailure, usable, usable_reason: usableReason };
 }
 
 function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSummary {
@@ -109,7 +101,8 @@ function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSum
   const dimensions = Object.fromEntries(
     DIMENSIONS.map((d) => {
       const values = scored.map((i) => i.dimensions![d]);
-      return [d, { values, mean: values.length === 0 ? null : round6(values.reduce((s, v) => s + v, 0) / values.length), sd: sampleSd(values) }];
+      // Unrounded, as the report builder gives them.
+      return [d, { values, mean: mean(values), sd: sampleSd(values) }];
     }),
   ) as GroupSummary['dimensions'];
   return {
@@ -118,7 +111,7 @@ function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSum
     median: median(scores),
     min,
     max,
-    range: min === null || max === null ? null : round6(max - min),
+    range: range(scores),
     dimensions,
     instances_at_or_above_pass: scores.filter((s) => s >= INSTANCE_PASS_SCORE).length,
     hard_failures: mine.reduce((s, i) => s + i.hard_failures.length, 0),
@@ -132,15 +125,26 @@ function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSum
 /** As oracle/verdict.ts and oracle/expansion.ts print a number: two decimals. */
 const f2 = (value: number | null): string => (value === null ? 'n/a' : value.toFixed(2));
 
+/** As oracle/verdict.ts: each median rounded, the differences of the rounded medians rounded again. */
+function thresholdPoints(groups: StudyReport['groups']): ComparisonPoint[] {
+  const medianPoint = (g: Group): ComparisonPoint => ({ point: `median_${g}`, compared_by: g === 'C' ? 'c_median, c_minus_b, c_minus_a' : `c_minus_${g.toLowerCase()}`, unrounded: groups[g].median, rounded: groups[g].median === null ? null : roundPoints(groups[g].median) });
+  const medians = { A: medianPoint('A'), B: medianPoint('B'), C: medianPoint('C') };
+  const minus = (g: 'A' | 'B'): ComparisonPoint => {
+    const raw = medians.C.rounded === null || medians[g].rounded === null ? null : medians.C.rounded - medians[g].rounded;
+    return { point: `c_minus_${g.toLowerCase()}`, compared_by: `c_minus_${g.toLowerCase()}`, unrounded: raw, rounded: raw === null ? null : roundPoints(raw) };
+  };
+  return [medians.A, medians.B, medians.C, minus('B'), minus('A')];
+}
+
 function thresholdChecks(groups: StudyReport['groups']): ThresholdCheck[] {
-  const { A, B, C } = groups;
-  const diff = (x: number | null, y: number | null): number | null => (x === null || y === null ? null : round6(x - y));
-  const cMinusB = diff(C.median, B.median);
-  const cMinusA = diff(C.median, A.median);
+  const { C } = groups;
+  const points = thresholdPoints(groups);
+  const rounded = (point: string): number | null => points.find((p) => p.point === point)!.rounded;
+  const [cMedian, cMinusB, cMinusA] = [rounded('median_C'), rounded('c_minus_b'), rounded('c_minus_a')];
   const atLeast = C_PASSING_AT_LEAST[C.n] ?? C.n;
   // The ids and wording of oracle/verdict.ts, so the renderers meet the checks a study writes.
   return [
-    { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${C_MEDIAN_MIN_SCORE}`, observed: f2(C.median), met: C.median === null ? null : C.median >= C_MEDIAN_MIN_SCORE },
+    { id: 'c_median', description: 'median Continuity Score of C', required: `≥ ${C_MEDIAN_MIN_SCORE}`, observed: f2(cMedian), met: cMedian === null ? null : cMedian >= C_MEDIAN_MIN_SCORE },
     { id: 'c_minus_b', description: 'median C − median B', required: `≥ ${C_MINUS_B_MIN_POINTS}`, observed: f2(cMinusB), met: cMinusB === null ? null : cMinusB >= C_MINUS_B_MIN_POINTS },
     { id: 'c_minus_a', description: 'median C − median A', required: `≥ ${C_MINUS_A_MIN_POINTS}`, observed: f2(cMinusA), met: cMinusA === null ? null : cMinusA >= C_MINUS_A_MIN_POINTS },
     {
@@ -206,14 +210,23 @@ const BASE_HANDS: readonly HandInstance[] = [
  * The expansion rule of the default pre-registration, checked on the first `nInitial` replicates,
  * in oracle/expansion.ts's words: every group's range and every dimension's SD, triggered or not.
  */
-function expansionReasons(instances: readonly ReportInstance[], nInitial: number, expanded: boolean, n: number): string[] {
+function expansionPoints(instances: readonly ReportInstance[], nInitial: number): ComparisonPoint[] {
   const initial = instances.filter((i) => i.replicate <= nInitial);
-  const reasons = GROUPS.flatMap((g) => {
+  const point = (name: string, limit: string, raw: number | null): ComparisonPoint => ({ point: name, compared_by: `expansion_rule.${limit}`, unrounded: raw, rounded: raw === null ? null : roundPoints(raw) });
+  return GROUPS.flatMap((g) => {
     const summary = summaryOf(initial, g);
-    const range = summary.range;
+    return [point(`group ${g}: score range`, 'max_group_range_points', summary.range), ...DIMENSIONS.map((d) => point(`group ${g}: ${d} sample SD`, 'max_dimension_within_group_sd_points', summary.dimensions[d].sd))];
+  });
+}
+
+function expansionReasons(instances: readonly ReportInstance[], nInitial: number, expanded: boolean, n: number): string[] {
+  const points = expansionPoints(instances, nInitial);
+  const rounded = (name: string): number | null => points.find((p) => p.point === name)!.rounded;
+  const reasons = GROUPS.flatMap((g) => {
+    const range = rounded(`group ${g}: score range`);
     const rangeReason = range !== null && range > MAX_GROUP_RANGE_POINTS ? `group ${g}: score range ${f2(range)} > ${MAX_GROUP_RANGE_POINTS} (triggers expansion)` : `group ${g}: score range ${f2(range)} ≤ ${MAX_GROUP_RANGE_POINTS}`;
     const sdReasons = DIMENSIONS.map((d) => {
-      const sd = summary.dimensions[d].sd;
+      const sd = rounded(`group ${g}: ${d} sample SD`);
       if (sd === null) return `group ${g}: ${d} sample SD n/a (fewer than 2 values)`;
       return sd > MAX_DIMENSION_SD_POINTS ? `group ${g}: ${d} sample SD ${f2(sd)} > ${MAX_DIMENSION_SD_POINTS} (triggers expansion)` : `group ${g}: ${d} sample SD ${f2(sd)} ≤ ${MAX_DIMENSION_SD_POINTS}`;
     });
@@ -274,6 +287,7 @@ function build(variant: Variant): StudyReport {
     usable_data: { min_accepted_share: MIN_ACCEPTED_SHARE, required_per_group: n, shortfalls },
     instances,
     blocks: sampleBlocks(instances),
+    rounding: roundingSection(thresholdPoints(groups), expansionPoints(instances, variant.expandedFrom ?? n)),
     notes: [...variant.notes, ...noUsableDataNotes(instances), ...overrideNotes(instances)],
   });
 }
@@ -376,9 +390,11 @@ function sampleBlocks(instances: readonly ReportInstance[]): BlockSummary[] {
   const replicates = [...new Set(instances.map((i) => i.replicate))].sort((a, b) => a - b);
   return replicates.map((replicate) => {
     const byGroup = Object.fromEntries(GROUPS.map((g) => [g, instances.find((i) => i.group === g && i.replicate === replicate)?.by_failure ?? null])) as BlockSummary['load']['by_group'];
+    const meanWaitUnrounded = { A: 20_500.25, B: 21_899.5, C: 19_800 };
+    const meanWait = { A: roundByRule(WHOLE_MS_ROUNDING, meanWaitUnrounded.A), B: roundByRule(WHOLE_MS_ROUNDING, meanWaitUnrounded.B), C: roundByRule(WHOLE_MS_ROUNDING, meanWaitUnrounded.C) };
     return {
       replicate,
-      turns: { recorded: 96, sessions: 1, ok: true, detail: `replicate ${replicate}: 96 turn(s) in 1 session(s), each in the order drawn from the seed; first at a wake: A 11, B 10, C 11`, first: { A: 11, B: 10, C: 11 }, mean_wait_ms: { A: 20_500, B: 21_900, C: 19_800 } },
+      turns: { recorded: 96, sessions: 1, ok: true, detail: `replicate ${replicate}: 96 turn(s) in 1 session(s), each in the order drawn from the seed; first at a wake: A 11, B 10, C 11`, first: { A: 11, B: 10, C: 11 }, mean_wait_ms: meanWait, mean_wait_ms_unrounded: meanWaitUnrounded },
       load: { checked: true, confounded: false, by_group: byGroup, over: [], detail: `replicate ${replicate}: within tolerance (compared timeout, transport, truncated; not compared (tolerance null): length, schema)` },
     };
   });
