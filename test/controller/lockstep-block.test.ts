@@ -205,14 +205,19 @@ describe("the check of a block's record (forged cases)", () => {
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems.join('\n')).toMatch(/recorded at position 2/);
   });
 
-  test('two turns held at once with one slot', async () => {
-    const lines = await fresh();
+  /** Wake index 3's second turn claims to have started when the first did (by `clock`), and to last as long. */
+  const forgeOverlap = (lines: BlockTurnLine[], clock: 'asked_session_ms' | 'asked_at'): void => {
     const wake = lines.filter((x) => x.wake_index === 3).sort((a, b) => a.position - b.position);
-    // The second turn claims to have started when the first did, and to last as long.
-    wake[1]!.asked_session_ms = wake[0]!.asked_session_ms;
+    if (clock === 'asked_at') wake[1]!.asked_at = wake[0]!.asked_at;
+    else wake[1]!.asked_session_ms = wake[0]!.asked_session_ms;
     wake[1]!.waited_ms = wake[0]!.waited_ms;
     wake[1]!.held_ms = Math.max(wake[1]!.held_ms, wake[0]!.held_ms, 20);
     wake[0]!.held_ms = Math.max(wake[0]!.held_ms, 20);
+  };
+
+  test('two turns held at once with one slot', async () => {
+    const lines = await fresh();
+    forgeOverlap(lines, 'asked_session_ms');
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, lines).problems.join('\n')).toMatch(/over the block's 1 slot/);
   });
 
@@ -263,11 +268,7 @@ describe("the check of a block's record (forged cases)", () => {
     const old = lines.map(({ asked_session_ms, ...rest }) => ({ ...rest, asked_at: new Date(origin + asked_session_ms!).toISOString() }));
     expect(old.every((l) => BlockTurnLine.safeParse(l).success)).toBe(true);
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, old).problems).toEqual([]);
-    const wake = old.filter((x) => x.wake_index === 3).sort((a, b) => a.position - b.position);
-    wake[1]!.asked_at = wake[0]!.asked_at;
-    wake[1]!.waited_ms = wake[0]!.waited_ms;
-    wake[1]!.held_ms = Math.max(wake[1]!.held_ms, wake[0]!.held_ms, 20);
-    wake[0]!.held_ms = Math.max(wake[0]!.held_ms, 20);
+    forgeOverlap(old, 'asked_at');
     expect(checkBlockTurns(STUDY_SEED, REPLICATE, old).problems.join('\n')).toMatch(/over the block's 1 slot/);
   });
 
