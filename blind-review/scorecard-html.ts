@@ -24,7 +24,8 @@ import { escapeHtml } from '../foundation/html-escape.js';
 import { offlinePageHead } from '../foundation/offline-page.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
-import { ActionChains, ClaimsWithEvidence, Interventions, PackageManifest, RecoveryReports, ReviewerScores, StateCheckpoints, TimelineEntry } from './package-format.js';
+import { ActionChains, ClaimsWithEvidence, ExpectedCheckpoints, Interventions, PACKAGE_FILES, PackageManifest, RecoveryReports, ReviewerScores, StateCheckpoints, TimelineEntry } from './package-format.js';
+import { instructionsHtml, reviewInstructions } from './review-instructions.js';
 import type { ScorecardData } from './scorecard-data.js';
 import { SCORECARD_SCRIPT } from './scorecard-script.js';
 import { SCORECARD_STYLE } from './scorecard-style.js';
@@ -56,6 +57,7 @@ const Input = z.strictObject({
   claims: ClaimsWithEvidence,
   actions: ActionChains,
   recovery: RecoveryReports,
+  expected: ExpectedCheckpoints,
 });
 type Input = z.infer<typeof Input>;
 
@@ -143,6 +145,7 @@ function detailText(detail: Record<string, unknown>): string {
 function headerSection(input: Input): string {
   const nav = [
     ['overview', 'Overview'],
+    ['instructions', 'Instructions'],
     ['timeline', 'Timeline'],
     ['checkpoints', 'Checkpoints'],
     ['interventions', 'Interventions'],
@@ -175,7 +178,7 @@ function overviewSection(input: Input): string {
   return [
     '<section id="overview" aria-labelledby="overview-h">',
     '<h2 id="overview-h">Overview</h2>',
-    '<p>Times are simulated hours since the start (h12:30); wakes are numbered in schedule order (W01, W02, …); entries are numbered in timeline order (E0001, …). Every entry number is a link: follow it to the entry, and use the browser\'s Back to return. Score the package in the form at the end; it saves a file on this computer and sends nothing anywhere.</p>',
+    '<p>Times are simulated hours since the start (h12:30); wakes are numbered in schedule order (W01, W02, …); entries are numbered in timeline order (E0001, …). Every entry number is a link: follow it to the entry, and use the browser\'s Back to return. Read the <a href="#instructions">instructions</a> first (they are also in review_instructions.md); score the package in the form at the end; it saves a file on this computer and sends nothing anywhere.</p>',
     `<dl class="meta">\n${meta.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join('\n')}\n</dl>`,
     '</section>',
   ].join('\n');
@@ -221,17 +224,60 @@ function timelineSection(input: Input, index: Index): string {
   return out.join('\n');
 }
 
+/** The oracle's next action in words. */
+function expectedNextText(next: ExpectedCheckpoints['checkpoints'][number]['next_action']): string {
+  return next.kind === 'none' ? 'none' : next.kind === 'wait' ? `wait for ${next.id ?? '?'}` : (next.id ?? '?');
+}
+
+function instructionsSection(input: Input): string {
+  return [
+    '<section id="instructions" aria-labelledby="instructions-h">',
+    '<h2 id="instructions-h">Instructions</h2>',
+    `<p>The same text as ${escapeHtml(PACKAGE_FILES.instructions)} of this package, the same in every package of this review.</p>`,
+    instructionsHtml(reviewInstructions(input.manifest, input.expected.oracle_rules_version)),
+    '</section>',
+  ].join('\n');
+}
+
+/**
+ * Per wake, the expected checkpoint (what "equal to the oracle's" compares with) above what the
+ * subject recorded: the rows a reviewer scores state_recovery, re_planning and recovery from.
+ */
 function checkpointsSection(input: Input, index: Index): string {
   const out = ['<section id="checkpoints" aria-labelledby="checkpoints-h">', '<h2 id="checkpoints-h">Checkpoints</h2>'];
-  if (input.checkpoints.length === 0) {
-    out.push('<p>No checkpoint was recorded.</p>', '</section>');
+  const m = input.manifest;
+  const weights = m.checkpoint_fields.map((f) => `<code>${escapeHtml(f)}</code> ${escapeHtml(String(m.checkpoint_field_weights[f]))}`).join(', ');
+  out.push(
+    `<p>Per wake, the <strong>expected</strong> checkpoint (${escapeHtml(PACKAGE_FILES.expected)}: the oracle's, computed before the run from the pre-registered rules, version ${escapeHtml(input.expected.oracle_rules_version)}, the scenario and the intervention plan only) above the checkpoint the subject <strong>recorded</strong> at the end of the wake. The instructions say when a recorded field is equal to the expected one. Field weights: ${weights || 'none'}.</p>`,
+  );
+  const recordedBy = new Map<string, StateCheckpoints>();
+  for (const c of input.checkpoints) recordedBy.set(c.wake, [...(recordedBy.get(c.wake) ?? []), c]);
+  const expectedBy = new Map(input.expected.checkpoints.map((e) => [e.wake, e] as const));
+  const unscoredBy = new Map(input.expected.unscored_wakes.map((u) => [u.wake, u] as const));
+  const wakes = [...new Set([...expectedBy.keys(), ...unscoredBy.keys(), ...recordedBy.keys()])].sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+  if (wakes.length === 0) {
+    out.push('<p>No wake is scored and no checkpoint was recorded.</p>', '</section>');
     return out.join('\n');
   }
-  const scored = input.manifest.checkpoint_fields;
-  out.push(`<p>The state the subject recorded at the end of each wake. Pre-registered checkpoint fields: ${scored.length === 0 ? 'none' : scored.map((f) => `<code>${escapeHtml(f)}</code>`).join(', ')}.</p>`);
-  const head = ['Wake', 'Time', 'Entry', ...CHECKPOINT_FIELDS, 'Evidence'].map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join('');
-  const rows = input.checkpoints.map((c) => `<tr><th scope="row">${escapeHtml(c.wake)}</th><td>${escapeHtml(c.t)}</td><td>${refLink(index, c.ref)}</td>${CHECKPOINT_FIELDS.map((f) => `<td>${orNone(c[f])}</td>`).join('')}<td>${refLinks(index, c.evidence)}</td></tr>`);
-  out.push('<div class="table-scroll">', '<table>', `<caption>One row per wake; "none" is an empty field.</caption>`, `<thead><tr>${head}</tr></thead>`, `<tbody>\n${rows.join('\n')}\n</tbody>`, '</table>', '</div>', '</section>');
+  const head = ['Wake', 'Row', 'Time', 'Entry', ...CHECKPOINT_FIELDS, 'Evidence, or why expected'].map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join('');
+  const rows: string[] = [];
+  for (const wake of wakes) {
+    const expected = expectedBy.get(wake);
+    const recorded = recordedBy.get(wake) ?? [];
+    const unscored = unscoredBy.get(wake);
+    const span = 1 + Math.max(recorded.length, 1);
+    const wakeCell = `<th scope="row" rowspan="${span}">${escapeHtml(wake)}</th>`;
+    if (expected !== undefined) {
+      const fields = [expected.current_goal_id, expected.goal_status, expected.attention_target, expected.waiting_condition, expectedNextText(expected.next_action)];
+      rows.push(`<tr class="expected">${wakeCell}<td>expected</td><td>${escapeHtml(expected.t)}</td><td></td>${fields.map((v) => `<td>${orNone(v)}</td>`).join('')}<td>${escapeHtml(expected.because.join('; '))}</td></tr>`);
+    } else {
+      const why = unscored === undefined ? 'no expected checkpoint: the oracle does not score this wake' : `not scored: ${unscored.reason}`;
+      rows.push(`<tr class="expected">${wakeCell}<td>expected</td><td>${escapeHtml(unscored?.t ?? '')}</td><td></td><td colspan="${CHECKPOINT_FIELDS.length + 1}">${escapeHtml(why)}</td></tr>`);
+    }
+    if (recorded.length === 0) rows.push(`<tr><td>recorded</td><td></td><td></td><td colspan="${CHECKPOINT_FIELDS.length + 1}"><span class="dangling">no checkpoint recorded at this wake</span></td></tr>`);
+    for (const c of recorded) rows.push(`<tr><td>recorded</td><td>${escapeHtml(c.t)}</td><td>${refLink(index, c.ref)}</td>${CHECKPOINT_FIELDS.map((f) => `<td>${orNone(c[f])}</td>`).join('')}<td>${refLinks(index, c.evidence)}</td></tr>`);
+  }
+  out.push('<div class="table-scroll">', '<table class="checkpoints">', '<caption>Per wake: the expected checkpoint, then the recorded one; "none" is an empty field.</caption>', `<thead><tr>${head}</tr></thead>`, `<tbody>\n${rows.join('\n')}\n</tbody>`, '</table>', '</div>', '</section>');
   return out.join('\n');
 }
 
@@ -368,7 +414,7 @@ function scoringSection(input: Input): string {
   return [
     '<section id="scoring" aria-labelledby="scoring-h">',
     '<h2 id="scoring-h">Scores</h2>',
-    `<p>Score package ${escapeHtml(m.blind_id)} on each pre-registered dimension (0 to 100) and decide on every hard failure. "Save scores" downloads the scores as a JSON file; nothing is sent anywhere. Send that file as the review instructions say.</p>`,
+    `<p>Score package ${escapeHtml(m.blind_id)} on each pre-registered dimension (0 to 100) and decide on every hard failure. "Save scores" downloads the scores as a JSON file; nothing is sent anywhere. Send that file as the <a href="#instructions">instructions</a> say.</p>`,
     // The version the saved file declares comes from the ReviewerScores schema, not from the script's text.
     `<form id="score-form" novalidate data-score-format-version="${escapeHtml(ReviewerScores.shape.score_format_version.value)}">`,
     // At the top of the form and focused when shown, so the reviewer reads what is missing first.
@@ -399,6 +445,7 @@ export function renderScorecard(data: ScorecardData): string {
     headerSection(input),
     '<main>',
     overviewSection(input),
+    instructionsSection(input),
     timelineSection(input, index),
     checkpointsSection(input, index),
     interventionsSection(input, index),

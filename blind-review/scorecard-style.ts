@@ -51,4 +51,7 @@ input[type="text"], textarea { width: 100%; max-width: 40rem; box-sizing: border
 .errors p { margin: 0; font-weight: bold; }
 button { font-size: 1rem; padding: 0.4rem 1rem; }
 .status { font-weight: bold; }
+tr.expected > td, tr.expected > th { background: #eef4ff; }
+dl.instructions dt { font-weight: bold; margin-top: 0.4rem; }
+dl.instructions dd { margin: 0 0 0.2rem 1.5rem; }
 `;

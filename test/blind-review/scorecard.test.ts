@@ -133,8 +133,10 @@ describe('the sample package page', () => {
     expect(elementHtml(html, `chain-${sampleRef('fail-prop')}`)).toContain('Outcome: <strong class="bad">FAILED</strong>');
   });
 
-  test('shows the checkpoints per wake, the interventions and the recovery report', () => {
-    for (const c of data.checkpoints) expect(html).toContain(`<tr><th scope="row">${c.wake}</th><td>${c.t}</td><td><a class="ref" href="#${c.ref}">`);
+  test('shows per wake the expected checkpoint above the recorded one, the interventions and the recovery report', () => {
+    for (const e of data.expected.checkpoints) expect(html).toContain(`<tr class="expected"><th scope="row" rowspan="2">${e.wake}</th><td>expected</td><td>${e.t}</td><td></td><td>${e.current_goal_id}</td><td>${e.goal_status}</td>`);
+    expect(html).toContain('<td>wait for thread-review</td>');
+    for (const c of data.checkpoints) expect(html).toContain(`<tr><td>recorded</td><td>${c.t}</td><td><a class="ref" href="#${c.ref}">`);
     for (const i of data.interventions) expect(html).toContain(escapeHtml(i.description));
     expect(html).toContain(`Restart entry: <a class="ref" href="#${sampleRef('restart')}">`);
     expect(html).toContain(`<td><a class="ref" href="#${sampleRef('retry-intent')}">${sampleRef('retry-intent')}</a></td><td><strong>reconciled_happened</strong></td>`);
