@@ -256,8 +256,8 @@ export function buildPackageData(record: RunRecord, blindId: BlindId, timeline: 
   };
 }
 
-/** The files of a package, by name (exactly PACKAGE_FILE_NAMES). */
-export function packageFiles(data: ScorecardData, render: (data: ScorecardData) => string): Map<string, string> {
+/** The files of a package, by name (exactly PACKAGE_FILE_NAMES); `scorecardHtml` is its rendered page. */
+export function packageFiles(data: ScorecardData, scorecardHtml: string): Map<string, string> {
   const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
   const files = new Map<string, string>([
     [PACKAGE_FILES.manifest, json(data.manifest)],
@@ -269,7 +269,7 @@ export function packageFiles(data: ScorecardData, render: (data: ScorecardData) 
     [PACKAGE_FILES.recovery, json(data.recovery)],
     [PACKAGE_FILES.expected, expectedCheckpointsText(data.expected)],
     [PACKAGE_FILES.instructions, instructionsMarkdown(reviewInstructions(data.manifest, data.expected.oracle_rules_version))],
-    [PACKAGE_FILES.scorecard, render(data)],
+    [PACKAGE_FILES.scorecard, scorecardHtml],
   ]);
   if (files.size !== PACKAGE_FILE_NAMES.length || PACKAGE_FILE_NAMES.some((f) => !files.has(f))) throw new Error(`packageFiles writes ${[...files.keys()].join(', ')}, not ${PACKAGE_FILE_NAMES.join(', ')}`);
   return files;

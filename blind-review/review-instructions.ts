@@ -11,7 +11,7 @@
 // dimension, per hard failure and per file is a Record over the contract's keys: a new dimension,
 // hard failure or package file is a compile error here until it is explained to reviewers.
 import type { HARD_FAILURE_IDS } from '../design/prereg.js';
-import { escapeHtml } from '../foundation/html-escape.js';
+import { htmlText } from './visible-text.js';
 import { MAX_SCORE_GAP_POINTS, MIN_REVIEWERS } from './review-state.js';
 import type { Dimension } from '../oracle/continuity-score.js';
 import { PACKAGE_FILES, type PackageFileKey, type PackageManifest } from './package-format.js';
@@ -139,9 +139,9 @@ export function instructionsMarkdown(sections: readonly InstructionSection[]): s
 export function instructionsHtml(sections: readonly InstructionSection[]): string {
   const out: string[] = [];
   for (const s of sections) {
-    out.push(`<h3>${escapeHtml(s.heading)}</h3>`);
-    for (const p of s.paragraphs) out.push(`<p>${escapeHtml(p)}</p>`);
-    if (s.items.length > 0) out.push(`<dl class="instructions">${s.items.map((i) => `<dt><code>${escapeHtml(i.term)}</code></dt><dd>${escapeHtml(i.text)}</dd>`).join('')}</dl>`);
+    out.push(`<h3>${htmlText(s.heading)}</h3>`);
+    for (const p of s.paragraphs) out.push(`<p>${htmlText(p)}</p>`);
+    if (s.items.length > 0) out.push(`<dl class="instructions">${s.items.map((i) => `<dt><code>${htmlText(i.term)}</code></dt><dd>${htmlText(i.text)}</dd>`).join('')}</dl>`);
   }
   return out.join('\n');
 }
