@@ -399,17 +399,39 @@ function claimCard(index: Index, c: ClaimsWithEvidence[number], k: number, first
   ].join('\n');
 }
 
-/** The first `count` claims, and what is left out. */
+/** Consecutive items of one wake (claims and chains come in timeline order), as [wake, items] runs. */
+function byWake<T extends { readonly wake: string | null }>(items: readonly T[]): Array<{ wake: string | null; items: Array<{ item: T; k: number }> }> {
+  const out: Array<{ wake: string | null; items: Array<{ item: T; k: number }> }> = [];
+  items.forEach((item, k) => {
+    const last = out[out.length - 1];
+    if (last !== undefined && last.wake === item.wake) last.items.push({ item, k });
+    else out.push({ wake: item.wake, items: [{ item, k }] });
+  });
+  return out;
+}
+
+/** One collapsible group per wake, open when the timeline is short (as its blocks). */
+function wakeGroups<T extends { readonly wake: string | null }>(input: Input, items: readonly T[], what: [string, string], listClass: string, card: (item: T, k: number) => string): string[] {
+  const open = input.timeline.length <= OPEN_TIMELINE_UP_TO_ENTRIES;
+  return byWake(items).flatMap((g) => [
+    `<details class="by-wake"${open ? ' open' : ''}><summary>${htmlText(`${g.wake === null ? 'Between wakes' : `Wake ${g.wake}`}: ${plural(g.items.length, what[0], what[1])}`)}</summary>`,
+    `<ul class="${listClass}">`,
+    ...g.items.map(({ item, k }) => card(item, k)),
+    '</ul>',
+    '</details>',
+  ]);
+}
+
+/** The first `count` claims, by wake, and what is left out. */
 function claimsSection(input: Input, index: Index, count: number): string {
   const out = ['<section id="claims" aria-labelledby="claims-h">', '<h2 id="claims-h">Claims</h2>'];
   if (input.claims.length === 0) {
     out.push('<p>No claim was recorded.</p>', '</section>');
     return out.join('\n');
   }
-  out.push('<p>Each claim with the entries it cites as evidence; follow an evidence link to read the entry.</p>', '<ul class="claims">');
+  out.push('<p>Each claim with the entries it cites as evidence, by wake; follow an evidence link to read the entry.</p>');
   const first = firstOfKey(input.claims, (c) => c.ref);
-  input.claims.slice(0, count).forEach((c, k) => out.push(claimCard(index, c, k, first[k]!)));
-  out.push('</ul>');
+  out.push(...wakeGroups(input, input.claims.slice(0, count), ['claim', 'claims'], 'claims', (c, k) => claimCard(index, c, k, first[k]!)));
   if (count < input.claims.length) {
     const rest = input.claims.slice(count).map((c) => c.ref);
     out.push(`<p class="left-out">${htmlText(leftOutText(rest.length, ['more claim', 'more claims'], rest, 'here', PACKAGE_FILES.claims))}</p>`);
@@ -450,17 +472,16 @@ function chainCard(index: Index, a: ActionChains[number], k: number, first: bool
   ].join('\n');
 }
 
-/** The first `count` action chains, and what is left out. */
+/** The first `count` action chains, by wake, and what is left out. */
 function actionsSection(input: Input, index: Index, count: number): string {
   const out = ['<section id="actions" aria-labelledby="actions-h">', '<h2 id="actions-h">Action chains</h2>'];
   if (input.actions.length === 0) {
     out.push('<p>No action was proposed.</p>', '</section>');
     return out.join('\n');
   }
-  out.push('<p>Each proposed action: proposal, permission decision, execution intent, outcome.</p>', '<ul class="chains">');
+  out.push('<p>Each proposed action, by wake: proposal, permission decision, execution intent, outcome.</p>');
   const first = firstOfKey(input.actions, (a) => a.proposal);
-  input.actions.slice(0, count).forEach((a, k) => out.push(chainCard(index, a, k, first[k]!)));
-  out.push('</ul>');
+  out.push(...wakeGroups(input, input.actions.slice(0, count), ['action chain', 'action chains'], 'chains', (a, k) => chainCard(index, a, k, first[k]!)));
   if (count < input.actions.length) {
     const rest = input.actions.slice(count).map((a) => a.proposal);
     out.push(`<p class="left-out">${htmlText(leftOutText(rest.length, ['more action chain', 'more action chains'], rest, 'here', PACKAGE_FILES.actions))}</p>`);

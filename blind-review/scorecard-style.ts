@@ -55,7 +55,8 @@ tr.expected > td, tr.expected > th { background: #eef4ff; }
 dl.instructions dt { font-weight: bold; margin-top: 0.4rem; }
 dl.instructions dd { margin: 0 0 0.2rem 1.5rem; }
 details.wake { border-top: 1px solid #ccc; padding: 0.2rem 0; }
-details.wake > summary { cursor: pointer; }
+details.wake > summary, details.by-wake > summary { cursor: pointer; }
+details.by-wake > summary { font-weight: bold; margin: 0.4rem 0; }
 details.wake > summary h3 { display: inline; font-size: 1.05rem; margin: 0; }
 .left-out { border: 2px dashed #b35900; padding: 0.3rem 0.6rem; font-weight: bold; }
 .ref.off { font-style: italic; }
