@@ -35,6 +35,12 @@ import { DECIDED_SCORE_FIELDS, parseJsonBytes, Points, publishNewFile, readBound
 /** 1.1.0 (issue 32): each instance carries the oracle's figures, and the file the review's agreement with them. 1.0.0 had neither. */
 export const UNBLINDED_FORMAT_VERSION = '1.1.0';
 const MAX_MAP_BYTES = 256 * 1024;
+/**
+ * unblinded.json as read back (an unblinding run again): the map and 99 instances are small; the
+ * agreement's lists are bounded (MAX_LISTED_DISAGREEMENTS each, ~300 bytes an item) but there is one
+ * pair of lists per two reviewers (16 reviewers: 120 pairs), so the bound is generous.
+ */
+const MAX_UNBLINDED_BYTES = 64 * 1024 * 1024;
 const MAX_STUDY_PLAN_BYTES = 4 * 1024 * 1024;
 /** study.json of npm run study (experiments/study/study-runner.ts STUDY_FILES.plan), read for its prereg_sha256 only. */
 const STUDY_PLAN_FILE = 'study.json';
@@ -185,7 +191,7 @@ export function unblind(pkgDir: string, studyDir: string, now: string): UnblindR
 
   const file = path.join(pkg.reviewDir, REVIEW_FILES.unblinded);
   if (existsSync(file)) {
-    const previous = Unblinded.safeParse(parseJsonBytes(readBounded(file, 16 * MAX_MAP_BYTES), file, 'already-unblinded'));
+    const previous = Unblinded.safeParse(parseJsonBytes(readBounded(file, MAX_UNBLINDED_BYTES), file, 'already-unblinded'));
     const same = previous.success && canonicalJson({ ...previous.data, unblinded_at: null }) === canonicalJson({ ...unblinded, unblinded_at: null });
     if (same) return { file, outcome: 'unchanged', unblinded: previous.data };
     throw new ReviewRefusal('already-unblinded', `${file} exists and holds another result than this unblinding; it is never replaced: move it aside (and find out why the result changed) before unblinding again`);
