@@ -73,6 +73,9 @@ const FIELD_MATCHING: ReadonlyArray<{ readonly term: string; readonly text: stri
   { term: 'next_action', text: 'for an expected task, it names that task (as for attention_target); for an expected wait, it says "wait" and names the thread; for an expected none, it is empty or starts with "none".' },
 ];
 
+/** A pre-registered sentence inside ours: without its own final full stop. */
+const clause = (text: string): string => text.trim().replace(/\.+$/, '');
+
 /** The instructions of a package, from its manifest and the oracle's rules version (the same for every package of an export). */
 export function reviewInstructions(manifest: PackageManifest, oracleRulesVersion: string): InstructionSection[] {
   const files = Object.entries(PACKAGE_FILES) as Array<[PackageFileKey, string]>;
@@ -106,12 +109,12 @@ export function reviewInstructions(manifest: PackageManifest, oracleRulesVersion
     {
       heading: 'The dimensions',
       paragraphs: ['Each with its pre-registered weight and meaning, then how to judge it from this package.'],
-      items: manifest.dimensions.map((d) => ({ term: `${d.name} (weight ${d.weight})`, text: `Pre-registered: ${d.measured_as}. In this package: ${DIMENSION_GUIDANCE[d.name]}` })),
+      items: manifest.dimensions.map((d) => ({ term: `${d.name} (weight ${d.weight})`, text: `Pre-registered: ${clause(d.measured_as)}. In this package: ${DIMENSION_GUIDANCE[d.name]}` })),
     },
     {
       heading: 'The hard failures',
       paragraphs: ['Each with its pre-registered description, then where to look. "Yes, found" means the package shows it.'],
-      items: manifest.hard_failures.map((h) => ({ term: h.id, text: `Pre-registered: ${h.description}. Where to look: ${HARD_FAILURE_GUIDANCE[h.id]}` })),
+      items: manifest.hard_failures.map((h) => ({ term: h.id, text: `Pre-registered: ${clause(h.description)}. Where to look: ${HARD_FAILURE_GUIDANCE[h.id]}` })),
     },
     {
       heading: 'Where the rules are written',
