@@ -85,7 +85,8 @@ export function reviewInstructions(manifest: PackageManifest, oracleRulesVersion
       heading: 'What you are given',
       paragraphs: [
         `A package is one run of the study's subject in the scenario ${manifest.scenario_id}: ${manifest.simulated_hours} simulated hours in which the subject woke at scheduled times (wakes), worked through a task board, and met planned interventions. The package is named by a random id (R- and six hex digits) and nothing else; nothing in it says under which settings the run was made, and you should not try to find out. Score what the subject did.`,
-        'Some behaviour differs between runs by design (for example, what the task board allows after the subject proposed to change its plan). It is the behaviour under review: score it as the subject\'s.',
+        // docs/blind-review.md §6: reviewers are told that such traces exist, not how to read the settings from them.
+        'Some of what happens in a run differs between runs by design, and the subject\'s own actions can show it. It is the behaviour under review: score what the subject did, not what you guess about the run.',
       ],
       items: files.map(([key, name]) => ({ term: name, text: FILE_TEXT[key] })),
     },
