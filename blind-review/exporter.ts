@@ -43,12 +43,13 @@ import { eventIs } from '../schema/typed-event.js';
 import { hashText } from '../schema/hash.js';
 import { packageDigest } from './package-digest.js';
 import { BLIND_MAP_FORMAT_VERSION, BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf, type BlindMapEntry } from './blind-map.js';
-import { addStats, emptyStats, NormalizeError, normalizeEvents, OMISSIONS, type NormalizedTimeline, type NormalizeStats, type OmissionReason } from './event-normalizer.js';
+import { addStats, emptyStats, NormalizeError, normalizeEvents, type NormalizedTimeline } from './event-normalizer.js';
 import { checkLeaks, describeFinding, leakContextOf, type ContextInstance, type LeakCheck, type LeakFinding } from './leak-check.js';
 import { buildPackageData, packageFiles } from './package-content.js';
 import { BlindId } from './package-format.js';
+import { scorecardBoundNote, statsNotes, type PagesLeftOut } from './export-notes.js';
 import type { ScorecardData } from './scorecard-data.js';
-import { renderScorecard as defaultRenderScorecard } from './scorecard-html.js';
+import { renderScorecardPage, type ScorecardPage } from './scorecard-html.js';
 
 export type ExportProblem = 'not-a-study' | 'out-not-a-folder' | 'out-not-empty' | 'map-inside-out' | 'already-exported' | 'no-instances' | 'instances-refused' | 'leak' | 'write-failed';
 
@@ -94,8 +95,8 @@ export interface ExportOptions {
   readonly keys: Ed25519KeyPair;
   /** Random bytes (blind ids, order, salt, temp name); crypto.randomBytes unless a test stands in. */
   readonly random?: (bytes: number) => Buffer;
-  /** The scorecard page; scorecard-html.ts unless a test stands in. */
-  readonly renderScorecard?: (data: ScorecardData) => string;
+  /** The scorecard page (and what it leaves out); scorecard-html.ts unless a test stands in with a page of its own. */
+  readonly renderScorecard?: (data: ScorecardData) => string | ScorecardPage;
   /** committed_at of the commitment. */
   readonly now?: () => Date;
 }
@@ -199,17 +200,6 @@ function shuffled<T>(items: readonly T[], random: (bytes: number) => Buffer): T[
   return out;
 }
 
-function statsNotes(stats: NormalizeStats, packages: number): string[] {
-  const omitted = (Object.keys(OMISSIONS) as OmissionReason[]).filter((r) => stats.omitted[r] > 0).map((r) => `${stats.omitted[r]} × ${r} (${OMISSIONS[r]})`);
-  return [
-    `over all ${packages} package(s), events left out of the timelines: ${omitted.length > 0 ? omitted.join('; ') : 'none'}`,
-    ...(stats.textsCut > 0 ? [`${stats.textsCut} text(s) cut to their bound, each saying so ("… [cut: N more characters]")`] : []),
-    ...(stats.refsToOmittedEvents > 0 ? [`${stats.refsToOmittedEvents} reference(s) to left-out or unknown events dropped from refs`] : []),
-    ...(stats.idsInTextHidden > 0 ? [`${stats.idsInTextHidden} id(s) in text that name no timeline entry written as [id]`] : []),
-    ...(stats.timesFromNeighbour > 0 ? [`${stats.timesFromNeighbour} write refusal(s) stamped by the writer's wall clock given the simulated time of the event before them`] : []),
-  ];
-}
-
 /**
  * Exports every instance of the study in `studyDir` into `outDir` (new or empty), or nothing. Refuses
  * (ExportRefusal) a second export, a leak, a folder that is not a study, and a study with any
@@ -217,7 +207,7 @@ function statsNotes(stats: NormalizeStats, packages: number): string[] {
  */
 export function exportStudy(studyDir: string, outDir: string, options: ExportOptions): ExportResult {
   const random = options.random ?? randomBytes;
-  const render = options.renderScorecard ?? defaultRenderScorecard;
+  const render = options.renderScorecard ?? renderScorecardPage;
   const study = path.resolve(studyDir);
   const out = path.resolve(outDir);
   let plan: StudyPlan;
@@ -313,12 +303,21 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
   const temp = path.join(out, `${TEMP_PREFIX}${random(6).toString('hex')}`);
   mkdirSync(temp);
   const stats = emptyStats();
+  const leftOut: PagesLeftOut = { pages: 0, timeline: 0, claims: 0, actions: 0 };
   try {
     for (const c of order) {
       const data = buildPackageData(c.record, c.blindId, c.timeline);
       const dir = path.join(temp, c.blindId);
       mkdirSync(dir);
-      for (const [file, text] of packageFiles(data, render)) writeFileSync(path.join(dir, file), text, { flag: 'wx' });
+      const page = render(data);
+      const html = typeof page === 'string' ? page : page.html;
+      if (typeof page !== 'string' && page.leftOut.timeline + page.leftOut.claims + page.leftOut.actions > 0) {
+        leftOut.pages += 1;
+        leftOut.timeline += page.leftOut.timeline;
+        leftOut.claims += page.leftOut.claims;
+        leftOut.actions += page.leftOut.actions;
+      }
+      for (const [file, text] of packageFiles(data, html)) writeFileSync(path.join(dir, file), text, { flag: 'wx' });
       addStats(stats, c.timeline.stats);
     }
   } catch (error) {
@@ -361,7 +360,7 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
     throw new ExportRefusal('write-failed', `publishing the packages failed after the map ${mapFile} was sealed: ${message(error)}; the packages not yet moved are in ${temp}; move them into ${out} by hand (the map and commitment cover them)`, { tempDir: temp });
   }
 
-  const notes = statsNotes(stats, assigned.length);
+  const notes = [...statsNotes(stats, assigned.length), ...scorecardBoundNote(leftOut, assigned.length)];
   const runKeys = new Set(assigned.map((c) => readPublicKeyHex(path.join(study, c.relDir, RUN_FILES.publicKey))));
   const ours = toHex(options.keys.publicKey);
   if ([...runKeys].some((k) => k !== ours)) notes.push('the commitment is signed by another key than the one in the instances\' controller.pub: reviewers check it with the controller.pub beside the packages');

@@ -13,11 +13,15 @@
 //       study (experiment id, subject ids, seeds, group blind ids, configuration and chain
 //       hashes, host paths);
 //   (d) every file parses with its schema (package-format.ts; each timeline detail with its
-//       kind's schema from event-normalizer.ts) and every ref resolves to a timeline entry.
+//       kind's schema from event-normalizer.ts) and every ref resolves to a timeline entry;
+//   (e) what must be the same in every package is: the review instructions (byte for byte in
+//       every package), and the expected checkpoints (issue 32), which are recomputed here for
+//       every instance of the study and must be one text per replicate (computed from the plan
+//       alone, never from a group's settings) and every package's must be one of them.
 // Forbidden strings shorter than MIN_SEARCH_CHARS cannot be searched without matching ordinary
 // text: they are listed in `unsearched` (by label, never by value) rather than silently skipped.
 // Why one file: it is the one leak check; its forbidden strings, its reading of the packages and
-// its four checks answer together, and each is used by the others alone.
+// its five checks answer together, and each is used by the others alone.
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -34,7 +38,8 @@ import { loadRunRecord, type RunRecord } from '../oracle/run-record.js';
 import { readStudyPlan, STUDY_FILES, type StudyPlan } from '../oracle/study-folder.js';
 import { BLIND_REVIEW_FILES } from './blind-map.js';
 import { DETAIL_SCHEMAS } from './event-normalizer.js';
-import { ActionChains, BlindId, ClaimsWithEvidence, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from './package-format.js';
+import { expectedCheckpointsOf, expectedCheckpointsText } from './package-expected-checkpoints.js';
+import { ActionChains, BlindId, ClaimsWithEvidence, ExpectedCheckpoints, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from './package-format.js';
 
 export const LEAK_KINDS = [
   // (a)
@@ -65,6 +70,10 @@ export const LEAK_KINDS = [
   // (d)
   'schema',
   'dangling_ref',
+  // (e)
+  'instructions_differ',
+  'oracle_differs_in_replicate',
+  'oracle_not_from_plan',
   // bounded output
   'more_findings',
 ] as const;
@@ -72,7 +81,7 @@ export const LeakKind = z.enum(LEAK_KINDS);
 export type LeakKind = z.infer<typeof LeakKind>;
 
 export const LeakFinding = z.strictObject({
-  /** The package's folder name (its blind id), or "(package folder)" for the folder holding the packages. */
+  /** The package's folder name (its blind id), "(package folder)" for the folder holding the packages, or "(study)" for the study's instances together. */
   package: z.string(),
   file: z.string(),
   kind: LeakKind,
@@ -87,6 +96,8 @@ export interface LeakCheck {
   readonly findings: readonly LeakFinding[];
   /** Forbidden strings too short to search (their labels, never their values). */
   readonly unsearched: readonly string[];
+  /** What was not checked and why (no finding, but a reader must know). */
+  readonly notes: readonly string[];
 }
 
 /** The kinds of the study's forbidden strings. */
@@ -104,6 +115,10 @@ export interface LeakContext {
   readonly strings: readonly ForbiddenString[];
   /** 64-hex digests (configuration and chain hashes) → what they are; found by scanning every hex token. */
   readonly hashes: ReadonlyMap<string, { readonly kind: ForbiddenKind; readonly label: string }>;
+  /** expected_checkpoints.json as each readable instance of the study gives it, by replicate (never by group). */
+  readonly expected: ReadonlyArray<{ readonly replicate: number; readonly text: string }>;
+  /** Instances whose expected checkpoints could not be computed, and why (no group named). */
+  readonly expectedProblems: readonly string[];
 }
 
 export class LeakCheckInputError extends TypedErrorOf('leak_check_input', EXIT_CODES.failed) {
@@ -128,6 +143,8 @@ export const MAX_FINDINGS_PER_KIND = 10;
 const MAX_PACKAGES = 99;
 const SNIPPET_CHARS = 40;
 const PACKAGE_FOLDER = '(package folder)';
+/** A finding about the study's instances together, not one package (never named by group). */
+const STUDY_LABEL = '(study)';
 
 // ---------------------------------------------------------------------------------------------
 // The context: every identifying string of a study
@@ -173,6 +190,8 @@ export function leakContextOf(studyDir: string, plan: StudyPlan, instances: read
     const hex = /([0-9a-f]{64})$/i.exec(value)?.[1]?.toLowerCase();
     if (hex !== undefined && !hashes.has(hex)) hashes.set(hex, { kind, label });
   };
+  const expected: Array<{ replicate: number; text: string }> = [];
+  const expectedProblems: string[] = [];
   const study = path.resolve(studyDir);
   str('experiment_id', 'the study id', plan.study_id);
   str('seed', 'the study seed', plan.seed);
@@ -199,6 +218,14 @@ export function leakContextOf(studyDir: string, plan: StudyPlan, instances: read
     }
     const record = instance.record;
     if (record === null) continue;
+    if (m) {
+      try {
+        expected.push({ replicate: Number(m[2]), text: expectedCheckpointsText(expectedCheckpointsOf(record)) });
+      } catch (error) {
+        if (!(error instanceof Error)) throw error;
+        expectedProblems.push(`an instance of replicate ${m[2]}: its expected checkpoints cannot be computed (${error.name}: ${error.message.slice(0, 300)})`);
+      }
+    }
     str('seed', 'the plan seed of an instance', record.plan.seed);
     hash('config_hash', 'the pre-registration hash of an instance', record.preregSha256);
     hash('config_hash', 'the schedule hash of an instance', record.plan.schedule_hash);
@@ -223,7 +250,7 @@ export function leakContextOf(studyDir: string, plan: StudyPlan, instances: read
     seen.add(key);
     return true;
   });
-  return { strings: unique, hashes };
+  return { strings: unique, hashes, expected, expectedProblems };
 }
 
 /** Reads a study folder's context (every instance folder, its record when it loads). */
@@ -413,6 +440,7 @@ const JSON_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>(
   [PACKAGE_FILES.claims, ClaimsWithEvidence],
   [PACKAGE_FILES.actions, ActionChains],
   [PACKAGE_FILES.recovery, RecoveryReports],
+  [PACKAGE_FILES.expected, ExpectedCheckpoints],
 ]);
 
 function issues(error: z.ZodError): string {
@@ -470,6 +498,9 @@ function parseChecks(pkg: PackageFiles, findings: LeakFinding[]): Map<string, Ma
     } else if (file === PACKAGE_FILES.scorecard) {
       if (!/^<!doctype html>/i.test(text)) f.add('schema', 'the scorecard is not an HTML page (no <!doctype html> at its start)');
       if (!text.includes(pkg.name)) f.add('schema', `the scorecard does not name its package ${pkg.name}`);
+    } else if (file === PACKAGE_FILES.instructions) {
+      // Text for people: (c) searched it; (e) holds it to the same bytes in every package.
+      if (!text.startsWith('# Review instructions\n')) f.add('schema', `${file} does not start with its heading "# Review instructions"`);
     } else {
       let json: unknown;
       try {
@@ -553,7 +584,51 @@ export function checkLeaks(source: string | readonly PackageFiles[], context: Le
     shapes.set(pkg.name, parseChecks(pkg, findings));
   }
   shapeChecks(shapes, findings);
-  return { ok: findings.length === 0, packages: collected.packages.length, filesChecked, findings, unsearched };
+  // (e)
+  sameEverywhereCheck(collected.packages, findings);
+  const notes = expectedChecks(collected.packages, context, findings);
+  return { ok: findings.length === 0, packages: collected.packages.length, filesChecked, findings, unsearched, notes };
+}
+
+/** (e) The instructions: one text in every package; the packages whose text is not the most common one are named (all, when there is no majority). */
+function sameEverywhereCheck(packages: readonly PackageFiles[], findings: LeakFinding[]): void {
+  const file = PACKAGE_FILES.instructions;
+  const having = packages.filter((p) => p.files.has(file));
+  const counts = new Map<string, number>();
+  for (const p of having) counts.set(p.files.get(file)!, (counts.get(p.files.get(file)!) ?? 0) + 1);
+  if (counts.size <= 1) return;
+  const top = Math.max(...counts.values());
+  const majority = [...counts.entries()].filter(([, n]) => n === top);
+  const common = majority.length === 1 ? majority[0]![0] : null;
+  for (const p of having) {
+    if (p.files.get(file) === common) continue;
+    findings.push({ package: p.name, file, kind: 'instructions_differ', detail: `${file} is not the same as in ${common === null ? 'the other packages (no text is shared by most of them)' : `${top} other package(s)`}: the instructions are the same for every package by construction, so a different text can carry something of this package's origin` });
+  }
+}
+
+/**
+ * (e) The expected checkpoints: recomputed for every readable instance; one text per replicate
+ * (else the oracle depends on something besides the plan, and the file would tell the settings
+ * apart), and every package's file is one of them (else it was not computed from a plan). Returns
+ * notes on what could not be compared.
+ */
+function expectedChecks(packages: readonly PackageFiles[], context: LeakContext, findings: LeakFinding[]): string[] {
+  const notes = context.expectedProblems.map((p) => `expected checkpoints not recomputed for ${p}`);
+  const byReplicate = new Map<number, Set<string>>();
+  for (const e of context.expected) byReplicate.set(e.replicate, (byReplicate.get(e.replicate) ?? new Set()).add(e.text));
+  for (const [replicate, texts] of [...byReplicate.entries()].sort((a, b) => a[0] - b[0])) {
+    if (texts.size > 1) findings.push({ package: STUDY_LABEL, file: PACKAGE_FILES.expected, kind: 'oracle_differs_in_replicate', detail: `the instances of replicate ${replicate} give ${texts.size} different expected checkpoints, though the oracle reads the plan, the scenario and the pre-registration only (the same for every instance of a replicate): the file would tell them apart; find out why before exporting` });
+  }
+  if (context.expected.length === 0) {
+    notes.push(`${PACKAGE_FILES.expected} not compared with the oracle: no instance of the study could be read`);
+    return notes;
+  }
+  const known = new Set(context.expected.map((e) => e.text));
+  for (const p of packages) {
+    const text = p.files.get(PACKAGE_FILES.expected);
+    if (text !== undefined && !known.has(text)) findings.push({ package: p.name, file: PACKAGE_FILES.expected, kind: 'oracle_not_from_plan', detail: `${PACKAGE_FILES.expected} is not the oracle's expectation of any instance of the study (recomputed from each run's plan): it was edited or made otherwise, and may carry something of this package's origin` });
+  }
+  return notes;
 }
 
 /** One line per finding, for the screen and for error messages. */

@@ -22,6 +22,8 @@ import {
   StateCheckpoints,
   TimelineEntry,
 } from './package-format.js';
+import { expectedCheckpointsOf, expectedCheckpointsText } from './package-expected-checkpoints.js';
+import { instructionsMarkdown, reviewInstructions } from './review-instructions.js';
 import type { ScorecardData } from './scorecard-data.js';
 
 /** What the intervention plan's kinds are called in a package (the same list for every instance of a replicate). */
@@ -237,6 +239,7 @@ export function buildPackageData(record: RunRecord, blindId: BlindId, timeline: 
     timeline_entries: entries.length,
     dimensions: DIMENSIONS.map((name) => ({ name, weight: dims[name].weight, measured_as: dims[name].measured_as })),
     checkpoint_fields: [...CHECKPOINT_FIELDS],
+    checkpoint_field_weights: { ...record.prereg.scoring.checkpoint_field_weights },
     hard_failures: record.prereg.hard_failures.map((h) => ({ id: h.id, description: h.description })),
     files: [...PACKAGE_FILE_NAMES],
   };
@@ -249,11 +252,12 @@ export function buildPackageData(record: RunRecord, blindId: BlindId, timeline: 
     claims: ClaimsWithEvidence.parse(claims),
     actions: ActionChains.parse(actions),
     recovery: RecoveryReports.parse(recovery),
+    expected: expectedCheckpointsOf(record),
   };
 }
 
-/** The files of a package, by name (exactly PACKAGE_FILE_NAMES). */
-export function packageFiles(data: ScorecardData, render: (data: ScorecardData) => string): Map<string, string> {
+/** The files of a package, by name (exactly PACKAGE_FILE_NAMES); `scorecardHtml` is its rendered page. */
+export function packageFiles(data: ScorecardData, scorecardHtml: string): Map<string, string> {
   const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
   const files = new Map<string, string>([
     [PACKAGE_FILES.manifest, json(data.manifest)],
@@ -263,7 +267,9 @@ export function packageFiles(data: ScorecardData, render: (data: ScorecardData) 
     [PACKAGE_FILES.claims, json(data.claims)],
     [PACKAGE_FILES.actions, json(data.actions)],
     [PACKAGE_FILES.recovery, json(data.recovery)],
-    [PACKAGE_FILES.scorecard, render(data)],
+    [PACKAGE_FILES.expected, expectedCheckpointsText(data.expected)],
+    [PACKAGE_FILES.instructions, instructionsMarkdown(reviewInstructions(data.manifest, data.expected.oracle_rules_version))],
+    [PACKAGE_FILES.scorecard, scorecardHtml],
   ]);
   if (files.size !== PACKAGE_FILE_NAMES.length || PACKAGE_FILE_NAMES.some((f) => !files.has(f))) throw new Error(`packageFiles writes ${[...files.keys()].join(', ')}, not ${PACKAGE_FILE_NAMES.join(', ')}`);
   return files;

@@ -13,8 +13,14 @@ import { z } from 'zod';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { HardFailureId } from '../design/prereg.js';
+import { GoalStatusWord } from '../oracle/expected-checkpoints.js';
 
-export const PACKAGE_FORMAT_VERSION = '1.0.0';
+/**
+ * 1.1.0 (issue 32): every package also carries its expected checkpoints (expected_checkpoints.json)
+ * and the written review instructions (review_instructions.md), and its manifest the checkpoint
+ * field weights. 1.0.0 packages lack all three; they are not written any more.
+ */
+export const PACKAGE_FORMAT_VERSION = '1.1.0';
 
 export const PACKAGE_FILES = {
   manifest: 'manifest.json',
@@ -24,8 +30,11 @@ export const PACKAGE_FILES = {
   claims: 'claims_with_evidence.json',
   actions: 'action_chains.json',
   recovery: 'recovery_reports.json',
+  expected: 'expected_checkpoints.json',
+  instructions: 'review_instructions.md',
   scorecard: 'reviewer_scorecard.html',
 } as const;
+export type PackageFileKey = keyof typeof PACKAGE_FILES;
 /** Exactly these files, no other, in every package (the leak check enforces it). */
 export const PACKAGE_FILE_NAMES: readonly string[] = Object.values(PACKAGE_FILES);
 
@@ -52,6 +61,8 @@ export const PackageManifest = z.strictObject({
   /** The pre-registered dimensions the scorecard asks for, with their weights and meaning. */
   dimensions: z.array(z.strictObject({ name: z.enum(DIMENSIONS), weight: z.number(), measured_as: Short })),
   checkpoint_fields: z.array(z.enum(CHECKPOINT_FIELDS)),
+  /** The pre-registered weight of each checkpoint field in state_recovery (they sum to 100). */
+  checkpoint_field_weights: z.strictObject(Object.fromEntries(CHECKPOINT_FIELDS.map((f) => [f, z.number()])) as Record<(typeof CHECKPOINT_FIELDS)[number], z.ZodNumber>),
   hard_failures: z.array(z.strictObject({ id: HardFailureId, description: Short })),
   files: z.array(z.string()),
 });
@@ -189,6 +200,41 @@ export const RecoveryReports = z.array(
   }),
 );
 export type RecoveryReports = z.infer<typeof RecoveryReports>;
+
+/**
+ * expected_checkpoints.json: what "equal to the oracle's" compares a checkpoint with. The oracle's
+ * expected checkpoint of every scored wake (oracle/expected-checkpoints.ts), computed from the
+ * pre-registration, the scenario and the intervention plan only — the same for every instance
+ * of a replicate, whatever its settings (the leak check holds every package to that) — in the
+ * package's neutral names (wakes W01…, simulated times).
+ */
+export const ExpectedCheckpoints = z.strictObject({
+  oracle_rules_version: z.string(),
+  /** One per scored wake, in schedule order. */
+  checkpoints: z.array(
+    z.strictObject({
+      wake: WakeRef,
+      t: SimTime,
+      current_goal_id: z.string(),
+      goal_status: GoalStatusWord,
+      attention_target: z.string().nullable(),
+      waiting_condition: z.string().nullable(),
+      /**
+       * The oracle's next action, flat (every package has the same keys, which the leak check
+       * compares): a task and its id, a wait and the thread's id, or none (id null).
+       */
+      next_action: z.strictObject({ kind: z.enum(['task', 'wait', 'none']), id: z.string().nullable() }),
+      /** The oracle's rules that decided the fields, in words. */
+      because: z.array(Short).max(16),
+    }),
+  ),
+  /** Wakes not scored (a planned crash cuts them before their checkpoint), with why. */
+  unscored_wakes: z.array(z.strictObject({ wake: WakeRef, t: SimTime, reason: Short })),
+  /** When each task is expected done; null: not within the run. */
+  tasks_done_at: z.array(z.strictObject({ task_id: z.string(), wake: WakeRef.nullable() })),
+  submission_wake: WakeRef.nullable(),
+});
+export type ExpectedCheckpoints = z.infer<typeof ExpectedCheckpoints>;
 
 /** What a reviewer's scorecard saves (one file per reviewer and package). */
 export const ReviewerScores = z.strictObject({

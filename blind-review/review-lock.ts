@@ -32,6 +32,7 @@ import {
   ReviewRefusal,
   parseJsonBytes,
   Points,
+  type ReviewFolder,
   type ReviewPackage,
   type ReviewState,
 } from './review-state.js';
@@ -124,6 +125,8 @@ export interface VerifiedLock {
   readonly lock: ReviewLock;
   readonly lock_sha256: HashString;
   readonly pkg: ReviewPackage;
+  /** The review folder the lock was checked against (its scorecards are the locked ones). */
+  readonly folder: ReviewFolder;
 }
 
 /**
@@ -162,5 +165,5 @@ export function verifyReviewLock(pkgDir: string): VerifiedLock {
   if (canonicalJson(recomputed) !== canonicalJson(lock.instances)) {
     throw new ReviewRefusal('lock-invalid', `${lockFile} signs results that do not follow from the files it covers (same files, other consolidation): the lock was made by another version of the review rules; compare its instances with \`npm run review -- status ${pkg.pkgDir} --json\``);
   }
-  return { lock, lock_sha256: hashText(bytes), pkg };
+  return { lock, lock_sha256: hashText(bytes), pkg, folder };
 }

@@ -1,7 +1,7 @@
 // The scorecard page's only script (vanilla JS, no library, nothing fetched). It does two things:
 // marks the entry a followed link points at (the CSS :target rule already highlights it; the
 // class and the focus make the highlight survive a re-click of the same link and bring keyboard
-// and screen-reader users to it), and turns the scoring form into a ReviewerScores JSON file the
+// and screen-reader users to it; a target inside a closed wake block is opened first), and turns the scoring form into a ReviewerScores JSON file the
 // browser downloads from a Blob (no network, no server). The package data it needs (blind id,
 // dimension names, hard-failure ids) comes from the page's JSON block, the same data the HTML was
 // rendered from, so the saved keys cannot drift from what the form showed; the file's
@@ -29,9 +29,15 @@ export const SCORECARD_SCRIPT = String.raw`
     if (id === '') return;
     var target = document.getElementById(id);
     if (target === null || !target.classList.contains('link-target')) return;
+    // The timeline is collapsed by wake: open every closed block around the target, then bring it into view.
+    var opened = false;
+    for (var up = target.parentElement; up !== null; up = up.parentElement) {
+      if (up.tagName === 'DETAILS' && !up.open) { up.open = true; opened = true; }
+    }
     target.classList.add('is-target');
     marked = target;
     target.focus({ preventScroll: true });
+    if (opened) target.scrollIntoView();
   }
   window.addEventListener('hashchange', markTarget);
   // Re-clicking the link already in the hash fires no hashchange: scroll and mark again.

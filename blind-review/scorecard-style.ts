@@ -51,4 +51,15 @@ input[type="text"], textarea { width: 100%; max-width: 40rem; box-sizing: border
 .errors p { margin: 0; font-weight: bold; }
 button { font-size: 1rem; padding: 0.4rem 1rem; }
 .status { font-weight: bold; }
+tr.expected > td, tr.expected > th { background: #eef4ff; }
+dl.instructions dt { font-weight: bold; margin-top: 0.4rem; }
+dl.instructions dd { margin: 0 0 0.2rem 1.5rem; }
+details.wake { border-top: 1px solid #ccc; padding: 0.2rem 0; }
+details.wake > summary, details.by-wake > summary { cursor: pointer; }
+details.by-wake > summary { font-weight: bold; margin: 0.4rem 0; }
+details.wake > summary h3 { display: inline; font-size: 1.05rem; margin: 0; }
+.left-out { border: 2px dashed #b35900; padding: 0.3rem 0.6rem; font-weight: bold; }
+.ref.off { font-style: italic; }
+/* A control character from the package's text, shown as its escape, never written raw. */
+.ctl { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; background: #ffe4e4; border: 1px solid #a00000; padding: 0 0.1rem; }
 `;

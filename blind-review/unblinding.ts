@@ -9,6 +9,13 @@
 // list exactly the committed blind ids: a map with two groups swapped, another salt, or another
 // set of packages is refused, as is a commitment that does not verify with controller.pub, and a
 // run folder of the study that carries another controller key than the package.
+//
+// With the groups it reports how far the review agrees with the oracle and with itself
+// (review-agreement.ts; issue 32): every locked scorecard against the oracle's figures of the
+// same instance in the committed report.json, per dimension and per hard failure, and every two
+// reviewers of the same packages with each other (Cohen's kappa), each disagreement by name. Its
+// notes name every scorecard that decided a hard failure otherwise than the oracle, and every
+// locked "no hard failure" where the oracle found some: never silent.
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -21,11 +28,19 @@ import { STUDY_FILES } from '../oracle/study-folder.js';
 import { BLIND_REVIEW_FILES, BlindMap, commitmentOf } from './blind-map.js';
 import { BlindId } from './package-format.js';
 import { packageDigest, PackageDigestError } from './package-digest.js';
+import { Agreement, agreementNotes, OracleFigures, oracleFromReport, reviewAgreement } from './review-agreement.js';
 import { verifyReviewLock } from './review-lock.js';
 import { DECIDED_SCORE_FIELDS, parseJsonBytes, Points, publishNewFile, readBounded, REVIEW_FILES, ReviewInputError, ReviewRefusal, round6 } from './review-state.js';
 
-export const UNBLINDED_FORMAT_VERSION = '1.0.0';
+/** 1.1.0 (issue 32): each instance carries the oracle's figures, and the file the review's agreement with them. 1.0.0 had neither. */
+export const UNBLINDED_FORMAT_VERSION = '1.1.0';
 const MAX_MAP_BYTES = 256 * 1024;
+/**
+ * unblinded.json as read back (an unblinding run again): the map and 99 instances are small; the
+ * agreement's lists are bounded (MAX_LISTED_DISAGREEMENTS each, ~300 bytes an item) but there is one
+ * pair of lists per two reviewers (16 reviewers: 120 pairs), so the bound is generous.
+ */
+const MAX_UNBLINDED_BYTES = 64 * 1024 * 1024;
 const MAX_STUDY_PLAN_BYTES = 4 * 1024 * 1024;
 /** study.json of npm run study (experiments/study/study-runner.ts STUDY_FILES.plan), read for its prereg_sha256 only. */
 const STUDY_PLAN_FILE = 'study.json';
@@ -37,6 +52,8 @@ export const UnblindedInstance = z.strictObject({
   replicate: z.number().int().min(1),
   dir: z.string(),
   ...DECIDED_SCORE_FIELDS,
+  /** The oracle's figures of the same instance (report.json); null when it has none (agreement.oracle.missing says why). */
+  oracle: OracleFigures.nullable(),
 });
 export type UnblindedInstance = z.infer<typeof UnblindedInstance>;
 
@@ -72,7 +89,9 @@ export const Unblinded = z.strictObject({
   map: BlindMap,
   instances: z.array(UnblindedInstance),
   groups: z.array(UnblindedGroup),
-  /** What was not as expected but did not stop the unblinding (e.g. the sealed map's file mode). */
+  /** The review against the oracle and against itself (review-agreement.ts). */
+  agreement: Agreement,
+  /** What was not as expected but did not stop the unblinding (the sealed map's file mode; every hard-failure disagreement with the oracle, by name). */
   notes: z.array(z.string()),
   unblinded_at: z.iso.datetime(),
 });
@@ -89,7 +108,7 @@ export function unblind(pkgDir: string, studyDir: string, now: string): UnblindR
   const study = path.resolve(studyDir);
   if (!existsSync(study) || !lstatSync(study).isDirectory()) throw new ReviewInputError(`${study} is not a folder; give the study folder the packages were exported from (it holds ${BLIND_REVIEW_FILES.sealedMap})`);
   // The lock first: before it verifies, the map is not read at all.
-  const { lock, lock_sha256, pkg } = verifyReviewLock(pkgDir);
+  const { lock, lock_sha256, pkg, folder } = verifyReviewLock(pkgDir);
   const notes: string[] = [];
 
   const mapFile = path.join(study, BLIND_REVIEW_FILES.sealedMap);
@@ -131,21 +150,28 @@ export function unblind(pkgDir: string, studyDir: string, now: string): UnblindR
   if (changed.length > 0) throw new ReviewRefusal('package-changed', `${changed.length} package(s) in ${pkg.pkgDir} are not what the commitment fixed before review; refusing to reveal groups for material that may have been swapped`, changed);
   // The study's report (its expansion decision) must be the one committed to before review.
   const reportFile = path.join(study, STUDY_FILES.json);
-  const reportSha256 = existsSync(reportFile) ? hashText(readFileSync(reportFile, 'utf8')) : null;
+  const reportText = existsSync(reportFile) ? readFileSync(reportFile, 'utf8') : null;
+  const reportSha256 = reportText === null ? null : hashText(reportText);
   if (reportSha256 !== committed.study_report_sha256) {
     throw new ReviewRefusal('report-changed', `${reportFile} ${reportSha256 === null ? 'is missing' : `hashes to ${reportSha256}`}, but the commitment signed before review names ${committed.study_report_sha256}: the study's report (and its expansion decision) changed after review began; refusing to unblind`);
   }
   const studyPrereg = studyPreregCheck(study, lock.prereg_sha256);
   const keyCheck = controllerKeyCheck(study, map, pkg.publicKey);
 
+  const oracle = oracleFromReport(reportText!, reportFile, map.entries);
   const byId = new Map(lock.instances.map((i) => [i.blind_id, i]));
   const instances: UnblindedInstance[] = [...map.entries]
     .sort((a, b) => (a.blind_id < b.blind_id ? -1 : 1))
     .map((e) => {
       const locked = byId.get(e.blind_id)!;
-      return { blind_id: e.blind_id, group: e.group, replicate: e.replicate, dir: e.dir, decided_by: locked.decided_by, score: locked.score, dimensions: locked.dimensions, hard_failures: locked.hard_failures };
+      const figures = oracle.byBlindId.get(e.blind_id);
+      return { blind_id: e.blind_id, group: e.group, replicate: e.replicate, dir: e.dir, decided_by: locked.decided_by, score: locked.score, dimensions: locked.dimensions, hard_failures: locked.hard_failures, oracle: figures === undefined || 'missing' in figures ? null : figures };
     });
   const groups = GROUPS.map((group) => groupSummary(group, instances.filter((i) => i.group === group)));
+  // The locked review has settings (scores exist); its weights make each scorecard's total.
+  const cards = [...folder.scores.map((s) => ({ role: 'reviewer' as const, scores: s.scores })), ...folder.arbitrations.map((s) => ({ role: 'arbiter' as const, scores: s.scores }))];
+  const agreement = reviewAgreement(map.entries, cards, folder.settings!.weights, oracle);
+  notes.push(...agreementNotes(agreement, instances, oracle));
   const unblinded = Unblinded.parse({
     unblinded_format_version: UNBLINDED_FORMAT_VERSION,
     commitment: committed.commitment,
@@ -158,13 +184,14 @@ export function unblind(pkgDir: string, studyDir: string, now: string): UnblindR
     map,
     instances,
     groups,
+    agreement,
     notes,
     unblinded_at: now,
   });
 
   const file = path.join(pkg.reviewDir, REVIEW_FILES.unblinded);
   if (existsSync(file)) {
-    const previous = Unblinded.safeParse(parseJsonBytes(readBounded(file, 16 * MAX_MAP_BYTES), file, 'already-unblinded'));
+    const previous = Unblinded.safeParse(parseJsonBytes(readBounded(file, MAX_UNBLINDED_BYTES), file, 'already-unblinded'));
     const same = previous.success && canonicalJson({ ...previous.data, unblinded_at: null }) === canonicalJson({ ...unblinded, unblinded_at: null });
     if (same) return { file, outcome: 'unchanged', unblinded: previous.data };
     throw new ReviewRefusal('already-unblinded', `${file} exists and holds another result than this unblinding; it is never replaced: move it aside (and find out why the result changed) before unblinding again`);

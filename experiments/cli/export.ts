@@ -47,6 +47,7 @@ function leakLines(check: LeakCheck): string[] {
     check.ok ? `  leak check: clean (${check.packages} package(s), ${check.filesChecked} file(s))` : `  leak check: ${check.findings.length} finding(s) in ${check.packages} package(s)`,
     ...check.findings.map((f) => `    ${describeFinding(f)}`),
     ...check.unsearched.map((u) => `  note: not searched for, too short to tell from ordinary text: ${u}`),
+    ...check.notes.map((n) => `  note: ${n}`),
   ];
 }
 
@@ -63,7 +64,7 @@ function summary(r: ExportResult, outDir: string): string {
 }
 
 function leakJson(check: LeakCheck): Record<string, unknown> {
-  return { ok: check.ok, packages: check.packages, files_checked: check.filesChecked, findings: check.findings, unsearched: check.unsearched };
+  return { ok: check.ok, packages: check.packages, files_checked: check.filesChecked, findings: check.findings, unsearched: check.unsearched, notes: check.notes };
 }
 
 /** An export refusal as the command ends with it: its code, its exit (a package folder that is a file is misuse), and what it names. */

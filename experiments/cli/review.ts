@@ -6,9 +6,11 @@
 //
 // The blind review of exported packages (DESIGN §10, spec §8.5): import reviewers' scorecards,
 // arbitrate flagged instances, lock the scores and hard-failure decisions (signed), and only then
-// reveal the group ↔ blind id map, checked against the commitment signed before review.
+// reveal the group ↔ blind id map, checked against the commitment signed before review, with the
+// review's agreement with the oracle and between reviewers as a table (blind-review/agreement-table.ts).
 // Exit 0 done, 1 refused (the reason says what to do), 2 misuse. --json prints one JSON object.
 import { parseArgs } from 'node:util';
+import { agreementLines } from '../../blind-review/agreement-table.js';
 import { arbitrate } from '../../blind-review/arbitration.js';
 import { lockReview } from '../../blind-review/review-lock.js';
 import { consolidate, describeState, openReviewPackage, readReviewFolder, type ReviewState } from '../../blind-review/review-state.js';
@@ -36,7 +38,9 @@ const USAGE = `usage: npm run review -- import PKG_DIR FILE… [--prereg FILE] [
              (refused while an instance is incomplete or awaits arbitration; never replaced)
   --key-dir  the controller's key folder (default ${defaultKeyDir()}); its key must be PKG_DIR/controller.pub's
   unblind    after the lock: reveal the group ↔ blind id map of STUDY_DIR/blind-map.sealed.json, checked
-             against PKG_DIR/commitment.dsse.json, joined with the locked scores; writes PKG_DIR/review/unblinded.json
+             against PKG_DIR/commitment.dsse.json, joined with the locked scores; prints how far every scorecard
+             agrees with the oracle (per dimension and hard failure) and reviewers with each other (Cohen's
+             kappa), each disagreement by name; writes PKG_DIR/review/unblinded.json
 exit: 0 done · 1 refused · 2 misuse`;
 
 const COMMANDS = {
@@ -129,6 +133,7 @@ function run(call: Call): CommandOutput {
         ...u.instances.map((i) => `  ${i.blind_id}  group ${i.group}  replicate ${i.replicate}  score ${i.score} (${i.decided_by === 'arbitration' ? 'decided by arbitration' : "reviewers' mean"}); hard failures: ${foundOf(i.hard_failures)}`),
         'per group:',
         ...u.groups.map((g) => `  ${g.group}  n=${g.n}${g.n === 0 ? '' : `  scores ${g.scores.map((s) => s.score).join(', ')}  mean ${g.mean}  median ${g.median}  range ${g.min}–${g.max}  with a hard failure ${g.instances_with_hard_failure}`}`),
+        ...agreementLines(u.agreement),
         ...u.notes.map((n) => `note: ${n}`),
         r.outcome === 'written' ? `wrote ${r.file}` : `${r.file} already holds this result; kept as it is`,
       ];

@@ -17,7 +17,9 @@ import { EXPANSION_NOT_DECIDED } from '../../oracle/expansion.js';
 import { BLIND_REVIEW_FILES, BlindCommitment, BlindMap, COMMITMENT_PAYLOAD_TYPE, commitmentOf } from '../../blind-review/blind-map.js';
 import { DETAIL_SCHEMAS, MODEL_FAILURE_DETAIL_WITHHELD, NormalizeError, normalizeEvents, OMISSIONS, type NormalizedTimeline } from '../../blind-review/event-normalizer.js';
 import { ExportRefusal, exportStudy, type ExportOptions } from '../../blind-review/exporter.js';
-import { ActionChains, ClaimsWithEvidence, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from '../../blind-review/package-format.js';
+import { instructionsMarkdown, reviewInstructions } from '../../blind-review/review-instructions.js';
+import { computeOracle } from '../../oracle/expected-checkpoints.js';
+import { ActionChains, ClaimsWithEvidence, ExpectedCheckpoints, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from '../../blind-review/package-format.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { verifyDsse } from '../../schema/dsse.js';
@@ -296,7 +298,7 @@ describe('exportStudy on a real study', () => {
     const result = exportStudy(studyDir, out, options());
 
     expect(result.packages).toHaveLength(3);
-    expect(result.leakCheck).toMatchObject({ ok: true, findings: [], packages: 3, filesChecked: 24 });
+    expect(result.leakCheck).toMatchObject({ ok: true, findings: [], packages: 3, filesChecked: 3 * PACKAGE_FILE_NAMES.length, notes: [] });
     expect(result.notes.join(' ')).toMatch(/3 × plan_decision/);
 
     // The package folder: the packages, the commitment and its key; no temp folder, no map.
@@ -326,6 +328,8 @@ describe('exportStudy on a real study', () => {
     const forbidden = [BLIND_STUDY_ID, BLIND_SEED, `${BLIND_SEED}-r1`, studyDir, study.setup.dir, study.builtIn, 'inst-srcax', 'inst-srcbx', 'inst-srccx'];
     const byGroup = new Map(map.entries.map((e) => [e.blind_id, e] as const));
     const timelineLengths: number[] = [];
+    const expectedTexts = new Set<string>();
+    const instructionTexts = new Set<string>();
     for (const id of ids) {
       const dir = path.join(out, id);
       // (a) exactly the package files
@@ -344,6 +348,29 @@ describe('exportStudy on a real study', () => {
         actions: ActionChains.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.actions), 'utf8'))),
         recovery: RecoveryReports.parse(JSON.parse(readFileSync(path.join(dir, PACKAGE_FILES.recovery), 'utf8'))),
       };
+      // The expected checkpoints: the oracle's own (computeOracle on the run's plan) in the package's names; the review instructions.
+      const expectedText = readFileSync(path.join(dir, PACKAGE_FILES.expected), 'utf8');
+      const expected = ExpectedCheckpoints.parse(JSON.parse(expectedText));
+      const run = loadRunRecord(path.join(studyDir, byGroup.get(id)!.dir), SCENARIOS_DIR);
+      const oracle = computeOracle({ rules: run.prereg.scoring.oracle, scenario: run.scenario.definition, plan: run.plan });
+      expect(expected.checkpoints.map((c) => [c.current_goal_id, c.goal_status, c.attention_target, c.waiting_condition, c.next_action.id])).toEqual(
+        oracle.checkpoints.map((c) => [c.current_goal_id, c.goal_status, c.attention_target, c.waiting_condition, c.next_action.kind === 'task' ? c.next_action.task_id : c.next_action.kind === 'wait' ? c.next_action.thread_id : null]),
+      );
+      expect(expected.checkpoints.map((c) => c.wake)).toEqual(oracle.checkpoints.map((c) => `W${String(c.wake_number).padStart(2, '0')}`));
+      expect(expected.unscored_wakes.length).toBe(oracle.unscored_wakes.length);
+      expect(expected.unscored_wakes.length).toBeGreaterThan(0);
+      expect(expectedText).not.toMatch(/wake-\d{4}/);
+      expectedTexts.add(expectedText);
+      const instructions = readFileSync(path.join(dir, PACKAGE_FILES.instructions), 'utf8');
+      expect(instructions).toBe(instructionsMarkdown(reviewInstructions(manifest, expected.oracle_rules_version)));
+      for (const d of manifest.dimensions) expect(instructions).toContain(`**${d.name} (weight ${d.weight})**: Pre-registered: ${d.measured_as}`);
+      for (const h of manifest.hard_failures) expect(instructions).toContain(`**${h.id}**: Pre-registered: ${h.description}`);
+      for (const f of PACKAGE_FILE_NAMES) expect(instructions).toContain(`**${f}**`);
+      expect(instructions).toContain(PACKAGE_FILES.expected);
+      expect(instructions).not.toContain(id);
+      instructionTexts.add(instructions);
+      expect(manifest.files).toEqual([...PACKAGE_FILE_NAMES]);
+
       // The real scorecard page, self-contained and naming its package only.
       const html = readFileSync(path.join(dir, PACKAGE_FILES.scorecard), 'utf8');
       expect(html).toMatch(/^<!doctype html>/i);
@@ -384,8 +411,10 @@ describe('exportStudy on a real study', () => {
       expect((journal.detail as { text: string }).text).toMatch(/^Wake wake-0001 at h00:00: /);
       timelineLengths.push(timeline.length);
     }
-    // Real runs of three groups: the packages differ in behaviour.
+    // Real runs of three groups: the packages differ in behaviour; their expected checkpoints (one replicate) and instructions do not.
     expect(new Set(timelineLengths).size).toBeGreaterThan(1);
+    expect(expectedTexts.size).toBe(1);
+    expect(instructionTexts.size).toBe(1);
     expect(Object.keys(OMISSIONS)).toContain('plan_decision');
   }, 60_000);
 

@@ -7,8 +7,9 @@ import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { BLIND_REVIEW_FILES } from '../../blind-review/blind-map.js';
 import { exportStudy } from '../../blind-review/exporter.js';
-import { checkLeaks, readLeakContext, type LeakContext, type LeakKind } from '../../blind-review/leak-check.js';
-import { PACKAGE_FILES, type TimelineEntry } from '../../blind-review/package-format.js';
+import { checkLeaks, leakContextOf, readLeakContext, type LeakContext, type LeakKind } from '../../blind-review/leak-check.js';
+import { readStudyPlan } from '../../oracle/study-folder.js';
+import { PACKAGE_FILE_NAMES, PACKAGE_FILES, type TimelineEntry } from '../../blind-review/package-format.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy } from '../support/blind-study.js';
 import { runCli } from '../support/cli.js';
@@ -98,6 +99,10 @@ const FORGERIES: readonly Forgery[] = [
   { name: 'a detail key present in one package only', kind: 'key_paths', plant: (pkg) => editEntry(pkg, 'wake_started', (e) => void ((e.detail as Record<string, unknown>)['state'] = 'persistent')) },
   { name: 'a ref that names no timeline entry', kind: 'dangling_ref', plant: (pkg) => editJson<Array<{ proposal: string }>>(path.join(pkg, PACKAGE_FILES.actions), (a) => void (a[0]!.proposal = 'E9999')) },
   { name: "another package's blind id", kind: 'foreign_blind_id', plant: (pkg) => editEntry(pkg, null, (e) => void (e.summary += ` ${ids.find((id) => id !== path.basename(pkg))}`)) },
+  // The written instructions and the expected checkpoints are the same for every package of a replicate by construction (issue 32).
+  { name: 'review instructions naming a group', kind: 'group_label', plant: (pkg) => writeFileSync(path.join(pkg, PACKAGE_FILES.instructions), `${readFileSync(path.join(pkg, PACKAGE_FILES.instructions), 'utf8')}\nThis run is group B.\n`) },
+  { name: 'review instructions that differ in one package only (a harmless-looking sentence)', kind: 'instructions_differ', plant: (pkg) => writeFileSync(path.join(pkg, PACKAGE_FILES.instructions), `${readFileSync(path.join(pkg, PACKAGE_FILES.instructions), 'utf8')}\nTake your time with this one.\n`) },
+  { name: 'an expected checkpoint edited in one package', kind: 'oracle_not_from_plan', plant: (pkg) => editJson<{ checkpoints: Array<{ attention_target: string | null }> }>(path.join(pkg, PACKAGE_FILES.expected), (e) => void (e.checkpoints[0]!.attention_target = 'a-task-of-its-own')) },
   { name: 'the sealed map in the package folder', kind: 'sealed_map_exposed', where: 'package-folder', plant: (_pkg, out) => cpSync(path.join(studyDir, BLIND_REVIEW_FILES.sealedMap), path.join(out, BLIND_REVIEW_FILES.sealedMap)) },
 ];
 
@@ -116,7 +121,8 @@ describe('checkLeaks', () => {
     expect(check.findings).toEqual([]);
     expect(check.ok).toBe(true);
     expect(check.packages).toBe(3);
-    expect(check.filesChecked).toBe(24);
+    expect(check.filesChecked).toBe(3 * PACKAGE_FILE_NAMES.length);
+    expect(check.notes).toEqual([]);
     expect(readdirSync(clean).filter((n) => /^R-/.test(n)).sort()).toEqual([...ids].sort());
   });
 
@@ -128,6 +134,34 @@ describe('checkLeaks', () => {
     expect(check.findings.filter((f) => f.kind === forgery.kind).map((f) => f.package)).toContain(where);
     // Nothing else is reported: the other packages stay clean.
     for (const f of check.findings) expect(f.package, JSON.stringify(f)).toBe(where);
+  });
+
+  test('forged: an oracle that depends on more than the plan (one instance of the replicate expects otherwise) is caught for the study, naming no group', () => {
+    const plan = readStudyPlan(studyDir);
+    const instances = ['A-r1', 'B-r1', 'C-r1'].map((name) => {
+      const dir = path.join(studyDir, 'instances', name);
+      return { name, dir, record: loadRunRecord(dir, SCENARIOS_DIR) };
+    });
+    // C-r1's record as if its plan had delivered the goal change one wake later.
+    const c = instances[2]!.record;
+    const wakes = c.plan.schedule.wakes.map((w) => w.wake_id);
+    const interventions = c.plan.interventions.map((iv) => (iv.kind === 'goal_change' ? { ...iv, deliver_wake_id: wakes[wakes.indexOf(iv.deliver_wake_id) + 1]! } : iv));
+    instances[2] = { ...instances[2]!, record: { ...c, plan: { ...c.plan, interventions } } };
+    const check = checkLeaks(clean, leakContextOf(studyDir, plan, instances));
+    const found = check.findings.filter((f) => f.kind === 'oracle_differs_in_replicate');
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatchObject({ package: '(study)', file: PACKAGE_FILES.expected });
+    expect(found[0]!.detail).toMatch(/replicate 1 give 2 different expected checkpoints/);
+    expect(found[0]!.detail).not.toMatch(/\b[ABC]-r1\b|group [ABC]/);
+    expect(check.ok).toBe(false);
+  });
+
+  test('with no readable instance the expected checkpoints are not compared, and the check says so', () => {
+    const plan = readStudyPlan(studyDir);
+    const instances = ['A-r1', 'B-r1', 'C-r1'].map((name) => ({ name, dir: path.join(studyDir, 'instances', name), record: null }));
+    const check = checkLeaks(clean, leakContextOf(studyDir, plan, instances));
+    expect(check.findings).toEqual([]);
+    expect(check.notes).toEqual([`${PACKAGE_FILES.expected} not compared with the oracle: no instance of the study could be read`]);
   });
 
   test('findings are bounded per kind and file, the excess counted', () => {

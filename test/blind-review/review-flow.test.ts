@@ -364,7 +364,21 @@ describe('unblind', () => {
       ['B', 1, [60], 60, 1],
       ['C', 1, [85], 85, 0],
     ]);
-    expect(u.notes).toEqual([]);
+    // This fixture's report.json is no study report: nothing is compared with the oracle, and the notes say so.
+    expect(u.agreement.oracle.instances).toBe(0);
+    expect(u.agreement.oracle.missing.map((m) => m.blind_id)).toEqual([...IDS]);
+    expect(u.instances.every((i) => i.oracle === null)).toBe(true);
+    expect(u.agreement.reviewer_oracle.dimensions.every((d) => d.pairs === 0)).toBe(true);
+    expect(u.notes).toEqual([expect.stringMatching(/^reviewer–oracle agreement not compared: .*report\.json is not a study report this build reads/)]);
+    // Reviewers with each other: alice and bob scored all three; they differ on one hard failure of 15 decisions (κ 0: alice's one "found" is no better than chance), never by more than 15 points.
+    expect(u.agreement.reviewer_reviewer).toHaveLength(1);
+    const pair = u.agreement.reviewer_reviewer[0]!;
+    expect(pair.reviewers).toEqual(['alice', 'bob']);
+    expect(pair.packages).toBe(3);
+    expect(pair.hard_failures.kappa).toMatchObject({ items: 15, observed: 0.933333, kappa: 0 });
+    expect(pair.hard_failures.disagreements).toEqual([{ blind_id: IDS[2], group: 'B', replicate: 1, id: 'duplicate_side_effect', found_by: 'alice', not_found_by: 'bob' }]);
+    expect(pair.dimensions).toMatchObject({ mean_abs_diff: 6.666667, within_tolerance: 15, disagreements: [] });
+    expect(pair.dimensions.kappa).toMatchObject({ items: 15, observed: 1, kappa: 1 });
     // Again: the same result, the file kept.
     expect(unblind(f.pkgDir, f.studyDir, '2026-03-07T00:00:00.000Z').outcome).toBe('unchanged');
   });

@@ -261,3 +261,35 @@ test('hostile package strings show as text and run nothing', async () => {
     expect(await inPage<string>(page, `JSON.parse(document.getElementById('package-data').textContent).claims[0].statement`)).toBe(hostile);
   });
 });
+
+test('a long timeline starts collapsed by wake, its claims and chains too; following a link into a closed block opens it and lands on the entry, highlighted and in view', async () => {
+  const base = samplePackage();
+  // 160 more journal entries in a fourth wake: the timeline is over the length whose blocks start open.
+  const filler = Array.from({ length: 160 }, (_, k) => ({ ref: `E${String(base.timeline.length + k + 1).padStart(4, '0')}`, t: 'h13:00', t_minute: 780, wake: 'W04', kind: 'journal_entry' as const, actor: 'subject' as const, summary: `note ${k}`, detail: {}, refs: [] }));
+  const data: ScorecardData = { ...base, timeline: [...base.timeline, ...filler], manifest: { ...base.manifest, timeline_entries: base.timeline.length + filler.length } };
+  await withPage('collapsed', renderScorecard(data), async ({ page }) => {
+    const openBlocks = `[...document.querySelectorAll('details.wake, details.by-wake')].filter((d) => d.open).length`;
+    // Before W01, W01, between W01 and W02, W02, between W02 and W03, W03, W04; claims of 3 wakes, chains of 3 wakes.
+    expect(await inPage<number>(page, `document.querySelectorAll('details.wake').length`)).toBe(7);
+    expect(await inPage<number>(page, `document.querySelectorAll('details.by-wake').length`)).toBe(6);
+    expect(await inPage<number>(page, openBlocks)).toBe(0);
+    // Going to a claim (as a link from elsewhere would) opens its wake's claims.
+    const claim = `claim-${sampleRef('claim-q1')}`;
+    await page.evaluate(`location.hash = ${JSON.stringify(`#${claim}`)}`);
+    await markedAs(page, claim);
+    expect(await targetState(page, claim)).toMatchObject({ target: claim, inView: true, focused: claim });
+    expect(await inPage<number>(page, openBlocks)).toBe(1);
+    // Its evidence sits in the closed block between W01 and W02: the link opens it.
+    await follow(page, claim, sampleRef('reply-file'));
+    expect(await inPage<boolean>(page, `document.getElementById(${JSON.stringify(sampleRef('reply-file'))}).closest('details.wake').open`)).toBe(true);
+    expect(await inPage<number>(page, openBlocks)).toBe(2);
+    // The entry's back-link to a chain, and the chain's link into W02's closed block.
+    await follow(page, sampleRef('reply'), claim);
+    const denied = `chain-${sampleRef('deny-prop')}`;
+    await page.evaluate(`location.hash = ${JSON.stringify(`#${denied}`)}`);
+    await markedAs(page, denied);
+    await follow(page, denied, sampleRef('deny-perm'));
+    expect(await inPage<number>(page, openBlocks)).toBe(4);
+    await follow(page, sampleRef('deny-perm'), denied);
+  });
+});

@@ -11,6 +11,7 @@ import { CHECKPOINT_FIELDS } from '../../oracle/checkpoint-match.js';
 import {
   ActionChains,
   ClaimsWithEvidence,
+  ExpectedCheckpoints,
   Interventions,
   PACKAGE_FILE_NAMES,
   PACKAGE_FORMAT_VERSION,
@@ -158,11 +159,28 @@ function build(): ScorecardData {
     timeline_entries: timeline.length,
     dimensions: DIMENSIONS.map((name) => ({ name, ...DIMENSION_TEXT[name] })),
     checkpoint_fields: [...CHECKPOINT_FIELDS],
+    checkpoint_field_weights: { current_goal_id: 20, goal_status: 20, attention_target: 25, waiting_condition: 15, next_action: 20 },
     hard_failures: HARD_FAILURE_IDS.map((id) => ({ id, description: HARD_FAILURE_TEXT[id] })),
     files: [...PACKAGE_FILE_NAMES],
   });
 
-  return { manifest, timeline, checkpoints, interventions, claims, actions, recovery };
+  // The oracle's expectations for the three wakes (the awaited reply reaches W02, the goal change W03).
+  const expected = ExpectedCheckpoints.parse({
+    oracle_rules_version: '1.0.0',
+    checkpoints: [
+      { wake: 'W01', t: 'h00:00', current_goal_id: 'g-1', goal_status: 'active', attention_target: 't-3', waiting_condition: 'thread-review', next_action: { kind: 'wait', id: 'thread-review' }, because: ['O1: the initial goal (no goal change delivered yet)', 'O3: asked at W01, reply delivered at W02'] },
+      { wake: 'W02', t: 'h06:00', current_goal_id: 'g-1', goal_status: 'active', attention_target: 't-4', waiting_condition: null, next_action: { kind: 'task', id: 't-4' }, because: ['O3: the reply was delivered at W02', 'O5: t-4 is the first task in dependency order not done (O4)'] },
+      { wake: 'W03', t: 'h12:00', current_goal_id: 'g-1', goal_status: 'active', attention_target: 't-4', waiting_condition: null, next_action: { kind: 'task', id: 't-4' }, because: ['O1: goal change iv-goal-change delivered at W03'] },
+    ],
+    unscored_wakes: [],
+    tasks_done_at: [
+      { task_id: 't-3', wake: 'W02' },
+      { task_id: 't-4', wake: null },
+    ],
+    submission_wake: null,
+  });
+
+  return { manifest, timeline, checkpoints, interventions, claims, actions, recovery, expected };
 }
 
 /** A fresh copy each call, so a test may change it without touching another's. */
