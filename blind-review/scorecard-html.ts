@@ -28,6 +28,8 @@
 import { z } from 'zod';
 import { HARD_FAILURE_IDS } from '../design/prereg.js';
 import { cspHash } from '../foundation/csp-hash.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
+import { TypedErrorOf } from '../foundation/typed-error.js';
 import { htmlAttribute, htmlText } from './visible-text.js';
 import { offlinePageHead } from '../foundation/offline-page.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
@@ -561,8 +563,8 @@ export interface ScorecardPage {
   readonly leftOut: { readonly timeline: number; readonly claims: number; readonly actions: number };
 }
 
-/** The page can show nothing of the run within its bound: its fixed parts alone are over it. */
-export class ScorecardTooLarge extends RangeError {
+/** The page can show nothing of the run within its bound: its fixed parts alone are over it (export refuses, exit 1). */
+export class ScorecardTooLarge extends TypedErrorOf('scorecard_too_large', EXIT_CODES.failed) {
   override readonly name = 'ScorecardTooLarge';
 }
 
