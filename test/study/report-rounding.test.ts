@@ -21,8 +21,8 @@ import { recomputeStudy } from '../../experiments/study/study-recompute.js';
 import { resumeStudy } from '../../experiments/study/study-resume.js';
 import { runStudy, STUDY_FILES, type StudyOptions } from '../../experiments/study/study-runner.js';
 import { runCli } from '../support/cli.js';
-import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
-import { copyingRunner } from '../support/copying-runner.js';
+import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
+import { copiedStudyOptions, copyingRunner } from '../support/copying-runner.js';
 import { folderState } from '../support/folder-state.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -37,23 +37,7 @@ let reportText: string;
 function studyOptions(outDir: string): StudyOptions {
   // A's replicate 2 is C's run: A's range is C − A, so the expansion rule compares a real spread.
   const from = (g: Group, r: number): string => source[g === 'A' && r === 2 ? 'C' : g]!;
-  return {
-    outDir,
-    seed: SEED,
-    preregFile: setup.preregFile,
-    keyDir: setup.keyDir,
-    scenariosDir: SCENARIOS_DIR,
-    concurrency: 2,
-    n: null,
-    startAt: TEST_START_AT,
-    model: { adapter: 'reference' },
-    studyId: 'exp-rounding-test',
-    operator: 'test',
-    signal: new AbortController().signal,
-    log: () => {},
-    onProgress: () => {},
-    runInstance: copyingRunner([], from),
-  };
+  return copiedStudyOptions(setup, outDir, SEED, 'exp-rounding-test', { runInstance: copyingRunner([], from) });
 }
 
 beforeAll(async () => {

@@ -18,7 +18,7 @@ import { recomputeStudy } from '../../experiments/study/study-recompute.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
-import { copyingRunner, type CopyCall } from '../support/copying-runner.js';
+import { copiedStudyOptions, copyingRunner, type CopyCall } from '../support/copying-runner.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 const SEED = 'study-test';
@@ -37,24 +37,8 @@ beforeAll(async () => {
   );
 }, 120_000);
 
-function studyOptions(outDir: string, overrides: Partial<StudyOptions>): StudyOptions {
-  return {
-    outDir,
-    seed: SEED,
-    preregFile: setup.preregFile,
-    keyDir: setup.keyDir,
-    scenariosDir: SCENARIOS_DIR,
-    concurrency: 2,
-    n: null,
-    startAt: TEST_START_AT,
-    model: { adapter: 'reference' },
-    studyId: 'exp-study-test',
-    operator: 'test',
-    signal: new AbortController().signal,
-    log: () => {},
-    onProgress: () => {},
-    ...overrides,
-  };
+function studyOptions(outDir: string, overrides: Partial<StudyOptions> & Pick<StudyOptions, 'runInstance'>): StudyOptions {
+  return copiedStudyOptions(setup, outDir, SEED, 'exp-study-test', overrides);
 }
 
 describe('study orchestration', () => {

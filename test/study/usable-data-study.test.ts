@@ -22,7 +22,7 @@ import { StudyReport } from '../../oracle/study-report.js';
 import { FAULT_ENV } from '../../schema/fault-points.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { REPO, SCENARIOS_DIR, TEST_START_AT, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
-import { copyingRunner, type CopyCall } from '../support/copying-runner.js';
+import { copiedStudyOptions, copyingRunner, type CopyCall } from '../support/copying-runner.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 const run = promisify(execFile);
@@ -129,23 +129,7 @@ describe('the study: rule 8', () => {
   test('B without usable data in any replicate: insufficient evidence naming B, the lines in report.md and report.html, recomputable', async () => {
     const calls: CopyCall[] = [];
     const out = path.join(setup.dir, 'study');
-    const { report, files } = await runStudy({
-      outDir: out,
-      seed: SEED,
-      preregFile: setup.preregFile,
-      keyDir: setup.keyDir,
-      scenariosDir: SCENARIOS_DIR,
-      concurrency: 2,
-      n: null,
-      startAt: TEST_START_AT,
-      model: { adapter: 'reference' },
-      studyId: STUDY_ID,
-      operator: 'test',
-      signal: new AbortController().signal,
-      log: () => {},
-      onProgress: () => {},
-      runInstance: copyingRunner(calls, (g) => source[g]!),
-    });
+    const { report, files } = await runStudy(copiedStudyOptions(setup, out, SEED, STUDY_ID, { runInstance: copyingRunner(calls, (g) => source[g]!) }));
     expect(calls).toHaveLength(9);
     // Nothing else makes this study insufficient: every instance scored, the batch fair and valid.
     expect(report.voided).toBe(false);

@@ -8,6 +8,8 @@ import type { Group, InstanceResult, NewInstanceOptions } from '../../controller
 import { START_TURN_INDEX } from '../../design/block-turn-order.js';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { RUN_FILES } from '../../schema/run-files.js';
+import type { StudyOptions } from '../../experiments/study/study-runner.js';
+import { SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
 
 /** The copied run's turns in its block, as its wakes would have taken them. */
 async function takeTheCopysTurns(o: NewInstanceOptions): Promise<void> {
@@ -53,5 +55,26 @@ export function copyingRunner(calls: CopyCall[], from: (group: Group, replicate:
       notes: [],
       forecast: null,
     };
+  };
+}
+
+/** A reference-policy study of `setup`'s pre-registration into `outDir` whose instances `runInstance` gives (copyingRunner, usually): everything else as the study tests share it. */
+export function copiedStudyOptions(setup: Pick<ControllerSetup, 'preregFile' | 'keyDir'>, outDir: string, seed: string, studyId: string, overrides: Partial<StudyOptions> & Pick<StudyOptions, 'runInstance'>): StudyOptions {
+  return {
+    outDir,
+    seed,
+    preregFile: setup.preregFile,
+    keyDir: setup.keyDir,
+    scenariosDir: SCENARIOS_DIR,
+    concurrency: 2,
+    n: null,
+    startAt: TEST_START_AT,
+    model: { adapter: 'reference' },
+    studyId,
+    operator: 'test',
+    signal: new AbortController().signal,
+    log: () => {},
+    onProgress: () => {},
+    ...overrides,
   };
 }
