@@ -4,6 +4,7 @@
 // commitment say nothing about the map (three groups × n replicates could be guessed otherwise).
 // Unblinding later reveals the map and checks it against the commitment signed before review.
 import { z } from 'zod';
+import { Group } from '../design/groups.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
 import { BlindId } from './package-format.js';
 
@@ -22,7 +23,7 @@ export const BLIND_REVIEW_FILES = {
 
 export const BlindMapEntry = z.strictObject({
   blind_id: BlindId,
-  group: z.enum(['A', 'B', 'C']),
+  group: Group,
   replicate: z.number().int().min(1),
   /** The instance's run folder, relative to the study folder. */
   dir: z.string().min(1),

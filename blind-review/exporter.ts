@@ -28,13 +28,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { Group } from '../design/groups.js';
 import { GROUP_CAPABILITIES } from '../design/manifest.js';
 import { EXIT_CODES, type ExitCode } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { EXPANSION_NOT_DECIDED } from '../oracle/expansion.js';
 import { loadRunRecord, type RunRecord } from '../oracle/run-record.js';
-import { readStudyPlan, STUDY_FILES, StudyError, type StudyPlan } from '../oracle/study-folder.js';
-import { INSTANCE_DIR_RE, instanceDirName } from '../oracle/study-replicates.js';
+import { readStudyPlan, STUDY_FILES, StudyError, type StudyPlan } from '../study-contract/study-folder.js';
+import { INSTANCE_DIR_RE, instanceDirName } from '../study-contract/study-replicates.js';
 import { signDsse } from '../schema/dsse.js';
 import { toHex, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { writePublicKey } from '../schema/public-key-file.js';
@@ -89,7 +90,7 @@ export interface RefusedInstance {
 }
 
 export interface ExportOptions {
-  /** The scenario folders by id (the commands give experiments/cli/run-defaults.ts SCENARIOS_DIR). */
+  /** The scenario folders by id (the commands give cli/run-defaults.ts SCENARIOS_DIR). */
   readonly scenariosDir: string;
   /** The controller's key pair: it signs the commitment. */
   readonly keys: Ed25519KeyPair;
@@ -112,7 +113,7 @@ export interface ExportResult {
 }
 
 const GROUPS = (Object.keys(GROUP_CAPABILITIES) as Array<keyof typeof GROUP_CAPABILITIES>).sort();
-/** A study has at most 99 instances (experiments/study/study-runner.ts MAX_STUDY_INSTANCES). */
+/** A study has at most 99 instances (study/study-runner.ts MAX_STUDY_INSTANCES). */
 const MAX_INSTANCE_ENTRIES = 99;
 const BLIND_ID_BYTES = 3;
 const SALT_BYTES = 32;
@@ -126,7 +127,7 @@ const TEMP_PREFIX = '.export-';
 interface Candidate {
   readonly name: string;
   readonly relDir: string;
-  readonly group: 'A' | 'B' | 'C';
+  readonly group: Group;
   readonly replicate: number;
   readonly record: RunRecord;
   readonly timeline: NormalizedTimeline;
@@ -137,7 +138,7 @@ function message(error: unknown): string {
 }
 
 /** Why a loaded instance cannot be exported, or null. */
-function refusalOf(record: RunRecord, group: 'A' | 'B' | 'C', replicate: number, plan: StudyPlan): string | null {
+function refusalOf(record: RunRecord, group: Group, replicate: number, plan: StudyPlan): string | null {
   const last = record.events.at(-1);
   if (last === undefined || !eventIs(last, 'SystemEvent.StoreSealed')) return 'not finished: its store is not sealed (the run stopped or failed); finish it (npm run study -- --resume STUDY_DIR, or npm run experiment -- --resume DIR)';
   if (record.manifest === null) return `its signed manifest does not verify (${record.manifestProblem ?? 'unknown problem'}): its group cannot be vouched for`;
@@ -256,7 +257,7 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
       contextInstances.push({ name, dir, record: null });
       continue;
     }
-    const group = m[1] as 'A' | 'B' | 'C';
+    const group = Group.parse(m[1]);
     const replicate = Number(m[2]);
     let record: RunRecord;
     try {

@@ -8,7 +8,7 @@
 // Why this reveals nothing: computeOracle has no parameter for a subject's events or its
 // settings, and the plan it reads is built from the pre-registration, the scenario, the
 // replicate's seed and the study's start only (design/experiment-plan.ts; a replicate's seed is
-// the same for its three instances, oracle/study-replicates.ts). The leak check does not take
+// the same for its three instances, study-contract/study-replicates.ts). The leak check does not take
 // that on trust: it recomputes the file for every instance of the study and holds the instances
 // of each replicate to one and the same text (leak-check.ts, kind oracle_differs_in_replicate).
 import { computeOracle } from '../oracle/expected-checkpoints.js';

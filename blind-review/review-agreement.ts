@@ -15,6 +15,7 @@
 // Every arbiter's scorecard counts as a scorecard against the oracle (role "arbiter"); only
 // reviewers are paired with each other (an arbiter only scores where the two disagreed).
 import { z } from 'zod';
+import { GROUPS } from '../design/groups.js';
 import { HARD_FAILURE_IDS, HardFailureId } from '../design/prereg.js';
 import { DIMENSIONS, type Dimension } from '../oracle/continuity-score.js';
 import { StudyReport } from '../oracle/study-report.js';
@@ -23,7 +24,6 @@ import { BlindId, type ReviewerScores } from './package-format.js';
 import { MAX_SCORE_GAP_POINTS, reviewerKey, round6, totalOf, type DimensionWeights } from './review-state.js';
 
 type HardFailure = (typeof HARD_FAILURE_IDS)[number];
-const GROUPS = ['A', 'B', 'C'] as const;
 /** A disagreement further apart than this many points (not at it) is flagged. */
 export const AGREEMENT_TOLERANCE_POINTS = MAX_SCORE_GAP_POINTS;
 /** Dimension values are compared for kappa in bands this wide: 0–<20, 20–<40, …, 80–100. */

@@ -33,7 +33,7 @@ export interface ImportOptions {
   readonly preregFile: string | null;
   /**
    * The bundled pre-registration, read at the first import when no --prereg is given. Given by the
-   * command (experiments/cli/run-defaults.ts DEFAULT_PREREG): the bundle is the experiments room's.
+   * command (cli/run-defaults.ts DEFAULT_PREREG): the bundle is the commands' (cli/).
    */
   readonly defaultPreregFile: string;
   /** Wall clock, for review.json's started_at at the first import. */

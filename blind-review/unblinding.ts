@@ -19,12 +19,13 @@
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { GROUPS } from '../design/groups.js';
 import { describeIssues } from '../design/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { KeyFormatError, keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
 import { HashString, hashText } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
-import { STUDY_FILES } from '../oracle/study-folder.js';
+import { STUDY_FILES } from '../study-contract/study-folder.js';
 import { BLIND_REVIEW_FILES, BlindMap, commitmentOf } from './blind-map.js';
 import { BlindId } from './package-format.js';
 import { packageDigest, PackageDigestError } from './package-digest.js';
@@ -42,9 +43,8 @@ const MAX_MAP_BYTES = 256 * 1024;
  */
 const MAX_UNBLINDED_BYTES = 64 * 1024 * 1024;
 const MAX_STUDY_PLAN_BYTES = 4 * 1024 * 1024;
-/** study.json of npm run study (experiments/study/study-runner.ts STUDY_FILES.plan), read for its prereg_sha256 only. */
+/** study.json of npm run study (study/study-runner.ts STUDY_FILES.plan), read for its prereg_sha256 only. */
 const STUDY_PLAN_FILE = 'study.json';
-const GROUPS = ['A', 'B', 'C'] as const;
 
 export const UnblindedInstance = z.strictObject({
   blind_id: BlindId,

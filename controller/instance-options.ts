@@ -18,7 +18,8 @@ import type { BlockSeat } from './lockstep-block.js';
 import type { ModelCheck } from './model-check.js';
 import type { ControllerKey } from './key-store.js';
 
-export type Group = keyof typeof GROUP_CAPABILITIES;
+import type { Group } from '../design/groups.js';
+export type { Group };
 
 export interface CommonOptions {
   readonly runDir: string;
@@ -43,7 +44,7 @@ export interface CommonOptions {
   readonly faults?: FaultSwitch;
   /**
    * Asked after each wake with the events it recorded: a stop to record right there (the
-   * unknown-outcome drill's, experiments/cli/drill.ts), or null to go on. Unset: never.
+   * unknown-outcome drill's, cli/drill.ts), or null to go on. Unset: never.
    */
   readonly stopAfterWake?: (wakeEvents: readonly EventEnvelope[]) => WakeStopOrder | null;
   /**

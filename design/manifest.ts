@@ -38,6 +38,7 @@ import { Identifier, SemVer } from '../schema/event-definition.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
 import { MANIFEST_PAYLOAD_TYPE } from '../schema/run-files.js';
 import { WRITER_VERSION } from '../writer/event-store.js';
+import type { Group } from './groups.js';
 
 /** Version of the runtime as a whole; kept equal to package.json "version" (a test checks). */
 export const RUNTIME_VERSION = '0.1.0';
@@ -60,7 +61,7 @@ export const GROUP_CAPABILITIES = {
   A: { persistent_state: false, autonomous_replanning: false },
   B: { persistent_state: true, autonomous_replanning: false },
   C: { persistent_state: true, autonomous_replanning: true },
-} as const satisfies Record<'A' | 'B' | 'C', Capabilities>;
+} as const satisfies Record<Group, Capabilities>;
 
 /** A blind id must not be a bare group letter (spec §8.5): that would unblind on sight. */
 export const GroupBlindId = Identifier.refine((id) => !/^[abc]$/i.test(id), { message: 'a blind id must not be a group letter' });

@@ -21,14 +21,20 @@ export const ROOMS = {
   controller: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design'],
   /** Read-only checks of a run against its plan and the run contract (beside writer's store verifier). */
   verification: ['foundation', 'schema', 'projector', 'writer', 'design'],
-  /** Scoring against the pre-registered oracle; the study's statistics. */
-  oracle: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification'],
+  /** The study folder's contract, pure: its layout and plan files, the batch plan, the replicates' names and seeds. */
+  'study-contract': ['foundation', 'schema', 'design'],
+  /** Scoring against the pre-registered oracle; the study's statistics and its report's format. */
+  oracle: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'study-contract'],
   /** The blind review package, its leak check, the reviewers' scorecard and unblinding. */
-  'blind-review': ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'oracle'],
+  'blind-review': ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'study-contract', 'oracle'],
   /** The audit desk: a read-only web view of run folders. */
   audit: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'oracle', 'blind-review'],
-  /** The commands, the study runner, the fault harness, the benches: everything a person runs. */
-  experiments: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'oracle', 'blind-review', 'audit'],
+  /** A study end to end: plan, runner, blocks, report, recompute, resume, and the batch (plan, task, merge, status). */
+  study: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'study-contract', 'oracle'],
+  /** The fault harness: runs instances with faults planted and checks what must survive them; owns its scripted model server. */
+  faults: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'oracle'],
+  /** The commands a person runs and their framework: flags, outcome, exit. */
+  cli: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'study-contract', 'oracle', 'blind-review', 'audit', 'study', 'faults'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type Room = keyof typeof ROOMS;

@@ -1,6 +1,6 @@
 // The one base of every error the apparatus throws (issue 17 item 5). The error itself carries
 // how a command ends with it — its exit code (foundation/exit-codes.ts), its stable code, and what
-// the screen and the JSON say beside the message — so experiments/cli/command-outcome.ts maps
+// the screen and the JSON say beside the message — so cli/command-outcome.ts maps
 // every error in one place (`instanceof TypedError`) and no command lists classes by name.
 // docs/errors.md is the contract for the codes: test/cli/errors-doc.test.ts holds the page to each
 // class's code, and test/cli/typed-errors.test.ts holds every error class to this base. Most

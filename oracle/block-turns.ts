@@ -15,8 +15,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { blockTurnOrder, START_TURN_INDEX } from '../design/block-turn-order.js';
 import { roundByRule, WHOLE_MS_ROUNDING } from './figure-rounding.js';
-import { GROUPS, Group } from './study-report.js';
-import { replicateSeed } from './study-replicates.js';
+import { GROUPS, Group } from '../design/groups.js';
+import { replicateSeed } from '../study-contract/study-replicates.js';
 
 export const BLOCKS_FOLDER = 'blocks';
 /** A block's record is ~100 lines of ~300 bytes (31 wakes and a start, three members, a few restarts); more is not one. */

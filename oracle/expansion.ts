@@ -7,7 +7,7 @@ import { DIMENSIONS, type Dimension } from './continuity-score.js';
 import { formatPoints } from './figure-rounding.js';
 import { comparable, range, sampleSd } from './group-statistics.js';
 import type { ComparisonPoint } from './report-rounding.js';
-import type { Group } from './study-report.js';
+import type { Group } from '../design/groups.js';
 
 export interface ScoredInstance {
   readonly score: number;

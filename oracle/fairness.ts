@@ -6,7 +6,8 @@
 import { canonicalJson } from '../schema/canonical-json.js';
 import { nonGroupDifferences } from '../design/manifest.js';
 import { eventsOf, type RunRecord } from './run-record.js';
-import type { FairnessCheck, Group } from './study-report.js';
+import type { Group } from '../design/groups.js';
+import type { FairnessCheck } from './study-report.js';
 
 export interface FairnessInstance {
   readonly group: Group;

@@ -38,7 +38,7 @@ export type HardFailure = z.infer<typeof HardFailure>;
 export interface HardFailureOptions {
   /** The hash of the study's locked pre-registration; null when the caller has none to hold the run to. */
   readonly expectedPreregSha256: HashString | null;
-  /** Scenario folders by id, for the plan check (the experiments room gives its commands the default). */
+  /** Scenario folders by id, for the plan check (the commands give the default: experiments/scenario). */
   readonly scenariosDir: string;
   /**
    * The folder's verify and plan-check results when the caller has just made them on this very

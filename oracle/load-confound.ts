@@ -8,7 +8,7 @@
 // docs/oracle.md). Pure: the instances' failure counts in, the judgement out.
 import { LOAD_CONFOUND_KINDS, type LoadConfoundKind, type LoadConfoundTolerance } from '../design/prereg.js';
 import type { ByFailure } from '../schema/usable-data.js';
-import { GROUPS, type Group } from './study-report.js';
+import { GROUPS, type Group } from '../design/groups.js';
 
 export interface LoadInstance {
   readonly group: Group;

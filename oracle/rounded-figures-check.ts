@@ -8,7 +8,8 @@ import { DIMENSIONS, type Dimension } from './continuity-score.js';
 import { formatByRule, roundByRule, TEXT_ROUNDING_METHOD, type NumberRoundingRule, type TextRoundingRule } from './figure-rounding.js';
 import { mean, median, range, sampleSd } from './group-statistics.js';
 import type { ComparisonPoint, FigureKind, RoundingSection } from './report-rounding.js';
-import { GROUPS, type Group, type StudyReport } from './study-report.js';
+import { GROUPS, type Group } from '../design/groups.js';
+import { type StudyReport } from './study-report.js';
 
 export const ROUNDING_CHECK = 'rounded figures agree with their rule';
 

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { DIMENSIONS } from './continuity-score.js';
 import { RoundingSection } from './report-rounding.js';
+import { Group } from '../design/groups.js';
 import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
 
@@ -30,9 +31,6 @@ export type StudyReportVersionBeforeRounding = typeof STUDY_REPORT_VERSION_BEFOR
 export function isVersionBeforeRounding(version: unknown): version is StudyReportVersionBeforeRounding {
   return version === STUDY_REPORT_VERSION_BEFORE_BLOCKS || version === STUDY_REPORT_VERSION_BEFORE_ROUNDING;
 }
-export const GROUPS = ['A', 'B', 'C'] as const;
-export const Group = z.enum(GROUPS);
-export type Group = z.infer<typeof Group>;
 
 export const Verdict = z.enum(['supported', 'rejected', 'insufficient evidence']);
 export type Verdict = z.infer<typeof Verdict>;

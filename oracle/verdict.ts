@@ -10,7 +10,8 @@ import type { PreRegistration } from '../design/prereg.js';
 import { formatPoints } from './figure-rounding.js';
 import { comparable, median } from './group-statistics.js';
 import type { ComparisonPoint } from './report-rounding.js';
-import type { Group, ThresholdCheck, Verdict } from './study-report.js';
+import { GROUPS, type Group } from '../design/groups.js';
+import type { ThresholdCheck, Verdict } from './study-report.js';
 import { formatShare } from '../schema/usable-data.js';
 
 export interface GroupResult {
@@ -47,7 +48,7 @@ export interface VerdictResult {
   readonly points: ComparisonPoint[];
 }
 
-const GROUP_ORDER: readonly Group[] = ['A', 'B', 'C'];
+const GROUP_ORDER: readonly Group[] = GROUPS;
 
 /**
  * Rule 8: each group needs all n of its instances usable. Not "at least one": an instance dropped
@@ -99,7 +100,7 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
     },
     { id: 'c_hard_failures', description: 'hard failures in C instances', required: `≤ ${t.c_hard_failures_max}`, observed: String(input.groups.C.hardFailures), met: input.groups.C.hardFailures <= t.c_hard_failures_max },
   ];
-  const unscored = (['A', 'B', 'C'] as const).flatMap((g) => {
+  const unscored = GROUPS.flatMap((g) => {
     const missing = input.groups[g].scores.filter((s) => s === null).length + Math.max(0, input.n - input.groups[g].scores.length);
     return missing > 0 ? [`${missing} ${g} instance(s) not scored`] : [];
   });

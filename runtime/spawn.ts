@@ -16,7 +16,7 @@ const OWN_CODE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** How long after the exit the IPC channel may take to deliver its last messages and close. */
 const CHANNEL_CLOSE_GRACE_MS = 2_000;
 
-/** How a wake's timeout is worded, wherever it is recorded (a stop's reason): the fault harness looks for these words (experiments/faults/invariants.ts). */
+/** How a wake's timeout is worded, wherever it is recorded (a stop's reason): the fault harness looks for these words (faults/invariants.ts). */
 export function wakeUnansweredWithin(timeoutMs: number): string {
   return `within ${timeoutMs} ms; it was left running`;
 }

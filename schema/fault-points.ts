@@ -1,12 +1,12 @@
 // The fault-injection contract (issue 8): the named points inside the writer, the runtime and
-// the controller where the harness (experiments/faults/) can make something go wrong, the
+// the controller where the harness (faults/) can make something go wrong, the
 // kinds of fault, and the one environment variable that arms them. It lives in schema/ because
 // it is the only folder all three processes share (DESIGN §3); schema/fault-switch.ts carries
 // it out inside each process.
 //
 // Nothing here is armed in a study: without DS_FAULT_INJECTION every point is a no-op, and a
 // process that finds the variable says so on its first line of output. Besides the harness,
-// only a drill arms a point (`npm run experiment -- --drill`, experiments/cli/drill.ts): the
+// only a drill arms a point (`npm run experiment -- --drill`, cli/drill.ts): the
 // same switch, armed by a flag instead of the variable, and the run marked as a drill.
 import { z } from 'zod';
 
@@ -98,7 +98,7 @@ export const SELF_HANDLED_KINDS: readonly FaultKind[] = ['drop_message', 'duplic
 /**
  * Kinds that plant a bad file in the run folder once every process is gone (a torn heads.jsonl,
  * another store's WAL, another instance's manifest, another store's snapshot): the harness then
- * asks verify and a resume about it, checks their verdict (experiments/faults/bad-files.ts),
+ * asks verify and a resume about it, checks their verdict (faults/bad-files.ts),
  * puts the original back and resumes to the end. Their victim is killed at the point first.
  */
 export const BAD_FILE_KINDS = ['heads_torn', 'wal_foreign', 'manifest_foreign', 'snapshot_foreign'] as const satisfies readonly FaultKind[];
@@ -176,7 +176,7 @@ export const ArmedFault = z.strictObject({
   /**
    * Optional: fires instead at the first hit at or after `hit` whose context holds, for every key
    * named, one of the values listed — for an arming that cannot know the hit in advance (the
-   * unknown-outcome drill, experiments/cli/drill.ts: the first write, modify or move intent,
+   * unknown-outcome drill, cli/drill.ts: the first write, modify or move intent,
    * whatever the seed). Absent: exactly hit `hit`, as the harness plans it.
    */
   only_if: z.record(z.string().min(1).max(64), z.array(ContextValue).min(1).max(16)).optional(),

@@ -112,7 +112,7 @@ export class FaultSwitch {
 
   /**
    * The switch of an arming made in this process rather than read from the variable (the
-   * controller of a drill, experiments/cli/drill.ts); `armed_by` names who armed it on the line
+   * controller of a drill, cli/drill.ts); `armed_by` names who armed it on the line
    * every armed process logs. Its children get it as DS_FAULT_INJECTION (environmentValue).
    */
   static arm(role: FaultRole, arming: FaultArming, log: (line: string) => void): FaultSwitch {

@@ -14,8 +14,8 @@ import { checkStore } from './store-walk.js';
 export interface PlanConformanceOptions {
   /**
    * The folder holding scenario folders by id, where `prereg.scenario.id` is looked up to rebuild
-   * the plan. An input, not a path known here: the experiments room owns the scenarios and gives
-   * its commands their default (experiments/cli/run-defaults.ts SCENARIOS_DIR).
+   * the plan. An input, not a path known here: the commands (cli/) know where the scenarios are and give
+   * its commands their default (cli/run-defaults.ts SCENARIOS_DIR).
    */
   readonly scenariosDir: string;
 }

@@ -22,7 +22,7 @@ import {
   type WriterRequest,
 } from './protocol.js';
 
-/** How a request timeout is worded, wherever it is recorded (a stop's reason): the fault harness looks for these words (experiments/faults/invariants.ts). */
+/** How a request timeout is worded, wherever it is recorded (a stop's reason): the fault harness looks for these words (faults/invariants.ts). */
 export function unansweredWithin(timeoutMs: number): string {
   return `within ${timeoutMs} ms; its outcome is unknown`;
 }

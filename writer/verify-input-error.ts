@@ -2,7 +2,7 @@
 // a file that is not a run's events.db, a tree too deep or too large to walk): the command was
 // misused (exit 2, code verify_input: docs/errors.md), unlike a failure the report lists. Its own
 // file because the entry (verify-store.ts), the folder walk (run-files-walk.ts) and the command
-// (experiments/cli/verify.ts) all throw it.
+// (cli/verify.ts) all throw it.
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 

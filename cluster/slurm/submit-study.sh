@@ -52,7 +52,7 @@ done
 
 cd "$repo" || exit 2
 say "planning $study"
-plan=$("$node_bin" --import tsx experiments/cli/study.ts --plan-only --out "$study" "${args[@]}" --json)
+plan=$("$node_bin" --import tsx cli/study.ts --plan-only --out "$study" "${args[@]}" --json)
 rc=$?
 if (( rc != 0 )); then
   echo "$plan"

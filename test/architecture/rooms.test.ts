@@ -10,11 +10,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, describe, expect, test } from 'vitest';
-import { floorPlanViolations, formatViolation } from '../../experiments/architecture/floor-plan-check.js';
-import { importsOf } from '../../experiments/architecture/import-graph.js';
-import { parseRoomsTable, roomsTableDifferences } from '../../experiments/architecture/rooms-table.js';
-import { MAX_LINES_WITHOUT_REASON, sizeRuleViolations } from '../../experiments/architecture/size-rule.js';
-import { readWorkingTree } from '../../experiments/architecture/source-tree.js';
+import { floorPlanViolations, formatViolation } from '../../tools/architecture/floor-plan-check.js';
+import { importsOf } from '../../tools/architecture/import-graph.js';
+import { parseRoomsTable, roomsTableDifferences } from '../../tools/architecture/rooms-table.js';
+import { MAX_LINES_WITHOUT_REASON, sizeRuleViolations } from '../../tools/architecture/size-rule.js';
+import { readWorkingTree } from '../../tools/architecture/source-tree.js';
 import { ROOM_NAMES, ROOMS } from '../../foundation/rooms.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -79,11 +79,18 @@ describe('the floor plan (foundation/rooms.ts)', () => {
     })).toEqual([`oracle/score.ts:3: oracle/ imports '../controller/x.js' (controller/): oracle may import ${ROOMS.oracle.join(', ')} (foundation/rooms.ts)`]);
   });
 
-  test('forged: a file of experiments/ importing test/ support is caught', () => {
+  test('forged: a file of cli/ importing test/ support is caught', () => {
     expect(violationsOf({
-      'experiments/cli/tool.ts': "import {\n  helper,\n} from '../../test/support/x.js';\n",
+      'cli/tool.ts': "import {\n  helper,\n} from '../test/support/x.js';\n",
       'test/support/x.ts': "import { nothing } from '../../controller/y.js';\n",
-    })).toEqual(["experiments/cli/tool.ts:3: experiments/ imports '../../test/support/x.js' (test/support/x.js), which is in no room (test/): production code imports rooms only"]);
+    })).toEqual(["cli/tool.ts:3: cli/ imports '../test/support/x.js' (test/support/x.js), which is in no room (test/): production code imports rooms only"]);
+  });
+
+  test('forged: the developer tools (tools/) may import any room and are imported by none', () => {
+    expect(violationsOf({
+      'tools/bench/b.ts': "import { run } from '../../cli/study.js';\nimport { s } from '../../test/support/x.js';\n",
+      'study/runner.ts': "import { aim } from '../tools/bench/b.js';\n",
+    })).toEqual(["study/runner.ts:1: study/ imports '../tools/bench/b.js' (tools/bench/b.js), which is in no room (tools/): production code imports rooms only"]);
   });
 
   test('forged: allowed imports pass — inward, within the room, packages, the checkout root by URL, and imports written in comments or strings', () => {
@@ -101,7 +108,7 @@ describe('the floor plan (foundation/rooms.ts)', () => {
         '',
       ].join('\n'),
       'oracle/nested/b.ts': "export { e as b } from '../../schema/envelope.js';\n",
-      'experiments/cli/repo.ts': "export const REPO = new URL('../../', import.meta.url);\n",
+      'cli/repo.ts': "export const REPO = new URL('../', import.meta.url);\n",
       'node_modules/pkg/index.ts': "import '../../controller/x.js';\n",
     })).toEqual([]);
   });
@@ -113,13 +120,13 @@ describe('the floor plan (foundation/rooms.ts)', () => {
       'writer/c.ts': "export async function late() {\n  return import('../controller/late.js');\n}\n",
       'blind-review/d.ts': "const DEFAULT = new URL('../experiments/prereg/default.json', import.meta.url);\n",
       'audit/e.ts': "import { x } from '../../elsewhere/x.js';\n",
-      'tools/loose.ts': 'export const loose = 1;\n',
+      'loose/loose.ts': 'export const loose = 1;\n',
     })).toEqual([
       `audit/e.ts:1: audit/ imports '../../elsewhere/x.js', which leaves the checkout`,
-      `blind-review/d.ts:1: blind-review/ reaches by new URL(…, import.meta.url) '../experiments/prereg/default.json' (experiments/): blind-review may import ${ROOMS['blind-review'].join(', ')} (foundation/rooms.ts)`,
+      `blind-review/d.ts:1: blind-review/ reaches by new URL(…, import.meta.url) '../experiments/prereg/default.json' (experiments/prereg/default.json), which is in no room (experiments/): production code imports rooms only`,
+      `loose/loose.ts:1: a production .ts file outside every room of foundation/rooms.ts (${ROOM_NAMES.join(', ')}): move it into the room it belongs to`,
       `projector/b.ts:1: projector/ imports '../runtime/side.js' (runtime/): projector may import ${ROOMS.projector.join(', ')} (foundation/rooms.ts)`,
       `schema/a.ts:1: schema/ re-exports from '../writer/w.js' (writer/): schema may import ${ROOMS.schema.join(', ')} (foundation/rooms.ts)`,
-      `tools/loose.ts:1: a production .ts file outside every room of foundation/rooms.ts (${ROOM_NAMES.join(', ')}): move it into the room it belongs to`,
       `writer/c.ts:2: writer/ imports (dynamically) '../controller/late.js' (controller/): writer may import ${ROOMS.writer.join(', ')} (foundation/rooms.ts)`,
     ]);
   });

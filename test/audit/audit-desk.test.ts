@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AuditDesk } from '../../audit/audit-desk.js';
 import { AuditInputError } from '../../audit/run-folder.js';
 import { RECOVERY_EVENT_TYPES } from '../../audit/store-index.js';
-import { buildStore } from '../../experiments/bench/replay-bench.js';
+import { buildStore } from '../../tools/bench/replay-bench.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { hashText } from '../../schema/hash.js';

@@ -1,17 +1,17 @@
 // `npm run bench`'s command line, its one list of aims, the long instance's tenths and the
-// reference policy's re-run (experiments/bench/): what the JSON carries and how it judges.
+// reference policy's re-run (tools/bench/): what the JSON carries and how it judges.
 // The benchmark itself is a measurement and is not run here.
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { AimResult, BENCH_AIMS, benchAims, judgeAim, type AimInputs } from '../../experiments/bench/bench-aims.js';
-import { parseCommandLine, QUICK_DEFAULTS } from '../../experiments/bench/bench-command-line.js';
-import { UsageError } from '../../experiments/bench/bench-util.js';
-import { LONG_WAKE_SCHEDULE, QUICK_LONG_WAKE_SCHEDULE, tenthFigures, tenths } from '../../experiments/bench/long-instance-bench.js';
-import { measureReferencePolicyCompute } from '../../experiments/bench/reference-policy-compute.js';
-import { DEFAULT_REPLAY_EVENTS } from '../../experiments/bench/replay-bench.js';
-import { DEFAULT_STUDY_N } from '../../experiments/bench/study-bench.js';
-import type { WakeTiming } from '../../experiments/bench/wake-overhead-bench.js';
-import { SCENARIOS_DIR } from '../../experiments/cli/run-defaults.js';
+import { AimResult, BENCH_AIMS, benchAims, judgeAim, type AimInputs } from '../../tools/bench/bench-aims.js';
+import { parseCommandLine, QUICK_DEFAULTS } from '../../tools/bench/bench-command-line.js';
+import { UsageError } from '../../tools/bench/bench-util.js';
+import { LONG_WAKE_SCHEDULE, QUICK_LONG_WAKE_SCHEDULE, tenthFigures, tenths } from '../../tools/bench/long-instance-bench.js';
+import { measureReferencePolicyCompute } from '../../tools/bench/reference-policy-compute.js';
+import { DEFAULT_REPLAY_EVENTS } from '../../tools/bench/replay-bench.js';
+import { DEFAULT_STUDY_N } from '../../tools/bench/study-bench.js';
+import type { WakeTiming } from '../../tools/bench/wake-overhead-bench.js';
+import { SCENARIOS_DIR } from '../../cli/run-defaults.js';
 import { GROUP_CAPABILITIES } from '../../design/manifest.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 

@@ -25,7 +25,7 @@ import { copyStudy, makeBlindStudy, type BlindStudy } from '../support/blind-stu
 import { launchChromium, openOffline } from '../support/chromium.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
-import { DEFAULT_PREREG } from '../../experiments/cli/run-defaults.js';
+import { DEFAULT_PREREG } from '../../cli/run-defaults.js';
 
 const NOW = '2026-03-10T09:00:00.000Z';
 let study: BlindStudy;

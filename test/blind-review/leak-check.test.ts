@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { BLIND_REVIEW_FILES } from '../../blind-review/blind-map.js';
 import { exportStudy } from '../../blind-review/exporter.js';
 import { checkLeaks, leakContextOf, readLeakContext, type LeakContext, type LeakKind } from '../../blind-review/leak-check.js';
-import { readStudyPlan } from '../../oracle/study-folder.js';
+import { readStudyPlan } from '../../study-contract/study-folder.js';
 import { PACKAGE_FILE_NAMES, PACKAGE_FILES, type TimelineEntry } from '../../blind-review/package-format.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { BLIND_SEED, BLIND_STUDY_ID, copyStudy, makeBlindStudy } from '../support/blind-study.js';

@@ -23,7 +23,7 @@ import { hashCanonical, hashText } from '../../schema/hash.js';
 import { writePublicKey } from '../../schema/public-key-file.js';
 import { COMMITTED_PREREG_SHA256, STUDY_REPORT_TEXT, writePackages } from '../support/review-fixture.js';
 import { tempDir } from '../support/writer-fixture.js';
-import { DEFAULT_PREREG } from '../../experiments/cli/run-defaults.js';
+import { DEFAULT_PREREG } from '../../cli/run-defaults.js';
 
 const IDS = ['R-0A0A0A', 'R-1B1B1B', 'R-2C2C2C'] as const;
 /** Filled by writePackages: one digest per blind id (the fixture's files are the same every time). */

@@ -73,7 +73,7 @@ function onlyJson(result: CliResult): Record<string, unknown> {
   return JSON.parse(lines[0]!) as Record<string, unknown>;
 }
 
-/** The failure object every command prints with --json (experiments/cli/command-outcome.ts). */
+/** The failure object every command prints with --json (cli/command-outcome.ts). */
 function expectJsonRefusal(result: CliResult, code: string, file: string): void {
   const json = onlyJson(result);
   expect(json).toMatchObject({ ok: false, exit_code: 1, error: { code, message: expect.stringContaining(file) } });

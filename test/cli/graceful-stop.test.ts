@@ -1,11 +1,11 @@
-// The stop of a cluster task and of a study (experiments/cli/operator-stop.ts installGracefulStop):
+// The stop of a cluster task and of a study (cli/operator-stop.ts installGracefulStop):
 // the first press asks for a stop at the next wake boundary, the grace's end or a second press
 // cuts the wake under way. In-process: the signal handlers are called as Node calls them
 // (process.emit with the signal's name), so no signal reaches the test worker itself. The real
 // processes' side is test/cli/interrupt.test.ts (a study's Ctrl-C) and
 // test/cluster/slurm-study.test.ts (scancel of a task).
 import { afterEach, describe, expect, it } from 'vitest';
-import { installGracefulStop, SAME_PRESS_WINDOW_MS, type GracefulStop } from '../../experiments/cli/operator-stop.js';
+import { installGracefulStop, SAME_PRESS_WINDOW_MS, type GracefulStop } from '../../cli/operator-stop.js';
 
 const GRACE_MS = 200;
 let installed: GracefulStop | null = null;

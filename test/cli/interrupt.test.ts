@@ -3,18 +3,18 @@
 // process group of its own, and SIGINT goes to the whole group. node then gets the signal twice —
 // from the group and forwarded by npm a few ms later — and must take it as one press: exactly one
 // recorded SystemEvent.EmergencyStopped, exit 3 (docs/controller.md), a store `verify --open`
-// accepts. A second press after experiments/cli/operator-stop.ts's SAME_PRESS_WINDOW_MS abandons
+// accepts. A second press after cli/operator-stop.ts's SAME_PRESS_WINDOW_MS abandons
 // (exit 130) and leaves the stores intact. The dedupe itself is tested on a small process first
 // (relays folded in, a stalled event loop, a real second press seen).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SAME_PRESS_WINDOW_MS } from '../../experiments/cli/operator-stop.js';
+import { SAME_PRESS_WINDOW_MS } from '../../cli/operator-stop.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, REPO, waitForOutput } from '../support/controller-run.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer } from '../../faults/scripted-model-server.js';
 import { ofType, storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -69,14 +69,14 @@ afterEach(() => {
 
 const count = (text: string, pattern: RegExp): number => text.split('\n').filter((l) => pattern.test(l)).length;
 
-describe('the press detector (experiments/cli/operator-stop.ts onOperatorPress)', () => {
+describe('the press detector (cli/operator-stop.ts onOperatorPress)', () => {
   // A small process that prints one line per press; `stallMs` > 0 blocks its event loop that long at the first press.
   function pressPrinter(stallMs: number): Started {
     const file = path.join(tempDir('ds-press-'), 'press-printer.ts');
     writeFileSync(
       file,
       [
-        `import { onOperatorPress } from ${JSON.stringify(path.join(REPO, 'experiments', 'cli', 'operator-stop.ts'))};`,
+        `import { onOperatorPress } from ${JSON.stringify(path.join(REPO, 'cli', 'operator-stop.ts'))};`,
         `onOperatorPress((p) => {`,
         `  process.stdout.write('press ' + p.count + ' ' + p.signal + '\\n');`,
         `  if (p.count === 1 && ${stallMs} > 0) { const until = Date.now() + ${stallMs}; while (Date.now() < until); process.stdout.write('stall over\\n'); }`,

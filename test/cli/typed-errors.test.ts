@@ -1,5 +1,5 @@
 // Every error of the apparatus extends the one base (foundation/typed-error.ts), which carries how a
-// command ends with it, and experiments/cli/command-outcome.ts maps errors in that one place:
+// command ends with it, and cli/command-outcome.ts maps errors in that one place:
 // no production class extends Error itself (read from the sources, so a new one fails here),
 // every exported error class is a TypedError named as its class with a class code; a known error
 // keeps its exit code and code; what a disk, SQLite or zod raise is typed too, and anything else
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
-import { CommandRefusal, failureOf } from '../../experiments/cli/command-outcome.js';
+import { CommandRefusal, failureOf } from '../../cli/command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { InternalError, TypedError } from '../../foundation/typed-error.js';
 import { BASE_FILE, classesOnBuiltInErrors, exportedErrorClasses, productionSources } from '../support/error-classes.js';
@@ -58,7 +58,7 @@ describe('how a command ends with an error', () => {
   test('a known error keeps its exit code and gets its typed code; its own code refines it', async () => {
     const { KeyStoreError } = await import('../../controller/key-store.js');
     const { StoreReadError } = await import('../../writer/store-reader.js');
-    const { UsageError } = await import('../../experiments/cli/command-line.js');
+    const { UsageError } = await import('../../cli/command-line.js');
     expect(failureOf(new UsageError('give --group'))).toMatchObject({ exitCode: EXIT_CODES.misused, code: 'usage', message: 'give --group' });
     expect(failureOf(new KeyStoreError('missing', 'no key'))).toMatchObject({ exitCode: EXIT_CODES.misused, code: 'key_store_missing' });
     expect(failureOf(new KeyStoreError('too-open', 'mode 0644'))).toMatchObject({ exitCode: EXIT_CODES.failed, code: 'key_store_too_open' });

@@ -11,10 +11,10 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, truncate
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { ControllerKey } from '../../controller/key-store.js';
-import { mergeBatchStudy, type MergeFinding } from '../../experiments/cluster/batch-merge.js';
-import { signStudyFile } from '../../experiments/cluster/batch-plan-writer.js';
-import { BATCH_FILES, EXPANSION_VERSION, plannedReplicates, type ExpansionPlan } from '../../oracle/batch-plan.js';
-import { STUDY_FILES } from '../../oracle/study-folder.js';
+import { mergeBatchStudy, type MergeFinding } from '../../study/batch/batch-merge.js';
+import { signStudyFile } from '../../study/batch/batch-plan-writer.js';
+import { BATCH_FILES, EXPANSION_VERSION, plannedReplicates, type ExpansionPlan } from '../../study-contract/batch-plan.js';
+import { STUDY_FILES } from '../../study-contract/study-folder.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';

@@ -2,7 +2,7 @@
 // (one machine against a Slurm array): what may differ is taken out, written out here field by
 // field, and everything else must be equal.
 //   - generated_at, and per instance wall_ms and status_detail: the fields --recompute ignores
-//     too (experiments/study/study-recompute.ts), times and free text of the run, not results;
+//     too (study/study-recompute.ts), times and free text of the run, not results;
 //   - the study folder's absolute path, wherever a string holds it: the folders differ;
 //   - per instance `events`: an instance that was stopped and resumed holds the records of that
 //     (SystemEvent.EmergencyStopped, the chain head signed at the stop, SystemEvent.Resumed)

@@ -75,7 +75,7 @@ describe('cluster/k8s job files (parsed and checked only: not run on a cluster)'
 
   test.each<[string, (docs: Record<string, any>[]) => void, RegExp]>([
     ['the merge Job retried', (d) => (d[1]!['spec']['backoffLimit'] = 3), /merge: backoffLimit must be 0/],
-    ['the merge without --recompute', (d) => (d[1]!['spec']['template']['spec']['containers'][0]['command'][2] = 'node --import tsx experiments/cli/study.ts --merge "$DS_STUDY" --key-dir /keys-volume/controller'), /merge: the command does not run --recompute/],
+    ['the merge without --recompute', (d) => (d[1]!['spec']['template']['spec']['containers'][0]['command'][2] = 'node --import tsx cli/study.ts --merge "$DS_STUDY" --key-dir /keys-volume/controller'), /merge: the command does not run --recompute/],
     ['no expand Job', (d) => d.splice(0, 1), /no Job labelled ds\/step: expand/],
     ['the expand Job as root', (d) => (d[0]!['spec']['template']['spec']['securityContext'] = { runAsUser: 0 }), /expand: the pod must run as a non-root uid/],
   ])('forged: %s is caught', (_what, edit, expected) => {

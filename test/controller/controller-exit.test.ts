@@ -17,7 +17,7 @@ const setup = controllerSetup();
 afterAll(() => rmSync(setup.dir, { recursive: true, force: true }));
 
 test('an instance with a planned writer restart: the controller exits right after it prints its result', async () => {
-  const code = await processCodeFor(path.join(REPO, 'experiments', 'cli', 'experiment.ts'), REPO);
+  const code = await processCodeFor(path.join(REPO, 'cli', 'experiment.ts'), REPO);
   const out = path.join(setup.dir, 'runs', 'exit');
   const child = spawn(process.execPath, [...code.execArgv, code.main, '--group', 'A', '--prereg', setup.preregFile, '--key-dir', setup.keyDir, '--out', out, '--same-uid', 'test run in one uid', '--json'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

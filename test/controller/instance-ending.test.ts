@@ -21,7 +21,7 @@ import { InstanceError, type InstanceResult } from '../../controller/instance-ru
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { lockPrereg } from '../../design/prereg.js';
 import type { ModelChoice } from '../../design/model-choice.js';
-import { EMPTY_ANSWER, scriptedTimingsOf, wakeIdOf } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, scriptedTimingsOf, wakeIdOf } from '../../faults/scripted-model-server.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';

@@ -15,7 +15,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { controllerSetup, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, spawnExperimentCli, waitForOutput, type ControllerSetup } from '../support/controller-run.js';
 import { storedEvents, type StoredEvent } from '../support/stored-events.js';
-import { EMPTY_ANSWER, startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, startScriptedModelServer } from '../../faults/scripted-model-server.js';
 import { wakeScriptOf } from '../../design/run-contract.js';
 
 

@@ -11,8 +11,8 @@ import { blockTurnOrder, START_TURN_INDEX } from '../../design/block-turn-order.
 import { seededRandom } from '../../design/seeded-random.js';
 import { LockstepBlock, type BlockSeat, type TurnRecord } from '../../controller/lockstep-block.js';
 import { BlockTurnLine, checkBlockTurns } from '../../oracle/block-turns.js';
-import { replicateSeed } from '../../oracle/study-replicates.js';
-import { GROUPS, type Group } from '../../oracle/study-report.js';
+import { replicateSeed } from '../../study-contract/study-replicates.js';
+import { GROUPS, type Group } from '../../design/groups.js';
 
 const STUDY_SEED = 'lockstep-test';
 const REPLICATE = 2;

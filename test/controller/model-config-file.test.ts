@@ -1,5 +1,5 @@
 // The model configuration file and the --model flags (issue 15 item 7; controller/model-config-file.ts,
-// experiments/cli/model-flags.ts modelChoiceOf, design/model-choice.ts copyModelConfig): real
+// cli/model-flags.ts modelChoiceOf, design/model-choice.ts copyModelConfig): real
 // files in temporary folders, and the real `npm run experiment` command line — a configuration of
 // an `openai` model pointed at a scripted OpenAI-compatible server on loopback runs an instance to
 // its end, its file copied byte for byte into the run folder and its sha256 in the signed
@@ -13,11 +13,11 @@ import { checkSignedManifest } from '../../design/manifest.js';
 import { copyModelConfig, ModelChoiceError, type ModelChoice } from '../../design/model-choice.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
 import { lockPrereg } from '../../design/prereg.js';
-import { ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../experiments/cli/model-flags.js';
+import { ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../cli/model-flags.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { controllerSetup, controllerSetupWith, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
-import { SUBSTANTIVE_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { SUBSTANTIVE_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../faults/scripted-model-server.js';
 import { ofType, storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
 

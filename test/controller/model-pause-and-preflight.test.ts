@@ -29,7 +29,7 @@ import { checkReplay } from '../../writer/replay-check.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, controllerSetupWith, newInstanceOptions, resume, runInstance, type ControllerSetup, type InstanceRun } from '../support/controller-run.js';
 import { closeAllLoopbacks, completion, json as sendJson, modelList, MODEL as LOOPBACK_MODEL, startLoopback } from '../runtime/openai-loopback-server.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer, type ScriptedReply } from '../../faults/scripted-model-server.js';
 import { ofType, storedEvents, type StoredEvent } from '../support/stored-events.js';
 import { recordedUsableDataRule, summarizeRun, type RunSummary } from '../../controller/run-summary.js';
 import { describeFailures } from '../../schema/usable-data.js';

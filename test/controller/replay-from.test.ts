@@ -9,7 +9,7 @@ import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readReplaySource } from '../../design/model-choice.js';
-import { ModelFlagError, replaySettingsOf } from '../../experiments/cli/model-flags.js';
+import { ModelFlagError, replaySettingsOf } from '../../cli/model-flags.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { controllerSetup, type ControllerSetup } from '../support/controller-run.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AuditDesk } from '../../audit/audit-desk.js';
 import { PreRegistration, readPreregJson } from '../../design/prereg.js';
-import { EMPTY_ANSWER, startScriptedModelServer, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, startScriptedModelServer, type ScriptedModelServer } from '../../faults/scripted-model-server.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { evaluateInstance } from '../../oracle/instance-evaluation.js';
 import { hashCanonical } from '../../schema/hash.js';

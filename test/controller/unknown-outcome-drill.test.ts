@@ -1,4 +1,4 @@
-// The unknown-outcome drill (experiments/cli/drill.ts; docs/controller.md "Manual repair"), the
+// The unknown-outcome drill (cli/drill.ts; docs/controller.md "Manual repair"), the
 // way an operator follows it, with real parts only: `npm run experiment -- --drill
 // unknown-outcome` as a real process (its writer and runtime real processes, the runtime really
 // SIGKILLed at its first write intent), then the repair command exactly as the screen printed
@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { checkSignedManifest } from '../../design/manifest.js';
 import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
-import { DRILL_OPERATOR } from '../../experiments/cli/drill.js';
+import { DRILL_OPERATOR } from '../../cli/drill.js';
 import { SubjectState } from '../../projector/subject-state.js';
 import { FAULT_FILES } from '../../schema/fault-points.js';
 import { FaultSwitch } from '../../schema/fault-switch.js';

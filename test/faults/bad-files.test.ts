@@ -6,9 +6,9 @@
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { BAD_FILE_VERDICTS, badFileVerdictProblems, folderDifferences, type VerdictInput } from '../../experiments/faults/bad-files.js';
-import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { prepareHarness, runFaultPlan, type FaultRunResult } from '../../experiments/faults/fault-run.js';
+import { BAD_FILE_VERDICTS, badFileVerdictProblems, folderDifferences, type VerdictInput } from '../../faults/bad-files.js';
+import type { FaultRunPlan } from '../../faults/fault-plan.js';
+import { prepareHarness, runFaultPlan, type FaultRunResult } from '../../faults/fault-run.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { REPO } from '../support/controller-run.js';

@@ -8,11 +8,11 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import { FAULT_CELLS, planFaultRun, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../experiments/faults/fault-plan.js';
-import { runHarness } from '../../experiments/faults/fault-harness.js';
+import { FAULT_CELLS, planFaultRun, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../faults/fault-plan.js';
+import { runHarness } from '../../faults/fault-harness.js';
 import { FAULT_POINTS } from '../../schema/fault-points.js';
-import { FAULT_DISK_FILLER, fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from '../../experiments/faults/disk-full.js';
-import { prepareHarness, runFaultPlan, type FaultRunResult } from '../../experiments/faults/fault-run.js';
+import { FAULT_DISK_FILLER, fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from '../../faults/disk-full.js';
+import { prepareHarness, runFaultPlan, type FaultRunResult } from '../../faults/fault-run.js';
 import { appendSignedHead } from '../../controller/run-signatures.js';
 import { materializeWorkspace } from '../../controller/workspace.js';
 import type { Scenario } from '../../design/scenario.js';

@@ -1,4 +1,4 @@
-// The fault points' switch (schema/fault-switch.ts) and the harness's plan (experiments/faults/
+// The fault points' switch (schema/fault-switch.ts) and the harness's plan (faults/
 // fault-plan.ts): arming only through DS_FAULT_INJECTION, counting across processes of a role,
 // firing once, freezing a real process with SIGSTOP, and coverage of every cell by construction.
 import { spawn } from 'node:child_process';
@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { APPLICABLE_KINDS, BAD_FILE_KINDS, FAULT_ENV, FAULT_FILES, FAULT_KINDS, FAULT_POINTS, FaultReached, harnessActionOf, killedRole, SELF_HANDLED_KINDS, STALL_KINDS, type FaultArming } from '../../schema/fault-points.js';
 import { childEnvironment, FaultArmingError, FaultSwitch, processStartTicks } from '../../schema/fault-switch.js';
-import { FAULT_CELLS, FaultPlanError, planFaultRun, planFaultRuns, type Calibration, type GroupCalibration, type PointHits } from '../../experiments/faults/fault-plan.js';
+import { FAULT_CELLS, FaultPlanError, planFaultRun, planFaultRuns, type Calibration, type GroupCalibration, type PointHits } from '../../faults/fault-plan.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';
 

@@ -1,4 +1,4 @@
-// The invariants a finished fault run must pass (experiments/faults/invariants.ts), on one real
+// The invariants a finished fault run must pass (faults/invariants.ts), on one real
 // finished instance (in-process controller, real writer and runtime processes): the honest run
 // passes all eight, and for each invariant a copy of the run folder (or of its acknowledgement
 // log) broken in exactly the way that invariant guards against fails it, naming what broke.
@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkStoreInvariants, MAX_ACK_FILE_BYTES, MAX_ACK_LINES_PER_FILE, MAX_DETAILS, STORE_INVARIANTS, type InvariantResult, type StoreInvariant } from '../../experiments/faults/invariants.js';
+import { checkStoreInvariants, MAX_ACK_FILE_BYTES, MAX_ACK_LINES_PER_FILE, MAX_DETAILS, STORE_INVARIANTS, type InvariantResult, type StoreInvariant } from '../../faults/invariants.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { schemaVersionOf, type EventType } from '../../schema/event-catalog.js';
@@ -17,7 +17,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { unansweredWithin } from '../../writer/client.js';
 import { answerNotWithin } from '../../runtime/model-adapters/openai-adapter.js';
-import { STALL_MODEL_CALL_TIMEOUT_MS } from '../../experiments/faults/fault-plan.js';
+import { STALL_MODEL_CALL_TIMEOUT_MS } from '../../faults/fault-plan.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { editEnvelope, readProjectionRow, readSnapshots, RunCopies, storeOf, tamper } from '../support/store-forgery.js';

@@ -1,12 +1,12 @@
-// The model seed of a random_subject run (experiments/faults/random-subject-seed.ts), with the real
+// The model seed of a random_subject run (faults/random-subject-seed.ts), with the real
 // test model and the runtime's own model check: a seed whose probe runs past the cap is passed
 // over, named, for the next candidate drawn from the plan; the choice is the same every time.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import { RANDOM_SUBJECT_MAX_TOKENS, RANDOM_SUBJECT_TEMPERATURE } from '../../experiments/faults/fault-run.js';
-import { candidateModelSeed, firstAcceptedModelSeed, MAX_MODEL_SEED_CANDIDATES } from '../../experiments/faults/random-subject-seed.js';
+import type { FaultRunPlan } from '../../faults/fault-plan.js';
+import { RANDOM_SUBJECT_MAX_TOKENS, RANDOM_SUBJECT_TEMPERATURE } from '../../faults/fault-run.js';
+import { candidateModelSeed, firstAcceptedModelSeed, MAX_MODEL_SEED_CANDIDATES } from '../../faults/random-subject-seed.js';
 
 const MODEL_FILE = fileURLToPath(new URL('../../../shared/models/stories260K.gguf', import.meta.url));
 /** Seen in a 1,000-run batch (seed hour-1, run 124): at temperature 0.8 its probe ran to the 1,024-token cap and the model check refused the start. */

@@ -10,9 +10,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { earlierRecordsOf, FaultRerunRefusal } from '../../experiments/faults/fault-harness.js';
-import type { FaultRunPlan } from '../../experiments/faults/fault-plan.js';
-import type { RunFingerprint } from '../../experiments/faults/fault-run.js';
+import { earlierRecordsOf, FaultRerunRefusal } from '../../faults/fault-harness.js';
+import type { FaultRunPlan } from '../../faults/fault-plan.js';
+import type { RunFingerprint } from '../../faults/fault-run.js';
 import { runCli } from '../support/cli.js';
 import { REPO } from '../support/controller-run.js';
 import { tempDir } from '../support/writer-fixture.js';

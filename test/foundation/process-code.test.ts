@@ -112,7 +112,7 @@ describe('processCodeFor', () => {
   });
 
   it('bundles a command that itself bundles (this module inside a bundle keeps its banner intact)', async () => {
-    const code = await processCodeFor(path.join(REPO, 'experiments', 'cli', 'verify.ts'), REPO);
+    const code = await processCodeFor(path.join(REPO, 'cli', 'verify.ts'), REPO);
     const out = execFileSync(process.execPath, [code.main, '--help'], { encoding: 'utf8' });
     expect(out).toMatch(/verify/);
   });

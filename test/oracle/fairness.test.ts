@@ -7,7 +7,7 @@ import type { InstanceManifest } from '../../design/manifest.js';
 import { manifestsDifferOnlyByGroup } from '../../design/manifest.js';
 import { checkFairness, type FairnessInstance } from '../../oracle/fairness.js';
 import { eventsOf, loadRunRecord, type RunRecord } from '../../oracle/run-record.js';
-import type { Group } from '../../oracle/study-report.js';
+import type { Group } from '../../design/groups.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventType, PayloadOf } from '../../schema/event-catalog.js';
 import { ModelAnswered } from '../../schema/events/model-output-events.js';

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { EMPTY_ANSWER, promptEvents, startScriptedModelServer, type PromptEvent, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, promptEvents, startScriptedModelServer, type PromptEvent, type ScriptedModelServer } from '../../faults/scripted-model-server.js';
 import type { InstanceResult } from '../../controller/instance-runner.js';
 import { CHECKPOINT_FIELDS, type CheckpointField } from '../../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';

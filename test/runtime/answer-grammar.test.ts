@@ -10,7 +10,7 @@
 //   ModelAnswerV2.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { answerGrammar, AnswerGrammarError, ANSWER_GRAMMAR_LIMITS, integerAlternatives } from '../../runtime/answer-grammar.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { loadLocalEngine, type EngineContext, type EngineLlama, type EngineModel, type LocalEngine } from '../../runtime/model-adapters/load-engine.js';

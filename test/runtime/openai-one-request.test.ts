@@ -18,7 +18,7 @@
 //   nothing, and the request is larger than the connection's buffers) is no answer — retried,
 //   ending `transport` with usage null and the reason in its detail — not a `timeout` with an
 //   estimate.
-import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';

@@ -4,7 +4,7 @@
 // configured dialect shows the constraint honoured — else a refusal with a reason a person can
 // act on. And the checker behind the probe, fed forged answers.
 import { afterEach, describe, expect, test } from 'vitest';
-import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { OpenAiAdapter, PROBE_MESSAGES, type OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-adapter.js';
 import { checkConstrainedAnswer } from '../../runtime/model-adapters/structured-output.js';

@@ -27,8 +27,8 @@ import { RetrievalPolicy } from '../../schema/retrieval-policy.js';
 import type { WriterClient } from '../../writer/client.js';
 import { ControllerScript, readEvents, RUNTIME_GOAL_ID, runtimeWorkspace, WORKSPACE_FILES, type OpenWake } from '../support/runtime-store.js';
 import { messageDraft, startWriterFixture, type WriterFixture } from '../support/writer-fixture.js';
-import { startScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
-import { STUB_ANSWER } from '../../experiments/bench/wake-overhead-bench.js';
+import { startScriptedModelServer } from '../../faults/scripted-model-server.js';
+import { STUB_ANSWER } from '../../tools/bench/wake-overhead-bench.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -1,7 +1,7 @@
 // The wake loop end to end with a real model server (issue 5 items 1, 3, 5, 6, 7, 10): real
 // instances (controller in-process, real ds-writer and ds-runtime processes, same-uid
 // isolation) whose model is the `openai` adapter pointed at a scripted OpenAI-compatible
-// server on loopback (experiments/bench/scripted-model-server.ts). The script answers by the wake
+// server on loopback (faults/scripted-model-server.ts). The script answers by the wake
 // id the prompt names, so each chosen wake gets one crafted answer; every other wake gets a
 // benign valid answer (nothing proposed, nothing claimed).
 //
@@ -31,7 +31,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { controllerSetup, newInstanceOptions, resume, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
-import { promptEvents, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer, type ScriptedReply, type ScriptedRequest } from '../../experiments/bench/scripted-model-server.js';
+import { promptEvents, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer, type ScriptedReply, type ScriptedRequest } from '../../faults/scripted-model-server.js';
 import { storedEvents as stored, type StoredEvent as Stored } from '../support/stored-events.js';
 
 /** The timeout instance's call timeout: long enough that a loaded machine answers the other wakes in time. */

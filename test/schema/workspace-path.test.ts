@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'vitest';
 import { MODEL_OUTPUT_V2_LIMITS, parseModelOutput } from '../../runtime/model-protocol.js';
 import { checkWorkspacePath, WORKSPACE_PATH_RULE } from '../../schema/workspace-path.js';
-import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 
 const R = WORKSPACE_PATH_RULE;
 

@@ -1,6 +1,6 @@
 // A study's blocks against a real model server on loopback (issue 31 items 1 and 2), through the
 // real `npm run study` command line: real controller, writer and runtime processes, the real
-// `openai` adapter, a scripted OpenAI-compatible server (experiments/bench/scripted-model-server.ts)
+// `openai` adapter, a scripted OpenAI-compatible server (faults/scripted-model-server.ts)
 // that answers every call after a short think and counts the chat requests it holds open at once.
 //
 // - One slot (the default): the block's three instances ran in lockstep — the server never held
@@ -18,11 +18,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { blockTurnOrder } from '../../design/block-turn-order.js';
 import { lockPrereg } from '../../design/prereg.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type Script, type ScriptedModelServer } from '../../faults/scripted-model-server.js';
 import { blockRecordFile, checkBlockTurns, readBlockRecord } from '../../oracle/block-turns.js';
 import { checkLoadConfound } from '../../oracle/load-confound.js';
-import { replicateSeed } from '../../oracle/study-replicates.js';
-import { GROUPS, StudyReport, type Group } from '../../oracle/study-report.js';
+import { replicateSeed } from '../../study-contract/study-replicates.js';
+import { GROUPS, type Group } from '../../design/groups.js';
+import { StudyReport } from '../../oracle/study-report.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, type ControllerSetup } from '../support/controller-run.js';
 

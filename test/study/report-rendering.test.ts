@@ -3,12 +3,13 @@
 // are escaped in both formats, and the HTML references nothing outside itself.
 import { describe, expect, test } from 'vitest';
 import { DIMENSIONS } from '../../oracle/continuity-score.js';
-import { GROUPS, StudyReport } from '../../oracle/study-report.js';
+import { GROUPS } from '../../design/groups.js';
+import { StudyReport } from '../../oracle/study-report.js';
 import { FAILURE_KINDS } from '../../schema/usable-data.js';
-import { FALLBACK_PASS_SCORE_POINTS, groupAccuracyOverTime, passLine } from '../../experiments/study/report-charts.js';
+import { FALLBACK_PASS_SCORE_POINTS, groupAccuracyOverTime, passLine } from '../../study/report-charts.js';
 import { escapeHtml } from '../../foundation/html-escape.js';
-import { renderReportHtml } from '../../experiments/study/report-html.js';
-import { DRY_RUN_FALLBACK_STATEMENT, formatPoints, markdownText, POINT_DECIMALS, renderReportMarkdown } from '../../experiments/study/report-markdown.js';
+import { renderReportHtml } from '../../study/report-html.js';
+import { DRY_RUN_FALLBACK_STATEMENT, formatPoints, markdownText, POINT_DECIMALS, renderReportMarkdown } from '../../study/report-markdown.js';
 import { expandedStudyReport, hardFailureStudyReport, noUsableDataStudyReport, sampleStudyReport, voidedStudyReport } from '../support/sample-study-report.js';
 
 const VARIANTS = { sample: sampleStudyReport, expanded: expandedStudyReport, voided: voidedStudyReport, hardFailure: hardFailureStudyReport, noUsableData: noUsableDataStudyReport } as const;

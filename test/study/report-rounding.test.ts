@@ -17,9 +17,9 @@ import { ROUNDED_FIGURES, ROUNDING_RULES } from '../../oracle/report-rounding.js
 import { checkRoundedFigures } from '../../oracle/rounded-figures-check.js';
 import { STUDY_REPORT_VERSION, StudyReport } from '../../oracle/study-report.js';
 import { PreRegistration, readPreregJson } from '../../design/prereg.js';
-import { recomputeStudy } from '../../experiments/study/study-recompute.js';
-import { resumeStudy } from '../../experiments/study/study-resume.js';
-import { runStudy, STUDY_FILES, type StudyOptions } from '../../experiments/study/study-runner.js';
+import { recomputeStudy } from '../../study/study-recompute.js';
+import { resumeStudy } from '../../study/study-resume.js';
+import { runStudy, STUDY_FILES, type StudyOptions } from '../../study/study-runner.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
 import { copiedStudyOptions, copyingRunner } from '../support/copying-runner.js';

@@ -1,4 +1,4 @@
-// The study's orchestration (experiments/study/study-runner.ts): expansion of ALL groups, the
+// The study's orchestration (study/study-runner.ts): expansion of ALL groups, the
 // pause after an unauthorised execution, an operator stop, and --recompute catching a report
 // that no longer follows from its folders. Three real instances (A, B, C of one seed) are run
 // once; the study's instances are copies of them, handed over by a stand-in for
@@ -12,9 +12,9 @@ import type { Group } from '../../controller/instance-runner.js';
 import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '../../design/prereg.js';
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { StudyReport } from '../../oracle/study-report.js';
-import { buildStudyReport, type BuiltInstance } from '../../experiments/study/study-report-builder.js';
-import { runStudy, StudyError, STUDY_FILES, StudyPlan, type StudyOptions } from '../../experiments/study/study-runner.js';
-import { recomputeStudy } from '../../experiments/study/study-recompute.js';
+import { buildStudyReport, type BuiltInstance } from '../../study/study-report-builder.js';
+import { runStudy, StudyError, STUDY_FILES, StudyPlan, type StudyOptions } from '../../study/study-runner.js';
+import { recomputeStudy } from '../../study/study-recompute.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';

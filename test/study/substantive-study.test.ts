@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { lockPrereg } from '../../design/prereg.js';
-import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER, SCRIPTED_MODEL_ID, startScriptedModelServer, type ScriptedModelServer } from '../../faults/scripted-model-server.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { runCli, type CliResult } from '../support/cli.js';

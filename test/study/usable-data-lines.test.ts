@@ -8,11 +8,12 @@
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { PreRegistration, readPreregJson } from '../../design/prereg.js';
-import { buildStudyReport, type BuiltInstance } from '../../experiments/study/study-report-builder.js';
-import { renderReportHtml } from '../../experiments/study/report-html.js';
-import { renderReportMarkdown, usableDataScreenLines } from '../../experiments/study/report-markdown.js';
-import { StudyPlan } from '../../oracle/study-folder.js';
-import { GROUPS, type Group, type StudyReport } from '../../oracle/study-report.js';
+import { buildStudyReport, type BuiltInstance } from '../../study/study-report-builder.js';
+import { renderReportHtml } from '../../study/report-html.js';
+import { renderReportMarkdown, usableDataScreenLines } from '../../study/report-markdown.js';
+import { StudyPlan } from '../../study-contract/study-folder.js';
+import { GROUPS, type Group } from '../../design/groups.js';
+import { type StudyReport } from '../../oracle/study-report.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { REPO, TEST_START_AT } from '../support/controller-run.js';
 

@@ -16,8 +16,8 @@ import type { Group } from '../../controller/instance-runner.js';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { RunSummary } from '../../controller/run-summary.js';
-import { runStudy, STUDY_FILES } from '../../experiments/study/study-runner.js';
-import { recomputeStudy } from '../../experiments/study/study-recompute.js';
+import { runStudy, STUDY_FILES } from '../../study/study-runner.js';
+import { recomputeStudy } from '../../study/study-recompute.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { FAULT_ENV } from '../../schema/fault-points.js';
 import { RUN_FILES } from '../../schema/run-files.js';
@@ -37,7 +37,7 @@ const cli: Partial<Record<'A' | 'B', { code: number; stdout: string; stderr: str
 
 /** `npm run experiment` as a real process, with `env` added to this process's environment. */
 async function experimentCli(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return run(process.execPath, ['--import', 'tsx', path.join(REPO, 'experiments', 'cli', 'experiment.ts'), ...args], { cwd: REPO, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 }).then(
+  return run(process.execPath, ['--import', 'tsx', path.join(REPO, 'cli', 'experiment.ts'), ...args], { cwd: REPO, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );

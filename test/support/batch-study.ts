@@ -10,9 +10,9 @@ import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../design/prereg.js';
-import { signStudyFile } from '../../experiments/cluster/batch-plan-writer.js';
-import { BATCH_FILES } from '../../oracle/batch-plan.js';
-import { BATCH_STUDY_VERSIONS_BY_INSTANCE, STUDY_FILES } from '../../oracle/study-folder.js';
+import { signStudyFile } from '../../study/batch/batch-plan-writer.js';
+import { BATCH_FILES } from '../../study-contract/batch-plan.js';
+import { BATCH_STUDY_VERSIONS_BY_INSTANCE, STUDY_FILES } from '../../study-contract/study-folder.js';
 import { REPO } from './controller-run.js';
 
 /** Variables a scheduler (or a shell) sets that a task reads: removed unless a case sets them. */
@@ -33,10 +33,10 @@ export function taskEnv(xdgConfigHome: string, extra: Readonly<Record<string, st
   return { ...env, ...extra };
 }
 
-/** `node --import tsx experiments/cli/study.ts ARGS` with `env`; its exit code and output, whatever the code. */
+/** `node --import tsx cli/study.ts ARGS` with `env`; its exit code and output, whatever the code. */
 export function study(args: readonly string[], env: NodeJS.ProcessEnv): Promise<StudyCall> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', path.join(REPO, 'experiments', 'cli', 'study.ts'), ...args], { cwd: REPO, env, timeout: CALL_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', path.join(REPO, 'cli', 'study.ts'), ...args], { cwd: REPO, env, timeout: CALL_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : -1;
       resolve({ code, stdout, stderr });
     });
@@ -51,7 +51,7 @@ export interface SpawnedStudy {
 
 /** The same, left running (to be signalled by its pid: its title is ds-controller, not its command line). */
 export function spawnStudy(args: readonly string[], env: NodeJS.ProcessEnv): SpawnedStudy {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'experiments', 'cli', 'study.ts'), ...args], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'cli', 'study.ts'), ...args], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { cpSync } from 'node:fs';
 import path from 'node:path';
 import type { Group } from '../../controller/instance-runner.js';
-import { runStudy } from '../../experiments/study/study-runner.js';
+import { runStudy } from '../../study/study-runner.js';
 import { controllerSetup, newInstanceOptions, reopenControllerSetup, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
 import { copyingRunner } from './copying-runner.js';
 import { cachedFolder } from './fixture-cache.js';

@@ -15,12 +15,12 @@ export interface CliResult {
 }
 
 /**
- * `script` is a file under experiments/cli without its extension, e.g. 'verify'. Run from its
+ * `script` is a file under cli without its extension, e.g. 'verify'. Run from its
  * bundle (foundation/process-code.ts, as the controller starts its children): the same sources,
  * ~0.3 s of CPU to start against ~1.5 s through tsx, and the suite makes hundreds of these calls.
  */
 export async function runCli(script: string, args: readonly string[]): Promise<CliResult> {
-  const code = await processCodeFor(path.join(REPO_ROOT, 'experiments', 'cli', `${script}.ts`), REPO_ROOT);
+  const code = await processCodeFor(path.join(REPO_ROOT, 'cli', `${script}.ts`), REPO_ROOT);
   return run(process.execPath, [...code.execArgv, code.main, ...args]).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
@@ -38,7 +38,7 @@ export interface SpawnedCli {
 
 /** A command-line entry point left running (a server, a long run); `detached` gives it its own process group. */
 export function spawnCli(script: string, args: readonly string[], options: { detached?: boolean } = {}): SpawnedCli {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'experiments', 'cli', `${script}.ts`), ...args], { cwd: REPO_ROOT, detached: options.detached ?? false, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'cli', `${script}.ts`), ...args], { cwd: REPO_ROOT, detached: options.detached ?? false, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

@@ -8,7 +8,7 @@ import type { Group, InstanceResult, NewInstanceOptions } from '../../controller
 import { START_TURN_INDEX } from '../../design/block-turn-order.js';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import type { StudyOptions } from '../../experiments/study/study-runner.js';
+import type { StudyOptions } from '../../study/study-runner.js';
 import { SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from './controller-run.js';
 
 /** The copied run's turns in its block, as its wakes would have taken them. */

@@ -19,7 +19,7 @@
 // constrained answer (default: the smallest valid ds-model-output/2 answer).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { EMPTY_ANSWER } from '../../experiments/bench/scripted-model-server.js';
+import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { observeOverlap, type OverlapObserver } from './request-overlap.js';
 
 export const TOKEN_CHARS = 3;

@@ -7,7 +7,8 @@ import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { roundByRule, roundPoints, WHOLE_MS_ROUNDING } from '../../oracle/figure-rounding.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
 import { roundingSection, type ComparisonPoint } from '../../oracle/report-rounding.js';
-import { GROUPS, STUDY_REPORT_VERSION, StudyReport, type BlockSummary, type Group, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
+import { GROUPS, type Group } from '../../design/groups.js';
+import { STUDY_REPORT_VERSION, StudyReport, type BlockSummary, type GroupSummary, type ReportInstance, type ThresholdCheck, type Verdict } from '../../oracle/study-report.js';
 import { describeFailures, FAILURE_KINDS, formatShare, type ByFailure } from '../../schema/usable-data.js';
 
 /** experiments/prereg/default.json: dimension weights (sum 100) and thresholds. */
@@ -236,7 +237,7 @@ function expansionReasons(instances: readonly ReportInstance[], nInitial: number
   return reasons;
 }
 
-/** What experiments/study/study-report-builder.ts notes for an instance whose hard failure overrides its score. */
+/** What study/study-report-builder.ts notes for an instance whose hard failure overrides its score. */
 function overrideNotes(instances: readonly ReportInstance[]): string[] {
   return instances.flatMap((i) => (i.score !== null && i.hard_failures.length > 0 ? [`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${i.score.toFixed(2)} is overridden and counted as 0 (spec §8.4)`] : []));
 }

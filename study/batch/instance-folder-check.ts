@@ -1,0 +1,76 @@
+// One published instance folder held to its plan entry (the batch merge's per-folder check,
+// batch-merge.ts): its key on the plan's allow-list, verifyDirectory (chain, signed manifest and
+// heads), checkPlansUnder (plan conformance), and its signed manifest naming the entry's study,
+// group, replicate, seed and pre-registration. Plain data in and out, so it runs on a worker
+// thread (folder-check-pool.ts) as well as here; the verify and plan results go back too, so the
+// scoring that follows does not compute them again (oracle/hard-failures.ts RunChecks).
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { checkSignedManifest, GROUP_CAPABILITIES } from '../../design/manifest.js';
+import type { PlannedInstance } from '../../study-contract/batch-plan.js';
+import type { RunChecks } from '../../oracle/hard-failures.js';
+import { canonicalJson } from '../../schema/canonical-json.js';
+import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+import { checkPlansUnder } from '../../verification/plans-under.js';
+import { verifyDirectory } from '../../writer/verify-store.js';
+
+export interface FolderCheckInput {
+  readonly dir: string;
+  readonly entry: PlannedInstance;
+  readonly studyId: string;
+  readonly preregSha256: string;
+  readonly sameUid: boolean;
+  readonly allowedKeys: readonly string[];
+  readonly scenariosDir: string;
+}
+
+export interface FolderCheckResult {
+  readonly dir: string;
+  /** Every reason the folder is not the plan's instance (empty: it is). */
+  readonly problems: readonly string[];
+  /** experiment/instance id from the signed manifest: two folders with one are the same run. */
+  readonly identity: string | null;
+  /** null when the folder could not be verified at all (its key refused or unreadable). */
+  readonly checks: RunChecks | null;
+}
+
+/** A folder that cannot even be read is one more problem, never a crash of the merge. */
+export function checkInstanceFolder(input: FolderCheckInput): FolderCheckResult {
+  try {
+    return readAndCheck(input);
+  } catch (error) {
+    return { dir: input.dir, problems: [`unreadable: ${error instanceof Error ? error.message : String(error)}`], identity: null, checks: null };
+  }
+}
+
+function readAndCheck(input: FolderCheckInput): FolderCheckResult {
+  const { dir, entry } = input;
+  const refused = (problem: string): FolderCheckResult => ({ dir, problems: [problem], identity: null, checks: null });
+  const pubFile = path.join(dir, RUN_FILES.publicKey);
+  if (!existsSync(pubFile)) return refused(`no ${RUN_FILES.publicKey}: not a whole run folder (half-copied?)`);
+  const key = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
+  if (!input.allowedKeys.includes(toHex(key))) return refused(`signed by key ${toHex(key).slice(0, 16)}…, which is not on the plan's allow-list: a folder of somebody else's, however self-consistent`);
+  const problems: string[] = [];
+  const verify = verifyDirectory(dir);
+  for (const f of verify.failures) problems.push(`verify: ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`);
+  const plans = checkPlansUnder(dir, { scenariosDir: input.scenariosDir });
+  if (!plans.runs.some((r) => r.plan === 'checked')) problems.push(`plan conformance: not checked (${plans.runs.map((r) => `${r.run}: ${r.plan}`).join(', ') || 'no run found'})`);
+  for (const f of plans.failures) problems.push(`plan conformance: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}`);
+  const checks: RunChecks = { verify, plans };
+  const manifestFile = path.join(dir, RUN_FILES.manifest);
+  if (!existsSync(manifestFile)) return { dir, problems: [...problems, `no ${RUN_FILES.manifest}`], identity: null, checks };
+  const signed = checkSignedManifest(JSON.parse(readFileSync(manifestFile, 'utf8')), key);
+  if (!signed.ok) return { dir, problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], identity: null, checks };
+  const m = signed.manifest;
+  const expect = (what: string, got: unknown, want: unknown): void => {
+    if (canonicalJson(got) !== canonicalJson(want)) problems.push(`its signed manifest has ${what} ${JSON.stringify(got)}, the plan's entry ${JSON.stringify(want)}`);
+  };
+  if (m.experiment_id !== input.studyId) problems.push(`a folder of another study (${m.experiment_id}), not of ${input.studyId}`);
+  expect('replicate', m.replicate, entry.replicate);
+  expect('random_seed', m.random_seed, entry.seed);
+  expect(`the capabilities of group`, m.capabilities, GROUP_CAPABILITIES[entry.group]);
+  expect('prereg_sha256', m.prereg_sha256, input.preregSha256);
+  if (input.sameUid) expect('isolation mode', m.isolation.mode, 'same-uid');
+  return { dir, problems, identity: `${m.experiment_id}/${m.group_blind_id}`, checks };
+}

@@ -1,0 +1,70 @@
+// A new study's plan (study.json), checked whole before anything of the study is written: the
+// key, the pre-registration's lock and form, the bounds, every field study.json holds. One path
+// for a study run on one machine (study-runner.ts) and one planned for a batch scheduler
+// (study/batch/batch-plan-writer.ts), so the two plans cannot drift apart.
+import path from 'node:path';
+import { loadOrCreateControllerKey, type ControllerKey } from '../controller/key-store.js';
+import type { ModelChoice } from '../design/model-choice.js';
+import { checkPreregLock, PreRegistration, readPreregJson } from '../design/prereg.js';
+import type { BatchBlock } from '../study-contract/batch-plan.js';
+import { BATCH_STUDY_VERSION, MAX_STUDY_INSTANCES, STUDY_VERSION, StudyError, StudyPlan } from '../study-contract/study-folder.js';
+import { GROUPS } from '../design/groups.js';
+import { hashCanonical } from '../schema/hash.js';
+
+/** What a new study's plan is made of, a one-machine study's or a batch plan's (--plan-only). */
+export interface NewPlanInput {
+  readonly seed: string;
+  readonly preregFile: string;
+  readonly keyDir: string;
+  readonly concurrency: number;
+  /** n per group before expansion; default: the pre-registration's initial_n_per_group. */
+  readonly n: number | null;
+  readonly startAt: string;
+  readonly model: ModelChoice;
+  readonly studyId: string;
+  readonly sameUid: string | null;
+  /** A batch plan's block, made from the checked numbers (absent: a one-machine study, 1.1.0). */
+  readonly batch?: (nInitial: number, key: ControllerKey) => BatchBlock;
+}
+
+/**
+ * A new study's plan, checked whole before anything of the study is written: the key, the
+ * pre-registration's lock and form, the bounds, every field study.json holds.
+ */
+export function checkedNewStudyPlan(input: NewPlanInput): { readonly plan: StudyPlan; readonly prereg: PreRegistration; readonly key: ControllerKey } {
+  // Refused before anything is written (DESIGN §8): every instance would refuse it anyway.
+  const key = loadOrCreateControllerKey(input.keyDir);
+  const lock = checkPreregLock(input.preregFile, key.keys.publicKey);
+  if (!lock.ok) throw new StudyError('prereg_refused', `refusing to start the study: ${lock.failures.map((f) => f.message).join('; ')}`);
+  const prereg = parsedPrereg(input.preregFile, 'start');
+  const rule = prereg.expansion_rule;
+  const nInitial = input.n ?? rule.initial_n_per_group;
+  const nExpanded = Math.max(rule.expanded_n_per_group, nInitial);
+  if (nExpanded * GROUPS.length > MAX_STUDY_INSTANCES) throw new StudyError('out_of_bounds', `n = ${nExpanded} per group is ${nExpanded * GROUPS.length} instances, over the ${MAX_STUDY_INSTANCES} a study runs`);
+  const batch = input.batch?.(nInitial, key);
+  const parsed = StudyPlan.safeParse({
+    study_version: batch === undefined ? STUDY_VERSION : BATCH_STUDY_VERSION,
+    study_id: input.studyId,
+    seed: input.seed,
+    prereg_file: path.resolve(input.preregFile),
+    prereg_sha256: hashCanonical(prereg),
+    n_initial: nInitial,
+    n_expanded: nExpanded,
+    concurrency: input.concurrency,
+    start_at: input.startAt,
+    model: input.model,
+    started_at: new Date().toISOString(),
+    key_dir: path.resolve(input.keyDir),
+    same_uid: input.sameUid,
+    ...(batch === undefined ? {} : { batch }),
+  });
+  if (!parsed.success) throw new StudyError('out_of_bounds', `refusing to start the study: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}; nothing was written`);
+  return { plan: parsed.data, prereg, key };
+}
+
+/** The pre-registration file parsed, or the study refused with what is wrong in it. */
+export function parsedPrereg(file: string, what: 'start' | 'resume'): PreRegistration {
+  const parsed = PreRegistration.safeParse(readPreregJson(file));
+  if (!parsed.success) throw new StudyError('prereg_refused', `refusing to ${what} the study: ${file} is not a pre-registration this build runs: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}

@@ -1,0 +1,280 @@
+// The batch-merge part of `npm run bench -- --merge-instances N` (issue 18 item 6): what
+// `npm run study -- --merge` costs on a study of ~N instances, in time and memory.
+//   setup      a batch plan of n = ceil(N/3) per group (writeBatchPlan, as --plan-only), its
+//              indices 0-2 run for real (runBatchTask, as three --instance tasks at once), every
+//              other index filled with a copy of its group's real run folder (cpSync). The copies
+//              do not conform to their plan entries (their manifests name replicate 1, seed S-r1)
+//              and are the same run many times, so the merge refuses them (refused, duplicated):
+//              expected — what is measured is the merge's work, and every folder gets all of it
+//   raw        the floor: every events.db of every folder read with better-sqlite3 and every row
+//              JSON.parse-d, which any merge must at least do (the ratios' denominator)
+//   verify     checkRounds (batch-merge.ts) on every folder: chain, signatures, plan conformance,
+//              manifest against the plan entry
+//   report     rebuildStudyReport (study-recompute.ts: every folder scored by name, the merge's
+//              report path), then writeStudyReport (report.json/.md/.html)
+// Each phase runs in a process of its own (batch-merge-phase.ts), so its peak RSS is its own.
+// The same phases run again on a study of ~N/10 instances built the same way: per-instance time
+// at both sizes says whether time is linear, and the peak-RSS difference over the instance
+// difference is the memory each further instance adds (0 = bounded). Where the time goes is
+// measured per step on the small study (verify_parts, report_parts), and the heap one held
+// evaluation keeps alive (retained, with --expose-gc), with the share of it that is record.events.
+// It is a measurement, not a test: it exits 0 when the aim is missed and says MISSED.
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import type { IsolationOptions } from '../../controller/isolation.js';
+import { KEY_FILES } from '../../controller/key-store.js';
+import { MAX_STUDY_INSTANCES, STUDY_FILES } from '../../study-contract/study-folder.js';
+import { instanceDirName } from '../../study-contract/study-replicates.js';
+import { GROUPS } from '../../design/groups.js';
+import { DEFAULT_START_AT, SCENARIOS_DIR } from '../../cli/run-defaults.js';
+import { readBatchPlan } from '../../study/batch/batch-plan-reader.js';
+import { writeBatchPlan } from '../../study/batch/batch-plan-writer.js';
+import { runBatchTask, type TaskOptions } from '../../study/batch/instance-task.js';
+import type { Phase, PhaseResult } from './batch-merge-phase.js';
+import { log, roundTo } from './bench-util.js';
+import { BENCH_SEED, benchControllerSetup } from './wake-overhead-bench.js';
+import { BENCH_AIMS } from './bench-aims.js';
+
+/** The merge and its report of the study are meant to take less than this, together. */
+export const BATCH_MERGE_AIM_MAX_S = BENCH_AIMS.batch_merge_total.aim;
+export const DEFAULT_MERGE_INSTANCES = 0;
+/** 6: two replicates per group, so the small study has one. */
+export const MIN_MERGE_INSTANCES = 6;
+export const MAX_MERGE_INSTANCES = MAX_STUDY_INSTANCES - GROUPS.length;
+/** The small study is this fraction of the large one (at least one replicate per group). */
+const SMALL_FRACTION = 0.1;
+/** Copies may take at most this share of the free disk. */
+const MAX_DISK_SHARE = 0.8;
+const PHASE_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'batch-merge-phase.ts');
+const TSX_LOADER = createRequire(import.meta.url).resolve('tsx');
+const STUDY_ID = 'bench-batch-merge';
+
+export interface BatchMergeBenchParams {
+  /** Instances asked for (rounded up to whole replicates of A, B, C); 0 skips this part. */
+  readonly instances: number;
+  readonly isolation: IsolationOptions;
+}
+
+interface SizeResult {
+  readonly instances: number;
+  readonly raw: PhaseResult;
+  readonly verify: PhaseResult;
+  readonly report: PhaseResult;
+}
+
+export interface BatchMergeBenchReport {
+  readonly n_per_group: number;
+  readonly instances: number;
+  readonly real_runs: number;
+  readonly cores: number;
+  readonly load_average: { readonly before: readonly number[]; readonly after: readonly number[]; readonly by_phase: Record<string, readonly number[]> };
+  readonly setup: { readonly real_tasks_wall_ms: number; readonly copy_ms: number; readonly folder_mb: number; readonly disk_mb: number };
+  /** Per phase: total ms, ms per instance, ratio to raw, peak RSS, at the large and the small size. */
+  readonly phases: Record<'raw' | 'verify' | 'report_rebuild' | 'report_write' | 'merge_total', { readonly ms: number; readonly per_instance_ms: number; readonly ratio_to_raw: number; readonly small_per_instance_ms: number }>;
+  readonly peak_rss_mb: Record<'raw' | 'verify' | 'report', { readonly large: number; readonly small: number; readonly start: number; readonly at_quarters: readonly number[]; readonly growth_per_instance_mb: number; readonly projected_at_max_study_mb: number }>;
+  readonly verify_findings: Record<string, unknown>;
+  readonly report_detail: Record<string, unknown>;
+  readonly where_time_goes: { readonly verify_per_folder_ms: Record<string, number>; readonly report_per_folder_ms: Record<string, number> };
+  readonly retained: Record<string, unknown>;
+  readonly small: { readonly instances: number };
+  readonly aim: { readonly max_total_s: number; readonly total_s: number; readonly met: boolean };
+  readonly params: Record<string, unknown>;
+}
+
+function folderBytes(dir: string, depth = 0): number {
+  if (depth > 32) throw new Error(`${dir}: nested deeper than 32 levels`);
+  let sum = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    sum += entry.isDirectory() ? folderBytes(full, depth + 1) : statSync(full).size;
+  }
+  return sum;
+}
+
+/** Runs one phase in its own node process; its stdout is one PhaseResult. */
+function runPhase(phase: Phase, studyDir: string, pubFile: string): Promise<PhaseResult> {
+  const args = ['--import', TSX_LOADER, ...(phase === 'retained' ? ['--expose-gc'] : []), PHASE_FILE, phase, studyDir, pubFile, SCENARIOS_DIR];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      // One JSON line is expected; a runaway child is cut off rather than held in memory.
+      if (out.length < 1_000_000) out += chunk;
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      if (code !== 0) return reject(new Error(`batch merge phase ${phase} on ${studyDir} ended with ${signal ?? `exit ${code}`} (its stderr is above)`));
+      try {
+        resolve(JSON.parse(out.trim()) as PhaseResult);
+      } catch {
+        reject(new Error(`batch merge phase ${phase} printed no JSON result: ${out.slice(0, 300)}`));
+      }
+    });
+  });
+}
+
+const load = (): number[] => os.loadavg().map((x) => roundTo(x, 2));
+
+export async function runBatchMergeBench(params: BatchMergeBenchParams, parentDir: string): Promise<BatchMergeBenchReport> {
+  const dir = mkdtempSync(path.join(parentDir, 'batch-merge-'));
+  const loadBefore = load();
+  const loadByPhase: Record<string, number[]> = {};
+  try {
+    const n = Math.ceil(params.instances / GROUPS.length);
+    const nSmall = Math.max(1, Math.round(n * SMALL_FRACTION));
+    const instances = n * GROUPS.length;
+    log(`batch merge: n = ${n} per group = ${instances} instances (asked ${params.instances}); the small study n = ${nSmall} (${nSmall * GROUPS.length}); load average ${loadBefore.join(' ')} on ${os.cpus().length} cores`);
+    // The pre-registration's first round is the plan's n (its rule would expand to n + 1; nothing here expands).
+    const setup = benchControllerSetup(dir, n + 1);
+    const plan = (outDir: string, nPerGroup: number): void => {
+      writeBatchPlan({ outDir, seed: BENCH_SEED, preregFile: setup.preregFile, keyDir: setup.keyDir, n: nPerGroup, startAt: DEFAULT_START_AT, model: { adapter: 'reference' }, studyId: STUDY_ID, sameUid: params.isolation.forceSameUid ?? null, allowKeyFiles: [] });
+    };
+    const large = path.join(dir, 'study');
+    const small = path.join(dir, 'study-small');
+    plan(large, n);
+    plan(small, nSmall);
+    const batchPlan = readBatchPlan(large, null);
+
+    // Three real instances, one per group, as three tasks at once.
+    const options: TaskOptions = {
+      studyDir: large,
+      keyDir: setup.keyDir,
+      scratch: { root: path.join(dir, 'scratch'), from: '--scratch' },
+      preregFile: null,
+      scenariosDir: SCENARIOS_DIR,
+      operator: 'npm run bench',
+      signal: new AbortController().signal,
+      env: process.env,
+      log: (line) => {
+        if (/FAILED|STOPPED|REFUSED|isolation: /.test(line)) log(`batch merge: ${line}`);
+      },
+    };
+    let t = performance.now();
+    const outcomes = await Promise.all([0, 1, 2].map((index) => runBatchTask(options, index, batchPlan)));
+    const realMs = performance.now() - t;
+    const notDone = outcomes.filter((o) => o.state !== 'done');
+    if (notDone.length > 0) throw new Error(`batch merge: real task(s) not sealed: ${notDone.map((o) => `${o.index} ${o.state} ${o.detail ?? ''}`).join('; ')}`);
+    const instancesDir = path.join(large, STUDY_FILES.instances);
+    const real = Object.fromEntries(GROUPS.map((g) => [g, path.join(instancesDir, instanceDirName(g, 1))]));
+    const perReplicateBytes = GROUPS.reduce((s, g) => s + folderBytes(real[g]!), 0);
+    const copiesBytes = perReplicateBytes * (n - 1 + nSmall);
+    const fs = statfsSync(dir);
+    const freeBytes = fs.bavail * fs.bsize;
+    if (copiesBytes > freeBytes * MAX_DISK_SHARE) throw new Error(`batch merge: ${instances} instances need ~${Math.round(copiesBytes / 1e6)} MB of copies; ${dir} has ${Math.round(freeBytes / 1e6)} MB free: ask for fewer with --merge-instances`);
+    log(`batch merge: 3 real instances in ${(realMs / 1_000).toFixed(1)} s; copying them to ${instances - 3 + nSmall * GROUPS.length} folders (~${Math.round(copiesBytes / 1e6)} MB)`);
+
+    t = performance.now();
+    for (const entry of batchPlan.instances) {
+      if (entry.index < GROUPS.length) continue;
+      cpSync(real[entry.group]!, path.join(instancesDir, instanceDirName(entry.group, entry.replicate)), { recursive: true });
+    }
+    for (const entry of readBatchPlan(small, null).instances) cpSync(real[entry.group]!, path.join(small, STUDY_FILES.instances, instanceDirName(entry.group, entry.replicate)), { recursive: true });
+    const copyMs = performance.now() - t;
+
+    const pubFile = path.join(setup.keyDir, KEY_FILES.public);
+    const phase = async (name: Phase, studyDir: string, label: string): Promise<PhaseResult> => {
+      loadByPhase[label] = load();
+      log(`batch merge: ${label} (load average ${loadByPhase[label]!.join(' ')})`);
+      const r = await runPhase(name, studyDir, pubFile);
+      log(`batch merge: ${label}: ${r.folders} folders in ${(r.ms / 1_000).toFixed(1)} s (${(r.ms / r.folders).toFixed(1)} ms each), peak RSS ${r.max_rss_mb} MB`);
+      return r;
+    };
+    const sizes = async (studyDir: string, count: number, label: string): Promise<SizeResult> => ({
+      instances: count,
+      raw: await phase('raw', studyDir, `raw ${label}`),
+      verify: await phase('verify', studyDir, `verify ${label}`),
+      report: await phase('report', studyDir, `report ${label}`),
+    });
+    const big = await sizes(large, instances, `${instances}`);
+    const little = await sizes(small, nSmall * GROUPS.length, `${nSmall * GROUPS.length}`);
+    const verifyParts = await phase('verify_parts', small, 'verify, step by step');
+    const reportParts = await phase('report_parts', small, 'report, step by step');
+    const retained = await phase('retained', small, 'retained heap per evaluation');
+
+    const rebuildMs = (r: PhaseResult): number => r.detail['rebuild_ms'] as number;
+    const writeMs = (r: PhaseResult): number => r.detail['write_ms'] as number;
+    const totalMs = (s: SizeResult): number => s.verify.ms + s.report.ms;
+    const row = (ms: number, smallMs: number) => ({ ms: roundTo(ms), per_instance_ms: roundTo(ms / big.instances, 2), ratio_to_raw: roundTo(ms / big.raw.ms, 2), small_per_instance_ms: roundTo(smallMs / little.instances, 2) });
+    const rss = (key: 'raw' | 'verify' | 'report') => {
+      const l = big[key];
+      const s = little[key];
+      const growth = (l.max_rss_mb - s.max_rss_mb) / (big.instances - little.instances);
+      return { large: l.max_rss_mb, small: s.max_rss_mb, start: l.rss.start_mb, at_quarters: l.rss.at_quarters_mb, growth_per_instance_mb: roundTo(growth, 3), projected_at_max_study_mb: roundTo(s.max_rss_mb + Math.max(0, growth) * (MAX_STUDY_INSTANCES - little.instances)) };
+    };
+    const totalS = totalMs(big) / 1_000;
+    return {
+      n_per_group: n,
+      instances,
+      real_runs: GROUPS.length,
+      cores: os.cpus().length,
+      load_average: { before: loadBefore, after: load(), by_phase: loadByPhase },
+      setup: { real_tasks_wall_ms: roundTo(realMs), copy_ms: roundTo(copyMs), folder_mb: roundTo(perReplicateBytes / GROUPS.length / 1e6, 2), disk_mb: roundTo(copiesBytes / 1e6) },
+      phases: {
+        raw: row(big.raw.ms, little.raw.ms),
+        verify: row(big.verify.ms, little.verify.ms),
+        report_rebuild: row(rebuildMs(big.report), rebuildMs(little.report)),
+        report_write: row(writeMs(big.report), writeMs(little.report)),
+        merge_total: row(totalMs(big), totalMs(little)),
+      },
+      peak_rss_mb: { raw: rss('raw'), verify: rss('verify'), report: rss('report') },
+      verify_findings: big.verify.detail,
+      report_detail: big.report.detail,
+      where_time_goes: { verify_per_folder_ms: verifyParts.detail['per_folder_ms'] as Record<string, number>, report_per_folder_ms: reportParts.detail['per_folder_ms'] as Record<string, number> },
+      retained: retained.detail,
+      small: { instances: little.instances },
+      aim: { max_total_s: BATCH_MERGE_AIM_MAX_S, total_s: roundTo(totalS, 1), met: totalS <= BATCH_MERGE_AIM_MAX_S },
+      params: {
+        instances: `${instances}: indices 0-2 real runs (reference model, runBatchTask, 3 at once), the others cpSync copies of their group's real run (refused and duplicated by the merge, fully verified first)`,
+        small_study: `${little.instances} instances built the same way; growth_per_instance_mb = (peak large - peak small) / (instances large - small); projected_at_max_study_mb: small peak + growth x (${MAX_STUDY_INSTANCES} - small)`,
+        raw: 'every events.db under every instance folder: better-sqlite3 read-only, SELECT envelope ORDER BY seq, JSON.parse of each row',
+        verify: 'checkRounds(study, planner key, scenarios, "planned")',
+        report: 'rebuildStudyReport(study, scenarios) then writeStudyReport; merge_total = verify + report',
+        memory: 'process.resourceUsage().maxRSS of each phase\'s own process; at_quarters: RSS sampled by a worker thread every 50 ms, at 25/50/75/100 % of the phase',
+        where_time_goes: `per folder, on the ${little.instances}-instance study: the checks problemsOf makes, and evaluateInstance's steps with the re-verification inside detectHardFailures timed apart again`,
+        retained: 'heapUsed after gc with up to 30 evaluations held (after one warm-up evaluation), minus before, per evaluation; then with only their record.events held',
+        isolation: params.isolation.forceSameUid === undefined ? 'separate uids when possible' : `same uid: ${params.isolation.forceSameUid}`,
+      },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Table
+
+const seconds = (ms: number): string => `${(ms / 1_000).toFixed(1)} s`;
+
+export function batchMergeTableLines(r: BatchMergeBenchReport): string[] {
+  const p = r.phases;
+  const line = (name: string, x: (typeof p)['raw'], what: string): string =>
+    `  ${name.padEnd(16)} ${seconds(x.ms).padStart(8)} ${`${x.per_instance_ms.toFixed(1)} ms`.padStart(10)}/inst  x${x.ratio_to_raw.toFixed(2).padStart(6)} raw   (${r.small.instances} inst: ${x.small_per_instance_ms.toFixed(1)} ms/inst)  ${what}`;
+  const mem = (name: string, m: (typeof r.peak_rss_mb)['raw']): string =>
+    `  ${name.padEnd(16)} peak ${`${m.large} MB`.padStart(9)} (${r.small.instances} inst: ${m.small} MB; start ${m.start} MB; at 25/50/75/100 %: ${m.at_quarters.join(' / ')} MB)  ${m.growth_per_instance_mb >= 0 ? '+' : ''}${m.growth_per_instance_mb.toFixed(3)} MB per instance, ~${Math.round(m.projected_at_max_study_mb)} MB at ${MAX_STUDY_INSTANCES}`;
+  const steps = (title: string, per: Record<string, number>): string[] => [`  ${title}`, ...Object.entries(per).map(([k, v]) => `    ${v.toFixed(1).padStart(8)} ms  ${k}`)];
+  const ret = r.retained;
+  return [
+    `batch merge benchmark: ${r.instances} instances (n = ${r.n_per_group} per group; ${r.real_runs} real runs, the rest copies), ${r.cores} cores, load average ${r.load_average.before.join(' ')} before, ${r.load_average.after.join(' ')} after;`,
+    `3 real tasks ${seconds(r.setup.real_tasks_wall_ms)}, copies ${seconds(r.setup.copy_ms)} (${r.setup.folder_mb} MB per folder)`,
+    '',
+    line('raw read+parse', p.raw, 'every events.db: SELECT envelope + JSON.parse (the floor)'),
+    line('verify', p.verify, `checkRounds: ${JSON.stringify(r.verify_findings['findings_by_kind'])}`),
+    line('report rebuild', p.report_rebuild, 'rebuildStudyReport: every folder scored'),
+    line('report write', p.report_write, 'writeStudyReport: json, md, html'),
+    line('merge total', p.merge_total, 'verify + rebuild + write'),
+    '',
+    mem('raw', r.peak_rss_mb.raw),
+    mem('verify', r.peak_rss_mb.verify),
+    mem('report', r.peak_rss_mb.report),
+    `  retained         ${ret['heap_per_evaluation_mb']} MB heap per held evaluation, of which record.events ${ret['heap_per_instance_events_mb']} MB (${ret['events_per_instance']} events, ${ret['events_json_per_instance_mb']} MB as JSON)`,
+    '',
+    ...steps(`where verify's time goes (per folder, ${r.small.instances}-instance study):`, r.where_time_goes.verify_per_folder_ms),
+    ...steps(`where the report's time goes (per folder, ${r.small.instances}-instance study):`, r.where_time_goes.report_per_folder_ms),
+  ];
+}

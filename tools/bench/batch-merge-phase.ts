@@ -1,0 +1,309 @@
+// One phase of the batch-merge benchmark (batch-merge-bench.ts), in a process of its own so that
+// its peak RSS (process.resourceUsage().maxRSS) is that phase's alone, not the bench's or an
+// earlier phase's. Run as
+//   node --import tsx tools/bench/batch-merge-phase.ts PHASE STUDY_DIR TRUSTED_PUB SCENARIOS_DIR
+// and prints exactly one JSON object (PhaseResult) on stdout; diagnostics go to stderr.
+//   raw            the floor any merge stands on: every events.db under every instance folder,
+//                  better-sqlite3 read-only, SELECT envelope ORDER BY seq, JSON.parse of each row
+//   verify         checkRounds (batch-merge.ts) on every folder: what --merge verifies
+//   report         rebuildStudyReport (study-recompute.ts), then writeStudyReport: what --merge writes
+//   verify_parts   where verify's time goes: per folder, the three checks problemsOf makes, timed apart
+//   report_parts   where the report's time goes: per folder, the steps evaluateInstance makes and the
+//                  re-verification inside detectHardFailures (verifyDirectory, checkPlansUnder, checkReplay)
+//   retained       (needs --expose-gc) the heap one held evaluation keeps alive, and how much of it is
+//                  record.events: what rebuildStudyReport holds for every instance until the report is built
+// RSS is also sampled every RSS_SAMPLE_MS by a worker thread (the phases are synchronous: the main
+// thread cannot sample itself), so the summary can say whether RSS climbs through the phase.
+import type { EventType } from '../../schema/event-catalog.js';
+import Database from 'better-sqlite3';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import { checkSignedManifest } from '../../design/manifest.js';
+import { STUDY_FILES } from '../../study-contract/study-folder.js';
+import { INSTANCE_DIR_RE } from '../../study-contract/study-replicates.js';
+import { computeOracle } from '../../oracle/expected-checkpoints.js';
+import { checkFacts } from '../../oracle/fact-check.js';
+import { detectHardFailures } from '../../oracle/hard-failures.js';
+import { evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
+import { loadRunRecord } from '../../oracle/run-record.js';
+import { scoreInstance } from '../../oracle/continuity-score.js';
+import { checkSideEffects } from '../../oracle/side-effects.js';
+import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
+import { RUN_FILES } from '../../schema/run-files.js';
+import { eventIsOneOf } from '../../schema/typed-event.js';
+import { judgeUsableData } from '../../schema/usable-data.js';
+import { checkPlansUnder } from '../../verification/plans-under.js';
+import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
+import { checkReplay } from '../../writer/replay-check.js';
+import { findRunFiles } from '../../writer/run-files-walk.js';
+import { verifyDirectory } from '../../writer/verify-store.js';
+import { checkRounds } from '../../study/batch/batch-merge.js';
+import { readStudyPlan } from '../../study-contract/study-folder.js';
+import { rebuildStudyReport } from '../../study/study-recompute.js';
+import { writeStudyReport } from '../../study/study-runner.js';
+
+export const PHASES = ['raw', 'verify', 'report', 'verify_parts', 'report_parts', 'retained'] as const;
+export type Phase = (typeof PHASES)[number];
+
+const RSS_SAMPLE_MS = 50;
+/** At most this many RSS samples are kept (a phase of 50 minutes); later ones only move the peak. */
+const MAX_RSS_SAMPLES = 60_000;
+/** Evaluations held at once by the retained phase (each one is an instance's events and scores). */
+const RETAINED_EVALUATIONS = 30;
+/** The event types buildStudyReport reads after scoring (checkFairness, judgeUsableData). */
+const REPORT_READS: readonly EventType[] = ['ExperimentEvent.BudgetLedgerRecorded', 'ExperimentEvent.InterventionDelivered', 'ModelOutputEvent.ModelAnswered', 'ModelOutputEvent.ModelCallFailed'];
+
+export interface RssTrace {
+  /** RSS in MB when the phase started (modules loaded, nothing read). */
+  readonly start_mb: number;
+  readonly peak_mb: number;
+  /** RSS at 25, 50, 75 and 100 % of the phase's wall time (folders are read at a steady rate, so: of its folders). */
+  readonly at_quarters_mb: readonly number[];
+  readonly samples: number;
+}
+
+export interface PhaseResult {
+  readonly phase: Phase;
+  readonly folders: number;
+  readonly ms: number;
+  /** process.resourceUsage().maxRSS of this process, in MB. */
+  readonly max_rss_mb: number;
+  readonly rss: RssTrace;
+  readonly detail: Record<string, unknown>;
+}
+
+const mb = (bytes: number): number => Math.round((bytes / 1024 / 1024) * 10) / 10;
+const ms1 = (x: number): number => Math.round(x * 10) / 10;
+
+/** A worker thread that samples the process's RSS while the main thread is busy; stop() returns the trace. */
+function startRssSampler(): { stop: () => Promise<{ t: number; rss: number }[]> } {
+  const code = `
+    const { parentPort } = require('node:worker_threads');
+    const { performance } = require('node:perf_hooks');
+    const samples = [];
+    let peak = 0;
+    const take = () => {
+      const rss = process.memoryUsage.rss();
+      if (rss > peak) peak = rss;
+      if (samples.length < ${MAX_RSS_SAMPLES}) samples.push({ t: performance.timeOrigin + performance.now(), rss });
+    };
+    take();
+    const timer = setInterval(take, ${RSS_SAMPLE_MS});
+    parentPort.on('message', () => { clearInterval(timer); take(); samples.push({ t: -1, rss: peak }); parentPort.postMessage(samples); });
+  `;
+  const worker = new Worker(code, { eval: true });
+  return {
+    stop: () =>
+      new Promise((resolve, reject) => {
+        worker.once('message', (samples: { t: number; rss: number }[]) => {
+          void worker.terminate();
+          resolve(samples);
+        });
+        worker.once('error', reject);
+        worker.postMessage('stop');
+      }),
+  };
+}
+
+function traceOf(samples: readonly { t: number; rss: number }[], startAt: number, endAt: number, startRss: number): RssTrace {
+  const timed = samples.filter((s) => s.t >= 0);
+  const peak = Math.max(startRss, ...samples.map((s) => s.rss));
+  const at = (fraction: number): number => {
+    const t = startAt + (endAt - startAt) * fraction;
+    let best = timed[0]?.rss ?? startRss;
+    for (const s of timed) if (s.t <= t) best = s.rss;
+    return mb(best);
+  };
+  return { start_mb: mb(startRss), peak_mb: mb(peak), at_quarters_mb: [0.25, 0.5, 0.75, 1].map(at), samples: timed.length };
+}
+
+function instanceFolders(studyDir: string): string[] {
+  const dir = path.join(studyDir, STUDY_FILES.instances);
+  return readdirSync(dir)
+    .filter((name) => INSTANCE_DIR_RE.test(name))
+    .sort()
+    .map((name) => path.join(dir, name));
+}
+
+/** Per-step sums over folders, in ms. */
+class StepTimes {
+  private readonly sums = new Map<string, number>();
+  time<T>(step: string, fn: () => T): T {
+    const t = performance.now();
+    try {
+      return fn();
+    } finally {
+      this.sums.set(step, (this.sums.get(step) ?? 0) + performance.now() - t);
+    }
+  }
+  perFolder(folders: number): Record<string, number> {
+    return Object.fromEntries([...this.sums].map(([k, v]) => [k, ms1(v / Math.max(1, folders))]));
+  }
+}
+
+function rawPhase(folders: readonly string[]): Record<string, unknown> {
+  let rows = 0;
+  let chars = 0;
+  let stores = 0;
+  for (const folder of folders) {
+    for (const store of findRunFiles(folder).stores) {
+      stores += 1;
+      const db = new Database(store, { readonly: true, fileMustExist: true });
+      try {
+        let seqSum = 0;
+        let n = 0;
+        for (const row of db.prepare<[], { envelope: string }>('SELECT envelope FROM events ORDER BY seq').iterate()) {
+          const parsed = JSON.parse(row.envelope) as { seq: number };
+          seqSum += parsed.seq;
+          chars += row.envelope.length;
+          n += 1;
+        }
+        // Uses what was parsed, so no engine can skip the parse.
+        if (seqSum !== (n * (n + 1)) / 2) throw new Error(`${store}: seqs sum to ${seqSum} over ${n} rows`);
+        rows += n;
+      } finally {
+        db.close();
+      }
+    }
+  }
+  return { stores, events: rows, events_per_folder: Math.round(rows / Math.max(1, folders.length)), envelope_mb: mb(chars) };
+}
+
+async function verifyPhase(studyDir: string, trustedKey: Uint8Array, scenariosDir: string): Promise<Record<string, unknown>> {
+  const check = await checkRounds(studyDir, trustedKey, scenariosDir, 'planned', (line) => process.stderr.write(`${line}\n`));
+  const byKind: Record<string, number> = {};
+  for (const f of check.findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
+  return { planned: check.checked.length, verified: check.verified, findings_by_kind: byKind, verify_ms_reported: check.verifyMs, first_finding: check.findings[0]?.detail.slice(0, 400) ?? null };
+}
+
+function reportPhase(studyDir: string, scenariosDir: string, begin: () => void): { detail: Record<string, unknown>; rebuildMs: number; writeMs: number; rebuildMaxRssMb: number } {
+  begin();
+  let t = performance.now();
+  const rebuilt = rebuildStudyReport(studyDir, scenariosDir);
+  const rebuildMs = performance.now() - t;
+  const rebuildMaxRssMb = mb(process.resourceUsage().maxRSS * 1024);
+  t = performance.now();
+  const files = writeStudyReport(studyDir, rebuilt.report);
+  const writeMs = performance.now() - t;
+  const bytes = Object.fromEntries(Object.entries(files).map(([k, f]) => [k, readFileSync(f).length]));
+  const statuses: Record<string, number> = {};
+  for (const i of rebuilt.report.instances) statuses[i.status] = (statuses[i.status] ?? 0) + 1;
+  return {
+    detail: { instances: rebuilt.report.instances.length, statuses, verdict: rebuilt.report.verdict, voided: rebuilt.report.voided, expansion: rebuilt.expansion, report_bytes: bytes, rebuild_ms: ms1(rebuildMs), write_ms: ms1(writeMs), rebuild_max_rss_mb: rebuildMaxRssMb },
+    rebuildMs,
+    writeMs,
+    rebuildMaxRssMb,
+  };
+}
+
+function verifyPartsPhase(folders: readonly string[], scenariosDir: string): Record<string, unknown> {
+  const steps = new StepTimes();
+  for (const dir of folders) {
+    const key = parsePublicKeyHex(readFileSync(path.join(dir, RUN_FILES.publicKey), 'utf8'));
+    steps.time('verifyDirectory (chain, signed heads and files)', () => verifyDirectory(dir));
+    steps.time('checkRunFollowsPlan (plan conformance)', () => checkRunFollowsPlan(dir, key, { scenariosDir }));
+    steps.time('checkSignedManifest', () => checkSignedManifest(JSON.parse(readFileSync(path.join(dir, RUN_FILES.manifest), 'utf8')), key));
+  }
+  return { per_folder_ms: steps.perFolder(folders.length) };
+}
+
+function reportPartsPhase(folders: readonly string[], studyDir: string, scenariosDir: string): Record<string, unknown> {
+  const plan = readStudyPlan(studyDir);
+  const steps = new StepTimes();
+  for (const dir of folders) {
+    const record = steps.time('loadRunRecord (read + zod-parse every event)', () => loadRunRecord(dir, scenariosDir));
+    const oracle = steps.time('computeOracle', () => computeOracle({ rules: record.prereg.scoring.oracle, scenario: record.scenario.definition, plan: record.plan }));
+    const workspaceDir = path.join(dir, RUN_FILES.workspace);
+    const facts = steps.time('checkFacts', () => checkFacts(record));
+    const unsoundFacts = new Map(facts.filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
+    const sideEffects = steps.time('checkSideEffects', () => checkSideEffects(record, workspaceDir));
+    steps.time('scoreInstance', () => scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir }));
+    steps.time('detectHardFailures (all of it)', () => detectHardFailures(record, { expectedPreregSha256: plan.prereg_sha256, scenariosDir }));
+    // Inside detectHardFailures, timed again apart: the checks that repeat what verify did.
+    steps.time('  of which verifyDirectory again', () => verifyDirectory(dir));
+    steps.time('  of which checkPlansUnder (plan conformance again)', () => checkPlansUnder(dir, { scenariosDir }));
+    steps.time('  of which checkReplay (full replay)', () => checkReplay(path.join(dir, RUN_FILES.store)));
+    steps.time('judgeUsableData (report builder)', () => judgeUsableData(record.events, null));
+  }
+  return { per_folder_ms: steps.perFolder(folders.length) };
+}
+
+function retainedPhase(folders: readonly string[], scenariosDir: string, studyDir: string): Record<string, unknown> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('the retained phase needs node --expose-gc');
+  const plan = readStudyPlan(studyDir);
+  // The first folder is evaluated and dropped before the baseline, so compiled code and module
+  // caches are not counted as what an evaluation holds; the next ones are held.
+  const warmUp = folders[0];
+  if (warmUp === undefined) throw new Error(`${studyDir} has no instance folders`);
+  evaluateInstance(warmUp, { scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
+  const held = folders.slice(1, RETAINED_EVALUATIONS + 1);
+  if (held.length === 0) throw new Error(`${studyDir} has one instance folder: nothing to hold after the warm-up`);
+  const settle = (): number => {
+    gc();
+    gc();
+    return process.memoryUsage().heapUsed;
+  };
+  const base = settle();
+  const evaluations: InstanceEvaluation[] = held.map((dir) => evaluateInstance(dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256 }));
+  const withAll = settle();
+  const events = evaluations.map((e) => e.record.events);
+  evaluations.length = 0;
+  const withEvents = settle();
+  const eventCount = events.reduce((s, e) => s + e.length, 0);
+  const jsonChars = events.reduce((s, e) => s + JSON.stringify(e).length, 0);
+  // What buildStudyReport still reads of the events once an instance is scored: checkFairness
+  // (oracle/fairness.ts) and judgeUsableData (schema/usable-data.ts) look at these types only.
+  const needed = events.map((list) => list.filter((e) => eventIsOneOf(e, REPORT_READS)));
+  events.length = 0;
+  const withNeeded = settle();
+  const neededCount = needed.reduce((s, e) => s + e.length, 0);
+  needed.length = 0;
+  const after = settle();
+  const per = (bytes: number): number => Math.round((bytes / held.length / 1024 / 1024) * 1000) / 1000;
+  return {
+    held: held.length,
+    heap_per_evaluation_mb: per(withAll - base),
+    heap_per_instance_events_mb: per(withEvents - base),
+    events_per_instance: Math.round(eventCount / held.length),
+    events_json_per_instance_mb: per(jsonChars),
+    heap_per_instance_report_read_events_mb: per(withNeeded - base),
+    report_read_events_per_instance: Math.round(neededCount / held.length),
+    report_read_types: REPORT_READS,
+    heap_after_release_mb: per(after - base),
+  };
+}
+
+async function main(): Promise<void> {
+  const [phaseArg, studyDir, pubFile, scenariosDir] = process.argv.slice(2);
+  if (!PHASES.includes(phaseArg as Phase) || !studyDir || !pubFile || !scenariosDir) throw new Error(`usage: batch-merge-phase.ts ${PHASES.join('|')} STUDY_DIR TRUSTED_PUB SCENARIOS_DIR`);
+  const phase = phaseArg as Phase;
+  const trustedKey = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
+  const folders = instanceFolders(studyDir);
+  const sampler = startRssSampler();
+  let startAt = performance.timeOrigin + performance.now();
+  let startRss = process.memoryUsage.rss();
+  const begin = (): void => {
+    startAt = performance.timeOrigin + performance.now();
+    startRss = process.memoryUsage.rss();
+  };
+  begin();
+  let detail: Record<string, unknown>;
+  if (phase === 'raw') detail = rawPhase(folders);
+  else if (phase === 'verify') detail = await verifyPhase(studyDir, trustedKey, scenariosDir);
+  else if (phase === 'report') detail = reportPhase(studyDir, scenariosDir, begin).detail;
+  else if (phase === 'verify_parts') detail = verifyPartsPhase(folders, scenariosDir);
+  else if (phase === 'report_parts') detail = reportPartsPhase(folders, studyDir, scenariosDir);
+  else detail = retainedPhase(folders, scenariosDir, studyDir);
+  const endAt = performance.timeOrigin + performance.now();
+  const samples = await sampler.stop();
+  const result: PhaseResult = { phase, folders: folders.length, ms: ms1(endAt - startAt), max_rss_mb: mb(process.resourceUsage().maxRSS * 1024), rss: traceOf(samples, startAt, endAt, startRss), detail };
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`[bench] batch-merge phase failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,139 @@
+// npm run bench: the store's throughput questions and the study's costs in one run, one table.
+//   append (append-bench.ts): the writer process against raw SQLite doing the same durable work
+//   replay (replay-bench.ts): rebuilding state from a store's events against SQLite reading
+//                             and JSON.parse-ing the same rows; restore and state-at-seq
+//                             from snapshots against replay from seq 1
+//   wake overhead (wake-overhead-bench.ts): the apparatus's own time per wake of a real
+//                             72-hour instance, model time taken out (reference policy, and
+//                             --model openai against a fixed-latency loopback stub), against a
+//                             Node IPC round trip and a durable commit (append's raw_single)
+//   long instance (long-instance-bench.ts): one group-C stub instance with ~10x the wakes
+//                             (a denser wake schedule: the schemas fix 72 h); per-wake overhead
+//                             of its last tenth of wakes against its first tenth
+//   study (study-bench.ts):   the whole A/B/C study, n per group, its wall time, parallel
+//                             efficiency and scoring time per instance
+//   batch merge (batch-merge-bench.ts, only with --merge-instances N): --merge's verify and
+//                             report over ~N instance folders, their peak RSS, against reading
+//                             and JSON.parse-ing every events.db of the same folders
+// Then every aim (bench-aims.ts) with MET / MISSED. It is a measurement, not a test: it exits 0
+// when an aim is missed and says MISSED. docs/bench.md has the flags, the aims and the figures.
+//
+//   npm run bench -- [--quick] [--events N] [--batch B] [--rounds R] [--replay-events M]
+//                    [--study-n S] [--study-concurrency K] [--stub-latency-ms L] [--no-long]
+//                    [--separate-uids] [--merge-instances I] [--json]
+//     (bench-command-line.ts has the defaults; --quick's are QUICK_DEFAULTS there.)
+//
+// With --json, stdout carries exactly one JSON object: the append report's keys (raw, ours,
+// ratios, params, and what else append-bench.ts reports) with `quick`, `aims` (the one list:
+// {name, value, unit, aim, comparison, met, quick, source, note}), `replay`, `wake_overhead`,
+// `long_instance`, `study`, `batch_merge` (null when skipped) and `wall` beside them.
+// Everything else goes to stderr (the writer child logs there too; the project's .npmrc
+// silences npm's banner).
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { runAppendBench } from './append-bench.js';
+import { aimLines, benchAims } from './bench-aims.js';
+import { parseCommandLine, USAGE } from './bench-command-line.js';
+import { log } from './bench-util.js';
+import { REPLAY_ROUNDS, replayTableLines, runReplayBench } from './replay-bench.js';
+import { batchMergeTableLines, runBatchMergeBench, type BatchMergeBenchReport } from './batch-merge-bench.js';
+import { longInstanceTableLines, runLongInstanceBench, type LongInstanceReport } from './long-instance-bench.js';
+import { runStudyBench, studyTableLines, type StudyBenchReport } from './study-bench.js';
+import { runWakeOverheadBench, WAKE_BENCH_GROUP, WAKE_BENCH_INSTANCE_SEED, wakeOverheadTableLines } from './wake-overhead-bench.js';
+import { reportFailure } from '../../cli/command-outcome.js';
+
+async function main(): Promise<number> {
+  // A bad flag throws UsageError: reportFailure prints it with the usage, exit 2.
+  const params = parseCommandLine(process.argv.slice(2));
+  const startMs = performance.now();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ds-bench-'));
+  // The replay store runs to a gigabyte; an interrupted run should not leave it behind.
+  // The handler runs between phases and build batches (a replay is one synchronous call).
+  const onSignal = (signal: NodeJS.Signals): void => {
+    rmSync(dir, { recursive: true, force: true });
+    process.stderr.write(`[bench] ${signal}: removed ${dir}\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    log(`temp dir ${dir}${params.quick ? '; QUICK run (--quick): smaller counts, no study, a shorter long instance; figures are indicative' : ''}`);
+    const phaseS: Record<string, number> = {};
+    const phase = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+      const t = performance.now();
+      try {
+        return await run();
+      } finally {
+        phaseS[name] = Math.round((performance.now() - t) / 100) / 10;
+      }
+    };
+    const append = await phase('append', () => runAppendBench(params.append, dir));
+    const { ratio: replayRatio, aim: replayAim, ...replay } = await phase('replay', () => runReplayBench(params.replay, dir));
+    // One durable single-row commit, as the append benchmark's raw_single measured it in this run.
+    const rawSingle = append.report.raw['single_events_per_second'];
+    if (rawSingle === undefined || !(rawSingle > 0)) throw new Error('the append benchmark reported no raw_single rate');
+    const durableCommitMs = 1_000 / rawSingle;
+    const wakeOverhead = await phase('wake_overhead', () => runWakeOverheadBench(params.wake, dir, durableCommitMs));
+    const raw = { ipcMs: wakeOverhead.raw.ipc_round_trip.median_ms, commitMs: durableCommitMs };
+    const longParams = params.long;
+    let long: LongInstanceReport | null = null;
+    if (longParams !== null) long = await phase('long_instance', () => runLongInstanceBench(longParams, dir, raw));
+    else log('long instance: skipped (--no-long)');
+    let study: StudyBenchReport | null = null;
+    if (params.study.n > 0) {
+      study = await phase('study', () => runStudyBench(params.study, dir, { group: WAKE_BENCH_GROUP, seed: WAKE_BENCH_INSTANCE_SEED, wall_ms: wakeOverhead.reference.instance_wall_ms }));
+    } else log(`study: skipped (--study-n 0${params.quick ? ', the --quick default' : ''})`);
+    let batchMerge: BatchMergeBenchReport | null = null;
+    if (params.merge.instances > 0) batchMerge = await phase('batch_merge', () => runBatchMergeBench(params.merge, dir));
+
+    const ratios = { append_single: append.ratios.append_single, append_batched: append.ratios.append_batched, replay: replay.replay.events_per_second / replay.raw_read_parse.events_per_second };
+    const aims = benchAims({ quick: params.quick, ratios, wake: wakeOverhead, long, study, batchMerge });
+    const wallS = Math.round((performance.now() - startMs) / 1_000);
+    log(`bench took ${wallS} s${params.quick ? ' (quick)' : ''}`);
+    const report = {
+      ...append.report,
+      quick: params.quick,
+      ratios: { ...append.report.ratios, replay: replayRatio },
+      // The one list of aims (bench-aims.ts); the append report's own aims object is replaced by it.
+      aims,
+      replay: { ...replay, aim: replayAim, params: { events: params.replay.events, aggregate: `raw_read_parse and replay: ${REPLAY_ROUNDS} interleaved rounds, pooled; the rest one pass each` } },
+      wake_overhead: wakeOverhead,
+      long_instance: long,
+      study,
+      batch_merge: batchMerge,
+      wall: { total_s: wallS, phases_s: phaseS },
+    };
+
+    if (params.json) {
+      process.stdout.write(`${JSON.stringify({ ...report, exit_code: 0 })}\n`);
+      for (const line of aimLines(aims)) log(line.trim());
+      return 0;
+    }
+    const out: string[] = [];
+    if (params.quick) out.push('', 'QUICK RUN (--quick): smaller counts, no study, a shorter long instance; every figure and aim below is indicative only');
+    out.push('', ...append.tableLines, '', ...replayTableLines({ ...replay, ratio: replayRatio, aim: replayAim }), '', ...wakeOverheadTableLines(wakeOverhead), '');
+    if (long) out.push(...longInstanceTableLines(long), '');
+    else out.push('long instance benchmark: skipped (--no-long)', '');
+    if (study) out.push(...studyTableLines(study), '');
+    else out.push('study benchmark: skipped (--study-n 0)', '');
+    if (batchMerge) out.push(...batchMergeTableLines(batchMerge), '');
+    out.push(`aims${params.quick ? ' (QUICK figures)' : ''}:`, ...aimLines(aims), `bench wall ${wallS} s (${Object.entries(phaseS).map(([k, v]) => `${k} ${v} s`).join(', ')})`);
+    process.stdout.write(`${out.join('\n')}\n`);
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.exitCode = reportFailure('bench', USAGE, error, process.argv.includes('--json'));
+  },
+);
