@@ -12,7 +12,8 @@ import { buildPackageData, packageFiles } from '../../blind-review/package-conte
 import { PACKAGE_FILES, TimelineEntry, type ClaimsWithEvidence, type ActionChains } from '../../blind-review/package-format.js';
 import { fitLists, MAX_SCORECARD_BYTES } from '../../blind-review/scorecard-budget.js';
 import type { ScorecardData } from '../../blind-review/scorecard-data.js';
-import { OPEN_TIMELINE_UP_TO_ENTRIES, renderScorecardPage } from '../../blind-review/scorecard-html.js';
+import { renderScorecardPage } from '../../blind-review/scorecard-html.js';
+import { OPEN_TIMELINE_UP_TO_ENTRIES } from '../../blind-review/scorecard-wakes.js';
 import { loadRunRecord, type RunRecord } from '../../oracle/run-record.js';
 import { copyStudy, makeBlindStudy } from '../support/blind-study.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
