@@ -18,7 +18,7 @@ import { buildBlockReport } from './block-report.js';
 import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../schema/usable-data.js';
 import { decideVerdict } from '../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../runtime/protocol.js';
-import type { StudyPlan } from './study-runner.js';
+import type { StudyPlan } from '../study-contract/study-folder.js';
 
 export interface BuiltInstance {
   readonly group: Group;

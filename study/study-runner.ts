@@ -41,7 +41,6 @@ import { buildStudyReport } from './study-report-builder.js';
 import { reportDifferences } from './study-recompute.js';
 
 // The study folder's contract lives in study-contract/study-folder.ts; re-exported for the study's callers.
-export { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode };
 
 /** The most blocks run at once (each is three instances, each a writer and a runtime process). */
 export const MAX_STUDY_CONCURRENCY = 64;

@@ -14,7 +14,8 @@ import { floorPlanViolations, formatViolation } from '../../tools/architecture/f
 import { importsOf } from '../../tools/architecture/import-graph.js';
 import { parseRoomsTable, roomsTableDifferences } from '../../tools/architecture/rooms-table.js';
 import { MAX_LINES_WITHOUT_REASON, sizeRuleViolations } from '../../tools/architecture/size-rule.js';
-import { readWorkingTree } from '../../tools/architecture/source-tree.js';
+import { importCircles } from '../../tools/architecture/import-circles.js';
+import { isHouseSource, readWorkingTree } from '../../tools/architecture/source-tree.js';
 import { ROOM_NAMES, ROOMS } from '../../foundation/rooms.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -129,6 +130,26 @@ describe('the floor plan (foundation/rooms.ts)', () => {
       `schema/a.ts:1: schema/ re-exports from '../writer/w.js' (writer/): schema may import ${ROOMS.schema.join(', ')} (foundation/rooms.ts)`,
       `writer/c.ts:2: writer/ imports (dynamically) '../controller/late.js' (controller/): writer may import ${ROOMS.writer.join(', ')} (foundation/rooms.ts)`,
     ]);
+  });
+});
+
+describe('import circles (tools/architecture/import-circles.ts)', () => {
+  test('the house — every room and the tools — has none', () => {
+    const house = readWorkingTree(ROOT, isHouseSource);
+    expect(house.some((f) => f.path.startsWith('tools/'))).toBe(true);
+    expect(importCircles(house)).toEqual([]);
+  });
+
+  test('forged: a circle through three files, and a file importing itself, are each found once; a chain is not a circle', () => {
+    const tree = forgedTree({
+      'study/a.ts': "import { b } from './b.js';\n",
+      'study/b.ts': "import { c } from './nested/c.js';\nimport { d } from '../oracle/d.js';\n",
+      'study/nested/c.ts': "export { a } from '../a.js';\n",
+      'oracle/d.ts': "import { e } from '../schema/e.js';\n",
+      'schema/e.ts': 'export const e = 1;\n',
+      'tools/self.ts': "import { self } from './self.js';\n",
+    });
+    expect(importCircles(readWorkingTree(tree, isHouseSource))).toEqual([['study/a.ts', 'study/b.ts', 'study/nested/c.ts'], ['tools/self.ts']]);
   });
 });
 

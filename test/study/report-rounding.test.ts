@@ -19,7 +19,8 @@ import { STUDY_REPORT_VERSION, StudyReport } from '../../oracle/study-report.js'
 import { PreRegistration, readPreregJson } from '../../design/prereg.js';
 import { recomputeStudy } from '../../study/study-recompute.js';
 import { resumeStudy } from '../../study/study-resume.js';
-import { runStudy, STUDY_FILES, type StudyOptions } from '../../study/study-runner.js';
+import { runStudy, type StudyOptions } from '../../study/study-runner.js';
+import { STUDY_FILES } from '../../study-contract/study-folder.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, type ControllerSetup } from '../support/controller-run.js';
 import { copiedStudyOptions, copyingRunner } from '../support/copying-runner.js';

@@ -13,7 +13,8 @@ import { checkPreregLock, lockFileOf, PreRegistration, readPreregJson } from '..
 import { countedScore, evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { buildStudyReport, type BuiltInstance } from '../../study/study-report-builder.js';
-import { runStudy, StudyError, STUDY_FILES, StudyPlan, type StudyOptions } from '../../study/study-runner.js';
+import { runStudy, type StudyOptions } from '../../study/study-runner.js';
+import { StudyError, STUDY_FILES, StudyPlan } from '../../study-contract/study-folder.js';
 import { recomputeStudy } from '../../study/study-recompute.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';

@@ -2,7 +2,8 @@
 // The import picture (issue 17, "Done when": the notes show it before and after): per top folder,
 // innermost room first, its production files, their lines, and the rooms its files import with
 // the number of import statements (a `!` marks a direction foundation/rooms.ts forbids); then
-// the files over 400 lines, each with whether its top says why it is one file (size-rule.ts).
+// the files over 400 lines, each with whether its top says why it is one file (size-rule.ts);
+// then the import circles of the rooms and the tools (import-circles.ts).
 // `--at REV` draws a commit's tree instead of the working tree, read from git's object store
 // (nothing is checked out), so a before/after pair is two runs of the same command: e.g.
 // `npm run architecture -- --at 437661b` (before issue 17) and `npm run architecture`. An older
@@ -18,8 +19,9 @@ import { parseFlags, UsageError } from '../../cli/command-line.js';
 import { runCommand, type CommandOutput } from '../../cli/command-outcome.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { floorPlanViolations, importVerdicts, roomOf, topFolderOf } from './floor-plan-check.js';
+import { importCircles, type ImportCircle } from './import-circles.js';
 import { longFiles, lineCount, MAX_LINES_WITHOUT_REASON, type LongFile } from './size-rule.js';
-import { commitOf, readCommit, readWorkingTree, UnknownRevisionError, type SourceFile } from './source-tree.js';
+import { commitOf, isHouseSource, readCommit, readWorkingTree, UnknownRevisionError, type SourceFile } from './source-tree.js';
 
 const USAGE = `usage: npm run architecture -- [--at REV] [--json]
   --at REV  the tree of commit REV (e.g. 437661b) instead of the working tree
@@ -79,7 +81,7 @@ function sortedCounts(counts: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => folderOrder(a, b)));
 }
 
-function textOf(at: string | null, folders: readonly FolderPicture[], long: readonly LongFile[], violations: number): string {
+function textOf(at: string | null, folders: readonly FolderPicture[], long: readonly LongFile[], violations: number, circles: readonly ImportCircle[]): string {
   const width = Math.max(12, ...folders.map((f) => f.folder.length + 1));
   const lines = [`import picture of ${at === null ? 'the working tree' : `commit ${at}`} (production .ts files; "!" = a direction foundation/rooms.ts forbids)`];
   for (const f of folders) {
@@ -93,6 +95,8 @@ function textOf(at: string | null, folders: readonly FolderPicture[], long: read
   const unreasoned = long.filter((f) => !f.reasoned).length;
   lines.push(`files over ${MAX_LINES_WITHOUT_REASON} lines: ${long.length} (${unreasoned} without a "Why one file:" at the top)`);
   for (const f of long) lines.push(`  ${String(f.lines).padStart(5)} ${f.file}${f.reasoned ? '  (why one file: said)' : ''}`);
+  lines.push(`import circles (the rooms and tools/): ${circles.length}`);
+  for (const c of circles) lines.push(`  ${c.length} file(s) that reach one another: ${c.join(', ')}`);
   return lines.join('\n');
 }
 
@@ -111,6 +115,7 @@ function main(): CommandOutput | null {
     }
   }
   const files = at === null ? readWorkingTree(root) : readCommit(root, at);
+  const circles = importCircles(at === null ? readWorkingTree(root, isHouseSource) : readCommit(root, at, isHouseSource));
   const folders = pictureOf(files);
   const long = longFiles(files);
   const violations = floorPlanViolations(files).length;
@@ -121,8 +126,9 @@ function main(): CommandOutput | null {
     floor_plan_violations: violations,
     max_lines_without_reason: MAX_LINES_WITHOUT_REASON,
     long_files: long,
+    import_circles: circles,
   };
-  return { exitCode: EXIT_CODES.ok, json, text: textOf(at, folders, long, violations) };
+  return { exitCode: EXIT_CODES.ok, json, text: textOf(at, folders, long, violations, circles) };
 }
 
 runCommand('architecture', USAGE, main);

@@ -36,6 +36,15 @@ export function isProductionSource(relPath: string): boolean {
   return !TOOL_CONFIG_FILES.includes(relPath);
 }
 
+/** Whether a repository path is a source of the house: production, or a developer tool (tools/); never a test. */
+export function isHouseSource(relPath: string): boolean {
+  if (isProductionSource(relPath)) return true;
+  return relPath.startsWith('tools/') && SOURCE_EXTENSION.test(relPath) && !relPath.endsWith('.d.ts') && !relPath.split('/').includes('node_modules');
+}
+
+/** Which sources a reading takes: the rooms' (production) or the whole house's (with tools/). */
+export type SourceSelection = (relPath: string) => boolean;
+
 function git(root: string, args: readonly string[], input?: string): Buffer {
   return execFileSync('git', ['-C', root, ...args], { maxBuffer: MAX_GIT_OUTPUT_BYTES, ...(input === undefined ? {} : { input }), stdio: ['pipe', 'pipe', 'pipe'] });
 }
@@ -46,17 +55,17 @@ function bounded(paths: string[], where: string): string[] {
 }
 
 /** The production sources of a working tree (tracked, or new and not ignored), as they are on disk now. */
-export function readWorkingTree(root: string): SourceFile[] {
+export function readWorkingTree(root: string, select: SourceSelection = isProductionSource): SourceFile[] {
   const listed = git(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard']).toString('utf8').split('\0');
   // A file deleted (or moved by `git mv` and not yet re-listed) is still in the index until committed: only what exists counts.
-  const paths = bounded([...new Set(listed)].filter((p) => p !== '' && isProductionSource(p) && existsSync(path.join(root, p))), root);
+  const paths = bounded([...new Set(listed)].filter((p) => p !== '' && select(p) && existsSync(path.join(root, p))), root);
   return paths.map((p) => ({ path: p, text: readFileSync(path.join(root, p), 'utf8') }));
 }
 
 /** The production sources of a commit (any revision git names), read from the object store without touching the working tree. */
-export function readCommit(root: string, revision: string): SourceFile[] {
+export function readCommit(root: string, revision: string, select: SourceSelection = isProductionSource): SourceFile[] {
   const commit = commitOf(root, revision);
-  const paths = bounded(git(root, ['ls-tree', '-r', '-z', '--name-only', commit]).toString('utf8').split('\0').filter((p) => p !== '' && isProductionSource(p)), `commit ${revision}`);
+  const paths = bounded(git(root, ['ls-tree', '-r', '-z', '--name-only', commit]).toString('utf8').split('\0').filter((p) => p !== '' && select(p)), `commit ${revision}`);
   // One `git cat-file --batch` for every blob: each answer is "<oid> blob <size>\n<bytes>\n", in the order asked.
   const out = git(root, ['cat-file', '--batch'], paths.map((p) => `${commit}:${p}\n`).join(''));
   const files: SourceFile[] = [];

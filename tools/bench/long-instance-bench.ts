@@ -48,6 +48,8 @@ export const QUICK_LONG_WAKE_SCHEDULE: WakeScheduleOverride = { base_period_sim_
  * A short wait is also the stricter case: less of the apparatus's background work hides in it.
  */
 export const LONG_STUB_LATENCY_MS = 20;
+/** The long instance: median overhead of the last tenth of wakes over the first tenth at most this (issue 19 item 1): flat in history. */
+export const LONG_INSTANCE_AIM_MAX_LAST_OVER_FIRST = 1.2;
 /** A tenth of the measured wakes, and never fewer than this many (a median of 2 is noise). */
 const MIN_TENTH_WAKES = 3;
 
