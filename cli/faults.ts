@@ -84,8 +84,8 @@ function operatorStop(log: (line: string) => void, concurrency: number): { reado
       log(`second ${press.signal}: killing the runs under way; they are listed unchecked, their disks unmounted and their model servers ended`);
       killNow.abort(`operator signal ${press.signal} (a second press)`);
     } else {
-      log(`${press.signal} again: exiting now (130); a run under way may leave its processes, a mounted /tmp/ds-fault-disk-* and a /tmp/ds-fault-* folder behind`);
-      process.exit(130);
+      log(`${press.signal} again: exiting now (${EXIT_CODES.abandoned}); a run under way may leave its processes, a mounted /tmp/ds-fault-disk-* and a /tmp/ds-fault-* folder behind`);
+      process.exit(EXIT_CODES.abandoned);
     }
   });
   return { signals: { startNoMore: startNoMore.signal, killNow: killNow.signal }, release };

@@ -8,6 +8,7 @@
 // ~6 ms later (measured; the tsx CLI parent used before relayed it again after 30 ms). Taking
 // each signal as a press made one Ctrl-C abandon the run without recording the stop (issue
 // 16), so signals within SAME_PRESS_WINDOW_MS of a press are that press, not a new one.
+import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { performance } from 'node:perf_hooks';
 
 /** Signals this close to a press are relays of it: ≥ 30× the slowest relay measured (tsx's
@@ -110,8 +111,8 @@ export function installOperatorStop(announce: (line: string) => void, what: stri
   onOperatorPress((press) => {
     if (press.count > 1) {
       const afterS = ((press.sincePreviousMs ?? 0) / 1_000).toFixed(1);
-      announce(`second ${press.signal} (a new press, ${afterS} s after the first): abandoning now without recording the stop (exit 130); the stores are intact and ${resumeCommand} records the interruption`);
-      process.exit(130);
+      announce(`second ${press.signal} (a new press, ${afterS} s after the first): abandoning now without recording the stop (exit ${EXIT_CODES.abandoned}); the stores are intact and ${resumeCommand} records the interruption`);
+      process.exit(EXIT_CODES.abandoned);
     }
     announce(`${press.signal}: emergency stop — ${what} (signals within ${windowS} s are this same press; press again after that to abandon without recording the stop)`);
     stop.abort(`operator signal ${press.signal}`);
@@ -164,8 +165,8 @@ export function installGracefulStop(announce: (line: string) => void, what: stri
       announce(`second ${press.signal}: cutting the wake under way now (recorded as stopped; a cut wake is not run again on resume)`);
       cut(`operator signal ${press.signal} (a second press: the wake under way cut)`);
     } else {
-      announce(`${press.signal} again: abandoning now without recording the stop (exit 130); the stores are intact and ${resumeCommand} records the interruption`);
-      process.exit(130);
+      announce(`${press.signal} again: abandoning now without recording the stop (exit ${EXIT_CODES.abandoned}); the stores are intact and ${resumeCommand} records the interruption`);
+      process.exit(EXIT_CODES.abandoned);
     }
   });
   const release = (): void => {

@@ -9,10 +9,10 @@ import { ProjectionRefusal } from '../projector/projection.js';
 import { subjectProjection } from '../projector/subject-projection.js';
 import type { SubjectState } from '../projector/subject-state.js';
 import type { EventEnvelope } from '../schema/envelope.js';
-import { computeEventHash, computePayloadHash, eventIdFor } from '../schema/envelope-hash.js';
 import type { PayloadOf } from '../schema/event-catalog.js';
 import { OperatorResolved } from '../schema/events/system-events.js';
 import { eventIs } from '../schema/typed-event.js';
+import { envelopeOfDraft } from '../writer/envelope-text.js';
 import type { EventDraft, Head } from '../writer/protocol.js';
 import { resumedDraft } from './controller-events.js';
 import { OperatorResolutionRefusal } from './operator-resolution-refusal.js';
@@ -75,24 +75,7 @@ export function checkResolvable(scan: StoreScan, state: SubjectState, intentEven
 
 /** The envelope a writer would store for `draft` after `head` (recorded_at is the wall clock: it is never projected). */
 function envelopeAfter(head: Head, subjectId: string, draft: EventDraft): EventEnvelope {
-  const seq = head.seq + 1;
-  const unhashed = {
-    event_id: eventIdFor(subjectId, seq),
-    subject_id: subjectId,
-    seq,
-    event_type: draft.event_type,
-    schema_version: draft.schema_version,
-    occurred_at: draft.occurred_at,
-    recorded_at: new Date().toISOString(),
-    actor: draft.actor,
-    causation_id: draft.causation_id,
-    correlation_id: draft.correlation_id,
-    idempotency_key: draft.idempotency_key,
-    previous_event_hash: head.event_hash,
-    payload: draft.payload,
-    payload_hash: computePayloadHash(draft.payload),
-  };
-  return { ...unhashed, event_hash: computeEventHash({ ...unhashed, event_hash: '' }) };
+  return envelopeOfDraft(draft, { subjectId, seq: head.seq + 1, previousHash: head.event_hash, recordedAt: new Date().toISOString() }).envelope;
 }
 
 /** Whether a row of the lifecycle table takes `trigger` from `from` (to whatever state). */

@@ -14,6 +14,8 @@ export const EXIT_CODES = {
   stopped: 3,
   /** experiment: finished and verified, but NO USABLE DATA (issue 15 item 8) · study: report written, batch void or evidence insufficient. */
   notEvidence: 4,
+  /** Abandoned at the operator's second press (128 + SIGINT, what a shell reports for Ctrl-C): nothing recorded, `--resume` records the interruption. */
+  abandoned: 130,
 } as const;
 
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];

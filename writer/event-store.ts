@@ -19,14 +19,14 @@ import { CodedErrorOf } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import type { WriterRole } from '../schema/event-definition.js';
 import type { EventEnvelope } from '../schema/envelope.js';
-import { computeEventHash, eventIdFor } from '../schema/envelope-hash.js';
+import { computeEventHash } from '../schema/envelope-hash.js';
 import { EVENT_SCHEMA_VERSION, eventDefinition, type PayloadOf } from '../schema/event-catalog.js';
 import { StoreOpened, StoreSealed } from '../schema/events/system-events.js';
 import { GENESIS_HASH, hashText, type HashString } from '../schema/hash.js';
 import { eventIs } from '../schema/typed-event.js';
 import { evidenceEligibility } from '../projector/evidence.js';
 import { ProjectionRefusal, type Projection } from '../projector/projection.js';
-import { buildEnvelopeText } from './envelope-text.js';
+import { envelopeOfDraft } from './envelope-text.js';
 import { draftOf } from './event-draft.js';
 import { describeDifference, formatVersions, versionDifferences, versionsOf, type ProjectionVersions } from './projection-versions.js';
 import type { ValidatedDraft } from './draft-validation.js';
@@ -406,28 +406,14 @@ export class EventStore {
     const envelopes: EventEnvelope[] = [];
     for (const draft of drafts) {
       seq += 1;
-      const fields = {
-        event_id: eventIdFor(subjectId, seq),
-        subject_id: subjectId,
-        seq,
-        event_type: draft.event_type,
-        schema_version: draft.schema_version,
-        occurred_at: draft.occurred_at,
-        recorded_at: recordedAt,
-        actor: draft.actor,
-        causation_id: draft.causation_id,
-        correlation_id: draft.correlation_id,
-        idempotency_key: draft.idempotency_key,
-        previous_event_hash: previous,
-      };
       // Evidence is looked up inside the transaction, so a FACT may cite an event
       // appended earlier in the same batch.
       if (eventIs(draft, 'MemoryEvent.ClaimRecorded')) this.checkFactEvidence(draft.payload, seq);
-      const built = buildEnvelopeText(fields, draft.payloadText);
-      this.insertEvent.run(seq, fields.event_id, fields.event_type, fields.idempotency_key, built.text);
-      envelopes.push({ ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash });
-      appended.push({ seq, event_id: fields.event_id, event_hash: built.eventHash, deduplicated: false });
-      previous = built.eventHash;
+      const { envelope, text } = envelopeOfDraft(draft, { subjectId, seq, previousHash: previous, recordedAt });
+      this.insertEvent.run(seq, envelope.event_id, envelope.event_type, envelope.idempotency_key, text);
+      envelopes.push(envelope);
+      appended.push({ seq, event_id: envelope.event_id, event_hash: envelope.event_hash, deduplicated: false });
+      previous = envelope.event_hash;
     }
     let state: unknown;
     try {

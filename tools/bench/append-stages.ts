@@ -15,11 +15,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
-import { eventIdFor } from '../../schema/envelope-hash.js';
 import { hashCanonical, hashText, type HashString } from '../../schema/hash.js';
 import { projectionNamed } from '../../projector/registry.js';
 import { validateDrafts, type ValidatedDraft } from '../../writer/draft-validation.js';
-import { buildEnvelopeText } from '../../writer/envelope-text.js';
+import { envelopeOfDraft } from '../../writer/envelope-text.js';
 import { EventStore } from '../../writer/event-store.js';
 import { AppendResult, DEFAULT_SNAPSHOT_EVERY_EVENTS, WriterRequest, WriterResponse, type EventDraft } from '../../writer/protocol.js';
 
@@ -148,23 +147,9 @@ function envelopesOf(drafts: readonly ValidatedDraft[], subjectId: string, headS
   let seq = headSeq;
   for (const draft of drafts) {
     seq += 1;
-    const fields = {
-      event_id: eventIdFor(subjectId, seq),
-      subject_id: subjectId,
-      seq,
-      event_type: draft.event_type,
-      schema_version: draft.schema_version,
-      occurred_at: draft.occurred_at,
-      recorded_at: RECORDED_AT,
-      actor: draft.actor,
-      causation_id: draft.causation_id,
-      correlation_id: draft.correlation_id,
-      idempotency_key: draft.idempotency_key,
-      previous_event_hash: previous,
-    };
-    const built = buildEnvelopeText(fields, draft.payloadText);
-    envelopes.push({ ...fields, payload: draft.payload, payload_hash: built.payloadHash, event_hash: built.eventHash });
-    previous = built.eventHash;
+    const { envelope } = envelopeOfDraft(draft, { subjectId, seq, previousHash: previous, recordedAt: RECORDED_AT });
+    envelopes.push(envelope);
+    previous = envelope.event_hash;
   }
   return envelopes;
 }

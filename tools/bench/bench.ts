@@ -29,6 +29,7 @@
 // `long_instance`, `study`, `batch_merge` (null when skipped) and `wall` beside them.
 // Everything else goes to stderr (the writer child logs there too; the project's .npmrc
 // silences npm's banner).
+import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,7 +55,7 @@ async function main(): Promise<number> {
   const onSignal = (signal: NodeJS.Signals): void => {
     rmSync(dir, { recursive: true, force: true });
     process.stderr.write(`[bench] ${signal}: removed ${dir}\n`);
-    process.exit(130);
+    process.exit(EXIT_CODES.abandoned);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
