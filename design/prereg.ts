@@ -331,7 +331,24 @@ export interface PreregCheck {
  * Throws PreregInputError only when FILE is missing or not JSON.
  */
 export function checkPreregLock(file: string, publicKey: Uint8Array): PreregCheck {
+  return checkedContent(file, readPreregJson(file), publicKey);
+}
+
+/** A locked pre-registration read once: the check, and when it passed, the content it hashed, parsed. */
+export type LockedPrereg = { readonly ok: true; readonly check: PreregCheck; readonly prereg: PreRegistration } | { readonly ok: false; readonly check: PreregCheck };
+
+/**
+ * What a run starts from: FILE checked as checkPreregLock does and parsed from the same reading,
+ * so what runs is exactly what the lock covers (never read again after the check). Throws
+ * PreregInputError only when FILE is missing or not JSON.
+ */
+export function readLockedPrereg(file: string, publicKey: Uint8Array): LockedPrereg {
   const content = readPreregJson(file);
+  const check = checkedContent(file, content, publicKey);
+  return check.ok ? { ok: true, check, prereg: PreRegistration.parse(content) } : { ok: false, check };
+}
+
+function checkedContent(file: string, content: unknown, publicKey: Uint8Array): PreregCheck {
   const actual = hashCanonical(content);
   const lockFile = lockFileOf(file);
   const keyid = keyIdOf(publicKey);

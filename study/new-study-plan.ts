@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { loadOrCreateControllerKey, type ControllerKey } from '../controller/key-store.js';
 import type { ModelChoice } from '../design/model-choice.js';
-import { checkPreregLock, PreRegistration, readPreregJson } from '../design/prereg.js';
+import { readLockedPrereg, type PreRegistration } from '../design/prereg.js';
 import type { BatchBlock } from '../study-contract/batch-plan.js';
 import { BATCH_STUDY_VERSION, MAX_STUDY_INSTANCES, STUDY_VERSION, StudyError, StudyPlan } from '../study-contract/study-folder.js';
 import { GROUPS } from '../design/groups.js';
@@ -34,9 +34,9 @@ export interface NewPlanInput {
 export function checkedNewStudyPlan(input: NewPlanInput): { readonly plan: StudyPlan; readonly prereg: PreRegistration; readonly key: ControllerKey } {
   // Refused before anything is written (DESIGN §8): every instance would refuse it anyway.
   const key = loadOrCreateControllerKey(input.keyDir);
-  const lock = checkPreregLock(input.preregFile, key.keys.publicKey);
-  if (!lock.ok) throw new StudyError('prereg_refused', `refusing to start the study: ${lock.failures.map((f) => f.message).join('; ')}`);
-  const prereg = parsedPrereg(input.preregFile, 'start');
+  const locked = readLockedPrereg(input.preregFile, key.keys.publicKey);
+  if (!locked.ok) throw new StudyError('prereg_refused', `refusing to start the study: ${locked.check.failures.map((f) => f.message).join('; ')}`);
+  const { prereg } = locked;
   const rule = prereg.expansion_rule;
   const nInitial = input.n ?? rule.initial_n_per_group;
   const nExpanded = Math.max(rule.expanded_n_per_group, nInitial);
@@ -60,11 +60,4 @@ export function checkedNewStudyPlan(input: NewPlanInput): { readonly plan: Study
   });
   if (!parsed.success) throw new StudyError('out_of_bounds', `refusing to start the study: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}; nothing was written`);
   return { plan: parsed.data, prereg, key };
-}
-
-/** The pre-registration file parsed, or the study refused with what is wrong in it. */
-export function parsedPrereg(file: string, what: 'start' | 'resume'): PreRegistration {
-  const parsed = PreRegistration.safeParse(readPreregJson(file));
-  if (!parsed.success) throw new StudyError('prereg_refused', `refusing to ${what} the study: ${file} is not a pre-registration this build runs: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  return parsed.data;
 }

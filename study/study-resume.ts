@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { resumeInstance, runNewInstance } from '../controller/instance-runner.js';
 import { defaultKeyDir, loadOrCreateControllerKey } from '../controller/key-store.js';
-import { checkPreregLock } from '../design/prereg.js';
+import { readLockedPrereg } from '../design/prereg.js';
 import { blockConcurrencyOf, MAX_STUDY_INSTANCES, readStudyPlan, runsBlocks, STUDY_FILES, StudyError } from '../study-contract/study-folder.js';
 import { INSTANCE_DIR_RE } from '../study-contract/study-replicates.js';
 import { GROUPS } from '../design/groups.js';
@@ -18,7 +18,6 @@ import { RUN_FILES } from '../schema/run-files.js';
 import { openStoreReadOnly, StoreReadError } from '../writer/store-reader.js';
 import { readSignedHeads } from '../writer/signed-files-check.js';
 import { studyResumeCommand } from './study-folder-setup.js';
-import { parsedPrereg } from './new-study-plan.js';
 import { carryOut, MAX_STUDY_CONCURRENCY, type FoundInstance, type StudyOutcome, type StudyRunOptions } from './study-runner.js';
 
 /** What `npm run study -- --resume DIR` may set; everything else comes from the folder's study.json. */
@@ -78,9 +77,9 @@ export async function resumeStudy(options: ResumeStudyOptions): Promise<StudyOut
   // Never a new key: a study's instances are signed by the key that started it.
   const key = loadOrCreateControllerKey(keyDir, { create: false });
   if (!existsSync(plan.prereg_file)) throw new StudyError('prereg_refused', `refusing to resume the study: its pre-registration ${plan.prereg_file} is gone; put it back (it hashes to ${plan.prereg_sha256}), with its lock; nothing was changed`);
-  const lock = checkPreregLock(plan.prereg_file, key.keys.publicKey);
-  if (!lock.ok) throw new StudyError('prereg_refused', `refusing to resume the study: ${lock.failures.map((f) => f.message).join('; ')}; nothing was changed`);
-  const prereg = parsedPrereg(plan.prereg_file, 'resume');
+  const locked = readLockedPrereg(plan.prereg_file, key.keys.publicKey);
+  if (!locked.ok) throw new StudyError('prereg_refused', `refusing to resume the study: ${locked.check.failures.map((f) => f.message).join('; ')}; nothing was changed`);
+  const { prereg } = locked;
   if (hashCanonical(prereg) !== plan.prereg_sha256) throw new StudyError('prereg_refused', `refusing to resume the study: ${plan.prereg_file} hashes to ${hashCanonical(prereg)}, not the ${plan.prereg_sha256} the study started under (it was changed, and locked again, since); nothing was changed`);
 
   const instancesDir = path.join(outDir, STUDY_FILES.instances);

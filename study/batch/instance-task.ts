@@ -15,7 +15,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { resumeInstance, runNewInstance, type InstanceResult } from '../../controller/instance-runner.js';
 import { defaultKeyDir, loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock } from '../../design/prereg.js';
+import { readLockedPrereg } from '../../design/prereg.js';
 import { EXIT_CODES, type ExitCode } from '../../foundation/exit-codes.js';
 import { TypedError } from '../../foundation/typed-error.js';
 import type { BlockSeat } from '../../controller/lockstep-block.js';
@@ -26,7 +26,6 @@ import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { readSignedHeads } from '../../writer/signed-files-check.js';
-import { parsedPrereg } from '../new-study-plan.js';
 import { plannedAt, readBatchPlan, type BatchPlan } from './batch-plan-reader.js';
 import { checkNodeLocal } from './node-local-scratch.js';
 import { copyToScratch, publishSealed, publishStopped } from './run-folder-publish.js';
@@ -93,9 +92,9 @@ function taskKey(batchPlan: BatchPlan, keyDir: string | null): ControllerKey {
 function taskPrereg(batchPlan: BatchPlan, override: string | null, key: ControllerKey): string {
   const file = path.resolve(override ?? batchPlan.plan.prereg_file);
   if (!existsSync(file)) throw new BatchPlanError('prereg_refused', `the pre-registration ${file} is not on this node: the plan needs one that hashes to ${batchPlan.plan.prereg_sha256}, locked by this task's key; give --prereg FILE. Nothing was run or changed`);
-  const lock = checkPreregLock(file, key.keys.publicKey);
-  if (!lock.ok) throw new BatchPlanError('prereg_refused', `refusing to run ${file}: ${lock.failures.map((f) => f.message).join('; ')}. With one key per node, lock a copy on each node with its key (npm run prereg -- lock COPY --key-dir KEYS) and give it as --prereg COPY. Nothing was run or changed`);
-  const sha256 = hashCanonical(parsedPrereg(file, 'start'));
+  const locked = readLockedPrereg(file, key.keys.publicKey);
+  if (!locked.ok) throw new BatchPlanError('prereg_refused', `refusing to run ${file}: ${locked.check.failures.map((f) => f.message).join('; ')}. With one key per node, lock a copy on each node with its key (npm run prereg -- lock COPY --key-dir KEYS) and give it as --prereg COPY. Nothing was run or changed`);
+  const sha256 = hashCanonical(locked.prereg);
   if (sha256 !== batchPlan.plan.prereg_sha256) throw new BatchPlanError('prereg_refused', `${file} hashes to ${sha256}, not the plan's pre-registration ${batchPlan.plan.prereg_sha256}: another pre-registration; nothing was run or changed`);
   return file;
 }

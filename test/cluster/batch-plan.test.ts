@@ -22,13 +22,12 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { KEY_FILES, type ControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock } from '../../design/prereg.js';
+import { checkPreregLock, PreRegistration, readPreregJson } from '../../design/prereg.js';
 import { taskIndexOf } from '../../cli/study-batch.js';
 import { UsageError } from '../../cli/command-line.js';
 import { expandBatchStudy, mergeBatchStudy } from '../../study/batch/batch-merge.js';
 import { batchStudyStatus } from '../../study/batch/batch-status.js';
 import { signStudyFile, writeBatchPlan } from '../../study/batch/batch-plan-writer.js';
-import { parsedPrereg } from '../../study/new-study-plan.js';
 import { TypedError } from '../../foundation/typed-error.js';
 import { readBatchPlan } from '../../study/batch/batch-plan-reader.js';
 import { runBatchTask, shardIndices, type TaskOptions } from '../../study/batch/instance-task.js';
@@ -417,7 +416,7 @@ describe('what a task refuses to run, before it runs anything', () => {
     await refusedInProcess(instAllow, () => runBatchTask(taskOptions(instAllow, keys2, otherFile), 1), { code: 'batch_plan_prereg_refused', message: /hashes to sha256:[0-9a-f]+, not the plan's pre-registration/ });
     // Key 2's own locked copy of the same pre-registration passes its lock and hashes as the plan's: what a node with its own key gives.
     expect(checkPreregLock(prereg2, k2.keys.publicKey).ok).toBe(true);
-    expect(hashCanonical(parsedPrereg(prereg2, 'start'))).toBe(planJson(instAllow)['prereg_sha256']);
+    expect(hashCanonical(PreRegistration.parse(readPreregJson(prereg2)))).toBe(planJson(instAllow)['prereg_sha256']);
   });
 
   test('a folder where the instance is published that is not a sealed run of the plan: exit 2 published_folder_refused', async () => {

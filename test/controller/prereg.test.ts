@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey, type ControllerKey } from '../../controller/key-store.js';
-import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, wakeAnswerTimeoutMsOf, writerRequestTimeoutMsOf, type PreregCheck } from '../../design/prereg.js';
+import { checkPreregLock, lockFileOf, lockPrereg, PREREG_LOCK_PAYLOAD_TYPE, PreRegistration, PreregInputError, readLockedPrereg, wakeAnswerTimeoutMsOf, writerRequestTimeoutMsOf, type PreregCheck } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { DEFAULT_WAKE_ANSWER_TIMEOUT_MS } from '../../runtime/protocol.js';
 import { signDsse, type DsseEnvelope } from '../../schema/dsse.js';
@@ -149,6 +149,26 @@ describe('lock and check', () => {
     writeFileSync(file, JSON.stringify(content));
     expect(lockPrereg(file, controller.keys, LOCKED_AT)).toMatchObject({ ok: false, problem: 'invalid-schema', issues: [expect.stringMatching(/^scenario: /)] });
     expect(existsSync(lockFileOf(file))).toBe(false);
+  });
+});
+
+describe('readLockedPrereg: what a run starts from, read once', () => {
+  test('a locked file: the check passes and the pre-registration handed over is the content the check hashed', () => {
+    const file = lockedCopy();
+    const locked = readLockedPrereg(file, controller.keys.publicKey);
+    expect(locked.ok).toBe(true);
+    if (!locked.ok) return;
+    expect(hashCanonical(locked.prereg)).toBe(locked.check.prereg_sha256);
+    expect(locked.check).toEqual(checkPreregLock(file, controller.keys.publicKey));
+  });
+
+  test('forged: a file edited after its lock hands over no pre-registration, and says why', () => {
+    const file = lockedCopy();
+    writeFileSync(file, JSON.stringify({ ...defaultContent(), notes: 'edited after the lock' }, null, 2));
+    const locked = readLockedPrereg(file, controller.keys.publicKey);
+    expect(locked.ok).toBe(false);
+    expect('prereg' in locked).toBe(false);
+    expect(problems(locked.check)).toEqual(['changed-after-lock']);
   });
 });
 
