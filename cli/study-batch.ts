@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultKeyDir, KEY_FILES, loadOrCreateControllerKey } from '../controller/key-store.js';
-import { EXIT_CODES, type ExitCode } from '../foundation/exit-codes.js';
+import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedError } from '../foundation/typed-error.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { expandBatchStudy, mergeBatchStudy, type MergeFinding } from '../study/batch/batch-merge.js';

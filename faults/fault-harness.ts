@@ -15,7 +15,8 @@ import { TypedErrorOf } from '../foundation/typed-error.js';
 import { FAULT_KINDS, FAULT_POINTS, type FaultKind, type FaultPoint } from '../schema/fault-points.js';
 import { GROUPS } from '../design/groups.js';
 import { Calibration, FAULT_CELLS, FaultRunPlan, instanceSeedOf, planFaultRun } from './fault-plan.js';
-import { calibrate, calibrationOf, INTERRUPTED_REASON, INVARIANTS, KILLED_AT_BIRTH_NOTE, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup, type Invariant } from './fault-run.js';
+import { calibrate, calibrationOf, INTERRUPTED_REASON, KILLED_AT_BIRTH_NOTE, reproduceCommand, RunFingerprint, runFaultPlan, runNameOf, sameRun, type FaultRunResult, type HarnessSetup } from './fault-run.js';
+import { INVARIANTS, type Invariant } from './run-invariants.js';
 
 /** More runs than this in one batch are refused (200 take about half an hour on two cores). */
 export const MAX_RUNS = 5_000;

@@ -11,51 +11,32 @@
 // file or the WAL for one verify and one resume (bad-files.ts) and then puts the original back.
 // Why one file: it is one fault run's sequence (arm, wait for the freeze, kill, damage, resume,
 // check), and each step's helper serves that sequence alone and shares its fault folder.
+import { awaitOrphans, CONTROLLER_TIMEOUT_MS, POLL_MS, signal, stateOf } from './fault-processes.js';
+import { finishedRun, readHits, readIntentHits, readReached } from './run-evidence.js';
+import { carryOut, damageSnapshots, tamperWorkspace } from './fault-effects.js';
+import { diskFullStop, tempFilesIn } from './disk-full-stop.js';
+import { type Invariant, type RunInvariantResult } from './run-invariants.js';
 import { processCodeFor } from '../foundation/process-code.js';
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { loadOrCreateControllerKey } from '../controller/key-store.js';
 import { LockablePreRegistration, lockPrereg } from '../design/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
-import { FAULT_ENV, FAULT_FILES, FAULT_POINTS, FaultReached, harnessActionOf, isBadFileKind, killedRole, type BadFileKind, type FaultArming, type FaultKind, type FaultRole } from '../schema/fault-points.js';
-import { processStartTicks } from '../schema/fault-switch.js';
+import { FAULT_ENV, FAULT_POINTS, FaultReached, harnessActionOf, isBadFileKind, type BadFileKind, type FaultArming, type FaultKind } from '../schema/fault-points.js';
 import { hashText } from '../schema/hash.js';
-import { StoreSealed } from '../schema/events/system-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { StoreReader, StoreReadError } from '../writer/store-reader.js';
-import { storeFileCode } from '../writer/store-file-failure.js';
-import { WriterStartError } from '../writer/spawn.js';
 import type { Calibration, FaultRunPlan, GroupCalibration, PointHits } from './fault-plan.js';
-import { GROUPS, type Group } from '../design/groups.js';
-import { STALL_MODEL_CALL_TIMEOUT_MS, stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
-import { fillFaultDisk, freeFaultDisk, mountFaultDisk, releaseFaultDisk, type FaultDisk } from './disk-full.js';
+import { type Group } from '../design/groups.js';
+import { STALL_MODEL_CALL_TIMEOUT_MS, stalledCallersTimeoutMs } from './fault-plan.js';
+import { freeFaultDisk, mountFaultDisk, releaseFaultDisk } from './disk-full.js';
 import { firstAcceptedModelSeed } from './random-subject-seed.js';
 import { FaultModelServerError, startFaultModelServer, type FaultModelServer } from './model-server.js';
 import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, restoreVerdictProblems, verifyRun } from './bad-files.js';
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
-import { InstanceError } from '../controller/instance-error.js';
-import { EXIT_CODES } from '../foundation/exit-codes.js';
-import { TEMP_SUFFIX } from '../runtime/files-tool.js';
 
-/** Invariants the runner itself decides, after the store's (faults/invariants.ts). */
-export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit', 'disk_full_stop', 'bad_file_verdict'] as const;
-export const INVARIANTS = [...RUN_INVARIANTS, ...STORE_INVARIANTS] as const;
-export type Invariant = (typeof INVARIANTS)[number];
-
-/** One invariant's verdict on a run; details say why it failed (and `note:` lines, kept when it held). */
-export interface RunInvariantResult {
-  readonly invariant: Invariant;
-  readonly ok: boolean;
-  readonly details: string[];
-}
-
-/** A controller process (new or resumed) may take this long before the harness kills it and says so. */
-export const CONTROLLER_TIMEOUT_MS = 10 * 60_000;
-/** After its controller is gone, a writer or runtime must be gone within this. */
-export const ORPHAN_EXIT_TIMEOUT_MS = 20_000;
 /** Resumes one run may need (one fault, so one is expected; more is itself reported). */
 export const MAX_RESUMES = 3;
 /**
@@ -102,12 +83,8 @@ export function stallMsOf(kind: FaultKind, prereg: LockablePreRegistration): num
   return stalledCallersTimeoutMs(kind, prereg) + STALL_MARGIN_MS;
 }
 
-const POLL_MS = 20;
 /** After reached.json appears, how long the harness waits to see the process stopped before acting anyway (and saying so). */
 const FREEZE_WAIT_MS = 10_000;
-/** Snapshot rows the corruption flips bytes in (the newest ones). */
-const CORRUPTED_SNAPSHOTS = 2;
-const TAMPERED_CONTENT = 'written by a third party while the runtime was down (npm run faults: workspace_tampered)\n';
 
 export interface HarnessSetup {
   /** The folder the harness writes into. */
@@ -231,35 +208,6 @@ function makeFaultDir(): string {
   return dir;
 }
 
-/** The live process a role's pid file names, or null: a pid is trusted only while its start time still matches (pids get reused). */
-function readPid(faultDir: string, role: FaultRole): number | null {
-  const file = path.join(faultDir, FAULT_FILES.pid(role));
-  if (!existsSync(file)) return null;
-  const [pidText, started] = readFileSync(file, 'utf8').trim().split(' ');
-  const pid = Number(pidText);
-  if (!Number.isSafeInteger(pid) || pid <= 1) return null;
-  return processStartTicks(pid) === started ? pid : null;
-}
-
-/** Alive and not a zombie (an orphan reparented to a PID 1 that does not reap stays a zombie). */
-function alive(pid: number): boolean {
-  const state = stateOf(pid);
-  return state !== 'gone' && state !== 'Z' && state !== 'X';
-}
-
-function signal(pid: number, sig: NodeJS.Signals): boolean {
-  try {
-    process.kill(pid, sig);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * The controller as a real process: cli/experiment.ts of the code root, bundled as its
  * children are (foundation/process-code.ts: ~0.3 s of CPU to start against ~1.5 s through tsx), its
@@ -323,217 +271,6 @@ async function runControllerOnce(setup: HarnessSetup, args: readonly string[], a
       resolve({ code, signal: sig, timedOut, silent });
     });
   });
-}
-
-/** Waits for the instance's writer and runtime to be gone after their controller; kills and reports stragglers (a frozen one included). */
-async function awaitOrphans(faultDir: string, notes: string[], kill: AbortSignal | null): Promise<string[]> {
-  const problems: string[] = [];
-  for (const role of ['writer', 'runtime'] as const) {
-    const pid = readPid(faultDir, role);
-    if (pid === null || !alive(pid)) continue;
-    if (kill?.aborted) {
-      // Interrupted: not waited for (its own process group may differ: isolation starts it under another uid).
-      signal(pid, 'SIGKILL');
-      notes.push(`the ${role} (pid ${pid}) killed at the operator's second press`);
-      continue;
-    }
-    const deadline = Date.now() + ORPHAN_EXIT_TIMEOUT_MS;
-    // Bounded by the deadline.
-    while (alive(pid) && Date.now() < deadline) await sleep(POLL_MS * 5);
-    if (alive(pid)) {
-      const state = stateOf(pid);
-      signal(pid, 'SIGKILL');
-      problems.push(`the ${role} (pid ${pid}, state ${state}) outlived its controller by more than ${ORPHAN_EXIT_TIMEOUT_MS} ms and was killed by the harness`);
-    }
-  }
-  if (problems.length > 0) notes.push(...problems);
-  return problems;
-}
-
-/** The process state letter of /proc/<pid>/stat (R, S, T stopped, Z zombie …), or 'gone'. */
-function stateOf(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return 'gone';
-  }
-}
-
-/** Whether the run's store ends with its seal (the controller signs the final head right after). */
-function sealed(runDir: string): boolean {
-  const dbFile = path.join(runDir, RUN_FILES.store);
-  if (!existsSync(dbFile)) return false;
-  let reader: StoreReader;
-  try {
-    reader = StoreReader.open(dbFile);
-  } catch (error) {
-    // A store that cannot be read is not finished: run_finished and verify say so; the harness goes on to its record.
-    if (error instanceof StoreReadError) return false;
-    throw error;
-  }
-  try {
-    const head = reader.headSeq();
-    for (const row of reader.iterateEvents(head - 1, head)) return (JSON.parse(row.envelope) as { event_type: string }).event_type === StoreSealed.type;
-    return false;
-  } finally {
-    reader.close();
-  }
-}
-
-/** Sealed with its final head signed (the controller may still die after that, in its shutdown). */
-function finishedRun(runDir: string): boolean {
-  return sealed(runDir) && hasFinalHead(runDir);
-}
-
-/** Whether heads.jsonl ends with a head of kind final (verify checks its signature). */
-function hasFinalHead(runDir: string): boolean {
-  const file = path.join(runDir, RUN_FILES.heads);
-  if (!existsSync(file)) return false;
-  const last = readFileSync(file, 'utf8').trim().split('\n').at(-1);
-  if (last === undefined || last === '') return false;
-  try {
-    const envelope = JSON.parse(last) as { payload?: string };
-    const body = JSON.parse(Buffer.from(envelope.payload ?? '', 'base64').toString('utf8')) as { kind?: string };
-    return body.kind === 'final';
-  } catch {
-    // A torn or foreign last line: not finished (verify says what is wrong with it).
-    return false;
-  }
-}
-
-function readReached(faultDir: string): FaultReached | null {
-  const file = path.join(faultDir, FAULT_FILES.reached);
-  if (!existsSync(file)) return null;
-  return FaultReached.parse(JSON.parse(readFileSync(file, 'utf8')));
-}
-
-function readHits(faultDir: string): PointHits {
-  return Object.fromEntries(
-    FAULT_POINTS.map((point) => {
-      const file = path.join(faultDir, FAULT_FILES.hits(point));
-      return [point, existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0];
-    }),
-  ) as PointHits;
-}
-
-const HitContext = z.strictObject({ hit: z.number().int().min(1), context: z.record(z.string(), z.unknown()) });
-
-/** From a counting run's contexts: the hits of the intent points whose operation is not a read (mutating), and those that write or modify a file (writing). */
-function readIntentHits(faultDir: string): Pick<GroupCalibration, 'mutating' | 'writing'> {
-  const mutating: GroupCalibration['mutating'] = {};
-  const writing: GroupCalibration['writing'] = {};
-  for (const point of ['runtime.intent.before_file_op', 'runtime.file_op.before_outcome'] as const) {
-    const file = path.join(faultDir, FAULT_FILES.contexts(point));
-    if (!existsSync(file)) continue;
-    const contexts = readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => HitContext.parse(JSON.parse(line)));
-    mutating[point] = contexts.filter((h) => typeof h.context.op === 'string' && h.context.op !== 'read').map((h) => h.hit);
-    writing[point] = contexts.filter((h) => h.context.op === 'write' || h.context.op === 'modify').map((h) => h.hit);
-  }
-  return { mutating, writing };
-}
-
-/** Damage the writer's cache while nothing runs: the resumed instance and the restore drill must not depend on it. */
-function damageSnapshots(dbFile: string, how: 'delete' | 'corrupt'): string {
-  const db = new Database(dbFile);
-  try {
-    if (how === 'delete') {
-      const { changes } = db.prepare('DELETE FROM snapshots').run();
-      return `deleted ${changes} snapshot row(s)`;
-    }
-    const rows = db.prepare('SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT ?').all(CORRUPTED_SNAPSHOTS) as Array<{ seq: number; state: string }>;
-    for (const row of rows) {
-      // Bit rot, not a forgery: the state_hash stays, so the state no longer hashes to it.
-      const middle = Math.floor(row.state.length / 2);
-      const flipped = `${row.state.slice(0, middle)}${row.state[middle] === 'x' ? 'y' : 'x'}${row.state.slice(middle + 1)}`;
-      db.prepare('UPDATE snapshots SET state = ? WHERE seq = ?').run(flipped, row.seq);
-    }
-    return `flipped a byte in the state of ${rows.length} snapshot row(s) (seq ${rows.map((r) => r.seq).join(', ')})`;
-  } finally {
-    db.close();
-  }
-}
-
-function tamperWorkspace(runDir: string, reached: FaultReached): string {
-  const target = tamperTargetOf(reached);
-  if (target === null) throw new Error(`the fault point gave no path to tamper with (${JSON.stringify(reached.context)})`);
-  const file = path.join(runDir, RUN_FILES.workspace, ...target.split('/'));
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, TAMPERED_CONTENT);
-  return `overwrote workspace/${target} with third-party bytes (${hashText(TAMPERED_CONTENT).slice(0, 19)}…)`;
-}
-
-/**
- * The fault carried out while the process at the point is frozen: the victim killed and the frozen
- * one continued unless it was the victim, the disk filled and the frozen one continued, or a
- * process held `stallMs` and continued (a stall): the frozen one, or the run's model server — frozen
- * before the runtime is continued, so that the call the runtime then sends finds it standing.
- */
-function carryOut(reached: FaultReached, faultDir: string, controllerPid: number, disk: { readonly disk: FaultDisk | null; filled: boolean }, modelServer: FaultModelServer | null, notes: string[], stallMs: number): void {
-  if (!reached.frozen) {
-    notes.push(`${reached.kind} carried out by the ${reached.role} itself at hit ${reached.hit} of ${reached.point}`);
-    return;
-  }
-  const action = harnessActionOf(reached.kind);
-  switch (action.act) {
-    case 'none':
-      throw new Error(`bug: ${reached.kind} froze the ${reached.role} but the harness has nothing to do for it`);
-    case 'fill_disk': {
-      try {
-        if (disk.disk === null) throw new Error(`bug: ${reached.kind} fired in a run whose folder is on no disk of its own`);
-        notes.push(`${fillFaultDisk(disk.disk)} while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
-        disk.filled = true;
-      } catch (error) {
-        // Said, and failed by disk_full_stop: this runs in the harness's poll, where a throw would end the harness.
-        notes.push(`the disk was NOT filled at hit ${reached.hit} of ${reached.point}: ${error instanceof Error ? error.message : String(error)}`);
-      } finally {
-        // Continued whatever happened: a process left frozen would hang the instance.
-        signal(reached.pid, 'SIGCONT');
-      }
-      return;
-    }
-    case 'stall': {
-      if (action.held === 'model_server') {
-        if (modelServer === null) {
-          notes.push(`the model server was NOT frozen at hit ${reached.hit} of ${reached.point}: this run has none (the instance answers with another model)`);
-          signal(reached.pid, 'SIGCONT');
-          return;
-        }
-        const frozen = signal(modelServer.pid, 'SIGSTOP');
-        notes.push(frozen ? `the model server (pid ${modelServer.pid}) held frozen for ${stallMs} ms from hit ${reached.hit} of ${reached.point} (call ${String(reached.context.call_number)} of ${String(reached.context.wake_id)})` : `the model server (pid ${modelServer.pid}) could NOT be frozen at hit ${reached.hit} of ${reached.point}: it is gone`);
-        signal(reached.pid, 'SIGCONT');
-        setTimeout(() => {
-          if (signal(modelServer.pid, 'SIGCONT')) notes.push(`SIGCONT to the model server (pid ${modelServer.pid}) after ${stallMs} ms`);
-          else notes.push(`the stalled model server (pid ${modelServer.pid}) was gone before its ${stallMs} ms were up: nothing to continue`);
-        }, stallMs).unref();
-        return;
-      }
-      notes.push(`the ${reached.role} (pid ${reached.pid}) held frozen at hit ${reached.hit} of ${reached.point} for ${stallMs} ms`);
-      // unref: a run that ends meanwhile (its processes killed) is not held open by it.
-      setTimeout(() => {
-        // Only the very process that froze (a pid is trusted while its start time matches).
-        if (readPid(faultDir, reached.role) === reached.pid && signal(reached.pid, 'SIGCONT')) notes.push(`SIGCONT to the ${reached.role} (pid ${reached.pid}) after ${stallMs} ms`);
-        else notes.push(`the stalled ${reached.role} (pid ${reached.pid}) was gone before its ${stallMs} ms were up: nothing to continue`);
-      }, stallMs).unref();
-      return;
-    }
-    case 'kill': {
-      const victimRole = action.victim;
-      const victim = victimRole === 'controller' ? controllerPid : readPid(faultDir, victimRole);
-      if (victim === null) notes.push(`no ${victimRole} was running at that instant (no pid file names a live one): nothing to kill`);
-      else notes.push(`SIGKILL to the ${victimRole} (pid ${victim}${alive(victim) ? '' : ', already gone'}) while the ${reached.role} stood at hit ${reached.hit} of ${reached.point}`);
-      if (victim !== null) signal(victim, 'SIGKILL');
-      if (victim !== reached.pid) signal(reached.pid, 'SIGCONT');
-      return;
-    }
-    default: {
-      const unhandled: never = action;
-      throw new Error(`unknown harness action ${JSON.stringify(unhandled)}`);
-    }
-  }
 }
 
 function fingerprintOf(plan: FaultRunPlan | null, reached: FaultReached | null, exits: Array<number | null>, runDir: string, invariants: ReadonlyArray<{ invariant: string; ok: boolean }>): RunFingerprint {
@@ -753,74 +490,6 @@ async function execute(setup: HarnessSetup, spec: RunSpec, kill: AbortSignal | n
   const result = { plan: spec.plan, name: spec.name, recordDir, runDir, reached: fired, exits, invariants, violations, notes, fingerprint, durationMs: Date.now() - startedMs, skipped: null, calibration };
   writeFileSync(path.join(recordDir, 'fault-run.json'), `${JSON.stringify(result, null, 2)}\n`);
   return result;
-}
-
-/**
- * The codes a controller that met a full disk may end with: the instance stopped on it
- * (controller/instance.ts stopOnFullDisk); a writer it had to start (a planned writer restart)
- * refused the full store (writer/spawn.ts WriterStartError); or — when the disk filled after the
- * seal — a read of the finished store for the summary refused for lack of space
- * (writer/store-file-failure.ts). Each tells the person the disk is full.
- */
-const STORE_FULL_ENDINGS: readonly string[] = [new InstanceError('store_full', '').errorCode, new WriterStartError(storeFileCode('full'), '').errorCode, storeFileCode('full')];
-/** Entries of the workspace walk looking for temp files; a scenario's workspace holds a handful. */
-const MAX_TEMP_WALK_ENTRIES = 10_000;
-
-/** The file tool's temp files (TEMP_SUFFIX) anywhere in `workspace`, relative paths; bounded walk. */
-function tempFilesIn(workspace: string): string[] {
-  const found: string[] = [];
-  if (!existsSync(workspace)) return found;
-  const stack = [''];
-  let seen = 0;
-  while (stack.length > 0 && seen < MAX_TEMP_WALK_ENTRIES) {
-    const rel = stack.pop()!;
-    for (const entry of readdirSync(path.join(workspace, rel), { withFileTypes: true })) {
-      seen += 1;
-      const child = rel === '' ? entry.name : `${rel}/${entry.name}`;
-      if (entry.isDirectory()) stack.push(child);
-      else if (entry.name.endsWith(TEMP_SUFFIX)) found.push(child);
-    }
-  }
-  if (stack.length > 0) found.push(`(the walk stopped after ${MAX_TEMP_WALK_ENTRIES} entries: the rest was not looked at)`);
-  return found.sort();
-}
-
-/** The JSON ending (--json) of the first controller in the log: `$ experiment …` up to `$ exit …`. */
-function firstEnding(logFile: string): { ok?: unknown; error?: { code?: unknown } } | null {
-  if (!existsSync(logFile)) return null;
-  const lines = readFileSync(logFile, 'utf8').split('\n');
-  const end = lines.findIndex((line) => line.startsWith('$ exit'));
-  for (const line of lines.slice(0, end === -1 ? lines.length : end).reverse()) {
-    if (!line.startsWith('{"ok":')) continue;
-    try {
-      return JSON.parse(line) as { ok?: unknown; error?: { code?: unknown } };
-    } catch {
-      return null;
-    }
-  }
-  return null;
-}
-
-/**
- * disk_full: the controller that ran into the full disk stopped on its own — no hang (the harness
- * did not have to kill it), exit 1 with the typed ending instance_store_full (never 0 on a partial
- * run, never a bug's internal_error) — and the file tool left no half file (temp file) in the
- * workspace. Nothing to check for the other kinds. The rest (nothing acknowledged lost, every
- * intent with an outcome, the resume sealed and verifying) are the other invariants.
- */
-function diskFullStop(fired: FaultReached | null, filled: boolean, exits: ReadonlyArray<number | null>, logFile: string, tempFiles: readonly string[] | null): RunInvariantResult {
-  if (fired?.kind !== 'disk_full') return { invariant: 'disk_full_stop', ok: true, details: [] };
-  const problems: string[] = [];
-  if (!filled) problems.push('the harness did not fill the disk at the point (see the notes): the run proves nothing about a full disk');
-  const exit = exits[0];
-  if (exit === null || exit === undefined) problems.push(`the controller that met the full disk did not end by itself within ${CONTROLLER_TIMEOUT_MS} ms (a hang): the harness killed it`);
-  else if (exit !== EXIT_CODES.failed) problems.push(`the controller that met the full disk exited ${exit}, not ${EXIT_CODES.failed} (${exit === EXIT_CODES.ok ? 'a partial run reported as finished' : 'not the documented exit'})`);
-  const ending = firstEnding(logFile);
-  const code = ending?.error?.code;
-  if (typeof code !== 'string' || !STORE_FULL_ENDINGS.includes(code)) problems.push(`the controller that met the full disk ended with ${ending === null ? 'no JSON ending' : `code ${JSON.stringify(code ?? null)}`}, not ${STORE_FULL_ENDINGS.join(' or ')}: the person reading it is not told the disk is full (see ${logFile})`);
-  if (tempFiles === null) problems.push('the workspace was not looked at after the stop (no process of the instance ended?)');
-  else if (tempFiles.length > 0) problems.push(`the file tool left ${tempFiles.length} temp file(s) in the workspace when it stopped on the full disk: ${tempFiles.slice(0, 5).join(', ')} (a half file)`);
-  return { invariant: 'disk_full_stop', ok: problems.length === 0, details: problems };
 }
 
 /** A run that could not be tried here: its record says why, with no invariant (none was checked). */

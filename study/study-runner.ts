@@ -32,7 +32,7 @@ import { formatPoints } from '../oracle/figure-rounding.js';
 import { INSTANCE_DIR_RE, instanceDirName, replicateSeed } from '../study-contract/study-replicates.js';
 import { GROUPS, type Group } from '../design/groups.js';
 import { StudyReport } from '../oracle/study-report.js';
-import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, STUDY_PATH_CODES, StudyError, StudyPlan, type StudyErrorCode } from '../study-contract/study-folder.js';
+import { STUDY_FILES, StudyError, StudyPlan } from '../study-contract/study-folder.js';
 import { checkedNewStudyPlan, type NewPlanInput } from './new-study-plan.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FaultSummary } from '../../faults/fault-harness.js';
 import { planFaultRun, STALL_MODEL_CALL_TIMEOUT_MS, stalledCallersTimeoutMs, type Calibration, type FaultRunPlan, type GroupCalibration } from '../../faults/fault-plan.js';
-import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, calibrate, INVARIANTS, KILLED_AT_BIRTH_NOTE, prepareHarness, RANDOM_SUBJECT_MODEL_FLAG, RANDOM_SUBJECT_TEMPERATURE, runFaultPlan, stallMsOf } from '../../faults/fault-run.js';
+import { FAULT_RUN_WAKE_ANSWER_TIMEOUT_MS, FAULT_RUN_WRITER_REQUEST_TIMEOUT_MS, calibrate, KILLED_AT_BIRTH_NOTE, prepareHarness, RANDOM_SUBJECT_MODEL_FLAG, RANDOM_SUBJECT_TEMPERATURE, runFaultPlan, stallMsOf } from '../../faults/fault-run.js';
+import { INVARIANTS } from '../../faults/run-invariants.js';
 import { LockablePreRegistration } from '../../design/prereg.js';
 import { DEFAULT_WRITER_REQUEST_TIMEOUT_MS } from '../../writer/protocol.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
@@ -464,7 +465,8 @@ describe('one run, one fault', () => {
     async () => {
       // A copy of the code with one line changed; node_modules shared by a link.
       const code = folder('ds-faults-planted-');
-      for (const part of [...ROOM_NAMES, 'package.json', 'tsconfig.json']) {
+      // The rooms and the experiment data (the default pre-registration and scenario).
+      for (const part of [...ROOM_NAMES, 'experiments', 'package.json', 'tsconfig.json']) {
         cpSync(path.join(REPO, part), path.join(code, part), { recursive: true, filter: (source) => !source.includes(`${path.sep}runs${path.sep}`) && !source.endsWith('.lock.dsse.json') });
       }
       symlinkSync(path.join(REPO, 'node_modules'), path.join(code, 'node_modules'));
