@@ -6,6 +6,7 @@
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { writerRequestTimeoutMsOf } from '../design/prereg.js';
+import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import type { PreflightReport } from '../runtime/protocol.js';
 import { spawnRuntime, type RuntimeProcess } from '../runtime/spawn.js';
 import { FaultSwitch } from '../schema/fault-switch.js';
@@ -160,7 +161,7 @@ export class InstanceProcesses {
     if (!report.ok) throw new InstanceError('model', `the model failed its check at the runtime's start: ${report.reason}. ${pinnedModelAdvice(this.input)}`);
     // The controller hashed the model file into the signed manifest; the runtime loaded a file of its own reading: they must be the same one.
     const pinned = this.input.manifest.model.build;
-    if (this.input.manifest.model.adapter === 'local' && report.facts['build'] !== pinned) {
+    if (recordedAdapterOf(this.input.manifest.model.adapter)?.preflightReportsBuild === true && report.facts['build'] !== pinned) {
       throw new InstanceError('model', `the runtime loaded a model hashing to ${String(report.facts['build'])}, but the signed manifest pins ${String(pinned)}: the model file changed after the start; restore it, or start a new run`);
     }
     this.log('model preflight: OK');
@@ -199,6 +200,6 @@ export class InstanceProcesses {
 export function pinnedModelAdvice(input: InstanceInput): string {
   const m = input.manifest.model;
   const dialect = m.structured_output?.dialect ?? 'none';
-  const served = m.adapter === 'openai' ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
+  const served = recordedAdapterOf(m.adapter)?.answeredByServer === true ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
   return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with npm run experiment -- --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
 }

@@ -21,7 +21,7 @@ import { EventCache, EventReadError } from './event-cache.js';
 import { ObservedState } from './observed-state.js';
 import { RetrievalIndex } from './retrieval-window.js';
 import type { ModelAdapter } from './model-adapter.js';
-import { modelAdapterFor } from './model-adapters/adapter-for.js';
+import { callTimeoutMsOf, modelAdapterFor } from './model-adapters/adapter-list.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
 import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
 import {
@@ -229,8 +229,9 @@ function stop(reason: string): void {
   });
 }
 
+/** The timeout each call is given: the model's own where it is waited for; a model that is not (it answers at once) is handed the wake loop's default, which it never needs. */
 function modelTimeoutOf(start: RuntimeStartConfig): number {
-  return start.model.adapter === 'openai' || start.model.adapter === 'local' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS;
+  return callTimeoutMsOf(start.model) ?? MODEL_CALL_TIMEOUT_MS;
 }
 
 /**
