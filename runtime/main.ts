@@ -218,7 +218,8 @@ function stop(reason: string): void {
   log(`stopping: ${reason}`);
   const running = currentWake;
   if (!running?.settled) return exitAfter(0, null);
-  const graceMs = (config?.model.adapter === 'openai' ? config.model.timeout_ms : 0) + STOP_MARGIN_MS;
+  // A call under way may take the whole call timeout of any model that is waited for (a local model's as much as a server's: the controller waits that long too, its manifest's call_timeout_ms); one that is not answers at once.
+  const graceMs = (config === null ? 0 : (callTimeoutMsOf(config.model) ?? 0)) + STOP_MARGIN_MS;
   const cut = setTimeout(() => {
     running.client?.close();
     exitAfter(0, { type: 'wake_failed', wake_id: running.wakeId, code: 'stopped', message: `the runtime stopped (${reason}); the wake did not reach a step boundary within ${graceMs} ms and was cut` });

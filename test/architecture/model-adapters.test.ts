@@ -1,0 +1,147 @@
+// Adapters by property (issue 33 item 4): nothing in production code chooses behaviour by
+// comparing an adapter's name — it asks the adapter's facts (runtime/model-adapters/adapter-list.ts)
+// — and every switch over an adapter name is exhaustive, so that the compiler names it when an
+// adapter is added. Each rule is run on the real checkout and on forged text it must flag.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, test } from 'vitest';
+import { ModelAdapter as ManifestModelAdapter } from '../../design/manifest.js';
+import { MODEL_ADAPTER_NAMES } from '../../runtime/model-adapters/adapter-list.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Every name a model adapter goes by in code or in a record: the list's, and the manifest's `none` (no model). */
+const ADAPTER_WORDS: readonly string[] = [...new Set([...MODEL_ADAPTER_NAMES, ...ManifestModelAdapter.options])];
+
+interface Source {
+  readonly path: string;
+  readonly text: string;
+}
+
+/** The production .ts files of the checkout (git's tracked and new files; not test/, node_modules/ or the root's tool configuration). */
+function productionSources(): Source[] {
+  const listed = execFileSync('git', ['-C', ROOT, 'ls-files', '--cached', '--others', '--exclude-standard', '--', '*.ts'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  return listed
+    .split('\n')
+    .filter((p) => p !== '' && !p.startsWith('test/') && !p.includes('node_modules/') && !p.endsWith('.d.ts') && p !== 'vitest.config.ts')
+    .filter((p) => { try { readFileSync(path.join(ROOT, p)); return true; } catch { return false; } })
+    .map((p) => ({ path: p, text: readFileSync(path.join(ROOT, p), 'utf8') }));
+}
+
+function lineOf(text: string, index: number): number {
+  let line = 1;
+  for (let i = 0; i < index; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+/**
+ * Each comparison (=== !== == !=) of something's `adapter` or `name` with an adapter's name, in
+ * either order, as `path:line: the comparison`.
+ */
+export function adapterNameComparisons(source: Source, words: readonly string[] = ADAPTER_WORDS): string[] {
+  const literal = `(['"\`])(?:${words.join('|')})\\1`;
+  const subject = String.raw`[\w$.?!\])]*\b(?:adapter|name)\b`;
+  const operator = String.raw`\s*[!=]==?\s*`;
+  const patterns = [new RegExp(`${subject}${operator}${literal}`, 'g'), new RegExp(`${literal}${operator}${subject}`, 'g')];
+  const found: { index: number; text: string }[] = [];
+  for (const pattern of patterns) for (const m of source.text.matchAll(pattern)) found.push({ index: m.index, text: m[0] });
+  return found.sort((a, b) => a.index - b.index).map((f) => `${source.path}:${lineOf(source.text, f.index)}: ${f.text}`);
+}
+
+/** Each `switch (….adapter)` whose body has no `never` check (so a new adapter would fall through it unnoticed), as `path:line`. */
+export function nonExhaustiveAdapterSwitches(source: Source): string[] {
+  const found: string[] = [];
+  for (const m of source.text.matchAll(/switch \([\w$.?]*\badapter\) \{/g)) {
+    const open = m.index + m[0].length - 1;
+    let depth = 0;
+    let end = -1;
+    for (let i = open; i < source.text.length && end === -1; i++) {
+      if (source.text[i] === '{') depth++;
+      else if (source.text[i] === '}' && --depth === 0) end = i;
+    }
+    const body = source.text.slice(open, end === -1 ? undefined : end);
+    if (!/:\s*never\s*=/.test(body)) found.push(`${source.path}:${lineOf(source.text, m.index)}`);
+  }
+  return found;
+}
+
+/**
+ * The comparisons that stay, each a record's value held to what the code itself started or
+ * pinned — data compared, no behaviour chosen for a kind of adapter (like oracle/hard-failures.ts,
+ * which compares a call's adapter with the manifest's). Each must still be found: a stale entry fails.
+ */
+const DATA_COMPARISONS: readonly { readonly file: string; readonly text: string; readonly why: string }[] = [
+  { file: 'experiments/faults/invariants.ts', text: "model?.adapter !== 'local'", why: 'random_subject_safe: the record must show the local model the harness itself started for a random subject (fault-run.ts modelArgsOf)' },
+  { file: 'experiments/faults/invariants.ts', text: "e.payload.adapter !== 'local'", why: 'random_subject_safe: every recorded answer came from that local model' },
+  { file: 'experiments/study/study-report-builder.ts', text: "e.record.manifest?.model.adapter === 'reference'", why: "the report's dry-run label: the recorded answers are the reference policy's" },
+  { file: 'experiments/study/study-report-builder.ts', text: "input.plan.model.adapter === 'reference'", why: "the report's dry-run label when no instance was read: the study chose the reference policy" },
+];
+
+function allowed(finding: string): boolean {
+  return DATA_COMPARISONS.some((d) => finding.startsWith(`${d.file}:`) && finding.endsWith(`: ${d.text}`));
+}
+
+const production = productionSources();
+
+describe("no behaviour is chosen by comparing an adapter's name", () => {
+  test('the checkout: no comparison of an adapter or name with an adapter\'s name, beyond the data comparisons listed (each still there)', () => {
+    expect(production.length).toBeGreaterThan(150);
+    const findings = production.flatMap((s) => adapterNameComparisons(s));
+    expect(findings.filter((f) => !allowed(f))).toEqual([]);
+    expect(DATA_COMPARISONS.filter((d) => !findings.some((f) => f.startsWith(`${d.file}:`) && f.endsWith(`: ${d.text}`)))).toEqual([]);
+  });
+
+  test('forged: comparisons by name are caught, in either order, with = or !, through optional chains, and for every adapter of the list', () => {
+    const forged = {
+      path: 'runtime/forged.ts',
+      text: [
+        "const graceMs = (config?.model.adapter === 'openai' ? config.model.timeout_ms : 0) + 5_000;",
+        "if (this.input.adapter.name !== 'reference' && this.input.adapter.name !== 'replay') note();",
+        'if ("local" == m.adapter) pin();',
+        "const none = info.adapter != 'none';",
+        ...MODEL_ADAPTER_NAMES.map((n) => `if (model.adapter === '${n}') x();`),
+      ].join('\n'),
+    };
+    expect(adapterNameComparisons(forged)).toEqual([
+      "runtime/forged.ts:1: config?.model.adapter === 'openai'",
+      "runtime/forged.ts:2: this.input.adapter.name !== 'reference'",
+      "runtime/forged.ts:2: this.input.adapter.name !== 'replay'",
+      'runtime/forged.ts:3: "local" == m.adapter',
+      "runtime/forged.ts:4: info.adapter != 'none'",
+      ...MODEL_ADAPTER_NAMES.map((n, i) => `runtime/forged.ts:${5 + i}: model.adapter === '${n}'`),
+    ]);
+  });
+
+  test('forged: what is no comparison by name passes — a literal stated, a schema literal, a switch case, a fact asked, another name compared', () => {
+    const forged = {
+      path: 'design/forged.ts',
+      text: [
+        "const runtime = { adapter: 'openai', model_id: 'm' };",
+        "const variant = z.strictObject({ adapter: z.literal('local') });",
+        "readonly name = 'replay' as const;",
+        "switch (choice.adapter) { case 'reference': return 1; default: { const unhandled: never = choice; throw new Error(String(unhandled)); } }",
+        'if (adapterOf(choice.adapter).callsModel) share();',
+        "if (error.name === 'SqliteError') retry();",
+        "if (kind === 'replay') source();",
+      ].join('\n'),
+    };
+    expect(adapterNameComparisons(forged)).toEqual([]);
+    expect(nonExhaustiveAdapterSwitches(forged)).toEqual([]);
+  });
+
+  test('the checkout: every switch over an adapter name is exhaustive (a never check), so the compiler names it for a new adapter', () => {
+    const switches = production.filter((s) => /switch \([\w$.?]*\badapter\) \{/.test(s.text));
+    expect(switches.length).toBeGreaterThan(3);
+    expect(production.flatMap(nonExhaustiveAdapterSwitches)).toEqual([]);
+  });
+
+  test('forged: a switch over an adapter name without a never check is caught at its line', () => {
+    const forged = {
+      path: 'controller/forged.ts',
+      text: ['function f(model: ModelChoice): number {', '  switch (model.adapter) {', "    case 'openai':", '      return 1;', '    default:', '      return 0;', '  }', '}'].join('\n'),
+    };
+    expect(nonExhaustiveAdapterSwitches(forged)).toEqual(['controller/forged.ts:2']);
+  });
+});
