@@ -1,9 +1,10 @@
 // Adapters by property (issue 33 item 4): nothing in production code chooses behaviour by
 // comparing an adapter's name — it asks the adapter's facts (runtime/model-adapters/adapter-list.ts)
 // — and every switch over an adapter name is exhaustive, so that the compiler names it when an
-// adapter is added. Each rule is run on the real checkout and on forged text it must flag.
+// adapter is added; docs/architecture.md's row "a model adapter" names every place a new adapter
+// is written in (issue 33 item 7). Each rule is run on the real checkout and on forged text it must flag.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
@@ -40,7 +41,7 @@ function lineOf(text: string, index: number): number {
  * Each comparison (=== !== == !=) of something's `adapter` or `name` with an adapter's name, in
  * either order, as `path:line: the comparison`.
  */
-export function adapterNameComparisons(source: Source, words: readonly string[] = ADAPTER_WORDS): string[] {
+function adapterNameComparisons(source: Source, words: readonly string[] = ADAPTER_WORDS): string[] {
   const literal = `(['"\`])(?:${words.join('|')})\\1`;
   const subject = String.raw`[\w$.?!\])]*\b(?:adapter|name)\b`;
   const operator = String.raw`\s*[!=]==?\s*`;
@@ -51,7 +52,7 @@ export function adapterNameComparisons(source: Source, words: readonly string[] 
 }
 
 /** Each `switch (….adapter)` whose body has no `never` check (so a new adapter would fall through it unnoticed), as `path:line`. */
-export function nonExhaustiveAdapterSwitches(source: Source): string[] {
+function nonExhaustiveAdapterSwitches(source: Source): string[] {
   const found: string[] = [];
   for (const m of source.text.matchAll(/switch \([\w$.?]*\badapter\) \{/g)) {
     const open = m.index + m[0].length - 1;
@@ -143,5 +144,88 @@ describe("no behaviour is chosen by comparing an adapter's name", () => {
       text: ['function f(model: ModelChoice): number {', '  switch (model.adapter) {', "    case 'openai':", '      return 1;', '    default:', '      return 0;', '  }', '}'].join('\n'),
     };
     expect(nonExhaustiveAdapterSwitches(forged)).toEqual(['controller/forged.ts:2']);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// docs/architecture.md, "Where to start": a model adapter
+
+const ARCHITECTURE_DOC = path.join(ROOT, 'docs', 'architecture.md');
+const ADAPTER_ROW = 'a model adapter';
+
+/** Files the row names that hold only some adapters, and why. */
+const SOME_ADAPTERS_ONLY: Readonly<Record<string, string>> = {
+  'controller/model-config-file.ts': 'only an adapter that may be configured by a file has a variant there (openai, local)',
+};
+
+/** The second cell of the "Where to start" row of `change`, or null. */
+function whereToStartRow(page: string, change: string): string | null {
+  const line = page.split('\n').find((l) => l.startsWith(`| ${change} |`));
+  return line === undefined ? null : line.slice(`| ${change} |`.length).replace(/\|\s*$/, '');
+}
+
+/** The files and folders a row names by their path from the checkout's root, in backticks. */
+function pathsNamed(row: string): string[] {
+  return [...new Set([...row.matchAll(/`((?:[a-z-]+\/)+(?:[a-z0-9.-]+\.(?:ts|md))?)`/g)].map((m) => m[1]!))];
+}
+
+/** The production files a new adapter is written in: a definition of one, a switch over an adapter name, a schema literal or enum of adapter names. */
+function perAdapterPlaces(sources: readonly Source[], names: readonly string[] = MODEL_ADAPTER_NAMES): string[] {
+  const literal = `['"](?:${names.join('|')})['"]`;
+  const marks = [/ModelAdapterDefinition<['"]/, /switch \([\w$.?]*\badapter\) \{/, new RegExp(`z\\.literal\\(${literal}\\)`), new RegExp(`z\\.enum\\(\\[[^\\]]*${literal}`)];
+  return sources.filter((s) => marks.some((m) => m.test(s.text))).map((s) => s.path).sort();
+}
+
+/**
+ * What the row gets wrong about the code: a place a new adapter is written in that it does not
+ * name (nor a folder of it), a path it names that does not exist, a file it names that names
+ * neither every adapter of the list nor the list itself (so it is no place of theirs).
+ */
+function adapterRowProblems(row: string, sources: readonly Source[], read: (p: string) => string | null, names: readonly string[] = MODEL_ADAPTER_NAMES): string[] {
+  const named = pathsNamed(row);
+  const problems: string[] = [];
+  for (const place of perAdapterPlaces(sources, names)) {
+    if (!named.some((n) => place === n || (n.endsWith('/') && place.startsWith(n)))) problems.push(`${place} is written in for every adapter, but the row does not name it`);
+  }
+  for (const p of named) {
+    const text = p.endsWith('/') ? (existsSync(path.join(ROOT, p)) ? '' : null) : read(p);
+    if (text === null) {
+      problems.push(`the row names ${p}, which does not exist`);
+      continue;
+    }
+    if (p.endsWith('/') || p in SOME_ADAPTERS_ONLY || /\b(MODEL_ADAPTERS|ModelAdapterDefinition)\b/.test(text)) continue;
+    const missing = names.filter((n) => !new RegExp(`\\b${n}\\b`).test(text));
+    if (missing.length > 0) problems.push(`the row names ${p}, which names neither the list (MODEL_ADAPTERS, ModelAdapterDefinition) nor the adapters ${missing.join(', ')}`);
+  }
+  return problems;
+}
+
+function readFromCheckout(p: string): string | null {
+  try {
+    return readFileSync(path.join(ROOT, p), 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+describe('docs/architecture.md: the row for adding a model adapter', () => {
+  const row = whereToStartRow(readFileSync(ARCHITECTURE_DOC, 'utf8'), ADAPTER_ROW);
+
+  test('it names every place a new adapter is written in, every file it names exists and holds every adapter or the list', () => {
+    expect(row).not.toBeNull();
+    expect(perAdapterPlaces(production).length).toBeGreaterThan(8);
+    expect(adapterRowProblems(row!, production, readFromCheckout)).toEqual([]);
+    for (const file of Object.keys(SOME_ADAPTERS_ONLY)) expect(pathsNamed(row!)).toContain(file);
+  });
+
+  test('forged: a row that misses a place, names a file that is gone, or names a file of no adapter is caught; a new place in the code is caught too', () => {
+    const withoutFlags = row!.replace('`experiments/cli/model-flags.ts`', 'the flags');
+    expect(adapterRowProblems(withoutFlags, production, readFromCheckout)).toEqual(['experiments/cli/model-flags.ts is written in for every adapter, but the row does not name it']);
+    const gone = `${row!} and \`runtime/model-adapters/adapter-for.ts\``;
+    expect(adapterRowProblems(gone, production, readFromCheckout)).toEqual(['the row names runtime/model-adapters/adapter-for.ts, which does not exist']);
+    const stranger = `${row!} and \`foundation/html-escape.ts\``;
+    expect(adapterRowProblems(stranger, production, readFromCheckout)).toEqual([`the row names foundation/html-escape.ts, which names neither the list (MODEL_ADAPTERS, ModelAdapterDefinition) nor the adapters ${MODEL_ADAPTER_NAMES.join(', ')}`]);
+    const newPlace = { path: 'oracle/model-words.ts', text: "export function wordsOf(m: ModelInfo): string {\n  switch (m.adapter) {\n    case 'openai': return 'a server';\n    default: { const unhandled: never = m; return String(unhandled); }\n  }\n}\n" };
+    expect(adapterRowProblems(row!, [...production, newPlace], readFromCheckout)).toEqual(['oracle/model-words.ts is written in for every adapter, but the row does not name it']);
   });
 });
