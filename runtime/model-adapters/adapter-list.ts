@@ -11,7 +11,8 @@
 // (design/manifest.ts ModelAdapter) and a recorded model call (schema/events/model-output-events.ts)
 // may hold belong to their version, so a new adapter is a new version of each, never a silent
 // widening of one already written. The compiler holds this list to both (below).
-import type { PayloadOf } from '../../schema/event-catalog.js';
+import type { z } from 'zod';
+import type { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
 import type { ModelAdapter, ModelAdapterDefinition, ModelAdapterName, ModelConfigs } from '../model-adapter.js';
 import type { RuntimeModelConfig } from '../protocol.js';
 import { LOCAL_ADAPTER } from './local-adapter.js';
@@ -37,7 +38,7 @@ export const MODEL_ADAPTER_NAMES = Object.keys(MODEL_ADAPTERS) as readonly Model
  * Every adapter's calls are recorded under the current ModelOutputEvent.* versions: a name they
  * cannot hold is a compile error here, and a new version of those events first (the old kept).
  */
-export type AdaptersRecordable = Holds<ModelAdapterName extends PayloadOf<'ModelOutputEvent.ModelAnswered' | 'ModelOutputEvent.ModelCallFailed'>['adapter'] ? true : false>;
+export type AdaptersRecordable = Holds<ModelAdapterName extends z.output<typeof ModelAnswered.payload>['adapter'] & z.output<typeof ModelCallFailed.payload>['adapter'] ? true : false>;
 type Holds<T extends true> = T;
 
 /** The definition of the adapter a configuration names. */
