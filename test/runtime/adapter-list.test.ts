@@ -4,6 +4,7 @@
 // manifest's call timeout (what the controller waits for a stopping runtime), and who counted
 // the tokens of real calls: the reference policy, a replay, the openai adapter against a REAL
 // HTTP server on loopback, and the local adapter on the REAL tiny model.
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
@@ -64,6 +65,27 @@ describe('the list: one entry per adapter, and the names the stored formats hold
     expect(recordedAdapterOf('none')).toBeNull();
     expect(recordedAdapterOf('anthropic')).toBeNull();
     expect(recordedAdapterOf('toString')).toBeNull();
+  });
+});
+
+describe('docs/model-protocol.md: the table of what each adapter states', () => {
+  test('one row per adapter of the list, in its order, each cell the adapter\'s fact', () => {
+    const page = readFileSync(fileURLToPath(new URL('../../docs/model-protocol.md', import.meta.url)), 'utf8');
+    const header = '| adapter | calls a model | usage counted by | prompt counted by | call timeout | checked before hour 0 | served over HTTP | build pinned by its check |';
+    const lines = page.split('\n');
+    const at = lines.indexOf(header);
+    expect(at).toBeGreaterThan(-1);
+    const rows: string[] = [];
+    for (const line of lines.slice(at + 2)) {
+      if (!line.startsWith('| `')) break;
+      rows.push(line);
+    }
+    const yes = (b: boolean): string => (b ? 'yes' : 'no');
+    expect(rows).toEqual(MODEL_ADAPTER_NAMES.map((name) => {
+      const d = adapterOf(name);
+      const timeout = callTimeoutMsOf(sample(name)) === null ? 'none' : '`timeout_ms`';
+      return `| \`${name}\` | ${yes(d.callsModel)} | ${d.usageCountedBy.join(', ')} | ${d.promptCountedBy.join(', ')} | ${timeout} | ${yes(d.checkedBeforeStart)} | ${yes(d.answeredByServer)} | ${yes(d.preflightReportsBuild)} |`;
+    }));
   });
 });
 
