@@ -10,7 +10,8 @@
 // The stored formats are not derived from this list, on purpose: the adapter names a manifest
 // (design/manifest.ts ModelAdapter) and a recorded model call (schema/events/model-output-events.ts)
 // may hold belong to their version, so a new adapter is a new version of each, never a silent
-// widening of one already written. The compiler holds this list to both (below).
+// widening of one already written. The compiler holds this list to both: the recorded calls'
+// names below, the manifest's in design/model-choice.ts (AdaptersInManifest).
 import type { z } from 'zod';
 import type { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
 import type { ModelAdapter, ModelAdapterDefinition, ModelAdapterName, ModelConfigs } from '../model-adapter.js';
