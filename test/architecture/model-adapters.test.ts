@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
 import { ModelAdapter as ManifestModelAdapter } from '../../design/manifest.js';
 import { MODEL_ADAPTER_NAMES } from '../../runtime/model-adapters/adapter-list.js';
@@ -228,4 +229,31 @@ describe('docs/architecture.md: the row for adding a model adapter', () => {
     const newPlace = { path: 'oracle/model-words.ts', text: "export function wordsOf(m: ModelInfo): string {\n  switch (m.adapter) {\n    case 'openai': return 'a server';\n    default: { const unhandled: never = m; return String(unhandled); }\n  }\n}\n" };
     expect(adapterRowProblems(row!, [...production, newPlace], readFromCheckout)).toEqual(['oracle/model-words.ts is written in for every adapter, but the row does not name it']);
   });
+
+  // The row's claim that the compiler names each place in turn, tried: a fifth adapter's start
+  // configuration and its choice added (forged, in memory), the whole program type-checked.
+  test('forged: a fifth adapter\'s configuration and choice make the compiler name exactly the places the row names (and the wake loop, where a call\'s adapter is recorded under the events\' names)', () => {
+    const forged: Readonly<Record<string, readonly [string, string]>> = {
+      'runtime/protocol.ts': ["  z.strictObject({ adapter: z.literal('reference') }),\n", "  z.strictObject({ adapter: z.literal('reference') }),\n  z.strictObject({ adapter: z.literal('echo'), base_url: ServerBaseUrl }),\n"],
+      'design/model-choice.ts': ["  z.strictObject({ adapter: z.literal('reference') }),\n", "  z.strictObject({ adapter: z.literal('reference') }),\n  z.strictObject({ adapter: z.literal('echo'), base_url: z.string() }),\n"],
+    };
+    const configPath = path.join(ROOT, 'tsconfig.json');
+    const config = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
+    const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT, undefined, configPath);
+    const host = ts.createCompilerHost(parsed.options);
+    const read = host.readFile.bind(host);
+    host.readFile = (file) => {
+      const text = read(file);
+      const change = forged[path.relative(ROOT, file).split(path.sep).join('/')];
+      if (text === undefined || change === undefined) return text;
+      if (!text.includes(change[0])) throw new Error(`the forgery no longer applies to ${file}`);
+      return text.replace(change[0], change[1]);
+    };
+    // The production program and the one test the row names (the others are not places of an adapter).
+    const rootNames = parsed.fileNames.filter((f) => { const rel = path.relative(ROOT, f).split(path.sep).join('/'); return !rel.startsWith('test/') || rel === 'test/runtime/adapter-list.test.ts'; });
+    const program = ts.createProgram({ rootNames, options: parsed.options, host });
+    const named = new Set(ts.getPreEmitDiagnostics(program).flatMap((d) => (d.file === undefined ? [] : [path.relative(ROOT, d.file.fileName).split(path.sep).join('/')])));
+    expect([...named].sort()).toEqual(['design/model-choice.ts', 'experiments/cli/model-flags.ts', 'experiments/cluster/task-unit.ts', 'runtime/model-adapters/adapter-list.ts', 'runtime/wake-loop.ts', 'test/runtime/adapter-list.test.ts']);
+    expect([...named].filter((f) => f !== 'runtime/wake-loop.ts' && !pathsNamed(row!).includes(f))).toEqual([]);
+  }, 240_000);
 });
