@@ -152,7 +152,7 @@ async function main(): Promise<CommandOutput | null> {
     if (values.model !== 'replay' && (values.group === undefined || !isGroup(values.group))) throw new UsageError(`give --group A, B or C${values.group === undefined ? '' : ` (got ${JSON.stringify(values.group)})`}`);
     const model = modelChoiceOf(values);
     // A replay runs under its source's settings (issue 16 item 5), checked before anything is written.
-    const replay: ReplaySettings | null = model.adapter === 'replay' ? replaySettingsOf(readReplaySource(model.from_run), values, preregSha256(PreRegistration.parse(readPreregJson(values.prereg ?? DEFAULT_PREREG)))) : null;
+    const replay: ReplaySettings | null = 'from_run' in model ? replaySettingsOf(readReplaySource(model.from_run), values, preregSha256(PreRegistration.parse(readPreregJson(values.prereg ?? DEFAULT_PREREG)))) : null;
     for (const line of replay?.lines ?? []) log(line);
     const group = replay?.group ?? values.group;
     if (group === undefined || !isGroup(group)) throw new UsageError(`give --group A, B or C${group === undefined ? '' : ` (got ${JSON.stringify(group)})`}`);

@@ -92,7 +92,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (error instanceof ModelConfigError) throw new ModelFlagError(error.message);
       throw error;
     }
-    if (choice.adapter === 'openai') apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`);
+    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`);
     return choice;
   }
   const model = values.model ?? 'reference';

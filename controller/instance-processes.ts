@@ -6,6 +6,8 @@
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { writerRequestTimeoutMsOf } from '../design/prereg.js';
+import type { InstanceManifest } from '../design/manifest.js';
+import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import type { PreflightReport } from '../runtime/protocol.js';
 import { spawnRuntime, type RuntimeProcess } from '../runtime/spawn.js';
 import { FaultSwitch } from '../schema/fault-switch.js';
@@ -158,11 +160,8 @@ export class InstanceProcesses {
     appendFileSync(path.join(this.input.runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
     for (const text of report.lines) this.log(`model preflight: ${text}`);
     if (!report.ok) throw new InstanceError('model', `the model failed its check at the runtime's start: ${report.reason}. ${pinnedModelAdvice(this.input)}`);
-    // The controller hashed the model file into the signed manifest; the runtime loaded a file of its own reading: they must be the same one.
-    const pinned = this.input.manifest.model.build;
-    if (this.input.manifest.model.adapter === 'local' && report.facts['build'] !== pinned) {
-      throw new InstanceError('model', `the runtime loaded a model hashing to ${String(report.facts['build'])}, but the signed manifest pins ${String(pinned)}: the model file changed after the start; restore it, or start a new run`);
-    }
+    const mismatch = pinnedBuildMismatch(this.input.manifest.model, report.facts);
+    if (mismatch !== null) throw new InstanceError('model', mismatch);
     this.log('model preflight: OK');
   }
 
@@ -191,14 +190,25 @@ export class InstanceProcesses {
 }
 
 /**
+ * Why the build the runtime's check reports is not the one the signed manifest pins, for an
+ * adapter whose check reports the build it loaded (the local model: its file's sha256); null when
+ * it is the same, or the adapter reports none. The controller hashed the model file into the
+ * manifest; the runtime loaded a file of its own reading: they must be the same one.
+ */
+export function pinnedBuildMismatch(model: InstanceManifest['model'], facts: Readonly<Record<string, unknown>>): string | null {
+  if (recordedAdapterOf(model.adapter)?.preflightReportsBuild !== true || facts['build'] === model.build) return null;
+  return `the runtime loaded a model hashing to ${String(facts['build'])}, but the signed manifest pins ${String(model.build)}: the model file changed after the start; restore it, or start a new run`;
+}
+
+/**
  * What to do when the runtime's own check refuses a model in a folder that exists (issue 31 item
  * 5): its signed manifest pins the model, so a resume can only run it as pinned — the advice is to
  * make the server serve it so and resume, or to start a new folder with another value; never a
  * resume that can only repeat the refusal.
  */
-export function pinnedModelAdvice(input: InstanceInput): string {
+export function pinnedModelAdvice(input: Pick<InstanceInput, 'runDir'> & { readonly manifest: Pick<InstanceManifest, 'model'> }): string {
   const m = input.manifest.model;
   const dialect = m.structured_output?.dialect ?? 'none';
-  const served = m.adapter === 'openai' ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
+  const served = recordedAdapterOf(m.adapter)?.answeredByServer === true ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
   return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with npm run experiment -- --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
 }

@@ -17,7 +17,7 @@ import type { Scenario } from '../design/scenario.js';
 import { requestedAnswerCap, sentAnswerCap } from '../runtime/answer-cap.js';
 import { specialisedAnswerSchema } from '../runtime/answer-schema.js';
 import type { ModelAdapter, PreflightFacts, SpeedSampleOf } from '../runtime/model-adapter.js';
-import { modelAdapterFor } from '../runtime/model-adapters/adapter-for.js';
+import { adapterOf, callTimeoutMsOf, modelAdapterFor } from '../runtime/model-adapters/adapter-list.js';
 import type { ModelProtocol } from '../runtime/model-protocol.js';
 import type { RuntimeModelConfig } from '../runtime/protocol.js';
 import { ModelCheckError } from './model-check-error.js';
@@ -45,14 +45,17 @@ const SPEED_CONTEXT_SLACK_TOKENS = 256;
 /** The largest prompt is timed on its own only when it is this much longer than the typical one. */
 const LARGEST_SPEED_CALL_FACTOR = 1.2;
 
-/** The call timeout of a model that is waited for; null for one that is not (reference, replay). */
-function timeoutOf(model: RuntimeModelConfig): number | null {
-  return model.adapter === 'openai' || model.adapter === 'local' ? model.timeout_ms : null;
+/** The call timeout a model is checked within, when its adapter is checked before hour 0 (runtime/model-adapters/adapter-list.ts); null when it is not (nothing to measure). */
+function checkTimeoutOf(model: RuntimeModelConfig): number | null {
+  if (!adapterOf(model.adapter).checkedBeforeStart) return null;
+  const timeoutMs = callTimeoutMsOf(model);
+  if (timeoutMs === null) throw new ModelCheckError('unmeasurable', `the ${model.adapter} adapter is to be checked before hour 0 but states no call timeout to check it within (a bug of the adapter's definition)`, {});
+  return timeoutMs;
 }
 
 /** Checks the model against the plan before anything is written; ModelCheckError (nothing written) when it cannot work. */
 export async function checkModelBeforeStart(input: ModelCheckInput): Promise<ModelCheck | null> {
-  const timeoutMs = timeoutOf(input.model);
+  const timeoutMs = checkTimeoutOf(input.model);
   if (timeoutMs === null) return null;
   const adapter = modelAdapterFor(input.model);
   try {

@@ -18,6 +18,8 @@ import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
 import { LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
 import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded-model-calls.js';
+import type { ModelAdapterName } from '../runtime/model-adapter.js';
+import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { EventEnvelope } from '../schema/envelope.js';
 import { eventIs } from '../schema/typed-event.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
@@ -46,6 +48,15 @@ export const ModelChoice = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
 ]);
 export type ModelChoice = z.infer<typeof ModelChoice>;
+
+/**
+ * A choice for every adapter of the list and no other (runtime/model-adapters/adapter-list.ts),
+ * and every one a name the manifest's model may hold (design/manifest.ts ModelAdapter, a stored
+ * format: a new name there is a new manifest version): both held by the compiler.
+ */
+export type ChoicesCoverAdapters = Holds<[ModelChoice['adapter']] extends [ModelAdapterName] ? ([ModelAdapterName] extends [ModelChoice['adapter']] ? true : false) : false>;
+export type AdaptersInManifest = Holds<[ModelAdapterName] extends [ModelInfo['adapter']] ? true : false>;
+type Holds<T extends true> = T;
 
 export class ModelChoiceError extends TypedErrorOf('model_choice', EXIT_CODES.failed) {
   override readonly name = 'ModelChoiceError';
@@ -161,22 +172,13 @@ export function ggufBuildOf(file: string): string {
 
 /**
  * How many members of a block may be at the model at once: the declared parallel slots of a
- * server or local model (default 1); the reference policy and a replay call no server and share
- * nothing, so every member may go at once (still in lockstep).
+ * model its members share (a server or a local model, runtime/model-adapter.ts callsModel;
+ * default 1); an adapter that calls no model (the reference policy, a replay) shares nothing, so
+ * every member may go at once (still in lockstep).
  */
 export function blockSlotsOf(choice: ModelChoice, members: number): number {
-  switch (choice.adapter) {
-    case 'reference':
-    case 'replay':
-      return members;
-    case 'openai':
-    case 'local':
-      return Math.min(members, choice.parallel_slots ?? 1);
-    default: {
-      const unhandled: never = choice;
-      throw new ModelChoiceError(`unknown model ${JSON.stringify(unhandled)}`);
-    }
-  }
+  if (!adapterOf(choice.adapter).callsModel) return members;
+  return Math.min(members, ('parallel_slots' in choice ? choice.parallel_slots : undefined) ?? 1);
 }
 
 export interface ResolvedModel {
@@ -237,7 +239,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
  * a run folder is written, so that the refusal leaves nothing behind.
  */
 export function modelConfigBytes(choice: ModelChoice): Buffer | null {
-  if ((choice.adapter !== 'openai' && choice.adapter !== 'local') || choice.config_file === null) return null;
+  if (!('config_file' in choice) || choice.config_file === null) return null;
   let bytes: Buffer;
   try {
     bytes = readFileSync(choice.config_file);

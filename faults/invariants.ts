@@ -36,6 +36,7 @@ import { unansweredWithin } from '../writer/client.js';
 import { LockablePreRegistration } from '../design/prereg.js';
 import { wakeUnansweredWithin } from '../runtime/spawn.js';
 import { answerNotWithin } from '../runtime/model-adapters/openai-adapter.js';
+import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 
 export const STORE_INVARIANTS = ['verify', 'replay', 'acks_kept', 'no_duplicate_side_effect', 'no_unexplained_side_effect', 'unknown_outcome_recovering', 'stall_recorded', 'random_subject_safe'] as const;
@@ -451,7 +452,7 @@ function checkModelStall(record: RunRecord, reached: FaultReached): InvariantRes
   const timeoutMs = stalledCallersTimeoutMs(reached.kind, LockablePreRegistration.parse(record.prereg));
   const problems: string[] = [];
   const model = record.manifest?.model ?? null;
-  if (model?.adapter !== 'openai') problems.push(`the instance ran with the ${model?.adapter ?? 'unknown'} model, not a model server: nothing was stalled`);
+  if (model === null || recordedAdapterOf(model.adapter)?.answeredByServer !== true) problems.push(`the instance ran with the ${model?.adapter ?? 'unknown'} model, not a model server: nothing was stalled`);
   else if (model.call_timeout_ms !== timeoutMs) problems.push(`the manifest's call timeout is ${String(model.call_timeout_ms)} ms, not the ${timeoutMs} ms the stall was planned past`);
   const outcomes = record.events.filter((e) => (eventIs(e, 'ModelOutputEvent.ModelAnswered') || eventIs(e, 'ModelOutputEvent.ModelCallFailed')) && e.payload.wake_id === wakeId);
   const failed = outcomes.length === 1 ? payloadOf(outcomes[0]!, 'ModelOutputEvent.ModelCallFailed') : null;

@@ -21,7 +21,7 @@ import { EventCache, EventReadError } from './event-cache.js';
 import { ObservedState } from './observed-state.js';
 import { RetrievalIndex } from './retrieval-window.js';
 import type { ModelAdapter } from './model-adapter.js';
-import { modelAdapterFor } from './model-adapters/adapter-for.js';
+import { callTimeoutMsOf, modelAdapterFor } from './model-adapters/adapter-list.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
 import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
 import {
@@ -218,7 +218,8 @@ function stop(reason: string): void {
   log(`stopping: ${reason}`);
   const running = currentWake;
   if (!running?.settled) return exitAfter(0, null);
-  const graceMs = (config?.model.adapter === 'openai' ? config.model.timeout_ms : 0) + STOP_MARGIN_MS;
+  // A call under way may take the whole call timeout of any model that is waited for (a local model's as much as a server's: the controller waits that long too, its manifest's call_timeout_ms); one that is not answers at once.
+  const graceMs = (config === null ? 0 : (callTimeoutMsOf(config.model) ?? 0)) + STOP_MARGIN_MS;
   const cut = setTimeout(() => {
     running.client?.close();
     exitAfter(0, { type: 'wake_failed', wake_id: running.wakeId, code: 'stopped', message: `the runtime stopped (${reason}); the wake did not reach a step boundary within ${graceMs} ms and was cut` });
@@ -229,8 +230,9 @@ function stop(reason: string): void {
   });
 }
 
+/** The timeout each call is given: the model's own where it is waited for; a model that is not (it answers at once) is handed the wake loop's default, which it never needs. */
 function modelTimeoutOf(start: RuntimeStartConfig): number {
-  return start.model.adapter === 'openai' || start.model.adapter === 'local' ? start.model.timeout_ms : MODEL_CALL_TIMEOUT_MS;
+  return callTimeoutMsOf(start.model) ?? MODEL_CALL_TIMEOUT_MS;
 }
 
 /**

@@ -7,8 +7,13 @@
 // reported attempt by attempt through `onTransportFailure` before the next one starts.
 import type { ContextBundle } from './context-bundle.js';
 import type { ServerTimings } from './model-adapters/server-timings.js';
+import type { RuntimeModelConfig } from './protocol.js';
 
-export type ModelAdapterName = 'reference' | 'openai' | 'replay' | 'local';
+/** The adapters there are: one per variant of the start message's model configuration (runtime/protocol.ts), each listed once in model-adapters/adapter-list.ts. */
+export type ModelAdapterName = RuntimeModelConfig['adapter'];
+
+/** The configuration a start message gives each adapter, by name. */
+export type ModelConfigs = { readonly [N in ModelAdapterName]: Extract<RuntimeModelConfig, { readonly adapter: N }> };
 
 export interface ModelParams {
   readonly temperature: number | null;
@@ -203,4 +208,40 @@ export interface ModelAdapter {
   measure?(samples: readonly PromptSample[], speedSample: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement>;
   /** Frees what the adapter holds (a loaded model, open connections). */
   close?(): Promise<void>;
+}
+
+/**
+ * What the rest of the house asks of an adapter (issue 33 item 4), stated by each adapter where
+ * it is defined and gathered in model-adapters/adapter-list.ts (MODEL_ADAPTERS): whoever needs to
+ * know asks the fact, never the name, so a new adapter answers every question by stating it.
+ */
+export interface ModelAdapterDefinition<N extends ModelAdapterName> {
+  readonly name: N;
+  /**
+   * Its calls go to a model — a server, or an engine in the runtime process — and not to code
+   * (the reference policy) or to a record (a replay). Only such a model is shared by a block's
+   * members (its parallel slots bound how many call at once, design/model-choice.ts
+   * blockSlotsOf), and only its calls' token counts are worth a note when they are estimates or
+   * missing (runtime/wake-loop.ts): the model could have counted them.
+   */
+  readonly callsModel: boolean;
+  /** Who counts the tokens its calls spend (`usage_source`): the model's server, the model's own tokenizer, or ceil(chars / 4). */
+  readonly usageCountedBy: readonly TokenCountSource[];
+  /** Who counts a prompt before or by its call (`prompt_count_source`). */
+  readonly promptCountedBy: readonly TokenCountSource[];
+  /**
+   * How long one call may be waited for, from its configuration: the runtime gives each call that
+   * long and a stopping runtime waits that long for a call under way (runtime/main.ts), as the
+   * controller does (the signed manifest's call_timeout_ms). Null: not waited for — the answer is
+   * at hand at once (computed, or served from a record).
+   */
+  readonly callTimeoutMs: (config: ModelConfigs[N]) => number | null;
+  /** Checked against the plan before anything of an instance is written (controller/model-check.ts: its preflight and measurement). */
+  readonly checkedBeforeStart: boolean;
+  /** Its calls go over HTTP to a server process, which must be running and serving the model id (a resume's advice says so, controller/instance-processes.ts; freezing that process stalls the model). */
+  readonly answeredByServer: boolean;
+  /** Its check at the runtime's start reports the build it loaded (preflight fact `build`), which must be the build the signed manifest pins (controller/instance-processes.ts). */
+  readonly preflightReportsBuild: boolean;
+  /** The adapter a start message's configuration asks for; nothing is loaded or called yet. */
+  readonly create: (config: ModelConfigs[N]) => ModelAdapter;
 }

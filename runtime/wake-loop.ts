@@ -29,6 +29,7 @@ import type { FaultSwitch } from '../schema/fault-switch.js';
 import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
 import { NO_CALL_FACTS, NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
+import { adapterOf } from './model-adapters/adapter-list.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
 import { renderPrompt } from './prompt.js';
@@ -305,7 +306,7 @@ class Wake {
   private async record(outcome: ModelCallOutcome, shown: ShownEvents): Promise<SubjectAnswer | null> {
     // Tokens spent count whether or not the answer is used: a misbehaving model is not cheap.
     if (outcome.usage !== null) this.counts.tokens += outcome.usage.prompt_tokens + outcome.usage.completion_tokens;
-    if (this.input.adapter.name !== 'reference' && this.input.adapter.name !== 'replay') {
+    if (adapterOf(this.input.adapter.name).callsModel) {
       // A call no server evaluated records no tokens and says why; what follows concerns calls that reached one (issue 31 item 7).
       if (outcome.kind === 'failed' && outcome.usage === null) this.notes.push(`${NO_TOKENS_RECORDED} for this call: ${noUsageReason(outcome.failure)}`);
       else {

@@ -12,6 +12,7 @@ import { blockSlotsOf, type ModelChoice } from '../design/model-choice.js';
 import { blockRecordFile, BlockTurnLine } from '../oracle/block-turns.js';
 import { replicateSeed } from '../study-contract/study-replicates.js';
 import { GROUPS } from '../design/groups.js';
+import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
 
 export interface StudyBlockInput {
   readonly studyDir: string;
@@ -44,7 +45,7 @@ function appendTurn(file: string, replicate: number, session: string, turn: Turn
 /** What the screen says of one block: its members side by side, and how many of their model calls go at once. */
 export function blockLine(model: ModelChoice): string {
   const slots = blockSlotsOf(model, GROUPS.length);
-  const calls = slots >= GROUPS.length ? `their model calls at once (${model.adapter === 'reference' || model.adapter === 'replay' ? 'no model server to share' : `${slots} parallel slots declared`})` : `at most ${slots} model call(s) at once, in an order drawn from the replicate's seed`;
+  const calls = slots >= GROUPS.length ? `their model calls at once (${adapterOf(model.adapter).callsModel ? `${slots} parallel slots declared` : 'no model server to share'})` : `at most ${slots} model call(s) at once, in an order drawn from the replicate's seed`;
   return `each replicate's A, B and C side by side, wakes in lockstep, ${calls}`;
 }
 

@@ -35,7 +35,7 @@ import { basename, isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { answerGrammar, AnswerGrammarError } from '../answer-grammar.js';
-import type { CallFacts, ModelAdapter, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf } from '../model-adapter.js';
+import type { CallFacts, ModelAdapter, ModelAdapterDefinition, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
 import { checkConstrainedAnswer } from './structured-output.js';
@@ -171,6 +171,20 @@ class ContextShiftRefused extends InternalError {
 
 const PROBE_SYSTEM = 'Preflight check of the answer constraint. This call is outside the study.';
 const PROBE_USER = 'Answer with one JSON object.';
+
+/** The local adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */
+export const LOCAL_ADAPTER: ModelAdapterDefinition<'local'> = {
+  name: 'local',
+  callsModel: true,
+  usageCountedBy: ['tokenizer'],
+  promptCountedBy: ['tokenizer'],
+  callTimeoutMs: (config) => config.timeout_ms,
+  checkedBeforeStart: true,
+  answeredByServer: false,
+  preflightReportsBuild: true,
+  // Nothing is loaded here: the engine and the model load in preflight (before the first wake), or at the first call.
+  create: (config) => new LocalAdapter({ modelFile: config.model_file, modelId: config.model_id, params: config.params, threads: config.threads, contextSize: config.context_size }),
+};
 
 export class LocalAdapter implements ModelAdapter {
   readonly name = 'local' as const;

@@ -41,7 +41,7 @@ import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import { ServerBaseUrl } from '../protocol.js';
-import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
+import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
@@ -159,6 +159,24 @@ interface ContextSize {
 export function answerNotWithin(timeoutMs: number): string {
   return `within timeoutMs ${timeoutMs}`;
 }
+
+/** The openai adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */
+export const OPENAI_ADAPTER: ModelAdapterDefinition<'openai'> = {
+  name: 'openai',
+  callsModel: true,
+  // The server's usage, else the estimate (said so); the prompt by the server's tokenizer endpoint, else the estimate.
+  usageCountedBy: ['server', 'estimate'],
+  promptCountedBy: ['tokenizer', 'estimate'],
+  callTimeoutMs: (config) => config.timeout_ms,
+  checkedBeforeStart: true,
+  answeredByServer: true,
+  preflightReportsBuild: false,
+  create: (config) => {
+    const apiKey = config.api_key_env === null ? null : (process.env[config.api_key_env] ?? null);
+    if (config.api_key_env !== null && apiKey === null) throw new Error(`the environment variable ${config.api_key_env} (the API key) is not set`);
+    return new OpenAiAdapter({ baseUrl: config.base_url, modelId: config.model_id, apiKey, params: config.params, dialect: config.dialect, retry: config.retry, contextSize: config.context_size, stream: config.stream });
+  },
+};
 
 export class OpenAiAdapter implements ModelAdapter {
   readonly name = 'openai' as const;

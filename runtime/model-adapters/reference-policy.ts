@@ -57,7 +57,7 @@ import { eventIsOneOf } from '../../schema/typed-event.js';
 import type { ContextBundle, WorkspaceEntry } from '../context-bundle.js';
 import { windowPayload, type WindowEvent } from '../retrieval-window.js';
 import type { ViewTask } from '../subject-view.js';
-import type { ModelAdapter, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
+import type { ModelAdapter, ModelAdapterDefinition, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
 import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, type ModelAction, type ModelAnswerV2, type ModelClaim, type ModelPlanRevision, type SubjectAnswer } from '../model-protocol.js';
 import { estimateTokens } from '../prompt.js';
 
@@ -817,6 +817,19 @@ export function decide(bundle: ContextBundle): ModelAnswerV2 {
     checkpoint: { ...checkpoint, goal_status: goal_status === 'active' || goal_status === 'submitted' ? goal_status : null, evidence_seqs: seqs(evidence_event_ids) },
   };
 }
+
+/** The reference policy as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts): code, not a model; its counts are estimates, said so. */
+export const REFERENCE_POLICY_ADAPTER: ModelAdapterDefinition<'reference'> = {
+  name: 'reference',
+  callsModel: false,
+  usageCountedBy: ['estimate'],
+  promptCountedBy: ['estimate'],
+  callTimeoutMs: () => null,
+  checkedBeforeStart: false,
+  answeredByServer: false,
+  preflightReportsBuild: false,
+  create: () => new ReferencePolicy(),
+};
 
 /** The reference policy as a model adapter: one call = one deterministic answer, never a failure. */
 export class ReferencePolicy implements ModelAdapter {

@@ -7,7 +7,7 @@
 // saying so, which the wake loop records like any failed call — a replay that diverges from
 // its source shows up as a different event, never as plausible made-up text.
 import type { EventEnvelope } from '../../schema/envelope.js';
-import { NO_CALL_FACTS, type ModelAdapter, type ModelCallOutcome, type ModelParams, type ModelRequest } from '../model-adapter.js';
+import { NO_CALL_FACTS, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelParams, type ModelRequest } from '../model-adapter.js';
 import type { RecordedModelCall } from '../protocol.js';
 import { ReplayRecordingError } from '../recorded-model-calls.js';
 
@@ -20,6 +20,19 @@ const NO_PARAMS: ModelParams = { temperature: null, top_p: null, seed: null, max
 function keyOf(wakeId: string, callNumber: number): string {
   return `${wakeId}\u0000${callNumber}`;
 }
+
+/** The replay adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts): no model, nothing waited for, every count as its source recorded it. */
+export const REPLAY_ADAPTER: ModelAdapterDefinition<'replay'> = {
+  name: 'replay',
+  callsModel: false,
+  usageCountedBy: ['server', 'tokenizer', 'estimate'],
+  promptCountedBy: ['server', 'tokenizer', 'estimate'],
+  callTimeoutMs: () => null,
+  checkedBeforeStart: false,
+  answeredByServer: false,
+  preflightReportsBuild: false,
+  create: (config) => new ReplayAdapter(config.source_model_id, config.calls),
+};
 
 export class ReplayAdapter implements ModelAdapter {
   readonly name = 'replay' as const;

@@ -658,6 +658,63 @@ describe('ds-runtime: real wakes against a live writer', () => {
 });
 
 // ---------------------------------------------------------------------------------------
+// a stop while a wake is under way: bounded by the model's call timeout plus the margin
+
+describe('ds-runtime: a stop lets the wake under way reach its step boundary within the model\'s call timeout plus 5 s', () => {
+  const LOCAL_MODEL_FILE = fileURLToPath(new URL('../../../shared/models/stories260K.gguf', import.meta.url));
+  /** How long the wake is held (the writer frozen) after the stop: past the runtime's 5 s margin, within the local model's call timeout plus it. */
+  const HELD_MS = 6_500;
+  const LOCAL_CALL_TIMEOUT_MS = 8_000;
+
+  /** A runtime on its own writer, one wake sent and held on the frozen writer, then stopped; the wake's failure once HELD_MS have passed and the writer thawed. */
+  async function stopHeldWake(model: RuntimeStartConfig['model']): Promise<{ failure: RuntimeWakeError; exit: Awaited<ReturnType<RuntimeProcess['stop']>> }> {
+    const f = await startWriterFixture();
+    const workspace = runtimeWorkspace();
+    try {
+      const script = new ControllerScript(await f.connect('experiment'), BUDGET);
+      await script.initialize();
+      // Writer requests wait longer than the wake is held: nothing but the stop's grace can end it early.
+      const runtime = await spawnRuntime(startConfig(f, workspace, { model, writer_request_timeout_ms: 60_000 }), { startTimeoutMs: 120_000 });
+      const wake = await script.startWake();
+      const thaw = freeze(f);
+      try {
+        const outcome = settle(runtime.wake(wake.request, 60_000));
+        await sleep(300);
+        const exit = runtime.stop(60_000);
+        await sleep(HELD_MS);
+        thaw();
+        const settled = await outcome;
+        if (settled.ok) throw new Error(`the stopped wake succeeded: ${JSON.stringify(settled.value)}`);
+        expect(settled.error).toBeInstanceOf(RuntimeWakeError);
+        return { failure: settled.error as RuntimeWakeError, exit: await exit };
+      } finally {
+        thaw();
+      }
+    } finally {
+      await f.cleanup().catch(() => undefined);
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }
+
+  // Issue 33 item 4: the grace once counted the openai adapter's timeout only, so a stop cut a
+  // local model's wake after the bare margin — a call under way lost unrecorded — though the
+  // controller waits the manifest's call_timeout_ms for it.
+  test('a local model (waited for, in the runtime process): the wake held past the margin still ends at its step boundary, not cut', async () => {
+    const { failure, exit } = await stopHeldWake({ adapter: 'local', model_file: LOCAL_MODEL_FILE, model_id: 'stories260K', params: { temperature: null, top_p: null, seed: 1, max_tokens: 16 }, threads: 1, context_size: 2_048, timeout_ms: LOCAL_CALL_TIMEOUT_MS });
+    expect(failure.failure?.code).toBe('stopped');
+    expect(failure.failure?.message).toContain('at a step boundary of the wake; everything it did is recorded');
+    expect(exit).toEqual({ code: 0, signal: null });
+  }, 180_000);
+
+  test('the reference policy (not waited for): the wake held past the margin is cut after it, and says so', async () => {
+    const { failure, exit } = await stopHeldWake({ adapter: 'reference' });
+    expect(failure.failure?.code).toBe('stopped');
+    expect(failure.failure?.message).toContain('the wake did not reach a step boundary within 5000 ms and was cut');
+    expect(exit).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});
+
+// ---------------------------------------------------------------------------------------
 // start-up and the channel, as a parent sees them on raw IPC
 
 interface RawRuntime {
