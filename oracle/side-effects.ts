@@ -20,6 +20,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { HASH_PREFIX, type HashString } from '../schema/hash.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import type { FileIntentOp } from '../schema/tools.js';
 import { WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 import { payloadOf, type RunRecord } from './run-record.js';
 
@@ -57,7 +58,7 @@ interface Account {
 
 interface Intent {
   readonly seq: number;
-  readonly op: 'read' | 'write' | 'modify' | 'move' | 'delete';
+  readonly op: FileIntentOp;
   readonly path: string;
   readonly to_path: string | null;
   readonly intended_post_hash: HashString | null;
