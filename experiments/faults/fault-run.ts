@@ -37,7 +37,7 @@ import { badFileVerdictProblems, folderDifferences, folderHashes, plantBadFile, 
 import { checkStoreInvariants, STORE_INVARIANTS } from './invariants.js';
 import { InstanceError } from '../../controller/instance-error.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
-import { TEMP_SUFFIX } from '../../runtime/files-tool.js';
+import { TEMP_SUFFIX } from '../../runtime/tools/workspace-files.js';
 
 /** Invariants the runner itself decides, after the store's (experiments/faults/invariants.ts). */
 export const RUN_INVARIANTS = ['fault_fired', 'run_finished', 'processes_exit', 'disk_full_stop', 'bad_file_verdict'] as const;
