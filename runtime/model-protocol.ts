@@ -64,7 +64,17 @@ const TaskFields = {
 const TaskBoardAction = z.strictObject({ tool: z.literal('task_board'), op: z.enum(['add', 'update', 'complete', 'remove']), ...TaskFields, rationale: Rationale });
 const JournalWrite = z.strictObject({ tool: z.literal('journal'), op: z.literal('write'), text: LongText.min(1), rationale: Rationale });
 
-export const ModelAction = z.union([FilesRead, FilesWrite, FilesModify, FilesMove, TaskBoardAction, JournalWrite]);
+/** The /1 protocol's actions, as recorded: frozen, its literals spelled, not taken from the tool table. */
+const V1_ACTIONS = [FilesRead, FilesWrite, FilesModify, FilesMove, TaskBoardAction, JournalWrite] as const;
+const ModelActionV1 = z.union(V1_ACTIONS);
+
+/**
+ * An action in the internal shape every protocol's actions are turned into (what the wake loop,
+ * the permission gate and the tools take), with /1's bounds, the loosest. It is /1's actions
+ * today; a tool added to the table adds its action here and to the current protocol, not to /1
+ * (the compiler holds all three to the table, below).
+ */
+export const ModelAction = z.union(V1_ACTIONS);
 export type ModelAction = z.infer<typeof ModelAction>;
 
 export const ModelClaim = z
@@ -103,7 +113,7 @@ export type ModelCheckpoint = z.infer<typeof ModelCheckpoint>;
 export const ModelOutput = z.strictObject({
   protocol: z.literal(MODEL_PROTOCOL_V1),
   focus: z.strictObject({ attention_target: ShortText.nullable(), waiting_condition: ShortText.nullable() }),
-  actions: z.array(ModelAction).max(MODEL_OUTPUT_LIMITS.maxActions),
+  actions: z.array(ModelActionV1).max(MODEL_OUTPUT_LIMITS.maxActions),
   claims: z.array(ModelClaim).max(MODEL_OUTPUT_LIMITS.maxClaims),
   plan_revision: ModelPlanRevision.nullable(),
   checkpoint: ModelCheckpoint,
@@ -111,8 +121,8 @@ export const ModelOutput = z.strictObject({
 export type ModelOutput = z.infer<typeof ModelOutput>;
 
 
-/** The internal shape every protocol version is turned into: the /1 answer with ids resolved, without its protocol tag. */
-export type SubjectAnswer = Omit<ModelOutput, 'protocol'>;
+/** The internal shape every protocol version is turned into: the /1 answer with ids resolved, without its protocol tag, its actions the internal ones. */
+export type SubjectAnswer = Omit<ModelOutput, 'protocol' | 'actions'> & { actions: ModelAction[] };
 
 // ---------------------------------------------------------------------------------------
 // ds-model-output/2
@@ -173,12 +183,14 @@ type OperationsOf<A> = A extends { readonly tool: infer T extends string; readon
 /** `tool.op` for every operation of the tool table. */
 type TableOperations = { [T in ToolName]: `${T}.${ToolOp<T>}` }[ToolName];
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-// The compiler holds both protocols to the table: the current one proposes every operation of
-// every tool and nothing else; the frozen /1 nothing else. A row or op added to the table and
-// not to ModelAnswerV2 (or the reverse) fails here.
+// The compiler holds the protocols to the table: the current one and the internal shape have
+// every operation of every tool and nothing else; the frozen /1 nothing else. A row or op added
+// to the table and not to ModelAnswerV2 and ModelAction (or the reverse) fails here.
 const CURRENT_PROTOCOL_HAS_EVERY_OPERATION: Same<OperationsOf<z.infer<(typeof ActionsV2)[number]>>, TableOperations> = true;
-const V1_PROTOCOL_HAS_TABLE_OPERATIONS_ONLY: [OperationsOf<ModelAction>] extends [TableOperations] ? true : false = true;
+const INTERNAL_SHAPE_HAS_EVERY_OPERATION: Same<OperationsOf<ModelAction>, TableOperations> = true;
+const V1_PROTOCOL_HAS_TABLE_OPERATIONS_ONLY: [OperationsOf<z.infer<typeof ModelActionV1>>] extends [TableOperations] ? true : false = true;
 void CURRENT_PROTOCOL_HAS_EVERY_OPERATION;
+void INTERNAL_SHAPE_HAS_EVERY_OPERATION;
 void V1_PROTOCOL_HAS_TABLE_OPERATIONS_ONLY;
 
 /** A claim's type decides its fields, so the schema itself says what each needs (no cross-field rule left to a refine). */
