@@ -1,8 +1,8 @@
 // What a rule of the permission gate is (DESIGN §6.6, spec §14.2): its name, the result it
 // records in PermissionDecided.rules, and the input it judges. The gate (runtime/permission-gate.ts)
-// checks tool_allowed and the rules of every action itself; each tool's own rules are in its file
-// under runtime/tools/, written against this vocabulary, so the gate and the tools share it
-// without importing each other.
+// checks tool_allowed (an operation of the tool table, schema/tools.ts) and the rules of every
+// action itself; each tool's own rules are in its file under runtime/tools/, written against this
+// vocabulary, so the gate and the tools share it without importing each other.
 //
 // The rule names are a contract: they are what the store records and what the self-control
 // metrics (spec §14.3) count. A rule passes only when it is shown to hold; one that cannot be

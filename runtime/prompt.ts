@@ -85,7 +85,8 @@ export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): stri
   const ACTIONS_ALLOWED = ANSWER.actions.element.options;
   const [READ, WRITE, MODIFY, MOVE, BOARD, JOURNAL] = ACTIONS_ALLOWED;
   // One line below per kind of action: an action the answer allows and the prompt does not
-  // describe (a tool added to the tool table and the protocol) fails here, not in a model's answer.
+  // describe (a tool added to the tool table, schema/tools.ts, and to the protocol) fails here,
+  // not in a model's answer.
   const DESCRIBED = 6;
   if (ACTIONS_ALLOWED.length !== DESCRIBED) {
     const tools = ACTIONS_ALLOWED.map((a) => `${a.shape.tool.value}.${'value' in a.shape.op ? a.shape.op.value : a.shape.op.options.join('|')}`);
