@@ -2,8 +2,9 @@
 // One wake of the subject (DESIGN §6, issue 5 item 1), after the controller's WakeStarted:
 //
 //   reconcile open intents → observe (context bundle) → think (one model call, recorded before
-//   use) → plan (Capability Policy) → act (permission gate → intent → execute → outcome) →
-//   remember (claims, focus) → the checkpoint, returned to the controller (which records it).
+//   use) → plan (Capability Policy) → act (propose → decide, the permission gate → carry out, by
+//   the action's tool: runtime/tools/) → remember (claims, focus) → the checkpoint, returned to
+//   the controller (which records it).
 //
 // Every append goes through `recordAndReport`, which reports progress to the controller (its
 // runtime-crash intervention kills this process on those counts); every draft is built by
