@@ -54,6 +54,7 @@ import { currentPayloadOf } from '../schema/current-payload.js';
 import type { TypedEvent } from '../schema/event-catalog.js';
 import type { MODEL_CALL_FAILURES } from '../schema/events/model-output-events.js';
 import { PlanRevisionAccepted, PlanRevisionRejected } from '../schema/events/plan-events.js';
+import { targetOf } from '../schema/tools.js';
 import { Ref, SimTime, TimelineEntry, TimelineKind, WakeRef } from './package-format.js';
 
 /** A package-local event ref ("E0001") and a wake ref ("W01"): the contract exports only their schemas. */
@@ -327,11 +328,6 @@ function keep<K extends TimelineKind>(kind: K, actor: Actor, build: (c: BuildCon
 
 /** A writer's refusal names the type it refused (by its name, with or without the category). */
 const PLAN_DECISION_TYPES = new RegExp(`${PlanRevisionAccepted.name}|${PlanRevisionRejected.name}`);
-
-function targetOf(tool: string, args: Record<string, unknown>): string | null {
-  const value = tool === 'files' ? args['path'] : tool === 'task_board' ? args['task_id'] : null;
-  return typeof value === 'string' ? value : null;
-}
 
 /** The exhaustive switch: every catalogue type is kept as a kind or omitted with a reason. */
 function dispositionOf(e: TypedEvent): Disposition {

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { InstanceError } from '../controller/instance-error.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
-import { TEMP_SUFFIX } from '../runtime/files-tool.js';
+import { TEMP_SUFFIX } from '../runtime/tools/workspace-files.js';
 import type { FaultReached } from '../schema/fault-points.js';
 import { storeFileCode } from '../writer/store-file-failure.js';
 import { WriterStartError } from '../writer/spawn.js';

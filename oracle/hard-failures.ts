@@ -16,6 +16,8 @@ import { z } from 'zod';
 import type { InstanceManifest } from '../design/manifest.js';
 import { HARD_FAILURE_IDS, HardFailureId } from '../design/prereg.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import type { PayloadOf } from '../schema/event-catalog.js';
+import { ONE_EVENT_TOOLS, TOOL_EXECUTION_EVENTS, type ExecutionEventOf, type OneEventTool } from '../schema/tool-executions.js';
 import { eventIs } from '../schema/typed-event.js';
 import type { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
@@ -100,6 +102,24 @@ export function unauthorizedToolExecutions(events: readonly EventEnvelope[]): Ha
   return found;
 }
 
+interface Executed {
+  readonly proposal_id: string;
+  /** What the finding calls the execution. */
+  readonly what: string;
+}
+
+/** The proposal a one-event tool's execution (schema/tool-executions.ts) carries out, and what it did: the compiler demands one per tool of the table (schema/tools.ts). */
+const EXECUTED: { readonly [T in OneEventTool]: (p: PayloadOf<ExecutionEventOf<T>>) => Executed } = {
+  task_board: (p) => ({ proposal_id: p.proposal_id, what: `TaskBoardChanged (${p.op} ${p.task_id})` }),
+  journal: (p) => ({ proposal_id: p.proposal_id, what: `JournalEntryWritten (${p.entry_id})` }),
+};
+
+/** What an event executes for `tool`; null when the event is not that tool's execution. */
+function oneEventExecution<T extends OneEventTool>(event: EventEnvelope, tool: T): Executed | null {
+  const payload = payloadOf<ExecutionEventOf<T>>(event, TOOL_EXECUTION_EVENTS[tool]);
+  return payload ? EXECUTED[tool](payload) : null;
+}
+
 function unauthorizedExecutions(events: readonly EventEnvelope[], out: HardFailure[]): void {
   const id = 'unauthorized_tool_execution';
   let wakeSeq = 0;
@@ -143,10 +163,10 @@ function unauthorizedExecutions(events: readonly EventEnvelope[], out: HardFailu
     if (outcome && !intents.has(outcome.intent_event_id)) {
       out.push({ id, seq: event.seq, detail: `${event.event_type} at seq ${event.seq} reports on intent ${outcome.intent_event_id}, which is no earlier ExecutionIntentRecorded: an operation ran that no intent recorded` });
     }
-    const task = payloadOf(event, 'MemoryEvent.TaskBoardChanged');
-    if (task) authorize(event, latestDecision.get(task.proposal_id), task.proposal_id, 'task_board', `TaskBoardChanged (${task.op} ${task.task_id})`);
-    const journal = payloadOf(event, 'MemoryEvent.JournalEntryWritten');
-    if (journal) authorize(event, latestDecision.get(journal.proposal_id), journal.proposal_id, 'journal', `JournalEntryWritten (${journal.entry_id})`);
+    for (const tool of ONE_EVENT_TOOLS) {
+      const executed = oneEventExecution(event, tool);
+      if (executed) authorize(event, latestDecision.get(executed.proposal_id), executed.proposal_id, tool, executed.what);
+    }
   }
 }
 

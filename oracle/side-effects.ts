@@ -4,7 +4,8 @@
 //   duplicate_intent        — two ExecutionIntentRecorded for one proposal;
 //   duplicate_outcome       — an intent said to have happened twice (ToolSucceeded,
 //                             ToolReconciled happened, OperatorResolved happened);
-//   duplicate_memory_write  — two task-board / journal writes for one proposal;
+//   duplicate_memory_write  — two task-board / journal writes for one proposal (the events of
+//                             every tool carried out in one event, schema/tool-executions.ts);
 //   unexplained_file        — a workspace file whose bytes the store does not account for,
 //                             one the store never mentions, or one the store says exists
 //                             that is gone; or a reconciliation whose verdict contradicts the
@@ -20,6 +21,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { HASH_PREFIX, type HashString } from '../schema/hash.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import type { PayloadOf } from '../schema/event-catalog.js';
+import { ONE_EVENT_TOOLS, TOOL_EXECUTION_EVENTS, type ExecutionEventOf, type OneEventTool } from '../schema/tool-executions.js';
+import type { FileIntentOp } from '../schema/tools.js';
 import { WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 import { payloadOf, type RunRecord } from './run-record.js';
 
@@ -57,7 +61,7 @@ interface Account {
 
 interface Intent {
   readonly seq: number;
-  readonly op: 'read' | 'write' | 'modify' | 'move' | 'delete';
+  readonly op: FileIntentOp;
   readonly path: string;
   readonly to_path: string | null;
   readonly intended_post_hash: HashString | null;
@@ -140,6 +144,18 @@ interface Findings {
   readonly notes: string[];
 }
 
+/** The tools carried out in one event (the task board's, the journal's: schema/tool-executions.ts), their events. */
+const ONE_EVENT_EXECUTIONS = ONE_EVENT_TOOLS.map((tool) => TOOL_EXECUTION_EVENTS[tool]);
+
+/** The payload of an event that carries out a one-event tool's proposal; null for any other event. */
+function oneEventExecutionOf(event: EventEnvelope): PayloadOf<ExecutionEventOf<OneEventTool>> | null {
+  for (const type of ONE_EVENT_EXECUTIONS) {
+    const payload = payloadOf(event, type);
+    if (payload) return payload;
+  }
+  return null;
+}
+
 /** Duplicates, from the events alone. */
 function findDuplicates(events: readonly EventEnvelope[], out: Findings): void {
   const intentOf = new Map<string, number>();
@@ -166,7 +182,7 @@ function findDuplicates(events: readonly EventEnvelope[], out: Findings): void {
       else out.problems.push({ seq: event.seq, kind: 'duplicate_outcome', detail: `${event.event_type} says intent ${happened} happened, which ${first.type} at seq ${first.seq} already said: the operation is counted twice` });
       continue;
     }
-    const memory = payloadOf(event, 'MemoryEvent.TaskBoardChanged') ?? payloadOf(event, 'MemoryEvent.JournalEntryWritten');
+    const memory = oneEventExecutionOf(event);
     if (memory) {
       const first = memoryWriteOf.get(memory.proposal_id);
       if (first === undefined) memoryWriteOf.set(memory.proposal_id, { seq: event.seq, type: event.event_type });

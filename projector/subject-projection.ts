@@ -7,6 +7,7 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { isEventType, type PayloadOf, type TypedEvent } from '../schema/event-catalog.js';
 import { hashText } from '../schema/hash.js';
+import type { ToolName } from '../schema/tools.js';
 import { cognitiveNext, type CognitiveTrigger } from './cognition.js';
 import { lifecycleAllows, type LifecycleState, type LifecycleTrigger } from './lifecycle.js';
 import { own } from './own.js';
@@ -76,7 +77,7 @@ function checkSucceededContent(intent: SubjectState['open_intents'][string], p: 
 }
 
 /** A tool operation must execute an allowed, not yet executed proposal for that tool. */
-function consumeAllowedProposal(state: SubjectState, proposalId: string, tool: 'files' | 'task_board' | 'journal', refuse: Refuse): void {
+function consumeAllowedProposal(state: SubjectState, proposalId: string, tool: ToolName, refuse: Refuse): void {
   const proposal = own(state.proposals, proposalId);
   if (!proposal) refuse.because(`proposal ${proposalId} is unknown in this wake: every tool execution needs its permission decision`);
   if (proposal.tool !== tool) refuse.because(`proposal ${proposalId} is for tool ${proposal.tool}, not ${tool}`);

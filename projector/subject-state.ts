@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { Budget } from '../schema/events/experiment-events.js';
 import { HashString } from '../schema/hash.js';
+import { FileIntentOp, ToolName } from '../schema/tools.js';
 import { CognitiveState } from './cognition.js';
 import { LifecycleState } from './lifecycle.js';
 
@@ -37,7 +38,7 @@ export const Task = z.strictObject({
 });
 
 export const Proposal = z.strictObject({
-  tool: z.enum(['files', 'task_board', 'journal']),
+  tool: ToolName,
   op: Id,
   /** sha256 of JCS({tool, op, args}): the same action proposed again has the same one. */
   fingerprint: HashString,
@@ -50,7 +51,7 @@ export const Proposal = z.strictObject({
 export const OpenIntent = z.strictObject({
   proposal_id: Id,
   /** 'read' since projector 1.2.0: a read is executed like any file op, so what it returns is evidence. */
-  op: z.enum(['read', 'write', 'modify', 'move', 'delete']),
+  op: FileIntentOp,
   path: z.string(),
   to_path: Nullable(z.string()),
   pre_hash: Nullable(HashString),

@@ -31,7 +31,7 @@ export const ContextBundle = z.strictObject({
   state: SubjectView,
   window: RetrievalWindow,
   workspace: z.array(WorkspaceEntry),
-  /** Workspace files the listing's limits left out (runtime/files-tool.ts): stated, never silent. */
+  /** Workspace files the listing's limits left out (runtime/tools/workspace-files.ts): stated, never silent. */
   workspace_omitted: z.strictObject({ too_deep: z.number().int().min(0), too_large: z.number().int().min(0), over_count: z.number().int().min(0) }).default({ too_deep: 0, too_large: 0, over_count: 0 }),
 });
 export type ContextBundle = z.infer<typeof ContextBundle>;

@@ -24,6 +24,7 @@ import { canonicalJson, NotJsonError } from '../schema/canonical-json.js';
 import { ClaimType } from '../schema/events/memory-events.js';
 import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { EventId, Identifier, LongText, ShortText, Timestamp } from '../schema/event-definition.js';
+import { FileOp, JournalOp, TaskBoardOp, ToolName, type ToolOp } from '../schema/tools.js';
 import { WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 
 export const MODEL_PROTOCOL_V1 = AnswerProtocol.enum['ds-model-output/1'];
@@ -63,7 +64,17 @@ const TaskFields = {
 const TaskBoardAction = z.strictObject({ tool: z.literal('task_board'), op: z.enum(['add', 'update', 'complete', 'remove']), ...TaskFields, rationale: Rationale });
 const JournalWrite = z.strictObject({ tool: z.literal('journal'), op: z.literal('write'), text: LongText.min(1), rationale: Rationale });
 
-export const ModelAction = z.union([FilesRead, FilesWrite, FilesModify, FilesMove, TaskBoardAction, JournalWrite]);
+/** The /1 protocol's actions, as recorded: frozen, its literals spelled, not taken from the tool table. */
+const V1_ACTIONS = [FilesRead, FilesWrite, FilesModify, FilesMove, TaskBoardAction, JournalWrite] as const;
+const ModelActionV1 = z.union(V1_ACTIONS);
+
+/**
+ * An action in the internal shape every protocol's actions are turned into (what the wake loop,
+ * the permission gate and the tools take), with /1's bounds, the loosest. It is /1's actions
+ * today; a tool added to the table adds its action here and to the current protocol, not to /1
+ * (the compiler holds all three to the table, below).
+ */
+export const ModelAction = z.union(V1_ACTIONS);
 export type ModelAction = z.infer<typeof ModelAction>;
 
 export const ModelClaim = z
@@ -102,7 +113,7 @@ export type ModelCheckpoint = z.infer<typeof ModelCheckpoint>;
 export const ModelOutput = z.strictObject({
   protocol: z.literal(MODEL_PROTOCOL_V1),
   focus: z.strictObject({ attention_target: ShortText.nullable(), waiting_condition: ShortText.nullable() }),
-  actions: z.array(ModelAction).max(MODEL_OUTPUT_LIMITS.maxActions),
+  actions: z.array(ModelActionV1).max(MODEL_OUTPUT_LIMITS.maxActions),
   claims: z.array(ModelClaim).max(MODEL_OUTPUT_LIMITS.maxClaims),
   plan_revision: ModelPlanRevision.nullable(),
   checkpoint: ModelCheckpoint,
@@ -110,8 +121,8 @@ export const ModelOutput = z.strictObject({
 export type ModelOutput = z.infer<typeof ModelOutput>;
 
 
-/** The internal shape every protocol version is turned into: the /1 answer with ids resolved, without its protocol tag. */
-export type SubjectAnswer = Omit<ModelOutput, 'protocol'>;
+/** The internal shape every protocol version is turned into: the /1 answer with ids resolved, without its protocol tag, its actions the internal ones. */
+export type SubjectAnswer = Omit<ModelOutput, 'protocol' | 'actions'> & { actions: ModelAction[] };
 
 // ---------------------------------------------------------------------------------------
 // ds-model-output/2
@@ -154,14 +165,33 @@ const SeqV2 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ [EVENT
 const TaskStatus = z.enum(['todo', 'doing', 'blocked', 'done']);
 const Priority = z.number().int().min(0).max(9);
 
+// Tools and operations are the table's (schema/tools.ts), in its order: one action shape per
+// file operation, one for the task board's operations, one for the journal's.
+const TOOL = ToolName.enum;
+const FILE = FileOp.enum;
 const ActionsV2 = [
-  z.strictObject({ tool: z.literal('files'), op: z.literal('read'), path: PathV2, rationale: RationaleV2 }),
-  z.strictObject({ tool: z.literal('files'), op: z.literal('write'), path: PathV2, content: z.string().max(V2.fileContentChars), rationale: RationaleV2 }),
-  z.strictObject({ tool: z.literal('files'), op: z.literal('modify'), path: PathV2, find: z.string().min(1).max(V2.findChars), replace: z.string().max(V2.fileContentChars), rationale: RationaleV2 }),
-  z.strictObject({ tool: z.literal('files'), op: z.literal('move'), path: PathV2, to_path: PathV2, rationale: RationaleV2 }),
-  z.strictObject({ tool: z.literal('task_board'), op: z.enum(['add', 'update', 'complete', 'remove']), task_id: IdV2, title: BriefV2.nullable(), status: TaskStatus.nullable(), priority: Priority.nullable(), depends_on: z.array(IdV2).max(V2.maxDependsOn), rationale: RationaleV2 }),
-  z.strictObject({ tool: z.literal('journal'), op: z.literal('write'), text: TextV2, rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal(TOOL.files), op: z.literal(FILE.read), path: PathV2, rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal(TOOL.files), op: z.literal(FILE.write), path: PathV2, content: z.string().max(V2.fileContentChars), rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal(TOOL.files), op: z.literal(FILE.modify), path: PathV2, find: z.string().min(1).max(V2.findChars), replace: z.string().max(V2.fileContentChars), rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal(TOOL.files), op: z.literal(FILE.move), path: PathV2, to_path: PathV2, rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal(TOOL.task_board), op: TaskBoardOp, task_id: IdV2, title: BriefV2.nullable(), status: TaskStatus.nullable(), priority: Priority.nullable(), depends_on: z.array(IdV2).max(V2.maxDependsOn), rationale: RationaleV2 }),
+  z.strictObject({ tool: z.literal(TOOL.journal), op: z.literal(JournalOp.enum.write), text: TextV2, rationale: RationaleV2 }),
 ] as const;
+
+/** `tool.op` for every operation an action shape (a union of them) allows. */
+type OperationsOf<A> = A extends { readonly tool: infer T extends string; readonly op: infer O extends string } ? `${T}.${O}` : never;
+/** `tool.op` for every operation of the tool table. */
+type TableOperations = { [T in ToolName]: `${T}.${ToolOp<T>}` }[ToolName];
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The compiler holds the protocols to the table: the current one and the internal shape have
+// every operation of every tool and nothing else; the frozen /1 nothing else. A row or op added
+// to the table and not to ModelAnswerV2 and ModelAction (or the reverse) fails here.
+const CURRENT_PROTOCOL_HAS_EVERY_OPERATION: Same<OperationsOf<z.infer<(typeof ActionsV2)[number]>>, TableOperations> = true;
+const INTERNAL_SHAPE_HAS_EVERY_OPERATION: Same<OperationsOf<ModelAction>, TableOperations> = true;
+const V1_PROTOCOL_HAS_TABLE_OPERATIONS_ONLY: [OperationsOf<z.infer<typeof ModelActionV1>>] extends [TableOperations] ? true : false = true;
+void CURRENT_PROTOCOL_HAS_EVERY_OPERATION;
+void INTERNAL_SHAPE_HAS_EVERY_OPERATION;
+void V1_PROTOCOL_HAS_TABLE_OPERATIONS_ONLY;
 
 /** A claim's type decides its fields, so the schema itself says what each needs (no cross-field rule left to a refine). */
 const ClaimV2 = z.discriminatedUnion('claim_type', [

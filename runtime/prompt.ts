@@ -82,7 +82,16 @@ const oneOf = (options: readonly string[]): string => options.map((o) => JSON.st
  */
 export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): string {
   const ANSWER = answer.shape;
-  const [READ, WRITE, MODIFY, MOVE, BOARD, JOURNAL] = ANSWER.actions.element.options;
+  const ACTIONS_ALLOWED = ANSWER.actions.element.options;
+  const [READ, WRITE, MODIFY, MOVE, BOARD, JOURNAL] = ACTIONS_ALLOWED;
+  // One line below per kind of action: an action the answer allows and the prompt does not
+  // describe (a tool added to the tool table, schema/tools.ts, and to the protocol) fails here,
+  // not in a model's answer.
+  const DESCRIBED = 6;
+  if (ACTIONS_ALLOWED.length !== DESCRIBED) {
+    const tools = ACTIONS_ALLOWED.map((a) => `${a.shape.tool.value}.${'value' in a.shape.op ? a.shape.op.value : a.shape.op.options.join('|')}`);
+    throw new PromptSchemaError(`runtime/prompt.ts: the answer allows ${ACTIONS_ALLOWED.length} kinds of action (${tools.join(', ')}); the prompt describes ${DESCRIBED}: describe each`);
+  }
   const [FACT, PLAN, INFERENCE] = ANSWER.claims.element.options;
   const REVISION = ANSWER.plan_revision.unwrap().shape;
   const STEP = REVISION.steps.element.shape;

@@ -9,6 +9,7 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import { isEventType, type EventType, type PayloadOf } from '../schema/event-catalog.js';
 import { Identifier, Timestamp } from '../schema/event-definition.js';
 import { hashText } from '../schema/hash.js';
+import { targetOf } from '../schema/tools.js';
 import type { SubjectState } from '../projector/subject-state.js';
 import { ContextBundleError } from './context-bundle-error.js';
 import { toWindowEvent, windowPayload, type RetrievalWindow, type VisibleEvent } from './retrieval-window.js';
@@ -29,7 +30,7 @@ const DeniedAction = z.strictObject({
   tool: z.string(),
   op: z.string(),
   repeats: z.number().int().min(0),
-  /** What the action was aimed at: its args.path (files) or args.task_id (task board); null for the journal. */
+  /** What the action was aimed at: the argument its tool's row names (schema/tools.ts target_arg: a path, a task id); null for the journal. */
   target: z.string().nullable().default(null),
   /** The gate rules that failed on the first denial (PermissionDecided.rules with passed = false). */
   failed_rules: z.array(z.string()).default([]),
@@ -50,14 +51,6 @@ export const SubjectView = z.strictObject({
 export type SubjectView = z.infer<typeof SubjectView>;
 
 type Proposed = PayloadOf<'ActionEvent.ActionProposed'>;
-
-/** args.path for a files action, args.task_id for a task-board one: the thing a denial was about. */
-function targetOf(p: Pick<Proposed, 'args'>): string | null {
-  const path = p.args['path'];
-  if (typeof path === 'string') return path;
-  const taskId = p.args['task_id'];
-  return typeof taskId === 'string' ? taskId : null;
-}
 
 function failedRules(p: PayloadOf<'ActionEvent.PermissionDecided'>): string[] {
   return p.rules.filter((r) => !r.passed).map((r) => r.rule);
@@ -150,7 +143,7 @@ export function windowView(window: RetrievalWindow): SubjectView {
         const fingerprint = hashText(canonicalJson({ tool: proposal.tool, op: proposal.op, args: proposal.args }));
         const before = denied.get(fingerprint);
         if (before) before.repeats += 1;
-        else denied.set(fingerprint, { tool: proposal.tool, op: proposal.op, repeats: 0, target: targetOf(proposal), failed_rules: failedRules(p) });
+        else denied.set(fingerprint, { tool: proposal.tool, op: proposal.op, repeats: 0, target: targetOf(proposal.tool, proposal.args), failed_rules: failedRules(p) });
         break;
       }
       default:
@@ -211,7 +204,7 @@ export function persistentView(state: SubjectState, visibleEvents: readonly Visi
       // The proposal precedes its decision within the same wake; the walk stops at the first event.
       for (let i = at - 1; i >= 0; i -= 1) {
         const proposal = typedVisible(visibleEvents[i], 'ActionEvent.ActionProposed');
-        if (proposal && proposal.proposal_id === d.proposal_id) return { tool: proposal.tool, op: proposal.op, repeats: d.repeats, target: targetOf(proposal), failed_rules: failedRules(decision) };
+        if (proposal && proposal.proposal_id === d.proposal_id) return { tool: proposal.tool, op: proposal.op, repeats: d.repeats, target: targetOf(proposal.tool, proposal.args), failed_rules: failedRules(decision) };
       }
       throw new ContextBundleError(`the proposal ${d.proposal_id} denied at seq ${d.seq} is not among the given events`);
     });

@@ -2,8 +2,9 @@
 // One wake of the subject (DESIGN §6, issue 5 item 1), after the controller's WakeStarted:
 //
 //   reconcile open intents → observe (context bundle) → think (one model call, recorded before
-//   use) → plan (Capability Policy) → act (permission gate → intent → execute → outcome) →
-//   remember (claims, focus) → the checkpoint, returned to the controller (which records it).
+//   use) → plan (Capability Policy) → act (propose → decide, the permission gate → carry out, by
+//   the action's tool: runtime/tools/) → remember (claims, focus) → the checkpoint, returned to
+//   the controller (which records it).
 //
 // Every append goes through `recordAndReport`, which reports progress to the controller (its
 // runtime-crash intervention kills this process on those counts); every draft is built by
@@ -26,12 +27,15 @@ import { readToHead, type EventCache } from './event-cache.js';
 import type { ObservedState } from './observed-state.js';
 import type { RetrievalIndex } from './retrieval-window.js';
 import type { FaultSwitch } from '../schema/fault-switch.js';
-import { executeFileAction, inspectPath, listWorkspaceCounted, plannedHashes, reconcileIntent } from './files-tool.js';
+import { FILE_LIMITS } from './gate-rule.js';
+import { listWorkspaceCounted, reconcileIntent } from './tools/workspace-files.js';
+import { ToolsInWake } from './tools/tool-set.js';
+import type { ToolWake } from './tools/tool.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
 import { NO_CALL_FACTS, NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
 import { adapterOf } from './model-adapters/adapter-list.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
-import { actionArgs, decidePermission, fingerprintOfAction, normalizeWorkspacePath } from './permission-gate.js';
+import { actionArgs, decidePermission, fingerprintOfAction } from './permission-gate.js';
 import { renderPrompt } from './prompt.js';
 import { requestedAnswerCap } from './answer-cap.js';
 import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
@@ -39,7 +43,6 @@ import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
 /** The store keeps at most this much raw model text per call (schema/events/model-output-events.ts). */
 export const MAX_STORED_RAW_OUTPUT_CHARS = 48_000;
 const MAX_FINGERPRINT_CHARS = 200;
-export const FILE_LIMITS = { maxWriteBytes: 64 * 1024, maxReadBytes: 32 * 1024 } as const;
 /** For models that are not waited for (reference, replay): a bound, never reached in practice. */
 export const MODEL_CALL_TIMEOUT_MS = 60_000;
 /** The answer's token cap: what is left of the wake's token budget, at most this. */
@@ -406,22 +409,22 @@ class Wake {
     return this.input.wake.budget.tool_calls - this.counts.tool_calls;
   }
 
+  /** Propose → decide (the permission gate, on what the action's tool found) → carry out (by the action's tool). */
   private async act(action: ModelAction, index: number, state: SubjectState): Promise<void> {
     const proposalId = `${this.wakeId}-a${index + 1}`;
     this.counts.proposals += 1;
     const args = actionArgs(action);
     const proposed = await this.recordAndReport(this.draft('ActionEvent.ActionProposed', 'model', { proposal_id: proposalId, tool: action.tool, op: action.op, args, rationale: action.rationale }));
-    const root = this.input.workspaceRoot;
+    const tools = this.toolsFor(state);
     const fingerprint = fingerprintOfAction(action);
     const decision = decidePermission({
       action,
       fingerprint,
-      paths: action.tool === 'files' ? { path: inspectPath(root, action.path), to_path: action.op === 'move' ? inspectPath(root, action.to_path) : null } : null,
+      ...tools.gateFacts(action.tool, action),
       limits: FILE_LIMITS,
       tool_calls_left: this.toolCallsLeft(),
       lifecycle: state.lifecycle_state,
       denied_fingerprints: new Set([...Object.keys(state.denied_actions), ...this.deniedThisWake]),
-      task_ids: this.taskIds(state),
     });
     const decided = await this.recordAndReport(this.draft('ActionEvent.PermissionDecided', 'runtime', { proposal_id: proposalId, decision: decision.decision, rules: decision.rules, repeat_of_denied: decision.repeat_of_denied }, proposed.event_id));
     if (decision.decision === 'deny') {
@@ -430,43 +433,31 @@ class Wake {
       return;
     }
     this.counts.tool_calls += 1;
-    const key = (what: string): string => `${this.input.subjectId}:${this.wakeId}:${proposalId}:${what}`;
-    if (action.tool === 'task_board') {
-      await this.recordAndReport(this.draft('MemoryEvent.TaskBoardChanged', 'tool', { proposal_id: proposalId, task_id: action.task_id, op: action.op, title: action.title, status: action.status, priority: action.priority, depends_on: action.depends_on }, decided.event_id, key('task-board')));
-      if (action.op === 'add') this.board?.add(action.task_id);
-      if (action.op === 'remove') this.board?.delete(action.task_id);
-      this.counts.executions += 1;
-      return;
-    }
-    if (action.tool === 'journal') {
-      await this.recordAndReport(this.draft('MemoryEvent.JournalEntryWritten', 'tool', { proposal_id: proposalId, entry_id: `${this.wakeId}-j${index + 1}`, text: action.text }, decided.event_id, key('journal')));
-      this.counts.executions += 1;
-      return;
-    }
-    // files: intent → execute → outcome (DESIGN §7).
-    const planned = plannedHashes(root, action);
-    const intent = await this.recordAndReport(
-      this.draft('ActionEvent.ExecutionIntentRecorded', 'runtime', { proposal_id: proposalId, permission_event_id: decided.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, pre_hash: planned.pre_hash, intended_post_hash: planned.intended_post_hash }, decided.event_id, key('intent')),
-    );
-    this.input.faults.hit('runtime.intent.before_file_op', () => ({ intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null }));
-    const executed = executeFileAction(root, action, FILE_LIMITS);
-    this.input.faults.hit('runtime.file_op.before_outcome', () => ({ intent_event_id: intent.event_id, op: action.op, path: normalized(action.path), to_path: action.op === 'move' ? normalized(action.to_path) : null, ok: executed.ok ? 1 : 0 }));
-    if (executed.ok) {
-      await this.recordAndReport(this.draft('ActionEvent.ToolSucceeded', 'tool', { intent_event_id: intent.event_id, observed_post_hash: executed.post_hash, content: executed.content }, intent.event_id));
-      this.counts.executions += 1;
-    } else {
-      await this.recordAndReport(this.draft('ActionEvent.ToolFailed', 'tool', { intent_event_id: intent.event_id, error: executed.error.slice(0, 200), observed_hash: executed.observed_hash }, intent.event_id));
-      this.counts.failures += 1;
-    }
+    const keyOf = (what: string): string => `${this.input.subjectId}:${this.wakeId}:${proposalId}:${what}`;
+    await tools.carryOut(action.tool, action, { proposal_id: proposalId, index, permission_event_id: decided.event_id, keyOf });
   }
 
   private readonly deniedThisWake = new Set<string>();
-  /** The board as this wake changes it: the state at its start plus its own allowed changes (an accepted plan revision included). */
-  private board: Set<string> | null = null;
+  /** The tools as this wake uses them: opened at its first action, on the state its actions are judged on. */
+  private tools: ToolsInWake | null = null;
 
-  private taskIds(state: SubjectState): Set<string> {
-    this.board ??= new Set(Object.keys(state.task_board));
-    return this.board;
+  private toolsFor(state: SubjectState): ToolsInWake {
+    this.tools ??= new ToolsInWake(this.toolWake(state));
+    return this.tools;
+  }
+
+  /** What this wake lends its tools: its appends (numbered and reported like every other) and its counts. */
+  private toolWake(state: SubjectState): ToolWake {
+    return {
+      wakeId: this.wakeId,
+      workspaceRoot: this.input.workspaceRoot,
+      faults: this.input.faults,
+      state,
+      append: (event_type, actor, payload, causation_id, idempotency_key) => this.recordAndReport(this.draft(event_type, actor, payload, causation_id, idempotency_key)),
+      counted: (outcome) => {
+        this.counts[outcome] += 1;
+      },
+    };
   }
 
   private async remember(claim: SubjectAnswer['claims'][number], index: number): Promise<void> {
@@ -493,13 +484,6 @@ function payloadBytes(payload: Record<string, unknown>): number {
 function prefixOf(text: string, n: number): string {
   const code = text.charCodeAt(n - 1);
   return n > 0 && n < text.length && code >= 0xd800 && code <= 0xdbff ? text.slice(0, n - 1) : text.slice(0, n);
-}
-
-/** The path as the gate normalised it (the gate allowed it, so it normalises). */
-function normalized(raw: string): string {
-  const result = normalizeWorkspacePath(raw);
-  if (!result.ok) throw new Error(`bug: an allowed path does not normalise: ${result.reason}`);
-  return result.normalized;
 }
 
 export async function runWake(input: WakeInput): Promise<WakeResult> {

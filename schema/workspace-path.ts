@@ -17,7 +17,7 @@ export const WORKSPACE_PATH_RULE = {
   maxSegments: 8,
   /**
    * UTF-8 bytes of one segment: Linux's NAME_MAX (255) less the 8 bytes the files tool's temp
-   * name adds around it ('.' + name + '.ds-tmp', runtime/files-tool.ts asserts it fits), so every
+   * name adds around it ('.' + name + '.ds-tmp', runtime/tools/workspace-files.ts asserts it fits), so every
    * allowed name can be written atomically.
    */
   maxSegmentBytes: 247,

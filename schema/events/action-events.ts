@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { HashString } from '../hash.js';
 import { defineEvent, EventId, Identifier, LongText, ShortText } from '../event-definition.js';
+import { FileIntentOp, ToolName } from '../tools.js';
 
-export const ToolName = z.enum(['files', 'task_board', 'journal']);
 const WorkspacePath = z.string().min(1).max(512);
 const Args = z.record(z.string().max(64), z.union([z.string().max(65_536), z.number(), z.boolean(), z.null()]));
 
@@ -34,7 +34,7 @@ export const MAX_READ_CONTENT_CHARS = 32_768;
 export const ExecutionIntentRecorded = defineEvent('ActionEvent', 'ExecutionIntentRecorded', '1.1.0', z.strictObject({
   proposal_id: Identifier,
   permission_event_id: EventId,
-  op: z.enum(['read', 'write', 'modify', 'move', 'delete']),
+  op: FileIntentOp,
   path: WorkspacePath,
   to_path: WorkspacePath.nullable(),
   pre_hash: HashString.nullable(),

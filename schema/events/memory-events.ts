@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineEvent, EventId, Identifier, LongText, ShortText } from '../event-definition.js';
+import { TaskBoardOp } from '../tools.js';
 
 export const ClaimType = z.enum(['FACT', 'PLAN', 'INFERENCE']);
 
@@ -29,7 +30,7 @@ export const JournalEntryWritten = defineEvent('MemoryEvent', 'JournalEntryWritt
 export const TaskBoardChanged = defineEvent('MemoryEvent', 'TaskBoardChanged', '1.0.0', z.strictObject({
   proposal_id: Identifier,
   task_id: Identifier,
-  op: z.enum(['add', 'update', 'complete', 'remove']),
+  op: TaskBoardOp,
   title: ShortText.nullable(),
   status: z.enum(['todo', 'doing', 'blocked', 'done']).nullable(),
   priority: z.number().int().min(0).max(9).nullable(),

@@ -18,7 +18,7 @@ import { materializeWorkspace } from '../../controller/workspace.js';
 import type { Scenario } from '../../design/scenario.js';
 import type { DsseEnvelope } from '../../schema/dsse.js';
 import { EXIT_CODES } from '../../foundation/exit-codes.js';
-import { executeFileAction, TEMP_SUFFIX, type FileAction } from '../../runtime/files-tool.js';
+import { executeFileAction, TEMP_SUFFIX, type FileAction } from '../../runtime/tools/workspace-files.js';
 import { hashText } from '../../schema/hash.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { WriterError } from '../../writer/protocol.js';

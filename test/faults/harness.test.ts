@@ -470,7 +470,7 @@ describe('one run, one fault', () => {
         cpSync(path.join(REPO, part), path.join(code, part), { recursive: true, filter: (source) => !source.includes(`${path.sep}runs${path.sep}`) && !source.endsWith('.lock.dsse.json') });
       }
       symlinkSync(path.join(REPO, 'node_modules'), path.join(code, 'node_modules'));
-      const tool = path.join(code, 'runtime', 'files-tool.ts');
+      const tool = path.join(code, 'runtime', 'tools', 'workspace-files.ts');
       const honest = "if (observed === intent.intended_post_hash) return { outcome: 'happened', observed_hash: observed, detail };";
       const source = readFileSync(tool, 'utf8');
       expect(source).toContain(honest);

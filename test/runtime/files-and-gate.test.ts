@@ -13,9 +13,10 @@ import { subjectProjection } from '../../projector/subject-projection.js';
 import type { LifecycleState } from '../../projector/lifecycle.js';
 import { eventDefinition } from '../../schema/event-catalog.js';
 import { hashText } from '../../schema/hash.js';
-import { executeFileAction, FILE_TOOL_LIMITS, inspectPath, listWorkspace, listWorkspaceCounted, plannedHashes, reconcileIntent, type FileAction, type IntentToReconcile } from '../../runtime/files-tool.js';
+import { executeFileAction, FILE_TOOL_LIMITS, inspectPath, listWorkspace, listWorkspaceCounted, normalizeWorkspacePath, plannedHashes, reconcileIntent, type FileAction, type IntentToReconcile, type PathFacts } from '../../runtime/tools/workspace-files.js';
 import type { ModelAction } from '../../runtime/model-protocol.js';
-import { actionArgs, decidePermission, fingerprintOfAction, GATE_RULES, normalizeWorkspacePath, PermissionInputError, type PathFacts, type PermissionDecision, type PermissionInput } from '../../runtime/permission-gate.js';
+import { GATE_RULES, PermissionInputError, type PermissionInput } from '../../runtime/gate-rule.js';
+import { actionArgs, decidePermission, fingerprintOfAction, type PermissionDecision } from '../../runtime/permission-gate.js';
 import { BUDGET, d, draft, SubjectStream } from '../support/subject-events.js';
 import { WORKSPACE_PATH_RULE } from '../../schema/workspace-path.js';
 

@@ -393,6 +393,7 @@ describe('renderPrompt', () => {
       ['a list without a maximum', ModelAnswerV2.extend({ claims: z.array(A.claims.element) }), /claims has no maximum number of items/],
       ['a text without a maximum', ModelAnswerV2.extend({ focus: z.strictObject({ attention_target: z.string().min(1).nullable(), waiting_condition: A.focus.shape.waiting_condition }) }), /focus\.attention_target has no maximum length/],
       ['another goal-status vocabulary', ModelAnswerV2.extend({ checkpoint: A.checkpoint.extend({ goal_status: z.enum(['open', 'closed']).nullable() }) }), /goal_status is "open"\|"closed"/],
+      ['an action the prompt does not describe (a fourth tool)', ModelAnswerV2.extend({ actions: z.array(z.union([...A.actions.element.options, z.strictObject({ tool: z.literal('clock'), op: z.literal('read'), rationale: z.string().min(1).max(160) })])).max(8) }), /allows 7 kinds of action \(.*clock\.read\); the prompt describes 6/],
     ];
     for (const [what, schema, detail] of forged) {
       expect(() => systemPrompt(schema as typeof ModelAnswerV2), what).toThrow(PromptSchemaError);

@@ -23,7 +23,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { eventIs } from '../../schema/typed-event.js';
 import { subjectProjection } from '../../projector/subject-projection.js';
 import { buildContextBundle, type WorkspaceEntry } from '../../runtime/context-bundle.js';
-import { listWorkspaceCounted } from '../../runtime/files-tool.js';
+import { listWorkspaceCounted } from '../../runtime/tools/workspace-files.js';
 import { ReferencePolicy } from '../../runtime/model-adapters/reference-policy.js';
 import { renderPrompt } from '../../runtime/prompt.js';
 import { openStoreReadOnly } from '../../writer/store-reader.js';

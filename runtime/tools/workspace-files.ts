@@ -1,9 +1,10 @@
 // Why one file: intent → execute → reconcile of the same four operations belong side by side — the hashes an intent plans are the ones execute writes and reconcile checks; split, the three could drift apart.
-// The workspace file tool (DESIGN §7, spec §14.1, issue 5 item 6): read, write, modify and
-// move inside one folder on one filesystem. It is the only code that touches the subject's
-// files, and it protects itself: every operation normalises and resolves its paths again, so
-// a path the permission gate allowed but that changed since (a symlink put in its place)
-// fails here instead of escaping.
+// The workspace file operations (DESIGN §7, spec §14.1, issue 5 item 6) the files tool
+// (runtime/tools/files.ts: its gate rules, and intent → execute → outcome as events) carries out:
+// read, write, modify and move inside one folder on one filesystem. It is the only code that
+// touches the subject's files, and it protects itself: every operation normalises and resolves
+// its paths again, so a path the permission gate allowed but that changed since (a symlink put
+// in its place) fails here instead of escaping.
 //
 // Side effects follow intent → execute → reconcile: plannedHashes() gives the hashes the
 // intent records before anything happens; executeFileAction() writes to a temp file in the
@@ -25,16 +26,42 @@ import {
   unlinkSync,
   type Stats,
 } from 'node:fs';
-import { writeAllAndSync } from '../foundation/durable-write.js';
 import path from 'node:path';
-import { CodedInternalError, InternalError } from '../foundation/typed-error.js';
-import { MAX_READ_CONTENT_CHARS } from '../schema/events/action-events.js';
-import { hashText, type HashString } from '../schema/hash.js';
-import type { ModelAction } from './model-protocol.js';
-import { NAME_MAX_BYTES, WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
-import { normalizeWorkspacePath, type PathFacts } from './permission-gate.js';
+import { z } from 'zod';
+import { writeAllAndSync } from '../../foundation/durable-write.js';
+import { CodedInternalError, InternalError } from '../../foundation/typed-error.js';
+import { MAX_READ_CONTENT_CHARS } from '../../schema/events/action-events.js';
+import { hashText, type HashString } from '../../schema/hash.js';
+import type { FileIntentOp } from '../../schema/tools.js';
+import { checkWorkspacePath, NAME_MAX_BYTES, WORKSPACE_PATH_RULE } from '../../schema/workspace-path.js';
+import type { ModelAction } from '../model-protocol.js';
 
 export type FileAction = Extract<ModelAction, { tool: 'files' }>;
+
+/** What the files tool found for one workspace-relative path (inspectPath): what the permission gate judges a files action by. */
+export const PathFacts = z.strictObject({
+  /** The path after normalisation, relative to the workspace; null when it was refused. */
+  normalized: z.string().nullable(),
+  /** Lexically inside the workspace after normalisation (no `..`, not absolute, no NUL or backslash). */
+  inside_workspace: z.boolean(),
+  /** Resolving symlinks (of the deepest existing ancestor) leaves the workspace, or cannot be shown to stay in it. */
+  symlink_escape: z.boolean(),
+  exists: z.boolean(),
+  /** Size of the regular file there; null when absent, not a regular file, or outside. */
+  size_bytes: z.number().int().min(0).nullable(),
+});
+export type PathFacts = z.infer<typeof PathFacts>;
+
+export type NormalizedPath = { readonly ok: true; readonly normalized: string } | { readonly ok: false; readonly reason: string };
+
+/**
+ * The workspace-relative form of a path as the model wrote it, or why it is refused: the one
+ * workspace path rule (schema/workspace-path.ts), its clause named in the reason. Pure.
+ */
+export function normalizeWorkspacePath(raw: string): NormalizedPath {
+  const checked = checkWorkspacePath(raw);
+  return checked.ok ? { ok: true, normalized: checked.normalized } : { ok: false, reason: `${checked.reason} (workspace path rule, ${checked.clause})` };
+}
 
 /**
  * The tool's own ceilings, whatever the run's limits (the permission gate applies those): a
@@ -84,7 +111,7 @@ export interface PlannedHashes {
 
 /** The fields of an open intent (projector/subject-state.ts OpenIntent) reconciliation needs. */
 export interface IntentToReconcile {
-  readonly op: 'read' | 'write' | 'modify' | 'move' | 'delete';
+  readonly op: FileIntentOp;
   readonly path: string;
   readonly to_path: string | null;
   readonly pre_hash: HashString | null;
@@ -157,7 +184,7 @@ function resolvePath(root: string, relPath: string): Resolved {
   };
 }
 
-/** The path facts the permission gate judges (runtime/permission-gate.ts). */
+/** The path facts the permission gate judges (runtime/tools/files.ts gateRules). */
 export function inspectPath(root: string, relPath: string): PathFacts {
   return resolvePath(root, relPath).facts;
 }
