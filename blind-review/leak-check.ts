@@ -13,7 +13,7 @@
 //       study (experiment id, subject ids, seeds, group blind ids, configuration and chain
 //       hashes, host paths);
 //   (d) every file parses with its schema (package-format.ts; each timeline detail with its
-//       kind's schema from event-normalizer.ts) and every ref resolves to a timeline entry;
+//       kind's schema from timeline-detail.ts) and every ref resolves to a timeline entry;
 //   (e) what must be the same in every package is: the review instructions (byte for byte in
 //       every package), and the expected checkpoints (issue 32), which are recomputed here for
 //       every instance of the study and must be one text per replicate (computed from the plan
@@ -37,7 +37,7 @@ import { eventIs } from '../schema/typed-event.js';
 import { loadRunRecord, type RunRecord } from '../oracle/run-record.js';
 import { readStudyPlan, STUDY_FILES, type StudyPlan } from '../oracle/study-folder.js';
 import { BLIND_REVIEW_FILES } from './blind-map.js';
-import { DETAIL_SCHEMAS } from './event-normalizer.js';
+import { DETAIL_SCHEMAS } from './timeline-detail.js';
 import { expectedCheckpointsOf, expectedCheckpointsText } from './package-expected-checkpoints.js';
 import { ActionChains, BlindId, ClaimsWithEvidence, ExpectedCheckpoints, Interventions, PACKAGE_FILE_NAMES, PACKAGE_FILES, PackageManifest, RecoveryReports, StateCheckpoints, TimelineEntry } from './package-format.js';
 

@@ -8,7 +8,9 @@ import { bounded } from '../foundation/bounded-text.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { eventsOf, type RunRecord } from '../oracle/run-record.js';
-import { detailOf, formatSimMinute, MAX_SHORT_CHARS, NormalizeError, rewriteTimes, type NormalizedTimeline, type RefText } from './event-normalizer.js';
+import type { RefText } from './disposition/disposition.js';
+import { detailOf, formatSimMinute, NormalizeError, rewriteTimes, type NormalizedTimeline } from './event-normalizer.js';
+import { MAX_SHORT_CHARS } from './timeline-detail.js';
 import {
   ActionChains,
   BlindId,
