@@ -36,15 +36,15 @@ type AnyHandler<Context, Result> = (payload: unknown, context: Context) => Resul
 
 /**
  * The dispatcher over the category maps. It checks again what the types promise, for a map that
- * reached here past the compiler (a cast): each handler is under its own category, no type has
- * two, and every type of the catalogue has one; otherwise it throws (a bug, found at load).
+ * reached here past the compiler (a cast): each handler is under its own category (so no type has
+ * two), every type of the catalogue has one, and none is for a type the catalogue lacks; otherwise
+ * it throws (a bug, found when the module that makes the dispatcher loads).
  */
 export function dispatcherOf<Context, Result>(byCategory: HandlersByCategory<Context, Result>): EventDispatcher<Context, Result> {
   const handlers = new Map<string, AnyHandler<Context, Result>>();
   for (const category of EVENT_CATEGORIES) {
     for (const [type, handler] of Object.entries(byCategory[category] as Record<string, AnyHandler<Context, Result>>)) {
       if (!type.startsWith(`${category}.`)) throw new Error(`the ${category} handlers list ${type}, a type of another category`);
-      if (handlers.has(type)) throw new Error(`two handlers for ${type}`);
       handlers.set(type, handler);
     }
   }
