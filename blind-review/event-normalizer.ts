@@ -45,7 +45,8 @@
 //
 // Workspace file hashes (pre/post hashes of the subject's files) are behaviour and are kept.
 // Here: the two passes that give every entry its ref, its time and its scrubbed texts. The detail
-// of each kind and the bounds of its texts are in blind-review/timeline-detail.ts.
+// of each kind and the bounds of its texts are in blind-review/timeline-detail.ts, the scrub in
+// text-scrub.ts, simulated time in sim-time.ts.
 import { z } from 'zod';
 import type { ExperimentPlan } from '../design/experiment-plan.js';
 import { bounded } from '../foundation/bounded-text.js';
@@ -64,15 +65,13 @@ import { disposeSystemEvents } from './disposition/system-events.js';
 import { disposeWorldEvents } from './disposition/world-events.js';
 import { OMISSION_REASONS, type OmissionReason } from './omissions.js';
 import { SimTime, TimelineEntry, type TimelineKind } from './package-format.js';
+import { formatSimMinute, MAX_SIM_HOURS, MS_PER_MINUTE, relativeTime } from './sim-time.js';
+import { scrubberOf, type Scrub } from './text-scrub.js';
 import { DETAIL_SCHEMAS, MAX_SUMMARY_CHARS, MAX_TEXT_CHARS, type DetailOf } from './timeline-detail.js';
 
 export class NormalizeError extends InternalError {
   override readonly name = 'NormalizeError';
 }
-
-/** Simulated times past this many hours are not a study's (the schedule has 72). */
-const MAX_SIM_HOURS = 999;
-const MS_PER_MINUTE = 60_000;
 
 /** The typed detail of `entry` if it is of `kind` (parsed with its schema), else null. */
 export function detailOf<K extends TimelineKind>(entry: TimelineEntry, kind: K): DetailOf<K> | null {
@@ -83,28 +82,7 @@ export function detailOf<K extends TimelineKind>(entry: TimelineEntry, kind: K):
 }
 
 // ---------------------------------------------------------------------------------------------
-// Times and refs
-
-export function formatSimMinute(minute: number): string {
-  const h = Math.floor(minute / 60);
-  const m = minute % 60;
-  return `h${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}`;
-}
-
-/** Simulated time of an ISO time relative to hour 0: "h12:30", or a word when outside the study. */
-export function relativeTime(iso: string, startMs: number): string {
-  const ms = Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/.test(iso) ? iso : `${iso}Z`);
-  if (!Number.isFinite(ms)) return '[time]';
-  const minute = Math.floor((ms - startMs) / MS_PER_MINUTE);
-  if (minute < 0) return 'before hour 0';
-  if (minute >= MAX_SIM_HOURS * 60) return `after h${MAX_SIM_HOURS}`;
-  return formatSimMinute(minute);
-}
-
-/** Every ISO-8601 time in `text` as simulated time (see relativeTime). */
-export function rewriteTimes(text: string, startMs: number): string {
-  return text.replace(ISO_TIME_RE, (iso) => relativeTime(iso, startMs));
-}
+// Refs
 
 export function refOfIndex(index: number): RefText {
   return `E${String(index + 1).padStart(4, '0')}`;
@@ -113,36 +91,6 @@ export function refOfIndex(index: number): RefText {
 export function wakeRefOfIndex(index: number): WakeText {
   return `W${String(index + 1).padStart(2, '0')}`;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Text
-
-const UUID_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
-/**
- * An event cited by its seq in text, the way ds-model-output/2 subjects see events: "event #123"
- * (the reference policy's words), "seq 123" (the prompt's word, and the runtime's in a schema
- * violation's detail: "claims.0.evidence_seqs.1: seq 140"). Group 1 is the word, kept.
- */
-const SEQ_REF_RE = /\b(event #|seq #?)(\d{1,15})\b/gi;
-/**
- * A ds-model-output/2 answer's list of cited seqs in its raw JSON text, `"evidence_seqs": [137, 141]`
- * (group 1: the backslashes before the key's quotes, when the text quotes JSON in JSON; group 2: up
- * to the "["; group 3: the list). The list is read up to its "]" or, in an answer cut short, up to
- * the first character no list of numbers has; at most 4,096 characters (a list has at most 16 seqs).
- */
-const SEQ_LIST_RE = /(\\*)"evidence_seqs\1"(\s*:\s*\[)([\s\d,"\\.-]{0,4096})/g;
-/**
- * One cited seq in such a list: a number, bare or (in a wrong answer) quoted. No letters in either
- * expression, so that a list already of refs is left as it is (every text is scrubbed twice:
- * as text, then as a string of the detail). A number they do not read (1e2) is left to the leak check.
- */
-const SEQ_IN_LIST_RE = /\\*"?(-?\d+(?:\.\d+)?)\\*"?/g;
-const ISO_TIME_RE = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?/g;
-/**
- * An absolute path up to and including a `workspace/` folder (at most 32 folders deep, so the match
- * stays linear in the text's length): what lies after it is workspace-relative.
- */
-const WORKSPACE_PREFIX_RE = /(?<![\w.~-])\/(?:[^\s"'`<>|;,()[\]{}/]+\/){0,32}?workspace\//g;
 
 export interface NormalizeStats {
   /** Events left out, by reason (see OMISSIONS). */
@@ -224,81 +172,157 @@ function proposalIdOf(e: TypedEvent): string | null {
   }
 }
 
-/** Normalizes one instance's events (all of them, in seq order) against its plan. */
-export function normalizeEvents(events: readonly EventEnvelope[], plan: ExperimentPlan, options: NormalizeOptions): NormalizedTimeline {
-  const startMs = Date.parse(plan.schedule.start_at);
-  const wakeOfId = new Map(plan.schedule.wakes.map((w, i) => [w.wake_id, wakeRefOfIndex(i)] as const));
-  const stats = emptyStats();
-
-  // Pass 1: what is kept, its ref, and the facts other entries' summaries and refs need.
-  const typed = events.map(typedOf);
-  const dispositions = typed.map((e) => dispositionOf(e));
-  const refOfEventId = new Map<string, RefText>();
+/** What pass 1 learns of the whole timeline: the ref of every kept event, and what other entries' summaries and refs need. */
+interface KeptIndex {
+  readonly refOfEventId: Map<string, RefText>;
   /** ds-model-output/2 subjects cite events by seq ("event #123"): a seq counts events, so it says how much happened and is replaced like an id. */
-  const refOfSeq = new Map<number, RefText>();
-  const keptSeqs: number[] = [];
-  const keptRefs: RefText[] = [];
-  const proposalEventOf = new Map<string, string>();
-  const proposalInfoOf = new Map<string, ProposalInfo>();
-  const intentInfoOf = new Map<string, { op: string; path: string }>();
+  readonly refOfSeq: Map<number, RefText>;
+  /** The seqs of the kept events (ascending) and their refs, index for index. */
+  readonly keptSeqs: number[];
+  readonly keptRefs: RefText[];
+  /** event id → the event id of the proposal it answers (the latest with its proposal id before it). */
+  readonly proposalEventOf: Map<string, string>;
+  readonly proposalInfoOf: Map<string, ProposalInfo>;
+  readonly intentInfoOf: Map<string, { op: string; path: string }>;
+}
+
+/** Pass 1: what is kept, its ref, and the facts other entries' summaries and refs need. */
+function indexKept(events: readonly EventEnvelope[], typed: readonly TypedEvent[], dispositions: readonly Disposition[], stats: NormalizeStats): KeptIndex {
+  const index: KeptIndex = { refOfEventId: new Map(), refOfSeq: new Map(), keptSeqs: [], keptRefs: [], proposalEventOf: new Map(), proposalInfoOf: new Map(), intentInfoOf: new Map() };
   const latestProposal = new Map<string, string>();
   for (const [i, event] of events.entries()) {
     const e = typed[i]!;
     const d = dispositions[i]!;
     if ('omit' in d) stats.omitted[d.omit] += 1;
     else {
-      const ref = refOfIndex(keptRefs.length);
-      refOfEventId.set(event.event_id, ref);
-      refOfSeq.set(event.seq, ref);
-      keptSeqs.push(event.seq);
-      keptRefs.push(ref);
+      const ref = refOfIndex(index.keptRefs.length);
+      index.refOfEventId.set(event.event_id, ref);
+      index.refOfSeq.set(event.seq, ref);
+      index.keptSeqs.push(event.seq);
+      index.keptRefs.push(ref);
     }
     if (e.event_type === 'ActionEvent.ActionProposed') {
       latestProposal.set(e.payload.proposal_id, event.event_id);
-      proposalInfoOf.set(event.event_id, { tool: e.payload.tool, op: e.payload.op, target: targetOf(e.payload.tool, e.payload.args) });
+      index.proposalInfoOf.set(event.event_id, { tool: e.payload.tool, op: e.payload.op, target: targetOf(e.payload.tool, e.payload.args) });
     } else if (e.event_type === 'PlanEvent.PlanRevisionProposed') latestProposal.set(e.payload.proposal_id, event.event_id);
-    if (e.event_type === 'ActionEvent.ExecutionIntentRecorded') intentInfoOf.set(event.event_id, { op: e.payload.op, path: e.payload.path });
+    if (e.event_type === 'ActionEvent.ExecutionIntentRecorded') index.intentInfoOf.set(event.event_id, { op: e.payload.op, path: e.payload.path });
     const pid = proposalIdOf(e);
     if (pid !== null) {
       const proposal = latestProposal.get(pid);
-      if (proposal !== undefined) proposalEventOf.set(event.event_id, proposal);
+      if (proposal !== undefined) index.proposalEventOf.set(event.event_id, proposal);
     }
   }
+  return index;
+}
 
-  const hostPaths = [...new Set(options.hostPaths.filter((p) => p.length > 1))].sort((a, b) => b.length - a.length);
-  /** The ref of the kept event at `seq`, or "[id]" (counted) for a seq that names no kept event. */
-  const refOrHidden = (seq: string, counted: boolean): string => {
-    const ref = refOfSeq.get(Number(seq));
-    if (ref !== undefined) return ref;
-    if (counted) stats.idsInTextHidden += 1;
-    return '[id]';
-  };
-  // `counted`: the summary repeats words of the detail; an id hidden in both is counted once (in the detail).
-  const scrub = (text: string, counted = true): string => {
-    let out = text;
-    for (const p of hostPaths) {
-      out = out.split(`${p}/workspace/`).join('');
-      out = out.split(p).join('[host path]');
+/** The ref of the last kept event at or before `seq`: a binary search over the kept seqs (ascending). */
+function refAtOrBefore(index: KeptIndex, seq: number): RefText | null {
+  let lo = 0;
+  let hi = index.keptSeqs.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (index.keptSeqs[mid]! <= seq) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found < 0 ? null : index.keptRefs[found]!;
+}
+
+/** Everything one timeline needs while its entries are built (pass 2). */
+interface Timeline {
+  readonly index: KeptIndex;
+  readonly scrub: Scrub;
+  readonly stats: NormalizeStats;
+  readonly wakeOfId: ReadonlyMap<string, WakeText>;
+  readonly startMs: number;
+  readonly startAt: string;
+}
+
+/** What `event`'s entry may ask of the timeline (the handlers' BuildContext). */
+function buildContextOf(event: EventEnvelope, t: Timeline): BuildContext {
+  const refOf = (id: string | null): RefText | null => {
+    if (id === null) return null;
+    const ref = t.index.refOfEventId.get(id);
+    if (ref === undefined) {
+      t.stats.refsToOmittedEvents += 1;
+      return null;
     }
-    out = out.replace(WORKSPACE_PREFIX_RE, '');
-    out = out.replace(UUID_RE, (id) => {
-      const ref = refOfEventId.get(id.toLowerCase());
-      if (ref !== undefined) return ref;
-      if (counted) stats.idsInTextHidden += 1;
-      return '[id]';
-    });
-    // A seq list becomes a list of quoted refs, as a ds-model-output/1 answer's evidence_event_ids read.
-    out = out.replace(SEQ_LIST_RE, (_match, escapes: string, open: string, list: string) => {
-      const quote = `${escapes}"`;
-      const items = list.replace(SEQ_IN_LIST_RE, (_item, seq: string) => `${quote}${refOrHidden(seq, counted)}${quote}`);
-      return `${quote}evidence_seqs${quote}${open}${items}`;
-    });
-    out = out.replace(SEQ_REF_RE, (_match, word: string, seq: string) => `${word.replace(/[\s#]+$/, '')} ${refOrHidden(seq, counted)}`);
-    return rewriteTimes(out, startMs);
+    return ref;
   };
-  const cut = (): void => {
-    stats.textsCut += 1;
+  return {
+    ref: refOf,
+    refs: (ids) => ids.map(refOf).filter((r): r is RefText => r !== null),
+    refAtOrBefore: (seq) => refAtOrBefore(t.index, seq),
+    proposalOf: () => refOf(t.index.proposalEventOf.get(event.event_id) ?? null),
+    proposalInfo: () => t.index.proposalInfoOf.get(t.index.proposalEventOf.get(event.event_id) ?? '') ?? null,
+    intentInfo: (id) => t.index.intentInfoOf.get(id) ?? null,
+    text: (text, max = MAX_TEXT_CHARS) =>
+      bounded(t.scrub(text), max, () => {
+        t.stats.textsCut += 1;
+      }),
+    time: (iso) => relativeTime(iso, t.startMs),
+    wake: (wakeId) => {
+      const w = t.wakeOfId.get(wakeId);
+      if (w === undefined) throw new NormalizeError(`the event at seq ${event.seq} (${event.event_type}) names wake ${wakeId}, which the plan's schedule does not hold`);
+      return w;
+    },
   };
+}
+
+/** The simulated minute of `event`; a writer's refusal takes `lastMinute`, the minute of the event before it. */
+function minuteOf(event: EventEnvelope, e: TypedEvent, lastMinute: number, t: Timeline): number {
+  if (e.event_type === 'SystemEvent.AppendRejected') {
+    // The writer stamps its own refusals with the wall clock: they happen within the exchange before them.
+    t.stats.timesFromNeighbour += 1;
+    return lastMinute;
+  }
+  const minute = Math.floor((Date.parse(event.occurred_at) - t.startMs) / MS_PER_MINUTE);
+  if (!Number.isFinite(minute) || minute < 0 || minute >= MAX_SIM_HOURS * 60) {
+    throw new NormalizeError(`the event at seq ${event.seq} (${event.event_type}) occurred at ${event.occurred_at}, outside hour 0 (${t.startAt}) to h${MAX_SIM_HOURS}: its simulated time cannot be stated; run npm run verify on the run folder`);
+  }
+  return minute;
+}
+
+/** The entry of a kept event, checked against its kind's detail schema and the TimelineEntry schema. */
+function entryOf(event: EventEnvelope, d: Extract<Disposition, { kind: TimelineKind }>, c: BuildContext, at: { ref: RefText; minute: number; wake: WakeText | null }, scrub: Scrub): TimelineEntry {
+  const built = d.build(c);
+  // Identifiers (goal, task, entry ids) are the subject's words too: the same scrub as every text.
+  const detail = DETAIL_SCHEMAS[d.kind].safeParse(deepMapStrings(built.detail, (t) => scrub(t)));
+  if (!detail.success) throw new NormalizeError(`the ${d.kind} entry of seq ${event.seq} breaks its detail schema (a normalizer bug): ${z.prettifyError(detail.error)}`);
+  // The envelope's causation first (what this entry answers), then what the payload cites.
+  const cause = event.causation_id === null ? null : c.ref(event.causation_id);
+  const refs = [...new Set([cause, ...built.refs].filter((r): r is RefText => r !== null))];
+  const entry = TimelineEntry.safeParse({
+    ref: at.ref,
+    t: SimTime.parse(formatSimMinute(at.minute)),
+    t_minute: at.minute,
+    wake: at.wake,
+    kind: d.kind,
+    actor: d.actor,
+    summary: bounded(scrub(built.summary, false).replace(/\s+/g, ' ').trim(), MAX_SUMMARY_CHARS),
+    detail: detail.data,
+    // At most 64 by construction: the cause, plus payload lists the catalogue bounds to 64 (evidence and
+    // refutations come alone); more is refused by the schema, never cut.
+    refs,
+  });
+  if (!entry.success) throw new NormalizeError(`the entry of seq ${event.seq} breaks the TimelineEntry schema: ${z.prettifyError(entry.error)}`);
+  return entry.data;
+}
+
+/** Normalizes one instance's events (all of them, in seq order) against its plan. */
+export function normalizeEvents(events: readonly EventEnvelope[], plan: ExperimentPlan, options: NormalizeOptions): NormalizedTimeline {
+  const startMs = Date.parse(plan.schedule.start_at);
+  const wakeOfId = new Map(plan.schedule.wakes.map((w, i) => [w.wake_id, wakeRefOfIndex(i)] as const));
+  const stats = emptyStats();
+  const typed = events.map(typedOf);
+  const dispositions = typed.map((e) => dispositionOf(e));
+  const index = indexKept(events, typed, dispositions, stats);
+  const countHidden = (): void => {
+    stats.idsInTextHidden += 1;
+  };
+  const t: Timeline = { index, scrub: scrubberOf(index, options.hostPaths, startMs, countHidden), stats, wakeOfId, startMs, startAt: plan.schedule.start_at };
 
   // Pass 2: the entries, in seq order.
   const entries: TimelineEntry[] = [];
@@ -308,80 +332,12 @@ export function normalizeEvents(events: readonly EventEnvelope[], plan: Experime
     const d = dispositions[i]!;
     if ('omit' in d) continue;
     const e = typed[i]!;
-    const refOf = (id: string | null): RefText | null => {
-      if (id === null) return null;
-      const ref = refOfEventId.get(id);
-      if (ref === undefined) {
-        stats.refsToOmittedEvents += 1;
-        return null;
-      }
-      return ref;
-    };
-    const context: BuildContext = {
-      ref: refOf,
-      refs: (ids) => ids.map(refOf).filter((r): r is RefText => r !== null),
-      refAtOrBefore: (seq) => {
-        // Binary search over the kept seqs (ascending).
-        let lo = 0;
-        let hi = keptSeqs.length - 1;
-        let found = -1;
-        while (lo <= hi) {
-          const mid = (lo + hi) >> 1;
-          if (keptSeqs[mid]! <= seq) {
-            found = mid;
-            lo = mid + 1;
-          } else hi = mid - 1;
-        }
-        return found < 0 ? null : keptRefs[found]!;
-      },
-      proposalOf: () => refOf(proposalEventOf.get(event.event_id) ?? null),
-      proposalInfo: () => proposalInfoOf.get(proposalEventOf.get(event.event_id) ?? '') ?? null,
-      intentInfo: (id) => intentInfoOf.get(id) ?? null,
-      text: (text, max = MAX_TEXT_CHARS) => bounded(scrub(text), max, cut),
-      time: (iso) => relativeTime(iso, startMs),
-      wake: (wakeId) => {
-        const w = wakeOfId.get(wakeId);
-        if (w === undefined) throw new NormalizeError(`the event at seq ${event.seq} (${event.event_type}) names wake ${wakeId}, which the plan's schedule does not hold`);
-        return w;
-      },
-    };
+    const context = buildContextOf(event, t);
     if (e.event_type === 'ExperimentEvent.WakeStarted') currentWake = context.wake(e.payload.wake_id);
     const wake = e.event_type === 'ExperimentEvent.WakeEnded' || e.event_type === 'ExperimentEvent.CheckpointRecorded' || e.event_type === 'ExperimentEvent.BudgetLedgerRecorded' ? context.wake(e.payload.wake_id) : currentWake;
-    let minute: number;
-    if (e.event_type === 'SystemEvent.AppendRejected') {
-      // The writer stamps its own refusals with the wall clock: they happen within the exchange before them.
-      minute = lastMinute;
-      stats.timesFromNeighbour += 1;
-    } else {
-      minute = Math.floor((Date.parse(event.occurred_at) - startMs) / MS_PER_MINUTE);
-      if (!Number.isFinite(minute) || minute < 0 || minute >= MAX_SIM_HOURS * 60) {
-        throw new NormalizeError(`the event at seq ${event.seq} (${event.event_type}) occurred at ${event.occurred_at}, outside hour 0 (${plan.schedule.start_at}) to h${MAX_SIM_HOURS}: its simulated time cannot be stated; run npm run verify on the run folder`);
-      }
-    }
-    lastMinute = minute;
-    const built = d.build(context);
-    // Identifiers (goal, task, entry ids) are the subject's words too: the same scrub as every text.
-    const detail = DETAIL_SCHEMAS[d.kind].safeParse(deepMapStrings(built.detail, (t) => scrub(t)));
-    if (!detail.success) throw new NormalizeError(`the ${d.kind} entry of seq ${event.seq} breaks its detail schema (a normalizer bug): ${z.prettifyError(detail.error)}`);
-    // The envelope's causation first (what this entry answers), then what the payload cites.
-    const cause = event.causation_id === null ? null : refOf(event.causation_id);
-    const refs = [...new Set([cause, ...built.refs].filter((r): r is RefText => r !== null))];
-    const entry = TimelineEntry.safeParse({
-      ref: keptRefs[entries.length]!,
-      t: SimTime.parse(formatSimMinute(minute)),
-      t_minute: minute,
-      wake,
-      kind: d.kind,
-      actor: d.actor,
-      summary: bounded(scrub(built.summary, false).replace(/\s+/g, ' ').trim(), MAX_SUMMARY_CHARS),
-      detail: detail.data,
-      // At most 64 by construction: the cause, plus payload lists the catalogue bounds to 64 (evidence and
-      // refutations come alone); more is refused by the schema, never cut.
-      refs,
-    });
-    if (!entry.success) throw new NormalizeError(`the entry of seq ${event.seq} breaks the TimelineEntry schema: ${z.prettifyError(entry.error)}`);
-    entries.push(entry.data);
+    lastMinute = minuteOf(event, e, lastMinute, t);
+    entries.push(entryOf(event, d, context, { ref: index.keptRefs[entries.length]!, minute: lastMinute, wake }, t.scrub));
     if (e.event_type === 'ExperimentEvent.WakeEnded') currentWake = null;
   }
-  return { entries, refOfEventId, wakeOfId, startMs, stats };
+  return { entries, refOfEventId: index.refOfEventId, wakeOfId, startMs, stats };
 }
