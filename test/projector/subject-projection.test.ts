@@ -9,7 +9,7 @@ import { COGNITIVE_STATES, COGNITIVE_TABLE, cognitiveNext, type CognitiveState, 
 import { LIFECYCLE_TABLE, lifecycleAllows, type LifecycleState, type LifecycleTrigger } from '../../projector/lifecycle.js';
 import { ProjectionRefusal } from '../../projector/projection.js';
 import { subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
-import { SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
+import { SUBJECT_LIMITS, SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventDraft } from '../../writer/protocol.js';
 import { given } from '../support/projector-spec.js';
@@ -577,6 +577,24 @@ describe('illegal transitions are refused and the input state is untouched', () 
     const s = new SubjectStream().open();
     const bogus = s.peek({ ...d.message(), event_type: 'WorldEvent.Earthquake' });
     given(s).when(bogus).thenRefused('unknown_event_type');
+  });
+});
+
+describe('a bound of SUBJECT_LIMITS is refused when passed, not stretched (limit_exceeded)', () => {
+  test(`a wake takes ${SUBJECT_LIMITS.maxProposalsPerWake} proposals and refuses the next; a new wake takes them again`, () => {
+    const s = new SubjectStream().open();
+    s.push(d.wakeStarted('w1'));
+    s.push(d.modelAnswered('w1'));
+    for (let i = 0; i < SUBJECT_LIMITS.maxProposalsPerWake; i++) {
+      s.push(d.actionProposed(`p${i}`, 'files', 'write', { path: `f${i}.md` }));
+      s.push(d.permission(`p${i}`, 'deny'));
+    }
+    expect(Object.keys(stateOf(s).proposals)).toHaveLength(SUBJECT_LIMITS.maxProposalsPerWake);
+    given(s).when(d.actionProposed('one-more', 'files', 'write', { path: 'more.md' })).thenRefused('limit_exceeded', new RegExp(`more than ${SUBJECT_LIMITS.maxProposalsPerWake} proposals in one wake`));
+    s.push(d.wakeEnded('w1'));
+    s.push(d.wakeStarted('w2'));
+    s.push(d.modelAnswered('w2'));
+    expect(given(s).when(d.actionProposed('one-more', 'files', 'write', { path: 'more.md' })).thenAccepted().proposals['one-more']?.decision).toBe('pending');
   });
 });
 
