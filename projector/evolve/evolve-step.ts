@@ -3,9 +3,9 @@
 // the event's envelope, and how to refuse the event (`throw refuse(code, reason)`: a throw, so the
 // compiler narrows after it). A handler returns whether the Subject changed (aggregate_version
 // counts those events).
-import type { EventCategory } from '../../schema/event-definition.js';
-import type { EventEnvelope } from '../../schema/envelope.js';
 import type { CategoryHandlers } from '../../schema/category-handlers.js';
+import type { EventEnvelope } from '../../schema/envelope.js';
+import type { EventCategory } from '../../schema/event-definition.js';
 import { ProjectionRefusal } from '../projection.js';
 import type { ProjectionRefusalCode } from '../refusal-codes.js';
 import type { SubjectState } from '../subject-state.js';
