@@ -2,7 +2,8 @@
 // omitted plan decisions would tell which packages re-planned, a per-package count of cut pages
 // which runs were longer): what the normalizer left out or rewrote, and what the scorecard pages
 // left out to stay within their byte bound (scorecard-budget.ts).
-import { OMISSIONS, type NormalizeStats, type OmissionReason } from './event-normalizer.js';
+import type { NormalizeStats } from './event-normalizer.js';
+import { OMISSIONS, type OmissionReason } from './omissions.js';
 import { PACKAGE_FILES } from './package-format.js';
 import { MAX_SCORECARD_BYTES } from './scorecard-budget.js';
 

@@ -21,7 +21,7 @@
 // and key → packages renamed into <out>. A leak leaves the temp folder for inspection and writes
 // no map; any later failure names the temp folder too.
 //
-// What the normalizer leaves out of every package and why: event-normalizer.ts (OMISSIONS).
+// What the normalizer leaves out of every package and why: omissions.ts (OMISSIONS).
 // Its counts are shown for the whole export only, never per package: per-package counts of
 // omitted plan decisions would tell which packages re-planned.
 import { randomBytes } from 'node:crypto';

@@ -13,7 +13,7 @@
 //       study (experiment id, subject ids, seeds, group blind ids, configuration and chain
 //       hashes, host paths);
 //   (d) every file parses with its schema (package-format.ts; each timeline detail with its
-//       kind's schema from event-normalizer.ts) and every ref resolves to a timeline entry;
+//       kind's schema from timeline-detail.ts) and every ref resolves to a timeline entry;
 //   (e) what must be the same in every package is: the review instructions (byte for byte in
 //       every package), and the expected checkpoints (issue 32), which are recomputed for
 //       every instance of the study and must be one text per replicate (computed from the plan

@@ -1,10 +1,10 @@
 // Check (d) of the leak check (leak-check.ts): every package file parses with its schema
 // (package-format.ts; each timeline entry's detail with its kind's schema from
-// event-normalizer.ts, and the entries numbered in order), the scorecard is a page naming its
+// timeline-detail.ts, and the entries numbered in order), the scorecard is a page naming its
 // package, the instructions start with their heading, and every ref any file uses is an entry of
 // the timeline. Parsing gives each file's shape, which check (b) compares across packages.
 import { z } from 'zod';
-import { DETAIL_SCHEMAS } from './event-normalizer.js';
+import { DETAIL_SCHEMAS } from './timeline-detail.js';
 import { EXPECTED_FILES, type PackageFiles } from './leak-check-input.js';
 import { FileFindings, type LeakFinding } from './leak-finding.js';
 import { collectShape, type PackageShapes, type Shape } from './leak-shape-check.js';

@@ -27,7 +27,7 @@ const PATTERNS: ReadonlyArray<{ readonly kind: LeakKind; readonly what: string; 
   { kind: 'group_only_vocabulary', what: 'a word only some groups can produce (a plan decision or its reason code)', re: new RegExp(GROUP_ONLY_WORDS.map(escape).join('|'), 'gi') },
   { kind: 'instance_name', what: 'an instance folder name', re: new RegExp(`\\b[${GROUP_LETTERS}]-r\\d+\\b`, 'g') },
   { kind: 'uuid', what: 'a UUID (event ids must be package refs)', re: /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi },
-  // Seqs count events: the normalizer writes every seq cited in text as a ref (event-normalizer.ts, SEQ_REF_RE).
+  // Seqs count events: the normalizer writes every seq cited in text as a ref (text-scrub.ts, SEQ_REF_RE).
   { kind: 'event_seq', what: 'an event cited by its seq (seqs must be package refs)', re: /\b(?:event #|seq #?)\d/gi },
   // A ds-model-output/2 answer's "evidence_seqs": [137, 141] with a number left in it (a ref "E0012" is not one, nor
   // "[id]"). The key's quote is escaped as deep as the text nests JSON (\" in the timeline, &quot; in the page); the

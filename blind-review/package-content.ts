@@ -8,7 +8,8 @@ import { bounded } from '../foundation/bounded-text.js';
 import { CHECKPOINT_FIELDS } from '../oracle/checkpoint-match.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { eventsOf, type RunRecord } from '../oracle/run-record.js';
-import { detailOf, formatSimMinute, MAX_SHORT_CHARS, NormalizeError, rewriteTimes, type NormalizedTimeline, type RefText } from './event-normalizer.js';
+import type { RefText } from './disposition/disposition.js';
+import { detailOf, NormalizeError, type NormalizedTimeline } from './event-normalizer.js';
 import {
   ActionChains,
   BlindId,
@@ -25,6 +26,8 @@ import {
 import { expectedCheckpointsOf, expectedCheckpointsText } from './package-expected-checkpoints.js';
 import { instructionsMarkdown, reviewInstructions } from './review-instructions.js';
 import type { ScorecardData } from './scorecard-data.js';
+import { formatSimMinute, rewriteTimes } from './sim-time.js';
+import { MAX_SHORT_CHARS } from './timeline-detail.js';
 
 /** What the intervention plan's kinds are called in a package (the same list for every instance of a replicate). */
 const NEUTRAL_INTERVENTION_KIND: Record<InterventionKind, Interventions[number]['kind']> = {

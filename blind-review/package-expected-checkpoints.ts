@@ -13,8 +13,9 @@
 // of each replicate to one and the same text (leak-check.ts, kind oracle_differs_in_replicate).
 import { computeOracle } from '../oracle/expected-checkpoints.js';
 import type { RunRecord } from '../oracle/run-record.js';
-import { formatSimMinute, NormalizeError, wakeRefOfIndex } from './event-normalizer.js';
+import { NormalizeError, wakeRefOfIndex } from './event-normalizer.js';
 import { ExpectedCheckpoints } from './package-format.js';
+import { formatSimMinute } from './sim-time.js';
 
 /** A wake id of the schedule inside the oracle's words ("delivered at wake-0005"). */
 const WAKE_ID_IN_TEXT = /\bwake-\d{4,}\b/g;

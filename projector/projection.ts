@@ -4,6 +4,7 @@
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
+import type { ProjectionRefusalCode } from './refusal-codes.js';
 
 export interface Projection<S> {
   readonly name: string;
@@ -23,13 +24,18 @@ export interface Projection<S> {
   applyInPlace?(state: S, event: EventEnvelope): void;
 }
 
-/** An event the projection will not accept (e.g. an illegal state transition). */
+/**
+ * An event the projection will not accept (e.g. an illegal state transition). `refusalCode` says
+ * which rule refused it (projector/refusal-codes.ts); the message says it to a person, with the ids
+ * and states involved. The code refines nothing a command prints: every refusal ends a command as
+ * `projection_refused`.
+ */
 export class ProjectionRefusal extends TypedErrorOf('projection_refused', EXIT_CODES.failed) {
   override readonly name = 'ProjectionRefusal';
   override get endingMessage(): string {
     return `the projection refused a stored event, so the state cannot be rebuilt under these versions: ${this.message}`;
   }
-  constructor(readonly seq: number, readonly eventType: string, reason: string) {
+  constructor(readonly seq: number, readonly eventType: string, readonly refusalCode: ProjectionRefusalCode, reason: string) {
     super(`event ${eventType} at seq ${seq} refused by the projection: ${reason}`);
   }
 }

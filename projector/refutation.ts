@@ -23,7 +23,7 @@ export function refuteEvent(state: SubjectState, eventId: string, refutingEventI
     const refuted = queue.shift()!;
     if (own(state.refuted_events, refuted) !== undefined) continue;
     if (Object.keys(state.refuted_events).length >= SUBJECT_LIMITS.maxRefutedEvents) {
-      throw new ProjectionRefusal(at.seq, at.event_type, `more than ${SUBJECT_LIMITS.maxRefutedEvents} refuted events`);
+      throw new ProjectionRefusal(at.seq, at.event_type, 'limit_exceeded', `more than ${SUBJECT_LIMITS.maxRefutedEvents} refuted events`);
     }
     state.refuted_events[refuted] = refutingEventId;
     // The refuted event may be a FACT's own ClaimRecorded event: that FACT goes too.

@@ -10,8 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { evidenceEligibility } from '../../projector/evidence.js';
-import { ProjectionRefusal } from '../../projector/projection.js';
-import { subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
+import { subjectProjection } from '../../projector/subject-projection.js';
 import { SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
 import { SUBJECT_PROJECTOR_VERSION } from '../../projector/versions.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
@@ -21,6 +20,7 @@ import { hashCanonical, hashText, type HashString } from '../../schema/hash.js';
 import { WriterClient } from '../../writer/client.js';
 import { WriterError, type EventDraft } from '../../writer/protocol.js';
 import { newSocketPath, newToken, spawnWriter } from '../../writer/spawn.js';
+import { given } from '../support/projector-spec.js';
 import { BUDGET, d, draft, SubjectStream } from '../support/subject-events.js';
 
 const P = subjectProjection;
@@ -62,23 +62,6 @@ function allowed(s: SubjectStream, proposalId: string, op: 'read' | 'write'): Ev
 
 function project(events: readonly EventEnvelope[]): State {
   return P.applyAll(P.initial(), events);
-}
-
-/** The next event is refused with `reason`, and the state it was offered to is untouched. */
-function expectRefusedNext(s: SubjectStream, dr: EventDraft, reason: RegExp): void {
-  const state = project(s.events);
-  const hash = subjectStateHash(state);
-  const next = s.peek(dr);
-  let caught: unknown = null;
-  try {
-    P.apply(state, next);
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(ProjectionRefusal);
-  expect((caught as ProjectionRefusal).seq).toBe(next.seq);
-  expect((caught as ProjectionRefusal).message).toMatch(reason);
-  expect(subjectStateHash(state)).toBe(hash);
 }
 
 describe('the catalogue carries reads', () => {
@@ -171,36 +154,34 @@ describe('forged read events are refused', () => {
   test('a read intent with a to_path', () => {
     const s = awakeStream();
     const permission = allowed(s, 'p-read', 'read');
-    expectRefusedNext(s, readIntent('p-read', permission.event_id, { to_path: 'elsewhere.md' }), /a read intent names one path: to_path must be null/);
+    given(s).when(readIntent('p-read', permission.event_id, { to_path: 'elsewhere.md' })).thenRefused('read_with_to_path');
   });
 
   test('a read intent that intends a change (intended_post_hash ≠ pre_hash, or one of them null)', () => {
     const s = awakeStream();
     const permission = allowed(s, 'p-read', 'read');
-    expectRefusedNext(s, readIntent('p-read', permission.event_id, { intended_post_hash: hashText('other') }), /a read changes nothing/);
-    expectRefusedNext(s, readIntent('p-read', permission.event_id, { pre_hash: null }), /a read changes nothing/);
+    given(s).when(readIntent('p-read', permission.event_id, { intended_post_hash: hashText('other') })).thenRefused('read_changes_file');
+    given(s).when(readIntent('p-read', permission.event_id, { pre_hash: null })).thenRefused('read_changes_file');
   });
 
   test('a read permission executed as a write, and a write permission executed as a read', () => {
     const s = awakeStream();
     const readPermission = allowed(s, 'p-read', 'read');
-    expectRefusedNext(
-      s,
-      draft('ActionEvent.ExecutionIntentRecorded', { proposal_id: 'p-read', permission_event_id: readPermission.event_id, op: 'write', path: 'notes/data.md', to_path: null, pre_hash: TEXT_HASH, intended_post_hash: hashText('overwritten') }),
-      /intent op write does not execute proposal p-read's op read/,
-    );
+    given(s)
+      .when(draft('ActionEvent.ExecutionIntentRecorded', { proposal_id: 'p-read', permission_event_id: readPermission.event_id, op: 'write', path: 'notes/data.md', to_path: null, pre_hash: TEXT_HASH, intended_post_hash: hashText('overwritten') }))
+      .thenRefused('read_op_mismatch');
     const t = awakeStream();
     const writePermission = allowed(t, 'p-write', 'write');
-    expectRefusedNext(t, readIntent('p-write', writePermission.event_id), /intent op read does not execute proposal p-write's op write/);
+    given(t).when(readIntent('p-write', writePermission.event_id)).thenRefused('read_op_mismatch');
   });
 
   test('a read that succeeded without content, with content that does not hash to observed_post_hash, or with no hash', () => {
     const s = awakeStream();
     const permission = allowed(s, 'p-read', 'read');
     const intent = s.push(readIntent('p-read', permission.event_id));
-    expectRefusedNext(s, succeeded(intent.event_id, null, TEXT_HASH), /a read that succeeded carries the content it read/);
-    expectRefusedNext(s, succeeded(intent.event_id, 'The dataset arrives on Friday.\n', TEXT_HASH), /observed_post_hash is not the hash of the content read/);
-    expectRefusedNext(s, succeeded(intent.event_id, TEXT, null), /observed_post_hash is not the hash of the content read/);
+    given(s).when(succeeded(intent.event_id, null, TEXT_HASH)).thenRefused('read_without_content');
+    given(s).when(succeeded(intent.event_id, 'The dataset arrives on Friday.\n', TEXT_HASH)).thenRefused('content_hash_mismatch');
+    given(s).when(succeeded(intent.event_id, TEXT, null)).thenRefused('content_hash_mismatch');
     // The genuine one is still accepted after the refusals.
     s.push(succeeded(intent.event_id, TEXT));
     expect(project(s.events).open_intents).toEqual({});
@@ -209,7 +190,7 @@ describe('forged read events are refused', () => {
   test('content on the outcome of a write', () => {
     const s = awakeStream();
     const intent = s.fileIntent('p-write', 'notes.md');
-    expectRefusedNext(s, succeeded(intent.event_id, 'smuggled text'), /a write returns no content: content must be null/);
+    given(s).when(succeeded(intent.event_id, 'smuggled text')).thenRefused('content_without_read');
   });
 
   test('an unknown read outcome is still closed only by an operator, whatever the content', () => {
@@ -217,7 +198,7 @@ describe('forged read events are refused', () => {
     const permission = allowed(s, 'p-read', 'read');
     const intent = s.push(readIntent('p-read', permission.event_id));
     s.push(d.toolOutcomeUnknown(intent.event_id));
-    expectRefusedNext(s, succeeded(intent.event_id, TEXT), /only SystemEvent\.OperatorResolved may close it/);
+    given(s).when(succeeded(intent.event_id, TEXT)).thenRefused('outcome_unknown');
   });
 
   test('no read is allowed while RECOVERING (the projector refuses the allow)', () => {
@@ -227,7 +208,7 @@ describe('forged read events are refused', () => {
     expect(project(s.events).lifecycle_state).toBe('RECOVERING');
     s.push(d.modelAnswered('w1'));
     s.push(d.actionProposed('p-read', 'files', 'read', { path: 'notes.md' }));
-    expectRefusedNext(s, d.permission('p-read', 'allow'), /lifecycle RECOVERING is read-only: nothing may be allowed/);
+    given(s).when(d.permission('p-read', 'allow')).thenRefused('read_only');
   });
 });
 

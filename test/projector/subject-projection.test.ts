@@ -1,16 +1,18 @@
 // The Subject projector (DESIGN §5–§7, spec §9, §11, §12; RFC-0000 §12.5) on real
 // envelopes: the two state machines follow their tables, every illegal transition is
-// refused with a ProjectionRefusal that leaves the input state untouched, side effects
-// are never duplicated, RECOVERING is read-only, checkpoints never write back, refutation
-// propagates JTMS-style, budget overruns are counted, and ids like "constructor" work.
+// refused with a ProjectionRefusal that leaves the input state untouched (asserted by its
+// reason code: given(…).when(…).thenRefused(code), test/support/projector-spec.ts), side
+// effects are never duplicated, RECOVERING is read-only, checkpoints never write back,
+// refutation propagates JTMS-style, budget overruns are counted, and ids like "constructor" work.
 import { describe, expect, test } from 'vitest';
 import { COGNITIVE_STATES, COGNITIVE_TABLE, cognitiveNext, type CognitiveState, type CognitiveTrigger } from '../../projector/cognition.js';
 import { LIFECYCLE_TABLE, lifecycleAllows, type LifecycleState, type LifecycleTrigger } from '../../projector/lifecycle.js';
 import { ProjectionRefusal } from '../../projector/projection.js';
 import { subjectProjection, subjectStateHash } from '../../projector/subject-projection.js';
-import { SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
+import { SUBJECT_LIMITS, SubjectState, type SubjectState as State } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { EventDraft } from '../../writer/protocol.js';
+import { given } from '../support/projector-spec.js';
 import { assertValidChain, BUDGET, chain, d, fullWake, standardRun, SUBJECT_ID, SubjectStream, type Budget } from '../support/subject-events.js';
 
 const P = subjectProjection;
@@ -42,36 +44,6 @@ function attempt(state: State, event: EventEnvelope): { ok: true; state: State }
   } catch (error) {
     return { ok: false, error };
   }
-}
-
-/**
- * Applies `event` and expects a ProjectionRefusal naming its seq and type; the input
- * state must be untouched (same hash, deep-equal, and frozen so any write would throw a
- * TypeError instead of a refusal), through apply and through applyAll.
- */
-function expectRefused(state: State, event: EventEnvelope, reason?: RegExp): ProjectionRefusal {
-  const copy = structuredClone(state);
-  const hash = subjectStateHash(state);
-  const frozen = deepFreeze(structuredClone(state));
-  const outcome = attempt(frozen, event);
-  if (outcome.ok) throw new Error(`expected ${event.event_type} at seq ${event.seq} to be refused; it was applied`);
-  const error = outcome.error;
-  expect(error).toBeInstanceOf(ProjectionRefusal);
-  const refusal = error as ProjectionRefusal;
-  expect(refusal.seq).toBe(event.seq);
-  expect(refusal.eventType).toBe(event.event_type);
-  if (reason) expect(refusal.message).toMatch(reason);
-  expect(() => P.applyAll(state, [event])).toThrow(ProjectionRefusal);
-  expect(() => P.apply(state, event)).toThrow(ProjectionRefusal);
-  expect(subjectStateHash(state)).toBe(hash);
-  expect(state).toEqual(copy);
-  expect(frozen).toEqual(copy);
-  return refusal;
-}
-
-/** The next stream event as an envelope and whether the projector takes it, without appending. */
-function refusedNext(s: SubjectStream, dr: EventDraft, reason?: RegExp): ProjectionRefusal {
-  return expectRefused(stateOf(s), s.peek(dr), reason);
 }
 
 function acceptedNext(s: SubjectStream, dr: EventDraft): State {
@@ -316,11 +288,11 @@ describe('the cognitive state machine follows its table (spec §11.2)', () => {
   test('an illegal cognitive transition with every other precondition met names the transition', () => {
     const { byState } = contexts();
     // In DELIBERATING the task-board proposal Pt is allowed and unexecuted: only the table forbids it.
-    refusedNext(byState.DELIBERATING.s, d.taskChanged('Pt', 'task-new', 'add'), /illegal cognitive transition from DELIBERATING/);
-    refusedNext(byState.REFLECTING.s, d.journal('Pj', 'entry-new'), /illegal cognitive transition from REFLECTING/);
-    refusedNext(byState.AWAITING_PERMISSION.s, d.claim('c', 'PLAN', []), /illegal cognitive transition from AWAITING_PERMISSION/);
-    refusedNext(byState.OBSERVING.s, d.actionProposed('p', 'files', 'write'), /illegal cognitive transition from OBSERVING/);
-    refusedNext(byState.EXECUTING.s, d.modelAnswered('w'), /illegal cognitive transition from EXECUTING/);
+    given(byState.DELIBERATING.s).when(d.taskChanged('Pt', 'task-new', 'add')).thenRefused('illegal_cognitive_transition');
+    given(byState.REFLECTING.s).when(d.journal('Pj', 'entry-new')).thenRefused('illegal_cognitive_transition');
+    given(byState.AWAITING_PERMISSION.s).when(d.claim('c', 'PLAN', [])).thenRefused('illegal_cognitive_transition');
+    given(byState.OBSERVING.s).when(d.actionProposed('p', 'files', 'write')).thenRefused('illegal_cognitive_transition');
+    given(byState.EXECUTING.s).when(d.modelAnswered('w')).thenRefused('illegal_cognitive_transition');
   });
 });
 
@@ -420,65 +392,65 @@ describe('illegal transitions are refused and the input state is untouched', () 
   test('WakeStarted twice', () => {
     const s = new SubjectStream().open();
     s.push(d.wakeStarted('w1'));
-    refusedNext(s, d.wakeStarted('w2'), /wake w1 has not ended/);
-    refusedNext(s, d.wakeStarted('w1'), /wake w1 has not ended/);
+    given(s).when(d.wakeStarted('w2')).thenRefused('wake_not_ended');
+    given(s).when(d.wakeStarted('w1')).thenRefused('wake_not_ended');
   });
 
   test('WakeEnded for another wake, or with no wake in progress', () => {
     const s = awake();
-    refusedNext(s, d.wakeEnded('w2'), /wake w2 is not the one in progress \(w1\)/);
+    given(s).when(d.wakeEnded('w2')).thenRefused('other_wake');
     s.push(d.wakeEnded('w1'));
-    refusedNext(s, d.wakeEnded('w1'), /not the one in progress \(null\)/);
+    given(s).when(d.wakeEnded('w1')).thenRefused('other_wake');
   });
 
   test('runtime events while DORMANT: ActionProposed, ModelAnswered, ClaimRecorded, FocusUpdated, plan events', () => {
     const s = new SubjectStream().open();
     const m = s.push(d.message());
-    refusedNext(s, d.actionProposed('p1', 'files', 'write'), /no wake is in progress \(lifecycle DORMANT\)/);
-    refusedNext(s, d.modelAnswered('w1'), /no wake is in progress/);
-    refusedNext(s, d.claim('c1', 'FACT', [m.event_id]), /no wake is in progress/);
-    refusedNext(s, d.focus(), /no wake is in progress/);
-    refusedNext(s, d.planProposed('plan-1'), /no wake is in progress/);
-    refusedNext(s, d.permission('p1', 'allow'), /no wake is in progress/);
+    given(s).when(d.actionProposed('p1', 'files', 'write')).thenRefused('no_wake');
+    given(s).when(d.modelAnswered('w1')).thenRefused('no_wake');
+    given(s).when(d.claim('c1', 'FACT', [m.event_id])).thenRefused('no_wake');
+    given(s).when(d.focus()).thenRefused('no_wake');
+    given(s).when(d.planProposed('plan-1')).thenRefused('no_wake');
+    given(s).when(d.permission('p1', 'allow')).thenRefused('no_wake');
   });
 
   test('a model call for another wake', () => {
-    refusedNext(awake(), d.modelAnswered('w0'), /model call for wake w0 during wake w1/);
+    given(awake()).when(d.modelAnswered('w0')).thenRefused('other_wake');
   });
 
   test('ExecutionIntentRecorded must name the permission decision of its proposal', () => {
     const s = awake();
     s.push(d.actionProposed('p1', 'files', 'write', { path: 'a.md' }));
     const allow = s.push(d.permission('p1', 'allow'));
-    refusedNext(s, d.intent('p1', s.events[s.events.length - 2]!.event_id), /permission_event_id .* is not the decision on proposal p1/);
-    refusedNext(s, d.intent('p1', '00000000-0000-8000-8000-000000000000'), /is not the decision on proposal p1/);
+    given(s).when(d.intent('p1', s.events[s.events.length - 2]!.event_id)).thenRefused('not_the_decision');
+    given(s).when(d.intent('p1', '00000000-0000-8000-8000-000000000000')).thenRefused('not_the_decision');
     acceptedNext(s, d.intent('p1', allow.event_id));
   });
 
   test('ExecutionIntentRecorded without an allowed PermissionDecided (none, pending, denied)', () => {
     const s = awake();
-    refusedNext(s, d.intent('p-unknown', s.nextEventId), /proposal p-unknown is unknown/);
+    given(s).when(d.intent('p-unknown', s.nextEventId)).thenRefused('unknown_proposal');
     s.push(d.actionProposed('p1', 'files', 'write', { path: 'a.md' }));
-    refusedNext(s, d.intent('p1', s.nextEventId), /p1 was not allowed \(decision pending\)/);
+    given(s).when(d.intent('p1', s.nextEventId)).thenRefused('proposal_not_allowed');
     const denied = s.push(d.permission('p1', 'deny'));
-    refusedNext(s, d.intent('p1', denied.event_id), /p1 was not allowed \(decision deny\)/);
-    refusedNext(s, d.taskChanged('p1', 'task-9', 'add'), /p1 is for tool files, not task_board/);
+    given(s).when(d.intent('p1', denied.event_id)).thenRefused('proposal_not_allowed');
+    given(s).when(d.taskChanged('p1', 'task-9', 'add')).thenRefused('wrong_tool');
   });
 
   test('executing the same allowed proposal twice would duplicate a side effect: files, journal, task board', () => {
     const s = awake();
     const intent = s.fileIntent('p1');
-    refusedNext(s, d.intent('p1', intent.event_id), /p1 was already executed/);
+    given(s).when(d.intent('p1', intent.event_id)).thenRefused('already_executed');
     s.push(d.toolSucceeded(intent.event_id));
-    refusedNext(s, d.toolSucceeded(intent.event_id), /no open execution intent/);
+    given(s).when(d.toolSucceeded(intent.event_id)).thenRefused('no_open_intent');
     s.push(d.actionProposed('p2', 'journal', 'append'));
     s.push(d.permission('p2', 'allow'));
     s.push(d.journal('p2', 'entry-a'));
-    refusedNext(s, d.journal('p2', 'entry-b'), /p2 was already executed|illegal cognitive/);
+    given(s).when(d.journal('p2', 'entry-b')).thenRefused('already_executed');
     s.push(d.actionProposed('p3', 'task_board', 'change'));
     s.push(d.permission('p3', 'allow'));
     s.push(d.taskChanged('p3', 'task-9', 'add'));
-    refusedNext(s, d.taskChanged('p3', 'task-9', 'update'), /p3 was already executed|illegal cognitive/);
+    given(s).when(d.taskChanged('p3', 'task-9', 'update')).thenRefused('already_executed');
   });
 
   test('a second execution is refused for its proposal even when cognition would allow it', () => {
@@ -488,7 +460,7 @@ describe('illegal transitions are refused and the input state is untouched', () 
     s.push(d.actionProposed('p2', 'task_board', 'change'));
     s.push(d.permission('p2', 'allow'));
     expect(stateOf(s).cognitive_state).toBe('EXECUTING');
-    refusedNext(s, d.taskChanged('p1', 'task-10', 'add'), /proposal p1 was already executed: a second execution would duplicate a side effect/);
+    given(s).when(d.taskChanged('p1', 'task-10', 'add')).thenRefused('already_executed');
   });
 
   test('allow with no tool budget left (the gate must deny); a deny is still recorded', () => {
@@ -499,7 +471,7 @@ describe('illegal transitions are refused and the input state is untouched', () 
     s.push(d.toolSucceeded(intent.event_id));
     s.push(d.actionProposed('p2', 'files', 'write', { path: 'b.md' }));
     expect(stateOf(s).resource_budget.remaining.tool_calls).toBe(0);
-    refusedNext(s, d.permission('p2', 'allow'), /no tool calls left in this wake/);
+    given(s).when(d.permission('p2', 'allow')).thenRefused('no_tool_calls_left');
     const after = acceptedNext(s, d.permission('p2', 'deny'));
     expect(after.proposals.p2?.decision).toBe('deny');
     expect(after.resource_budget.overruns.tool_calls).toBe(0);
@@ -508,23 +480,23 @@ describe('illegal transitions are refused and the input state is untouched', () 
   test('PermissionDecided must say truthfully whether the action was denied before', () => {
     const s = awake();
     s.push(d.actionProposed('p1', 'files', 'delete', { path: 'x.md' }));
-    refusedNext(s, d.permission('p1', 'deny', true), /repeat_of_denied is true but the action was never denied before/);
+    given(s).when(d.permission('p1', 'deny', true)).thenRefused('repeat_of_denied_untrue');
     s.push(d.permission('p1', 'deny'));
     s.push(d.actionProposed('p2', 'files', 'delete', { path: 'x.md' }));
-    refusedNext(s, d.permission('p2', 'deny', false), /repeat_of_denied is false but the action was denied before/);
+    given(s).when(d.permission('p2', 'deny', false)).thenRefused('repeat_of_denied_untrue');
     const state = acceptedNext(s, d.permission('p2', 'deny', true));
     expect(Object.values(state.denied_actions)).toEqual([{ proposal_id: 'p1', seq: s.events[s.events.length - 3]!.seq, repeats: 1 }]);
-    refusedNext(s, d.permission('p2', 'allow', true), /p2 is not awaiting a decision/);
+    given(s).when(d.permission('p2', 'allow', true)).thenRefused('proposal_not_pending');
   });
 
   test('TaskBoardChanged: add of an existing task, update/remove of a missing one', () => {
     const s = awake();
     s.push(d.actionProposed('p1', 'task_board', 'change'));
     s.push(d.permission('p1', 'allow'));
-    refusedNext(s, d.taskChanged('p1', 'task-1', 'add'), /task task-1 exists/);
-    refusedNext(s, d.taskChanged('p1', 'task-missing', 'update', { status: 'doing' }), /no task task-missing/);
-    refusedNext(s, d.taskChanged('p1', 'task-missing', 'remove'), /no task task-missing/);
-    refusedNext(s, d.taskChanged('p1', 'task-new', 'add', { title: null }), /a new task needs a title/);
+    given(s).when(d.taskChanged('p1', 'task-1', 'add')).thenRefused('id_exists');
+    given(s).when(d.taskChanged('p1', 'task-missing', 'update', { status: 'doing' })).thenRefused('unknown_task');
+    given(s).when(d.taskChanged('p1', 'task-missing', 'remove')).thenRefused('unknown_task');
+    given(s).when(d.taskChanged('p1', 'task-new', 'add', { title: null })).thenRefused('task_without_title');
     const state = acceptedNext(s, d.taskChanged('p1', 'task-1', 'complete'));
     expect(state.task_board['task-1']?.status).toBe('done');
   });
@@ -533,29 +505,29 @@ describe('illegal transitions are refused and the input state is untouched', () 
     const s = awake();
     s.push(d.actionProposed('p1', 'journal', 'append'));
     s.push(d.permission('p1', 'allow'));
-    refusedNext(s, d.journal('p1', 'entry-0'), /journal entry entry-0 exists: the journal is append-only/);
+    given(s).when(d.journal('p1', 'entry-0')).thenRefused('id_exists');
     s.push(d.journal('p1', 'entry-1'));
     s.push(d.actionProposed('p2', 'journal', 'append'));
     s.push(d.permission('p2', 'allow'));
-    refusedNext(s, d.journal('p2', 'entry-1'), /journal entry entry-1 exists/);
+    given(s).when(d.journal('p2', 'entry-1')).thenRefused('id_exists');
   });
 
   test('FACT without evidence, INFERENCE without confidence, a claim id used twice', () => {
     const s = awake();
-    refusedNext(s, d.claim('c1', 'FACT', []), /a FACT needs evidence_event_ids/);
-    refusedNext(s, d.claim('c1', 'INFERENCE', [], { confidence: null }), /an INFERENCE carries a confidence/);
+    given(s).when(d.claim('c1', 'FACT', [])).thenRefused('fact_without_evidence');
+    given(s).when(d.claim('c1', 'INFERENCE', [], { confidence: null })).thenRefused('inference_without_confidence');
     s.push(d.claim('c1', 'PLAN', []));
-    refusedNext(s, d.claim('c1', 'PLAN', []), /claim c1 exists/);
+    given(s).when(d.claim('c1', 'PLAN', [])).thenRefused('id_exists');
   });
 
   test('plan decisions need a pending proposal; a proposal id cannot be reused while pending', () => {
     const s = awake();
-    refusedNext(s, d.planAccepted('nope'), /no pending plan proposal nope/);
-    refusedNext(s, d.planRejected('nope'), /no pending plan proposal nope/);
+    given(s).when(d.planAccepted('nope')).thenRefused('unknown_plan_proposal');
+    given(s).when(d.planRejected('nope')).thenRefused('unknown_plan_proposal');
     s.push(d.planProposed('plan-1'));
-    refusedNext(s, d.planProposed('plan-1'), /plan proposal plan-1 exists/);
+    given(s).when(d.planProposed('plan-1')).thenRefused('id_exists');
     s.push(d.planRejected('plan-1'));
-    refusedNext(s, d.planAccepted('plan-1'), /no pending plan proposal plan-1/);
+    given(s).when(d.planAccepted('plan-1')).thenRefused('unknown_plan_proposal');
   });
 
   test('nothing the subject does is accepted after EmergencyStopped (only an operator resumes it)', () => {
@@ -565,15 +537,15 @@ describe('illegal transitions are refused and the input state is untouched', () 
     s.push(d.actionProposed('p1', 'files', 'write'));
     const stopped = acceptedNext(s, d.emergencyStopped());
     expect([stopped.lifecycle_state, stopped.cognitive_state, stopped.current_wake_id]).toEqual(['STOPPED', 'IDLE', null]);
-    refusedNext(s, d.wakeStarted('w2'), /illegal lifecycle transition STOPPED → AWAKE/);
-    refusedNext(s, d.wakeEnded('w1'), /not the one in progress/);
-    refusedNext(s, d.modelAnswered('w1'), /no wake is in progress \(lifecycle STOPPED\)/);
-    refusedNext(s, d.actionProposed('p2', 'files', 'write'), /no wake is in progress/);
-    refusedNext(s, d.permission('p1', 'allow'), /no wake is in progress/);
-    refusedNext(s, d.claim('c1', 'PLAN', []), /no wake is in progress/);
-    refusedNext(s, d.subjectInitialized(), /illegal lifecycle transition STOPPED → DORMANT/);
-    refusedNext(s, d.paused(), /illegal lifecycle transition STOPPED → PAUSED/);
-    refusedNext(s, d.emergencyStopped(), /illegal lifecycle transition STOPPED → STOPPED/);
+    given(s).when(d.wakeStarted('w2')).thenRefused('illegal_lifecycle_transition');
+    given(s).when(d.wakeEnded('w1')).thenRefused('other_wake');
+    given(s).when(d.modelAnswered('w1')).thenRefused('no_wake');
+    given(s).when(d.actionProposed('p2', 'files', 'write')).thenRefused('no_wake');
+    given(s).when(d.permission('p1', 'allow')).thenRefused('no_wake');
+    given(s).when(d.claim('c1', 'PLAN', [])).thenRefused('no_wake');
+    given(s).when(d.subjectInitialized()).thenRefused('illegal_lifecycle_transition');
+    given(s).when(d.paused()).thenRefused('illegal_lifecycle_transition');
+    given(s).when(d.emergencyStopped()).thenRefused('illegal_lifecycle_transition');
     // The world goes on and is recorded; it does not wake the subject.
     const after = acceptedNext(s, d.message());
     expect(after.lifecycle_state).toBe('STOPPED');
@@ -581,30 +553,48 @@ describe('illegal transitions are refused and the input state is untouched', () 
 
   test('seq must be contiguous: a gap, a repeat or a step back is refused', () => {
     const events = standardRun().stream.events;
-    const state = project(events.slice(0, 10));
+    const first10 = events.slice(0, 10);
     const drafts = standardRun().stream.drafts;
     const gapped = chain(drafts, SUBJECT_ID, (i) => (i < 10 ? i + 1 : i + 2));
-    expect(expectRefused(state, gapped[10]!, /expected seq 11/).seq).toBe(12);
+    expect(given(first10).when(gapped[10]!).thenRefused('seq_not_next', /expected seq 11/).seq).toBe(12);
     const repeated = chain(drafts, SUBJECT_ID, (i) => (i < 10 ? i + 1 : i));
-    expect(expectRefused(state, repeated[10]!, /expected seq 11/).seq).toBe(10);
-    expect(expectRefused(state, events[3]!, /expected seq 11/).seq).toBe(4);
+    expect(given(first10).when(repeated[10]!).thenRefused('seq_not_next', /expected seq 11/).seq).toBe(10);
+    expect(given(first10).when(events[3]!).thenRefused('seq_not_next', /expected seq 11/).seq).toBe(4);
     // An empty state takes seq 1 only.
-    expectRefused(P.initial(), events[1]!, /expected seq 1/);
+    given([]).when(events[1]!).thenRefused('seq_not_next', /expected seq 1/);
   });
 
   test('StoreOpened only at seq 1; SubjectInitialized only once', () => {
     const s = new SubjectStream().open();
-    refusedNext(s, d.storeOpened(), /StoreOpened must be the first event/);
-    refusedNext(s, d.subjectInitialized(), /illegal lifecycle transition DORMANT → DORMANT/);
+    given(s).when(d.storeOpened()).thenRefused('store_opened_not_first');
+    given(s).when(d.subjectInitialized()).thenRefused('illegal_lifecycle_transition');
     const fresh = new SubjectStream();
     fresh.push(d.storeOpened());
-    refusedNext(fresh, d.subjectInitialized({ tasks: ['t', 't'] }), /task t listed twice/);
+    given(fresh).when(d.subjectInitialized({ tasks: ['t', 't'] })).thenRefused('id_exists');
   });
 
   test('an event type the catalogue lacks is refused', () => {
     const s = new SubjectStream().open();
     const bogus = s.peek({ ...d.message(), event_type: 'WorldEvent.Earthquake' });
-    expectRefused(stateOf(s), bogus, /unknown event type/);
+    given(s).when(bogus).thenRefused('unknown_event_type');
+  });
+});
+
+describe('a bound of SUBJECT_LIMITS is refused when passed, not stretched (limit_exceeded)', () => {
+  test(`a wake takes ${SUBJECT_LIMITS.maxProposalsPerWake} proposals and refuses the next; a new wake takes them again`, () => {
+    const s = new SubjectStream().open();
+    s.push(d.wakeStarted('w1'));
+    s.push(d.modelAnswered('w1'));
+    for (let i = 0; i < SUBJECT_LIMITS.maxProposalsPerWake; i++) {
+      s.push(d.actionProposed(`p${i}`, 'files', 'write', { path: `f${i}.md` }));
+      s.push(d.permission(`p${i}`, 'deny'));
+    }
+    expect(Object.keys(stateOf(s).proposals)).toHaveLength(SUBJECT_LIMITS.maxProposalsPerWake);
+    given(s).when(d.actionProposed('one-more', 'files', 'write', { path: 'more.md' })).thenRefused('limit_exceeded', new RegExp(`more than ${SUBJECT_LIMITS.maxProposalsPerWake} proposals in one wake`));
+    s.push(d.wakeEnded('w1'));
+    s.push(d.wakeStarted('w2'));
+    s.push(d.modelAnswered('w2'));
+    expect(given(s).when(d.actionProposed('one-more', 'files', 'write', { path: 'more.md' })).thenAccepted().proposals['one-more']?.decision).toBe('pending');
   });
 });
 
@@ -621,14 +611,14 @@ describe('unconfirmable side effects: RECOVERING is read-only until an operator 
     expect(recovering.lifecycle_state).toBe('RECOVERING');
     expect(recovering.open_intents[intents[0]!.event_id]?.outcome).toBe('unknown');
     // pf was allowed before the outcome became unknown; executing it now is still refused.
-    refusedNext(s, d.intent('pf', pfAllow.event_id), /lifecycle RECOVERING is read-only: no side effects/);
+    given(s).when(d.intent('pf', pfAllow.event_id)).thenRefused('read_only');
     s.push(d.modelAnswered('w'));
     s.push(d.actionProposed('pt', 'task_board', 'change'));
-    refusedNext(s, d.permission('pt', 'allow'), /lifecycle RECOVERING is read-only: nothing may be allowed/);
+    given(s).when(d.permission('pt', 'allow')).thenRefused('read_only');
     s.push(d.permission('pt', 'deny'));
     s.push(d.claim('c1', 'PLAN', []));
-    refusedNext(s, d.taskChanged('pt', 'task-x', 'add'), /read-only/);
-    refusedNext(s, d.toolReconciled(intents[0]!.event_id), /unknown outcomes are resolved by an operator/);
+    given(s).when(d.taskChanged('pt', 'task-x', 'add')).thenRefused('read_only');
+    given(s).when(d.toolReconciled(intents[0]!.event_id)).thenRefused('intent_not_pending');
     // Wakes still end and start on schedule while recovering.
     expect(acceptedNext(s, d.wakeEnded('w')).lifecycle_state).toBe('RECOVERING');
     const next = acceptedNext(s, d.wakeStarted('w2'));
@@ -646,15 +636,15 @@ describe('unconfirmable side effects: RECOVERING is read-only until an operator 
     const { s, intents } = withOpenIntents(2);
     s.push(d.toolOutcomeUnknown(intents[0]!.event_id));
     expect(acceptedNext(s, d.toolOutcomeUnknown(intents[1]!.event_id)).lifecycle_state).toBe('RECOVERING');
-    refusedNext(s, d.operatorResolved('00000000-0000-8000-8000-000000000000'), /has no unknown outcome to resolve/);
+    given(s).when(d.operatorResolved('00000000-0000-8000-8000-000000000000')).thenRefused('nothing_to_resolve');
     expect(acceptedNext(s, d.operatorResolved(intents[1]!.event_id)).lifecycle_state).toBe('RECOVERING');
-    refusedNext(s, d.operatorResolved(intents[1]!.event_id), /has no unknown outcome to resolve/);
+    given(s).when(d.operatorResolved(intents[1]!.event_id)).thenRefused('nothing_to_resolve');
     expect(acceptedNext(s, d.operatorResolved(intents[0]!.event_id)).lifecycle_state).toBe('DORMANT');
   });
 
   test('an operator cannot "resolve" an intent that is merely pending', () => {
     const { s, intents } = withOpenIntents(1);
-    refusedNext(s, d.operatorResolved(intents[0]!.event_id), /has no unknown outcome to resolve/);
+    given(s).when(d.operatorResolved(intents[0]!.event_id)).thenRefused('nothing_to_resolve');
     // ...which the runtime reconciles itself after a restart.
     expect(acceptedNext(s, d.toolReconciled(intents[0]!.event_id)).open_intents).toEqual({});
   });
@@ -663,7 +653,7 @@ describe('unconfirmable side effects: RECOVERING is read-only until an operator 
     const { s, intents } = withOpenIntents(1);
     s.push(d.toolOutcomeUnknown(intents[0]!.event_id));
     s.push(d.paused());
-    refusedNext(s, d.wakeStarted('w'), /illegal lifecycle transition PAUSED/);
+    given(s).when(d.wakeStarted('w')).thenRefused('illegal_lifecycle_transition');
     expect(acceptedNext(s, d.resumed()).lifecycle_state).toBe('RECOVERING');
   });
 
@@ -673,8 +663,8 @@ describe('unconfirmable side effects: RECOVERING is read-only until an operator 
   test('ToolSucceeded/ToolFailed cannot silently close an intent whose outcome is unknown; the operator still can', () => {
     const { s, intents } = withOpenIntents(1);
     s.push(d.toolOutcomeUnknown(intents[0]!.event_id));
-    refusedNext(s, d.toolSucceeded(intents[0]!.event_id));
-    refusedNext(s, d.toolFailed(intents[0]!.event_id));
+    given(s).when(d.toolSucceeded(intents[0]!.event_id)).thenRefused('outcome_unknown');
+    given(s).when(d.toolFailed(intents[0]!.event_id)).thenRefused('outcome_unknown');
     expect(acceptedNext(s, d.operatorResolved(intents[0]!.event_id)).lifecycle_state).toBe('DORMANT');
   });
 });
@@ -683,11 +673,11 @@ describe('pauses', () => {
   test('Paused/Resumed between wakes; nothing wakes a paused subject', () => {
     const s = new SubjectStream().open();
     expect(acceptedNext(s, d.paused()).lifecycle_state).toBe('PAUSED');
-    refusedNext(s, d.wakeStarted('w1'), /illegal lifecycle transition PAUSED → AWAKE/);
-    refusedNext(s, d.paused(), /PAUSED → PAUSED/);
+    given(s).when(d.wakeStarted('w1')).thenRefused('illegal_lifecycle_transition');
+    given(s).when(d.paused()).thenRefused('illegal_lifecycle_transition');
     s.push(d.message());
     expect(acceptedNext(s, d.resumed()).lifecycle_state).toBe('DORMANT');
-    refusedNext(s, d.resumed(), /DORMANT → DORMANT/);
+    given(s).when(d.resumed()).thenRefused('illegal_lifecycle_transition');
     expect(acceptedNext(s, d.wakeStarted('w1')).lifecycle_state).toBe('AWAKE');
   });
 
@@ -721,10 +711,10 @@ describe('pauses', () => {
     s.push(d.modelAnswered('w1'));
     const paused = acceptedNext(s, d.paused());
     expect([paused.lifecycle_state, paused.cognitive_state, paused.current_wake_id]).toEqual(['PAUSED', 'DELIBERATING', 'w1']);
-    refusedNext(s, d.modelAnswered('w1'), /PAUSED/);
-    refusedNext(s, d.actionProposed('p1', 'files', 'write'), /PAUSED/);
-    refusedNext(s, d.claim('c1', 'PLAN', []), /PAUSED/);
-    refusedNext(s, d.wakeStarted('w2'), /wake w1 has not ended/);
+    given(s).when(d.modelAnswered('w1')).thenRefused('subject_not_acting');
+    given(s).when(d.actionProposed('p1', 'files', 'write')).thenRefused('subject_not_acting');
+    given(s).when(d.claim('c1', 'PLAN', [])).thenRefused('subject_not_acting');
+    given(s).when(d.wakeStarted('w2')).thenRefused('wake_not_ended');
     const resumed = acceptedNext(s, d.resumed());
     expect([resumed.lifecycle_state, resumed.cognitive_state, resumed.current_wake_id]).toEqual(['AWAKE', 'DELIBERATING', 'w1']);
     expect(acceptedNext(s, d.actionProposed('p1', 'files', 'write')).cognitive_state).toBe('AWAITING_PERMISSION');
@@ -921,24 +911,24 @@ describe('ids taken from events are own keys only ("constructor", "toString", �
     s.push(d.modelAnswered('w1'));
     // A proposal called "constructor" that adds a task "constructor".
     s.push(d.actionProposed('constructor', 'task_board', 'change'));
-    refusedNext(s, d.intent('hasOwnProperty', s.nextEventId), /proposal hasOwnProperty is unknown/);
+    given(s).when(d.intent('hasOwnProperty', s.nextEventId)).thenRefused('unknown_proposal');
     s.push(d.permission('constructor', 'allow'));
-    refusedNext(s, d.taskChanged('constructor', 'hasOwnProperty', 'update'), /no task hasOwnProperty/);
+    given(s).when(d.taskChanged('constructor', 'hasOwnProperty', 'update')).thenRefused('unknown_task');
     const added = acceptedNext(s, d.taskChanged('constructor', 'constructor', 'add', { title: 'Build things' }));
     expect(Object.hasOwn(added.task_board, 'constructor')).toBe(true);
     expect(ownOf(added.task_board, 'constructor')).toEqual({ title: 'Build things', status: 'todo', priority: 0, depends_on: [] });
-    refusedNext(s, d.permission('toString', 'allow'), /proposal toString is not awaiting a decision/);
+    given(s).when(d.permission('toString', 'allow')).thenRefused('proposal_not_pending');
     // Journal: "valueOf" is the first page; "isPrototypeOf" is new.
     s.push(d.actionProposed('p-j', 'journal', 'append'));
     s.push(d.permission('p-j', 'allow'));
-    refusedNext(s, d.journal('p-j', 'valueOf'), /journal entry valueOf exists/);
+    given(s).when(d.journal('p-j', 'valueOf')).thenRefused('id_exists');
     const journal = acceptedNext(s, d.journal('p-j', 'isPrototypeOf'));
     expect(journal.journal.index).toEqual({ valueOf: 2, isPrototypeOf: s.last.seq });
     // Claims and plans.
     const m = s.push(d.message());
     s.push(d.claim('constructor', 'FACT', [m.event_id]));
-    refusedNext(s, d.claim('constructor', 'PLAN', []), /claim constructor exists/);
-    refusedNext(s, d.planAccepted('constructor'), /no pending plan proposal constructor/);
+    given(s).when(d.claim('constructor', 'PLAN', [])).thenRefused('id_exists');
+    given(s).when(d.planAccepted('constructor')).thenRefused('unknown_plan_proposal');
     s.push(d.planProposed('constructor', 'goal-2', ['constructor', 'hasOwnProperty']));
     const plan = acceptedNext(s, d.planAccepted('constructor'));
     expect(plan.current_plan).toEqual(['constructor', 'hasOwnProperty']);

@@ -191,7 +191,7 @@ describe('projecting random valid streams', () => {
 });
 
 describe('one corrupted event is refused exactly where it is', () => {
-  test('duplicated WakeStarted, dropped PermissionDecided, duplicated execution, seq gap, … refuse at their own seq', () => {
+  test('duplicated WakeStarted, dropped PermissionDecided, duplicated execution, seq gap, … refuse at their own seq, by the rule they break', () => {
     const kinds = new Map<string, number>();
     fc.assert(
       fc.property(streamArb, fc.nat(), (g, seed) => {
@@ -210,6 +210,7 @@ describe('one corrupted event is refused exactly where it is', () => {
           }
           expect(refusal, `${c.kind}: ${bad.event_type} at seq ${bad.seq} was applied`).toBeInstanceOf(ProjectionRefusal);
           expect((refusal as ProjectionRefusal).seq, c.kind).toBe(bad.seq);
+          expect(c.codes, `${c.kind}: ${(refusal as ProjectionRefusal).message}`).toContain((refusal as ProjectionRefusal).refusalCode);
           expect(subjectStateHash(before)).toBe(hash);
           // Projecting the whole corrupted stream refuses at the same seq.
           let whole: unknown = null;
@@ -221,6 +222,7 @@ describe('one corrupted event is refused exactly where it is', () => {
           expect(whole, c.kind).toBeInstanceOf(ProjectionRefusal);
           expect((whole as ProjectionRefusal).seq, c.kind).toBe(bad.seq);
           expect((whole as ProjectionRefusal).eventType, c.kind).toBe(bad.event_type);
+          expect((whole as ProjectionRefusal).refusalCode, c.kind).toBe((refusal as ProjectionRefusal).refusalCode);
         }
       }),
       FC,

@@ -4,6 +4,7 @@
 // predicts what the projected state must say. Also: corruptions that turn one event of
 // a valid stream into an illegal one, with the index where the projection must refuse.
 import { canonicalJson } from '../../schema/canonical-json.js';
+import type { ProjectionRefusalCode } from '../../projector/refusal-codes.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import type { HashString } from '../../schema/hash.js';
 import type { EventDraft } from '../../writer/protocol.js';
@@ -601,6 +602,11 @@ export function generateStream(choices: readonly number[], options: { maxEvents?
 
 export interface Corruption {
   readonly kind: string;
+  /**
+   * The rules that may refuse it (projector/refusal-codes.ts): one, except where what the event
+   * breaks first depends on the stream (a denied proposal may be another tool's, or the subject RECOVERING).
+   */
+  readonly codes: readonly ProjectionRefusalCode[];
   readonly drafts: readonly EventDraft[];
   readonly seqOf: (index: number) => number;
   /** Index (into drafts) of the event the projection must refuse; everything before it is untouched. */
@@ -629,24 +635,25 @@ export function corruptions(drafts: readonly EventDraft[], seed: number): Corrup
     drafts.flatMap((dr, i) => (dr.event_type === type && extra(dr, i) ? [i] : []));
   const choose = (indices: readonly number[]): number | undefined => (indices.length === 0 ? undefined : indices[seed % indices.length]);
   const out: Corruption[] = [];
-  const add = (kind: string, index: number | undefined, make: (i: number) => Omit<Corruption, 'kind'>): void => {
-    if (index !== undefined) out.push({ kind, ...make(index) });
+  const add = (kind: string, codes: ProjectionRefusalCode | readonly ProjectionRefusalCode[], index: number | undefined, make: (i: number) => Omit<Corruption, 'kind' | 'codes'>): void => {
+    if (index !== undefined) out.push({ kind, codes: typeof codes === 'string' ? [codes] : codes, ...make(index) });
   };
   const payload = (dr: EventDraft): Record<string, unknown> => dr.payload;
 
-  add('WakeStarted twice', choose(at('ExperimentEvent.WakeStarted')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
-  add('WakeEnded for another wake', choose(at('ExperimentEvent.WakeEnded')), (i) => ({
+  add('WakeStarted twice', 'wake_not_ended', choose(at('ExperimentEvent.WakeStarted')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
+  add('WakeEnded for another wake', 'other_wake', choose(at('ExperimentEvent.WakeEnded')), (i) => ({
     drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { wake_id: 'wake-other' })),
     seqOf: contiguous,
     refuseAt: i,
   }));
-  add('ActionProposed while no wake', choose(at('ExperimentEvent.WakeEnded')), (i) => ({
+  add('ActionProposed while no wake', 'no_wake', choose(at('ExperimentEvent.WakeEnded')), (i) => ({
     drafts: insertAt(drafts, i + 1, d.actionProposed('p-dormant', 'files', 'write')),
     seqOf: contiguous,
     refuseAt: i + 1,
   }));
   add(
     'PermissionDecided(allow) dropped before its execution',
+    'proposal_not_allowed',
     choose(
       at('ActionEvent.PermissionDecided', (dr, i) => {
         const next = drafts[i + 1];
@@ -655,61 +662,61 @@ export function corruptions(drafts: readonly EventDraft[], seed: number): Corrup
     ),
     (i) => ({ drafts: drafts.filter((_, j) => j !== i), seqOf: contiguous, refuseAt: i }),
   );
-  add('execution of a denied proposal', choose(at('ActionEvent.PermissionDecided', (dr) => payload(dr).decision === 'deny')), (i) => ({
+  add('execution of a denied proposal', ['proposal_not_allowed', 'wrong_tool', 'read_only'], choose(at('ActionEvent.PermissionDecided', (dr) => payload(dr).decision === 'deny')), (i) => ({
     drafts: insertAt(drafts, i + 1, d.intent(String(payload(drafts[i]!).proposal_id), '00000000-0000-8000-8000-000000000000')),
     seqOf: contiguous,
     refuseAt: i + 1,
   }));
-  add('an allowed proposal executed twice', choose(drafts.flatMap((dr, i) => (EXECUTIONS.has(dr.event_type) ? [i] : []))), (i) => ({
+  add('an allowed proposal executed twice', 'already_executed', choose(drafts.flatMap((dr, i) => (EXECUTIONS.has(dr.event_type) ? [i] : []))), (i) => ({
     drafts: insertAt(drafts, i + 1, drafts[i]!),
     seqOf: contiguous,
     refuseAt: i + 1,
   }));
-  add('an intent naming another permission event', choose(at('ActionEvent.ExecutionIntentRecorded')), (i) => ({
+  add('an intent naming another permission event', 'not_the_decision', choose(at('ActionEvent.ExecutionIntentRecorded')), (i) => ({
     drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { permission_event_id: '00000000-0000-8000-8000-000000000000' })),
     seqOf: contiguous,
     refuseAt: i,
   }));
-  add('ToolSucceeded closing an unknown outcome', choose(at('ActionEvent.ToolOutcomeUnknown')), (i) => ({
+  add('ToolSucceeded closing an unknown outcome', 'outcome_unknown', choose(at('ActionEvent.ToolOutcomeUnknown')), (i) => ({
     drafts: insertAt(drafts, i + 1, d.toolSucceeded(String(payload(drafts[i]!).intent_event_id))),
     seqOf: contiguous,
     refuseAt: i + 1,
   }));
-  add('a tool outcome reported twice', choose(at('ActionEvent.ToolSucceeded')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
-  add('OperatorResolved twice', choose(at('SystemEvent.OperatorResolved')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
-  add('a plan accepted twice', choose(at('PlanEvent.PlanRevisionAccepted')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
-  add('FACT without evidence', choose(at('MemoryEvent.ClaimRecorded', (dr) => payload(dr).claim_type === 'FACT')), (i) => ({
+  add('a tool outcome reported twice', 'no_open_intent', choose(at('ActionEvent.ToolSucceeded')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
+  add('OperatorResolved twice', 'nothing_to_resolve', choose(at('SystemEvent.OperatorResolved')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
+  add('a plan accepted twice', 'unknown_plan_proposal', choose(at('PlanEvent.PlanRevisionAccepted')), (i) => ({ drafts: insertAt(drafts, i + 1, drafts[i]!), seqOf: contiguous, refuseAt: i + 1 }));
+  add('FACT without evidence', 'fact_without_evidence', choose(at('MemoryEvent.ClaimRecorded', (dr) => payload(dr).claim_type === 'FACT')), (i) => ({
     drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { evidence_event_ids: [] })),
     seqOf: contiguous,
     refuseAt: i,
   }));
-  add('INFERENCE without confidence', choose(at('MemoryEvent.ClaimRecorded', (dr) => payload(dr).claim_type === 'INFERENCE')), (i) => ({
+  add('INFERENCE without confidence', 'inference_without_confidence', choose(at('MemoryEvent.ClaimRecorded', (dr) => payload(dr).claim_type === 'INFERENCE')), (i) => ({
     drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { confidence: null })),
     seqOf: contiguous,
     refuseAt: i,
   }));
   const claimIndices = at('MemoryEvent.ClaimRecorded');
-  add('a claim id used twice', choose(claimIndices.slice(1)), (i) => ({
+  add('a claim id used twice', 'id_exists', choose(claimIndices.slice(1)), (i) => ({
     drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { claim_id: payload(drafts[claimIndices[0]!]!).claim_id })),
     seqOf: contiguous,
     refuseAt: i,
   }));
-  add('a journal entry id reused', choose(at('MemoryEvent.JournalEntryWritten')), (i) => ({
+  add('a journal entry id reused', 'id_exists', choose(at('MemoryEvent.JournalEntryWritten')), (i) => ({
     drafts: replaceAt(drafts, i, withPayload(drafts[i]!, { entry_id: 'entry-0' })),
     seqOf: contiguous,
     refuseAt: i,
   }));
-  add('WakeStarted after EmergencyStopped', choose(at('SystemEvent.EmergencyStopped')), (i) => ({
+  add('WakeStarted after EmergencyStopped', 'illegal_lifecycle_transition', choose(at('SystemEvent.EmergencyStopped')), (i) => ({
     drafts: insertAt(drafts, i + 1, d.wakeStarted('wake-after-stop')),
     seqOf: contiguous,
     refuseAt: i + 1,
   }));
-  add('SubjectInitialized twice', drafts.length > 2 ? 2 + (seed % (drafts.length - 1)) : undefined, (i) => ({
+  add('SubjectInitialized twice', 'illegal_lifecycle_transition', drafts.length > 2 ? 2 + (seed % (drafts.length - 1)) : undefined, (i) => ({
     drafts: insertAt(drafts, i, d.subjectInitialized()),
     seqOf: contiguous,
     refuseAt: i,
   }));
-  add('seq gap', drafts.length > 1 ? 1 + (seed % (drafts.length - 1)) : undefined, (i) => ({ drafts, seqOf: (j) => (j < i ? j + 1 : j + 2), refuseAt: i }));
+  add('seq gap', 'seq_not_next', drafts.length > 1 ? 1 + (seed % (drafts.length - 1)) : undefined, (i) => ({ drafts, seqOf: (j) => (j < i ? j + 1 : j + 2), refuseAt: i }));
   return out;
 }
 

@@ -44,7 +44,7 @@ const pickyProjection: Projection<unknown> = {
   initial: () => eventCountsProjection.initial(),
   apply(state, event) {
     if (event.event_type === 'MemoryEvent.JournalEntryWritten' && (event.payload as { text: string }).text === 'refuse me') {
-      throw new ProjectionRefusal(event.seq, event.event_type, 'journal entry not allowed here');
+      throw new ProjectionRefusal(event.seq, event.event_type, 'proposal_not_allowed', 'journal entry not allowed here');
     }
     if ((event.payload as { text?: string }).text === 'crash me') throw new TypeError('projection bug');
     return eventCountsProjection.apply(state as EventCounts, event);
