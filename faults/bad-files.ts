@@ -10,6 +10,7 @@
 // snapshots every 10 seqs (one at or below any head of the run's), and its WAL taken while it
 // was open and not yet checkpointed (a writer killed early leaves such a WAL: all of its store). Reproducible from the run alone, unlike a batch's other
 // runs, which go side by side and are at no fixed point when this one needs them.
+import { assertNever } from '../foundation/assert-never.js';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -228,8 +229,7 @@ export function plantBadFile(kind: BadFileKind, runDir: string, keyDir: string, 
     case 'snapshot_foreign':
       return plantForeignSnapshot(runDir, foreignStore(foreignDir));
     default: {
-      const unhandled: never = kind;
-      throw new Error(`unknown bad-file kind ${String(unhandled)}`);
+      assertNever(kind, 'bad-file kind');
     }
   }
 }

@@ -1,6 +1,7 @@
 // What the harness does when a planned fault point fires (harnessActionOf): kill a role, fill the
 // disk, stall the model server, damage the snapshots or tamper with the workspace while the
 // runtime is down. Each effect is noted in the run's notes, so the record says what was done.
+import { assertNever } from '../foundation/assert-never.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -111,8 +112,7 @@ export function carryOut(reached: FaultReached, faultDir: string, controllerPid:
       return;
     }
     default: {
-      const unhandled: never = action;
-      throw new Error(`unknown harness action ${JSON.stringify(unhandled)}`);
+      assertNever(action, 'harness action');
     }
   }
 }

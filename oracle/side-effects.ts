@@ -15,6 +15,7 @@
 //                             hit): nothing may pass unchecked, so this is said, not skipped.
 // What the store accounts for: the scenario's initial files, then in seq order every
 // FileChangedExternally and every executed file operation's outcome (docs/oracle.md).
+import { assertNever } from '../foundation/assert-never.js';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -101,8 +102,7 @@ class Accounts {
         this.set(intent.path, [null], seq, because);
         return;
       default: {
-        const unhandled: never = intent.op;
-        throw new Error(`unknown file op ${String(unhandled)}`);
+        assertNever(intent.op, 'file op');
       }
     }
   }
@@ -132,8 +132,7 @@ class Accounts {
         widen(intent.path, null, observedHash);
         return;
       default: {
-        const unhandled: never = intent.op;
-        throw new Error(`unknown file op ${String(unhandled)}`);
+        assertNever(intent.op, 'file op');
       }
     }
   }

@@ -24,39 +24,9 @@
 //   the integers of the range, without leading zeros.
 // Pure and deterministic: the same schema gives the same text (rule names come from the
 // schema's paths, identical rule bodies are shared under the first name).
-import { InternalError } from '../foundation/typed-error.js';
+import { ANSWER_GRAMMAR_LIMITS, AnswerGrammarError, STRING_CHARS } from './answer-grammar-limits.js';
+import { charClass, hexEscape, patternAtoms } from './grammar-pattern.js';
 import { EVENT_SEQ_META } from './model-protocol.js';
-
-export const ANSWER_GRAMMAR_LIMITS = {
-  /** Nesting of schema nodes; the answer schemas are ~8 deep. */
-  maxDepth: 32,
-  /** Distinct rules in one grammar. */
-  maxRules: 2_000,
-  /** Values of one enum (a wake's shown seqs are one enum). */
-  maxEnumValues: 4_096,
-  /**
-   * The largest bounded repetition (maxLength, maxItems, a pattern's {m,n}). llama.cpp expands
-   * x{m,n} into about n rules, so a huge bound costs memory in every grammar; the /2
-   * protocol's largest is 2,000 (file content), /1's 32,768.
-   */
-  maxRepetition: 65_536,
-  /**
-   * llama.cpp refuses x{m,n} when n times the size of x reaches 2,000 ("number of rules that
-   * are going to be repeated multiplied by the new repetition exceeds sane defaults"), so a
-   * repetition from this count up is written as blocks of `repetitionBlock` (exact lengths).
-   */
-  repetitionSplit: 1_000,
-  repetitionBlock: 100,
-  /** Decimals a bounded `number` may have (a confidence needs two or three). */
-  fractionDigits: 4,
-  /** The grammar text itself. */
-  maxGrammarChars: 1_000_000,
-} as const;
-
-/** A schema the grammar cannot enforce exactly: the message names the node and the keyword. */
-export class AnswerGrammarError extends InternalError {
-  override readonly name = 'AnswerGrammarError';
-}
 
 type Node = Readonly<Record<string, unknown>>;
 
@@ -77,15 +47,6 @@ const ALLOWED: Readonly<Record<string, ReadonlySet<string>>> = {
   boolean: new Set(['type']),
   null: new Set(['type']),
 };
-
-/** The characters a JSON string in the answer may hold, as inclusive code-point ranges (see the head comment). */
-const STRING_CHARS: readonly (readonly [number, number])[] = [
-  [0x20, 0x21], // space and ! (0x22 is ")
-  [0x23, 0x5b], // # … [ (0x5c is \)
-  [0x5d, 0x7e], // ] … ~ (0x7f is DEL)
-  [0xa0, 0xd7ff], // after the C1 controls, up to the surrogates
-  [0xe000, 0xfffd], // after the surrogates, up to the last BMP character
-];
 
 /**
  * GBNF for llama.cpp from an answer JSON Schema (the subset answer-schema.ts produces; see
@@ -437,144 +398,6 @@ function checksum(text: string): string {
   let h = 0;
   for (let i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0;
   return h.toString(36);
-}
-
-/**
- * A pattern of the simple anchored form `^atom atom … $`, where an atom is a character class
- * `[…]` (ranges and escaped characters, no negation), an escaped character or a plain
- * letter/digit, optionally followed by `?`, `{n}` or `{m,n}`. Anything else (alternation,
- * groups, `.`, `*`, `+`, lookarounds) is refused.
- */
-function patternAtoms(pattern: string, path: string): { readonly cls: string; readonly min: number; readonly max: number }[] {
-  if (!pattern.startsWith('^') || !pattern.endsWith('$') || pattern.endsWith('\\$')) throw new AnswerGrammarError(`${path}: ${JSON.stringify(pattern)} must be anchored with ^ and $`);
-  const body = pattern.slice(1, -1);
-  const atoms: { cls: string; min: number; max: number }[] = [];
-  let i = 0;
-  const fail = (why: string): never => {
-    throw new AnswerGrammarError(`${path}: ${JSON.stringify(pattern)} at offset ${i + 1}: ${why}; only ^, character classes, escaped or plain characters and the bounded quantifiers ?, {n}, {m,n} are supported`);
-  };
-  while (i < body.length) {
-    let ranges: (readonly [number, number])[];
-    const c = body[i]!;
-    if (c === '[') {
-      const end = findClassEnd(body, i);
-      if (end < 0) fail('an unclosed character class');
-      ranges = classRanges(body.slice(i + 1, end), fail);
-      i = end + 1;
-    } else if (c === '\\') {
-      const next = body[i + 1];
-      if (next === undefined) fail('a trailing backslash');
-      if (next === 'd') ranges = [[0x30, 0x39]];
-      else if (/[A-Za-z0-9]/.test(next!)) fail(`the escape \\${next}`);
-      else ranges = [[next!.codePointAt(0)!, next!.codePointAt(0)!]];
-      i += 2;
-    } else if (/[A-Za-z0-9_:\-/@# ]/.test(c)) {
-      ranges = [[c.codePointAt(0)!, c.codePointAt(0)!]];
-      i += 1;
-    } else {
-      fail(`the character ${JSON.stringify(c)}`);
-    }
-    let min = 1;
-    let max = 1;
-    const q = body[i];
-    if (q === '?') {
-      min = 0;
-      i += 1;
-    } else if (q === '{') {
-      const m = /^\{(\d+)(?:,(\d+))?\}/.exec(body.slice(i));
-      if (m === null) fail('an unbounded or malformed {…} quantifier');
-      min = Number(m![1]);
-      max = m![2] === undefined ? min : Number(m![2]);
-      if (min > max || max > ANSWER_GRAMMAR_LIMITS.maxRepetition) fail(`the quantifier ${m![0]} (needs min <= max <= maxRepetition ${ANSWER_GRAMMAR_LIMITS.maxRepetition})`);
-      i += m![0].length;
-    } else if (q === '*' || q === '+') {
-      fail(`the unbounded quantifier ${q}`);
-    }
-    const allowed = intersect(ranges!, STRING_CHARS);
-    if (allowed.length === 0) fail('a class with no character a JSON string can hold unescaped');
-    if (max > 0) atoms.push({ cls: charClass(allowed), min, max });
-  }
-  if (atoms.length === 0) throw new AnswerGrammarError(`${path}: ${JSON.stringify(pattern)} matches only the empty string`);
-  return atoms;
-}
-
-function findClassEnd(body: string, open: number): number {
-  for (let j = open + 1; j < body.length; j++) {
-    if (body[j] === '\\') j++;
-    else if (body[j] === ']') return j;
-  }
-  return -1;
-}
-
-function classRanges(inner: string, fail: (why: string) => never): (readonly [number, number])[] {
-  if (inner.startsWith('^')) fail('a negated character class');
-  const chars: number[] = [];
-  const isRangeDash: boolean[] = [];
-  for (let j = 0; j < inner.length; j++) {
-    const ch = inner[j]!;
-    if (ch === '\\') {
-      const next = inner[j + 1];
-      if (next === undefined) fail('a trailing backslash in a class');
-      if (/[A-Za-z0-9]/.test(next!)) fail(`the escape \\${next} in a class`);
-      chars.push(next!.codePointAt(0)!);
-      isRangeDash.push(false);
-      j++;
-    } else if (ch === '[') {
-      fail('a nested [ in a class');
-    } else {
-      chars.push(ch.codePointAt(0)!);
-      // A '-' between two characters is a range; first or last it is the character itself.
-      isRangeDash.push(ch === '-' && j > 0 && j < inner.length - 1);
-    }
-  }
-  const ranges: [number, number][] = [];
-  for (let k = 0; k < chars.length; k++) {
-    if (isRangeDash[k + 1] === true && k + 2 < chars.length) {
-      const lo = chars[k]!;
-      const hi = chars[k + 2]!;
-      if (lo > hi) fail(`the reversed range ${String.fromCodePoint(lo)}-${String.fromCodePoint(hi)}`);
-      ranges.push([lo, hi]);
-      k += 2;
-    } else {
-      ranges.push([chars[k]!, chars[k]!]);
-    }
-  }
-  return ranges;
-}
-
-/** Sorted, merged intersection of two sets of inclusive code-point ranges. */
-function intersect(a: readonly (readonly [number, number])[], b: readonly (readonly [number, number])[]): (readonly [number, number])[] {
-  const out: [number, number][] = [];
-  for (const [alo, ahi] of a) {
-    for (const [blo, bhi] of b) {
-      const lo = Math.max(alo, blo);
-      const hi = Math.min(ahi, bhi);
-      if (lo <= hi) out.push([lo, hi]);
-    }
-  }
-  out.sort((x, y) => x[0] - y[0]);
-  const merged: [number, number][] = [];
-  for (const r of out) {
-    const last = merged[merged.length - 1];
-    if (last !== undefined && r[0] <= last[1] + 1) last[1] = Math.max(last[1], r[1]);
-    else merged.push([r[0], r[1]]);
-  }
-  return merged;
-}
-
-function charClass(ranges: readonly (readonly [number, number])[]): string {
-  return `[${ranges.map(([lo, hi]) => (lo === hi ? classChar(lo) : `${classChar(lo)}-${classChar(hi)}`)).join('')}]`;
-}
-
-function classChar(cp: number): string {
-  if (/[A-Za-z0-9]/.test(String.fromCodePoint(cp))) return String.fromCodePoint(cp);
-  return hexEscape(cp);
-}
-
-function hexEscape(cp: number): string {
-  if (cp <= 0xff) return `\\x${cp.toString(16).toUpperCase().padStart(2, '0')}`;
-  if (cp <= 0xffff) return `\\u${cp.toString(16).toUpperCase().padStart(4, '0')}`;
-  return `\\U${cp.toString(16).toUpperCase().padStart(8, '0')}`;
 }
 
 /** `text` as a GBNF string literal: printable ASCII as itself, `"` and `\` escaped, the rest as hex escapes. */

@@ -5,6 +5,7 @@
 // refusal is an outcome like an answer. The one retry that exists is a transport retry under
 // the pre-registered policy (DESIGN §12): an attempt where no answer reached the runtime,
 // reported attempt by attempt through `onTransportFailure` before the next one starts.
+import { assertNever } from '../foundation/assert-never.js';
 import type { ContextBundle } from './context-bundle.js';
 import type { ServerTimings } from './model-adapters/server-timings.js';
 import type { RuntimeModelConfig } from './protocol.js';
@@ -136,8 +137,7 @@ export function noUsageReason(failure: CallFailure): string {
     case 'stream_broken':
       return 'the server reported no tokens';
     default: {
-      const unhandled: never = failure;
-      throw new Error(`unknown failure ${String(unhandled)}`);
+      assertNever(failure, 'failure');
     }
   }
 }

@@ -19,6 +19,7 @@
 // evidence check. Ids the store needs (proposal ids, claim ids, journal entry ids) are
 // made by the runtime from the wake id and the position, never taken from the model, so a
 // model cannot collide with or overwrite earlier records.
+import { assertNever } from '../foundation/assert-never.js';
 import { z } from 'zod';
 import { canonicalJson, NotJsonError } from '../schema/canonical-json.js';
 import { ClaimType } from '../schema/events/memory-events.js';
@@ -289,8 +290,7 @@ function resolveSeqs(answer: ModelAnswerV2, shown: ShownEvents): ParsedModelOutp
       case 'INFERENCE':
         return { claim_type: 'INFERENCE', statement: c.statement, evidence_event_ids: [], confidence: c.confidence, alternatives: [...c.alternatives] };
       default: {
-        const unhandled: never = c;
-        throw new Error(`unknown claim ${JSON.stringify(unhandled)}`);
+        assertNever(c, 'claim');
       }
     }
   });

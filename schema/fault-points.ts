@@ -8,6 +8,7 @@
 // process that finds the variable says so on its first line of output. Besides the harness,
 // only a drill arms a point (`npm run experiment -- --drill`, cli/drill.ts): the
 // same switch, armed by a flag instead of the variable, and the run marked as a drill.
+import { assertNever } from '../foundation/assert-never.js';
 import { z } from 'zod';
 
 /** The environment variable the harness sets on the controller (inherited by its writer and runtime); `npm run experiment -- --drill` sets it on the writer and runtime only. */
@@ -150,8 +151,7 @@ export function harnessActionOf(kind: FaultKind): HarnessAction {
     case 'random_subject':
       return { act: 'none' };
     default: {
-      const unhandled: never = kind;
-      throw new Error(`unknown fault kind ${String(unhandled)}`);
+      assertNever(kind, 'fault kind');
     }
   }
 }

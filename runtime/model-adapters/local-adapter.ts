@@ -29,12 +29,14 @@
 // Setup errors (the file missing, unreadable, not GGUF, the engine not installed, a schema
 // the grammar cannot enforce) are typed errors: `preflight` reports them as a refusal before
 // hour 0, `call` throws them. Everything a call itself can meet is an outcome.
+import { assertNever } from '../../foundation/assert-never.js';
 import { createHash } from 'node:crypto';
 import { createReadStream, closeSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
-import { answerGrammar, AnswerGrammarError } from '../answer-grammar.js';
+import { answerGrammar } from '../answer-grammar.js';
+import { AnswerGrammarError } from '../answer-grammar-limits.js';
 import type { CallFacts, ModelAdapter, ModelAdapterDefinition, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
@@ -601,8 +603,7 @@ export class LocalAdapter implements ModelAdapter {
       case 'error':
         return done(failed('stream_broken', `the engine failed during the answer after ${generated.length} token(s): ${ending.error instanceof Error ? ending.error.message : String(ending.error)}${logNote}`, generated.length === 0 ? null : text, { finish_reason: null, ...spent }), cleanup);
       default: {
-        const unhandled: never = ending;
-        throw new Error(`unknown ending ${JSON.stringify(unhandled)}`);
+        assertNever(ending, 'ending');
       }
     }
   }

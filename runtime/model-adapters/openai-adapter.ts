@@ -37,6 +37,7 @@
 // Authorization header, to the configured server. Every detail, and any text of the outcome,
 // passes through `redact`, because a server may echo the header back, and outcomes go into the
 // event store.
+import { assertNever } from '../../foundation/assert-never.js';
 import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
@@ -573,8 +574,7 @@ export class OpenAiAdapter implements ModelAdapter {
         };
       }
       default: {
-        const unhandled: never = reply;
-        throw new Error(`unknown chat reply ${JSON.stringify(unhandled)}`);
+        assertNever(reply, 'chat reply');
       }
     }
   }
@@ -682,8 +682,7 @@ export class OpenAiAdapter implements ModelAdapter {
         }
         return { kind: 'completion', content: state.content, refusal: state.refusal === '' ? null : state.refusal, finish_reason: state.finish_reason, usage: state.usage, timings: state.timings, model: state.model, system_fingerprint: state.system_fingerprint };
       default: {
-        const unhandled: never = end;
-        throw new Error(`unknown stream end ${JSON.stringify(unhandled)}`);
+        assertNever(end, 'stream end');
       }
     }
   }

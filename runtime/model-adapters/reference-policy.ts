@@ -52,6 +52,7 @@
 // with one no plan revision and a null current_goal_id.
 // Why one file: one scripted subject, read top to bottom as what it does at a wake; its steps share
 // one reading of the bundle and one answer under construction, and apart they would not say it.
+import { assertNever } from '../../foundation/assert-never.js';
 import type { PayloadOf } from '../../schema/event-catalog.js';
 import { eventIsOneOf } from '../../schema/typed-event.js';
 import type { ContextBundle, WorkspaceEntry } from '../context-bundle.js';
@@ -802,8 +803,7 @@ export function decide(bundle: ContextBundle): ModelAnswerV2 {
         if (c.confidence === null) throw new Error('reference policy: an INFERENCE without a confidence (a bug of the policy)');
         return { claim_type: 'INFERENCE', statement: c.statement, confidence: c.confidence, alternatives: [...c.alternatives] };
       default: {
-        const unhandled: never = c.claim_type;
-        throw new Error(`reference policy: unknown claim type ${String(unhandled)}`);
+        assertNever(c.claim_type, 'claim type');
       }
     }
   });

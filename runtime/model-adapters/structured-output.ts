@@ -17,6 +17,7 @@
 //   (HTTP 200, unconstrained) — as build b4748 was seen to do with the OpenAI form (issue 15).
 // - `json_object`: `response_format: {type: "json_object"}`: JSON, but not the schema.
 // - `none`: nothing; the answer relies on the model and the prompt alone.
+import { assertNever } from '../../foundation/assert-never.js';
 import { z } from 'zod';
 import { StructuredOutputDialect } from '../../schema/model-call-policy.js';
 import { answerSchemaOf, ModelProtocol } from '../model-protocol.js';
@@ -37,8 +38,7 @@ export function structuredOutputFields(dialect: StructuredOutputDialect, schema:
     case 'none':
       return {};
     default: {
-      const unhandled: never = dialect;
-      throw new Error(`unknown structured-output dialect ${JSON.stringify(unhandled)}`);
+      assertNever(dialect, 'structured-output dialect');
     }
   }
 }
@@ -98,8 +98,7 @@ export function checkConstrainedAnswer(dialect: StructuredOutputDialect, schema:
       }
       return { honoured: true, ...validity, detail: `the answer satisfies the schema (checked with ${schemaCheck.checked_with})` };
     default: {
-      const unhandled: never = dialect;
-      throw new Error(`unknown structured-output dialect ${JSON.stringify(unhandled)}`);
+      assertNever(dialect, 'structured-output dialect');
     }
   }
 }

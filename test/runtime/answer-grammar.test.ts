@@ -11,7 +11,8 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
-import { answerGrammar, AnswerGrammarError, ANSWER_GRAMMAR_LIMITS, integerAlternatives } from '../../runtime/answer-grammar.js';
+import { answerGrammar, integerAlternatives } from '../../runtime/answer-grammar.js';
+import { AnswerGrammarError, ANSWER_GRAMMAR_LIMITS } from '../../runtime/answer-grammar-limits.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { loadLocalEngine, type EngineContext, type EngineLlama, type EngineModel, type LocalEngine } from '../../runtime/model-adapters/load-engine.js';
 import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V1, MODEL_PROTOCOL_V2, ModelAnswerV2 } from '../../runtime/model-protocol.js';

@@ -16,7 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { measuredSpeedOf } from '../../runtime/model-adapters/measured-speed.js';
 import { planIsolation } from '../../controller/isolation.js';
-import { AnswerGrammarError } from '../../runtime/answer-grammar.js';
+import { AnswerGrammarError } from '../../runtime/answer-grammar-limits.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { ContextBundle } from '../../runtime/context-bundle.js';
 import type { ModelCallOutcome, ModelRequest } from '../../runtime/model-adapter.js';

@@ -4,6 +4,7 @@
 // per aim. A missed aim is a measurement, not a failure: the bench still exits 0 and says so.
 // An aim whose part did not run (--study-n 0, a study of another n) is listed with met null and
 // the reason, so the list always names every aim.
+import { assertNever } from '../../foundation/assert-never.js';
 import { z } from 'zod';
 import { APPEND_AIMS } from './append-bench.js';
 import { BATCH_MERGE_AIM_MAX_S, type BatchMergeBenchReport } from './batch-merge-bench.js';
@@ -61,8 +62,7 @@ export function meets(value: number, aim: number, comparison: AimComparison): bo
     case '<=':
       return value <= aim;
     default: {
-      const unhandled: never = comparison;
-      throw new Error(`unknown comparison ${String(unhandled)}`);
+      assertNever(comparison, 'comparison');
     }
   }
 }
