@@ -30,8 +30,6 @@
 // the grammar cannot enforce) are typed errors: `preflight` reports them as a refusal before
 // hour 0, `call` throws them. Everything a call itself can meet is an outcome.
 import { assertNever } from '../../foundation/assert-never.js';
-import { createHash } from 'node:crypto';
-import { createReadStream, closeSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
@@ -39,6 +37,8 @@ import { answerGrammar } from '../answer-grammar.js';
 import { AnswerGrammarError } from '../answer-grammar-limits.js';
 import type { CallFacts, ModelAdapter, ModelAdapterDefinition, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
+import { checkModelFile, sha256OfFile } from './local-model-file.js';
+import { promptRenderer } from './local-prompt.js';
 import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
 import { checkConstrainedAnswer } from './structured-output.js';
 import {
@@ -78,22 +78,8 @@ export const ENGINE_DEFAULT_TOP_P = 0.95;
 /** Sampling parameters ModelParams does not carry, fixed here (and named in every call's fingerprint). */
 export const LOCAL_FIXED_SAMPLING = { top_k: 40, min_p: 0, repeat_penalty: 'off' } as const;
 
-const GGUF_MAGIC = 'GGUF';
-
 export class LocalAdapterConfigError extends InternalError {
   override readonly name = 'LocalAdapterConfigError';
-}
-/** The model file does not exist. */
-export class LocalModelMissingError extends InternalError {
-  override readonly name = 'LocalModelMissingError';
-}
-/** The model file exists but this process may not read it. */
-export class LocalModelUnreadableError extends InternalError {
-  override readonly name = 'LocalModelUnreadableError';
-}
-/** The file is not a GGUF model (wrong magic bytes, too short, a directory). */
-export class LocalModelNotGgufError extends InternalError {
-  override readonly name = 'LocalModelNotGgufError';
 }
 /** The engine could not load the model or make its context (corrupt file, unsupported architecture, memory). */
 export class LocalModelLoadError extends InternalError {
@@ -609,82 +595,3 @@ export class LocalAdapter implements ModelAdapter {
   }
 }
 
-/**
- * The prompt as tokens: the model's chat template when its GGUF has one (node-llama-cpp
- * resolves the wrapper; the template's text decides BOS), else plain text after the BOS token
- * where the vocabulary wants one (llama.cpp's own rule, as node-llama-cpp applies it).
- */
-function promptRenderer(engine: LocalEngine, model: EngineModel): { render: (system: string, user: string) => EngineToken[]; promptFormat: string } {
-  const template = model.fileInfo.metadata.tokenizer?.chat_template;
-  if (typeof template === 'string' && template.length > 0) {
-    const wrapper = engine.resolveChatWrapper(model);
-    if (wrapper !== null) {
-      return {
-        promptFormat: `chat-template:${wrapper.wrapperName}`,
-        render: (system, user) =>
-          wrapper
-            .generateContextState({ chatHistory: [{ type: 'system', text: system }, { type: 'user', text: user }, { type: 'model', response: [] }] })
-            .contextText.tokenize(model.tokenizer),
-      };
-    }
-  }
-  const bos = beginningToken(model);
-  return {
-    promptFormat: 'plain',
-    render: (system, user) => {
-      // Not special tokens: the window's text must not be able to write a control token.
-      const tokens = model.tokenize(`${system}\n\n${user}\n\n`, false);
-      return bos === null ? tokens : [bos, ...tokens];
-    },
-  };
-}
-
-function beginningToken(model: EngineModel): EngineToken | null {
-  if (model.vocabularyType === 'rwkv' || model.vocabularyType === 'ugm') return null;
-  if (model.vocabularyType === 'wpm') return model.tokens.bos;
-  return model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
-}
-
-/** The model file's size, after checking it exists, is a readable file and starts with the GGUF magic. */
-export function checkModelFile(file: string): number {
-  let size: number;
-  try {
-    const stat = statSync(file);
-    if (!stat.isFile()) throw new LocalModelNotGgufError(`${file} is not a file (a directory or a device): --model-file must name a .gguf model file`);
-    size = stat.size;
-  } catch (error) {
-    if (error instanceof LocalModelNotGgufError) throw error;
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new LocalModelMissingError(`the model file ${file} does not exist: check --model-file (an absolute path, or relative to the current directory)`);
-    if (code === 'EACCES') throw new LocalModelUnreadableError(`the model file ${file} cannot be reached by this process (uid ${process.getuid?.() ?? 'unknown'}): a folder on its path is not searchable; fix the permissions`);
-    throw new LocalModelUnreadableError(`the model file ${file} cannot be examined: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    throw new LocalModelUnreadableError(`the model file ${file} is not readable by this process (uid ${process.getuid?.() ?? 'unknown'}${typeof code === 'string' ? `, ${code}` : ''}): make it readable (chmod a+r), or run as a user that may read it`);
-  }
-  try {
-    const magic = Buffer.alloc(4);
-    const n = readSync(fd, magic, 0, 4, 0);
-    if (n < 4 || magic.toString('latin1') !== GGUF_MAGIC) {
-      throw new LocalModelNotGgufError(`${file} is not a GGUF model: it ${n < 4 ? `has only ${n} byte(s)` : `begins ${JSON.stringify(magic.toString('latin1'))} (hex ${magic.toString('hex')}), not "GGUF"`}; convert the model to GGUF (llama.cpp's convert_hf_to_gguf.py) — older GGML/GGJT files are not supported`);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return size;
-}
-
-/** sha256 of a file, streamed (a model of many GiB is never held in memory). */
-export async function sha256OfFile(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  try {
-    for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
-  } catch (error) {
-    throw new LocalModelUnreadableError(`reading ${file} to hash it failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  return hash.digest('hex');
-}

@@ -21,16 +21,8 @@ import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-
 import { ContextBundle } from '../../runtime/context-bundle.js';
 import type { ModelCallOutcome, ModelRequest } from '../../runtime/model-adapter.js';
 import { LOCAL_ENGINE_SETUP_COMMAND, LocalEngineMismatchError, LocalEngineMissingError, loadLocalEngine } from '../../runtime/model-adapters/load-engine.js';
-import {
-  checkModelFile,
-  LOCAL_DEFAULT_SEED,
-  LocalAdapter,
-  LocalAdapterConfigError,
-  LocalModelMissingError,
-  LocalModelNotGgufError,
-  LocalModelUnreadableError,
-  type LocalAdapterOptions,
-} from '../../runtime/model-adapters/local-adapter.js';
+import { LOCAL_DEFAULT_SEED, LocalAdapter, LocalAdapterConfigError, type LocalAdapterOptions } from '../../runtime/model-adapters/local-adapter.js';
+import { checkModelFile, LocalModelMissingError, LocalModelNotGgufError, LocalModelUnreadableError } from '../../runtime/model-adapters/local-model-file.js';
 import { MODEL_PROTOCOL_V2, parseModelOutput } from '../../runtime/model-protocol.js';
 import { renderPrompt } from '../../runtime/prompt.js';
 
@@ -302,7 +294,7 @@ describe('bad input is a typed error that says what to do', () => {
       const plan = planIsolation();
       try {
         if (!plan.runtime) throw new Error(`as root the controller plans separate uids, but here: ${plan.summary}`);
-        const code = `import(${JSON.stringify(pathToFileURL(join(plan.codeRoot, 'runtime/model-adapters/local-adapter.ts')).href)}).then((m) => { try { m.checkModelFile(${JSON.stringify(path)}); console.log('READ'); } catch (e) { console.log(e.name + ': ' + e.message); } })`;
+        const code = `import(${JSON.stringify(pathToFileURL(join(plan.codeRoot, 'runtime/model-adapters/local-model-file.ts')).href)}).then((m) => { try { m.checkModelFile(${JSON.stringify(path)}); console.log('READ'); } catch (e) { console.log(e.name + ': ' + e.message); } })`;
         const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: plan.codeRoot, uid: plan.runtime.uid, gid: plan.runtime.gid, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
         if (child.status !== 0) throw new Error(`child failed (${child.status}): ${child.stderr}`);
         return child.stdout.trim();
