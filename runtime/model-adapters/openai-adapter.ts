@@ -38,10 +38,9 @@
 // passes through `redact`, because a server may echo the header back, and outcomes go into the
 // event store.
 import { assertNever } from '../../foundation/assert-never.js';
-import { z } from 'zod';
-import { InternalError } from '../../foundation/typed-error.js';
-import { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
-import { ServerBaseUrl } from '../protocol.js';
+import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
+import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
@@ -50,27 +49,9 @@ import { describeError, quoteBody, readBounded } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
-import { serverTimingsOf, type ServerTimings } from './server-timings.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
 import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
-
-export const OPENAI_ADAPTER_LIMITS = {
-  /** A chat completion is a few KiB; more is a misbehaving server, and the store could not keep it anyway. */
-  maxResponseBytes: 1024 * 1024,
-  /** One event per token or so; an answer of the largest cap (4,096) streams ~4,100. */
-  maxStreamEvents: 100_000,
-  /** How much of a failed response's body a detail quotes. */
-  quotedBodyChars: 500,
-  /** GET /models, GET /props and POST /tokenize answer at once on a live server (they do not queue behind decoding). */
-  sideRequestTimeoutMs: 10_000,
-  /** /props carries the chat template, /tokenize a token list as long as the prompt (~7 bytes per token). */
-  sideResponseBytes: 8 * 1024 * 1024,
-  /** Tokens kept free for the probe's own prompt and a chat template's (b4748 adds 61) when its cap is sized to the context. */
-  probePromptReserveTokens: 256,
-  /** How much of the probe's raw answer preflight.jsonl keeps. */
-  probeRawChars: 2_000,
-} as const;
 
 const REDACTED = '[redacted API key]';
 
@@ -82,84 +63,6 @@ export const PROBE_MESSAGES = {
 
 /** The text the tokenizer probe counts (any non-empty text would do). */
 const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';
-
-export class OpenAiAdapterConfigError extends InternalError {
-  override readonly name = 'OpenAiAdapterConfigError';
-}
-
-export const OpenAiAdapterOptions = z.strictObject({
-  /** e.g. http://127.0.0.1:8080/v1; the adapter posts to `${baseUrl}/chat/completions`. */
-  baseUrl: ServerBaseUrl,
-  modelId: z.string().min(1).max(200),
-  /** From the environment, by the caller; null for a local server that wants none. */
-  apiKey: z.string().min(1).max(4_096).nullable(),
-  /** null leaves a parameter to the server's default and is not sent. */
-  params: z.strictObject({
-    temperature: z.number().min(0).max(2).nullable(),
-    top_p: z.number().gt(0).max(1).nullable(),
-    seed: z.number().int().nullable(),
-    max_tokens: z.number().int().min(1).nullable(),
-  }),
-  /** How the answer's JSON Schema is sent (structured-output.ts). */
-  dialect: StructuredOutputDialect,
-  /** The pre-registered transport retry policy. */
-  retry: TransportRetryPolicy,
-  /** The model's context in tokens as configured; used when the server does not report its own. */
-  contextSize: z.number().int().min(1).max(100_000_000).nullable(),
-  /** Stream the answer (needed for a timeout to cancel the decoding); a server that ignores it and answers plain JSON is read as such. */
-  stream: z.boolean().default(true),
-  maxResponseBytes: z.number().int().min(1_024).max(64 * 1024 * 1024).optional(),
-});
-export type OpenAiAdapterOptions = z.input<typeof OpenAiAdapterOptions>;
-
-/** The part of a non-streamed chat completion this adapter reads; servers add fields, which are ignored. */
-const ChatCompletion = z.object({
-  model: z.string().nullish(),
-  choices: z
-    .array(
-      z.object({
-        message: z.object({ content: z.string().nullish(), refusal: z.string().nullish() }),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .min(1),
-  usage: z.unknown().optional(),
-  /** llama.cpp's own account of the work (server-timings.ts). */
-  timings: z.unknown().optional(),
-  system_fingerprint: z.string().nullish(),
-});
-
-const Usage = z.object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) });
-
-/** What one attempt that reached an answer (or a timeout) brought back. */
-type ChatReply =
-  | {
-      readonly kind: 'completion';
-      /** null: no content at all (a non-streamed completion without message.content). */
-      readonly content: string | null;
-      readonly refusal: string | null;
-      readonly finish_reason: string | null;
-      readonly usage: unknown;
-      readonly timings: unknown;
-      readonly model: string | null;
-      readonly system_fingerprint: string | null;
-    }
-  /** The request was aborted at timeoutMs; `state` holds what had streamed in (null before any streamed byte or when not streaming). */
-  | { readonly kind: 'timeout'; readonly detail: string; readonly state: ChatStreamState | null }
-  /** A 2xx answer whose stream or body stopped halfway. */
-  | { readonly kind: 'stream_broken'; readonly detail: string; readonly state: ChatStreamState | null }
-  /** Any other status, or a 2xx that is not a chat completion; `state` for a stream that went wrong after it started. */
-  | { readonly kind: 'http_error'; readonly detail: string; readonly state: ChatStreamState | null; readonly answered2xx: boolean };
-
-interface ContextSize {
-  readonly size: number;
-  readonly source: string;
-}
-
-/** The words of a call's timeout in its detail, with the timeout waited (the fault harness's stall_model invariant looks for them). */
-export function answerNotWithin(timeoutMs: number): string {
-  return `within timeoutMs ${timeoutMs}`;
-}
 
 /** The openai adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */
 export const OPENAI_ADAPTER: ModelAdapterDefinition<'openai'> = {
@@ -688,44 +591,3 @@ export class OpenAiAdapter implements ModelAdapter {
   }
 }
 
-/** The outcome's server_timings when the server gave some (absent otherwise, so a record without them reads as before). */
-function timingsField(value: unknown): { readonly server_timings?: ServerTimings } {
-  const timings = serverTimingsOf(value);
-  return timings === null ? {} : { server_timings: timings };
-}
-
-/** Whether `text` is the start of some JSON value that was cut off (a constrained answer stopped at its cap), not prose. */
-function isJsonPrefix(text: string): boolean {
-  const t = text.trim();
-  if (!t.startsWith('{')) return false;
-  // Balanced by appending what would close it: strings and containers only (a constrained decoder writes nothing else).
-  let inString = false;
-  let escaped = false;
-  const open: string[] = [];
-  for (const ch of t) {
-    if (inString) {
-      if (escaped) escaped = false;
-      else if (ch === '\\') escaped = true;
-      else if (ch === '"') inString = false;
-      continue;
-    }
-    if (ch === '"') inString = true;
-    else if (ch === '{' || ch === '[') open.push(ch === '{' ? '}' : ']');
-    else if (ch === '}' || ch === ']') {
-      if (open.pop() !== ch) return false;
-    }
-  }
-  return open.length > 0 || inString;
-}
-
-/**
- * A request that timed out before all of it reached a connection (issue 31 item 7): never
- * connected within the connect bound, or connected but not written out. No server can be working
- * on it, so it is no answer — retried under the policy like a refused connection, and recorded
- * with no tokens — not a `timeout`, which means the server may still be busy with it.
- */
-function notDelivered(what: string, connected: boolean, timeoutMs: number): NoAnswer {
-  return connected
-    ? { kind: 'send_timeout', retryable: true, detail: `${what}: connected, but the request was not all written within ${timeoutMs} ms (the server did not read it): it never reached a server that could evaluate it` }
-    : { kind: 'connect_timeout', retryable: true, detail: `${what}: no connection within the connect bound (${Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs)} ms): the request never reached a server` };
-}
