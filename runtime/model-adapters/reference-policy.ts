@@ -53,14 +53,15 @@
 // Why one file: one scripted subject, read top to bottom as what it does at a wake; its steps share
 // one reading of the bundle and one answer under construction, and apart they would not say it.
 import { assertNever } from '../../foundation/assert-never.js';
-import type { PayloadOf } from '../../schema/event-catalog.js';
 import { eventIsOneOf } from '../../schema/typed-event.js';
-import type { ContextBundle, WorkspaceEntry } from '../context-bundle.js';
-import { windowPayload, type WindowEvent } from '../retrieval-window.js';
+import type { ContextBundle } from '../context-bundle.js';
+import { type WindowEvent } from '../retrieval-window.js';
 import type { ViewTask } from '../subject-view.js';
 import type { ModelAdapter, ModelAdapterDefinition, ModelCallOutcome, ModelParams, ModelRequest } from '../model-adapter.js';
 import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, type ModelAction, type ModelAnswerV2, type ModelClaim, type ModelPlanRevision, type SubjectAnswer } from '../model-protocol.js';
 import { estimateTokens } from '../prompt.js';
+import { because, clip, DEFAULT_REPORT_PATH, filePathIn, fitted, LARGE_SIZE_RE, nameable, Observation, oneLine, proposable, threadIn, WRITE_REQUEST_RE, type Goal, type Task, workingGoal } from './reference-observation.js';
+import { findingsText, prose, REPORT_HEADER, reportText, STATUS_DRAFT, STATUS_SUBMITTED, submittedSeen } from './reference-report.js';
 
 import { REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID } from '../protocol.js';
 
@@ -70,11 +71,6 @@ export const REFERENCE_MAX_TOKENS = 4_096;
 /** From this long before the deadline on, the report is submitted (wakes are about 2 h apart). */
 export const NEAR_DEADLINE_MINUTES = 240;
 
-const DEFAULT_SOURCE_FOLDER = 'sources/';
-const DEFAULT_REPORT_PATH = 'report/report.md';
-const REPORT_HEADER = '# Continuity report\n';
-const STATUS_DRAFT = 'Status: draft';
-const STATUS_SUBMITTED = 'Status: submitted';
 /** The bounds of the protocol it answers in: every text and list below is cut to them. */
 const V2 = MODEL_OUTPUT_V2_LIMITS;
 /** At most this many FACTs per wake (the claim bound is smaller today: it decides). */
@@ -86,288 +82,20 @@ const MS_PER_MINUTE = 60_000;
 // ---------------------------------------------------------------------------------------
 // small pure helpers
 
-/** `text`, or its first max - 1 characters and "…" (the cut is visible in the text itself). */
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
 /** A brief text of the protocol (focus, next action, titles): one line, 1-V2.briefChars chars. */
 function brief(text: string): string {
   const t = clip(oneLine(text), V2.briefChars);
   return t.length > 0 ? t : '-';
 }
-/** A statement, journal text or plan text: 1-V2.textChars chars. */
-function prose(text: string): string {
-  const t = clip(text, V2.textChars);
-  return t.length > 0 ? t : '-';
-}
-/** A rationale: one line, 1-V2.rationaleChars chars. */
-function because(text: string): string {
-  const t = clip(oneLine(text), V2.rationaleChars);
-  return t.length > 0 ? t : '-';
-}
-/** Whether the protocol can name this id (task, goal): the store's alphabet, at most V2.idChars. */
-function nameable(id: string): boolean {
-  return id.length <= V2.idChars;
-}
-/**
- * `head` followed by as many of `parts` as fit in `max` chars (joined by `sep`), and, when some
- * do not, how many were left out: whole parts or none, never half a figure.
- */
-function fitted(head: string, parts: readonly string[], sep: string, max: number, more: (left: number) => string): string {
-  const first = (n: number): string => `${head}${parts.slice(0, n).join(sep)}`;
-  if (first(parts.length).length <= max) return first(parts.length);
-  // Bounded by parts.length: each pass leaves one more part out.
-  for (let n = parts.length - 1; n >= 1; n -= 1) {
-    const text = `${first(n)}${sep}${more(parts.length - n)}`;
-    if (text.length <= max) return text;
-  }
-  return clip(`${head}${more(parts.length)}`, max);
-}
-
-const THREAD_RE = /\bthread\s+([A-Za-z0-9][A-Za-z0-9._:-]*)/i;
-const FILE_PATH_RE = /(?:^|[\s(])((?:\.{1,2}\/|\/)?(?:[A-Za-z0-9_.-]+\/)+[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z0-9]+)/;
-const FOLDER_RE = /(?:^|\s)([A-Za-z0-9_-][A-Za-z0-9_.-]*\/)(?=$|[\s.,;:)])/;
-const LARGE_SIZE_RE = /\b\d+(?:[.,]\d+)?\s*(?:KiB|MiB|GiB|KB|MB|GB)\b/i;
-const WRITE_REQUEST_RE = /\b(?:save|write|paste|put|store|copy)\b/i;
-const DO_NOT_USE_RE = /\bdo not use\s+([^.;\n]+)/i;
-
-/** A path the protocol accepts (1-V2.pathChars chars); anything else is not proposed at all. */
-function proposable(path: string): boolean {
-  return path.length >= 1 && path.length <= V2.pathChars;
-}
-
-function threadIn(text: string | null): string | null {
-  const m = text === null ? null : THREAD_RE.exec(text);
-  return m ? m[1]!.replace(/[.:-]+$/, '') : null;
-}
-function filePathIn(text: string): string | null {
-  const m = FILE_PATH_RE.exec(text);
-  return m ? m[1]! : null;
-}
 
 // ---------------------------------------------------------------------------------------
 // what the bundle shows
 
-type Kind = 'ask' | 'submit' | 'align' | 'read' | 'create' | 'revise' | 'other';
-interface Task extends ViewTask {
-  readonly kind: Kind;
-  /** create: its own path; revise/align: the file it changes. */
-  readonly path: string | null;
-  readonly thread: string | null;
-}
-
-interface Read {
-  readonly path: string;
-  readonly event_id: string;
-  readonly seq: number;
-  readonly hash: string;
-  readonly content: string;
-}
-
-interface Finding {
-  readonly statement: string;
-  readonly source: string;
-}
-
-interface Seen<P> {
-  readonly event: WindowEvent;
-  readonly p: P;
-}
-
-function allOf<T extends Parameters<typeof windowPayload>[1]>(events: readonly WindowEvent[], type: T): Seen<PayloadOf<T>>[] {
-  const out: Seen<PayloadOf<T>>[] = [];
-  for (const event of events) {
-    const p = windowPayload(event, type);
-    if (p) out.push({ event, p });
-  }
-  return out;
-}
-
-/** Dependency order: a task comes after the tasks it depends on that are on the board; ties by priority, then board order. */
-function dependencyOrder<T extends ViewTask>(tasks: readonly T[]): T[] {
-  const ids = new Set(tasks.map((t) => t.task_id));
-  const pending = tasks.map((t, i) => ({ t, i })).sort((a, b) => (a.t.priority ?? 9) - (b.t.priority ?? 9) || a.i - b.i);
-  const placed = new Set<string>();
-  const out: T[] = [];
-  // Each round places one task, so tasks.length rounds place them all; a cycle places its first by priority.
-  for (let round = 0; round < tasks.length && pending.length > 0; round += 1) {
-    const ready = pending.findIndex(({ t }) => t.depends_on.every((d) => !ids.has(d) || placed.has(d)));
-    const [{ t }] = pending.splice(ready >= 0 ? ready : 0, 1) as [{ t: T; i: number }];
-    placed.add(t.task_id);
-    out.push(t);
-  }
-  return out;
-}
-
-function classify(tasks: readonly ViewTask[]): Task[] {
-  const ownPath = new Map(tasks.map((t) => [t.task_id, filePathIn(t.title)]));
-  const threads = new Map(tasks.map((t) => [t.task_id, threadIn(t.title)]));
-  const reportPath = [...ownPath.values()].find((p) => p !== null && p.startsWith('report/')) ?? DEFAULT_REPORT_PATH;
-  return tasks.map((t) => {
-    const thread = threads.get(t.task_id) ?? null;
-    const path = ownPath.get(t.task_id) ?? null;
-    const base = { ...t, thread, path };
-    if (thread !== null) return { ...base, kind: 'ask' };
-    if (/\bsubmit/i.test(t.title)) return { ...base, kind: 'submit', path: reportPath };
-    if (/^align\b/i.test(t.title)) return { ...base, kind: 'align', path: reportPath };
-    if (/\bread\b/i.test(t.title)) return { ...base, kind: 'read' };
-    if (path !== null) return { ...base, kind: 'create' };
-    const fileDep = t.depends_on.map((d) => ownPath.get(d) ?? null).find((p) => p !== null) ?? null;
-    const waitsForReply = t.depends_on.some((d) => (threads.get(d) ?? null) !== null);
-    if (fileDep !== null && waitsForReply) return { ...base, kind: 'revise', path: fileDep, thread: t.depends_on.map((d) => threads.get(d) ?? null).find((x) => x !== null) ?? null };
-    return { ...base, kind: 'other' };
-  });
-}
-
-class Observation {
-  readonly events: readonly WindowEvent[];
-  readonly listing: ReadonlyMap<string, WorkspaceEntry>;
-  readonly tasks: readonly Task[];
-  readonly reads = new Map<string, Read>();
-  readonly changes: Seen<PayloadOf<'WorldEvent.FileChangedExternally'>>[];
-  readonly messages: Seen<PayloadOf<'WorldEvent.MessageReceived'>>[];
-  readonly corrections: Seen<PayloadOf<'WorldEvent.InformationPublished'>>[];
-  readonly goalChange: Seen<PayloadOf<'WorldEvent.GoalChanged'>> | null;
-  readonly proposals: Seen<PayloadOf<'ActionEvent.ActionProposed'>>[];
-  readonly outcomes: Seen<PayloadOf<'ActionEvent.ToolSucceeded'>>[];
-  /** Event ids some ClaimRecorded in the window cites. */
-  readonly cited = new Set<string>();
-  readonly sourceFolder: string;
-
-  constructor(readonly bundle: ContextBundle) {
-    this.events = bundle.window.events;
-    this.listing = new Map(bundle.workspace.map((f) => [f.path, f]));
-    this.tasks = dependencyOrder(classify(bundle.state.tasks));
-    this.changes = allOf(this.events, 'WorldEvent.FileChangedExternally');
-    this.messages = allOf(this.events, 'WorldEvent.MessageReceived');
-    this.corrections = allOf(this.events, 'WorldEvent.InformationPublished');
-    this.goalChange = allOf(this.events, 'WorldEvent.GoalChanged').at(-1) ?? null;
-    this.proposals = allOf(this.events, 'ActionEvent.ActionProposed');
-    this.outcomes = allOf(this.events, 'ActionEvent.ToolSucceeded');
-    for (const c of allOf(this.events, 'MemoryEvent.ClaimRecorded')) for (const id of c.p.evidence_event_ids) this.cited.add(id);
-    const readTask = this.tasks.find((t) => t.kind === 'read');
-    this.sourceFolder = (readTask ? FOLDER_RE.exec(readTask.title)?.[1] : undefined) ?? DEFAULT_SOURCE_FOLDER;
-    this.linkReads();
-  }
-
-  /**
-   * A read's ToolSucceeded carries the content and its hash, but not the path (that is in its
-   * intent, which the window does not show). The path is the listed file with that hash: so a
-   * linked read is always the file's current content. Among equal files, the one last
-   * proposed for reading before the outcome.
-   */
-  private linkReads(): void {
-    for (const o of this.outcomes) {
-      if (o.p.content === null || o.p.observed_post_hash === null) continue;
-      const hash = o.p.observed_post_hash;
-      const candidates = [...this.listing.values()].filter((f) => f.sha256 === hash).map((f) => f.path);
-      if (candidates.length === 0) continue;
-      const proposed = this.proposals.filter((a) => a.event.seq < o.event.seq && a.p.tool === 'files' && a.p.op === 'read' && candidates.includes(String(a.p.args['path']))).at(-1);
-      const path = proposed ? String(proposed.p.args['path']) : candidates[0]!;
-      this.reads.set(path, { path, event_id: o.event.event_id, seq: o.event.seq, hash, content: o.p.content });
-    }
-  }
-
-  get sources(): WorkspaceEntry[] {
-    return this.bundle.workspace.filter((f) => f.path.startsWith(this.sourceFolder));
-  }
-
-  /** The latest external change to `path` in the window newer than its last read, if any. */
-  unreconciledChange(path: string): Seen<PayloadOf<'WorldEvent.FileChangedExternally'>> | null {
-    const read = this.reads.get(path);
-    return this.changes.filter((c) => c.p.path === path && (!read || c.event.seq > read.seq)).at(-1) ?? null;
-  }
-
-  replyIn(thread: string | null): Seen<PayloadOf<'WorldEvent.MessageReceived'>> | null {
-    return thread === null ? null : (this.messages.filter((m) => m.p.in_reply_to === thread).at(-1) ?? null);
-  }
-
-  /** "Do not use X" corrections naming a file: [path, X]. */
-  get refuted(): Array<{ path: string; figure: string; event: WindowEvent }> {
-    const out: Array<{ path: string; figure: string; event: WindowEvent }> = [];
-    for (const c of this.corrections) {
-      const path = filePathIn(c.p.body);
-      const figure = DO_NOT_USE_RE.exec(c.p.body)?.[1]?.trim();
-      if (path !== null && figure) out.push({ path, figure, event: c.event });
-    }
-    return out;
-  }
-
-  /** Figures with their sources: from current reads of the sources, or from a read of a findings file this policy wrote. */
-  findings(): Finding[] {
-    const out: Finding[] = [];
-    const refuted = this.refuted;
-    const isRefuted = (f: Finding): boolean => refuted.some((r) => r.path === f.source && f.statement.includes(r.figure));
-    for (const read of this.reads.values()) {
-      if (read.path.startsWith(this.sourceFolder)) {
-        for (const line of read.content.split('\n')) {
-          const m = /^\s*[-*]\s+(.*\d.*)$/.exec(line);
-          if (m) out.push({ statement: oneLine(m[1]!), source: read.path });
-        }
-      } else {
-        for (const line of read.content.split('\n')) {
-          const m = /^- (.+) — source: (\S+)$/.exec(line);
-          if (m && !out.some((f) => f.statement === m[1] && f.source === m[2])) out.push({ statement: m[1]!, source: m[2]! });
-        }
-      }
-    }
-    const kept = out.filter((f) => !isRefuted(f));
-    for (const r of refuted) kept.push({ statement: oneLine(clip(this.corrections.find((c) => c.event === r.event)!.p.body, 400)), source: `correction event #${r.event.seq}` });
-    return kept;
-  }
-
-  isDenied(tool: string, op: string, target: string): boolean {
-    return this.bundle.state.denied_actions.some((d) => d.tool === tool && d.op === op && d.target === target);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // file contents it writes
 
-/** A finding as a line of a file this policy writes (and reads back: Observation.findings). */
-function findingLine(f: Finding): string {
-  return `- ${f.statement} — source: ${f.source}`;
-}
-/** Said in a file in place of the findings one write cannot hold: the cut is in the file itself. */
-function moreFindings(left: number): string {
-  return `(${left} more finding${left === 1 ? '' : 's'} not listed: one write holds at most ${V2.fileContentChars} characters)`;
-}
-
-function findingsText(findings: readonly Finding[]): string {
-  const head = ['# Findings', '', 'Figures extracted from the sources I read; each line names its source.', '', ''].join('\n');
-  if (findings.length === 0) return `${head}(no figures at hand yet)\n`;
-  return `${fitted(head, findings.map(findingLine), '\n', V2.fileContentChars - 1, moreFindings)}\n`;
-}
-
-function reportText(o: Observation, goal: Goal | null, thread: string | null, submitted: boolean): string {
-  const { wake } = o.bundle;
-  // The parts around the findings are bounded (two prose lines and short ones), so the status
-  // line — which submitting replaces — always fits; the findings get the room that is left.
-  const head = [REPORT_HEADER.trimEnd(), '', prose(goal ? `Goal: ${goal.goal_id}: ${oneLine(goal.description)} (deadline ${goal.deadline_at ?? 'none'})` : 'Goal: not known to me at this wake'), '', '## Findings', '', ''].join('\n');
-  const tail: string[] = [];
-  if (thread !== null) {
-    const reply = o.replyIn(thread);
-    tail.push('', '## Reviewer', '', prose(reply ? `Reviewer's reply (thread ${thread}): ${oneLine(reply.p.body)}` : `Reviewer's reply (thread ${thread}): pending.`));
-  }
-  // The status line stands alone so that submitting replaces all of it (find STATUS_DRAFT).
-  tail.push('', `Written in wake ${wake.wake_id} at ${wake.wake_at}.`, submitted ? `${STATUS_SUBMITTED} at ${wake.wake_at}` : STATUS_DRAFT, '');
-  const end = `\n${tail.join('\n')}`;
-  const findings = o.findings();
-  const body = findings.length === 0 ? `${head}(no figures at hand)` : fitted(head, findings.map(findingLine), '\n', V2.fileContentChars - end.length, moreFindings);
-  return `${body}${end}`;
-}
-
 // ---------------------------------------------------------------------------------------
 // one wake's decision
-
-interface Goal {
-  readonly goal_id: string;
-  readonly description: string;
-  readonly deadline_at: string | null;
-}
 
 class WakePlan {
   readonly actions: ModelAction[] = [];
@@ -441,30 +169,10 @@ function actionRoom(bundle: ContextBundle): number {
   return Math.min(bundle.wake.budget.tool_calls, V2.maxActions);
 }
 
-function workingGoal(o: Observation): Goal | null {
-  // The world's latest statement of the goal wins over the remembered one: the subject knows the goal changed, whether or not its plan could follow.
-  if (o.goalChange) return { goal_id: o.goalChange.p.goal_id, description: o.goalChange.p.description, deadline_at: o.goalChange.p.deadline_at };
-  return o.bundle.state.goal;
-}
-
 function minutesUntil(fromIso: string, toIso: string | null): number | null {
   if (toIso === null) return null;
   const ms = Date.parse(toIso) - Date.parse(fromIso);
   return Number.isFinite(ms) ? ms / MS_PER_MINUTE : null;
-}
-
-/** The report already carries the submitted status, as far as the window shows. */
-function submittedSeen(o: Observation, reportPath: string, submitTask: Task | undefined): boolean {
-  if (submitTask && submitTask.status === 'done') return true;
-  const entry = o.listing.get(reportPath);
-  if (!entry) return false;
-  return o.proposals.some(
-    (a) =>
-      a.p.tool === 'files' &&
-      a.p.args['path'] === reportPath &&
-      [a.p.args['content'], a.p.args['replace']].some((v) => typeof v === 'string' && v.includes(STATUS_SUBMITTED)) &&
-      o.outcomes.some((s) => s.event.seq > a.event.seq && s.p.content === null && s.p.observed_post_hash === entry.sha256),
-  );
 }
 
 /**

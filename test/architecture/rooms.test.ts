@@ -13,7 +13,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { floorPlanViolations, formatViolation } from '../../tools/architecture/floor-plan-check.js';
 import { importsOf } from '../../tools/architecture/import-graph.js';
 import { parseRoomsTable, roomsTableDifferences } from '../../tools/architecture/rooms-table.js';
-import { MAX_LINES_WITHOUT_REASON, sizeRuleViolations } from '../../tools/architecture/size-rule.js';
+import { MAX_LINES, MAX_LINES_WITHOUT_REASON, sizeRuleViolations } from '../../tools/architecture/size-rule.js';
 import { importCircles } from '../../tools/architecture/import-circles.js';
 import { isHouseSource, readWorkingTree } from '../../tools/architecture/source-tree.js';
 import { ROOM_NAMES, ROOMS } from '../../foundation/rooms.js';
@@ -201,7 +201,7 @@ describe('docs/architecture.md', () => {
   });
 });
 
-describe(`the size rule: over ${MAX_LINES_WITHOUT_REASON} lines, a production file says at its top why it is one file`, () => {
+describe(`the size rule: over ${MAX_LINES_WITHOUT_REASON} lines, a production file says at its top why it is one file; none is over ${MAX_LINES}`, () => {
   test('every long production file says why it is one file', () => {
     expect(sizeRuleViolations(production)).toEqual([]);
   });
@@ -215,8 +215,11 @@ describe(`the size rule: over ${MAX_LINES_WITHOUT_REASON} lines, a production fi
       { path: 'runtime/block.ts', text: `/*\n * Why one file: one state machine.\n */\n${body(400)}\n` },
       { path: 'runtime/late-reason.ts', text: `// A long file.\n${body(400)}\n// Why one file: too late.\n` },
       { path: 'runtime/at-limit.ts', text: `// Exactly at the limit.\n${body(MAX_LINES_WITHOUT_REASON - 1)}\n` },
+      { path: 'runtime/wall.ts', text: `// Why one file: a reason does not carry a wall.\n${body(MAX_LINES)}\n` },
+      { path: 'runtime/at-cap.ts', text: `// Why one file: exactly at the cap.\n${body(MAX_LINES - 1)}\n` },
     ];
     expect(sizeRuleViolations(files)).toEqual([
+      `runtime/wall.ts:1: ${MAX_LINES + 1} lines, over the ${MAX_LINES} no production file may have: split it by job`,
       `runtime/late-reason.ts:1: 402 lines (over ${MAX_LINES_WITHOUT_REASON}) and no line with "Why one file:" in its leading comment: split it by job, or say at its top why it is one file`,
       `runtime/long.ts:1: 401 lines (over ${MAX_LINES_WITHOUT_REASON}) and no line with "Why one file:" in its leading comment: split it by job, or say at its top why it is one file`,
     ]);
