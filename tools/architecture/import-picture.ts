@@ -21,7 +21,7 @@ import { EXIT_CODES } from '../../foundation/exit-codes.js';
 import { floorPlanViolations, importVerdicts, roomOf, topFolderOf } from './floor-plan-check.js';
 import { importCircles, type ImportCircle } from './import-circles.js';
 import { longFiles, lineCount, MAX_LINES_WITHOUT_REASON, type LongFile } from './size-rule.js';
-import { commitOf, isHouseSource, readCommit, readWorkingTree, UnknownRevisionError, type SourceFile } from './source-tree.js';
+import { commitOf, isHouseSource, isProductionSource, readCommit, readWorkingTree, UnknownRevisionError, type SourceFile } from './source-tree.js';
 
 const USAGE = `usage: npm run architecture -- [--at REV] [--json]
   --at REV  the tree of commit REV (e.g. 437661b) instead of the working tree
@@ -114,8 +114,10 @@ function main(): CommandOutput | null {
       throw error;
     }
   }
-  const files = at === null ? readWorkingTree(root) : readCommit(root, at);
-  const circles = importCircles(at === null ? readWorkingTree(root, isHouseSource) : readCommit(root, at, isHouseSource));
+  // One reading of the house (rooms and tools/): the circles are the whole house's, the picture the rooms'.
+  const house = at === null ? readWorkingTree(root, isHouseSource) : readCommit(root, at, isHouseSource);
+  const files = house.filter((f) => isProductionSource(f.path));
+  const circles = importCircles(house);
   const folders = pictureOf(files);
   const long = longFiles(files);
   const violations = floorPlanViolations(files).length;
