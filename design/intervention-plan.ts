@@ -22,6 +22,7 @@ import { Identifier, Timestamp } from '../schema/event-definition.js';
 import { ProcessRestarted } from '../schema/events/system-events.js';
 import { DistractorOccurred, FileChangedExternally, GoalChanged, InformationPublished, MessageReceived } from '../schema/events/world-events.js';
 import { hashText, HashString } from '../schema/hash.js';
+import { RecordedWorkspacePath } from '../schema/workspace-path.js';
 
 // 1.1.0: the goal change, the refutation and the awaited reply are injected outside the long absence, so they are
 // never delivered with the distractor burst (which would push them out of every group's window
@@ -54,7 +55,7 @@ const Common = {
   deliver_wake_id: Identifier,
 };
 
-const WorkspacePath = z.string().min(1).max(512);
+const WorkspacePath = RecordedWorkspacePath;
 
 export const GoalChangeIntervention = z.strictObject({
   ...Common,

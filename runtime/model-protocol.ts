@@ -26,7 +26,7 @@ import { ClaimType } from '../schema/events/memory-events.js';
 import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { EventId, Identifier, LongText, ShortText, Timestamp } from '../schema/event-definition.js';
 import { FileOp, JournalOp, TaskBoardOp, ToolName, type ToolOp } from '../schema/tools.js';
-import { WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
+import { RecordedWorkspacePath, WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
 
 export const MODEL_PROTOCOL_V1 = AnswerProtocol.enum['ds-model-output/1'];
 export const MODEL_PROTOCOL_V2 = AnswerProtocol.enum['ds-model-output/2'];
@@ -46,7 +46,7 @@ export const MODEL_OUTPUT_LIMITS = {
 } as const;
 
 /** A workspace-relative path as the model writes it; the permission gate normalises and judges it. */
-const ModelPath = z.string().min(1).max(512);
+const ModelPath = RecordedWorkspacePath;
 const Rationale = z.string().min(1).max(2_000);
 
 const FilesRead = z.strictObject({ tool: z.literal('files'), op: z.literal('read'), path: ModelPath, rationale: Rationale });

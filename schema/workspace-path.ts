@@ -9,6 +9,7 @@
 // 'a' and 'a/b'). Refused outright, never resolved: empty, absolute, any '..' segment (even one
 // that would stay inside), a folder (trailing '/'), the workspace itself.
 import path from 'node:path';
+import { z } from 'zod';
 
 export const WORKSPACE_PATH_RULE = {
   /** Characters (UTF-16 code units, as the protocol's JSON Schema counts them) of the whole path. */
@@ -22,6 +23,17 @@ export const WORKSPACE_PATH_RULE = {
    */
   maxSegmentBytes: 247,
 } as const;
+
+/**
+ * The widest path an event or an answer of the frozen /1 protocol may carry, in characters. Wider
+ * than the rule on purpose: these are recorded formats (catalogue 1.0.0, protocol /1), and a path
+ * the rule refuses must still be recordable so its denial can name the clause. Changing it changes
+ * recorded formats and the /1 JSON Schema.
+ */
+export const RECORDED_PATH_MAX_CHARS = 512;
+
+/** A workspace path as recorded (events, the /1 protocol, an intervention plan); the rule judges it elsewhere. */
+export const RecordedWorkspacePath = z.string().min(1).max(RECORDED_PATH_MAX_CHARS);
 
 /** The longest file name Linux takes (NAME_MAX), in bytes. */
 export const NAME_MAX_BYTES = 255;

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { HashString } from '../hash.js';
 import { defineEvent, EventId, Identifier, LongText, ShortText } from '../event-definition.js';
 import { FileIntentOp, ToolName } from '../tools.js';
+import { RecordedWorkspacePath } from '../workspace-path.js';
 
-const WorkspacePath = z.string().min(1).max(512);
+const WorkspacePath = RecordedWorkspacePath;
 const Args = z.record(z.string().max(64), z.union([z.string().max(65_536), z.number(), z.boolean(), z.null()]));
 
 export const ActionProposed = defineEvent('ActionEvent', 'ActionProposed', '1.0.0', z.strictObject({

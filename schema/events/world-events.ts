@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HashString } from '../hash.js';
 import { defineEvent, EventId, Identifier, LongText, ShortText, Timestamp } from '../event-definition.js';
+import { RecordedWorkspacePath } from '../workspace-path.js';
 
 export const MessageReceived = defineEvent('WorldEvent', 'MessageReceived', '1.0.0', z.strictObject({
   from: ShortText,
@@ -17,7 +18,7 @@ export const GoalChanged = defineEvent('WorldEvent', 'GoalChanged', '1.0.0', z.s
 }));
 
 export const FileChangedExternally = defineEvent('WorldEvent', 'FileChangedExternally', '1.0.0', z.strictObject({
-  path: z.string().min(1).max(512),
+  path: RecordedWorkspacePath,
   change: z.enum(['created', 'modified', 'deleted']),
   post_hash: HashString.nullable(),
 }));

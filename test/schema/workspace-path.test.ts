@@ -2,8 +2,9 @@
 // bound passes and one past it is refused with the clause named; the protocol's length is the
 // rule's; an answer the store could not hold (a lone surrogate) is refused by the protocol itself.
 import { describe, expect, test } from 'vitest';
-import { MODEL_OUTPUT_V2_LIMITS, parseModelOutput } from '../../runtime/model-protocol.js';
-import { checkWorkspacePath, WORKSPACE_PATH_RULE } from '../../schema/workspace-path.js';
+import { MODEL_OUTPUT_V2_LIMITS, ModelOutput, parseModelOutput } from '../../runtime/model-protocol.js';
+import { checkWorkspacePath, RECORDED_PATH_MAX_CHARS, WORKSPACE_PATH_RULE } from '../../schema/workspace-path.js';
+import { FileChangedExternally } from '../../schema/events/world-events.js';
 import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 
 const R = WORKSPACE_PATH_RULE;
@@ -39,6 +40,16 @@ describe('the workspace path rule', () => {
 
   test("the protocol's path length is the rule's", () => {
     expect(MODEL_OUTPUT_V2_LIMITS.pathChars).toBe(R.maxChars);
+  });
+
+  test('the recorded bound is one constant: an event and a /1 answer carry a path of exactly that many characters and refuse one more', () => {
+    const at = 'p'.repeat(RECORDED_PATH_MAX_CHARS);
+    const over = `${at}p`;
+    const event = (path: string) => FileChangedExternally.payload.safeParse({ path, change: 'created', post_hash: null }).success;
+    expect([event(at), event(over)]).toEqual([true, false]);
+    const checkpoint = { current_goal_id: null, goal_status: null, attention_target: null, waiting_condition: null, next_action: null, evidence_event_ids: [] };
+    const answerV1 = (path: string) => ({ protocol: 'ds-model-output/1', focus: { attention_target: null, waiting_condition: null }, actions: [{ tool: 'files', op: 'read', path, rationale: 'r' }], claims: [], plan_revision: null, checkpoint });
+    expect([ModelOutput.safeParse(answerV1(at)).success, ModelOutput.safeParse(answerV1(over)).success]).toEqual([true, false]);
   });
 
   test('an answer with a lone surrogate (valid JSON text, no UTF-8 form) is refused by the protocol, not carried to the store', () => {
