@@ -3,8 +3,8 @@
 // is injected — the file on disk first, then the WorldEvent that tells of it, so the event
 // never announces a change that did not happen. Both steps are idempotent: a resumed
 // controller that repeats them changes nothing twice.
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { writeAllAndSync } from '../foundation/durable-write.js';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { replaceFileDurably } from '../foundation/durable-write.js';
 import path from 'node:path';
 import type { ExternalFileChangeIntervention } from '../design/intervention-plan.js';
 import type { Scenario } from '../design/scenario.js';
@@ -38,24 +38,10 @@ function ensureDir(dir: string, owner: FileOwner | null): void {
   if (owner) chownSync(dir, owner.uid, owner.gid);
 }
 
-/** Writes via a temp file + fsync + rename, so a reader sees the old bytes or the new ones. */
+/** A reader sees the old bytes or the new ones (foundation/durable-write.ts), the file the subject's own. */
 function writeAtomically(file: string, content: string, owner: FileOwner | null): void {
-  const temp = `${file}.controller-tmp`;
-  const bytes = Buffer.from(content, 'utf8');
-  const fd = openSync(temp, 'w', 0o644);
-  try {
-    try {
-      writeAllAndSync(fd, bytes);
-    } finally {
-      closeSync(fd);
-    }
-  } catch (error) {
-    // Nothing half-written is left in the subject's workspace: the target keeps its old bytes.
-    rmSync(temp, { force: true });
-    throw error;
-  }
-  if (owner) chownSync(temp, owner.uid, owner.gid);
-  renameSync(temp, file);
+  const beforeRename = owner === null ? undefined : (temp: string) => chownSync(temp, owner.uid, owner.gid);
+  replaceFileDurably(file, Buffer.from(content, 'utf8'), { temp: `${file}.controller-tmp`, mode: 0o644, exclusive: false, beforeRename });
 }
 
 /** Creates the workspace with the scenario's files; refuses a folder that already exists. */

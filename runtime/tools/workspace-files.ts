@@ -15,7 +15,6 @@ import {
   closeSync,
   constants,
   fstatSync,
-  fsyncSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -28,7 +27,8 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { writeAllAndSync } from '../../foundation/durable-write.js';
+import { FileReplaceError, replaceFileDurably } from '../../foundation/durable-write.js';
+import { fsyncFolder } from '../../foundation/publish-file.js';
 import { CodedInternalError, InternalError } from '../../foundation/typed-error.js';
 import { MAX_READ_CONTENT_CHARS } from '../../schema/events/action-events.js';
 import { hashText, type HashString } from '../../schema/hash.js';
@@ -283,15 +283,6 @@ function observePath(root: string, relPath: string): { observed: Observed; real:
 // ---------------------------------------------------------------------------------------
 // Writing
 
-function fsyncFolder(folder: string): void {
-  const fd = openSync(folder, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /**
  * Makes the target's folder if missing (inside the workspace), then writes a temp file next
  * to the target, fsyncs it, renames it over the target and fsyncs the folder. A stale temp
@@ -304,29 +295,16 @@ function writeAtomically(root: string, real: string, bytes: Buffer): void {
   if (!within(workspaceRealpath(root), realpathSync(folder))) throw new FileFailure('symlink_escape', 'the folder leads outside the workspace');
   const temp = path.join(folder, `.${path.basename(real)}${TEMP_SUFFIX}`);
   if (lstatOrNull(temp) !== null) unlinkSync(temp);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
   try {
-    try {
-      writeAllAndSync(fd, bytes);
-    } finally {
-      closeSync(fd);
-    }
+    replaceFileDurably(real, bytes, { temp, mode: 0o644, exclusive: true });
   } catch (error) {
-    // A full disk (ENOSPC) or a failing one leaves part of the bytes in the temp file: removed
-    // here, so the failure leaves the workspace as it was — no half file beside the target.
-    unlinkSync(temp);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOSPC' || code === 'EDQUOT') throw new FileFailure('io_error', `no space left on the disk (${code}): nothing was written (the partial temp file was removed)`);
-    throw error;
+    if (!(error instanceof FileReplaceError)) throw error;
+    // A full disk (ENOSPC) leaves part of the bytes in the temp file: removed by
+    // replaceFileDurably, so the failure leaves the workspace as it was.
+    if (error.code === 'ENOSPC' || error.code === 'EDQUOT') throw new FileFailure('io_error', `no space left on the disk (${error.code}): nothing was written (the partial temp file was removed)`);
+    if (error.step === 'write') throw error.cause;
+    throw new FileFailure(error.code === 'EISDIR' || error.code === 'ENOTDIR' ? 'not_a_file' : 'io_error', `cannot replace the file: ${error.code ?? 'error'}`);
   }
-  try {
-    renameSync(temp, real);
-  } catch (error) {
-    unlinkSync(temp);
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new FileFailure(code === 'EISDIR' || code === 'ENOTDIR' ? 'not_a_file' : 'io_error', `cannot replace the file: ${code ?? 'error'}`);
-  }
-  fsyncFolder(folder);
 }
 
 function requireRegularOrAbsent(observed: Observed): void {
