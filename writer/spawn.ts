@@ -1,8 +1,8 @@
 // Starts a ds-writer process and waits until it serves its socket. The controller (and
 // tests, and the benchmark) use this; nobody else opens events.db.
-import { fork, type ChildProcess } from 'node:child_process';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { processCodeFor, type ProcessCode } from '../foundation/process-code.js';
+import { startSupervisedChild, type ChildExit, type StartReading } from '../foundation/supervised-child.js';
 import { CodedErrorOf, InternalError } from '../foundation/typed-error.js';
 import { childEnvironment } from '../schema/fault-switch.js';
 import { randomBytes } from 'node:crypto';
@@ -15,9 +15,12 @@ import { ArmCrashMessage, WriterChildMessage, type Head, type WriterParentMessag
 const WRITER_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 const OWN_CODE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-export interface WriterExit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
+export type WriterExit = ChildExit;
+
+interface WriterReady {
+  readonly pid: number;
+  readonly head: Head;
+  readonly sealed: boolean;
 }
 
 export interface WriterProcess {
@@ -82,58 +85,30 @@ export function newToken(): string {
   return randomBytes(24).toString('base64url');
 }
 
+/** What the writer says at start-up: ready, a refusal, or nothing of the start (crash_armed answers the drill). */
+function readWriterStart(raw: unknown): StartReading<WriterReady> {
+  const parsed = WriterChildMessage.safeParse(raw);
+  if (!parsed.success || parsed.data.type === 'crash_armed') return null;
+  if (parsed.data.type === 'ready') return { ready: { pid: parsed.data.pid, head: parsed.data.head, sealed: parsed.data.sealed } };
+  return { refused: new WriterStartError(parsed.data.code, parsed.data.message) };
+}
+
 export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, options: SpawnWriterOptions = {}): Promise<WriterProcess> {
-  const startTimeoutMs = options.startTimeoutMs ?? 20_000;
-  const writerCode = await writerCodeAt(options.codeRoot);
-  const child: ChildProcess = fork(writerCode.main, [], {
-    execArgv: [...writerCode.execArgv],
+  const supervised = await startSupervisedChild<WriterReady>({
+    label: 'writer',
+    logTag: '[spawnWriter]',
+    code: await writerCodeAt(options.codeRoot),
     // The working folder must be readable by the writer's uid too.
     ...(options.codeRoot === undefined ? {} : { cwd: options.codeRoot }),
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: childEnvironment(options.faultInjection ?? null),
-    // Its own process group: a Ctrl-C in the controller's terminal is the controller's emergency
-    // stop, which still needs this writer; the writer exits when its parent goes away instead.
-    detached: true,
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
+    startTimeoutMs: options.startTimeoutMs ?? 20_000,
+    startMessage: { type: 'start', ...config } satisfies WriterStartConfig,
+    readStart: readWriterStart,
+    startError: (code, message) => new WriterStartError(code, message),
   });
-  const exited = new Promise<WriterExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  // A failed kill, or a send the callback below did not take: said, never an uncaught exception in the controller.
-  child.on('error', (error) => process.stderr.write(`[spawnWriter] writer process error: ${error.message}\n`));
-  /**
-   * Sends on the IPC channel. The writer may die between a `connected` check and the write (a
-   * crash drill, a kill): the write then fails (EPIPE) after the call returns. That is said here
-   * and left to `exited`, which every caller waits on; unhandled, it killed the controller.
-   */
-  const sendToWriter = (message: WriterParentMessage | WriterStartConfig): void => {
-    if (!child.connected) return;
-    child.send(message, (error: Error | null) => {
-      if (error) process.stderr.write(`[spawnWriter] could not send ${message.type} to the writer (${error.message}); its exit says why\n`);
-    });
-  };
-  const ready = await new Promise<{ pid: number; head: Head; sealed: boolean }>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new WriterStartError('start_timeout', `writer did not become ready within ${startTimeoutMs} ms`));
-    }, startTimeoutMs);
-    child.on('message', (raw: unknown) => {
-      const parsed = WriterChildMessage.safeParse(raw);
-      // crash_armed answers armCrash / disarmCrash, which listen for it themselves.
-      if (!parsed.success || parsed.data.type === 'crash_armed') return;
-      clearTimeout(timer);
-      if (parsed.data.type === 'ready') resolve({ pid: parsed.data.pid, head: parsed.data.head, sealed: parsed.data.sealed });
-      else reject(new WriterStartError(parsed.data.code, parsed.data.message));
-    });
-    void exited.then((exit) => {
-      clearTimeout(timer);
-      reject(new WriterStartError('exited', `writer exited during start-up (code ${exit.code}, signal ${exit.signal})`));
-    });
-    sendToWriter({ type: 'start', ...config });
-  });
-  const kill = async (signal: NodeJS.Signals): Promise<WriterExit> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    return exited;
-  };
+  const { child, exited, ready } = supervised;
   /** Sends a crash-drill message and waits for the writer to acknowledge exactly that arming. */
   const crashDrill = (message: WriterParentMessage, expected: number | null): Promise<void> =>
     new Promise<void>((resolve, reject) => {
@@ -148,8 +123,7 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
         child.off('message', onMessage);
         reject(new WriterControlError(`writer exited (code ${exit.code}, signal ${exit.signal}) before acknowledging ${message.type}`));
       });
-      if (!child.connected) return reject(new WriterControlError(`writer's IPC channel is closed; cannot send ${message.type}`));
-      sendToWriter(message);
+      if (!supervised.send(message)) reject(new WriterControlError(`writer's IPC channel is closed; cannot send ${message.type}`));
     });
   return {
     pid: ready.pid,
@@ -157,19 +131,12 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
     head: ready.head,
     sealed: ready.sealed,
     exited,
-    kill,
+    kill: supervised.kill,
     armCrash: async (duringAppendNumber) => {
       const message = ArmCrashMessage.parse({ type: 'arm_crash', during_append_number: duringAppendNumber });
       return crashDrill(message, message.during_append_number);
     },
     disarmCrash: () => crashDrill({ type: 'disarm_crash' }, null),
-    stop: async (timeoutMs = 10_000) => {
-      sendToWriter({ type: 'shutdown' });
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-      const exit = await exited;
-      clearTimeout(timer);
-      if (child.connected) child.disconnect();
-      return exit;
-    },
+    stop: (timeoutMs = 10_000) => supervised.stop({ type: 'shutdown' } satisfies WriterParentMessage, timeoutMs),
   };
 }
