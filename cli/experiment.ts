@@ -35,6 +35,7 @@ import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf, replaySettingsOf, type ReplaySettings } from './model-flags.js';
 import { installOperatorStop, todayCompact, untilPressSettled } from './operator-stop.js';
 import { ProgressLine } from './progress-line.js';
+import { describePromptReuse } from '../schema/prompt-reuse-summary.js';
 import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, folderFlag, idFlag, lockBundledPrereg, SCENARIOS_DIR, seedFlag, startAtFlag } from './run-defaults.js';
 
 process.title = 'ds-controller';
@@ -204,6 +205,7 @@ async function main(): Promise<CommandOutput | null> {
     `  ${result.isolationSummary}`,
     `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
     `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}${usable.substantive === null ? '' : `, substantive in ${usable.substantive} of ${usable.call_wakes} wake(s)`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
+    `  ${describePromptReuse(s.prompt_reuse)}`,
     `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints}${s.empty_checkpoints > 0 ? ` (+${s.empty_checkpoints} empty)` : ''} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
     result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
     ...timeLines(result, runStartedMs),

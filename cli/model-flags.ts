@@ -21,6 +21,7 @@ export const MODEL_OPTIONS = {
   'structured-output': { type: 'string' },
   'context-size': { type: 'string' },
   'no-stream': { type: 'boolean' },
+  'no-kv-reuse': { type: 'boolean' },
   'model-file': { type: 'string' },
   threads: { type: 'string' },
   temperature: { type: 'string' },
@@ -37,7 +38,7 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      openai (--base-url URL --model-id ID [--api-key-env VAR, default OPENAI_API_KEY;
                      --api-key-env none for a local server] [--structured-output ${STRUCTURED_OUTPUT_DIALECTS.join('|')},
                      default json_schema; --json-mode = json_object] [--context-size N] [--no-stream]),
-                     local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}]
+                     local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}] [--no-kv-reuse]
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
                      both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
                      [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
@@ -65,7 +66,7 @@ function numberFlag(name: string, text: string | undefined, integer: boolean): n
 
 const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots'] as const;
 const OPENAI_ONLY = ['base-url', 'api-key-env', 'structured-output', 'json-mode', 'no-stream'] as const;
-const LOCAL_ONLY = ['model-file', 'threads'] as const;
+const LOCAL_ONLY = ['model-file', 'threads', 'no-kv-reuse'] as const;
 
 function refuseFlags(values: ModelFlagValues, flags: readonly (keyof ModelFlagValues)[], why: string): void {
   for (const flag of flags) if (values[flag] !== undefined) throw new ModelFlagError(`--${flag} ${why}`);
@@ -134,6 +135,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
           threads: numberFlag('threads', values.threads, true) ?? DEFAULT_LOCAL_THREADS,
           context_size: numberFlag('context-size', values['context-size'], true) ?? DEFAULT_LOCAL_CONTEXT_TOKENS,
           timeout_ms: timeoutMs(DEFAULT_LOCAL_TIMEOUT_MS),
+          kv_reuse: !values['no-kv-reuse'],
           config_file: null,
           config_sha256: null,
           ...scheduling,

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
-import { LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
+import { DEFAULT_LOCAL_KV_REUSE, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import { ParallelSlots, type ModelChoice } from '../design/model-choice.js';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
@@ -64,6 +64,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     threads: z.number().int().min(1).max(256).default(DEFAULT_LOCAL_THREADS),
     context_size: LocalContextTokens.default(DEFAULT_LOCAL_CONTEXT_TOKENS),
     timeout_ms: ModelTimeoutMs.default(DEFAULT_LOCAL_TIMEOUT_MS),
+    /** Keep the KV cache of the prompt's common prefix between calls (runtime/protocol.ts DEFAULT_LOCAL_KV_REUSE). */
+    kv_reuse: z.boolean().default(DEFAULT_LOCAL_KV_REUSE),
     /** How many members of a study's block may evaluate their model at once on this machine. */
     parallel_slots: ParallelSlots.optional(),
   }),
@@ -108,7 +110,7 @@ export function readModelConfigFile(file: string): ModelChoice {
       return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     case 'local': {
       const modelFile = path.resolve(path.dirname(absolute), c.model_file);
-      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     }
     default: {
       const unhandled: never = c;

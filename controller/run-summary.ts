@@ -7,8 +7,11 @@ import { CHECKPOINT_RECORDED, isEmptyCheckpoint, judgeUsableData, MODEL_ANSWERED
 import type { EventType } from '../schema/event-catalog.js';
 import { PermissionDecided } from '../schema/events/action-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
+import { PromptReuse } from '../schema/events/model-output-events.js';
+import { PromptReuseSummary, summarizePromptReuse } from '../schema/prompt-reuse-summary.js';
 import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
+import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 
 export const RunSummary = z.strictObject({
   events: z.number().int(),
@@ -32,6 +35,8 @@ export const RunSummary = z.strictObject({
   unknown_outcomes: z.number().int(),
   /** Accepted answers k of n model calls made, the failures by kind, and whether the instance counts as data. */
   usable_data: UsableData,
+  /** What the servers said they reused of the prompts of the calls that reached a model (issue 34 item 1). */
+  prompt_reuse: PromptReuseSummary,
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 
@@ -76,6 +81,10 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
     const checkpoints = db.prepare(`select json_extract(envelope, '$.payload') as payload from events where event_type = ? order by seq`).all(CHECKPOINT_RECORDED) as { payload: string }[];
     const judged = [...calls.map((c) => ({ event_type: c.event_type, payload: { failure: c.failure ?? undefined, wake_id: c.wake_id ?? undefined } })), ...checkpoints.map((c) => ({ event_type: CHECKPOINT_RECORDED, payload: JSON.parse(c.payload) as unknown }))];
     const usableData = judgeUsableData(judged, rule.minAcceptedShare, rule.noRuleReason, rule.substantive);
+    // Calls that reached a model (budget_exhausted asked for nothing; a call refused before it was sent has no usage), of an
+    // adapter that calls one — or that report reuse anyway (a replay serves its source's records).
+    const reachedCalls = db.prepare(`select json_extract(envelope, '$.payload.prompt_reuse') as r, json_extract(envelope, '$.payload.adapter') as adapter from events where event_type in (?, ?) and json_extract(envelope, '$.payload.usage') is not null order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { r: string | null; adapter: string }[];
+    const reuse = reachedCalls.filter((row) => row.r !== null || recordedAdapterOf(row.adapter)?.callsModel === true);
     const emptyCheckpoints = checkpoints.filter((c) => isEmptyCheckpoint(JSON.parse(c.payload))).length;
     return RunSummary.parse({
       events: rows.reduce((sum, r) => sum + r.n, 0),
@@ -96,6 +105,7 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
       process_restarts: count('SystemEvent.ProcessRestarted'),
       unknown_outcomes: count('ActionEvent.ToolOutcomeUnknown'),
       usable_data: usableData,
+      prompt_reuse: summarizePromptReuse(reuse.map((row) => (row.r === null ? null : PromptReuse.parse(JSON.parse(row.r))))),
     });
   } finally {
     db.close();

@@ -18,7 +18,7 @@ export function modelFlagsOf(choice: ModelChoice): string[] {
       return ['--model', 'replay', '--replay-from', choice.from_run];
     case 'local':
       if (choice.config_file !== null) return ['--model-config', choice.config_file];
-      return ['--model', 'local', '--model-file', choice.model_file, '--model-id', choice.model_id, '--threads', String(choice.threads), '--context-size', String(choice.context_size), ...samplingFlagsOf(choice)];
+      return ['--model', 'local', '--model-file', choice.model_file, '--model-id', choice.model_id, '--threads', String(choice.threads), '--context-size', String(choice.context_size), ...(choice.kv_reuse ? [] : ['--no-kv-reuse']), ...samplingFlagsOf(choice)];
     case 'openai':
       if (choice.config_file !== null) return ['--model-config', choice.config_file];
       return [

@@ -6,6 +6,7 @@
 // the pre-registered policy (DESIGN §12): an attempt where no answer reached the runtime,
 // reported attempt by attempt through `onTransportFailure` before the next one starts.
 import { assertNever } from '../foundation/assert-never.js';
+import type { PromptReuse } from '../schema/events/model-output-events.js';
 import type { ContextBundle } from './context-bundle.js';
 import type { ServerTimings } from './model-adapters/server-timings.js';
 import type { RuntimeModelConfig } from './protocol.js';
@@ -78,6 +79,8 @@ export interface CallFacts {
   readonly prompt_count_source: TokenCountSource | null;
   /** Transport attempts this call took (1 when the first one answered). */
   readonly attempts: number;
+  /** What of the prompt a cache served and what was evaluated, as the server or engine said (model-adapters/prompt-reuse.ts); null or absent: nobody said. */
+  readonly prompt_reuse?: PromptReuse | null;
   /** The server's own account of the request's work (llama.cpp `timings`), when it gave one; not recorded in events (the preflight reads it). */
   readonly server_timings?: ServerTimings | null;
   /** The local engine's split of the work, timed by the adapter around its evaluation (the prompt: until the first token; the answer: after it); not recorded in events. */
@@ -143,7 +146,7 @@ export function noUsageReason(failure: CallFailure): string {
 }
 
 /** Facts of a call that knows none of them (a failure before any request, a replay of an old record). */
-export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 };
+export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null };
 
 /** What a check learnt, for the record and the screen: served model, context size, probe outcome. */
 export type PreflightFacts = Readonly<Record<string, string | number | boolean | null>>;

@@ -13,6 +13,7 @@ import { Capabilities } from '../schema/capabilities.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
 import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
+import { PromptReuse } from '../schema/events/model-output-events.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { ModelProtocol } from './model-protocol.js';
 import { WriterRequestTimeoutMs } from '../writer/protocol.js';
@@ -37,6 +38,7 @@ const CallFactsSchema = {
   prompt_tokens_counted: Count.nullable(),
   prompt_count_source: z.enum(['server', 'tokenizer', 'estimate']).nullable(),
   attempts: z.number().int().min(1),
+  prompt_reuse: PromptReuse.nullable().default(null),
 };
 const UsageSchema = z.strictObject({ prompt_tokens: Count, completion_tokens: Count });
 
@@ -84,6 +86,13 @@ export const MAX_LOCAL_CONTEXT_TOKENS = 131_072;
 export const MIN_CONTEXT_TOKENS = 256;
 export const ModelTimeoutMs = z.number().int().min(MIN_MODEL_TIMEOUT_MS).max(MAX_MODEL_TIMEOUT_MS);
 export const ServerContextTokens = z.number().int().min(MIN_CONTEXT_TOKENS).max(MAX_CONTEXT_TOKENS);
+/**
+ * Whether the local adapter keeps the KV cache of a prompt's common prefix between an instance's
+ * calls (model-adapters/kv-prefix.ts: why that carries no memory across wakes). On: measured on
+ * the test model, answers with and without it were byte-identical at the same seed
+ * (docs/local-model.md "KV reuse"). Off with --no-kv-reuse or "kv_reuse": false.
+ */
+export const DEFAULT_LOCAL_KV_REUSE = true;
 export const LocalContextTokens = z.number().int().min(MIN_CONTEXT_TOKENS).max(MAX_LOCAL_CONTEXT_TOKENS);
 const TimeoutMs = ModelTimeoutMs;
 /**
@@ -126,6 +135,8 @@ export const LocalModelConfig = z.strictObject({
   threads: z.number().int().min(1).max(256),
   context_size: LocalContextTokens,
   timeout_ms: TimeoutMs,
+  /** Keep the KV cache of the prompt's common prefix between calls (DEFAULT_LOCAL_KV_REUSE); the same for every group of a study, named in every call's fingerprint when on. */
+  kv_reuse: z.boolean().default(DEFAULT_LOCAL_KV_REUSE),
 });
 export type LocalModelConfig = z.infer<typeof LocalModelConfig>;
 

@@ -5,7 +5,7 @@
 import { InternalError } from '../foundation/typed-error.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import type { PayloadOf } from '../schema/event-catalog.js';
-import { ModelAnswered, ModelCallFailed } from '../schema/events/model-output-events.js';
+import { ModelAnswered, ModelCallFailed, type PromptReuse } from '../schema/events/model-output-events.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
 import type { ModelProtocol } from './model-protocol.js';
 import type { RecordedModelCall } from './protocol.js';
@@ -119,6 +119,6 @@ export function recordedCallsFromEvents(envelopes: readonly EventEnvelope[]): Re
   return out;
 }
 
-function factsOf(p: { finish_reason: string | null; response_model: string | null; prompt_tokens_counted: number | null; prompt_count_source: 'server' | 'tokenizer' | 'estimate' | null; attempts: number }): Pick<RecordedModelCall['outcome'], 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts'> {
-  return { finish_reason: p.finish_reason, response_model: p.response_model, prompt_tokens_counted: p.prompt_tokens_counted, prompt_count_source: p.prompt_count_source, attempts: p.attempts };
+function factsOf(p: { finish_reason: string | null; response_model: string | null; prompt_tokens_counted: number | null; prompt_count_source: 'server' | 'tokenizer' | 'estimate' | null; attempts: number; prompt_reuse: PromptReuse | null }): Pick<RecordedModelCall['outcome'], 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts' | 'prompt_reuse'> {
+  return { finish_reason: p.finish_reason, response_model: p.response_model, prompt_tokens_counted: p.prompt_tokens_counted, prompt_count_source: p.prompt_count_source, attempts: p.attempts, prompt_reuse: p.prompt_reuse };
 }

@@ -93,7 +93,7 @@ type Draft = Omit<EventDraft, 'schema_version'> & { readonly event_type: EventTy
 /** What every model event says of its call: the adapter, its parameters, the latency, the bundle's counts. */
 type ModelCallFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'wake_id' | 'adapter' | 'model_id' | 'params' | 'system_fingerprint' | 'latency_ms' | 'context'>;
 /** The call record (schema/events/model-output-events.ts CallRecord). */
-type CallRecordFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'protocol' | 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts'>;
+type CallRecordFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'protocol' | 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts' | 'prompt_reuse'>;
 
 /** The runtime is stopping: the wake ended at a step boundary, everything before it recorded. */
 export class WakeStoppedError extends InternalError {
@@ -303,6 +303,7 @@ class Wake {
       prompt_tokens_counted: facts.prompt_tokens_counted,
       prompt_count_source: facts.prompt_count_source,
       attempts: facts.attempts,
+      prompt_reuse: facts.prompt_reuse ?? null,
     };
   }
 

@@ -26,6 +26,11 @@ export const EARLIER_CATALOGUES: EarlierCatalogues = {
     'ModelOutputEvent.ModelCallFailed': '1.1.0',
     'ModelOutputEvent.ModelCallAttemptFailed': null,
   },
+  // Before issue 34: the call records without prompt_reuse.
+  '1.1.0': {
+    'ModelOutputEvent.ModelAnswered': '1.3.0',
+    'ModelOutputEvent.ModelCallFailed': '1.2.0',
+  },
 } satisfies Readonly<Record<string, CatalogueChanges>>;
 
 /** Every catalogue whose stores this build reads, oldest first; the last is EVENT_SCHEMA_VERSION. */

@@ -29,8 +29,13 @@ export function upcasterKey(eventType: string, fromVersion: string): string {
  *   "estimate", false ⇒ "server".
  * - ModelCallFailed 1.1.0 → 1.2.0: the same call record; no usage (it was not recorded). A
  *   budget_exhausted call asked for nothing, but the field is not nullable: it keeps /1.
+ * Catalogue 1.2.0 (issue 34): ModelAnswered 1.3.0 → 1.4.0 and ModelCallFailed 1.2.0 → 1.3.0 add
+ * prompt_reuse, null (nobody recorded what a cache served).
  */
 const LEGACY_CALL_RECORD = { protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 } as const;
+
+/** Catalogue 1.2.0 (issue 34): the call record's prompt_reuse, not reported before it (null). */
+const withoutReuse = (event: Readonly<EventEnvelope>, to: string): Upcast => ({ schema_version: to, payload: { ...(event.payload as Record<string, unknown>), prompt_reuse: null } });
 
 export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
   [
@@ -44,4 +49,6 @@ export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
     upcasterKey(ModelCallFailed.type, '1.1.0'),
     (event) => ({ schema_version: '1.2.0', payload: { ...(event.payload as Record<string, unknown>), ...LEGACY_CALL_RECORD, usage: null, usage_source: null } }),
   ],
+  [upcasterKey(ModelAnswered.type, '1.3.0'), (event) => withoutReuse(event, '1.4.0')],
+  [upcasterKey(ModelCallFailed.type, '1.2.0'), (event) => withoutReuse(event, '1.3.0')],
 ]);

@@ -101,6 +101,10 @@ export interface EngineSequence {
   clearHistory(): Promise<void>;
   dispose(): Promise<void>;
   readonly nextTokenIndex: number;
+  /** The tokens whose KV the sequence holds, in order (kv-prefix.ts reads them to keep a common prefix). */
+  readonly contextTokens: readonly EngineToken[];
+  /** Erases [start, end) of what the sequence holds. */
+  eraseContextTokenRanges(ranges: readonly { readonly start: number; readonly end: number }[]): Promise<void>;
 }
 
 /** A chat history item as node-llama-cpp's chat wrappers take it. */
@@ -187,7 +191,8 @@ export function checkEngineModel(model: EngineModel): void {
 /** Checks a context sequence has what the adapter calls. */
 export function checkEngineSequence(sequence: EngineSequence): void {
   const record = sequence as unknown as Record<string, unknown>;
-  const missing = ['evaluate', 'clearHistory', 'dispose'].filter((m) => typeof record[m] !== 'function');
+  const missing = ['evaluate', 'clearHistory', 'dispose', 'eraseContextTokenRanges'].filter((m) => typeof record[m] !== 'function');
+  if (!Array.isArray(record['contextTokens'])) missing.push('contextTokens');
   if (missing.length > 0) throw new LocalEngineMismatchError(`${LOCAL_ENGINE_PACKAGE}'s context sequence lacks ${missing.join(', ')}; reinstall: ${SETUP_HINT}`);
 }
 

@@ -30,16 +30,17 @@
 // the grammar cannot enforce) are typed errors: `preflight` reports them as a refusal before
 // hour 0, `call` throws them. Everything a call itself can meet is an outcome.
 import { assertNever } from '../../foundation/assert-never.js';
-import { basename, isAbsolute } from 'node:path';
+import { basename } from 'node:path';
 import { z } from 'zod';
 import { InternalError } from '../../foundation/typed-error.js';
 import { answerGrammar } from '../answer-grammar.js';
 import { AnswerGrammarError } from '../answer-grammar-limits.js';
 import type { CallFacts, ModelAdapter, ModelAdapterDefinition, ModelCallOutcome, ModelMeasurement, ModelParams, ModelRequest, PreflightResult, PromptSample, SpeedSampleOf } from '../model-adapter.js';
+import { keepCommonPrefix } from './kv-prefix.js';
+import { ENGINE_DEFAULT_TEMPERATURE, ENGINE_DEFAULT_TOP_P, LOCAL_ADAPTER_LIMITS, LOCAL_DEFAULT_SEED, LOCAL_FIXED_SAMPLING, LocalAdapterConfigError, LocalAdapterOptions } from './local-options.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { checkModelFile, sha256OfFile } from './local-model-file.js';
 import { promptRenderer } from './local-prompt.js';
-import { LocalContextTokens, MAX_LOCAL_CONTEXT_TOKENS } from '../protocol.js';
 import { checkConstrainedAnswer } from './structured-output.js';
 import {
   checkEngineModel,
@@ -52,62 +53,15 @@ import {
   type EngineLlama,
   type EngineLogLevel,
   type EngineModel,
+  type EngineSequence,
   type EngineToken,
   type LocalEngine,
 } from './load-engine.js';
 
-export const LOCAL_ADAPTER_LIMITS = {
-  /** A context of more tokens is beyond what a CPU evaluates in a call's time (prompt evaluation grows with its square). */
-  maxContextSize: MAX_LOCAL_CONTEXT_TOKENS,
-  /** Compiled grammars kept (one per distinct answer schema; a wake's schema differs by its shown seqs). */
-  grammarCacheEntries: 16,
-  /** Engine log lines kept for preflight and failure details, each cut to maxEngineLogChars. */
-  maxEngineLogLines: 32,
-  maxEngineLogChars: 300,
-  /** The probe's answer cap when params.max_tokens is null (the wake loop's largest cap). */
-  probeMaxTokens: 4_096,
-  /** How much of a raw answer a preflight fact or a detail quotes. */
-  quotedChars: 2_000,
-} as const;
-
-/** The seed used when params.seed is null: fixed, so that runs are reproducible (the record names it). */
-export const LOCAL_DEFAULT_SEED = 0;
-/** node-llama-cpp 3.21.1's own defaults, used when params leave temperature / top_p null. */
-export const ENGINE_DEFAULT_TEMPERATURE = 0;
-export const ENGINE_DEFAULT_TOP_P = 0.95;
-/** Sampling parameters ModelParams does not carry, fixed here (and named in every call's fingerprint). */
-export const LOCAL_FIXED_SAMPLING = { top_k: 40, min_p: 0, repeat_penalty: 'off' } as const;
-
-export class LocalAdapterConfigError extends InternalError {
-  override readonly name = 'LocalAdapterConfigError';
-}
 /** The engine could not load the model or make its context (corrupt file, unsupported architecture, memory). */
 export class LocalModelLoadError extends InternalError {
   override readonly name = 'LocalModelLoadError';
 }
-
-export const LocalAdapterOptions = z.strictObject({
-  /** The .gguf file, as an absolute path (the CLI resolves relative ones). */
-  modelFile: z.string().min(1).max(4_096).refine((p) => isAbsolute(p), { message: 'modelFile must be an absolute path' }),
-  /** What records call the model; default: the file's name without .gguf. */
-  modelId: z.string().min(1).max(200).optional(),
-  params: z.strictObject({
-    temperature: z.number().min(0).max(2).nullable(),
-    top_p: z.number().gt(0).max(1).nullable(),
-    /** llama.cpp seeds with an unsigned 32-bit integer (node-llama-cpp would clamp a negative one to 0 unsaid). */
-    seed: z.number().int().min(0).max(0xffff_ffff).nullable(),
-    max_tokens: z.number().int().min(1).nullable(),
-  }),
-  threads: z.number().int().min(1).max(256).default(1),
-  /** The context in tokens: prompt + answer cap must fit in it. Explicit: it decides what fits and how long prompts take. */
-  contextSize: LocalContextTokens,
-  /** Only the CPU build is installed (docs/local-model.md). */
-  gpu: z.literal(false).default(false),
-  flashAttention: z.boolean().default(false),
-  /** Where the engine's nested package is (tests point it elsewhere); default runtime/model-adapters/local-engine. */
-  enginePackageRoot: z.string().min(1).max(4_096).optional(),
-});
-export type LocalAdapterOptions = z.input<typeof LocalAdapterOptions>;
 
 /** What loading learnt; kept for the records. */
 interface Loaded {
@@ -171,7 +125,7 @@ export const LOCAL_ADAPTER: ModelAdapterDefinition<'local'> = {
   answeredByServer: false,
   preflightReportsBuild: true,
   // Nothing is loaded here: the engine and the model load in preflight (before the first wake), or at the first call.
-  create: (config) => new LocalAdapter({ modelFile: config.model_file, modelId: config.model_id, params: config.params, threads: config.threads, contextSize: config.context_size }),
+  create: (config) => new LocalAdapter({ modelFile: config.model_file, modelId: config.model_id, params: config.params, threads: config.threads, contextSize: config.context_size, kvReuse: config.kv_reuse }),
 };
 
 export class LocalAdapter implements ModelAdapter {
@@ -190,6 +144,8 @@ export class LocalAdapter implements ModelAdapter {
   private readonly engineLog: string[] = [];
   /** Lines logged since load, including those the bounded buffer let go. */
   private engineLogTotal = 0;
+  /** With kvReuse: the sequence of the last call that ended well, holding its tokens' KV for the next call. */
+  private kept: EngineSequence | null = null;
 
   constructor(options: LocalAdapterOptions) {
     const parsed = LocalAdapterOptions.safeParse(options);
@@ -436,6 +392,8 @@ export class LocalAdapter implements ModelAdapter {
         `ctx ${context.contextSize}`,
         `threads ${this.options.threads}`,
         `fa ${this.options.flashAttention ? 'on' : 'off'}`,
+        // Said only when on, so fingerprints of runs without it read as before.
+        ...(this.options.kvReuse ? ['kv reuse on'] : []),
         `t ${this.sampling.temperature} top_p ${this.sampling.topP} top_k ${LOCAL_FIXED_SAMPLING.top_k} min_p ${LOCAL_FIXED_SAMPLING.min_p} rp off seed ${this.sampling.seed}`,
       ].join('; ');
       return { engine, llama, model, context, fileBytes, sha256, modelName, architecture, trainContextSize: model.trainContextSize, contextSize: context.contextSize, promptFormat, render, fingerprint };
@@ -498,14 +456,16 @@ export class LocalAdapter implements ModelAdapter {
     }
 
     const logBefore = this.engineLogTotal;
-    const sequence = l.context.getSequence({
+    const sequence = this.kept ?? l.context.getSequence({
       contextShift: {
         strategy: () => {
           throw new ContextShiftRefused('the context is full and the engine asked to shift it');
         },
       },
     });
+    this.kept = null;
     checkEngineSequence(sequence);
+    let reused = 0;
     const generated: EngineToken[] = [];
     let evaluationStartMs: number | null = null;
     let firstTokenMs: number | null = null;
@@ -513,8 +473,9 @@ export class LocalAdapter implements ModelAdapter {
     let pending: Promise<unknown> = Promise.resolve();
     let onAbort: (() => void) | null = null;
     try {
-      await sequence.clearHistory();
-      const iterator = sequence.evaluate(prompt, {
+      if (this.options.kvReuse) reused = await keepCommonPrefix(sequence, prompt);
+      else await sequence.clearHistory();
+      const iterator = sequence.evaluate(prompt.slice(reused), {
         temperature: this.sampling.temperature,
         topP: this.sampling.topP,
         topK: LOCAL_FIXED_SAMPLING.top_k,
@@ -562,18 +523,23 @@ export class LocalAdapter implements ModelAdapter {
       ending = error instanceof ContextShiftRefused || (error instanceof Error && error.name === 'ContextShiftRefused') ? { kind: 'shift' } : { kind: 'error', error };
     }
     if (onAbort !== null) signal.removeEventListener('abort', onAbort);
-    // Failures of the cleanup change nothing already decided; the next call gets a fresh sequence either way.
-    const cleanup = pending
-      .catch(() => undefined)
-      .then(() => sequence.dispose())
-      .catch(() => undefined);
+    // Failures of the cleanup change nothing already decided; the next call gets a fresh sequence
+    // unless this one ended well and reuse is on (then it keeps what it holds for the next).
+    const keep = this.options.kvReuse && (ending.kind === 'stop' || ending.kind === 'length');
+    const cleanup = keep
+      ? Promise.resolve().then(() => void (this.kept = sequence))
+      : pending
+          .catch(() => undefined)
+          .then(() => sequence.dispose())
+          .catch(() => undefined);
 
     const text = generated.length === 0 ? '' : l.model.detokenize(generated);
     const usage = { prompt_tokens: prompt.length, completion_tokens: generated.length };
     const endMs = performance.now();
     // The engine's own split, timed here (the speed the model check measures: runtime/model-adapters/measured-speed.ts).
-    const engineTimings = evaluationStartMs === null || firstTokenMs === null ? null : { prompt_n: prompt.length, prompt_ms: firstTokenMs - evaluationStartMs, predicted_n: generated.length, predicted_ms: endMs - firstTokenMs };
-    const spent = { usage, usage_source: 'tokenizer', engine_timings: engineTimings } as const;
+    const engineTimings = evaluationStartMs === null || firstTokenMs === null ? null : { prompt_n: prompt.length - reused, prompt_ms: firstTokenMs - evaluationStartMs, predicted_n: generated.length, predicted_ms: endMs - firstTokenMs };
+    const promptReuse = { reused_tokens: reused, evaluated_tokens: prompt.length - reused, source: 'engine' } as const;
+    const spent = { usage, usage_source: 'tokenizer', engine_timings: engineTimings, prompt_reuse: promptReuse } as const;
     const engineSaid = this.engineLogSince(logBefore);
     const logNote = engineSaid.length === 0 ? '' : `; engine log: ${engineSaid.join(' | ')}`;
     switch (ending.kind) {

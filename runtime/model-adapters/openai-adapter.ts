@@ -39,6 +39,7 @@
 // event store.
 import { assertNever } from '../../foundation/assert-never.js';
 import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
+import { promptReuseOf } from './prompt-reuse.js';
 import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
@@ -439,6 +440,7 @@ export class OpenAiAdapter implements ModelAdapter {
       ...usageOf(state?.usage, state?.content ?? ''),
       attempts,
       ...timingsField(state?.timings),
+      prompt_reuse: promptReuseOf(state?.usage, state?.timings),
     });
 
     switch (reply.kind) {
@@ -450,7 +452,7 @@ export class OpenAiAdapter implements ModelAdapter {
       case 'http_error':
         return failed('http_error', reply.detail, reply.state === null || !reply.state.sawContent ? null : reply.state.content, reply.answered2xx ? fromState(reply.state) : { ...nothingKnown, finish_reason: reply.state?.finish_reason ?? null, response_model: reply.state?.model ?? null, attempts });
       case 'completion': {
-        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts, ...timingsField(reply.timings) };
+        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts, ...timingsField(reply.timings), prompt_reuse: promptReuseOf(reply.usage, reply.timings) };
         if (reply.refusal !== null && reply.refusal.trim() !== '') {
           return failed('refusal', `the model refused: ${JSON.stringify(reply.refusal.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, reply.content ?? reply.refusal, facts);
         }
@@ -473,6 +475,7 @@ export class OpenAiAdapter implements ModelAdapter {
           response_model: this.redactNullable(facts.response_model),
           attempts,
           ...timingsField(reply.timings),
+          prompt_reuse: facts.prompt_reuse,
           ...counted,
         };
       }

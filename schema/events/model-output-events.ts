@@ -40,6 +40,20 @@ export const TokenCountSource = z.enum(['server', 'tokenizer', 'estimate']);
 export const AnswerProtocol = z.enum(['ds-model-output/1', 'ds-model-output/2']);
 
 /**
+ * Where a call's prompt-reuse figures come from (issue 34 item 1): `server_timings` — llama.cpp's
+ * `timings` (`cache_n` served from its KV cache and `prompt_n` evaluated; a build without
+ * `cache_n`, such as b4748, reports only `prompt_n`, and the reused count is then the server's
+ * prompt count less it); `server_usage` — OpenAI-style `usage.prompt_tokens_details.cached_tokens`
+ * (OpenAI, vLLM with prefix caching); `engine` — the local adapter's own KV cache, counted by it.
+ */
+export const PromptReuseSource = z.enum(['server_timings', 'server_usage', 'engine']);
+export type PromptReuseSource = z.infer<typeof PromptReuseSource>;
+
+/** Prompt tokens served from a cache of an earlier call (`reused_tokens`) and evaluated afresh (`evaluated_tokens`), and who said so. */
+export const PromptReuse = z.strictObject({ reused_tokens: Count, evaluated_tokens: Count, source: PromptReuseSource });
+export type PromptReuse = z.infer<typeof PromptReuse>;
+
+/**
  * What every call that reached a model says about itself (issue 15 item 3): why the answer
  * ended, what model the response says answered, the prompt's size as counted (and by whom), and
  * how many transport attempts the call took. Null where the adapter cannot know.
@@ -52,7 +66,11 @@ const CallRecord = {
   prompt_tokens_counted: Count.nullable(),
   prompt_count_source: TokenCountSource.nullable(),
   attempts: z.number().int().min(1).max(100),
+  /** 1.4.0 / 1.3.0 (issue 34): what of the prompt a cache served; null where nobody reported it (and in records before). */
+  prompt_reuse: PromptReuse.nullable(),
 };
+/** The call record as catalogue 1.1.0 wrote it (before prompt_reuse). */
+const { prompt_reuse: _reuse, ...CallRecordBefore34 } = CallRecord;
 
 /**
  * A model call that answered with text the protocol accepts; `raw_output` is stored verbatim
@@ -62,7 +80,7 @@ const CallRecord = {
 export const ModelAnswered = defineEvent(
   'ModelOutputEvent',
   'ModelAnswered',
-  '1.3.0',
+  '1.4.0',
   z.strictObject({
     ...ModelCall,
     ...CallRecord,
@@ -73,6 +91,14 @@ export const ModelAnswered = defineEvent(
   }),
   undefined,
   {
+    '1.3.0': z.strictObject({
+      ...ModelCall,
+      ...CallRecordBefore34,
+      context: ContextCounts,
+      raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
+      usage: Usage,
+      usage_source: TokenCountSource,
+    }),
     '1.2.0': z.strictObject({ ...ModelCallBefore15, context: ContextCounts, raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS), usage: Usage, usage_estimated: z.boolean() }),
   },
 );
@@ -107,7 +133,7 @@ export const ModelCallFailure = z.enum(MODEL_CALL_FAILURES);
 export const ModelCallFailed = defineEvent(
   'ModelOutputEvent',
   'ModelCallFailed',
-  '1.2.0',
+  '1.3.0',
   z.strictObject({
     ...ModelCall,
     ...CallRecord,
@@ -120,6 +146,16 @@ export const ModelCallFailed = defineEvent(
   }),
   undefined,
   {
+    '1.2.0': z.strictObject({
+      ...ModelCall,
+      ...CallRecordBefore34,
+      context: ContextCounts.nullable(),
+      failure: ModelCallFailure,
+      detail: z.string().max(2_000),
+      raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
+      usage: Usage.nullable(),
+      usage_source: TokenCountSource.nullable(),
+    }),
     '1.1.0': z.strictObject({
       ...ModelCallBefore15,
       context: ContextCounts.nullable(),

@@ -29,7 +29,7 @@ const SAMPLES: { readonly [N in ModelAdapterName]: ModelConfigs[N] } = {
   reference: { adapter: 'reference' },
   openai: { adapter: 'openai', base_url: 'http://127.0.0.1:9/v1', model_id: 'served-model', api_key_env: null, params: NO_PARAMS, dialect: 'json_schema', stream: false, context_size: null, timeout_ms: 4_321, retry: RETRY },
   replay: { adapter: 'replay', source_model_id: 'recorded-model', calls: [] },
-  local: { adapter: 'local', model_file: MODEL_FILE, model_id: 'stories260K', params: { ...NO_PARAMS, seed: 7 }, threads: 1, context_size: 2_048, timeout_ms: 8_765 },
+  local: { adapter: 'local', model_file: MODEL_FILE, model_id: 'stories260K', params: { ...NO_PARAMS, seed: 7 }, threads: 1, context_size: 2_048, timeout_ms: 8_765, kv_reuse: true },
 };
 
 const made: ModelAdapter[] = [];
@@ -151,7 +151,7 @@ describe('who counts the tokens: each adapter\'s calls say what its definition s
   });
 
   test('a replay: as its source recorded them (a server\'s count served as such)', async () => {
-    const recorded = { kind: 'answered' as const, raw_output: '{}', usage: { prompt_tokens: 10, completion_tokens: 2 }, usage_source: 'server' as const, latency_ms: 5, system_fingerprint: null, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 10, prompt_count_source: 'tokenizer' as const, attempts: 1 };
+    const recorded = { kind: 'answered' as const, raw_output: '{}', usage: { prompt_tokens: 10, completion_tokens: 2 }, usage_source: 'server' as const, latency_ms: 5, system_fingerprint: null, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 10, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null };
     const replay = modelAdapterFor({ ...SAMPLES.replay, calls: [{ wake_id: 'wake-001', call_number: 1, outcome: recorded }] });
     expectCountedAsStated('replay', await replay.call(request(), 1_000));
   });

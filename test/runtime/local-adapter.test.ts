@@ -21,7 +21,8 @@ import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-
 import { ContextBundle } from '../../runtime/context-bundle.js';
 import type { ModelCallOutcome, ModelRequest } from '../../runtime/model-adapter.js';
 import { LOCAL_ENGINE_SETUP_COMMAND, LocalEngineMismatchError, LocalEngineMissingError, loadLocalEngine } from '../../runtime/model-adapters/load-engine.js';
-import { LOCAL_DEFAULT_SEED, LocalAdapter, LocalAdapterConfigError, type LocalAdapterOptions } from '../../runtime/model-adapters/local-adapter.js';
+import { LocalAdapter } from '../../runtime/model-adapters/local-adapter.js';
+import { LOCAL_DEFAULT_SEED, LocalAdapterConfigError, type LocalAdapterOptions } from '../../runtime/model-adapters/local-options.js';
 import { checkModelFile, LocalModelMissingError, LocalModelNotGgufError, LocalModelUnreadableError } from '../../runtime/model-adapters/local-model-file.js';
 import { MODEL_PROTOCOL_V2, parseModelOutput } from '../../runtime/model-protocol.js';
 import { renderPrompt } from '../../runtime/prompt.js';
@@ -135,12 +136,37 @@ describe('answers of the real model', () => {
       expect(o.system_fingerprint!.length).toBeLessThanOrEqual(200);
       // The engine's split of the call, timed by the adapter: the prompt until the first token, the answer after it, within the call's wall time.
       const t = o.engine_timings!;
-      expect([t.prompt_n, t.predicted_n]).toEqual([o.usage.prompt_tokens, o.usage.completion_tokens]);
+      // The prompt's KV reuse (issue 34): what the cache served plus what was evaluated is the whole prompt; the engine timed the evaluated part.
+      const reuse = o.prompt_reuse!;
+      expect(reuse.source).toBe('engine');
+      expect(reuse.reused_tokens + reuse.evaluated_tokens).toBe(o.usage.prompt_tokens);
+      // Each call differs from the one before only at its end: all but that is served from the cache.
+      if (i > 0) expect(reuse.reused_tokens).toBeGreaterThan(o.usage.prompt_tokens - 20);
+      expect([t.prompt_n, t.predicted_n]).toEqual([reuse.evaluated_tokens, o.usage.completion_tokens]);
       expect(t.prompt_ms).toBeGreaterThan(0);
       expect(t.predicted_ms).toBeGreaterThan(0);
       expect(t.prompt_ms + t.predicted_ms).toBeLessThanOrEqual(o.latency_ms + 1);
       expect(measuredSpeedOf(o)?.source).toBe('engine_timings');
     }
+  });
+
+  test('KV reuse changes no answer: the same growing prompts with reuse on and off give byte-identical answers at the same seed, and only reuse skips the shared prefix', { timeout: 300_000 }, async () => {
+    const prompts = [0, 1, 2].map((k) => `${request().user}\n${Array.from({ length: 4 + 4 * k }, (_, i) => `seq ${100 + i}: a message about the report`).join('\n')}`);
+    const run = async (kvReuse: boolean) => {
+      const a = adapter({ kvReuse });
+      const outcomes = [];
+      for (const user of prompts) outcomes.push(answered(await a.call(request({ user }), 120_000)));
+      await a.close();
+      return outcomes;
+    };
+    const off = await run(false);
+    const on = await run(true);
+    expect(on.map((o) => o.raw_output)).toEqual(off.map((o) => o.raw_output));
+    expect(off.map((o) => o.prompt_reuse!.reused_tokens)).toEqual([0, 0, 0]);
+    expect(on[0]!.prompt_reuse!.reused_tokens).toBe(0);
+    for (const o of on.slice(1)) expect(o.prompt_reuse!.reused_tokens).toBeGreaterThan(o.usage.prompt_tokens / 2);
+    expect(on[1]!.system_fingerprint).toContain('kv reuse on');
+    expect(off[1]!.system_fingerprint).not.toContain('kv reuse');
   });
 
   test('no state is carried between calls: A, B, A gives A twice, and a fresh adapter gives the same A', { timeout: 300_000 }, async () => {

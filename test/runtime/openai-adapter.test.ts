@@ -194,6 +194,8 @@ describe('honest records: streamed and plain answers', () => {
       prompt_tokens_counted: countedPrompt(req),
       prompt_count_source: 'tokenizer',
       attempts: 1,
+      // The server reported no cache (no cached_tokens, no timings): nobody said, so null.
+      prompt_reuse: null,
     });
     // The first call learns the context (llama.cpp's /props) and finds the tokenizer (counting the system message), then counts the user message.
     expect(route(server)).toEqual(['GET /props', 'POST /tokenize', 'POST /tokenize', `POST ${CHAT}`]);

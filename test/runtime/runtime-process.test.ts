@@ -700,7 +700,7 @@ describe('ds-runtime: a stop lets the wake under way reach its step boundary wit
   // local model's wake after the bare margin — a call under way lost unrecorded — though the
   // controller waits the manifest's call_timeout_ms for it.
   test('a local model (waited for, in the runtime process): the wake held past the margin still ends at its step boundary, not cut', async () => {
-    const { failure, exit } = await stopHeldWake({ adapter: 'local', model_file: LOCAL_MODEL_FILE, model_id: 'stories260K', params: { temperature: null, top_p: null, seed: 1, max_tokens: 16 }, threads: 1, context_size: 2_048, timeout_ms: LOCAL_CALL_TIMEOUT_MS });
+    const { failure, exit } = await stopHeldWake({ adapter: 'local', model_file: LOCAL_MODEL_FILE, model_id: 'stories260K', params: { temperature: null, top_p: null, seed: 1, max_tokens: 16 }, threads: 1, context_size: 2_048, timeout_ms: LOCAL_CALL_TIMEOUT_MS, kv_reuse: true });
     expect(failure.failure?.code).toBe('stopped');
     expect(failure.failure?.message).toContain('at a step boundary of the wake; everything it did is recorded');
     expect(exit).toEqual({ code: 0, signal: null });

@@ -23,6 +23,13 @@ import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { observeOverlap, type OverlapObserver } from './request-overlap.js';
 
 export const TOKEN_CHARS = 3;
+
+function sharedChars(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i += 1;
+  return i;
+}
 export const TEMPLATE_TOKENS = 61;
 /** What a server that ignores the constraint writes, over and over until its cap. */
 const PROSE = 'Once upon a time there was a little cat who liked to play. ';
@@ -35,6 +42,12 @@ export interface LlamaLikeOptions {
   readonly promptTokensPerS?: number;
   readonly generatedTokensPerS?: number;
   readonly ignoresOpenAiJsonSchema?: boolean;
+  /**
+   * b4748's prompt cache (issue 34): the slot keeps the last prompt, and a request evaluates only
+   * what follows the part it shares with it (whole tokens of TOKEN_CHARS); `timings.prompt_n` is
+   * then the evaluated count (no `cache_n`, as in b4748), `usage.prompt_tokens` the whole prompt.
+   */
+  readonly prefixCache?: boolean;
   /** The content of a constrained answer to a request (its parsed body). */
   readonly answer?: (body: Record<string, unknown>) => string;
 }
@@ -133,10 +146,16 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
     await turn;
   };
 
+  /** The slot's last prompt (prefixCache). */
+  let cached = '';
   const serve = async (body: Record<string, unknown>, system: string, user: string, record: ChatRecord, res: ServerResponse): Promise<void> => {
     queued -= 1;
     record.startedAt = performance.now();
     const promptTokens = tokensOf(system) + tokensOf(user) + TEMPLATE_TOKENS;
+    const whole = `${system}\u0000${user}`;
+    const reused = options.prefixCache === true ? Math.min(Math.floor(sharedChars(cached, whole) / TOKEN_CHARS), promptTokens - 1) : 0;
+    cached = whole;
+    const evaluatedTokens = promptTokens - reused;
     const maxTokens = typeof body['max_tokens'] === 'number' ? body['max_tokens'] : 512;
     const isConstrained = constrained(body, options.ignoresOpenAiJsonSchema ?? false);
     let content = isConstrained ? (options.answer?.(body) ?? JSON.stringify(EMPTY_ANSWER)) : PROSE.repeat(Math.ceil((maxTokens * TOKEN_CHARS) / PROSE.length) + 1);
@@ -146,7 +165,7 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
       finish = 'length';
     }
     const generated = tokensOf(content);
-    const promptMs = (promptTokens / promptRate) * 1000;
+    const promptMs = (evaluatedTokens / promptRate) * 1000;
     const generatedMs = (generated / generatedRate) * 1000;
     // A running request is freed when its client leaves (at the next tick); a queued one ran anyway.
     const done = (await evaluate(promptMs, () => record.clientLeft)) && (await evaluate(generatedMs, () => record.clientLeft));
@@ -156,7 +175,7 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
       return;
     }
     const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
-    const timings = { prompt_n: promptTokens, prompt_ms: promptMs, prompt_per_token_ms: promptMs / promptTokens, prompt_per_second: promptRate, predicted_n: generated, predicted_ms: generatedMs, predicted_per_token_ms: generated === 0 ? 0 : generatedMs / generated, predicted_per_second: generatedRate };
+    const timings = { prompt_n: evaluatedTokens, prompt_ms: promptMs, prompt_per_token_ms: promptMs / evaluatedTokens, prompt_per_second: promptRate, predicted_n: generated, predicted_ms: generatedMs, predicted_per_token_ms: generated === 0 ? 0 : generatedMs / generated, predicted_per_second: generatedRate };
     if (record.clientLeft) return;
     if (body['stream'] === true) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

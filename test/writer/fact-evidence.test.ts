@@ -1,6 +1,7 @@
 // The writer refuses a FACT without eligible evidence (DESIGN §6.7, spec §17.2): checked
 // against the store itself, inside the append transaction.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ModelAnswered } from '../../schema/events/model-output-events.js';
 import { eventIdFor } from '../../schema/envelope-hash.js';
 import type { WriterClient } from '../../writer/client.js';
 import { WriterError, type EventDraft } from '../../writer/protocol.js';
@@ -32,7 +33,7 @@ beforeAll(async () => {
   worldEventId = (await experiment.append([messageDraft()])).events[0]!.event_id;
   const model: EventDraft = {
     event_type: 'ModelOutputEvent.ModelAnswered',
-    schema_version: '1.3.0',
+    schema_version: ModelAnswered.schemaVersion,
     occurred_at: '2026-07-20T09:00:00.000Z',
     actor: 'model',
     causation_id: null,
@@ -54,6 +55,7 @@ beforeAll(async () => {
       prompt_tokens_counted: null,
       prompt_count_source: null,
       attempts: 1,
+      prompt_reuse: null,
       context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 },
     },
   };

@@ -231,6 +231,7 @@ class SubjectScript {
         prompt_tokens_counted: 900 + (k % 100),
         prompt_count_source: 'server',
         attempts: 1,
+        prompt_reuse: null,
       }),
     );
     this.push('runtime', (seq) =>
