@@ -22,7 +22,7 @@
 import { MessageReceived } from '../schema/events/world-events.js';
 import type { EventDraft } from '../writer/protocol.js';
 import { buildContextBundle, type WorkspaceEntry } from '../runtime/context-bundle.js';
-import { renderPrompt, type RenderedPrompt } from '../runtime/prompt.js';
+import { renderPrompt, WAKE_LINES, type RenderedPrompt } from '../runtime/prompt.js';
 import type { VisibleEvent } from '../runtime/retrieval-window.js';
 import type { ExperimentPlan } from '../design/experiment-plan.js';
 import type { PreRegistration } from '../design/prereg.js';
@@ -101,8 +101,10 @@ export function promptBoundsOf(plan: ExperimentPlan, scenario: Scenario, prereg:
   for (let n = 0; n < MAX_FILLER_EVENTS; n += 1) {
     before.push({ seq: 0, event_id: '', event_type: MessageReceived.type, occurred_at: plan.schedule.start_at, payload: MessageReceived.payload.parse({ from: 'a colleague', subject: 'notes', body: nextBody(), in_reply_to: null }) });
     const numbered = [...before, ...last].map((e, i) => ({ ...e, seq: 2 + i, event_id: eventIdOf(2 + i) }));
-    largest = render(numbered, plan, prereg, scenario);
-    if (largest.window.omitted_by_count > 0 || largest.window.omitted_by_token_cap > 0) break;
+    const next = render(numbered, plan, prereg, scenario);
+    // The window drops a whole page once it overflows (retrieval rule 2.0.0): the one before the first drop is the fullest.
+    if (next.window.omitted_by_count > 0 || next.window.omitted_by_token_cap > 0) break;
+    largest = next;
   }
   return { first: first.prompt, largest: largest.prompt, largestWindow: { events: largest.window.events.length, tokensEstimated: largest.window.tokens_estimated } };
 }
@@ -113,6 +115,6 @@ export function promptBoundsOf(plan: ExperimentPlan, scenario: Scenario, prereg:
  * its wake line: it is no wake, and a server's log must not read it as one.
  */
 export function speedPrompt(bounds: PromptBounds, userChars: number, nonce: string): RenderedPrompt {
-  const afterWakeLine = bounds.largest.user.slice(bounds.largest.user.indexOf('\n') + 1);
-  return { system: `speed check ${nonce}: this text is only measured, not answered.\n${bounds.largest.system}`, user: afterWakeLine.slice(0, Math.max(0, userChars)) };
+  const withoutWakeLines = bounds.largest.user.split('\n').slice(0, -WAKE_LINES).join('\n');
+  return { system: `speed check ${nonce}: this text is only measured, not answered.\n${bounds.largest.system}`, user: withoutWakeLines.slice(0, Math.max(0, userChars)) };
 }

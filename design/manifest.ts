@@ -21,6 +21,8 @@
 //
 // random_seed: spec §6.4 shows a number; the project's seeds are strings (controller/
 // experiment-plan.ts Seed), so the manifest records the seed string the plan was built from.
+import { PROMPT_LAYOUT } from '../runtime/prompt.js';
+import { RETRIEVAL_RULE_VERSION } from '../runtime/retrieval-window.js';
 import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
@@ -44,7 +46,7 @@ import type { Group } from './groups.js';
 export const RUNTIME_VERSION = '0.1.0';
 // 1.2.0 (issue 31): forecast — what the preflight measured and predicted before hour 0 (design/model-forecast.ts).
 // 1.1.0 (issue 15): model.structured_output, model.config_sha256, model.context_size; adapter local.
-export const MANIFEST_VERSION = '1.3.0';
+export const MANIFEST_VERSION = '1.4.0';
 
 /** The fields that may (and must be the only ones to) differ between groups of one replicate. */
 export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_hash'] as const;
@@ -122,6 +124,12 @@ export const ModelInfo = z.strictObject({
   .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai or local model', path: ['call_timeout_ms'] });
 export type ModelInfo = z.infer<typeof ModelInfo>;
 
+/**
+ * How the runtime lays out the prompt (runtime/prompt.ts PROMPT_LAYOUT) and which retrieval rule
+ * cuts its window (runtime/retrieval-window.ts RETRIEVAL_RULE_VERSION): the same for every group.
+ */
+export const PromptInfo = z.strictObject({ layout: z.string().min(1).max(64), retrieval_rule: SemVer });
+
 export const ManifestVersions = z.strictObject({ runtime: SemVer, writer: SemVer, event_schema: SemVer, projector: SemVer, state_machine: SemVer });
 
 export const InstanceManifest = z
@@ -155,6 +163,8 @@ export const InstanceManifest = z
     forecast: ModelForecast.nullable().default(null),
     /** 1.3.0: sha256 of the run folder's scenario.json (design/scenario.ts RunScenario, canonical JSON): every oracle input of the scenario, pinned; null in manifests before issue 32. */
     scenario_sha256: HashString.nullable().default(null),
+    /** 1.4.0 (issue 34): the prompt layout and retrieval rule; null in manifests before (ds-prompt/1, rule 1.0.0). */
+    prompt: PromptInfo.nullable().default(null),
   })
   .superRefine((m, ctx) => {
     if (m.group_config_hash !== hashCanonical(m.capabilities)) ctx.addIssue({ code: 'custom', path: ['group_config_hash'], message: 'group_config_hash must be sha256(JCS(capabilities))' });
@@ -235,6 +245,7 @@ export function buildInstanceManifest(input: InstanceManifestInput): InstanceMan
     versions,
     forecast: input.forecast ?? null,
     scenario_sha256: input.scenarioSha256 ?? null,
+    prompt: { layout: PROMPT_LAYOUT, retrieval_rule: RETRIEVAL_RULE_VERSION },
   });
 }
 

@@ -147,7 +147,7 @@ export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): stri
   // atoms. How answers are parsed, repaired or recorded beyond "a broken answer is not used" is
   // not its business. The words describe the subject's world, never the study around it.
   return [
-    'You are a digital subject working in a research workspace over several simulated days, woken at scheduled moments. Each wake shows you its time and budget, a view of your state (goal, task board, focus, journal size, actions denied before), a window of recent events numbered by seq (stating what it leaves out) and the files in your workspace; nothing else is available to you.',
+    'You are a digital subject working in a research workspace over several simulated days, woken at scheduled moments. Each wake shows you a window of recent events numbered by seq, oldest first (stating what it leaves out), a view of your state (goal, task board, focus, journal size, actions denied before), the files in your workspace, and last the wake\'s time and budget; nothing else is available to you.',
     'Pursue your goal. Keep your task board and journal up to date. Notice when something you waited for has happened, when an event makes your plan wrong, and when files changed without you.',
     '',
     `ANSWER: exactly one JSON object in protocol ${PROTOCOL}, nothing before or after it; an answer that breaks a rule below is recorded as failed and not used. Every key is required (null where null is allowed, [] for an empty list); no other keys.`,
@@ -180,14 +180,35 @@ function quoted(text: string): string {
   return JSON.stringify(text);
 }
 
-function renderUser(bundle: ContextBundle): string {
-  const { wake, state, window, workspace } = bundle;
-  const lines: string[] = [];
-  lines.push(`WAKE ${wake.wake_id} at ${wake.wake_at}; events up to seq ${wake.visible_to_seq} are visible.`);
-  lines.push(`Budget of this wake: ${wake.budget.model_calls} model calls, ${wake.budget.tokens} tokens, ${wake.budget.tool_calls} tool calls.`);
-  lines.push('');
+/**
+ * The user message's layout (issue 34 item 2), recorded in the manifest (design/manifest.ts
+ * `prompt`): what stays the same from one wake to the next comes first, what changes comes last,
+ * so a server that caches prompt prefixes (llama.cpp's KV cache, OpenAI, vLLM's prefix caching,
+ * the local adapter's kv-prefix.ts) evaluates only the tail. In order: the events oldest first
+ * (pinned ones ahead; the window advances by pages, runtime/retrieval-window.ts), then what the
+ * window left out, the state view, the workspace listing, and last the wake line and its budget.
+ * ds-prompt/1 (before issue 34) opened with the wake line and listed full sha256s.
+ */
+export const PROMPT_LAYOUT = 'ds-prompt/2';
 
-  lines.push('STATE');
+/** The user message's last lines are the wake's own (its line and its budget): what is not a wake (a speed check) leaves them out. */
+export const WAKE_LINES = 2;
+
+/** Hex digits of a file's sha256 the listing shows: enough to tell a change (48 bits), a fifth of the tokens of the full hash. */
+export const LISTED_HASH_HEX_CHARS = 12;
+
+function renderEvents(window: ContextBundle['window']): string[] {
+  // No event_id column: an answer cites events by seq (ds-model-output/2), and a UUID per event
+  // costs a model some twenty tokens for nothing it can use.
+  const lines = ['EVENTS (seq · type · occurred_at · payload), oldest first'];
+  for (const e of window.events) lines.push(`${e.seq} · ${e.event_type} · ${e.occurred_at} · ${canonicalJson(e.payload)}`);
+  // What the window leaves out is part of what the subject is told; it changes every wake, so it follows the events.
+  lines.push(`(${window.statement})`);
+  return lines;
+}
+
+function renderState(state: ContextBundle['state']): string[] {
+  const lines = ['STATE'];
   lines.push(state.goal ? `goal: ${state.goal.goal_id} ${quoted(state.goal.description)}, deadline ${state.goal.deadline_at ?? 'none'}` : 'goal: none');
   lines.push(`tasks (${state.tasks.length}):`);
   for (const t of state.tasks) {
@@ -199,23 +220,37 @@ function renderUser(bundle: ContextBundle): string {
   lines.push(`actions denied before (${state.denied_actions.length}):`);
   // What was denied and why: without the target a subject cannot tell which action not to propose again.
   for (const a of state.denied_actions) lines.push(`- ${a.tool}.${a.op}${a.target === null ? '' : ` ${quoted(a.target)}`}${a.failed_rules.length === 0 ? '' : ` · failed: ${a.failed_rules.join(', ')}`} · repeats ${a.repeats}`);
-  lines.push('');
+  return lines;
+}
 
-  // No event_id column: an answer cites events by seq (ds-model-output/2), and a UUID per event
-  // costs a model some twenty tokens for nothing it can use.
-  lines.push('EVENTS (seq · type · occurred_at · payload)');
-  // The statement comes first: what the window leaves out is part of what the subject is told.
-  lines.push(window.statement);
-  for (const e of window.events) {
-    lines.push(`${e.seq} · ${e.event_type} · ${e.occurred_at} · ${canonicalJson(e.payload)}`);
-  }
-  lines.push('');
-
+function renderWorkspace(bundle: ContextBundle): string[] {
   const o = bundle.workspace_omitted;
   const left = o.too_deep + o.too_large + o.over_count;
-  lines.push(`WORKSPACE (${workspace.length} files: path · bytes · sha256)${left > 0 ? `; not listed: ${o.over_count} over the listing limit, ${o.too_large} too large, ${o.too_deep} folder(s) nested too deep` : ''}`);
-  for (const f of workspace) lines.push(`${quoted(f.path)} · ${f.bytes} · ${f.sha256}`);
-  return lines.join('\n');
+  const lines = [`WORKSPACE (${bundle.workspace.length} files: path · bytes · sha256 first ${LISTED_HASH_HEX_CHARS} hex)${left > 0 ? `; not listed: ${o.over_count} over the listing limit, ${o.too_large} too large, ${o.too_deep} folder(s) nested too deep` : ''}`];
+  for (const f of bundle.workspace) lines.push(`${quoted(f.path)} · ${f.bytes} · ${f.sha256.replace(/^sha256:/, '').slice(0, LISTED_HASH_HEX_CHARS)}`);
+  return lines;
+}
+
+function wakeLines(wake: ContextBundle['wake']): string[] {
+  const lines = [
+    `WAKE ${wake.wake_id} at ${wake.wake_at}; events up to seq ${wake.visible_to_seq} are visible.`,
+    `Budget of this wake: ${wake.budget.model_calls} model calls, ${wake.budget.tokens} tokens, ${wake.budget.tool_calls} tool calls.`,
+  ];
+  if (lines.length !== WAKE_LINES) throw new Error('bug: WAKE_LINES is not the wake lines\' count');
+  return lines;
+}
+
+function renderUser(bundle: ContextBundle): string {
+  const { wake } = bundle;
+  return [
+    ...renderEvents(bundle.window),
+    '',
+    ...renderState(bundle.state),
+    '',
+    ...renderWorkspace(bundle),
+    '',
+    ...wakeLines(wake),
+  ].join('\n');
 }
 
 /** The system and user messages for one model call; same bundle ⇒ byte-identical messages. */

@@ -12,8 +12,19 @@ import { EventId, Timestamp } from '../schema/event-definition.js';
 import { MAX_PINNED_EVENTS, type RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { ContextBundleError } from './context-bundle-error.js';
 
-/** Version of the retrieval rule below (filter, count cut, token cut, estimate). Bump on any change to what it selects. */
-export const RETRIEVAL_RULE_VERSION = '1.0.0';
+/**
+ * Version of the retrieval rule below (filter, count cut, token cut, estimate). Bump on any change
+ * to what it selects; the manifest records it (design/manifest.ts `prompt`). 2.0.0 (issue 34): the
+ * window advances by pages, not one event at a time, so consecutive wakes share its start.
+ */
+export const RETRIEVAL_RULE_VERSION = '2.0.0';
+/**
+ * The window is cut in this many pages of ceil(window_events / WINDOW_PAGES) eligible events,
+ * counted from the first eligible event: it drops its oldest page at once when a new one would
+ * overflow it, so it shows between window_events − page + 1 and window_events events and its start
+ * moves once a page, not at every new event. Part of the rule: the same for every group.
+ */
+export const WINDOW_PAGES = 2;
 /** The token estimate of one window event: ceil(UTF-8 bytes of its JCS text / this). */
 export const BYTES_PER_ESTIMATED_TOKEN = 4;
 
@@ -129,9 +140,11 @@ export class RetrievalIndex implements RetrievalClassification {
  * The pre-registered retrieval rule, identical for every group:
  *   1. visible = the given events with seq ≤ visibleToSeq (events must come in increasing seq);
  *   2. eligible = the visible events whose event_type is in policy.event_types;
- *   3. keep the last policy.window_events eligible events;
- *   4. drop the OLDEST kept event while the summed estimate (estimateEventTokens) exceeds
- *      policy.token_cap;
+ *   3. keep the eligible events from the first page boundary (a multiple of
+ *      page = ceil(policy.window_events / WINDOW_PAGES), counted from the first eligible event)
+ *      that leaves at most policy.window_events of them;
+ *   4. while the summed estimate (estimateEventTokens) exceeds policy.token_cap, drop the oldest
+ *      kept page (to the next page boundary); within the last page, the oldest event;
  *   5. visible events of policy.pinned_event_types go ahead of the window, outside its count
  *      and its token cap (at most MAX_PINNED_EVENTS, else refused).
  * Every visible event is accounted for exactly once: pinned, shown, omitted_by_count,
@@ -147,15 +160,18 @@ export function buildRetrievalWindow(visibleEvents: readonly VisibleEvent[], pol
 export function retrievalWindowOf(classified: RetrievalClassification, policy: RetrievalPolicy): RetrievalWindow {
   const { eligible, pinned } = classified;
   if (pinned.length > MAX_PINNED_EVENTS) throw new ContextBundleError(`${pinned.length} events of the pinned types ${[...new Set(policy.pinned_event_types)].join(', ')} are visible; at most ${MAX_PINNED_EVENTS} are shown ahead of the window`);
-  const kept = eligible.slice(Math.max(0, eligible.length - policy.window_events)).map(toWindowEvent);
+  const page = Math.ceil(policy.window_events / WINDOW_PAGES);
+  const start = Math.ceil(Math.max(0, eligible.length - policy.window_events) / page) * page;
+  const kept = eligible.slice(start).map(toWindowEvent);
   const omittedByCount = eligible.length - kept.length;
   const costs = kept.map(estimateEventTokens);
   let tokens = costs.reduce((sum, c) => sum + c, 0);
-  // Bounded by the kept count: each pass drops one event.
+  // Bounded by the kept count: each pass drops at least one event.
   let first = 0;
   while (first < kept.length && tokens > policy.token_cap) {
-    tokens -= costs[first]!;
-    first += 1;
+    const nextBoundary = Math.ceil((start + first + 1) / page) * page - start;
+    const to = nextBoundary < kept.length ? nextBoundary : first + 1;
+    for (; first < to; first += 1) tokens -= costs[first]!;
   }
   const pinnedEvents = pinned.map(toWindowEvent);
   const pinnedTokens = pinnedEvents.reduce((sum, e) => sum + estimateEventTokens(e), 0);

@@ -6,6 +6,9 @@
 // starting hashes were changed together with its hash — each refused, named.
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { MANIFEST_VERSION } from '../../design/manifest.js';
+import { PROMPT_LAYOUT } from '../../runtime/prompt.js';
+import { RETRIEVAL_RULE_VERSION } from '../../runtime/retrieval-window.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { checkSignedManifest } from '../../design/manifest.js';
 import { PreRegistration, readPreregJson } from '../../design/prereg.js';
@@ -46,7 +49,9 @@ describe('the scenario in the run folder', () => {
     expect(canonicalJson(record)).toBe(bytes);
     const checked = checkSignedManifest(JSON.parse(readFileSync(path.join(run.runDir, RUN_FILES.manifest), 'utf8')), run.setup.key.keys.publicKey);
     if (!checked.ok) throw new Error(checked.reason);
-    expect(checked.manifest.manifest_version).toBe('1.3.0');
+    expect(checked.manifest.manifest_version).toBe(MANIFEST_VERSION);
+    // 1.4.0 (issue 34): the prompt's layout and retrieval rule are in the signed manifest.
+    expect(checked.manifest.prompt).toEqual({ layout: PROMPT_LAYOUT, retrieval_rule: RETRIEVAL_RULE_VERSION });
     expect(checked.manifest.scenario_sha256).toBe(hashText(bytes));
     expect(scenarioHash(record.definition, record.files)).toBe(checked.manifest.scenario_hash);
     expect(record.definition.submit_task_id).toMatch(/\S/);

@@ -22,7 +22,7 @@ import { RetrievalPolicy } from '../../schema/retrieval-policy.js';
 import { judgePlanRevision, keepsStateAcrossWakes, type PlanRevisionInput } from '../../runtime/capability-policy.js';
 import { buildContextBundle, ContextBundle, type WorkspaceEntry } from '../../runtime/context-bundle.js';
 import { ContextBundleError } from '../../runtime/context-bundle-error.js';
-import { buildRetrievalWindow, estimateEventTokens, type VisibleEvent } from '../../runtime/retrieval-window.js';
+import { buildRetrievalWindow, estimateEventTokens, WINDOW_PAGES, type VisibleEvent } from '../../runtime/retrieval-window.js';
 import { buildSubjectView, windowView, type SubjectView } from '../../runtime/subject-view.js';
 import { decide, decideAnswer, NEAR_DEADLINE_MINUTES, ReferencePolicy, REFERENCE_POLICY_BUILD } from '../../runtime/model-adapters/reference-policy.js';
 import { MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V2, ModelAnswerV2, parseModelOutput, type ModelAction, type ShownEvents, type SubjectAnswer } from '../../runtime/model-protocol.js';
@@ -160,23 +160,51 @@ function readEvents(seq: number, path: string, content: string): VisibleEvent[] 
 // =======================================================================================
 
 describe('the retrieval window (the pre-registered rule, identical for every group)', () => {
-  it('keeps the last window_events eligible events and counts the older ones and the other types', () => {
+  it('keeps the eligible events from the page boundary that leaves at most window_events, and counts the older ones and the other types', () => {
     const events = numbered(Array.from({ length: 60 }, (_, i) => (i % 6 === 5 ? notEligible : distractor)));
     const w = buildRetrievalWindow(events, { ...POLICY, window_events: 40, token_cap: 1_000_000 });
     expect(w.eligible_total).toBe(50);
     expect(w.not_eligible).toBe(10);
-    expect(w.events).toHaveLength(40);
-    expect(w.omitted_by_count).toBe(10);
+    // Pages of 20 (40 / WINDOW_PAGES): 50 eligible overflow 40 by 10, so the first page of 20 goes at once.
+    expect(WINDOW_PAGES).toBe(2);
+    expect(w.events).toHaveLength(30);
+    expect(w.omitted_by_count).toBe(20);
     expect(w.omitted_by_token_cap).toBe(0);
     const eligibleSeqs = events.filter((e) => e.event_type === 'WorldEvent.DistractorOccurred').map((e) => e.seq);
-    expect(w.events.map((e) => e.seq)).toEqual(eligibleSeqs.slice(10));
-    expect(w.statement).toBe('window 40 of 50 eligible events (10 older left out, 0 over the token cap); 10 events of other types not shown');
+    expect(w.events.map((e) => e.seq)).toEqual(eligibleSeqs.slice(20));
+    expect(w.statement).toBe('window 30 of 50 eligible events (20 older left out, 0 over the token cap); 10 events of other types not shown');
   });
 
-  it('states the example of DESIGN §6 word for word', () => {
-    const events = numbered([...Array.from({ length: 312 }, () => distractor), ...Array.from({ length: 90 }, () => notEligible)]);
+  it('advances by pages: as events arrive the window keeps its first event for a page of them, so consecutive wakes share their start', () => {
+    const firstShown: number[] = [];
+    const shown: number[] = [];
+    for (let n = 38; n <= 84; n += 1) {
+      const w = buildRetrievalWindow(numbered(Array.from({ length: n }, () => distractor)), { ...POLICY, window_events: 40, token_cap: 1_000_000 });
+      firstShown.push(w.events[0]!.seq);
+      shown.push(w.events.length);
+    }
+    // The first event shown moves only at page boundaries (seq 1, 21, 41, 61), never one event at a time.
+    expect([...new Set(firstShown)]).toEqual([1, 21, 41, 61]);
+    expect(Math.min(...shown)).toBe(21);
+    expect(Math.max(...shown)).toBe(40);
+  });
+
+  it('states the example of DESIGN §6 word for word (at a page boundary: 320 eligible, 280 older)', () => {
+    const events = numbered([...Array.from({ length: 320 }, () => distractor), ...Array.from({ length: 90 }, () => notEligible)]);
     const w = buildRetrievalWindow(events, POLICY);
-    expect(w.statement).toBe('window 40 of 312 eligible events (272 older left out, 0 over the token cap); 90 events of other types not shown');
+    expect(w.statement).toBe('window 40 of 320 eligible events (280 older left out, 0 over the token cap); 90 events of other types not shown');
+  });
+
+  it('over the token cap a whole page goes first', () => {
+    const events = numbered(Array.from({ length: 30 }, () => distractor));
+    const all = buildRetrievalWindow(events, { ...POLICY, token_cap: 1_000_000 });
+    expect(all.events).toHaveLength(30);
+    const costs = all.events.map(estimateEventTokens);
+    // One token over what the newest 29 events cost: not one event but the page of 20 is dropped.
+    const cap = costs.slice(1).reduce((a, b) => a + b, 0);
+    const w = buildRetrievalWindow(events, { ...POLICY, token_cap: cap });
+    expect(w.events.map((e) => e.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 21 + i));
+    expect(w.omitted_by_token_cap).toBe(20);
   });
 
   it('drops the oldest events until the token estimate is within the cap', () => {
@@ -306,7 +334,7 @@ describe("group A's view: rebuilt from the window alone", () => {
     const window = buildRetrievalWindow(numbered([init, ...memory, ...burst]), POLICY);
     expect(window.pinned).toBe(1);
     expect(window.events[0]!.event_type).toBe('SystemEvent.SubjectInitialized');
-    expect(window.statement).toMatch(/^1 pinned event \(starting conditions\) \+ window 40 of /);
+    expect(window.statement).toMatch(/^1 pinned event \(starting conditions\) \+ window \d+ of /);
     const view = windowView(window);
     // The starting conditions, not what the burst pushed out: every task todo again, no focus.
     expect(view.goal?.goal_id).toBe('goal-1');
@@ -355,7 +383,7 @@ describe('buildContextBundle: the only place persistent_state decides what is ob
     ) as Record<'A' | 'B' | 'C', ContextBundle>;
     expect(bundles.B.window).toEqual(bundles.A.window);
     expect(bundles.C.window).toEqual(bundles.A.window);
-    expect(bundles.A.window.statement).toBe('1 pinned event (starting conditions) + window 40 of 48 eligible events (8 older left out, 0 over the token cap); 4 events of other types not shown');
+    expect(bundles.A.window.statement).toBe('1 pinned event (starting conditions) + window 28 of 48 eligible events (20 older left out, 0 over the token cap); 4 events of other types not shown');
     expect(bundles.B.state).toEqual(bundles.C.state);
     expect(bundles.B.state).toMatchObject({
       source: 'persistent',

@@ -18,7 +18,7 @@ import type { OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-o
 import { recordedCallsFromEvents, ReplayAdapter, ReplayRecordingError } from '../../runtime/model-adapters/replay-adapter.js';
 import { MODEL_OUTPUT_LIMITS, MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V1, MODEL_PROTOCOL_V2, ModelAnswerV2, ModelOutput, ModelProtocol, parseModelOutput, type ShownEvents } from '../../runtime/model-protocol.js';
 import { answerJsonSchema } from '../../runtime/answer-schema.js';
-import { estimateTokens, PromptSchemaError, renderPrompt, systemPrompt } from '../../runtime/prompt.js';
+import { estimateTokens, LISTED_HASH_HEX_CHARS, PROMPT_LAYOUT, PromptSchemaError, renderPrompt, systemPrompt } from '../../runtime/prompt.js';
 import type { RecordedModelCall } from '../../runtime/protocol.js';
 import { recordedProtocolOf } from '../../runtime/recorded-model-calls.js';
 import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
@@ -323,20 +323,26 @@ describe('renderPrompt', () => {
     expect(c.system).toBe(a.system);
   });
 
-  test('the user message: the statement line first, then one line per event as seq · type · occurred_at · payload (no event id), then the workspace', () => {
+  test('the user message (ds-prompt/2): events oldest first, then what the window left out, the state, the workspace with a short hash, and last the wake line', () => {
     const { user } = renderPrompt(BUNDLE);
     const lines = user.split('\n');
-    expect(lines).toContain('EVENTS (seq · type · occurred_at · payload)');
-    const statementAt = lines.indexOf(BUNDLE.window.statement);
-    expect(statementAt).toBeGreaterThan(0);
-    expect(lines[statementAt + 1]).toBe('40 · WorldEvent.MessageReceived · 2026-07-20T08:40:00.000Z · {"body":"The dataset arrives Thursday.\\nSorry for the delay.","from":"reviewer","in_reply_to":null,"subject":"status"}');
-    expect(lines[statementAt + 2]).toBe(`41 · WorldEvent.FileChangedExternally · 2026-07-20T08:41:00.000Z · {"change":"modified","path":"notes.md","post_hash":"${HASH}"}`);
+    // What stays the same from wake to wake opens the message; the wake line, which changes every wake, closes it.
+    expect(lines[0]).toBe('EVENTS (seq · type · occurred_at · payload), oldest first');
+    expect(lines[1]).toBe('40 · WorldEvent.MessageReceived · 2026-07-20T08:40:00.000Z · {"body":"The dataset arrives Thursday.\\nSorry for the delay.","from":"reviewer","in_reply_to":null,"subject":"status"}');
+    expect(lines[2]).toBe(`41 · WorldEvent.FileChangedExternally · 2026-07-20T08:41:00.000Z · {"change":"modified","path":"notes.md","post_hash":"${HASH}"}`);
+    const statementAt = lines.indexOf(`(${BUNDLE.window.statement})`);
+    expect(statementAt).toBe(3);
     // /2 cites seqs: no event id of the window is anywhere in the message.
     for (const e of BUNDLE.window.events) expect(user).not.toContain(e.event_id);
-    expect(user).toContain('WAKE wake-003 at 2026-07-20T09:00:00.000Z');
+    const stateAt = lines.indexOf('STATE');
+    expect(stateAt).toBeGreaterThan(statementAt);
     expect(user).toContain('- task-2 · blocked · priority 2 · "Analyse the dataset" · depends on: task-1');
-    expect(user).toContain(`"notes.md" · 120 · ${HASH}`);
-    expect(lines.indexOf(`"notes.md" · 120 · ${HASH}`)).toBeGreaterThan(statementAt + 2);
+    const short = HASH.replace(/^sha256:/, '').slice(0, LISTED_HASH_HEX_CHARS);
+    expect(lines.indexOf(`"notes.md" · 120 · ${short}`)).toBeGreaterThan(stateAt);
+    expect(user).not.toContain(`"notes.md" · 120 · ${HASH}`);
+    expect(lines.at(-2)).toBe(`WAKE wake-003 at 2026-07-20T09:00:00.000Z; events up to seq ${BUNDLE.wake.visible_to_seq} are visible.`);
+    expect(lines.at(-1)).toMatch(/^Budget of this wake: /);
+    expect(PROMPT_LAYOUT).toBe('ds-prompt/2');
   });
 
   test('a denied action is listed with what it was aimed at and the rules it failed', () => {

@@ -7,6 +7,7 @@ import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { WINDOW_PAGES } from '../../runtime/retrieval-window.js';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GROUP_CAPABILITIES } from '../../design/manifest.js';
@@ -190,7 +191,10 @@ function expectWindowStatement(statement: string, visible: readonly EventEnvelop
   expect(pinned).toBe(visible.filter((e) => pinnedTypes.has(e.event_type)).length);
   expect(eligible).toBe(eligibleInStore);
   expect(other).toBe(visible.length - eligibleInStore - pinned);
-  expect(byCount).toBe(Math.max(0, eligibleInStore - PREREG.retrieval_policy.window_events));
+  // Rule 2.0.0: the window starts at a page boundary (WINDOW_PAGES pages of the window) leaving at most window_events.
+  const windowEvents = PREREG.retrieval_policy.window_events;
+  const page = Math.ceil(windowEvents / WINDOW_PAGES);
+  expect(byCount).toBe(Math.ceil(Math.max(0, eligibleInStore - windowEvents) / page) * page);
   expect(shown + byCount + byCap).toBe(eligible);
   return { shown, eligible };
 }
