@@ -9,12 +9,10 @@
 //           other and against this code's versions (no configuration drift after start), the
 //           isolation as the instance started.
 // Either refusal leaves the folder as it was. Then instance.ts runs it.
-import { PROMPT_LAYOUT } from '../runtime/prompt.js';
-import { RETRIEVAL_RULE_VERSION } from '../runtime/retrieval-window.js';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
-import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
+import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptDriftOf, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
 import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
 import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
@@ -151,9 +149,9 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   const versions = { runtime: RUNTIME_VERSION, writer: WRITER_VERSION, event_schema: EVENT_SCHEMA_VERSION, projector: SUBJECT_PROJECTOR_VERSION, state_machine: STATE_MACHINE_VERSION };
   const drift = Object.entries(versions).filter(([name, version]) => manifest.versions[name as keyof typeof versions] !== version);
   if (drift.length > 0) throw new InstanceError('resume', `refusing to resume under other versions than the instance started with (${drift.map(([n, v]) => `${n} ${manifest.versions[n as keyof typeof versions]} → ${v}`).join(', ')}): that would be configuration drift after start`);
-  // The prompt its groups were shown (layout, retrieval rule) is part of the treatment's inputs: never resumed under another.
-  const prompt = { layout: PROMPT_LAYOUT, retrieval_rule: RETRIEVAL_RULE_VERSION };
-  if (canonicalJson(manifest.prompt) !== canonicalJson(prompt)) throw new InstanceError('resume', `refusing to resume under another prompt than the instance started with (${manifest.prompt === null ? 'ds-prompt/1, retrieval rule 1.0.0' : `${manifest.prompt.layout}, retrieval rule ${manifest.prompt.retrieval_rule}`} → ${prompt.layout}, retrieval rule ${prompt.retrieval_rule}): that would be configuration drift after start`);
+  // The prompt its groups were shown (layout, retrieval rule) is part of what every group got alike: never resumed under another.
+  const promptDrift = promptDriftOf(manifest.prompt);
+  if (promptDrift !== null) throw new InstanceError('resume', `refusing to resume under another prompt: ${promptDrift}; that would be configuration drift after start`);
   const isolation = isolationFor(runDir, options);
   if (isolation.manifest.mode !== manifest.isolation.mode) {
     isolation.cleanup();

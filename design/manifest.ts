@@ -129,6 +129,20 @@ export type ModelInfo = z.infer<typeof ModelInfo>;
  * cuts its window (runtime/retrieval-window.ts RETRIEVAL_RULE_VERSION): the same for every group.
  */
 export const PromptInfo = z.strictObject({ layout: z.string().min(1).max(64), retrieval_rule: SemVer });
+export type PromptInfo = z.infer<typeof PromptInfo>;
+
+/** The prompt this build shows. */
+export const CURRENT_PROMPT: PromptInfo = { layout: PROMPT_LAYOUT, retrieval_rule: RETRIEVAL_RULE_VERSION };
+
+/** What a manifest without `prompt` (before 1.4.0) was shown. */
+const PROMPT_BEFORE_34: PromptInfo = { layout: 'ds-prompt/1', retrieval_rule: '1.0.0' };
+
+/** Why an instance recorded with `recorded` must not go on under `current` (a resume), or null when they agree. */
+export function promptDriftOf(recorded: PromptInfo | null, current: PromptInfo = CURRENT_PROMPT): string | null {
+  const was = recorded ?? PROMPT_BEFORE_34;
+  if (was.layout === current.layout && was.retrieval_rule === current.retrieval_rule) return null;
+  return `the instance started with prompt ${was.layout} and retrieval rule ${was.retrieval_rule}, this build shows ${current.layout} and rule ${current.retrieval_rule}: its groups would be shown another prompt mid-run`;
+}
 
 export const ManifestVersions = z.strictObject({ runtime: SemVer, writer: SemVer, event_schema: SemVer, projector: SemVer, state_machine: SemVer });
 
@@ -245,7 +259,7 @@ export function buildInstanceManifest(input: InstanceManifestInput): InstanceMan
     versions,
     forecast: input.forecast ?? null,
     scenario_sha256: input.scenarioSha256 ?? null,
-    prompt: { layout: PROMPT_LAYOUT, retrieval_rule: RETRIEVAL_RULE_VERSION },
+    prompt: CURRENT_PROMPT,
   });
 }
 
