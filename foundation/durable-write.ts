@@ -9,6 +9,7 @@
 import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncFolder } from './publish-file.js';
+import { InternalError } from './typed-error.js';
 
 /** Writes all of `bytes` to `fd` and fsyncs it; throws the file system's error (ENOSPC …) when it refuses. */
 export function writeAllAndSync(fd: number, bytes: Uint8Array): void {
@@ -33,12 +34,12 @@ export interface ReplaceFileOptions {
   readonly beforeRename?: (temp: string) => void;
 }
 
-/** Which step failed, with the file system's error as the cause; the temporary file is gone. */
-export class FileReplaceError extends Error {
+/** Which step failed, with the file system's errno (`errno`) and error (`cause`); the temporary file is gone. Callers map it to their own failures. */
+export class FileReplaceError extends InternalError {
   override readonly name = 'FileReplaceError';
   constructor(
     readonly step: 'write' | 'rename',
-    readonly code: string | undefined,
+    readonly errno: string | undefined,
     override readonly cause: unknown,
   ) {
     super(`${step === 'write' ? 'writing' : 'renaming into place'} failed: ${cause instanceof Error ? cause.message : String(cause)}`);

@@ -301,9 +301,9 @@ function writeAtomically(root: string, real: string, bytes: Buffer): void {
     if (!(error instanceof FileReplaceError)) throw error;
     // A full disk (ENOSPC) leaves part of the bytes in the temp file: removed by
     // replaceFileDurably, so the failure leaves the workspace as it was.
-    if (error.code === 'ENOSPC' || error.code === 'EDQUOT') throw new FileFailure('io_error', `no space left on the disk (${error.code}): nothing was written (the partial temp file was removed)`);
+    if (error.errno === 'ENOSPC' || error.errno === 'EDQUOT') throw new FileFailure('io_error', `no space left on the disk (${error.errno}): nothing was written (the partial temp file was removed)`);
     if (error.step === 'write') throw error.cause;
-    throw new FileFailure(error.code === 'EISDIR' || error.code === 'ENOTDIR' ? 'not_a_file' : 'io_error', `cannot replace the file: ${error.code ?? 'error'}`);
+    throw new FileFailure(error.errno === 'EISDIR' || error.errno === 'ENOTDIR' ? 'not_a_file' : 'io_error', `cannot replace the file: ${error.errno ?? 'error'}`);
   }
 }
 

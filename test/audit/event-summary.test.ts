@@ -11,7 +11,7 @@ import { d, SubjectStream } from '../support/subject-events.js';
 
 const MODEL_CALL = { wake_id: 'w1', adapter: 'openai', model_id: 'test-model', params: { temperature: 0.2, top_p: 0.9, seed: 7, max_tokens: 512 }, system_fingerprint: 'fp_1', latency_ms: 812 };
 const CONTEXT = { window_events: 4, eligible_total: 7, omitted_by_count: 3, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 300 };
-const LIFTED_ANSWER = ' [recorded as 1.2.0, read as 1.3.0: what it did not record shows as unknown]';
+const LIFTED_ANSWER = ` [recorded as 1.2.0, read as ${ModelAnswered.schemaVersion}: what it did not record shows as unknown]`;
 
 function earlier(template: EventDraft, version: string, payload: Record<string, unknown>): EventDraft {
   return { ...template, schema_version: version, payload };
@@ -56,7 +56,7 @@ describe('model events of an earlier version (before issue 15)', () => {
 
   test('a ModelCallFailed 1.1.0 reads as a failure, with its note', () => {
     const [failed] = stream(failed11);
-    expect(summarizeEvent(failed!)).toBe('model call failed: timeout — no complete answer within timeoutMs 60000 [recorded as 1.1.0, read as 1.2.0: what it did not record shows as unknown]');
+    expect(summarizeEvent(failed!)).toBe(`model call failed: timeout — no complete answer within timeoutMs 60000 [recorded as 1.1.0, read as ${ModelCallFailed.schemaVersion}: what it did not record shows as unknown]`);
   });
 });
 
@@ -67,9 +67,9 @@ describe('what cannot be read is shown as such (forged)', () => {
       earlier(d.modelAnswered('w1'), '1.2.0', { ...MODEL_CALL, context: CONTEXT, raw_output: '{}', usage: { prompt_tokens: 900, completion_tokens: 120 } }),
       { ...answered12(false), schema_version: '1.1.0' },
     );
-    expect(summarizeEvent(relabelled!)).toMatch(/^⚠ the payload of ModelOutputEvent\.ModelAnswered 1\.3\.0 fails its schema/);
+    expect(summarizeEvent(relabelled!)).toMatch(/^⚠ the payload of ModelOutputEvent\.ModelAnswered 1\.4\.0 fails its schema/);
     expect(summarizeEvent(broken!)).toMatch(/^⚠ the payload of ModelOutputEvent\.ModelAnswered 1\.2\.0 fails its schema: .* at usage_estimated/);
-    expect(summarizeEvent(unknown!)).toBe('⚠ schema version 1.1.0 of ModelOutputEvent.ModelAnswered is not one this build reads (1.3.0, 1.2.0)');
+    expect(summarizeEvent(unknown!)).toBe('⚠ schema version 1.1.0 of ModelOutputEvent.ModelAnswered is not one this build reads (1.4.0, 1.3.0, 1.2.0)');
     for (const e of [relabelled!, broken!, unknown!]) expect(typedEvent(e).ok).toBe(false);
   });
 });

@@ -30,7 +30,7 @@ describe('replaceFileDurably', () => {
     };
     const attempt = () => replaceFileDurably(target, Buffer.from('new'), { temp: path.join(dir, '.a.md.tmp'), mode: 0o644, exclusive: false, beforeRename: failing });
     expect(attempt).toThrow(FileReplaceError);
-    expect(attempt).toThrow(expect.objectContaining({ step: 'write', code: 'EPERM' }));
+    expect(attempt).toThrow(expect.objectContaining({ step: 'write', errno: 'EPERM' }));
     expect(readFileSync(target, 'utf8')).toBe('old');
     expect(readdirSync(dir)).toEqual(['a.md']);
   });
@@ -49,7 +49,7 @@ describe('replaceFileDurably', () => {
     const target = path.join(dir, 'a.md');
     const temp = path.join(dir, '.a.md.tmp');
     writeFileSync(temp, 'someone else');
-    expect(() => replaceFileDurably(target, Buffer.from('new'), { temp, mode: 0o644, exclusive: true })).toThrow(expect.objectContaining({ step: 'write', code: 'EEXIST' }));
+    expect(() => replaceFileDurably(target, Buffer.from('new'), { temp, mode: 0o644, exclusive: true })).toThrow(expect.objectContaining({ step: 'write', errno: 'EEXIST' }));
     expect(readFileSync(temp, 'utf8')).toBe('someone else');
     const outside = path.join(folder(), 'victim');
     writeFileSync(outside, 'untouched');

@@ -213,7 +213,10 @@ describe('the report builder: a hard failure overrides the score (spec §8.4)', 
     const options = { scenariosDir: SCENARIOS_DIR, expectedPreregSha256: hashCanonical(prereg) };
     const honest = Object.fromEntries((['A', 'B', 'C'] as const).map((g) => [g, evaluateInstance(source[g]!, options)])) as Record<Group, InstanceEvaluation>;
     // The reference policy in A restates the refuted figure after the correction (it forgot it): a real hard failure.
-    expect(honest.A.hardFailures.map((h) => h.id)).toEqual(['fact_contradicts_store']);
+    // How often depends on when the correction leaves A's window (retrieval rule 2.0.0 drops it with its page): every one is that failure.
+    const aFailures = honest.A.hardFailures.map((h) => h.id);
+    expect(aFailures.length).toBeGreaterThan(0);
+    expect(new Set(aFailures)).toEqual(new Set(['fact_contradicts_store']));
     expect(honest.B.hardFailures).toEqual([]);
     expect(honest.C.hardFailures).toEqual([]);
     // A copy of B's run with a file in its workspace that no event explains: duplicate_side_effect.
@@ -257,7 +260,8 @@ describe('the report builder: a hard failure overrides the score (spec §8.4)', 
     expect(report.groups.B.instances_at_or_above_pass).toBe(clean.groups.B.instances_at_or_above_pass - 2 * (s >= prereg.thresholds.instance_pass_score ? 1 : 0));
     expect(clean.groups.B).toMatchObject({ scores: [s, s, s], median: s, range: 0, hard_failures: 0 });
     // A's own hard failure: every A instance counts 0, its computed score kept beside it.
-    expect(clean.groups.A).toMatchObject({ scores: [0, 0, 0], median: 0, hard_failures: 3 });
+    // hard_failures counts every failure of the group (each of the 3 instances has the same ones).
+    expect(clean.groups.A).toMatchObject({ scores: [0, 0, 0], median: 0, hard_failures: 3 * aFailures.length });
     expect(clean.instances.filter((i) => i.group === 'A').map((i) => [i.score, i.counted_score])).toEqual([1, 2, 3].map(() => [honest.A.score.score, 0]));
     expect(report.groups.A).toEqual(clean.groups.A);
     expect(report.groups.C).toEqual(clean.groups.C);
