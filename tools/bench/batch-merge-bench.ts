@@ -34,7 +34,8 @@ import { GROUPS } from '../../design/groups.js';
 import { DEFAULT_START_AT, SCENARIOS_DIR } from '../../cli/run-defaults.js';
 import { readBatchPlan } from '../../study/batch/batch-plan-reader.js';
 import { writeBatchPlan } from '../../study/batch/batch-plan-writer.js';
-import { runBatchTask, type TaskOptions } from '../../study/batch/instance-task.js';
+import { runBlockTask } from '../../study/batch/block-task.js';
+import type { TaskOptions } from '../../study/batch/instance-task.js';
 import type { Phase, PhaseResult } from './batch-merge-phase.js';
 import { log, roundTo } from './bench-util.js';
 import { BENCH_SEED, benchControllerSetup } from './wake-overhead-bench.js';
@@ -140,7 +141,7 @@ export async function runBatchMergeBench(params: BatchMergeBenchParams, parentDi
     plan(small, nSmall);
     const batchPlan = readBatchPlan(large, null);
 
-    // Three real instances, one per group, as three tasks at once.
+    // Three real instances, one per group: block 0 (replicate 1's A, B and C side by side), as a plan that runs blocks does.
     const options: TaskOptions = {
       studyDir: large,
       keyDir: setup.keyDir,
@@ -155,10 +156,10 @@ export async function runBatchMergeBench(params: BatchMergeBenchParams, parentDi
       },
     };
     let t = performance.now();
-    const outcomes = await Promise.all([0, 1, 2].map((index) => runBatchTask(options, index, batchPlan)));
+    const block = await runBlockTask(options, 0, batchPlan);
     const realMs = performance.now() - t;
-    const notDone = outcomes.filter((o) => o.state !== 'done');
-    if (notDone.length > 0) throw new Error(`batch merge: real task(s) not sealed: ${notDone.map((o) => `${o.index} ${o.state} ${o.detail ?? ''}`).join('; ')}`);
+    const notDone = block.members.filter((o) => !('state' in o) || o.state !== 'done');
+    if (notDone.length > 0) throw new Error(`batch merge: block 0 not sealed (exit ${block.exitCode}): ${notDone.map((o) => ('state' in o ? `${o.index} ${o.state} ${o.detail ?? ''}` : `${o.index} exit ${o.exitCode}: ${o.error}`)).join('; ')}`);
     const instancesDir = path.join(large, STUDY_FILES.instances);
     const real = Object.fromEntries(GROUPS.map((g) => [g, path.join(instancesDir, instanceDirName(g, 1))]));
     const perReplicateBytes = GROUPS.reduce((s, g) => s + folderBytes(real[g]!), 0);
