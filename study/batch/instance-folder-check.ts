@@ -58,7 +58,12 @@ export function checkInstanceFolder(input: FolderCheckInput): FolderCheckResult 
  * under the merge): the record would describe a store nobody verified, so it is a problem.
  */
 function readAndCheck(input: FolderCheckInput): FolderCheckResult {
-  const { problems, identity, checks } = checkFolder(input);
+  return scoreCheckedFolder(input, checkFolder(input));
+}
+
+/** Scores a folder with the checks checkFolder made of it (a sound folder only, unless scoreRefused). */
+export function scoreCheckedFolder(input: FolderCheckInput, made: FolderChecks): FolderCheckResult {
+  const { problems, identity, checks } = made;
   if (checks === null || (problems.length > 0 && !input.scoreRefused)) return { dir: input.dir, problems, identity, scored: null, prereg: null };
   const { scored, prereg } = scoreInstanceFolder(input.dir, { scenariosDir: input.scenariosDir, expectedPreregSha256: input.preregSha256 as HashString, checks, rule: 'own' });
   const verified = checks.verify.stores === 1 ? checks.verify.events : null;
@@ -68,14 +73,15 @@ function readAndCheck(input: FolderCheckInput): FolderCheckResult {
   return { dir: input.dir, problems, identity, scored, prereg };
 }
 
-interface FolderChecks {
+export interface FolderChecks {
   readonly problems: readonly string[];
   readonly identity: string | null;
   /** null when the folder could not be verified at all (its key refused). */
   readonly checks: RunChecks | null;
 }
 
-function checkFolder(input: FolderCheckInput): FolderChecks {
+/** The folder held to its plan entry: key, verifyDirectory, checkPlansUnder, signed manifest (nothing scored). */
+export function checkFolder(input: FolderCheckInput): FolderChecks {
   const { dir, entry } = input;
   const refused = (problem: string): FolderChecks => ({ problems: [problem], identity: null, checks: null });
   const pubFile = path.join(dir, RUN_FILES.publicKey);
