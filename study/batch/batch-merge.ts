@@ -6,8 +6,10 @@
 // replicate, seed, pre-registration). Missing, stopped, running, failed, duplicated and foreign
 // folders are listed; only when every planned instance is there and sound is the report built,
 // by the same code as --recompute (study-recompute.ts), so the two agree byte for byte. The folder
-// checks run on worker threads (folder-check-pool.ts), and their verify and plan results are
-// handed to the scoring, which would otherwise compute them again.
+// checks run on worker threads (folder-check-pool.ts), and each worker scores the folder it has
+// just verified with those results (never verifying it twice) and sends back only its compact
+// record (study/instance-report-record.ts): the report is built from the records, so the merge
+// never holds more than one instance's events per worker, however many instances there are.
 // The expansion round (spec §6.2) is its own step (expandBatchStudy): it plans round 2 for every
 // group, signed, only on a complete, sound round 1 — never only some.
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';

@@ -1,8 +1,9 @@
-// The batch merge's folder checks spread over the machine's cores (issue 18 item 6: 1,000
-// instances merged well under a minute): worker threads, each sent one folder at a time, at most
-// one in flight per worker, so the queue is bounded by the worker count and a slow folder holds
-// up only its worker. Results come back in the order of the inputs. With one core (or one
-// folder) the checks run here, on this thread.
+// The batch merge's folder checks and scoring spread over the machine's cores (issue 18 item 6,
+// issue 34 item 4: 1,000 instances merged in under a minute): worker threads, each sent one
+// folder at a time, at most one in flight per worker, so the queue is bounded by the worker count
+// and a slow folder holds up only its worker; each folder is sent once and must be answered once.
+// Results come back in the order of the inputs, each passed through the caller's `keep` as it
+// arrives. With one core (or one folder) the checks run here, on this thread.
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { checkInstanceFolder, type FolderCheckInput, type FolderCheckResult } from './instance-folder-check.js';

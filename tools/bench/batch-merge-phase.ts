@@ -173,22 +173,24 @@ interface StepWindow {
   readonly step: string;
   readonly from: number;
   readonly to: number;
+  /** RSS read at the step's end: a step shorter than the sampling interval still has a reading. */
+  readonly rssAtEnd: number;
 }
 
 async function mergePhase(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, windows: StepWindow[]): Promise<Record<string, unknown>> {
   let from = now();
   const check = await checkRounds(studyDir, trustedKey, scenariosDir, 'planned', (line) => process.stderr.write(`${line}\n`), { scoreRefused: true });
-  windows.push({ step: 'verify_score', from, to: now() });
+  windows.push({ step: 'verify_score', from, to: now(), rssAtEnd: process.memoryUsage.rss() });
   const byKind: Record<string, number> = {};
   for (const f of check.findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
   const records = [...check.scored.byDir.values()].flatMap((s) => (s.record === null ? [] : [s.record]));
   const recordBytes = records.reduce((sum, r) => sum + JSON.stringify(r).length, 0);
   from = now();
   const rebuilt = rebuildStudyReport(studyDir, scenariosDir, check.scored);
-  windows.push({ step: 'report_build', from, to: now() });
+  windows.push({ step: 'report_build', from, to: now(), rssAtEnd: process.memoryUsage.rss() });
   from = now();
   const files = writeStudyReport(studyDir, rebuilt.report);
-  windows.push({ step: 'report_write', from, to: now() });
+  windows.push({ step: 'report_write', from, to: now(), rssAtEnd: process.memoryUsage.rss() });
   const statuses: Record<string, number> = {};
   for (const i of rebuilt.report.instances) statuses[i.status] = (statuses[i.status] ?? 0) + 1;
   return {
@@ -255,7 +257,7 @@ async function main(): Promise<void> {
   const endAt = performance.timeOrigin + performance.now();
   const samples = await sampler.stop();
   // Each step's peak: the highest sample in its window (the whole phase's peak is maxRSS).
-  const steps = windows.map((w) => ({ step: w.step, ms: ms1(w.to - w.from), peak_rss_mb: mb(Math.max(0, ...samples.filter((x) => x.t >= w.from && x.t <= w.to).map((x) => x.rss))) }));
+  const steps = windows.map((w) => ({ step: w.step, ms: ms1(w.to - w.from), peak_rss_mb: mb(Math.max(w.rssAtEnd, ...samples.filter((x) => x.t >= w.from && x.t <= w.to).map((x) => x.rss))) }));
   const result: PhaseResult = { phase, folders: folders.length, ms: ms1(endAt - startAt), max_rss_mb: mb(process.resourceUsage().maxRSS * 1024), rss: traceOf(samples, startAt, endAt, startRss), steps, detail };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
