@@ -89,11 +89,9 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string, known?:
   if (found.length > MAX_STUDY_INSTANCES) throw new StudyError('folder_changed', `${instancesDir} holds ${found.length} instance folders, over ${MAX_STUDY_INSTANCES}`);
   found.sort((a, b) => a.replicate - b.replicate || a.group.localeCompare(b.group));
   let prereg: PreRegistration | null = known?.prereg ?? null;
-  const ownRule = new Set<string>();
   const scoreHere = (dir: string, rule: UsableRule | 'own'): ScoredFolder => {
     const { scored, prereg: own } = scoreInstanceFolder(dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256, rule });
     if (prereg === null && own !== null && scored.record?.prereg_sha256 === plan.prereg_sha256) prereg = own;
-    if (rule === 'own') ownRule.add(dir);
     return scored;
   };
   const scoredOf = new Map(found.map((f) => [f.dir, known?.byDir.get(f.dir) ?? scoreHere(f.dir, 'own')]));
