@@ -45,6 +45,6 @@ export function evaluateInstance(runDir: string, options: EvaluationOptions): In
  * DESIGN §9) and the instance counts 0, by the same rule for every group. The computed score
  * stays in the report beside it.
  */
-export function countedScore(evaluation: Pick<InstanceEvaluation, 'score' | 'hardFailures'>): number {
+export function countedScore(evaluation: { readonly score: Pick<InstanceScore, 'score'>; readonly hardFailures: readonly unknown[] }): number {
   return evaluation.hardFailures.length > 0 ? 0 : evaluation.score.score;
 }

@@ -265,13 +265,14 @@ function accountFiles(record: RunRecord): Accounts {
 
 function hashFile(file: string, sizeBytes: number): HashString {
   const hash = createHash('sha256');
-  const buffer = Buffer.alloc(HASH_CHUNK_BYTES);
+  // Unzeroed and no larger than the file: a 1 MiB zeroed buffer per small workspace file was most of the cost.
+  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(HASH_CHUNK_BYTES, sizeBytes)));
   const fd = openSync(file, 'r');
   try {
     // At most size/chunk reads, plus one that returns 0 at the end (the file may have shrunk or grown).
-    const maxReads = Math.ceil(sizeBytes / HASH_CHUNK_BYTES) + 1;
+    const maxReads = Math.ceil(sizeBytes / buffer.length) + 1;
     for (let i = 0; i < maxReads; i += 1) {
-      const read = readSync(fd, buffer, 0, HASH_CHUNK_BYTES, null);
+      const read = readSync(fd, buffer, 0, buffer.length, null);
       if (read === 0) break;
       hash.update(buffer.subarray(0, read));
     }

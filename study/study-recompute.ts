@@ -6,15 +6,16 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DIMENSIONS, type Dimension } from '../oracle/continuity-score.js';
 import { decideExpansion, type ScoredInstance } from '../oracle/expansion.js';
-import type { RunChecks } from '../oracle/hard-failures.js';
-import { countedScore, evaluateInstance } from '../oracle/instance-evaluation.js';
+import { countedScore } from '../oracle/instance-evaluation.js';
+import type { PreRegistration } from '../design/prereg.js';
+import { canonicalJson } from '../schema/canonical-json.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../study-contract/study-folder.js';
 import { INSTANCE_DIR_RE } from '../study-contract/study-replicates.js';
 import { GROUPS, type Group } from '../design/groups.js';
 import { asOlderReportVersion, isVersionBeforeRounding, StudyReport } from '../oracle/study-report.js';
 import { checkRoundedFigures, ROUNDING_CHECK, type RoundingCheck } from '../oracle/rounded-figures-check.js';
-import { eventIs } from '../schema/typed-event.js';
 import { buildStudyReport } from './study-report-builder.js';
+import { scoreInstanceFolder, usableRuleOf, type ScoredFolder, type UsableRule } from './instance-report-record.js';
 
 /** Where a stored report differs from a rebuilt one in what --recompute compares (not when, not how long, not live error texts). */
 export function reportDifferences(stored: StudyReport, rebuilt: StudyReport): string[] {
@@ -65,12 +66,20 @@ export interface RebuiltReport {
   readonly dimensionWeights: Readonly<Record<Dimension, number>>;
 }
 
+/** What a batch merge knows of the folders already: each one scored on the worker that verified it, and the study's pre-registration as one of them carried it. */
+export interface ScoredFolders {
+  readonly byDir: ReadonlyMap<string, ScoredFolder>;
+  /** The pre-registration of an instance under the study's (null: none ran under it). */
+  readonly prereg: PreRegistration | null;
+}
+
 /**
  * Rebuilds the report from study.json and the instance folders alone (issue 6: "every number …
  * can be recomputed from the run folders"); what --recompute compares and a batch merge writes.
- * `checks`: by folder, the verify and plan-check results a batch merge made just before.
+ * `known`: the folders a batch merge scored just before (instance-report-record.ts), used as
+ * they are; any other folder is scored here, one at a time, and only its record is kept.
  */
-export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?: ReadonlyMap<string, RunChecks>): RebuiltReport {
+export function rebuildStudyReport(outDir: string, scenariosDir: string, known?: ScoredFolders): RebuiltReport {
   const plan = readStudyPlan(outDir);
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const found = existsSync(instancesDir) ? readdirSync(instancesDir).flatMap((name) => {
@@ -79,25 +88,29 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?
   }) : [];
   if (found.length > MAX_STUDY_INSTANCES) throw new StudyError('folder_changed', `${instancesDir} holds ${found.length} instance folders, over ${MAX_STUDY_INSTANCES}`);
   found.sort((a, b) => a.replicate - b.replicate || a.group.localeCompare(b.group));
-  const evaluated = found.map((f) => {
-    try {
-      const known = checks?.get(f.dir);
-      const evaluation = evaluateInstance(f.dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256, ...(known ? { checks: known } : {}) });
-      const sealed = evaluation.record.events.some((e) => eventIs(e, 'SystemEvent.StoreSealed'));
-      return { ...f, evaluation: sealed ? evaluation : null, status: sealed ? ('finished' as const) : ('stopped' as const), statusDetail: sealed ? null : 'not sealed' };
-    } catch (e) {
-      return { ...f, evaluation: null, status: 'failed' as const, statusDetail: e instanceof Error ? e.message : String(e) };
-    }
-  });
-  const prereg = evaluated.find((e) => e.evaluation && e.evaluation.record.preregSha256 === plan.prereg_sha256)?.evaluation?.record.prereg;
+  let prereg: PreRegistration | null = known?.prereg ?? null;
+  const scoreHere = (dir: string, rule: UsableRule | 'own'): ScoredFolder => {
+    const { scored, prereg: own } = scoreInstanceFolder(dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256, rule });
+    if (prereg === null && own !== null && scored.record?.prereg_sha256 === plan.prereg_sha256) prereg = own;
+    return scored;
+  };
+  const scoredOf = new Map(found.map((f) => [f.dir, known?.byDir.get(f.dir) ?? scoreHere(f.dir, 'own')]));
   if (!prereg) throw new StudyError('folder_changed', `no instance of ${outDir} ran under the study's pre-registration ${plan.prereg_sha256}: nothing to recompute against`);
+  const studyPrereg: PreRegistration = prereg;
+  // Each instance's calls are judged by the study's rule: one scored by its own pre-registration's
+  // rule (a merge's worker, or above, before the study's was known) whose rule is another is scored again.
+  const rule = usableRuleOf(studyPrereg);
+  for (const [dir, scored] of scoredOf) {
+    if (scored.record !== null && canonicalJson(scored.record.usable_rule) !== canonicalJson(rule)) scoredOf.set(dir, scoreHere(dir, rule));
+  }
+  const evaluated = found.map((f) => ({ ...f, ...scoredOf.get(f.dir)! }));
   const maxReplicate = Math.max(0, ...found.map((f) => f.replicate));
   const expandedRan = maxReplicate > plan.n_initial;
   const initial: Record<Group, ScoredInstance[]> = { A: [], B: [], C: [] };
   let allScored = true;
   for (const e of evaluated) {
     if (e.replicate > plan.n_initial) continue;
-    if (e.evaluation) initial[e.group].push({ score: countedScore(e.evaluation), dimensions: e.evaluation.score.dimensions });
+    if (e.record) initial[e.group].push({ score: countedScore(e.record), dimensions: e.record.score.dimensions });
     else allScored = false;
   }
   // The rule is decided on a complete first round only, as the live run does (a pause or a stop
@@ -107,20 +120,20 @@ export function rebuildStudyReport(outDir: string, scenariosDir: string, checks?
   const stored = existsSync(path.join(outDir, STUDY_FILES.json)) ? storedReport(JSON.parse(readFileSync(path.join(outDir, STUDY_FILES.json), 'utf8'))) : null;
   const report = buildStudyReport({
     plan,
-    prereg,
+    prereg: studyPrereg,
     outDir,
     n: expandedRan ? plan.n_expanded : plan.n_initial,
     expanded: expandedRan,
     expansionReasons: expansion?.reasons ?? stored?.expansion_reasons ?? [],
     // Points exist only where the rule was applied, live and here alike (a live run that did not decide has none).
     expansionPoints: expansion?.points ?? [],
-    instances: evaluated.map((e) => ({ group: e.group, replicate: e.replicate, dir: e.dir, status: e.status, statusDetail: e.statusDetail, evaluation: e.evaluation, wallMs: null })),
+    instances: evaluated.map((e) => ({ group: e.group, replicate: e.replicate, dir: e.dir, status: e.status, statusDetail: e.statusDetail, record: e.record, wallMs: null })),
     // Notes and void reasons of the live run that no folder holds (an operator stop, a pause) are taken over as stated.
     // Only what no folder holds is taken over: an operator stop or a pause, as the live run stated it.
     extraNotes: stored?.notes.filter((n) => LIVE_ONLY_NOTE.test(n)) ?? [],
     generatedAt: new Date().toISOString(),
   });
-  const dimensionWeights = Object.fromEntries(DIMENSIONS.map((d) => [d, prereg.scoring.dimensions[d].weight])) as Record<Dimension, number>;
+  const dimensionWeights = Object.fromEntries(DIMENSIONS.map((d) => [d, studyPrereg.scoring.dimensions[d].weight])) as Record<Dimension, number>;
   return { report, expansion, expandedRan, stored, dimensionWeights };
 }
 

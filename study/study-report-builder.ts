@@ -6,16 +6,17 @@ import { GROUP_CAPABILITIES } from '../design/manifest.js';
 import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
-import { checkFairness } from '../oracle/fairness.js';
+import { checkFairnessOf } from '../oracle/fairness.js';
 import { formatPoints } from '../oracle/figure-rounding.js';
 import { mean, median, range, sampleSd } from '../oracle/group-statistics.js';
-import { countedScore, type InstanceEvaluation } from '../oracle/instance-evaluation.js';
+import { countedScore } from '../oracle/instance-evaluation.js';
 import { roundingSection, type ComparisonPoint } from '../oracle/report-rounding.js';
 import { GROUPS, type Group } from '../design/groups.js';
 import { STUDY_REPORT_VERSION, StudyReport, type GroupSummary, type ReportInstance } from '../oracle/study-report.js';
 import { runsBlocks } from '../study-contract/study-folder.js';
 import { buildBlockReport } from './block-report.js';
-import { FAILURE_KINDS, judgeUsableData, type ByFailure } from '../schema/usable-data.js';
+import { FAILURE_KINDS, type ByFailure } from '../schema/usable-data.js';
+import { usableRuleOf, type InstanceReportRecord } from './instance-report-record.js';
 import { decideVerdict } from '../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../runtime/protocol.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
@@ -26,7 +27,8 @@ export interface BuiltInstance {
   readonly dir: string;
   readonly status: 'finished' | 'stopped' | 'failed';
   readonly statusDetail: string | null;
-  readonly evaluation: InstanceEvaluation | null;
+  /** The instance reduced for the report (instance-report-record.ts); null when it was not scored. */
+  readonly record: InstanceReportRecord | null;
   readonly wallMs: number | null;
 }
 
@@ -78,16 +80,20 @@ function summarize(instances: readonly ReportInstance[], passScore: number): Gro
 
 export function buildStudyReport(input: ReportInput): StudyReport {
   const notes = [...input.extraNotes];
-  // Rule 8: the study's pre-registered share, the same for every instance of every group.
-  const minAcceptedShare = modelCallRulesOf(input.prereg)?.usable_data.min_accepted_share ?? null;
-  const substantive = modelCallRulesOf(input.prereg)?.usable_data.substantive ?? null;
+  // Rule 8: the study's pre-registered share, the same for every instance of every group; each
+  // record was judged by it (the callers make sure), which is asserted, not assumed.
+  const rule = usableRuleOf(input.prereg);
+  const minAcceptedShare = rule.min_accepted_share;
+  for (const i of input.instances) {
+    if (i.record !== null && canonicalJson(i.record.usable_rule) !== canonicalJson(rule)) throw new Error(`${i.group}-r${i.replicate}: its model calls were judged by the usable-data rule ${canonicalJson(i.record.usable_rule)}, not the study's ${canonicalJson(rule)}`);
+  }
   const instances: ReportInstance[] = input.instances.map((i) => {
-    const e = i.evaluation;
-    const usable = e ? judgeUsableData(e.record.events, minAcceptedShare, undefined, substantive) : null;
+    const e = i.record;
+    const usable = e?.usable ?? null;
     return {
       group: i.group,
       replicate: i.replicate,
-      seed: e?.record.plan.seed ?? '',
+      seed: e?.seed ?? '',
       dir: path.relative(input.outDir, i.dir),
       status: i.status,
       status_detail: i.statusDetail,
@@ -98,7 +104,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       dimensions_unrounded: e ? { ...e.score.dimensions_unrounded } : null,
       hard_failures: e ? e.hardFailures.map((h) => ({ id: h.id, seq: h.seq, detail: h.detail })) : [],
       per_wake: e ? e.score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value, value_unrounded: w.value_unrounded })) : [],
-      events: e?.record.events.length ?? 0,
+      events: e?.events ?? 0,
       wall_ms: i.wallMs,
       accepted: usable?.accepted ?? null,
       calls: usable?.calls ?? null,
@@ -118,7 +124,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     i.usable_reason = `its block is confounded by the server's load (${confound}), so it counts as no usable data; on its own: ${i.usable_reason}`;
   }
   notes.push(...(blockReport?.notes ?? []));
-  for (const i of input.instances) for (const n of [...(i.evaluation?.score.notes ?? []), ...(i.evaluation?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
+  for (const i of input.instances) for (const n of [...(i.record?.score.notes ?? []), ...(i.record?.notes ?? [])]) notes.push(`${i.group}-r${i.replicate}: ${n}`);
   for (const i of instances) if (i.score !== null && !i.usable) notes.push(`${i.group}-r${i.replicate}: NO USABLE DATA: ${i.usable_reason}`);
   for (const i of instances) if (i.score !== null && i.hard_failures.length > 0) notes.push(`${i.group}-r${i.replicate}: hard failure(s) ${[...new Set(i.hard_failures.map((h) => h.id))].join(', ')}: its score ${formatPoints(i.score)} is overridden and counted as 0 (spec §8.4)`);
 
@@ -128,8 +134,8 @@ export function buildStudyReport(input: ReportInput): StudyReport {
   const pass = input.prereg.thresholds.instance_pass_score;
   const groups = { A: summarize(byGroup('A'), pass), B: summarize(byGroup('B'), pass), C: summarize(byGroup('C'), pass) };
 
-  const evaluated = input.instances.flatMap((i) => (i.evaluation ? [{ group: i.group, replicate: i.replicate, record: i.evaluation.record }] : []));
-  const fairness = checkFairness(evaluated);
+  const evaluated = input.instances.flatMap((i) => (i.record ? [{ group: i.group, replicate: i.replicate, facts: i.record.fairness }] : []));
+  const fairness = checkFairnessOf(evaluated);
   if (blockReport !== null) fairness.checks.push(blockReport.turnsCheck, blockReport.loadCheck);
   const voidReasons = [...fairness.voidReasons, ...(blockReport !== null && !blockReport.turnsCheck.ok ? [`${blockReport.turnsCheck.check}: ${blockReport.turnsCheck.detail}`] : [])];
   // Spec §19.1: a broken log chain, configuration drift or a failed manifest signature voids the whole round.
@@ -149,14 +155,14 @@ export function buildStudyReport(input: ReportInput): StudyReport {
   }
   // A folder's group letter is only a label: the signed manifest's capabilities say which group ran.
   for (const i of input.instances) {
-    const signed = i.evaluation?.record.manifest?.capabilities;
+    const signed = i.record?.fairness.manifest?.capabilities;
     if (signed && canonicalJson(signed) !== canonicalJson(GROUP_CAPABILITIES[i.group])) voidReasons.push(`${i.group}-r${i.replicate}: the signed manifest's capabilities ${canonicalJson(signed)} are not group ${i.group}'s`);
   }
 
-  const models = new Set(evaluated.map((e) => (e.record.manifest ? `${e.record.manifest.model.adapter}|${e.record.manifest.model.model_id}` : 'unknown')));
-  const firstModel = evaluated.find((e) => e.record.manifest)?.record.manifest?.model ?? null;
+  const models = new Set(evaluated.map((e) => (e.facts.manifest ? `${e.facts.manifest.model.adapter}|${e.facts.manifest.model.model_id}` : 'unknown')));
+  const firstModel = evaluated.find((e) => e.facts.manifest)?.facts.manifest?.model ?? null;
   // With no instance to read, the study's own model choice decides: a dry run is never left unlabelled.
-  const dryRun = evaluated.length > 0 ? evaluated.every((e) => e.record.manifest?.model.adapter === 'reference' || e.record.manifest?.model.model_id === REFERENCE_POLICY_MODEL_ID) : input.plan.model.adapter === 'reference';
+  const dryRun = evaluated.length > 0 ? evaluated.every((e) => e.facts.manifest?.model.adapter === 'reference' || e.facts.manifest?.model.model_id === REFERENCE_POLICY_MODEL_ID) : input.plan.model.adapter === 'reference';
   if (models.size > 1) notes.push(`instances ran with ${models.size} model settings: ${[...models].join(', ')}`);
 
   const scoresOf = (g: Group): (number | null)[] => {

@@ -38,6 +38,7 @@ import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand } from './study-folder-setup.js';
 import { buildStudyReport } from './study-report-builder.js';
+import { instanceReportRecordOf, usableRuleOf } from './instance-report-record.js';
 import { reportDifferences } from './study-recompute.js';
 
 // The study folder's contract lives in study-contract/study-folder.ts; re-exported for the study's callers.
@@ -360,7 +361,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
         dir: r.dir,
         status: r.status,
         statusDetail: r.detail ?? (typeof evaluation === 'string' ? `not scored: ${evaluation}` : null),
-        evaluation: typeof evaluation === 'string' ? null : evaluation,
+        record: evaluation === null || typeof evaluation === 'string' ? null : instanceReportRecordOf(evaluation, usableRuleOf(prereg)),
         wallMs: r.wallMs,
       };
     }),

@@ -6,8 +6,10 @@
 // replicate, seed, pre-registration). Missing, stopped, running, failed, duplicated and foreign
 // folders are listed; only when every planned instance is there and sound is the report built,
 // by the same code as --recompute (study-recompute.ts), so the two agree byte for byte. The folder
-// checks run on worker threads (folder-check-pool.ts), and their verify and plan results are
-// handed to the scoring, which would otherwise compute them again.
+// checks run on worker threads (folder-check-pool.ts), and each worker scores the folder it has
+// just verified with those results (never verifying it twice) and sends back only its compact
+// record (study/instance-report-record.ts): the report is built from the records, so the merge
+// never holds more than one instance's events per worker, however many instances there are.
 // The expansion round (spec §6.2) is its own step (expandBatchStudy): it plans round 2 for every
 // group, signed, only on a complete, sound round 1 — never only some.
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -18,14 +20,15 @@ import { arrayRange, BATCH_FILES, BatchPlanError, EXPANSION_VERSION, indexRange,
 import { MAX_STUDY_INSTANCES, STUDY_FILES, StudyError } from '../../study-contract/study-folder.js';
 import { INSTANCE_DIR_RE, instanceDirName } from '../../study-contract/study-replicates.js';
 import type { StudyReport } from '../../oracle/study-report.js';
-import type { RunChecks } from '../../oracle/hard-failures.js';
-import { rebuildStudyReport } from '../study-recompute.js';
+import type { PreRegistration } from '../../design/prereg.js';
+import { rebuildStudyReport, type ScoredFolders } from '../study-recompute.js';
+import { ScoredFolder } from '../instance-report-record.js';
 import { writeStudyReport } from '../study-runner.js';
 import { readBatchPlan, type BatchPlan } from './batch-plan-reader.js';
 import { signStudyFile } from './batch-plan-writer.js';
 import { PUBLISHING_PREFIX } from './run-folder-publish.js';
 import { checkFolders } from './folder-check-pool.js';
-import type { FolderCheckInput } from './instance-folder-check.js';
+import type { FolderCheckInput, FolderCheckResult } from './instance-folder-check.js';
 import { claimFile, readClaim, readTaskRecord } from './task-claim.js';
 import { taskUnitOf } from './task-unit.js';
 
@@ -53,8 +56,8 @@ export interface RoundCheck {
   readonly findings: readonly MergeFinding[];
   /** Leftovers of a publish a crash cut short (dot-folders): said, not data. */
   readonly leftovers: readonly string[];
-  /** Each verified folder's verify and plan-check results, for the scoring that follows. */
-  readonly checks: ReadonlyMap<string, RunChecks>;
+  /** Each sound folder scored on the worker that verified it (its compact record), and the study's pre-registration as one of them carried it. */
+  readonly scored: ScoredFolders;
   readonly verifyMs: number;
 }
 
@@ -71,7 +74,7 @@ function notPublished(studyDir: string, entry: PlannedInstance, unit: TaskUnit):
 }
 
 /** Verifies every published folder of the planned rounds (`rounds`: 1, or 1 and 2) and lists what is not done. */
-export async function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, rounds: 'round 1' | 'planned', log: (line: string) => void): Promise<RoundCheck> {
+export async function checkRounds(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, rounds: 'round 1' | 'planned', log: (line: string) => void, options: { readonly scoreRefused?: boolean } = {}): Promise<RoundCheck> {
   const started = Date.now();
   const batchPlan = readBatchPlan(studyDir, trustedKey);
   const dir = batchPlan.studyDir;
@@ -102,12 +105,18 @@ export async function checkRounds(studyDir: string, trustedKey: Uint8Array, scen
       findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} is a file, not a run folder`, rerun: null });
       continue;
     }
-    inputs.push({ dir: full, entry, studyId: batchPlan.plan.study_id, preregSha256: batchPlan.plan.prereg_sha256, sameUid: Boolean(batchPlan.plan.same_uid), allowedKeys: batchPlan.batch.allowed_keys, scenariosDir });
+    inputs.push({ dir: full, entry, studyId: batchPlan.plan.study_id, preregSha256: batchPlan.plan.prereg_sha256, sameUid: Boolean(batchPlan.plan.same_uid), allowedKeys: batchPlan.batch.allowed_keys, scenariosDir, scoreRefused: options.scoreRefused ?? false });
   }
-  log(`[merge] verifying ${inputs.length} instance folder(s) against the plan`);
-  const results = await checkFolders(inputs);
+  log(`[merge] verifying and scoring ${inputs.length} instance folder(s) against the plan`);
+  let prereg: PreRegistration | null = null;
+  // One pre-registration is kept (the study's, as the first folder under it carried it); every record is checked against its schema as it crosses from the worker.
+  const keep = (r: FolderCheckResult): FolderCheckResult => {
+    if (prereg === null && r.prereg !== null && r.scored?.record?.prereg_sha256 === batchPlan.plan.prereg_sha256) prereg = r.prereg;
+    return { ...r, scored: r.scored === null ? null : ScoredFolder.parse(r.scored), prereg: null };
+  };
+  const results = await checkFolders(inputs, keep);
   const seen = new Map<string, string>();
-  const checks = new Map<string, RunChecks>();
+  const byDir = new Map<string, ScoredFolder>();
   let verified = 0;
   for (let i = 0; i < results.length; i += 1) {
     const { entry, dir: full } = inputs[i]!;
@@ -120,11 +129,12 @@ export async function checkRounds(studyDir: string, trustedKey: Uint8Array, scen
       const named = result.problems.slice(0, MAX_PROBLEMS_NAMED).join('; ');
       findings.push({ kind: 'refused', index: entry.index, instance: name, detail: `${full} does not verify against the plan: ${named}${result.problems.length > MAX_PROBLEMS_NAMED ? `; … ${result.problems.length - MAX_PROBLEMS_NAMED} more` : ''}. Nothing was changed; move it away and run index ${entry.index} again`, rerun: null });
     } else if (duplicateOf === null) verified += 1;
-    if (result.checks !== null) checks.set(full, result.checks);
+    if (result.dir !== full) throw new Error(`the check of ${full} answered for ${result.dir}: a broken folder-check worker`);
+    if (result.scored !== null) byDir.set(full, result.scored);
   }
   const unit = taskUnitOf(batchPlan.plan);
   for (const entry of checked) if (!published.has(instanceDirName(entry.group, entry.replicate))) findings.push(notPublished(dir, entry, unit));
-  return { batchPlan, checked, verified, findings, leftovers, checks, verifyMs: Date.now() - started };
+  return { batchPlan, checked, verified, findings, leftovers, scored: { byDir, prereg }, verifyMs: Date.now() - started };
 }
 
 export interface MergeOutcome {
@@ -150,14 +160,14 @@ export async function mergeBatchStudy(studyDir: string, trustedKey: Uint8Array, 
   const roundOneDone = check.findings.every((f) => f.index !== null && f.index >= check.batchPlan.batch.instances.length);
   if (check.findings.length > 0 && check.batchPlan.expansion !== null && roundOneDone) {
     // A round 2 is planned and round 1 is whole: the rule must call for it before anyone waits for it.
-    const decided = rebuildStudyReport(dir, scenariosDir, check.checks).expansion;
+    const decided = rebuildStudyReport(dir, scenariosDir, check.scored).expansion;
     if (decided !== null && !decided.expand) {
       throw new BatchPlanError('expansion_refused', `${path.join(dir, BATCH_FILES.expansion)} plans round 2, but the pre-registered rule does not expand on round 1 (${decided.reasons.join('; ')}): a round 2 it does not call for; no report was written and nothing was changed`);
     }
   }
   if (check.findings.length > 0) return { check, expansion: 'not_applicable', ...none, exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} of ${check.checked.length} planned instance(s) are not published (above, each with the command that runs it); no report was written. Then merge again: npm run study -- --merge ${dir}`] };
   const started = Date.now();
-  const rebuilt = rebuildStudyReport(dir, scenariosDir, check.checks);
+  const rebuilt = rebuildStudyReport(dir, scenariosDir, check.scored);
   const planned = check.batchPlan.expansion !== null;
   if (rebuilt.expansion?.expand === true && !planned) {
     return { check, expansion: 'pending', ...none, reportMs: Date.now() - started, exitCode: EXIT_CODES.stopped, lines: [`ROUND 1 DONE: the pre-registered rule expands every group from n = ${check.batchPlan.plan.n_initial} to n = ${check.batchPlan.plan.n_expanded} (${rebuilt.expansion.reasons.join('; ')}); plan round 2 with npm run study -- --expand ${dir}, run its tasks, then merge again; no report was written`] };
@@ -190,7 +200,7 @@ export async function expandBatchStudy(studyDir: string, key: ControllerKey, sce
   if (batchPlan.expansion !== null) return { check, expand: true, alreadyPlanned: true, unit, array: arrayRange(batchPlan.expansion.instances, unit), reasons: batchPlan.expansion.reasons, exitCode: EXIT_CODES.ok, lines: [`round 2 is planned already (${BATCH_FILES.expansion}): ${arrayOf(batchPlan.expansion.instances)}`] };
   if (refusing(check)) return { check, expand: false, alreadyPlanned: false, unit, array: null, reasons: [], exitCode: EXIT_CODES.misused, lines: [`REFUSED: round 1 of ${dir} holds folders the plan does not allow (above); the rule was not decided and nothing was written`] };
   if (check.findings.length > 0) return { check, expand: false, alreadyPlanned: false, unit, array: null, reasons: [], exitCode: EXIT_CODES.stopped, lines: [`NOT COMPLETE: ${check.findings.length} instance(s) of round 1 are not published (above); the rule is decided on a complete round 1 only`] };
-  const rebuilt = rebuildStudyReport(dir, scenariosDir, check.checks);
+  const rebuilt = rebuildStudyReport(dir, scenariosDir, check.scored);
   if (rebuilt.expansion === null || !rebuilt.expansion.expand) {
     const reasons = rebuilt.expansion?.reasons ?? [`n = ${batchPlan.plan.n_initial} already reaches the expanded n: the rule has nothing to add`];
     return { check, expand: false, alreadyPlanned: false, unit, array: null, reasons, exitCode: EXIT_CODES.ok, lines: [`NOT EXPANDED: ${reasons.join('; ')}; the study is merged with npm run study -- --merge ${dir}`] };

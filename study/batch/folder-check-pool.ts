@@ -1,8 +1,9 @@
-// The batch merge's folder checks spread over the machine's cores (issue 18 item 6: 1,000
-// instances merged well under a minute): worker threads, each sent one folder at a time, at most
-// one in flight per worker, so the queue is bounded by the worker count and a slow folder holds
-// up only its worker. Results come back in the order of the inputs. With one core (or one
-// folder) the checks run here, on this thread.
+// The batch merge's folder checks and scoring spread over the machine's cores (issue 18 item 6,
+// issue 34 item 4: 1,000 instances merged in under a minute): worker threads, each sent one
+// folder at a time, at most one in flight per worker, so the queue is bounded by the worker count
+// and a slow folder holds up only its worker; each folder is sent once and must be answered once.
+// Results come back in the order of the inputs, each passed through the caller's `keep` as it
+// arrives. With one core (or one folder) the checks run here, on this thread.
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { checkInstanceFolder, type FolderCheckInput, type FolderCheckResult } from './instance-folder-check.js';
@@ -21,9 +22,13 @@ function workerBootstrap(): string {
   return `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(worker)}); });`;
 }
 
-export async function checkFolders(inputs: readonly FolderCheckInput[], workers = Math.min(MAX_CHECK_WORKERS, availableParallelism())): Promise<FolderCheckResult[]> {
+/**
+ * Checks (and scores) every folder; `keep` is applied to each result as it arrives, so the caller
+ * holds only what it keeps of each (the merge: one pre-registration, not one per folder).
+ */
+export async function checkFolders(inputs: readonly FolderCheckInput[], keep: (result: FolderCheckResult) => FolderCheckResult = (r) => r, workers = Math.min(MAX_CHECK_WORKERS, availableParallelism())): Promise<FolderCheckResult[]> {
   const count = Math.max(1, Math.min(workers, inputs.length));
-  if (count === 1) return inputs.map(checkInstanceFolder);
+  if (count === 1) return inputs.map((input) => keep(checkInstanceFolder(input)));
   const results = new Array<FolderCheckResult>(inputs.length);
   let next = 0;
   const pool = Array.from({ length: count }, () => new Worker(workerBootstrap(), { eval: true }));
@@ -39,7 +44,9 @@ export async function checkFolders(inputs: readonly FolderCheckInput[], workers 
               worker.postMessage({ id, input: inputs[id] });
             };
             worker.on('message', (message: { readonly id: number; readonly result: FolderCheckResult }) => {
-              results[message.id] = message.result;
+              // Each folder is answered once: a second answer, or one for a folder never sent, is a broken worker.
+              if (message.id >= next || results[message.id] !== undefined) return reject(new Error(`a folder-check worker answered folder #${message.id} ${results[message.id] === undefined ? 'before it was sent' : 'twice'}`));
+              results[message.id] = keep(message.result);
               send();
             });
             worker.once('error', reject);

@@ -1,14 +1,18 @@
 // One published instance folder held to its plan entry (the batch merge's per-folder check,
 // batch-merge.ts): its key on the plan's allow-list, verifyDirectory (chain, signed manifest and
 // heads), checkPlansUnder (plan conformance), and its signed manifest naming the entry's study,
-// group, replicate, seed and pre-registration. Plain data in and out, so it runs on a worker
-// thread (folder-check-pool.ts) as well as here; the verify and plan results go back too, so the
-// scoring that follows does not compute them again (oracle/hard-failures.ts RunChecks).
+// group, replicate, seed and pre-registration. Then, on the same thread and with those results
+// (never verified twice), the folder is scored and reduced to its compact record for the report
+// (study/instance-report-record.ts), so the merge's main thread never holds an instance's events.
+// Plain data in and out, so it runs on a worker thread (folder-check-pool.ts) as well as here.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkSignedManifest, GROUP_CAPABILITIES } from '../../design/manifest.js';
 import type { PlannedInstance } from '../../study-contract/batch-plan.js';
 import type { RunChecks } from '../../oracle/hard-failures.js';
+import type { PreRegistration } from '../../design/prereg.js';
+import type { HashString } from '../../schema/hash.js';
+import { scoreInstanceFolder, type ScoredFolder } from '../instance-report-record.js';
 import { canonicalJson } from '../../schema/canonical-json.js';
 import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { RUN_FILES } from '../../schema/run-files.js';
@@ -23,6 +27,8 @@ export interface FolderCheckInput {
   readonly sameUid: boolean;
   readonly allowedKeys: readonly string[];
   readonly scenariosDir: string;
+  /** Score a folder that has problems too (the bench, which measures the whole work on copies the plan refuses); the merge scores sound folders only. */
+  readonly scoreRefused: boolean;
 }
 
 export interface FolderCheckResult {
@@ -31,8 +37,10 @@ export interface FolderCheckResult {
   readonly problems: readonly string[];
   /** experiment/instance id from the signed manifest: two folders with one are the same run. */
   readonly identity: string | null;
-  /** null when the folder could not be verified at all (its key refused or unreadable). */
-  readonly checks: RunChecks | null;
+  /** The folder scored for the report (null: not scored, as it has problems or could not be verified at all). */
+  readonly scored: ScoredFolder | null;
+  /** Its own pre-registration, as read for the scoring (null: not scored). */
+  readonly prereg: PreRegistration | null;
 }
 
 /** A folder that cannot even be read is one more problem, never a crash of the merge. */
@@ -40,13 +48,42 @@ export function checkInstanceFolder(input: FolderCheckInput): FolderCheckResult 
   try {
     return readAndCheck(input);
   } catch (error) {
-    return { dir: input.dir, problems: [`unreadable: ${error instanceof Error ? error.message : String(error)}`], identity: null, checks: null };
+    return { dir: input.dir, problems: [`unreadable: ${error instanceof Error ? error.message : String(error)}`], identity: null, scored: null, prereg: null };
   }
 }
 
+/**
+ * The folder checked, then scored with the checks just made. A store whose event count is not
+ * the one verified changed between the two reads (a copy still being written, a folder swapped
+ * under the merge): the record would describe a store nobody verified, so it is a problem.
+ */
 function readAndCheck(input: FolderCheckInput): FolderCheckResult {
+  return scoreCheckedFolder(input, checkFolder(input));
+}
+
+/** Scores a folder with the checks checkFolder made of it (a sound folder only, unless scoreRefused). */
+export function scoreCheckedFolder(input: FolderCheckInput, made: FolderChecks): FolderCheckResult {
+  const { problems, identity, checks } = made;
+  if (checks === null || (problems.length > 0 && !input.scoreRefused)) return { dir: input.dir, problems, identity, scored: null, prereg: null };
+  const { scored, prereg } = scoreInstanceFolder(input.dir, { scenariosDir: input.scenariosDir, expectedPreregSha256: input.preregSha256 as HashString, checks, rule: 'own' });
+  const verified = checks.verify.stores === 1 ? checks.verify.events : null;
+  if (scored.record !== null && verified !== null && scored.record.events !== verified) {
+    return { dir: input.dir, problems: [...problems, `it changed while it was merged: ${verified} event(s) verified, ${scored.record.events} scored`], identity, scored: null, prereg: null };
+  }
+  return { dir: input.dir, problems, identity, scored, prereg };
+}
+
+export interface FolderChecks {
+  readonly problems: readonly string[];
+  readonly identity: string | null;
+  /** null when the folder could not be verified at all (its key refused). */
+  readonly checks: RunChecks | null;
+}
+
+/** The folder held to its plan entry: key, verifyDirectory, checkPlansUnder, signed manifest (nothing scored). */
+export function checkFolder(input: FolderCheckInput): FolderChecks {
   const { dir, entry } = input;
-  const refused = (problem: string): FolderCheckResult => ({ dir, problems: [problem], identity: null, checks: null });
+  const refused = (problem: string): FolderChecks => ({ problems: [problem], identity: null, checks: null });
   const pubFile = path.join(dir, RUN_FILES.publicKey);
   if (!existsSync(pubFile)) return refused(`no ${RUN_FILES.publicKey}: not a whole run folder (half-copied?)`);
   const key = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
@@ -59,9 +96,9 @@ function readAndCheck(input: FolderCheckInput): FolderCheckResult {
   for (const f of plans.failures) problems.push(`plan conformance: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}`);
   const checks: RunChecks = { verify, plans };
   const manifestFile = path.join(dir, RUN_FILES.manifest);
-  if (!existsSync(manifestFile)) return { dir, problems: [...problems, `no ${RUN_FILES.manifest}`], identity: null, checks };
+  if (!existsSync(manifestFile)) return { problems: [...problems, `no ${RUN_FILES.manifest}`], identity: null, checks };
   const signed = checkSignedManifest(JSON.parse(readFileSync(manifestFile, 'utf8')), key);
-  if (!signed.ok) return { dir, problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], identity: null, checks };
+  if (!signed.ok) return { problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], identity: null, checks };
   const m = signed.manifest;
   const expect = (what: string, got: unknown, want: unknown): void => {
     if (canonicalJson(got) !== canonicalJson(want)) problems.push(`its signed manifest has ${what} ${JSON.stringify(got)}, the plan's entry ${JSON.stringify(want)}`);
@@ -72,5 +109,5 @@ function readAndCheck(input: FolderCheckInput): FolderCheckResult {
   expect(`the capabilities of group`, m.capabilities, GROUP_CAPABILITIES[entry.group]);
   expect('prereg_sha256', m.prereg_sha256, input.preregSha256);
   if (input.sameUid) expect('isolation mode', m.isolation.mode, 'same-uid');
-  return { dir, problems, identity: `${m.experiment_id}/${m.group_blind_id}`, checks };
+  return { problems, identity: `${m.experiment_id}/${m.group_blind_id}`, checks };
 }

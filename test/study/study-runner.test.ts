@@ -4,6 +4,7 @@
 // once; the study's instances are copies of them, handed over by a stand-in for
 // runNewInstance, so the orchestration is tested in seconds while every instance the study
 // scores is a real, signed run folder.
+import { instanceReportRecordOf, usableRuleOf } from '../../study/instance-report-record.js';
 import Database from 'better-sqlite3';
 import { copyFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -242,7 +243,7 @@ describe('the report builder: a hard failure overrides the score (spec §8.4)', 
         expansionPoints: [],
         extraNotes: [],
         generatedAt: '2026-03-02T09:00:00.000Z',
-        instances: [1, 2, 3].flatMap((replicate) => (['A', 'B', 'C'] as const).map((group): BuiltInstance => ({ group, replicate, dir: path.join(outDir, `${group}-r${replicate}`), status: 'finished', statusDetail: null, evaluation: evaluationOf(group, replicate), wallMs: null }))),
+        instances: [1, 2, 3].flatMap((replicate) => (['A', 'B', 'C'] as const).map((group): BuiltInstance => ({ group, replicate, dir: path.join(outDir, `${group}-r${replicate}`), status: 'finished', statusDetail: null, record: instanceReportRecordOf(evaluationOf(group, replicate), usableRuleOf(prereg)), wallMs: null }))),
       });
     const clean = build((g) => honest[g]);
     const report = build((g, r) => (g === 'B' && r >= 2 ? forged : honest[g]));

@@ -20,7 +20,7 @@ import { REPO, TEST_START_AT } from '../support/controller-run.js';
 const PREREG = PreRegistration.parse(readPreregJson(path.join(REPO, 'experiments', 'prereg', 'default.json')));
 const OUT = '/study';
 
-function report(n: number, instances: readonly Omit<BuiltInstance, 'dir' | 'evaluation' | 'wallMs'>[]): StudyReport {
+function report(n: number, instances: readonly Omit<BuiltInstance, 'dir' | 'record' | 'wallMs'>[]): StudyReport {
   const plan = StudyPlan.parse({ study_version: '1.0.0', study_id: 'exp-lines', seed: 'lines', prereg_file: 'prereg.json', prereg_sha256: hashCanonical(PREREG), n_initial: n, n_expanded: n, concurrency: 1, start_at: TEST_START_AT, model: { adapter: 'reference' }, started_at: '2026-03-02T07:00:00.000Z' });
   return buildStudyReport({
     plan,
@@ -32,7 +32,7 @@ function report(n: number, instances: readonly Omit<BuiltInstance, 'dir' | 'eval
     expansionPoints: [],
     extraNotes: [],
     generatedAt: '2026-03-02T09:00:00.000Z',
-    instances: instances.map((i) => ({ ...i, dir: path.join(OUT, 'instances', `${i.group}-r${i.replicate}`), evaluation: null, wallMs: null })),
+    instances: instances.map((i) => ({ ...i, dir: path.join(OUT, 'instances', `${i.group}-r${i.replicate}`), record: null, wallMs: null })),
   });
 }
 

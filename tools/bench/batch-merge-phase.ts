@@ -5,16 +5,15 @@
 // and prints exactly one JSON object (PhaseResult) on stdout; diagnostics go to stderr.
 //   raw            the floor any merge stands on: every events.db under every instance folder,
 //                  better-sqlite3 read-only, SELECT envelope ORDER BY seq, JSON.parse of each row
-//   verify         checkRounds (batch-merge.ts) on every folder: what --merge verifies
-//   report         rebuildStudyReport (study-recompute.ts), then writeStudyReport: what --merge writes
-//   verify_parts   where verify's time goes: per folder, the three checks problemsOf makes, timed apart
-//   report_parts   where the report's time goes: per folder, the steps evaluateInstance makes and the
-//                  re-verification inside detectHardFailures (verifyDirectory, checkPlansUnder, checkReplay)
-//   retained       (needs --expose-gc) the heap one held evaluation keeps alive, and how much of it is
-//                  record.events: what rebuildStudyReport holds for every instance until the report is built
+//   merge          what --merge does, in one process: checkRounds (batch-merge.ts: every folder
+//                  verified and scored on the worker threads, each reduced to its compact record),
+//                  then rebuildStudyReport from those records and writeStudyReport; each step timed,
+//                  and the RSS of the process (its worker threads included) sampled through each
+//   verify_parts   where a worker's time goes: per folder, the checks checkInstanceFolder makes, timed apart
+//   report_parts   where the scoring's time goes: per folder, the steps evaluateInstance makes with
+//                  the verify and plan results given (as the merge's worker does), and the reduction
 // RSS is also sampled every RSS_SAMPLE_MS by a worker thread (the phases are synchronous: the main
 // thread cannot sample itself), so the summary can say whether RSS climbs through the phase.
-import type { EventType } from '../../schema/event-catalog.js';
 import Database from 'better-sqlite3';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -26,16 +25,12 @@ import { INSTANCE_DIR_RE } from '../../study-contract/study-replicates.js';
 import { computeOracle } from '../../oracle/expected-checkpoints.js';
 import { checkFacts } from '../../oracle/fact-check.js';
 import { detectHardFailures } from '../../oracle/hard-failures.js';
-import { evaluateInstance, type InstanceEvaluation } from '../../oracle/instance-evaluation.js';
 import { loadRunRecord } from '../../oracle/run-record.js';
 import { scoreInstance } from '../../oracle/continuity-score.js';
 import { checkSideEffects } from '../../oracle/side-effects.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { eventIsOneOf } from '../../schema/typed-event.js';
-import { judgeUsableData } from '../../schema/usable-data.js';
 import { checkPlansUnder } from '../../verification/plans-under.js';
-import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { findRunFiles } from '../../writer/run-files-walk.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
@@ -43,17 +38,14 @@ import { checkRounds } from '../../study/batch/batch-merge.js';
 import { readStudyPlan } from '../../study-contract/study-folder.js';
 import { rebuildStudyReport } from '../../study/study-recompute.js';
 import { writeStudyReport } from '../../study/study-runner.js';
+import { instanceReportRecordOf, usableRuleOf } from '../../study/instance-report-record.js';
 
-export const PHASES = ['raw', 'verify', 'report', 'verify_parts', 'report_parts', 'retained'] as const;
+export const PHASES = ['raw', 'merge', 'verify_parts', 'report_parts'] as const;
 export type Phase = (typeof PHASES)[number];
 
 const RSS_SAMPLE_MS = 50;
 /** At most this many RSS samples are kept (a phase of 50 minutes); later ones only move the peak. */
 const MAX_RSS_SAMPLES = 60_000;
-/** Evaluations held at once by the retained phase (each one is an instance's events and scores). */
-const RETAINED_EVALUATIONS = 30;
-/** The event types buildStudyReport reads after scoring (checkFairness, judgeUsableData). */
-const REPORT_READS: readonly EventType[] = ['ExperimentEvent.BudgetLedgerRecorded', 'ExperimentEvent.InterventionDelivered', 'ModelOutputEvent.ModelAnswered', 'ModelOutputEvent.ModelCallFailed'];
 
 export interface RssTrace {
   /** RSS in MB when the phase started (modules loaded, nothing read). */
@@ -71,6 +63,8 @@ export interface PhaseResult {
   /** process.resourceUsage().maxRSS of this process, in MB. */
   readonly max_rss_mb: number;
   readonly rss: RssTrace;
+  /** The merge phase's steps: each one's time and the peak RSS sampled in it (worker threads included: they share the process). */
+  readonly steps: readonly { readonly step: string; readonly ms: number; readonly peak_rss_mb: number }[];
   readonly detail: Record<string, unknown>;
 }
 
@@ -171,30 +165,46 @@ function rawPhase(folders: readonly string[]): Record<string, unknown> {
   return { stores, events: rows, events_per_folder: Math.round(rows / Math.max(1, folders.length)), envelope_mb: mb(chars) };
 }
 
-async function verifyPhase(studyDir: string, trustedKey: Uint8Array, scenariosDir: string): Promise<Record<string, unknown>> {
-  const check = await checkRounds(studyDir, trustedKey, scenariosDir, 'planned', (line) => process.stderr.write(`${line}\n`));
-  const byKind: Record<string, number> = {};
-  for (const f of check.findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
-  return { planned: check.checked.length, verified: check.verified, findings_by_kind: byKind, verify_ms_reported: check.verifyMs, first_finding: check.findings[0]?.detail.slice(0, 400) ?? null };
+/** The wall-clock instant, comparable with the RSS samples' timestamps. */
+const now = (): number => performance.timeOrigin + performance.now();
+
+/** A step's window of the phase, whose peak RSS is read off the samples afterwards. */
+interface StepWindow {
+  readonly step: string;
+  readonly from: number;
+  readonly to: number;
+  /** RSS read at the step's end: a step shorter than the sampling interval still has a reading. */
+  readonly rssAtEnd: number;
 }
 
-function reportPhase(studyDir: string, scenariosDir: string, begin: () => void): { detail: Record<string, unknown>; rebuildMs: number; writeMs: number; rebuildMaxRssMb: number } {
-  begin();
-  let t = performance.now();
-  const rebuilt = rebuildStudyReport(studyDir, scenariosDir);
-  const rebuildMs = performance.now() - t;
-  const rebuildMaxRssMb = mb(process.resourceUsage().maxRSS * 1024);
-  t = performance.now();
+async function mergePhase(studyDir: string, trustedKey: Uint8Array, scenariosDir: string, windows: StepWindow[]): Promise<Record<string, unknown>> {
+  let from = now();
+  const check = await checkRounds(studyDir, trustedKey, scenariosDir, 'planned', (line) => process.stderr.write(`${line}\n`), { scoreRefused: true });
+  windows.push({ step: 'verify_score', from, to: now(), rssAtEnd: process.memoryUsage.rss() });
+  const byKind: Record<string, number> = {};
+  for (const f of check.findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
+  const records = [...check.scored.byDir.values()].flatMap((s) => (s.record === null ? [] : [s.record]));
+  const recordBytes = records.reduce((sum, r) => sum + JSON.stringify(r).length, 0);
+  from = now();
+  const rebuilt = rebuildStudyReport(studyDir, scenariosDir, check.scored);
+  windows.push({ step: 'report_build', from, to: now(), rssAtEnd: process.memoryUsage.rss() });
+  from = now();
   const files = writeStudyReport(studyDir, rebuilt.report);
-  const writeMs = performance.now() - t;
-  const bytes = Object.fromEntries(Object.entries(files).map(([k, f]) => [k, readFileSync(f).length]));
+  windows.push({ step: 'report_write', from, to: now(), rssAtEnd: process.memoryUsage.rss() });
   const statuses: Record<string, number> = {};
   for (const i of rebuilt.report.instances) statuses[i.status] = (statuses[i.status] ?? 0) + 1;
   return {
-    detail: { instances: rebuilt.report.instances.length, statuses, verdict: rebuilt.report.verdict, voided: rebuilt.report.voided, expansion: rebuilt.expansion, report_bytes: bytes, rebuild_ms: ms1(rebuildMs), write_ms: ms1(writeMs), rebuild_max_rss_mb: rebuildMaxRssMb },
-    rebuildMs,
-    writeMs,
-    rebuildMaxRssMb,
+    planned: check.checked.length,
+    verified: check.verified,
+    scored: records.length,
+    findings_by_kind: byKind,
+    first_finding: check.findings[0]?.detail.slice(0, 400) ?? null,
+    record_json_bytes_per_instance: Math.round(recordBytes / Math.max(1, records.length)),
+    instances: rebuilt.report.instances.length,
+    statuses,
+    verdict: rebuilt.report.verdict,
+    voided: rebuilt.report.voided,
+    report_bytes: Object.fromEntries(Object.entries(files).map(([k, f]) => [k, readFileSync(f).length])),
   };
 }
 
@@ -203,7 +213,7 @@ function verifyPartsPhase(folders: readonly string[], scenariosDir: string): Rec
   for (const dir of folders) {
     const key = parsePublicKeyHex(readFileSync(path.join(dir, RUN_FILES.publicKey), 'utf8'));
     steps.time('verifyDirectory (chain, signed heads and files)', () => verifyDirectory(dir));
-    steps.time('checkRunFollowsPlan (plan conformance)', () => checkRunFollowsPlan(dir, key, { scenariosDir }));
+    steps.time('checkPlansUnder (plan conformance)', () => checkPlansUnder(dir, { scenariosDir }));
     steps.time('checkSignedManifest', () => checkSignedManifest(JSON.parse(readFileSync(path.join(dir, RUN_FILES.manifest), 'utf8')), key));
   }
   return { per_folder_ms: steps.perFolder(folders.length) };
@@ -213,67 +223,20 @@ function reportPartsPhase(folders: readonly string[], studyDir: string, scenario
   const plan = readStudyPlan(studyDir);
   const steps = new StepTimes();
   for (const dir of folders) {
+    // As the merge's worker has them: made once, by the verify step.
+    const checks = { verify: verifyDirectory(dir), plans: checkPlansUnder(dir, { scenariosDir }) };
     const record = steps.time('loadRunRecord (read + zod-parse every event)', () => loadRunRecord(dir, scenariosDir));
     const oracle = steps.time('computeOracle', () => computeOracle({ rules: record.prereg.scoring.oracle, scenario: record.scenario.definition, plan: record.plan }));
     const workspaceDir = path.join(dir, RUN_FILES.workspace);
     const facts = steps.time('checkFacts', () => checkFacts(record));
     const unsoundFacts = new Map(facts.filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
     const sideEffects = steps.time('checkSideEffects', () => checkSideEffects(record, workspaceDir));
-    steps.time('scoreInstance', () => scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir }));
-    steps.time('detectHardFailures (all of it)', () => detectHardFailures(record, { expectedPreregSha256: plan.prereg_sha256, scenariosDir }));
-    // Inside detectHardFailures, timed again apart: the checks that repeat what verify did.
-    steps.time('  of which verifyDirectory again', () => verifyDirectory(dir));
-    steps.time('  of which checkPlansUnder (plan conformance again)', () => checkPlansUnder(dir, { scenariosDir }));
+    const score = steps.time('scoreInstance', () => scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir }));
+    const hardFailures = steps.time('detectHardFailures (verify and plan results given)', () => detectHardFailures(record, { expectedPreregSha256: plan.prereg_sha256, scenariosDir, checks }));
     steps.time('  of which checkReplay (full replay)', () => checkReplay(path.join(dir, RUN_FILES.store)));
-    steps.time('judgeUsableData (report builder)', () => judgeUsableData(record.events, null));
+    steps.time('instanceReportRecordOf (the compact record)', () => instanceReportRecordOf({ record, oracle, score, hardFailures, notes: [...sideEffects.notes] }, usableRuleOf(record.prereg)));
   }
   return { per_folder_ms: steps.perFolder(folders.length) };
-}
-
-function retainedPhase(folders: readonly string[], scenariosDir: string, studyDir: string): Record<string, unknown> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('the retained phase needs node --expose-gc');
-  const plan = readStudyPlan(studyDir);
-  // The first folder is evaluated and dropped before the baseline, so compiled code and module
-  // caches are not counted as what an evaluation holds; the next ones are held.
-  const warmUp = folders[0];
-  if (warmUp === undefined) throw new Error(`${studyDir} has no instance folders`);
-  evaluateInstance(warmUp, { scenariosDir, expectedPreregSha256: plan.prereg_sha256 });
-  const held = folders.slice(1, RETAINED_EVALUATIONS + 1);
-  if (held.length === 0) throw new Error(`${studyDir} has one instance folder: nothing to hold after the warm-up`);
-  const settle = (): number => {
-    gc();
-    gc();
-    return process.memoryUsage().heapUsed;
-  };
-  const base = settle();
-  const evaluations: InstanceEvaluation[] = held.map((dir) => evaluateInstance(dir, { scenariosDir, expectedPreregSha256: plan.prereg_sha256 }));
-  const withAll = settle();
-  const events = evaluations.map((e) => e.record.events);
-  evaluations.length = 0;
-  const withEvents = settle();
-  const eventCount = events.reduce((s, e) => s + e.length, 0);
-  const jsonChars = events.reduce((s, e) => s + JSON.stringify(e).length, 0);
-  // What buildStudyReport still reads of the events once an instance is scored: checkFairness
-  // (oracle/fairness.ts) and judgeUsableData (schema/usable-data.ts) look at these types only.
-  const needed = events.map((list) => list.filter((e) => eventIsOneOf(e, REPORT_READS)));
-  events.length = 0;
-  const withNeeded = settle();
-  const neededCount = needed.reduce((s, e) => s + e.length, 0);
-  needed.length = 0;
-  const after = settle();
-  const per = (bytes: number): number => Math.round((bytes / held.length / 1024 / 1024) * 1000) / 1000;
-  return {
-    held: held.length,
-    heap_per_evaluation_mb: per(withAll - base),
-    heap_per_instance_events_mb: per(withEvents - base),
-    events_per_instance: Math.round(eventCount / held.length),
-    events_json_per_instance_mb: per(jsonChars),
-    heap_per_instance_report_read_events_mb: per(withNeeded - base),
-    report_read_events_per_instance: Math.round(neededCount / held.length),
-    report_read_types: REPORT_READS,
-    heap_after_release_mb: per(after - base),
-  };
 }
 
 async function main(): Promise<void> {
@@ -283,23 +246,19 @@ async function main(): Promise<void> {
   const trustedKey = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
   const folders = instanceFolders(studyDir);
   const sampler = startRssSampler();
-  let startAt = performance.timeOrigin + performance.now();
-  let startRss = process.memoryUsage.rss();
-  const begin = (): void => {
-    startAt = performance.timeOrigin + performance.now();
-    startRss = process.memoryUsage.rss();
-  };
-  begin();
+  const startAt = performance.timeOrigin + performance.now();
+  const startRss = process.memoryUsage.rss();
   let detail: Record<string, unknown>;
+  const windows: StepWindow[] = [];
   if (phase === 'raw') detail = rawPhase(folders);
-  else if (phase === 'verify') detail = await verifyPhase(studyDir, trustedKey, scenariosDir);
-  else if (phase === 'report') detail = reportPhase(studyDir, scenariosDir, begin).detail;
+  else if (phase === 'merge') detail = await mergePhase(studyDir, trustedKey, scenariosDir, windows);
   else if (phase === 'verify_parts') detail = verifyPartsPhase(folders, scenariosDir);
-  else if (phase === 'report_parts') detail = reportPartsPhase(folders, studyDir, scenariosDir);
-  else detail = retainedPhase(folders, scenariosDir, studyDir);
+  else detail = reportPartsPhase(folders, studyDir, scenariosDir);
   const endAt = performance.timeOrigin + performance.now();
   const samples = await sampler.stop();
-  const result: PhaseResult = { phase, folders: folders.length, ms: ms1(endAt - startAt), max_rss_mb: mb(process.resourceUsage().maxRSS * 1024), rss: traceOf(samples, startAt, endAt, startRss), detail };
+  // Each step's peak: the highest sample in its window (the whole phase's peak is maxRSS).
+  const steps = windows.map((w) => ({ step: w.step, ms: ms1(w.to - w.from), peak_rss_mb: mb(Math.max(w.rssAtEnd, ...samples.filter((x) => x.t >= w.from && x.t <= w.to).map((x) => x.rss))) }));
+  const result: PhaseResult = { phase, folders: folders.length, ms: ms1(endAt - startAt), max_rss_mb: mb(process.resourceUsage().maxRSS * 1024), rss: traceOf(samples, startAt, endAt, startRss), steps, detail };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
