@@ -8,7 +8,7 @@ import type { EventType } from '../schema/event-catalog.js';
 import { PermissionDecided } from '../schema/events/action-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { PromptReuse } from '../schema/events/model-output-events.js';
-import { PromptReuseSummary, summarizePromptReuse } from '../schema/prompt-reuse-summary.js';
+import { PromptReuseSummary, summarizeCallsReuse } from '../schema/prompt-reuse-summary.js';
 import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -84,7 +84,7 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
     // Calls that reached a model (budget_exhausted asked for nothing; a call refused before it was sent has no usage), of an
     // adapter that calls one — or that report reuse anyway (a replay serves its source's records).
     const reachedCalls = db.prepare(`select json_extract(envelope, '$.payload.prompt_reuse') as r, json_extract(envelope, '$.payload.adapter') as adapter from events where event_type in (?, ?) and json_extract(envelope, '$.payload.usage') is not null order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { r: string | null; adapter: string }[];
-    const reuse = reachedCalls.filter((row) => row.r !== null || recordedAdapterOf(row.adapter)?.callsModel === true);
+    const reuse = summarizeCallsReuse(reachedCalls.map((row) => ({ prompt_reuse: row.r === null ? null : PromptReuse.parse(JSON.parse(row.r)), reached: true, adapterCallsModel: recordedAdapterOf(row.adapter)?.callsModel === true })));
     const emptyCheckpoints = checkpoints.filter((c) => isEmptyCheckpoint(JSON.parse(c.payload))).length;
     return RunSummary.parse({
       events: rows.reduce((sum, r) => sum + r.n, 0),
@@ -105,7 +105,7 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
       process_restarts: count('SystemEvent.ProcessRestarted'),
       unknown_outcomes: count('ActionEvent.ToolOutcomeUnknown'),
       usable_data: usableData,
-      prompt_reuse: summarizePromptReuse(reuse.map((row) => (row.r === null ? null : PromptReuse.parse(JSON.parse(row.r))))),
+      prompt_reuse: reuse,
     });
   } finally {
     db.close();

@@ -7,6 +7,7 @@ import { RoundingSection } from './report-rounding.js';
 import { Group } from '../design/groups.js';
 import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
+import { PromptReuseSummary } from '../schema/prompt-reuse-summary.js';
 
 /**
  * 2.2.0 (issue 32 item 3): `rounding` — the rule of each kind of rounded figure and whether it was
@@ -21,15 +22,22 @@ import { ByFailure } from '../schema/usable-data.js';
  * that ran blocks; a study planned before blocks was reported as 2.0.0.
  * 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict.
  */
-export const STUDY_REPORT_VERSION = '2.2.0';
+export const STUDY_REPORT_VERSION = '2.3.0';
+/** Before the groups' and instances' prompt_reuse (issue 34). */
+export const STUDY_REPORT_VERSION_BEFORE_REUSE = '2.2.0';
 export const STUDY_REPORT_VERSION_BEFORE_ROUNDING = '2.1.0';
 export const STUDY_REPORT_VERSION_BEFORE_BLOCKS = '2.0.0';
-export const STUDY_REPORT_VERSIONS = [STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION_BEFORE_ROUNDING, STUDY_REPORT_VERSION] as const;
+export const STUDY_REPORT_VERSIONS = [STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION_BEFORE_ROUNDING, STUDY_REPORT_VERSION_BEFORE_REUSE, STUDY_REPORT_VERSION] as const;
 export type StudyReportVersion = (typeof STUDY_REPORT_VERSIONS)[number];
 /** The versions written before the rounding section: what a report of today's build is read back into for comparison. */
 export type StudyReportVersionBeforeRounding = typeof STUDY_REPORT_VERSION_BEFORE_BLOCKS | typeof STUDY_REPORT_VERSION_BEFORE_ROUNDING;
 export function isVersionBeforeRounding(version: unknown): version is StudyReportVersionBeforeRounding {
   return version === STUDY_REPORT_VERSION_BEFORE_BLOCKS || version === STUDY_REPORT_VERSION_BEFORE_ROUNDING;
+}
+/** The versions a report of today's build is read back into for comparison: every earlier one. */
+export type OlderStudyReportVersion = StudyReportVersionBeforeRounding | typeof STUDY_REPORT_VERSION_BEFORE_REUSE;
+export function isOlderReportVersion(version: unknown): version is OlderStudyReportVersion {
+  return isVersionBeforeRounding(version) || version === STUDY_REPORT_VERSION_BEFORE_REUSE;
 }
 
 export const Verdict = z.enum(['supported', 'rejected', 'insufficient evidence']);
@@ -69,6 +77,8 @@ export const ReportInstance = z.strictObject({
   /** accepted / calls; null without calls. */
   accepted_share: z.number().min(0).max(1).nullable(),
   by_failure: ByFailure.nullable(),
+  /** 2.3.0 (issue 34): what the servers said they reused of its prompts; null when its events were not read (not scored). */
+  prompt_reuse: PromptReuseSummary.nullable().optional(),
   /** The instance counts as data: calls > 0 and accepted_share ≥ the pre-registered minimum. */
   usable: z.boolean(),
   usable_reason: z.string(),
@@ -94,6 +104,8 @@ export const GroupSummary = z.strictObject({
   accepted: z.number().int().min(0),
   calls: z.number().int().min(0),
   by_failure: ByFailure,
+  /** 2.3.0 (issue 34): what the servers said they reused of the group's prompts, summed over its scored instances. */
+  prompt_reuse: PromptReuseSummary.optional(),
 });
 export type GroupSummary = z.infer<typeof GroupSummary>;
 
@@ -205,11 +217,18 @@ function versionProblems(r: StudyReport): VersionProblem[] {
  * compare an older report.json with, so an old report still recomputes (its blocks, present or
  * not, are compared as they are: a mismatch there is a difference, not hidden).
  */
-export function asOlderReportVersion(report: StudyReport, version: StudyReportVersionBeforeRounding): unknown {
-  const { rounding: _rounding, instances, blocks, ...rest } = report;
+export function asOlderReportVersion(report: StudyReport, version: OlderStudyReportVersion): unknown {
+  // Before 2.3.0: no prompt_reuse, per instance or per group.
+  const withoutReuse: StudyReport = {
+    ...report,
+    report_version: version,
+    instances: report.instances.map(({ prompt_reuse: _r, ...i }) => i),
+    groups: Object.fromEntries(Object.entries(report.groups).map(([g, { prompt_reuse: _r, ...s }]) => [g, s])) as StudyReport['groups'],
+  };
+  if (!isVersionBeforeRounding(version)) return withoutReuse;
+  const { rounding: _rounding, instances, blocks, ...rest } = withoutReuse;
   return {
     ...rest,
-    report_version: version,
     instances: instances.map(({ score_unrounded: _s, dimensions_unrounded: _d, per_wake, ...i }) => ({ ...i, per_wake: per_wake.map(({ value_unrounded: _v, ...w }) => w) })),
     ...(blocks === undefined ? {} : { blocks: blocks.map(({ turns: { mean_wait_ms_unrounded: _m, ...turns }, ...b }) => ({ ...b, turns })) }),
   };

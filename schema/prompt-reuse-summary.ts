@@ -37,6 +37,33 @@ export function summarizePromptReuse(records: readonly (PromptReuse | null)[]): 
   };
 }
 
+/** What a model call's record says for the summary: its prompt_reuse, whether it reached a model (usage recorded), and whether its adapter calls one. */
+export interface CallReuseFacts {
+  readonly prompt_reuse: PromptReuse | null;
+  readonly reached: boolean;
+  readonly adapterCallsModel: boolean;
+}
+
+/** The calls a summary counts: those that reached a model, of an adapter that calls one — or that report reuse anyway (a replay serves its source's records). */
+export function summarizeCallsReuse(calls: readonly CallReuseFacts[]): PromptReuseSummary {
+  return summarizePromptReuse(calls.filter((c) => c.reached && (c.prompt_reuse !== null || c.adapterCallsModel)).map((c) => c.prompt_reuse));
+}
+
+/** The summaries of several instances as one (a group's). */
+export function combinePromptReuse(summaries: readonly PromptReuseSummary[]): PromptReuseSummary {
+  const reused = summaries.reduce((sum, s) => sum + s.reused_tokens, 0);
+  const evaluated = summaries.reduce((sum, s) => sum + s.evaluated_tokens, 0);
+  const seen = new Set(summaries.flatMap((s) => s.sources));
+  return {
+    calls_reported: summaries.reduce((sum, s) => sum + s.calls_reported, 0),
+    calls_unreported: summaries.reduce((sum, s) => sum + s.calls_unreported, 0),
+    reused_tokens: reused,
+    evaluated_tokens: evaluated,
+    reevaluated_share: reused + evaluated === 0 ? null : evaluated / (reused + evaluated),
+    sources: PromptReuseSource.options.filter((s) => seen.has(s)),
+  };
+}
+
 /** One line for a screen: "re-evaluated 23.4 % of 98,000 prompt tokens (31 calls, server_timings); 2 calls reported no reuse". */
 export function describePromptReuse(s: PromptReuseSummary): string {
   const unreported = s.calls_unreported === 0 ? '' : `; ${s.calls_unreported} call(s) reported no reuse`;

@@ -11,6 +11,9 @@ import { FairnessFacts, fairnessFactsOf } from '../oracle/fairness.js';
 import { HardFailure, type RunChecks } from '../oracle/hard-failures.js';
 import { evaluateInstance, type InstanceEvaluation } from '../oracle/instance-evaluation.js';
 import { HashString } from '../schema/hash.js';
+import { currentPayloadOf } from '../schema/current-payload.js';
+import { PromptReuseSummary, summarizeCallsReuse } from '../schema/prompt-reuse-summary.js';
+import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { eventIs } from '../schema/typed-event.js';
 import { judgeUsableData, SubstantiveRule, UsableData } from '../schema/usable-data.js';
 
@@ -43,6 +46,8 @@ export const InstanceReportRecord = z.strictObject({
   usable: UsableData,
   usable_rule: UsableRule,
   fairness: FairnessFacts,
+  /** What the servers said they reused of its calls' prompts (issue 34 item 1). */
+  prompt_reuse: PromptReuseSummary,
 });
 export type InstanceReportRecord = z.infer<typeof InstanceReportRecord>;
 
@@ -69,7 +74,20 @@ export function instanceReportRecordOf(evaluation: InstanceEvaluation, rule: Usa
     usable: judgeUsableData(record.events, rule.min_accepted_share, undefined, rule.substantive),
     usable_rule: rule,
     fairness: fairnessFactsOf(record),
+    prompt_reuse: promptReuseOfEvents(record.events),
   };
+}
+
+/** The instance's calls as the run summary counts them (schema/prompt-reuse-summary.ts summarizeCallsReuse). */
+function promptReuseOfEvents(events: InstanceEvaluation['record']['events']): PromptReuseSummary {
+  const calls = events.flatMap((e) => {
+    const typed = currentPayloadOf(e);
+    if (!typed.ok) return [];
+    const t = typed.event;
+    if (t.event_type !== 'ModelOutputEvent.ModelAnswered' && t.event_type !== 'ModelOutputEvent.ModelCallFailed') return [];
+    return [{ prompt_reuse: t.payload.prompt_reuse, reached: t.payload.usage !== null, adapterCallsModel: recordedAdapterOf(t.payload.adapter)?.callsModel === true }];
+  });
+  return summarizeCallsReuse(calls);
 }
 
 /** One instance folder as the report sees it: scored (sealed), stopped (not sealed), or failed (not readable as a run). */

@@ -12,7 +12,7 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import { MAX_STUDY_INSTANCES, readStudyPlan, STUDY_FILES, StudyError } from '../study-contract/study-folder.js';
 import { INSTANCE_DIR_RE } from '../study-contract/study-replicates.js';
 import { GROUPS, type Group } from '../design/groups.js';
-import { asOlderReportVersion, isVersionBeforeRounding, StudyReport } from '../oracle/study-report.js';
+import { asOlderReportVersion, isOlderReportVersion, StudyReport } from '../oracle/study-report.js';
 import { checkRoundedFigures, ROUNDING_CHECK, type RoundingCheck } from '../oracle/rounded-figures-check.js';
 import { buildStudyReport } from './study-report-builder.js';
 import { scoreInstanceFolder, usableRuleOf, type ScoredFolder, type UsableRule } from './instance-report-record.js';
@@ -31,7 +31,7 @@ export function reportDifferences(stored: StudyReport, rebuilt: StudyReport): st
  */
 function inVersionOf(stored: StudyReport, rebuilt: StudyReport): unknown {
   const version: unknown = stored.report_version;
-  return isVersionBeforeRounding(version) ? asOlderReportVersion(rebuilt, version) : rebuilt;
+  return isOlderReportVersion(version) ? asOlderReportVersion(rebuilt, version) : rebuilt;
 }
 
 /** Notes of the live run that the folders cannot reproduce (see runStudy). */
@@ -162,7 +162,7 @@ export function recomputeStudy(outDir: string, scenariosDir: string): Recomputat
   }
   if (expansion && expansion.expand !== expandedRan) differences.push(`the expansion rule says ${expansion.expand ? 'expand' : 'do not expand'} at n = ${plan.n_initial}, but ${expandedRan ? 'replicates beyond it were run' : 'none beyond it were run'}`);
   // An older report.json is answered in its own version (what was compared); in this build's when that version cannot hold it.
-  const asStored = stored !== null && isVersionBeforeRounding(stored.report_version) ? StudyReport.safeParse(inVersionOf(stored, report)) : null;
+  const asStored = stored !== null && isOlderReportVersion(stored.report_version) ? StudyReport.safeParse(inVersionOf(stored, report)) : null;
   return { report: asStored?.success ? asStored.data : report, differences, rounding };
 }
 

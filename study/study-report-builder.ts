@@ -19,6 +19,7 @@ import { FAILURE_KINDS, type ByFailure } from '../schema/usable-data.js';
 import { usableRuleOf, type InstanceReportRecord } from './instance-report-record.js';
 import { decideVerdict } from '../oracle/verdict.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../runtime/protocol.js';
+import { combinePromptReuse } from '../schema/prompt-reuse-summary.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
 
 export interface BuiltInstance {
@@ -75,6 +76,7 @@ function summarize(instances: readonly ReportInstance[], passScore: number): Gro
     accepted: instances.reduce((sum, i) => sum + (i.accepted ?? 0), 0),
     calls: instances.reduce((sum, i) => sum + (i.calls ?? 0), 0),
     by_failure: Object.fromEntries(FAILURE_KINDS.map((k) => [k, instances.reduce((sum, i) => sum + (i.by_failure?.[k] ?? 0), 0)])) as ByFailure,
+    prompt_reuse: combinePromptReuse(instances.flatMap((i) => (i.prompt_reuse ? [i.prompt_reuse] : []))),
   };
 }
 
@@ -110,6 +112,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       calls: usable?.calls ?? null,
       accepted_share: usable?.share ?? null,
       by_failure: usable?.by_failure ?? null,
+      prompt_reuse: e?.prompt_reuse ?? null,
       // An instance not scored is not data either: its events were not read.
       usable: usable?.usable ?? false,
       usable_reason: usable?.reason ?? `not scored (${i.status}): its model calls were not judged`,
