@@ -5,7 +5,7 @@ import { expect, test } from 'vitest';
 import { appendParams, PAIRS_PER_ROUND } from '../../tools/bench/append-bench.js';
 import { aimLines, BENCH_AIMS, benchAims, judgeAim, PHYSICAL_BOUNDS, summaryLine, verdictOf, WAKE_TIMESTAMP_SLACK_MS, type AimInputs, type AimName } from '../../tools/bench/bench-aims.js';
 import { loadLines, loadMark, othersCpuCores, parsePidStat, parseProcStat, UNDER_LOAD_PER_CORE, type LoadReading } from '../../tools/bench/machine-load.js';
-import { interleavedOrder, pairedRatio, type RatePair } from '../../tools/bench/paired-ratio.js';
+import { beyondBoundText, interleavedOrder, pairedRatio, type RatePair } from '../../tools/bench/paired-ratio.js';
 
 const zip = (raw: number[], ours: number[]): RatePair[] => raw.map((r, i) => ({ raw: r, ours: ours[i]! }));
 const reading = (load1: number, ticks: LoadReading['ticks']): LoadReading => ({ load_avg: [load1, load1, load1], ticks });
@@ -140,6 +140,12 @@ test('/proc parsing: the machine line, and a process name with spaces and parent
   expect(() => parseProcStat('intr 1 2 3')).toThrow(/no "cpu " line/);
   const stat = '4242 (node (bench) x) S 4200 4242 4200 0 -1 4194560 100 0 0 0 70 30 12 8 20 0 11 0 1234 0 0';
   expect(parsePidStat(stat)).toEqual({ ppid: 4200, ticks: 70 + 30 + 12 + 8 });
+});
+
+test('an informational ratio with a pair or a median beyond 1 says so', () => {
+  expect(beyondBoundText(pairedRatio(zip([100, 100, 100], [60, 70, 80])), 1)).toBe('');
+  expect(beyondBoundText(pairedRatio(zip([100, 100, 100, 100, 100], [60, 70, 80, 148, 90])), 1)).toBe('; 1 of 5 pairs beyond 1, impossible: noise in those pairs');
+  expect(beyondBoundText(pairedRatio(zip([100, 100, 100], [60, 120, 130])), 1)).toBe(' - beyond 1, impossible: noise, not the code');
 });
 
 test('interleaving alternates who goes first, and a ratio needs real pairs', () => {

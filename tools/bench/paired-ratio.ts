@@ -70,3 +70,14 @@ export function interleavedOrder<T>(cases: readonly T[], index: number): T[] {
 export function pairedText(r: PairedRatio, digits = 3): string {
   return `${r.median.toFixed(digits)} (${r.min.toFixed(digits)}-${r.max.toFixed(digits)}, IQR ${r.q1.toFixed(digits)}-${r.q3.toFixed(digits)}, ${r.pairs} pair${r.pairs === 1 ? '' : 's'})`;
 }
+
+/**
+ * For a ratio that is not an aim but has the same physical bound (ours does strictly more work
+ * than raw, so at most `atMost`): '' when every pair is within it, else what is beyond, so an
+ * informational figure cannot be impossible in silence.
+ */
+export function beyondBoundText(r: PairedRatio, atMost: number): string {
+  if (r.median > atMost) return ` - beyond ${atMost}, impossible: noise, not the code`;
+  const beyond = r.ratios.filter((x) => x > atMost).length;
+  return beyond === 0 ? '' : `; ${beyond} of ${r.pairs} pairs beyond ${atMost}, impossible: noise in those pairs`;
+}

@@ -44,7 +44,7 @@ import { StoreReader } from '../../writer/store-reader.js';
 import { buildStoreIndex, type StoreIndex } from '../../audit/store-index.js';
 import { assertNever } from '../../foundation/assert-never.js';
 import { formatRate, log, median, roundTo, timeIt } from './bench-util.js';
-import { interleavedOrder, pairedRatio, pairedText, type PairedRatio } from './paired-ratio.js';
+import { beyondBoundText, interleavedOrder, pairedRatio, pairedText, type PairedRatio } from './paired-ratio.js';
 
 /** Minimum replay / raw read+parse throughput ratio replay is meant to reach. */
 export const REPLAY_AIM = 0.5;
@@ -597,7 +597,7 @@ export function replayTableLines(r: ReplayBenchReport): string[] {
     lines.push(partialLine(`state @ seq ${q.seq}`, { ...q.via_snapshot, speedup: q.speedup }, `seq 1 (${ms(q.from_seq_1.ms)})`));
   }
   const a = r.audit_index;
-  lines.push(`  ${'audit desk index'.padEnd(20)} ${formatRate(a.events_per_second).padStart(10)}  events/s  one pass keeping links only (${ms(a.ms)}; ${pairedText(r.paired.audit_index)} of raw read+parse${r.paired.audit_index.median > 1 ? ', beyond 1: impossible, noise' : ''}; ${a.chains} chains, ${a.cited_events} cited events; RSS +${MB(a.rss_growth_bytes)})`);
+  lines.push(`  ${'audit desk index'.padEnd(20)} ${formatRate(a.events_per_second).padStart(10)}  events/s  one pass keeping links only (${ms(a.ms)}; ${pairedText(r.paired.audit_index)} of raw read+parse${beyondBoundText(r.paired.audit_index, 1)}; ${a.chains} chains, ${a.cited_events} cited events; RSS +${MB(a.rss_growth_bytes)})`);
   const mismatches = [
     ...(r.restore.clean_stop.state_matches_full ? [] : ['restore (clean stop)']),
     ...(r.restore.crash && !r.restore.crash.state_matches_full ? ['restore (crash)'] : []),
