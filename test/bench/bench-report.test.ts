@@ -70,7 +70,6 @@ function inputs(over: { study?: { n: number; wallMs: number } | null; longRatio?
   return {
     quick: false,
     paired: { append_single: pairsAt(0.7), append_batched: pairsAt(0.4), replay: pairsAt(0.6) },
-    fastestDurableCommitMs: 0.25,
     wake: { stub: { overhead_ms: { median: over.stubMedianMs ?? 9 }, stub_latency_ms: 200 }, reference: { apparatus_ms: { median: 12 }, policy_compute: { median_ms: 1 } } },
     long: over.longRatio === null ? null : { last_over_first: over.longRatio ?? 1.1, last_over_second: 1.2, case: { wakes: 300 }, history_events: 2_000 },
     study: study === null ? null : { n_per_group: study.n, study_wall_ms: study.wallMs, instance_wall_ms: { max: 20_000 }, parallel_efficiency: 0.9, instances: 3 * study.n, concurrency: 2, cores: 2 },

@@ -57,14 +57,18 @@ test('every at-most bound: a figure just beyond it is INVALID, at it is judged a
   expect(verdictOf(Number.NaN, 0.6, '>=', null)).toBe('NOT JUDGED');
 });
 
-test('a wake overhead below its measured floor is INVALID; a floor not measured is said, not assumed', () => {
-  const floor = 2 * 0.25 - WAKE_TIMESTAMP_SLACK_MS;
-  expect(judgeAim('wake_overhead_stub_median', -4, 'x', false, null, { floor })).toMatchObject({ verdict: 'INVALID', physical_bound: { comparison: '>=', value: floor } });
-  expect(judgeAim('wake_overhead_stub_median', 9, 'x', false, null, { floor }).verdict).toBe('MET');
-  expect(judgeAim('wake_overhead_stub_median', 12, 'x', false, null, { floor }).verdict).toBe('MISSED');
-  const unmeasured = judgeAim('wake_overhead_stub_median', -4, 'x', false, 'stub 20 ms', { floor: null });
+test('a wake overhead below its floor is INVALID; a measured floor not measured is said, not assumed', () => {
+  const floor = -WAKE_TIMESTAMP_SLACK_MS;
+  expect(judgeAim('wake_overhead_stub_median', floor - 0.5, 'x', false)).toMatchObject({ verdict: 'INVALID', met: null, physical_bound: { comparison: '>=', value: floor } });
+  expect(judgeAim('wake_overhead_stub_median', floor, 'x', false).verdict).toBe('MET');
+  expect(judgeAim('wake_overhead_stub_median', 9, 'x', false).verdict).toBe('MET');
+  expect(judgeAim('wake_overhead_stub_median', 12, 'x', false).verdict).toBe('MISSED');
+  // The study's floor is its longest instance, measured in the same study: below it, INVALID.
+  expect(judgeAim('study_wall_n5', 19.9, 'x', false, null, { floor: 20 })).toMatchObject({ verdict: 'INVALID', physical_bound: { comparison: '>=', value: 20 } });
+  expect(judgeAim('study_wall_n5', 20, 'x', false, null, { floor: 20 }).verdict).toBe('MET');
+  const unmeasured = judgeAim('study_wall_n5', 19.9, 'x', false, 'n = 5', { floor: null });
   expect(unmeasured).toMatchObject({ verdict: 'MET', physical_bound: null });
-  expect(unmeasured.note).toBe('stub 20 ms; physical floor not measured in this run: not checked');
+  expect(unmeasured.note).toBe('n = 5; physical floor not measured in this run: not checked');
 });
 
 /** Only what benchAims reads. */
@@ -73,7 +77,6 @@ function inputs(over: { studyWallMs?: number; efficiency?: number; stubMs?: numb
   return {
     quick: true,
     paired: { append_single: over.append ? pairedRatio(over.append) : pairs(0.7), append_batched: pairs(0.55), replay: pairs(0.6) },
-    fastestDurableCommitMs: 0.25,
     wake: { stub: { overhead_ms: { median: over.stubMs ?? 9 }, stub_latency_ms: 20 }, reference: { apparatus_ms: { median: 12 }, policy_compute: { median_ms: 1 } } },
     long: null,
     study: { n_per_group: 5, study_wall_ms: over.studyWallMs ?? 50_000, instance_wall_ms: { max: 20_000 }, parallel_efficiency: over.efficiency ?? 0.9, instances: 15, concurrency: 1, cores: 2 },
@@ -83,7 +86,7 @@ function inputs(over: { studyWallMs?: number; efficiency?: number; stubMs?: numb
 }
 
 test('the list: a study shorter than its longest instance and an efficiency over 1 are INVALID, counted in the summary', () => {
-  const aims = benchAims(inputs({ studyWallMs: 15_000, efficiency: 1.3, stubMs: -3 }));
+  const aims = benchAims(inputs({ studyWallMs: 15_000, efficiency: 1.3, stubMs: -WAKE_TIMESTAMP_SLACK_MS - 1 }));
   const by = Object.fromEntries(aims.map((a) => [a.name, a]));
   expect(by['study_wall_n5']).toMatchObject({ value: 15, verdict: 'INVALID', physical_bound: { comparison: '>=', value: 20 } });
   expect(by['study_parallel_efficiency']!.verdict).toBe('INVALID');

@@ -311,8 +311,6 @@ export interface AppendBenchResult {
   };
   /** Unrounded, for the aim lines. */
   readonly paired: AppendPaired;
-  /** 1000 / the fastest raw_single chunk's rate: the quickest durable commit this run saw (ms), for physical floors. */
-  readonly fastestRawCommitMs: number;
   /** The append section of the table, without the aim lines (bench.ts prints every aim together). */
   readonly tableLines: string[];
 }
@@ -378,7 +376,6 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
       append_single_over_raw_projection: pairedRatio(pairsOf(rounds, 'raw_single_projection', 'append_single')),
     };
     const first = rounds[0]!;
-    const fastestRawCommitMs = 1_000 / Math.max(...chunksOf(rounds, 'raw_single').map((c) => c.eventsPerSecond));
     const report = {
       raw: {
         single_events_per_second: roundTo(rate('raw_single')),
@@ -439,7 +436,7 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
     for (const [name, value, unit] of table) tableLines.push(`  ${name.padEnd(20)} ${formatRate(value).padStart(10)}  ${unit}`);
     tableLines.push('', 'where an append goes (store_sqlite_and_durable_commit is store.append less the two store rows above it):');
     tableLines.push(...breakdownLines('append_single', report.breakdown.single), ...breakdownLines(`append_batched (${params.batchSize} per append)`, report.breakdown.batched));
-    return { report, paired, fastestRawCommitMs, tableLines };
+    return { report, paired, tableLines };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -103,7 +103,7 @@ async function main(): Promise<number> {
 
     const load = loadMark({ cores, start: startLoad, end: readLoad(), phases: phaseLoad });
     const paired = { append_single: append.paired.append_single, append_batched: append.paired.append_batched, replay: replay.paired.replay };
-    const aims = benchAims({ quick: params.quick, paired, fastestDurableCommitMs: append.fastestRawCommitMs, wake: wakeOverhead, long, study, batchMerge, load });
+    const aims = benchAims({ quick: params.quick, paired, wake: wakeOverhead, long, study, batchMerge, load });
     const wallS = Math.round((performance.now() - startMs) / 1_000);
     log(`bench took ${wallS} s${params.quick ? ' (quick)' : ''}`);
     for (const line of loadLines(load)) log(line);
