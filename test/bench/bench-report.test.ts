@@ -4,6 +4,8 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { AimResult, BENCH_AIMS, benchAims, judgeAim, type AimInputs } from '../../tools/bench/bench-aims.js';
+import { loadMark } from '../../tools/bench/machine-load.js';
+import { pairedRatio } from '../../tools/bench/paired-ratio.js';
 import { parseCommandLine, QUICK_DEFAULTS } from '../../tools/bench/bench-command-line.js';
 import { UsageError } from '../../tools/bench/bench-util.js';
 import { LONG_WAKE_SCHEDULE, QUICK_LONG_WAKE_SCHEDULE, tenthFigures, tenths } from '../../tools/bench/long-instance-bench.js';
@@ -14,6 +16,9 @@ import type { WakeTiming } from '../../tools/bench/wake-overhead-bench.js';
 import { SCENARIOS_DIR } from '../../cli/run-defaults.js';
 import { GROUP_CAPABILITIES } from '../../design/manifest.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
+
+/** A quiet 2-core machine: load 0.1 at start, nobody else's CPU. */
+const quietLoad = loadMark({ cores: 2, start: { load_avg: [0.1, 0.1, 0.1], ticks: { busy: 0, total: 0, own: 0 } }, end: { load_avg: [0.9, 0.5, 0.3], ticks: { busy: 100, total: 200, own: 100 } }, phases: {} });
 
 test('the default run is the full one: the study at n = 5 and the ~10x long instance', () => {
   const c = parseCommandLine([]);
@@ -31,13 +36,14 @@ test('--quick shrinks every part, and an explicit flag still wins', () => {
   expect(q.json).toBe(true);
   expect(q.study.n).toBe(QUICK_DEFAULTS.studyN);
   expect(q.replay.events).toBe(QUICK_DEFAULTS.replayEvents);
-  expect(q.append.singleEvents).toBe(Number(QUICK_DEFAULTS.events));
+  expect(q.append.singleEventsAsked).toBe(Number(QUICK_DEFAULTS.events));
   expect(q.append.rounds).toBe(Number(QUICK_DEFAULTS.rounds));
   expect(q.wake.stubLatencyMs).toBe(QUICK_DEFAULTS.stubLatencyMs);
   expect(q.long?.schedule).toEqual(QUICK_LONG_WAKE_SCHEDULE);
   const explicit = parseCommandLine(['--quick', '--study-n', '2', '--events', '50', '--no-long']);
   expect(explicit.study.n).toBe(2);
-  expect(explicit.append.singleEvents).toBe(50);
+  // 50 asked: rounded up to whole interleaved chunks (6 x 9), and the ask kept for the log.
+  expect(explicit.append).toMatchObject({ singleEvents: 54, singleEventsAsked: 50, singleChunkEvents: 9 });
   expect(explicit.long).toBeNull();
 });
 
@@ -53,20 +59,22 @@ test('an aim is judged in its own direction, at its bound, and not at all withou
   expect(judgeAim('wake_overhead_stub_median', BENCH_AIMS.wake_overhead_stub_median.aim, 'x', false).met).toBe(true);
   expect(judgeAim('wake_overhead_stub_median', BENCH_AIMS.wake_overhead_stub_median.aim + 0.1, 'x', false).met).toBe(false);
   const skipped = judgeAim('study_wall_n5', null, 'study.study_wall_ms', true, 'study skipped');
-  expect(skipped).toMatchObject({ value: null, met: null, quick: true, note: 'study skipped' });
+  expect(skipped).toMatchObject({ value: null, met: null, verdict: 'NOT JUDGED', quick: true, note: 'study skipped' });
   expect(judgeAim('replay', Number.NaN, 'x', false).met).toBeNull();
 });
 
 /** Only the fields benchAims reads; the rest of each report is irrelevant to the list. */
 function inputs(over: { study?: { n: number; wallMs: number } | null; longRatio?: number | null; stubMedianMs?: number }): AimInputs {
   const study = over.study === undefined ? { n: 5, wallMs: 59_000 } : over.study;
+  const pairsAt = (ratio: number) => pairedRatio([0.98, 1, 1.02].map((f) => ({ raw: 1_000, ours: 1_000 * ratio * f })));
   return {
     quick: false,
-    ratios: { append_single: 0.7, append_batched: 0.4, replay: 0.6 },
+    paired: { append_single: pairsAt(0.7), append_batched: pairsAt(0.4), replay: pairsAt(0.6) },
     wake: { stub: { overhead_ms: { median: over.stubMedianMs ?? 9 }, stub_latency_ms: 200 }, reference: { apparatus_ms: { median: 12 }, policy_compute: { median_ms: 1 } } },
     long: over.longRatio === null ? null : { last_over_first: over.longRatio ?? 1.1, last_over_second: 1.2, case: { wakes: 300 }, history_events: 2_000 },
-    study: study === null ? null : { n_per_group: study.n, study_wall_ms: study.wallMs, parallel_efficiency: 0.9, instances: 3 * study.n, concurrency: 2, cores: 2 },
+    study: study === null ? null : { n_per_group: study.n, study_wall_ms: study.wallMs, instance_wall_ms: { max: 20_000 }, parallel_efficiency: 0.9, instances: 3 * study.n, concurrency: 2, cores: 2 },
     batchMerge: null,
+    load: quietLoad,
   } as unknown as AimInputs;
 }
 
@@ -75,8 +83,9 @@ test('the one aims list names every aim the issue sets, each in the JSON shape',
   for (const a of aims) expect(() => AimResult.parse(a)).not.toThrow();
   expect(aims.map((a) => a.name)).toEqual(['append_single', 'append_batched', 'wake_overhead_stub_median', 'long_instance_last_over_first', 'study_wall_n5', 'replay', 'study_parallel_efficiency']);
   const byName = Object.fromEntries(aims.map((a) => [a.name, a]));
-  expect(byName['append_batched']!.met).toBe(false);
-  expect(byName['study_wall_n5']).toMatchObject({ value: 59, unit: 's', met: true });
+  expect(byName['append_batched']).toMatchObject({ met: false, verdict: 'MISSED', under_load: false });
+  expect(byName['append_batched']!.pairs).toMatchObject({ median: 0.4, pairs: 3 });
+  expect(byName['study_wall_n5']).toMatchObject({ value: 59, unit: 's', met: true, verdict: 'MET', physical_bound: { comparison: '>=', value: 20 } });
   // JSON round trip: what --json prints parses back to the same list.
   expect(JSON.parse(JSON.stringify(aims))).toEqual(aims);
 });

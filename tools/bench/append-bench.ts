@@ -1,7 +1,8 @@
 // The append half of `npm run bench` (bench.ts runs it, then replay-bench.ts): what the
-// writer process costs over raw SQLite doing the same durable work. Four cases, side by
-// side in one run so they share one machine state:
+// writer process costs over raw SQLite doing the same durable work. Five cases, interleaved in
+// one run so they share one machine state:
 //   raw_single     better-sqlite3 in-process, one row per BEGIN IMMEDIATE (durable commit)
+//   raw_single_projection  the same, and the projection row updated in each commit
 //   append_single  the real ds-writer, one event per append, each answer awaited
 //   raw_batched    better-sqlite3, B rows per transaction
 //   append_batched the real ds-writer, B events per append, several appends in flight
@@ -9,64 +10,70 @@
 // payload and envelope of every event), and where an append's time goes: the stages of one
 // request timed in this process (append-stages.ts), and what the end-to-end case costs beyond
 // them (the socket, the wake-ups of two processes, their event loops).
+// Ratios come from interleaved pairs (paired-ratio.ts): within a round every case keeps one
+// store (and the writer cases one writer) open, warmed up once, and the round's events go in
+// PAIRS_PER_ROUND chunks, raw and ours back to back, the order alternating; each pair gives a
+// ratio, the figure is their median and the spread is shown. A ratio of medians of rounds
+// measured at different moments read 3.28 once (issue 34): the load, not the code.
 // It is a measurement, not a test: it exits 0 when an aim is missed and says MISSED.
 //
 //   npm run bench -- [--events N] [--batch B] [--rounds R] ...
 //     N single-commit events per case and round (batched cases run 20 N), B events per
-//     batch, R interleaved rounds whose median is reported.
+//     batch, R rounds of PAIRS_PER_ROUND interleaved pairs each.
 //
 // Logs go to stderr (the writer child logs to stderr too); bench.ts prints the table or,
 // with --json, the one JSON object.
-// Why one file: it is one benchmark; its fixture rows, its four cases and its table are read
-// together and serve nothing else.
-import Database from 'better-sqlite3';
+// Why one file: it is one benchmark; its writer cases, its interleaved rounds and its table are
+// read together and serve nothing else (its rows and raw cases are append-raw-cases.ts).
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as delay } from 'node:timers/promises';
-import { eventIdFor } from '../../schema/envelope-hash.js';
-import type { PayloadOf } from '../../schema/event-catalog.js';
-import { MessageReceived } from '../../schema/events/world-events.js';
 import { hashCanonical } from '../../schema/hash.js';
 import { WriterClient } from '../../writer/client.js';
-import { draftOf } from '../../writer/event-draft.js';
 import { DEFAULT_SNAPSHOT_EVERY_EVENTS, WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { newToken, spawnWriter } from '../../writer/spawn.js';
-import { CREATE_STORE_SQL } from '../../writer/store-schema.js';
 import { APPEND_STAGES, measureAppendStages, type StageBreakdown } from './append-stages.js';
-import { aim, formatRate, log, median, positiveInt, roundTo, type Aim } from './bench-util.js';
+import { bodyCharsForTarget, ENVELOPE_TARGET_BYTES, messageDraft, openRawBatched, openRawSingle, SUBJECT_ID, timed, WARMUP_BATCHES, WARMUP_SINGLE_COMMITS, type CaseSession, type Timed } from './append-raw-cases.js';
+import { formatRate, log, median, positiveInt, roundTo } from './bench-util.js';
+import { beyondBoundText, interleavedOrder, pairedRatio, pairedText, type PairedRatio, type RatePair } from './paired-ratio.js';
 
 /** Minimum ours/raw throughput ratios the writer is meant to reach (issue 19 item 3). */
 export const APPEND_AIMS = { append_single: 0.6, append_batched: 0.5 } as const;
 
 const DEFAULT_SINGLE_EVENTS = 1_500;
 const DEFAULT_BATCH_SIZE = 100;
-/** fsync latency on a VM disk drifts by 2-4x over seconds; interleaved rounds and
- * medians keep one slow phase from deciding a ratio. */
+/** fsync latency on a VM disk drifts by 2-4x over seconds; rounds of short interleaved pairs
+ * and the median of the pair ratios keep one slow phase from deciding a ratio. */
 const DEFAULT_ROUNDS = 3;
+/**
+ * Pairs per round: each case's events of a round go in this many chunks, the cases' chunks
+ * interleaved. Even, so raw goes first in half the pairs; six chunks of the default 1,500 events
+ * are ~60 ms raw, ~200 ms through the writer: short enough to share one machine state.
+ */
+export const PAIRS_PER_ROUND = 6;
 /** Batched cases run this many times the single-commit count: they are 5-10x faster per
  * event, and a run of a few dozen milliseconds would mostly measure noise. */
 const BATCHED_EVENTS_FACTOR = 20;
 const APPENDS_IN_FLIGHT = 8;
-const WARMUP_SINGLE_COMMITS = 200;
-const WARMUP_BATCHES = 10;
-const ENVELOPE_TARGET_BYTES = 700;
 const HASH_ITERATIONS = 200_000;
 const WRITER_STOP_TIMEOUT_MS = 10_000;
 /** Requests of the in-process stage breakdown: a few hundred single commits, a few dozen batches. */
 const STAGE_SINGLE_REQUESTS = 300;
 const STAGE_BATCHED_REQUESTS = 30;
 
-const SUBJECT_ID = 'subject-bench-001';
 const EXPERIMENT_ID = 'exp-bench-001';
-const EVENT_TYPE = MessageReceived.type;
-const FILLER = 'The dataset will follow once the reviewers have signed off on the protocol. ';
 
 export interface AppendBenchParams {
+  /** Per case and round: PAIRS_PER_ROUND chunks of singleChunkEvents (--events rounded up to whole chunks). */
   readonly singleEvents: number;
+  /** What --events asked for (the run says so when it rounded up). */
+  readonly singleEventsAsked: number;
+  readonly singleChunkEvents: number;
+  /** Per case and round: PAIRS_PER_ROUND chunks of batchedChunkEvents, whole batches. */
   readonly batchedEvents: number;
+  readonly batchedChunkEvents: number;
   readonly batchSize: number;
   readonly rounds: number;
 }
@@ -77,194 +84,14 @@ export interface AppendBenchParams {
 export const APPEND_USAGE = '[--events N] [--batch B] [--rounds R]';
 
 export function appendParams(values: { events?: string; batch?: string; rounds?: string }): AppendBenchParams {
-  const singleEvents = positiveInt('events', values.events, DEFAULT_SINGLE_EVENTS, 1_000_000);
+  const asked = positiveInt('events', values.events, DEFAULT_SINGLE_EVENTS, 1_000_000, PAIRS_PER_ROUND);
   const batchSize = positiveInt('batch', values.batch, DEFAULT_BATCH_SIZE, WRITER_LIMITS.maxBatchEvents);
   const rounds = positiveInt('rounds', values.rounds, DEFAULT_ROUNDS, 100);
-  // Whole batches only, so both batched cases commit exactly the same rows.
-  const batchedEvents = Math.ceil((singleEvents * BATCHED_EVENTS_FACTOR) / batchSize) * batchSize;
-  return { singleEvents, batchedEvents, batchSize, rounds };
-}
-
-// ---------------------------------------------------------------------------------
-// Rows of the writer's envelope shape and size (JCS key order, full-length fake
-// hashes, the writer's event_id derivation), so raw SQLite stores the same bytes and
-// the same index keys per event as the writer does.
-
-const FAKE_HASH = `sha256:${'ab'.repeat(32)}`;
-const FAKE_TIME = '2026-07-20T08:00:00.000Z';
-
-function messageBody(chars: number): string {
-  const repeats = Math.ceil(chars / FILLER.length) + 1;
-  return FILLER.repeat(repeats).slice(0, chars);
-}
-
-function messagePayload(index: number, bodyChars: number): PayloadOf<typeof EVENT_TYPE> {
-  return { body: messageBody(bodyChars), from: 'reviewer', in_reply_to: null, subject: `note ${index}` };
-}
-
-/** A valid WorldEvent.MessageReceived draft for the experiment role (shape as in the writer tests). */
-function messageDraft(index: number, bodyChars: number): EventDraft {
-  return draftOf(EVENT_TYPE, messagePayload(index, bodyChars), { occurred_at: FAKE_TIME, actor: 'experiment', causation_id: null, correlation_id: 'wake-0001', idempotency_key: null });
-}
-
-function envelopeLikeText(seq: number, eventId: string, bodyChars: number): string {
-  return JSON.stringify({
-    actor: 'experiment',
-    causation_id: null,
-    correlation_id: 'wake-0001',
-    event_hash: FAKE_HASH,
-    event_id: eventId,
-    event_type: EVENT_TYPE,
-    idempotency_key: null,
-    occurred_at: FAKE_TIME,
-    payload: messagePayload(seq, bodyChars),
-    payload_hash: FAKE_HASH,
-    previous_event_hash: FAKE_HASH,
-    recorded_at: FAKE_TIME,
-    schema_version: MessageReceived.schemaVersion,
-    seq,
-    subject_id: SUBJECT_ID,
-  });
-}
-
-/** Body length that makes an envelope of a mid-run seq come out at the target size. */
-function bodyCharsForTarget(typicalSeq: number): number {
-  const overheadBytes = Buffer.byteLength(envelopeLikeText(typicalSeq, eventIdFor(SUBJECT_ID, typicalSeq), 0));
-  return Math.max(ENVELOPE_TARGET_BYTES - overheadBytes, 0);
-}
-
-// ---------------------------------------------------------------------------------
-// Measurements
-
-interface Timed {
-  readonly events: number;
-  readonly elapsedMs: number;
-  readonly eventsPerSecond: number;
-  readonly envelopeBytes: number;
-}
-
-function timed(events: number, elapsedMs: number, envelopeBytes: number): Timed {
-  return { events, elapsedMs, eventsPerSecond: events / (elapsedMs / 1_000), envelopeBytes };
-}
-
-// ---------------------------------------------------------------------------------
-// Raw better-sqlite3 with the writer's pragmas and layout.
-
-interface RawRow {
-  readonly seq: number;
-  readonly eventId: string;
-  readonly text: string;
-}
-
-interface RawStore {
-  readonly db: Database.Database;
-  readonly insert: Database.Statement<[number, string, string, null, string]>;
-}
-
-function openRawStore(dbPath: string): RawStore {
-  const db = new Database(dbPath);
-  // Same order as the writer: exclusive locking must precede the switch to WAL.
-  db.pragma('locking_mode = EXCLUSIVE');
-  const mode = db.pragma('journal_mode = WAL', { simple: true });
-  if (mode !== 'wal') throw new Error(`raw store did not switch to WAL (journal_mode is ${String(mode)})`);
-  db.pragma('synchronous = FULL');
-  db.pragma('recursive_triggers = ON');
-  db.exec(CREATE_STORE_SQL);
-  const insert = db.prepare<[number, string, string, null, string]>('INSERT INTO events (seq, event_id, event_type, idempotency_key, envelope) VALUES (?, ?, ?, ?, ?)');
-  return { db, insert };
-}
-
-/** Pre-renders rows (ids and texts) so the timed loop measures SQLite, not hashing or JSON. */
-function renderRows(count: number, bodyChars: number): RawRow[] {
-  const rows: RawRow[] = new Array<RawRow>(count);
-  for (let i = 0; i < count; i += 1) {
-    const seq = i + 1;
-    const eventId = eventIdFor(SUBJECT_ID, seq);
-    rows[i] = { seq, eventId, text: envelopeLikeText(seq, eventId, bodyChars) };
-  }
-  return rows;
-}
-
-function insertRow(store: RawStore, row: RawRow): void {
-  store.insert.run(row.seq, row.eventId, EVENT_TYPE, null, row.text);
-}
-
-/**
- * Raw single durable commits. `withProjection`: each commit also updates the projection row, as
- * the store's must (DESIGN §12.2: the projected state is committed with the events), with a state
- * the size of the bench's event-counts projection: the same durable work, without the writer.
- */
-function benchRawSingle(dbPath: string, events: number, bodyChars: number, withProjection = false): Timed {
-  const store = openRawStore(dbPath);
-  try {
-    const rows = renderRows(WARMUP_SINGLE_COMMITS + events, bodyChars);
-    const updateProjection = withProjection ? insertProjectionRow(store.db) : null;
-    const commitOne = store.db.transaction((row: RawRow) => {
-      insertRow(store, row);
-      updateProjection?.(row.seq);
-    });
-    for (let i = 0; i < WARMUP_SINGLE_COMMITS; i += 1) commitOne.immediate(rows[i]!);
-    const startMs = performance.now();
-    for (let i = WARMUP_SINGLE_COMMITS; i < rows.length; i += 1) commitOne.immediate(rows[i]!);
-    const elapsedMs = performance.now() - startMs;
-    return timed(events, elapsedMs, Buffer.byteLength(rows[rows.length - 1]!.text));
-  } finally {
-    store.db.close();
-  }
-}
-
-/**
- * One durable single-row commit (envelopes of the append benchmark's size) after `idleMs` of idle, median of `samples` (a warm-up of
- * WARMUP_SINGLE_COMMITS first): what a wake's commits cost, each after the pause its model call
- * or its round trips leave. On this 2-core VM a commit after 20 ms or more idle took ~3x the
- * tight loop's (measured: 0.25 ms back to back, ~0.85 ms after 20-200 ms).
- */
-export async function rawCommitAfterIdleMs(dbPath: string, idleMs: number, samples: number): Promise<number> {
-  const store = openRawStore(dbPath);
-  try {
-    const rows = renderRows(WARMUP_SINGLE_COMMITS + samples, bodyCharsForTarget(WARMUP_SINGLE_COMMITS));
-    const commitOne = store.db.transaction((row: RawRow) => insertRow(store, row));
-    for (let i = 0; i < WARMUP_SINGLE_COMMITS; i += 1) commitOne.immediate(rows[i]!);
-    const times: number[] = [];
-    for (let i = WARMUP_SINGLE_COMMITS; i < rows.length; i += 1) {
-      await delay(idleMs);
-      const startMs = performance.now();
-      commitOne.immediate(rows[i]!);
-      times.push(performance.now() - startMs);
-    }
-    return median(times);
-  } finally {
-    store.db.close();
-  }
-}
-
-/** Inserts the projection row; returns the per-commit update of it (a state of ~100 chars, a hash, the seq). */
-function insertProjectionRow(db: Database.Database): (seq: number) => void {
-  // The shape of a small projection state (its content is not read back): counts, the last seq, a total.
-  const stateOf = (seq: number): string => JSON.stringify({ by_type: { opened: 1, [EVENT_TYPE]: seq - 1 }, last_seq: seq, total: seq });
-  db.prepare("INSERT INTO projection VALUES (1, 'event-counts', '1', '1', '1', ?, ?, 0)").run(stateOf(0), FAKE_HASH);
-  const update = db.prepare<[string, string, number]>('UPDATE projection SET state = ?, state_hash = ?, last_applied_event_seq = ? WHERE id = 1');
-  return (seq) => {
-    update.run(stateOf(seq), FAKE_HASH, seq);
-  };
-}
-
-function benchRawBatched(dbPath: string, events: number, batchSize: number, bodyChars: number): Timed {
-  const store = openRawStore(dbPath);
-  try {
-    const warmupRows = WARMUP_BATCHES * batchSize;
-    const rows = renderRows(warmupRows + events, bodyChars);
-    const commitBatch = store.db.transaction((first: number) => {
-      for (let i = first; i < first + batchSize; i += 1) insertRow(store, rows[i]!);
-    });
-    for (let first = 0; first < warmupRows; first += batchSize) commitBatch.immediate(first);
-    const startMs = performance.now();
-    for (let first = warmupRows; first < rows.length; first += batchSize) commitBatch.immediate(first);
-    const elapsedMs = performance.now() - startMs;
-    return timed(events, elapsedMs, Buffer.byteLength(rows[rows.length - 1]!.text));
-  } finally {
-    store.db.close();
-  }
+  // Whole chunks of whole batches, so every pair's two sides commit exactly the same rows; N is
+  // rounded up to them (the report's params say the counts used).
+  const singleChunkEvents = Math.ceil(asked / PAIRS_PER_ROUND);
+  const batchedChunkEvents = Math.ceil((singleChunkEvents * BATCHED_EVENTS_FACTOR) / batchSize) * batchSize;
+  return { singleEvents: singleChunkEvents * PAIRS_PER_ROUND, singleEventsAsked: asked, singleChunkEvents, batchedEvents: batchedChunkEvents * PAIRS_PER_ROUND, batchedChunkEvents, batchSize, rounds };
 }
 
 // ---------------------------------------------------------------------------------
@@ -312,15 +139,19 @@ async function expectHeadSeq(client: WriterClient, appendedEvents: number): Prom
   if (head.seq !== 1 + appendedEvents) throw new Error(`writer head is seq ${head.seq}, expected ${1 + appendedEvents}`);
 }
 
-async function benchAppendSingle(dir: string, name: string, events: number, bodyChars: number): Promise<Timed> {
-  return withWriter(dir, name, 1, async (client) => {
-    for (let i = 0; i < WARMUP_SINGLE_COMMITS; i += 1) await client.append([messageDraft(i, bodyChars)]);
-    const startMs = performance.now();
-    for (let i = WARMUP_SINGLE_COMMITS; i < WARMUP_SINGLE_COMMITS + events; i += 1) await client.append([messageDraft(i, bodyChars)]);
-    const elapsedMs = performance.now() - startMs;
-    await expectHeadSeq(client, WARMUP_SINGLE_COMMITS + events);
-    return timed(events, elapsedMs, await storedEnvelopeBytes(client));
-  });
+/** The writer's single appends on an open client, warmed up: each chunk awaits one append per event. */
+async function appendSingleSession(client: WriterClient, bodyChars: number): Promise<CaseSession & { appended: () => number }> {
+  for (let i = 0; i < WARMUP_SINGLE_COMMITS; i += 1) await client.append([messageDraft(i, bodyChars)]);
+  let next = WARMUP_SINGLE_COMMITS;
+  return {
+    chunk: async (count) => {
+      const startMs = performance.now();
+      for (const end = next + count; next < end; next += 1) await client.append([messageDraft(next, bodyChars)]);
+      return timed(count, performance.now() - startMs);
+    },
+    envelopeBytes: () => storedEnvelopeBytes(client),
+    appended: () => next,
+  };
 }
 
 function draftBatch(firstIndex: number, count: number, bodyChars: number): EventDraft[] {
@@ -342,16 +173,21 @@ async function appendPipelined(client: WriterClient, firstIndex: number, batches
   await Promise.all(Array.from({ length: Math.min(APPENDS_IN_FLIGHT, batches) }, lane));
 }
 
-async function benchAppendBatched(dir: string, name: string, events: number, batchSize: number, bodyChars: number): Promise<Timed> {
-  return withWriter(dir, name, APPENDS_IN_FLIGHT, async (client) => {
-    const warmupEvents = WARMUP_BATCHES * batchSize;
-    await appendPipelined(client, 0, WARMUP_BATCHES, batchSize, bodyChars);
-    const startMs = performance.now();
-    await appendPipelined(client, warmupEvents, events / batchSize, batchSize, bodyChars);
-    const elapsedMs = performance.now() - startMs;
-    await expectHeadSeq(client, warmupEvents + events);
-    return timed(events, elapsedMs, await storedEnvelopeBytes(client));
-  });
+/** The writer's batched appends on an open client, warmed up: each chunk pipelines its batches, APPENDS_IN_FLIGHT at a time. */
+async function appendBatchedSession(client: WriterClient, batchSize: number, bodyChars: number): Promise<CaseSession & { appended: () => number }> {
+  await appendPipelined(client, 0, WARMUP_BATCHES, batchSize, bodyChars);
+  let next = WARMUP_BATCHES * batchSize;
+  return {
+    chunk: async (count) => {
+      if (count % batchSize !== 0) throw new Error(`append batched: ${count} events is not whole batches of ${batchSize}`);
+      const startMs = performance.now();
+      await appendPipelined(client, next, count / batchSize, batchSize, bodyChars);
+      next += count;
+      return timed(count, performance.now() - startMs);
+    },
+    envelopeBytes: () => storedEnvelopeBytes(client),
+    appended: () => next,
+  };
 }
 
 // ---------------------------------------------------------------------------------
@@ -372,10 +208,16 @@ function benchSha256(iterations: number): number {
 
 const CASES = ['raw_single', 'raw_single_projection', 'append_single', 'raw_batched', 'append_batched'] as const;
 type CaseName = (typeof CASES)[number];
-type Round = Record<CaseName, Timed> & {
+/** Each group's order (interleavedOrder reverses it every other group): ours in the middle, next to both raw cases. */
+const SINGLE_GROUP = ['raw_single', 'append_single', 'raw_single_projection'] as const satisfies readonly CaseName[];
+const BATCHED_GROUP = ['raw_batched', 'append_batched'] as const satisfies readonly CaseName[];
+interface Round {
+  /** Every case's chunks in the order measured: chunk k of each case belongs to interleaved group k. */
+  readonly chunks: Record<CaseName, Timed[]>;
+  readonly envelopeBytes: { readonly raw: number; readonly writer: number };
   /** The in-process stages, measured in the round right after the matching writer case, so both see the same disk. */
   readonly stages: Record<'single' | 'batched', StageBreakdown>;
-};
+}
 
 /** One pass over every case, each on a fresh store; the round's files go when it ends so
  * disk use stays at one round's worth. */
@@ -388,43 +230,87 @@ async function runRound(parentDir: string, roundNumber: number, params: AppendBe
   }
 }
 
-async function runCases(dir: string, roundNumber: number, params: AppendBenchParams, bodyChars: number): Promise<Round> {
-  const file = (name: string): string => path.join(dir, `${name}.db`);
-  const report = (name: CaseName, result: Timed): Timed => {
-    log(`round ${roundNumber}: ${name.padEnd(26)} ${formatRate(result.eventsPerSecond).padStart(9)} /s  (${result.events} in ${result.elapsedMs.toFixed(0)} ms)`);
-    return result;
-  };
-  const rawSingle = report('raw_single', benchRawSingle(file('raw-single'), params.singleEvents, bodyChars));
-  const rawSingleProjection = report('raw_single_projection', benchRawSingle(file('raw-single-projection'), params.singleEvents, bodyChars, true));
-  const appendSingle = report('append_single', await benchAppendSingle(dir, 'append-single', params.singleEvents, bodyChars));
-  const draftAt = (index: number): EventDraft => messageDraft(index, bodyChars);
-  const stageSingle = measureAppendStages(dir, Math.min(STAGE_SINGLE_REQUESTS, params.singleEvents), 1, draftAt);
-  const rawBatched = report('raw_batched', benchRawBatched(file('raw-batched'), params.batchedEvents, params.batchSize, bodyChars));
-  const appendBatched = report('append_batched', await benchAppendBatched(dir, 'append-batched', params.batchedEvents, params.batchSize, bodyChars));
-  const stageBatched = measureAppendStages(dir, Math.min(STAGE_BATCHED_REQUESTS, params.batchedEvents / params.batchSize), params.batchSize, draftAt);
-  log(`round ${roundNumber}: stages in process ${stageSingle.in_process_total.wall_us} µs per single append, ${stageBatched.in_process_total.wall_us} µs per batched event (wall)`);
-  return { raw_single: rawSingle, raw_single_projection: rawSingleProjection, append_single: appendSingle, raw_batched: rawBatched, append_batched: appendBatched, stages: { single: stageSingle, batched: stageBatched } };
+/** PAIRS_PER_ROUND groups over `sessions`, each group in interleavedOrder; returns each case's chunks. */
+async function interleave<N extends CaseName>(group: readonly N[], sessions: Record<N, CaseSession>, chunkEvents: number): Promise<Record<N, Timed[]>> {
+  const chunks = Object.fromEntries(group.map((name) => [name, [] as Timed[]])) as Record<N, Timed[]>;
+  for (let i = 0; i < PAIRS_PER_ROUND; i += 1) {
+    for (const name of interleavedOrder(group, i)) chunks[name].push(await sessions[name].chunk(chunkEvents));
+  }
+  return chunks;
 }
 
+async function runCases(dir: string, roundNumber: number, params: AppendBenchParams, bodyChars: number): Promise<Round> {
+  const file = (name: string): string => path.join(dir, `${name}.db`);
+  const single = await withWriter(dir, 'append-single', 1, async (client) => {
+    const ours = await appendSingleSession(client, bodyChars);
+    const raw = openRawSingle(file('raw-single'), params.singleEvents, bodyChars, false);
+    const rawProjection = openRawSingle(file('raw-single-projection'), params.singleEvents, bodyChars, true);
+    try {
+      const chunks = await interleave(SINGLE_GROUP, { raw_single: raw, append_single: ours, raw_single_projection: rawProjection }, params.singleChunkEvents);
+      await expectHeadSeq(client, ours.appended());
+      return { chunks, envelopeBytes: { raw: await raw.envelopeBytes(), writer: await ours.envelopeBytes() } };
+    } finally {
+      raw.close();
+      rawProjection.close();
+    }
+  });
+  const draftAt = (index: number): EventDraft => messageDraft(index, bodyChars);
+  const stageSingle = measureAppendStages(dir, Math.min(STAGE_SINGLE_REQUESTS, params.singleEvents), 1, draftAt);
+  const batched = await withWriter(dir, 'append-batched', APPENDS_IN_FLIGHT, async (client) => {
+    const ours = await appendBatchedSession(client, params.batchSize, bodyChars);
+    const raw = openRawBatched(file('raw-batched'), params.batchedEvents, params.batchSize, bodyChars);
+    try {
+      const chunks = await interleave(BATCHED_GROUP, { raw_batched: raw, append_batched: ours }, params.batchedChunkEvents);
+      await expectHeadSeq(client, ours.appended());
+      return chunks;
+    } finally {
+      raw.close();
+    }
+  });
+  const stageBatched = measureAppendStages(dir, Math.min(STAGE_BATCHED_REQUESTS, params.batchedEvents / params.batchSize), params.batchSize, draftAt);
+  const chunks = { ...single.chunks, ...batched };
+  for (const name of CASES) log(`round ${roundNumber}: ${name.padEnd(22)} ${chunks[name].map((c) => formatRate(c.eventsPerSecond).padStart(7)).join(' ')} /s  (${chunks[name].length} chunks of ${chunks[name][0]!.events})`);
+  log(`round ${roundNumber}: stages in process ${stageSingle.in_process_total.wall_us} µs per single append, ${stageBatched.in_process_total.wall_us} µs per batched event (wall)`);
+  return { chunks, envelopeBytes: single.envelopeBytes, stages: { single: stageSingle, batched: stageBatched } };
+}
+
+/** Every chunk of a case, all rounds, in the order measured. */
+function chunksOf(rounds: readonly Round[], name: CaseName): Timed[] {
+  return rounds.flatMap((r) => r.chunks[name]);
+}
+
+/** A case's rate for the table: the median of its chunks' rates (the ratios come from pairs, not from these). */
 function medianRate(rounds: readonly Round[], name: CaseName): number {
-  return median(rounds.map((r) => r[name].eventsPerSecond));
+  return median(chunksOf(rounds, name).map((c) => c.eventsPerSecond));
+}
+
+/** Chunk k of `raw` against chunk k of `ours`: measured in the same interleaved group, back to back. */
+function pairsOf(rounds: readonly Round[], raw: CaseName, ours: CaseName): RatePair[] {
+  const r = chunksOf(rounds, raw);
+  const o = chunksOf(rounds, ours);
+  if (r.length !== o.length || r.length === 0) throw new Error(`${raw} has ${r.length} chunks, ${ours} ${o.length}: they must pair`);
+  return r.map((c, i) => ({ raw: c.eventsPerSecond, ours: o[i]!.eventsPerSecond }));
 }
 
 export type AppendRatioName = keyof typeof APPEND_AIMS;
 
+/** The paired ratios: the two aims' and, informational, the writer against raw with the projection row. */
+export type AppendPaired = Record<AppendRatioName | 'append_single_over_raw_projection', PairedRatio>;
+
 export interface AppendBenchResult {
-  /** raw, ours, ratios, aims, params: the keys `npm run bench -- --json` had before replay joined. */
+  /** raw, ours, ratios, paired, params: the keys `npm run bench -- --json` had before replay joined (the verdicts are in bench-aims.ts's one list). */
   readonly report: {
     readonly raw: Record<string, number>;
     readonly ours: Record<string, number>;
+    /** Each the median of its pair ratios (paired has the spread). */
     readonly ratios: Record<AppendRatioName, number>;
-    readonly aims: Record<AppendRatioName, Aim>;
+    readonly paired: AppendPaired;
     readonly params: Record<string, unknown>;
     /** Where an append's time goes, per event, single and batched (append-stages.ts). */
     readonly breakdown: Record<'single' | 'batched', AppendBreakdown>;
   };
   /** Unrounded, for the aim lines. */
-  readonly ratios: Record<AppendRatioName, number>;
+  readonly paired: AppendPaired;
   /** The append section of the table, without the aim lines (bench.ts prints every aim together). */
   readonly tableLines: string[];
 }
@@ -432,11 +318,11 @@ export interface AppendBenchResult {
 /** The in-process stages, and the measured end-to-end and raw costs per event they add up against. */
 export interface AppendBreakdown {
   readonly stages_per_event: StageBreakdown;
-  /** 1e6 / the case's median rate: what an event cost through the real writer process. */
+  /** 1e6 / the case's median chunk rate: what an event cost through the real writer process. */
   readonly end_to_end_wall_us: number;
-  /** Median over rounds of (the round's end to end less its in-process stages' wall): the socket, two processes' wake-ups and event loops. */
+  /** Median over rounds of (the round's end to end, its median chunk, less its in-process stages' wall): the socket, two processes' wake-ups and event loops. */
   readonly beyond_in_process_wall_us: number;
-  /** 1e6 / the matching raw case's median rate. */
+  /** 1e6 / the matching raw case's median chunk rate. */
   readonly raw_wall_us: number;
 }
 
@@ -451,7 +337,7 @@ function breakdownOf(rounds: readonly Round[], kind: 'single' | 'batched'): Appe
   return {
     stages_per_event: stages,
     end_to_end_wall_us: roundTo(1e6 / medianRate(rounds, ours), 1),
-    beyond_in_process_wall_us: roundTo(median(rounds.map((r) => 1e6 / r[ours].eventsPerSecond - r.stages[kind].in_process_total.wall_us)), 1),
+    beyond_in_process_wall_us: roundTo(median(rounds.map((r) => 1e6 / medianRate([r], ours) - r.stages[kind].in_process_total.wall_us)), 1),
     raw_wall_us: roundTo(1e6 / medianRate(rounds, raw), 1),
   };
 }
@@ -477,20 +363,17 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
   // Envelope length grows with the digits of seq (and of the `note N` subject); mid-run is close enough.
   const bodyChars = bodyCharsForTarget(params.batchedEvents / 2);
   try {
-    log(`append: ${params.rounds} rounds of ${params.singleEvents} single commits and ${params.batchedEvents} batched events (batches of ${params.batchSize})`);
+    log(`append: ${params.rounds} rounds of ${params.singleEvents} single commits and ${params.batchedEvents} batched events (batches of ${params.batchSize}), each in ${PAIRS_PER_ROUND} interleaved chunks${params.singleEvents === params.singleEventsAsked ? '' : ` (--events ${params.singleEventsAsked} rounded up to whole chunks)`}`);
     const sha256HashesPerSecond = benchSha256(HASH_ITERATIONS);
     log(`sha256 of ${ENVELOPE_TARGET_BYTES} B: ${formatRate(sha256HashesPerSecond)} hashes/s`);
     const rounds: Round[] = [];
     for (let r = 1; r <= params.rounds; r += 1) rounds.push(await runRound(dir, r, params, bodyChars));
 
     const rate = (name: CaseName): number => medianRate(rounds, name);
-    const ratios = {
-      append_single: rate('append_single') / rate('raw_single'),
-      append_batched: rate('append_batched') / rate('raw_batched'),
-    };
-    const aims = {
-      append_single: aim(ratios.append_single, APPEND_AIMS.append_single),
-      append_batched: aim(ratios.append_batched, APPEND_AIMS.append_batched),
+    const paired: AppendPaired = {
+      append_single: pairedRatio(pairsOf(rounds, 'raw_single', 'append_single')),
+      append_batched: pairedRatio(pairsOf(rounds, 'raw_batched', 'append_batched')),
+      append_single_over_raw_projection: pairedRatio(pairsOf(rounds, 'raw_single_projection', 'append_single')),
     };
     const first = rounds[0]!;
     const report = {
@@ -504,27 +387,31 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
         append_single_events_per_second: roundTo(rate('append_single')),
         append_batched_events_per_second: roundTo(rate('append_batched')),
       },
-      ratios: { append_single: roundTo(ratios.append_single, 4), append_batched: roundTo(ratios.append_batched, 4) },
-      aims,
+      ratios: { append_single: roundTo(paired.append_single.median, 4), append_batched: roundTo(paired.append_batched.median, 4) },
+      paired,
       breakdown: {
         single: breakdownOf(rounds, 'single'),
         batched: breakdownOf(rounds, 'batched'),
       },
       params: {
-        aggregate: 'median of rounds',
+        aggregate: `ratios: the median of per-pair ratios ours / raw, ${PAIRS_PER_ROUND} interleaved pairs per round (raw and ours back to back, the order alternating); rates: the median of the chunks`,
         rounds: params.rounds,
+        pairs_per_round: PAIRS_PER_ROUND,
         single_events: params.singleEvents,
+        single_events_asked: params.singleEventsAsked,
+        single_chunk_events: params.singleChunkEvents,
         batched_events: params.batchedEvents,
+        batched_chunk_events: params.batchedChunkEvents,
         batch_size: params.batchSize,
         appends_in_flight: APPENDS_IN_FLIGHT,
         warmup_single_commits: WARMUP_SINGLE_COMMITS,
         warmup_batches: WARMUP_BATCHES,
         envelope_target_bytes: ENVELOPE_TARGET_BYTES,
-        envelope_bytes_raw: first.raw_single.envelopeBytes,
-        envelope_bytes_writer: first.append_single.envelopeBytes,
+        envelope_bytes_raw: first.envelopeBytes.raw,
+        envelope_bytes_writer: first.envelopeBytes.writer,
         raw_event_ids: 'eventIdFor(subject, seq), as the writer',
         sha256_iterations: HASH_ITERATIONS,
-        per_round_events_per_second: Object.fromEntries(CASES.map((name) => [name, rounds.map((r) => roundTo(r[name].eventsPerSecond))])),
+        per_chunk_events_per_second: Object.fromEntries(CASES.map((name) => [name, chunksOf(rounds, name).map((c) => roundTo(c.eventsPerSecond))])),
         pragmas: { locking_mode: 'EXCLUSIVE', journal_mode: 'WAL', synchronous: 'FULL', recursive_triggers: 'ON' },
         node: process.version,
         platform: `${process.platform}-${process.arch}`,
@@ -535,21 +422,21 @@ export async function runAppendBench(params: AppendBenchParams, parentDir: strin
 
     const table: [string, number, string][] = [
       ['raw_single', rate('raw_single'), 'events/s  1 row per durable commit'],
-      ['raw_single + proj.', rate('raw_single_projection'), `events/s  and the projection row updated in the same commit, as the store must: append_single is ${(rate('append_single') / rate('raw_single_projection')).toFixed(3)} of this`],
+      ['raw_single + proj.', rate('raw_single_projection'), `events/s  and the projection row updated in the same commit, as the store must: append_single is ${pairedText(paired.append_single_over_raw_projection)} of this${beyondBoundText(paired.append_single_over_raw_projection, 1)}`],
       ['append_single', rate('append_single'), 'events/s  1 event per append, each awaited'],
       ['raw_batched', rate('raw_batched'), `rows/s    ${params.batchSize} rows per commit`],
       ['append_batched', rate('append_batched'), `events/s  ${params.batchSize} per append, ${APPENDS_IN_FLIGHT} appends in flight`],
       ['sha256 700 B', sha256HashesPerSecond, 'hashes/s  informational: node:crypto'],
     ];
     const tableLines: string[] = [
-      `append benchmark: median of ${params.rounds} rounds; envelopes ${first.append_single.envelopeBytes} B (raw rows ${first.raw_single.envelopeBytes} B);`,
-      `${params.singleEvents} single-commit events, ${params.batchedEvents} batched events per case and round`,
+      `append benchmark: ${params.rounds} round(s) of ${PAIRS_PER_ROUND} interleaved pairs; rates are medians of the chunks, ratios (aims below) medians of the pair ratios;`,
+      `${params.singleEvents} single-commit events, ${params.batchedEvents} batched events per case and round; envelopes ${first.envelopeBytes.writer} B (raw rows ${first.envelopeBytes.raw} B)`,
       '',
     ];
     for (const [name, value, unit] of table) tableLines.push(`  ${name.padEnd(20)} ${formatRate(value).padStart(10)}  ${unit}`);
     tableLines.push('', 'where an append goes (store_sqlite_and_durable_commit is store.append less the two store rows above it):');
     tableLines.push(...breakdownLines('append_single', report.breakdown.single), ...breakdownLines(`append_batched (${params.batchSize} per append)`, report.breakdown.batched));
-    return { report, ratios, tableLines };
+    return { report, paired, tableLines };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

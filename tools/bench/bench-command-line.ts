@@ -15,9 +15,10 @@ const BENCH_SAME_UID_REASON = 'benchmark';
 /**
  * --quick: the everyday run (about a minute on a 2-core machine): smaller counts, no study, a
  * long instance of ~3x (not ~10x) the wakes, a 20 ms stub. Every figure and aim it reports is
- * labelled quick. A flag given explicitly still wins over these.
+ * labelled quick. A flag given explicitly still wins over these. 600 single commits in one
+ * round: its PAIRS_PER_ROUND (6) pairs of 100 each, ~25 ms raw, ~70 ms through the writer.
  */
-export const QUICK_DEFAULTS = { events: '200', rounds: '1', replayEvents: 10_000, studyN: 0, stubLatencyMs: 20 } as const;
+export const QUICK_DEFAULTS = { events: '600', rounds: '1', replayEvents: 10_000, studyN: 0, stubLatencyMs: 20 } as const;
 
 export interface CommandLine {
   readonly quick: boolean;

@@ -39,13 +39,3 @@ export function timeIt<T>(fn: () => T): { value: T; ms: number } {
   const value = fn();
   return { value, ms: performance.now() - startMs };
 }
-
-/** One minimum ratio an aim sets, and whether the run reached it. */
-export interface Aim {
-  readonly min_ratio: number;
-  readonly met: boolean;
-}
-
-export function aim(ratio: number, minRatio: number): Aim {
-  return { min_ratio: minRatio, met: ratio >= minRatio };
-}

@@ -11,8 +11,11 @@
 //                  head, and the newest periodic one (a crash loses the clean-stop one)
 //   state_at_seq   the state at seq ~N/2 from the nearest snapshot <= it plus the tail,
 //                  against replaying seq 1..N/2
-// raw and replay run in REPLAY_ROUNDS interleaved rounds, pooled (all events over all
-// time): a 1M-event replay takes ~20 s here, so every further round costs ~25 s.
+// raw, replay and the audit desk's index run in REPLAY_PAIRS interleaved groups (raw in the
+// middle, next to both, the order reversed every other group: paired-ratio.ts); each ratio
+// to raw is the median of its per-group ratios, with the spread. A memory-sampled replay runs
+// first, apart (it also warms the page cache). A 1M-event replay takes ~20 s here, so every
+// further group costs ~35 s at that size.
 //
 // The stream is a valid subject life: StoreOpened (the store's own), SubjectInitialized,
 // then wakes (WakeStarted, ModelAnswered, FocusUpdated, now and then a FACT citing the
@@ -39,7 +42,9 @@ import { WRITER_LIMITS, type EventDraft } from '../../writer/protocol.js';
 import { replayStore, type ReplayOptions, type ReplayResult } from '../../writer/replay.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { buildStoreIndex, type StoreIndex } from '../../audit/store-index.js';
-import { aim, formatRate, log, median, roundTo, timeIt, type Aim } from './bench-util.js';
+import { assertNever } from '../../foundation/assert-never.js';
+import { formatRate, log, median, roundTo, timeIt } from './bench-util.js';
+import { beyondBoundText, interleavedOrder, pairedRatio, pairedText, type PairedRatio } from './paired-ratio.js';
 
 /** Minimum replay / raw read+parse throughput ratio replay is meant to reach. */
 export const REPLAY_AIM = 0.5;
@@ -64,8 +69,8 @@ const MAX_CLAIMS = Math.floor(SUBJECT_LIMITS.maxClaims / 2);
 /** replay.ts applies events in chunks of this many; the memory pass samples once per chunk. */
 const REPLAY_CHUNK_EVENTS = 1_024;
 const BUILD_PROGRESS_EVERY_EVENTS = 100_000;
-/** Round 1 replays with RSS sampling (a wrapper per 1,024-event chunk: ~6 us each), round 2 without. */
-export const REPLAY_ROUNDS = 2;
+/** Interleaved groups (raw, replay, index) whose per-group ratios give the figures: odd, for a plain median. */
+export const REPLAY_PAIRS = 5;
 
 const SUBJECT_ID = 'subject-bench-001';
 const EXPERIMENT_ID = 'exp-bench-replay-001';
@@ -89,11 +94,10 @@ function timed(events: number, ms: number): Timed {
   return { events, ms: roundTo(ms, 1), events_per_second: roundTo(events / (ms / 1_000)) };
 }
 
-/** All rounds as one run: events and time summed. */
-function pooled(rounds: readonly Timed[]): Timed & { readonly per_round_events_per_second: number[] } {
-  const events = rounds.reduce((sum, r) => sum + r.events, 0);
-  const ms = rounds.reduce((sum, r) => sum + r.ms, 0);
-  return { ...timed(events, ms), per_round_events_per_second: rounds.map((r) => r.events_per_second) };
+/** A case over the groups: its median run (ms and rate are the median pass's), and every pass's rate. */
+function medianOf(runs: readonly Timed[]): Timed & { readonly per_pair_events_per_second: number[] } {
+  const ms = median(runs.map((r) => r.ms));
+  return { ...timed(runs[0]!.events, ms), per_pair_events_per_second: runs.map((r) => r.events_per_second) };
 }
 
 /** A replay from a snapshot (or seq 1) and what it cost. */
@@ -118,9 +122,9 @@ export interface ReplayBenchReport {
   };
   /** Informational: the in-process write path (validate, hash, insert, project, durable commit). */
   readonly build: Timed;
-  /** Pooled over the rounds: events and ms are totals. */
-  readonly raw_read_parse: Timed & { readonly per_round_events_per_second: number[] };
-  readonly replay: Timed & { readonly per_round_events_per_second: number[]; readonly state_hash_matches_stored: boolean };
+  /** The median pass over the groups (ms, rate), and every pass's rate in the order measured. */
+  readonly raw_read_parse: Timed & { readonly per_pair_events_per_second: number[] };
+  readonly replay: Timed & { readonly per_pair_events_per_second: number[]; readonly state_hash_matches_stored: boolean };
   readonly memory: {
     readonly rss_before_bytes: number;
     readonly rss_peak_bytes: number;
@@ -143,10 +147,12 @@ export interface ReplayBenchReport {
     readonly speedup: number;
     readonly states_match: boolean;
   };
-  /** The audit desk's one pass over the store (links only, events dropped), against raw read + parse. */
+  /** The audit desk's one pass over the store (links only, events dropped), against raw read + parse (ratio_to_raw: the median of its pairs). */
   readonly audit_index: Timed & { readonly ratio_to_raw: number; readonly chains: number; readonly cited_events: number; readonly rss_growth_bytes: number };
+  /** replay / raw: the median of the per-group ratios (paired.replay has the spread). */
   readonly ratio: number;
-  readonly aim: Aim;
+  /** Each ratio to raw read + parse from the interleaved groups: replay (the aim's) and the audit index (informational). */
+  readonly paired: { readonly replay: PairedRatio; readonly audit_index: PairedRatio };
 }
 
 // ---------------------------------------------------------------------------------
@@ -411,6 +417,22 @@ function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** The audit desk indexes the links between events in one streaming pass when it opens: one such pass, and the RSS it added. */
+function auditIndexPass(dbPath: string): { index: StoreIndex; rssGrowthBytes: number } {
+  const reader = StoreReader.open(dbPath);
+  const rssBefore = process.memoryUsage().rss;
+  try {
+    const index = buildStoreIndex(reader, () => performance.now());
+    return { index, rssGrowthBytes: Math.max(0, process.memoryUsage().rss - rssBefore) };
+  } finally {
+    reader.close();
+  }
+}
+
+/** One interleaved group's cases: raw in the middle, next to both (interleavedOrder reverses it every other group). */
+const REPLAY_GROUP = ['replay', 'raw', 'index'] as const;
+type GroupCase = (typeof REPLAY_GROUP)[number];
+
 export async function runReplayBench(params: ReplayBenchParams, parentDir: string): Promise<ReplayBenchReport> {
   const dir = mkdtempSync(path.join(parentDir, 'replay-'));
   try {
@@ -429,38 +451,54 @@ async function runReplayCases(dbPath: string, params: ReplayBenchParams): Promis
   const facts = storeFacts(dbPath);
   const head = n;
 
-  const rawRounds: Timed[] = [];
-  const replayRounds: Timed[] = [];
+  // The memory-sampled replay, apart from the pairs (its sampling wrapper costs ~6 us a chunk); it also warms the page cache.
+  await yieldToEventLoop();
+  const sampled = replayWithMemory(dbPath);
+  const { memory } = sampled;
+  const full = sampled.result;
+  let allMatchStored = full.state_hash === facts.storedStateHash;
+  log(`replay: RSS ${(memory.rss_before_bytes / 1e6).toFixed(0)} MB before replay, peak ${(memory.rss_peak_bytes / 1e6).toFixed(0)} MB (${memory.samples} samples)`);
+
+  const runs: Record<GroupCase, Timed[]> = { replay: [], raw: [], index: [] };
   let envelopeChars = 0;
-  let memory: ReplayBenchReport['memory'] | null = null;
-  let full: ReplayResult | null = null;
-  let allMatchStored = true;
-  for (let round = 1; round <= REPLAY_ROUNDS; round += 1) {
-    await yieldToEventLoop();
-    const raw = rawReadParse(dbPath);
-    envelopeChars = raw.envelopeChars;
-    rawRounds.push(raw.timed);
-    log(`replay: round ${round}: raw read+parse ${formatRate(raw.timed.events_per_second).padStart(9)} events/s (${raw.timed.ms.toFixed(0)} ms)`);
-    await yieldToEventLoop();
-    let result: ReplayResult;
-    let replayMs: number;
-    if (round === 1) {
-      const sampled = replayWithMemory(dbPath);
-      ({ result, ms: replayMs, memory } = sampled);
-      log(`replay: round ${round}: RSS ${(sampled.memory.rss_before_bytes / 1e6).toFixed(0)} MB before replay, peak ${(sampled.memory.rss_peak_bytes / 1e6).toFixed(0)} MB (${sampled.memory.samples} samples)`);
-    } else {
-      ({ value: result, ms: replayMs } = timeIt(() => replayStore(dbPath)));
+  let index: StoreIndex | null = null;
+  let indexRssGrowth = 0;
+  for (let group = 0; group < REPLAY_PAIRS; group += 1) {
+    for (const name of interleavedOrder(REPLAY_GROUP, group)) {
+      await yieldToEventLoop();
+      switch (name) {
+        case 'raw': {
+          const raw = rawReadParse(dbPath);
+          envelopeChars = raw.envelopeChars;
+          runs.raw.push(raw.timed);
+          break;
+        }
+        case 'replay': {
+          const { value: result, ms: replayMs } = timeIt(() => replayStore(dbPath));
+          if (result.state_hash !== facts.storedStateHash) allMatchStored = false;
+          runs.replay.push(timed(result.events, replayMs));
+          break;
+        }
+        case 'index': {
+          const measured = auditIndexPass(dbPath);
+          index = measured.index;
+          indexRssGrowth = Math.max(indexRssGrowth, measured.rssGrowthBytes);
+          runs.index.push(timed(measured.index.head_seq, measured.index.build_ms));
+          break;
+        }
+        default:
+          assertNever(name, 'replay group case');
+      }
     }
-    full = result;
-    if (result.state_hash !== facts.storedStateHash) allMatchStored = false;
-    replayRounds.push(timed(result.events, replayMs));
-    log(`replay: round ${round}: full replay    ${formatRate(result.events / (replayMs / 1_000)).padStart(9)} events/s (${replayMs.toFixed(0)} ms)${result.state_hash === facts.storedStateHash ? '' : '; state DIFFERS from the stored projection'}`);
+    const last = (name: GroupCase): string => formatRate(runs[name][group]!.events_per_second).padStart(9);
+    log(`replay: group ${group + 1}: raw read+parse ${last('raw')}, full replay ${last('replay')}, audit index ${last('index')} events/s${allMatchStored ? '' : '; a replay state DIFFERS from the stored projection'}`);
   }
-  if (!full || !memory) throw new Error('no replay round ran');
-  const raw = pooled(rawRounds);
-  const replay = { ...pooled(replayRounds), state_hash_matches_stored: allMatchStored };
-  const ratio = replay.events_per_second / raw.events_per_second;
-  const fullReplayMs = median(replayRounds.map((r) => r.ms));
+  if (index === null) throw new Error('no replay group ran');
+  const pairsWith = (ours: GroupCase) => runs.raw.map((r, i) => ({ raw: r.events_per_second, ours: runs[ours][i]!.events_per_second }));
+  const paired = { replay: pairedRatio(pairsWith('replay')), audit_index: pairedRatio(pairsWith('index')) };
+  const raw = medianOf(runs.raw);
+  const replay = { ...medianOf(runs.replay), state_hash_matches_stored: allMatchStored };
+  const fullReplayMs = median(runs.replay.map((r) => r.ms));
 
   // Restore: after a clean stop the newest snapshot is the head's; a crash leaves the
   // newest periodic one, up to K events (plus one batch) behind.
@@ -491,25 +529,16 @@ async function runReplayCases(dbPath: string, params: ReplayBenchParams): Promis
   };
   log(`replay: state at seq ${target}: ${viaSnapshot.partial.ms.toFixed(0)} ms via snapshot ${String(nearest)} vs ${fromStart.partial.ms.toFixed(0)} ms from seq 1`);
 
-  // The audit desk indexes the links between events in one streaming pass when it opens.
-  await yieldToEventLoop();
-  const auditReader = StoreReader.open(dbPath);
-  const rssBeforeIndex = process.memoryUsage().rss;
-  let index: StoreIndex;
-  try {
-    index = buildStoreIndex(auditReader, () => performance.now());
-  } finally {
-    auditReader.close();
-  }
-  const indexed = timed(index.head_seq, index.build_ms);
+  const indexed = medianOf(runs.index);
   const auditIndex: ReplayBenchReport['audit_index'] = {
-    ...indexed,
-    ratio_to_raw: roundTo(indexed.events_per_second / raw.events_per_second, 4),
+    events: indexed.events,
+    ms: indexed.ms,
+    events_per_second: indexed.events_per_second,
+    ratio_to_raw: roundTo(paired.audit_index.median, 4),
     chains: index.chains.length,
     cited_events: index.cited_by.size,
-    rss_growth_bytes: Math.max(0, process.memoryUsage().rss - rssBeforeIndex),
+    rss_growth_bytes: indexRssGrowth,
   };
-  log(`replay: audit desk index ${formatRate(indexed.events_per_second)} events/s (${indexed.ms.toFixed(0)} ms)`);
 
   return {
     store: {
@@ -531,8 +560,8 @@ async function runReplayCases(dbPath: string, params: ReplayBenchParams): Promis
     restore,
     state_at_seq: stateAtSeq,
     audit_index: auditIndex,
-    ratio: roundTo(ratio, 4),
-    aim: aim(ratio, REPLAY_AIM),
+    ratio: roundTo(paired.replay.median, 4),
+    paired,
   };
 }
 
@@ -554,10 +583,10 @@ export function replayTableLines(r: ReplayBenchReport): string[] {
     `subject projection, ${s.wakes} wakes, ${s.claims} FACT claims, state ${MB(s.state_bytes_at_head)} at the head; ${s.append_batch} events per append, snapshot every ${s.snapshot_every} (${s.snapshots} snapshot${s.snapshots === 1 ? '' : 's'})`,
     '',
     `  ${'build'.padEnd(20)} ${formatRate(r.build.events_per_second).padStart(10)}  events/s  informational: EventStore.append in-process (${(r.build.ms / 1_000).toFixed(1)} s)`,
-    `  ${'raw_read_parse'.padEnd(20)} ${formatRate(r.raw_read_parse.events_per_second).padStart(10)}  events/s  SELECT envelope ORDER BY seq + JSON.parse (rounds: ${r.raw_read_parse.per_round_events_per_second.map(formatRate).join(', ')})`,
-    `  ${'replay'.padEnd(20)} ${formatRate(r.replay.events_per_second).padStart(10)}  events/s  replayStore from seq 1 (rounds: ${r.replay.per_round_events_per_second.map(formatRate).join(', ')}; state ${r.replay.state_hash_matches_stored ? '== stored projection' : 'DIFFERS from the stored projection'})`,
+    `  ${'raw_read_parse'.padEnd(20)} ${formatRate(r.raw_read_parse.events_per_second).padStart(10)}  events/s  SELECT envelope ORDER BY seq + JSON.parse (median of ${r.raw_read_parse.per_pair_events_per_second.length}: ${r.raw_read_parse.per_pair_events_per_second.map(formatRate).join(', ')})`,
+    `  ${'replay'.padEnd(20)} ${formatRate(r.replay.events_per_second).padStart(10)}  events/s  replayStore from seq 1 (${r.replay.per_pair_events_per_second.map(formatRate).join(', ')}; state ${r.replay.state_hash_matches_stored ? '== stored projection' : 'DIFFERS from the stored projection'})`,
     `  ${'replay RSS growth'.padEnd(20)} ${MB(r.memory.rss_growth_bytes).padStart(10)}  peak ${MB(r.memory.rss_peak_bytes)} over ${MB(r.memory.rss_before_bytes)} before (store file ${MB(s.file_bytes)}; sampled per ${REPLAY_CHUNK_EVENTS}-event chunk)`,
-    `  ${'full replay'.padEnd(20)} ${ms(r.restore.full_replay_ms).padStart(10)}  restore baseline: seq 1 to ${s.events} (median of the rounds)`,
+    `  ${'full replay'.padEnd(20)} ${ms(r.restore.full_replay_ms).padStart(10)}  restore baseline: seq 1 to ${s.events} (median of the groups)`,
     partialLine('restore, clean stop', r.restore.clean_stop, 'full replay'),
   ];
   if (r.restore.crash) lines.push(partialLine('restore, crash', r.restore.crash, 'full replay'));
@@ -569,7 +598,7 @@ export function replayTableLines(r: ReplayBenchReport): string[] {
     lines.push(partialLine(`state @ seq ${q.seq}`, { ...q.via_snapshot, speedup: q.speedup }, `seq 1 (${ms(q.from_seq_1.ms)})`));
   }
   const a = r.audit_index;
-  lines.push(`  ${'audit desk index'.padEnd(20)} ${formatRate(a.events_per_second).padStart(10)}  events/s  one pass keeping links only (${ms(a.ms)}; ${a.ratio_to_raw}x raw read+parse; ${a.chains} chains, ${a.cited_events} cited events; RSS +${MB(a.rss_growth_bytes)})`);
+  lines.push(`  ${'audit desk index'.padEnd(20)} ${formatRate(a.events_per_second).padStart(10)}  events/s  one pass keeping links only (${ms(a.ms)}; ${pairedText(r.paired.audit_index)} of raw read+parse${beyondBoundText(r.paired.audit_index, 1)}; ${a.chains} chains, ${a.cited_events} cited events; RSS +${MB(a.rss_growth_bytes)})`);
   const mismatches = [
     ...(r.restore.clean_stop.state_matches_full ? [] : ['restore (clean stop)']),
     ...(r.restore.crash && !r.restore.crash.state_matches_full ? ['restore (crash)'] : []),

@@ -25,7 +25,7 @@ import { hashCanonical } from '../../schema/hash.js';
 import { DEFAULT_START_AT, SCENARIOS_DIR } from '../../cli/run-defaults.js';
 import { STUDY_FILES } from '../../study-contract/study-folder.js';
 import { runStudy } from '../../study/study-runner.js';
-import { aim, log, median, roundTo, type Aim } from './bench-util.js';
+import { log, median, roundTo } from './bench-util.js';
 import { BENCH_SEED, benchControllerSetup, isolationLabel, WAKE_BENCH_GROUP } from './wake-overhead-bench.js';
 
 /** Minimum parallel efficiency the study is meant to reach. */
@@ -85,7 +85,6 @@ export interface StudyBenchReport {
     | (AloneInstance & { readonly in_study_same_instance_wall_ms: number; readonly in_study_group_median_wall_ms: number; readonly factor: number; readonly speedup_estimate: number })
     | null;
   readonly verdict: string;
-  readonly aim: Aim;
   readonly params: Record<string, unknown>;
 }
 
@@ -185,7 +184,6 @@ export async function runStudyBench(params: StudyBenchParams, parentDir: string,
       scoring_ms: { median: roundTo(median(scoringRuns), 1), runs: scoringRuns.map((x) => roundTo(x, 1)), instance: `${scored.group}-r${scored.replicate}` },
       contention,
       verdict: `${report.verdict}${report.dry_run ? ' (apparatus dry run)' : ''}`,
-      aim: aim(efficiency, STUDY_AIM_MIN_EFFICIENCY),
       params: {
         seed: `${BENCH_SEED} (replicate k: ${BENCH_SEED}-rk)`,
         start_at: DEFAULT_START_AT,
