@@ -32,6 +32,7 @@ import { storedEvents } from '../support/stored-events.js';
 import { tempDir } from '../support/writer-fixture.js';
 import { blockSessions, comparableReports, stopResumeRecords, usageByGroup } from './comparable-report.js';
 import { arrayTask, diagnostics, exitStatusOf, FINISHED_STATES, readIfThere, runCommand, showJob, slurmMissing, until } from './slurm-jobs.js';
+import { STUDY_REPORT_VERSION } from '../../oracle/study-report.js';
 
 const missing = slurmMissing();
 const onCi = Boolean(process.env['CI']);
@@ -202,7 +203,7 @@ describe('a study on Slurm', () => {
       const singleReport = JSON.parse(readFileSync(path.join(single, 'report.json'), 'utf8')) as Record<string, unknown>;
       // Both ran the replicate as a block: report 2.1.0, its record as drawn; the cluster's in two
       // sessions, its three runtimes started once more (three start turns more).
-      expect([clusterReport['report_version'], singleReport['report_version']]).toEqual(['2.2.0', '2.2.0']);
+      expect([clusterReport['report_version'], singleReport['report_version']]).toEqual([STUDY_REPORT_VERSION, STUDY_REPORT_VERSION]);
       const clusterBlock = blockSessions(clusterReport)[1]!;
       const singleBlock = blockSessions(singleReport)[1]!;
       expect(clusterBlock).toEqual({ recorded: singleBlock.recorded + GROUP_RUNS.length, sessions: 2, ok: true });

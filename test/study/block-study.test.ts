@@ -26,6 +26,7 @@ import { GROUPS, type Group } from '../../design/groups.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, type ControllerSetup } from '../support/controller-run.js';
+import { STUDY_REPORT_VERSION } from '../../oracle/study-report.js';
 
 const SEED = 'blocks';
 const TIMEOUT_MS = 400;
@@ -121,7 +122,7 @@ describe('a block against one model server', () => {
     expect(checkBlockTurns(SEED, 1, record.lines).problems).toEqual([]);
 
     const report = reportOf(out);
-    expect(report.report_version).toBe('2.2.0');
+    expect(report.report_version).toBe(STUDY_REPORT_VERSION);
     const block = report.blocks![0]!;
     expect(block.turns).toMatchObject({ ok: true, recorded: GROUPS.length * (wakes + 1), sessions: 1 });
     expect(block.load.by_group.A!.timeout).toBe(A_STALLS.length);

@@ -202,6 +202,9 @@ describe('report.json carries its rounding, and every rounded figure follows its
       for (const w of i['per_wake'] as Record<string, unknown>[]) delete w['value_unrounded'];
     }
     for (const b of old.blocks) delete b.turns['mean_wait_ms_unrounded'];
+    // Nor had it the prompt reuse of 2.3.0 (issue 34).
+    for (const i of old.instances) delete i['prompt_reuse'];
+    for (const g of Object.values(old['groups'] as Record<string, Record<string, unknown>>)) delete g['prompt_reuse'];
     expect(StudyReport.safeParse(old).success).toBe(true);
     const oldText = `${JSON.stringify(old, null, 2)}\n`;
     const file = path.join(studyDir, STUDY_FILES.json);

@@ -10,6 +10,7 @@
 import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { STUDY_REPORT_VERSION } from '../../oracle/study-report.js';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -326,9 +327,9 @@ describe('the expansion round (spec §6.2), stopped and continued', () => {
     expect(resumed.report.instances).toHaveLength(9);
     expect(recomputeStudy(out, SCENARIOS_DIR).differences).toEqual([]);
     const comparable = (r: StudyReport): unknown => JSON.parse(JSON.stringify(r, (k, v: unknown) => (k === 'generated_at' || k === 'wall_ms' ? undefined : v)));
-    // A study planned before blocks (1.0.0) is reported as one (report 2.2.0 without blocks): without
-    // the blocks and their two fairness lines, it is the uninterrupted study's report.
-    expect(resumed.report.report_version).toBe('2.2.0');
+    // A study planned before blocks (1.0.0) is reported as one (this build's report, without blocks):
+    // without the blocks and their two fairness lines, it is the uninterrupted study's report.
+    expect(resumed.report.report_version).toBe(STUDY_REPORT_VERSION);
     expect(resumed.report.blocks).toBeUndefined();
     const { blocks: _blocks, ...withoutBlocks } = uninterrupted.report;
     const beforeBlocks = { ...withoutBlocks, fairness: { ...withoutBlocks.fairness, checks: withoutBlocks.fairness.checks.filter((c) => !/^(block_turns_as_drawn|load_confound)/.test(c.check)) } };
