@@ -77,7 +77,7 @@ function nonExhaustiveAdapterSwitches(source: Source): string[] {
 const DATA_COMPARISONS: readonly { readonly file: string; readonly text: string; readonly why: string }[] = [
   { file: 'faults/invariants.ts', text: "model?.adapter !== 'local'", why: 'random_subject_safe: the record must show the local model the harness itself started for a random subject (fault-run.ts modelArgsOf)' },
   { file: 'faults/invariants.ts', text: "e.payload.adapter !== 'local'", why: 'random_subject_safe: every recorded answer came from that local model' },
-  { file: 'study/study-report-builder.ts', text: "e.record.manifest?.model.adapter === 'reference'", why: "the report's dry-run label: the recorded answers are the reference policy's" },
+  { file: 'study/study-report-builder.ts', text: "e.facts.manifest?.model.adapter === 'reference'", why: "the report's dry-run label: the recorded answers are the reference policy's" },
   { file: 'study/study-report-builder.ts', text: "input.plan.model.adapter === 'reference'", why: "the report's dry-run label when no instance was read: the study chose the reference policy" },
 ];
 
