@@ -77,28 +77,22 @@ const { prompt_reuse: _reuse, ...CallRecordBefore34 } = CallRecord;
  * before anything uses it. 1.3.0 (issue 15): the call record above; `usage_source` replaces
  * `usage_estimated` (true ⇒ "estimate", false ⇒ "server").
  */
+/** An answer's own fields, the same in 1.3.0 and 1.4.0 (which adds the call record's prompt_reuse). */
+const AnsweredFields = {
+  context: ContextCounts,
+  raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
+  usage: Usage,
+  usage_source: TokenCountSource,
+};
+
 export const ModelAnswered = defineEvent(
   'ModelOutputEvent',
   'ModelAnswered',
   '1.4.0',
-  z.strictObject({
-    ...ModelCall,
-    ...CallRecord,
-    context: ContextCounts,
-    raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
-    usage: Usage,
-    usage_source: TokenCountSource,
-  }),
+  z.strictObject({ ...ModelCall, ...CallRecord, ...AnsweredFields }),
   undefined,
   {
-    '1.3.0': z.strictObject({
-      ...ModelCall,
-      ...CallRecordBefore34,
-      context: ContextCounts,
-      raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS),
-      usage: Usage,
-      usage_source: TokenCountSource,
-    }),
+    '1.3.0': z.strictObject({ ...ModelCall, ...CallRecordBefore34, ...AnsweredFields }),
     '1.2.0': z.strictObject({ ...ModelCallBefore15, context: ContextCounts, raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS), usage: Usage, usage_estimated: z.boolean() }),
   },
 );
@@ -130,32 +124,24 @@ export const ModelCallFailure = z.enum(MODEL_CALL_FAILURES);
  * model is not cheap); null for calls that never reached a model (protocol null too only for
  * budget_exhausted, which asked for nothing).
  */
+/** A failed call's own fields, the same in 1.2.0 and 1.3.0 (which adds the call record's prompt_reuse). */
+const FailedFields = {
+  context: ContextCounts.nullable(),
+  failure: ModelCallFailure,
+  detail: z.string().max(2_000),
+  raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
+  usage: Usage.nullable(),
+  usage_source: TokenCountSource.nullable(),
+};
+
 export const ModelCallFailed = defineEvent(
   'ModelOutputEvent',
   'ModelCallFailed',
   '1.3.0',
-  z.strictObject({
-    ...ModelCall,
-    ...CallRecord,
-    context: ContextCounts.nullable(),
-    failure: ModelCallFailure,
-    detail: z.string().max(2_000),
-    raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
-    usage: Usage.nullable(),
-    usage_source: TokenCountSource.nullable(),
-  }),
+  z.strictObject({ ...ModelCall, ...CallRecord, ...FailedFields }),
   undefined,
   {
-    '1.2.0': z.strictObject({
-      ...ModelCall,
-      ...CallRecordBefore34,
-      context: ContextCounts.nullable(),
-      failure: ModelCallFailure,
-      detail: z.string().max(2_000),
-      raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS).nullable(),
-      usage: Usage.nullable(),
-      usage_source: TokenCountSource.nullable(),
-    }),
+    '1.2.0': z.strictObject({ ...ModelCall, ...CallRecordBefore34, ...FailedFields }),
     '1.1.0': z.strictObject({
       ...ModelCallBefore15,
       context: ContextCounts.nullable(),
