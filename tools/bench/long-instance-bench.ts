@@ -17,10 +17,8 @@
 // work between wakes, outside the per-wake overhead), first tenth against last tenth too.
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { IsolationOptions } from '../../controller/isolation.js';
 import { log, median, roundTo } from './bench-util.js';
-import { startScriptedModelServer } from '../../faults/scripted-model-server.js';
 import {
   benchControllerSetup,
   caseLines,
@@ -28,11 +26,9 @@ import {
   measuredWakes,
   overheadOf,
   readWakeTimings,
-  runOneInstance,
-  STUB_ANSWER,
+  runAgainstStub,
   WAKE_BENCH_GROUP,
   WAKE_BENCH_INSTANCE_SEED,
-  type RunOutcome,
   type WakeCaseReport,
   type WakeScheduleOverride,
   type WakeTiming,
@@ -135,18 +131,8 @@ export async function runLongInstanceBench(params: LongInstanceParams, parentDir
   try {
     const setup = benchControllerSetup(dir, null, params.schedule);
     log(`long instance: group ${WAKE_BENCH_GROUP}, seed ${WAKE_BENCH_INSTANCE_SEED}, wake every ${params.schedule.base_period_sim_minutes} simulated minutes (jitter ${params.schedule.jitter_sim_minutes}; the bundled schedule: ${BUNDLED_BASE_PERIOD_SIM_MINUTES}), stub model answering after ${params.stubLatencyMs} ms`);
-    const server = await startScriptedModelServer(async () => {
-      await delay(params.stubLatencyMs);
-      return { kind: 'content', content: STUB_ANSWER };
-    });
-    let run: RunOutcome;
-    try {
-      run = await runOneInstance(setup, path.join(dir, 'long'), server.modelChoice(), params.isolation, 'long');
-      if (server.errors.length > 0) throw new Error(`long instance: the stub server's script failed: ${server.errors[0]}`);
-    } finally {
-      await server.close();
-    }
-    const report = { ...caseReport('openai stub (long)', run, raw), stub_latency_ms: params.stubLatencyMs, requests: server.requests.length };
+    const { run, requests } = await runAgainstStub(setup, path.join(dir, 'long'), params.stubLatencyMs, params.isolation, 'long');
+    const report = { ...caseReport('openai stub (long)', run, raw), stub_latency_ms: params.stubLatencyMs, requests };
     const timings = readWakeTimings(run.result.runDir);
     const { first, second, last } = tenths(measuredWakes(timings));
     const firstTenth = tenthFigures(first, timings.wakes);

@@ -325,6 +325,21 @@ export interface RunOutcome {
   readonly isolationLine: string | null;
 }
 
+/** One instance (runOneInstance) against a loopback stub answering STUB_ANSWER after `latencyMs`; throws if the stub's script failed. Also the requests it served. */
+export async function runAgainstStub(setup: BenchControllerSetup, runDir: string, latencyMs: number, isolation: IsolationOptions, name: string): Promise<{ run: RunOutcome; requests: number }> {
+  const server = await startScriptedModelServer(async () => {
+    await delay(latencyMs);
+    return { kind: 'content', content: STUB_ANSWER };
+  });
+  try {
+    const run = await runOneInstance(setup, runDir, server.modelChoice(), isolation, name);
+    if (server.errors.length > 0) throw new Error(`${name}: the stub server's script failed: ${server.errors[0]}`);
+    return { run, requests: server.requests.length };
+  } finally {
+    await server.close();
+  }
+}
+
 /** One instance of group C, seed WAKE_BENCH_INSTANCE_SEED, as fast as possible; throws unless it finished. */
 export async function runOneInstance(setup: BenchControllerSetup, runDir: string, model: ModelChoice, isolation: IsolationOptions, name: string): Promise<RunOutcome> {
   const lines: string[] = [];
@@ -473,18 +488,8 @@ export async function runWakeOverheadBench(params: WakeOverheadParams, parentDir
     log(`wake overhead: reference: ${reference.wakes} wakes in ${(referenceRun.wallMs / 1_000).toFixed(1)} s; overhead median ${reference.overhead_ms.median} ms (policy compute ${reference.policy_compute.median_ms} ms, apparatus ${reference.apparatus_ms.median} ms), p95 ${reference.overhead_ms.p95} ms`);
 
     log(`wake overhead: (b) one 72-hour instance with --model openai against a loopback stub answering after ${params.stubLatencyMs} ms`);
-    const server = await startScriptedModelServer(async () => {
-      await delay(params.stubLatencyMs);
-      return { kind: 'content', content: STUB_ANSWER };
-    });
-    let stubRun: RunOutcome;
-    try {
-      stubRun = await runOneInstance(setup, path.join(dir, 'stub'), server.modelChoice(), params.isolation, 'stub');
-      if (server.errors.length > 0) throw new Error(`wake overhead: the stub server's script failed: ${server.errors[0]}`);
-    } finally {
-      await server.close();
-    }
-    const stub = { ...caseReport('openai stub', stubRun, raw), stub_latency_ms: params.stubLatencyMs, requests: server.requests.length };
+    const { run: stubRun, requests } = await runAgainstStub(setup, path.join(dir, 'stub'), params.stubLatencyMs, params.isolation, 'stub');
+    const stub = { ...caseReport('openai stub', stubRun, raw), stub_latency_ms: params.stubLatencyMs, requests };
     log(`wake overhead: stub: ${stub.wakes} wakes in ${(stubRun.wallMs / 1_000).toFixed(1)} s; overhead median ${stub.overhead_ms.median} ms, p95 ${stub.overhead_ms.p95} ms`);
     if (stub.model_failures > 0) log(`wake overhead: WARNING: ${stub.model_failures} model call(s) of the stub run failed (see ModelCallFailed in its store)`);
 
