@@ -8,7 +8,7 @@ import path from 'node:path';
 import { writerRequestTimeoutMsOf } from '../design/prereg.js';
 import type { InstanceManifest } from '../design/manifest.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
-import type { PreflightReport } from '../runtime/protocol.js';
+import { ConstraintShownEarlier, type PreflightReport } from '../runtime/protocol.js';
 import { spawnRuntime, type RuntimeProcess } from '../runtime/spawn.js';
 import { FaultSwitch } from '../schema/fault-switch.js';
 import { RUN_FILES } from '../schema/run-files.js';
@@ -44,6 +44,8 @@ export class InstanceProcesses {
   private writerRestarts = 0;
   /** The last start's model check, as the runtime reported it (instance-ending.ts words a refusal with its reason). */
   lastPreflight: PreflightReport | null = null;
+  /** The server that showed its constraint honoured at a runtime start of this session: a restart on the same build is not probed again (runtime/model-adapters/probe-skip.ts). */
+  private constraintShown: ConstraintShownEarlier | null = null;
 
   constructor(
     private readonly input: InstanceInput,
@@ -136,6 +138,7 @@ export class InstanceProcesses {
         model: this.input.model,
         protocol: this.input.protocol,
         writer_request_timeout_ms: writerRequestTimeoutMsOf(this.input.prereg),
+        constraint_shown_earlier: this.constraintShown,
       },
       // The runtime checks its model before it says ready (loading a local model; a server's side requests and a probe call, retried like any call).
       { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + modelCallBudgetMs(this.input), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
@@ -163,6 +166,7 @@ export class InstanceProcesses {
     const mismatch = pinnedBuildMismatch(this.input.manifest.model, report.facts);
     if (mismatch !== null) throw new InstanceError('model', mismatch);
     this.log('model preflight: OK');
+    this.constraintShown = constraintShownBy(report.facts) ?? this.constraintShown;
   }
 
   async stopRuntime(): Promise<void> {
@@ -211,4 +215,11 @@ export function pinnedModelAdvice(input: Pick<InstanceInput, 'runDir'> & { reado
   const dialect = m.structured_output?.dialect ?? 'none';
   const served = recordedAdapterOf(m.adapter)?.answeredByServer === true ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
   return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with npm run experiment -- --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
+}
+
+/** The server and dialect a check's probe call showed honouring the constraint, or null (no probe made, or another outcome). */
+export function constraintShownBy(facts: Readonly<Record<string, unknown>>): ConstraintShownEarlier | null {
+  if (facts['probe_schema_valid'] !== true) return null;
+  const shown = ConstraintShownEarlier.safeParse({ server_build: facts['server_build'], dialect: facts['dialect'] });
+  return shown.success ? shown.data : null;
 }

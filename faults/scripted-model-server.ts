@@ -86,27 +86,8 @@ export function wakeIdOf(user: string): string | null {
   return /^WAKE (\S+) at /m.exec(user)?.[1] ?? null;
 }
 
-/**
- * One line of the EVENTS section of a rendered user message. No event id: the prompt shows none
- * (ds-model-output/2 cites events by seq), so a script can only cite what a model could.
- */
-export interface PromptEvent {
-  readonly seq: number;
-  readonly event_type: string;
-  readonly occurred_at: string;
-  readonly payload: Record<string, unknown>;
-}
-
-/** The window events the prompt shows ("seq · type · occurred_at · payload", runtime/prompt.ts renderUser). */
-export function promptEvents(user: string): PromptEvent[] {
-  const events: PromptEvent[] = [];
-  for (const line of user.split('\n')) {
-    const m = /^(\d+) · (\S+) · (\S+) · (\{.*\})$/.exec(line);
-    if (!m) continue;
-    events.push({ seq: Number(m[1]), event_type: m[2]!, occurred_at: m[3]!, payload: JSON.parse(m[4]!) as Record<string, unknown> });
-  }
-  return events;
-}
+// The events a prompt shows, read back by the renderer's own reader (runtime/prompt.ts), so a script can only cite what a model could.
+export { promptEvents, type PromptEvent } from '../runtime/prompt.js';
 
 /**
  * The speed this server claims in llama.cpp's `timings` (its answers are instant): what the
@@ -137,8 +118,11 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
   res.end(body);
 }
 
-/** `port`: listen on this port instead of a free one (a test that stops a server and starts it again where its clients point). */
-export async function startScriptedModelServer(script: Script, options: { readonly port?: number } = {}): Promise<ScriptedModelServer> {
+/**
+ * `port`: listen on this port instead of a free one (a test that stops a server and starts it again where its clients point).
+ * `build`: answer GET /props with this `build_info` (and no context size), as llama.cpp does; without it /props is not found.
+ */
+export async function startScriptedModelServer(script: Script, options: { readonly port?: number; readonly build?: string } = {}): Promise<ScriptedModelServer> {
   const requests: ScriptedRequest[] = [];
   const probes: ScriptedRequest[] = [];
   const sideRequests: string[] = [];
@@ -152,6 +136,11 @@ export async function startScriptedModelServer(script: Script, options: { readon
     if (req.method === 'GET' && url === '/v1/models') {
       req.resume();
       return send(res, 200, 'application/json', JSON.stringify({ object: 'list', data: [{ id: SCRIPTED_MODEL_ID, object: 'model' }] }));
+    }
+    if (req.method === 'GET' && url === '/props' && options.build !== undefined) {
+      req.resume();
+      sideRequests.push(`${req.method} ${url}`);
+      return send(res, 200, 'application/json', JSON.stringify({ build_info: options.build }));
     }
     if (url !== '/v1/chat/completions') {
       req.resume();

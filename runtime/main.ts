@@ -244,7 +244,7 @@ async function preflight(model: ModelAdapter, start: RuntimeStartConfig): Promis
   if (!model.preflight) return null;
   try {
     // The probe is asked in the form every wake sends: seqs specialised to a shown set (here: seq 1).
-    const result = await model.preflight(specialisedAnswerSchema(start.protocol, [1]), modelTimeoutOf(start));
+    const result = await model.preflight(specialisedAnswerSchema(start.protocol, [1]), modelTimeoutOf(start), start.constraint_shown_earlier);
     const lines = result.lines.slice(0, 64).map((l) => l.slice(0, 2_000));
     return result.ok ? { ok: true, facts: { ...result.facts }, lines } : { ok: false, reason: result.reason.slice(0, 4_000), ...(result.facts === undefined ? {} : { facts: { ...result.facts } }), lines };
   } catch (error) {

@@ -9,7 +9,7 @@ import { assertNever } from '../foundation/assert-never.js';
 import type { PromptReuse } from '../schema/events/model-output-events.js';
 import type { ContextBundle } from './context-bundle.js';
 import type { ServerTimings } from './model-adapters/server-timings.js';
-import type { RuntimeModelConfig } from './protocol.js';
+import type { ConstraintShownEarlier, RuntimeModelConfig } from './protocol.js';
 
 /** The adapters there are: one per variant of the start message's model configuration (runtime/protocol.ts), each listed once in model-adapters/adapter-list.ts. */
 export type ModelAdapterName = RuntimeModelConfig['adapter'];
@@ -201,7 +201,7 @@ export interface ModelAdapter {
    * Checks before hour 0 that calls can succeed (server up, model served, constraint honoured);
    * any probe call is outside the study's budget. Adapters with nothing to check omit it.
    */
-  preflight?(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult>;
+  preflight?(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number, shownEarlier?: ConstraintShownEarlier | null): Promise<PreflightResult>;
   /**
    * Counts `samples` with the model's tokenizer and measures its speed on the prompt `speedSample`
    * makes from those counts (one of the plan's typical size that fits the context and carries

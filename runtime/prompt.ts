@@ -20,6 +20,8 @@
 import { z } from 'zod';
 import { InternalError } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
+import type { PayloadOf } from '../schema/event-catalog.js';
+import { SubjectInitialized } from '../schema/events/system-events.js';
 import type { ContextBundle } from './context-bundle.js';
 import { ModelAnswerV2 } from './model-protocol.js';
 
@@ -147,17 +149,17 @@ export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): stri
   // atoms. How answers are parsed, repaired or recorded beyond "a broken answer is not used" is
   // not its business. The words describe the subject's world, never the study around it.
   return [
-    'You are a digital subject working in a research workspace over several simulated days, woken at scheduled moments. Each wake shows you a window of recent events numbered by seq, oldest first (stating what it leaves out), a view of your state (goal, task board, focus, journal size, actions denied before), the files in your workspace, and last the wake\'s time and budget; nothing else is available to you.',
+    'You are a digital subject working in a research workspace over several simulated days, woken at scheduled moments. Each wake shows you your goal, tasks, files, recent events (oldest first), focus, and last the wake\'s time and budget; nothing else.',
     'Pursue your goal. Keep your task board and journal up to date. Notice when something you waited for has happened, when an event makes your plan wrong, and when files changed without you.',
     '',
-    `ANSWER: exactly one JSON object in protocol ${PROTOCOL}, nothing before or after it; an answer that breaks a rule below is recorded as failed and not used. Every key is required (null where null is allowed, [] for an empty list); no other keys.`,
+    `ANSWER: one JSON object in protocol ${PROTOCOL}, nothing else; an answer breaking a rule below fails and is not used. Every key is required (null where allowed, [] if empty); no other keys.`,
     `{"protocol": "${PROTOCOL}",`,
     `"focus": {"attention_target": BRIEF|null, "waiting_condition": BRIEF|null},`,
     `"actions": [${range(ACTIONS)} ACTION],`,
     `"claims": [${range(CLAIMS)} CLAIM],`,
     `"plan_revision": null|{"reason": TEXT, "goal_id": ID, "goal_description": TEXT, "deadline_at": TIME|null, "steps": [${range(STEPS)} {"task_id": ID, "title": BRIEF}]},`,
     `"checkpoint": {"current_goal_id": ID|null, "goal_status": ${oneOf(CHECKPOINT.goal_status.unwrap().options)}|null, "attention_target": BRIEF|null, "waiting_condition": BRIEF|null, "next_action": BRIEF|null, "evidence_seqs": [${range(CHECKPOINT_EVIDENCE)} SEQ]}}`,
-    'ACTION: a proposal; a permission gate checks it and may deny it (a denied action is not carried out). One of:',
+    'ACTION: a proposal; a permission gate checks it and may deny it (then it is not carried out). One of:',
     `{${files(READ)}, "path": PATH, "rationale": WHY}`,
     `{${files(WRITE)}, "path": PATH, "content": string of ${range(CONTENT)} chars, "rationale": WHY}`,
     `{${files(MODIFY)}, "path": PATH, "find": string of ${range(FIND)} chars that occurs in the file (its first occurrence is replaced), "replace": string of ${range(REPLACE)} chars, "rationale": WHY}`,
@@ -168,7 +170,7 @@ export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): stri
     `{${claim(FACT)}, "statement": TEXT, "evidence_seqs": [${range(FACT_EVIDENCE)} SEQ]}: something the cited events establish. Cite events from the world or successful or reconciled tool results, never answers, plans or proposals; a FACT without such evidence is refused.`,
     `{${claim(PLAN)}, "statement": TEXT}: something you intend to do.`,
     `{${claim(INFERENCE)}, "statement": TEXT, "confidence": number ${range(CONFIDENCE)}, "alternatives": [${range(ALTERNATIVES)} BRIEF]}: a conclusion without direct evidence; alternatives are other explanations.`,
-    'CHECKPOINT, where you stand at the end of this wake. current_goal_id: the goal you pursue. goal_status: "active" while you work towards it, "submitted" once its result is submitted. attention_target: the task_id you work on, null when every task is done. waiting_condition: what you wait for, naming its thread id, or null. next_action: the task_id of your next step and what you will do; "wait for …" naming the thread when waiting is your next step; "none" when every task is done. evidence_seqs: the events it rests on.',
+    'CHECKPOINT: where you stand at the end of this wake. current_goal_id: your goal. goal_status: "active" while you work on it, "submitted" once its result is submitted. attention_target: the task_id you work on, null when all tasks are done. waiting_condition: what you wait for, naming its thread id, or null. next_action: the task_id of your next step and what you will do, "wait for …" naming the thread, or "none" when all tasks are done. evidence_seqs: the events it rests on.',
     `BRIEF: string of ${range(BRIEF)} chars. TEXT: string of ${range(TEXT)} chars. WHY: why you propose it, string of ${range(WHY)} chars. PATH: a path relative to the workspace, ${range(PATH)} chars. ID: string matching ${ID}. SEQ: the seq of an event shown at this wake. TIME: ISO-8601 UTC, e.g. 2026-07-20T09:00:00.000Z.`,
   ].join('\n');
 }
@@ -182,38 +184,84 @@ function quoted(text: string): string {
 
 /**
  * The user message's layout (issue 34 item 2), recorded in the manifest (design/manifest.ts
- * `prompt`): what stays the same from one wake to the next comes first, what changes comes last,
- * so a server that caches prompt prefixes (llama.cpp's KV cache, OpenAI, vLLM's prefix caching,
- * the local adapter's kv-prefix.ts) evaluates only the tail. In order: the events oldest first
- * (pinned ones ahead; the window advances by pages, runtime/retrieval-window.ts), then what the
- * window left out, the state view, the workspace listing, and last the wake line and its budget.
- * ds-prompt/1 (before issue 34) opened with the wake line and listed full sha256s.
+ * `prompt`). A server that caches prompt prefixes (llama.cpp's KV cache, OpenAI, vLLM's prefix
+ * caching, the local adapter's kv-prefix.ts) evaluates only what follows the first byte that
+ * changed since the last call, so the parts are ordered by how they change. Appending is cheap
+ * (the events grow at their end every wake; the window drops a whole page at once,
+ * runtime/retrieval-window.ts); a part changed in place costs everything after it. In order:
+ *   1. the goal and task board (changed only by the subject's board or plan, or a goal change);
+ *   2. the workspace listing (changed only by a file write or an outside change);
+ *   3. the events oldest first, pinned ones ahead, a time line opening each run of events that
+ *      occurred at one moment; then what the window left out;
+ *   4. what changes at most wakes: focus, journal size, actions denied before;
+ *   5. last the wake line and its budget.
+ * Each fact is shown once: the starting conditions leave their goal and tasks to part 1, and a
+ * task without dependencies says nothing of them.
+ * ds-prompt/1 (before issue 34) opened with the wake line and listed full sha256s; ds-prompt/2
+ * put the whole state view after the events, so every wake re-sent the goal and task board, and
+ * gave each event its own timestamp.
  */
-export const PROMPT_LAYOUT = 'ds-prompt/2';
+export const PROMPT_LAYOUT = 'ds-prompt/3';
 
 /** The user message's last lines are the wake's own (its line and its budget): what is not a wake (a speed check) leaves them out. */
 export const WAKE_LINES = 2;
 
-/** Hex digits of a file's sha256 the listing shows: enough to tell a change (48 bits), a fifth of the tokens of the full hash. */
-export const LISTED_HASH_HEX_CHARS = 12;
+/** Hex digits of a file's sha256 the listing shows: enough to tell a change (32 bits: a changed file keeps its short hash once in 4 billion), an eighth of the tokens of the full hash. */
+export const LISTED_HASH_HEX_CHARS = 8;
+
+/**
+ * The starting conditions' fields the first part shows (the goal and the task board): its event
+ * leaves them out and says where they are, so the first wake does not pay for them twice. Every
+ * group's view shows a goal and tasks (the persistent projection, or the view rebuilt from the
+ * window, which includes this pinned event), so no group loses sight of them. Its format's version
+ * is left out too: it is not a fact of the subject's world.
+ */
+const SHOWN_ABOVE = ['goal', 'tasks'] as const satisfies readonly (keyof PayloadOf<typeof SubjectInitialized.type>)[];
+const NOT_SHOWN = ['identity_schema_version'] as const satisfies readonly (keyof PayloadOf<typeof SubjectInitialized.type>)[];
+
+/** The opening of a run of events that occurred at one moment. */
+function timeLine(occurredAt: string): string {
+  return `at ${occurredAt}:`;
+}
+
+function payloadText(e: ContextBundle['window']['events'][number]): string {
+  if (e.event_type !== SubjectInitialized.type) return canonicalJson(e.payload);
+  const left: readonly string[] = [...SHOWN_ABOVE, ...NOT_SHOWN];
+  const rest = Object.fromEntries(Object.entries(e.payload).filter(([key]) => !left.includes(key)));
+  return `${canonicalJson(rest)} (its ${SHOWN_ABOVE.join(' and ')}: under GOAL AND TASKS)`;
+}
 
 function renderEvents(window: ContextBundle['window']): string[] {
   // No event_id column: an answer cites events by seq (ds-model-output/2), and a UUID per event
-  // costs a model some twenty tokens for nothing it can use.
-  const lines = ['EVENTS (seq · type · occurred_at · payload), oldest first'];
-  for (const e of window.events) lines.push(`${e.seq} · ${e.event_type} · ${e.occurred_at} · ${canonicalJson(e.payload)}`);
+  // costs a model some twenty tokens for nothing it can use. No timestamp per event either: the
+  // time line above a run of events says when they occurred (distractors and messages come in
+  // bursts at one moment), and appending an event never changes a line before it.
+  const lines = ['EVENTS (seq · type · payload), oldest first, under the time they occurred'];
+  let at: string | null = null;
+  for (const e of window.events) {
+    if (e.occurred_at !== at) lines.push(timeLine(e.occurred_at));
+    at = e.occurred_at;
+    lines.push(`${e.seq} · ${e.event_type} · ${payloadText(e)}`);
+  }
   // What the window leaves out is part of what the subject is told; it changes every wake, so it follows the events.
   lines.push(`(${window.statement})`);
   return lines;
 }
 
-function renderState(state: ContextBundle['state']): string[] {
-  const lines = ['STATE'];
+/** What the subject changes only by acting on its board or plan: it opens the message, ahead of the events that grow every wake. */
+function renderPlan(state: ContextBundle['state']): string[] {
+  const lines = ['GOAL AND TASKS'];
   lines.push(state.goal ? `goal: ${state.goal.goal_id} ${quoted(state.goal.description)}, deadline ${state.goal.deadline_at ?? 'none'}` : 'goal: none');
   lines.push(`tasks (${state.tasks.length}):`);
   for (const t of state.tasks) {
-    lines.push(`- ${t.task_id} · ${t.status} · priority ${t.priority} · ${quoted(t.title)} · depends on: ${t.depends_on.length === 0 ? 'none' : t.depends_on.join(', ')}`);
+    lines.push(`- ${t.task_id} · ${t.status} · priority ${t.priority} · ${quoted(t.title)}${t.depends_on.length === 0 ? '' : ` · depends on: ${t.depends_on.join(', ')}`}`);
   }
+  return lines;
+}
+
+/** What changes at most wakes (focus, journal size, denials): after the events, with the wake line. */
+function renderFocus(state: ContextBundle['state']): string[] {
+  const lines = ['NOW'];
   lines.push(`attention_target: ${state.attention_target === null ? 'none' : quoted(state.attention_target)}`);
   lines.push(`waiting_condition: ${state.waiting_condition === null ? 'none' : quoted(state.waiting_condition)}`);
   lines.push(`journal entries: ${state.journal_entries}`);
@@ -241,16 +289,44 @@ function wakeLines(wake: ContextBundle['wake']): string[] {
 }
 
 function renderUser(bundle: ContextBundle): string {
-  const { wake } = bundle;
   return [
-    ...renderEvents(bundle.window),
-    '',
-    ...renderState(bundle.state),
+    ...renderPlan(bundle.state),
     '',
     ...renderWorkspace(bundle),
     '',
-    ...wakeLines(wake),
+    ...renderEvents(bundle.window),
+    '',
+    ...renderFocus(bundle.state),
+    '',
+    ...wakeLines(bundle.wake),
   ].join('\n');
+}
+
+/**
+ * One event line of a rendered user message, read back, with the time line above it. No event
+ * id: the prompt shows none (ds-model-output/2 cites events by seq). The payload is what the line
+ * shows (the starting conditions without their goal and tasks).
+ */
+export interface PromptEvent {
+  readonly seq: number;
+  readonly event_type: string;
+  readonly occurred_at: string;
+  readonly payload: Record<string, unknown>;
+}
+
+/** The events `renderUser` shows, read back from its text: what a scripted model may cite, and nothing more. */
+export function promptEvents(user: string): PromptEvent[] {
+  const events: PromptEvent[] = [];
+  let at: string | null = null;
+  for (const line of user.split('\n')) {
+    const time = /^at (\S+):$/.exec(line);
+    if (time) at = time[1]!;
+    const m = /^(\d+) · (\S+) · (\{.*\})(?: \(.*\))?$/.exec(line);
+    if (!m) continue;
+    if (at === null) throw new PromptSchemaError(`runtime/prompt.ts: event line ${m[1]} has no time line above it`);
+    events.push({ seq: Number(m[1]), event_type: m[2]!, occurred_at: at, payload: JSON.parse(m[3]!) as Record<string, unknown> });
+  }
+  return events;
 }
 
 /** The system and user messages for one model call; same bundle ⇒ byte-identical messages. */

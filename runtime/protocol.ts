@@ -149,6 +149,15 @@ export const RuntimeModelConfig = z.discriminatedUnion('adapter', [
 ]);
 export type RuntimeModelConfig = z.infer<typeof RuntimeModelConfig>;
 
+/**
+ * A server that showed its constraint honoured at an earlier start of the runtime in this
+ * controller's session (issue 34): the build it reported and the dialect asked in. A restart whose
+ * server reports the same build is not probed again, because a probe call on a single-slot server
+ * (llama.cpp) replaces the study's prompt in its cache, and the next wake would pay for all of it.
+ */
+export const ConstraintShownEarlier = z.strictObject({ server_build: z.string().min(1).max(200), dialect: StructuredOutputDialect });
+export type ConstraintShownEarlier = z.infer<typeof ConstraintShownEarlier>;
+
 export const RuntimeStartConfig = z.strictObject({
   type: z.literal('start'),
   subject_id: Identifier,
@@ -166,6 +175,8 @@ export const RuntimeStartConfig = z.strictObject({
   protocol: ModelProtocol,
   /** Per writer request; a read page or append answered later fails the wake as writer_unavailable (the pre-registration's, design/prereg.ts). */
   writer_request_timeout_ms: WriterRequestTimeoutMs,
+  /** Null at a first start: the probe call is made. */
+  constraint_shown_earlier: ConstraintShownEarlier.nullable().default(null),
 });
 export type RuntimeStartConfig = z.infer<typeof RuntimeStartConfig>;
 

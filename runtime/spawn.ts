@@ -197,7 +197,7 @@ function onRuntimeMessage(raw: unknown, book: WakeBook, pid: number | undefined,
   }
 }
 
-export async function spawnRuntime(config: Omit<RuntimeStartConfig, 'type'>, options: SpawnRuntimeOptions = {}): Promise<RuntimeProcess> {
+export async function spawnRuntime(config: Omit<z.input<typeof RuntimeStartConfig>, 'type'>, options: SpawnRuntimeOptions = {}): Promise<RuntimeProcess> {
   const startMessage = RuntimeStartConfig.safeParse({ type: 'start', ...config });
   // Checked before forking: a config the child would refuse should not cost a process.
   if (!startMessage.success) throw new RuntimeStartError('bad_config', `invalid runtime start config: ${z.prettifyError(startMessage.error)}`);

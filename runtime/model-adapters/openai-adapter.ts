@@ -39,6 +39,8 @@
 // event store.
 import { assertNever } from '../../foundation/assert-never.js';
 import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
+import type { ConstraintShownEarlier } from '../protocol.js';
+import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
 import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
@@ -144,7 +146,7 @@ export class OpenAiAdapter implements ModelAdapter {
    * would then name a model the server does not say it serves. The refusal names what it
    * serves, to be configured (or set with llama-server's --alias).
    */
-  async preflight(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<PreflightResult> {
+  async preflight(answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number, shownEarlier: ConstraintShownEarlier | null = null): Promise<PreflightResult> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     const lines: string[] = [];
     // What the check learnt before a refusal goes with it (issue 31 item 3d): preflight.jsonl keeps it.
@@ -217,10 +219,13 @@ export class OpenAiAdapter implements ModelAdapter {
       probe_schema_valid: null,
       probe_raw_output: null,
       probe_timings: null,
+      probe_skipped: null,
     };
     learnt = facts;
 
-    // 3. One probe call shows the constraint honoured.
+    // 3. One probe call shows the constraint honoured, unless this very server showed it at an earlier start.
+    const skip = probeSkipReason(shownEarlier, buildInfo, this.dialect);
+    if (skip !== null) return { ok: true, facts: { ...facts, probe_skipped: skip }, lines: [...lines, `probe call skipped: ${skip}`].map((l) => this.redact(l)) };
     if (this.dialect === 'none') {
       lines.push('dialect none: no constraint is sent, so there is none to check; the probe call is skipped and every answer relies on the model alone');
       return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
@@ -593,4 +598,3 @@ export class OpenAiAdapter implements ModelAdapter {
     }
   }
 }
-

@@ -189,7 +189,7 @@ describe('signing into a run folder', () => {
 describe('the prompt a resume must keep (manifest 1.4.0 prompt)', () => {
   test('the same prompt resumes; another layout or rule, or a manifest from before it (ds-prompt/1), is drift', () => {
     expect(promptDriftOf(CURRENT_PROMPT)).toBeNull();
-    expect(promptDriftOf({ ...CURRENT_PROMPT, layout: 'ds-prompt/9' })).toMatch(/started with prompt ds-prompt\/9 .*this build shows ds-prompt\/2/);
+    expect(promptDriftOf({ ...CURRENT_PROMPT, layout: 'ds-prompt/9' })).toMatch(/started with prompt ds-prompt\/9 .*this build shows ds-prompt\/3/);
     expect(promptDriftOf({ ...CURRENT_PROMPT, retrieval_rule: '1.0.0' })).toMatch(/retrieval rule 1\.0\.0, this build shows/);
     expect(promptDriftOf(null)).toMatch(/started with prompt ds-prompt\/1 and retrieval rule 1\.0\.0/);
     // A build that still showed ds-prompt/1 would resume a manifest without the field.

@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { InstanceError, type InstanceResult } from '../../controller/instance-runner.js';
 import { ModelCheckError } from '../../controller/model-check-error.js';
+import { constraintShownBy } from '../../controller/instance-processes.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkReplay } from '../../writer/replay-check.js';
@@ -468,7 +469,7 @@ describe('the pause rule across a planned runtime crash', () => {
         return { kind: 'content', content: JSON.stringify({ ...EMPTY_ANSWER, actions: [{ tool: 'files', op: 'write', path: 'notes/crash-wake.md', content: 'written in the crash wake\n', rationale: 'Keep the notes current.' }] }) };
       }
       return benign(request.wakeId);
-    });
+    }, { build: 'scripted-b1' });
     result = await runInstance(newInstanceOptions(setup, { name: 'crash-between', model: server.modelChoice(MODEL_TIMEOUT_MS) }));
     events = storedEvents(result.runDir);
     const plan = ExperimentPlan.parse(JSON.parse(readFileSync(path.join(result.runDir, RUN_FILES.plan), 'utf8')));
@@ -490,6 +491,26 @@ describe('the pause rule across a planned runtime crash', () => {
     expect(restarted[0]!.payload['previous_exit']).toEqual({ code: null, signal: 'SIGKILL' });
     expect(ofType(events, 'ActionEvent.ExecutionIntentRecorded').length).toBeGreaterThanOrEqual(1);
     for (const w of [wake(3), wake(5)]) expect(inWake(events, w, 'ModelOutputEvent.ModelCallFailed').map((e) => e.payload['failure']), w).toEqual(['transport']);
+  });
+
+  it('the restart is checked without a probe call (issue 34): the same build showed the constraint honoured at the first start, and a probe would evict the cache', () => {
+    const lines = readFileSync(path.join(result.runDir, RUN_FILES.preflight), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ok: boolean; facts: Record<string, unknown>; lines: string[] });
+    // The check before hour 0, the runtime's first start, its restart after the crash.
+    expect(lines).toHaveLength(3);
+    expect(lines[1]!.facts).toMatchObject({ server_build: 'scripted-b1', probe_schema_valid: true, probe_skipped: null });
+    expect(lines[2]!.ok).toBe(true);
+    expect(lines[2]!.facts).toMatchObject({ server_build: 'scripted-b1', probe_schema_valid: null });
+    expect(String(lines[2]!.facts['probe_skipped'])).toContain('this server (build scripted-b1) showed the constraint honoured');
+    // Every call of no wake (the probes, the check's speed calls) came before the first wake's.
+    const firstWake = Math.min(...server.requests.map((r) => r.receivedAt));
+    expect(server.probes.length).toBeGreaterThan(0);
+    expect(server.probes.filter((p) => p.receivedAt > firstWake)).toEqual([]);
+  });
+
+  it('forged: a check whose probe did not show the constraint honoured, or that names no build, lets no restart skip its probe', () => {
+    const honoured = { probe_schema_valid: true, server_build: 'b1', dialect: 'llamacpp' };
+    expect(constraintShownBy(honoured)).toEqual({ server_build: 'b1', dialect: 'llamacpp' });
+    for (const facts of [{ ...honoured, probe_schema_valid: false }, { ...honoured, probe_schema_valid: null }, { ...honoured, server_build: null }, { ...honoured, dialect: 'grammar-of-my-own' }, {}]) expect(constraintShownBy(facts), JSON.stringify(facts)).toBeNull();
   });
 
   // Found by this suite and fixed (issue 15 review).

@@ -323,26 +323,67 @@ describe('renderPrompt', () => {
     expect(c.system).toBe(a.system);
   });
 
-  test('the user message (ds-prompt/2): events oldest first, then what the window left out, the state, the workspace with a short hash, and last the wake line', () => {
+  test('the user message (ds-prompt/3): goal and tasks, the workspace with a short hash, the events oldest first under their times, what the window left out, then focus, and last the wake line', () => {
     const { user } = renderPrompt(BUNDLE);
     const lines = user.split('\n');
-    // What stays the same from wake to wake opens the message; the wake line, which changes every wake, closes it.
-    expect(lines[0]).toBe('EVENTS (seq · type · occurred_at · payload), oldest first');
-    expect(lines[1]).toBe('40 · WorldEvent.MessageReceived · 2026-07-20T08:40:00.000Z · {"body":"The dataset arrives Thursday.\\nSorry for the delay.","from":"reviewer","in_reply_to":null,"subject":"status"}');
-    expect(lines[2]).toBe(`41 · WorldEvent.FileChangedExternally · 2026-07-20T08:41:00.000Z · {"change":"modified","path":"notes.md","post_hash":"${HASH}"}`);
-    const statementAt = lines.indexOf(`(${BUNDLE.window.statement})`);
-    expect(statementAt).toBe(3);
+    // What the subject changes only by acting opens the message; the wake line, which changes every wake, closes it.
+    expect(lines.slice(0, 5)).toEqual([
+      'GOAL AND TASKS',
+      'goal: goal-1 "Prepare the Friday report", deadline 2026-07-23T17:00:00.000Z',
+      'tasks (2):',
+      '- task-1 · doing · priority 1 · "Collect notes"',
+      '- task-2 · blocked · priority 2 · "Analyse the dataset" · depends on: task-1',
+    ]);
+    const short = HASH.replace(/^sha256:/, '').slice(0, LISTED_HASH_HEX_CHARS);
+    expect(LISTED_HASH_HEX_CHARS).toBe(8);
+    const workspaceAt = lines.indexOf(`"notes.md" · 120 · ${short}`);
+    expect(workspaceAt).toBe(7);
+    const eventsAt = lines.indexOf('EVENTS (seq · type · payload), oldest first, under the time they occurred');
+    expect(eventsAt).toBeGreaterThan(workspaceAt);
+    expect(lines.slice(eventsAt + 1, eventsAt + 6)).toEqual([
+      'at 2026-07-20T08:40:00.000Z:',
+      '40 · WorldEvent.MessageReceived · {"body":"The dataset arrives Thursday.\\nSorry for the delay.","from":"reviewer","in_reply_to":null,"subject":"status"}',
+      'at 2026-07-20T08:41:00.000Z:',
+      `41 · WorldEvent.FileChangedExternally · {"change":"modified","path":"notes.md","post_hash":"${HASH}"}`,
+      `(${BUNDLE.window.statement})`,
+    ]);
     // /2 cites seqs: no event id of the window is anywhere in the message.
     for (const e of BUNDLE.window.events) expect(user).not.toContain(e.event_id);
-    const stateAt = lines.indexOf('STATE');
-    expect(stateAt).toBeGreaterThan(statementAt);
-    expect(user).toContain('- task-2 · blocked · priority 2 · "Analyse the dataset" · depends on: task-1');
-    const short = HASH.replace(/^sha256:/, '').slice(0, LISTED_HASH_HEX_CHARS);
-    expect(lines.indexOf(`"notes.md" · 120 · ${short}`)).toBeGreaterThan(stateAt);
-    expect(user).not.toContain(`"notes.md" · 120 · ${HASH}`);
+    const nowAt = lines.indexOf('NOW');
+    expect(nowAt).toBe(eventsAt + 7);
+    expect(lines.slice(nowAt + 1, nowAt + 4)).toEqual(['attention_target: "Friday report"', 'waiting_condition: "dataset from the reviewer"', 'journal entries: 3']);
     expect(lines.at(-2)).toBe(`WAKE wake-003 at 2026-07-20T09:00:00.000Z; events up to seq ${BUNDLE.wake.visible_to_seq} are visible.`);
     expect(lines.at(-1)).toMatch(/^Budget of this wake: /);
-    expect(PROMPT_LAYOUT).toBe('ds-prompt/2');
+    expect(PROMPT_LAYOUT).toBe('ds-prompt/3');
+  });
+
+  test('a server can reuse the prefix: a new event, a new focus or a new wake changes nothing before the last event shown; events of one moment share one time line', () => {
+    const before = renderPrompt(BUNDLE).user;
+    const lastEventLine = before.split('\n').find((l) => l.startsWith('41 · '))!;
+    const kept = before.slice(0, before.indexOf(lastEventLine) + lastEventLine.length);
+    const third = { seq: 42, event_id: EV1.replace(/.$/, '9'), event_type: 'WorldEvent.DistractorOccurred', occurred_at: '2026-07-20T08:41:00.000Z', payload: { channel: 'chat', body: 'lunch?' } };
+    const next = ContextBundle.parse({
+      ...BUNDLE,
+      wake: { ...BUNDLE.wake, wake_id: 'wake-004', wake_at: '2026-07-20T10:00:00.000Z', visible_to_seq: 43 },
+      state: { ...BUNDLE.state, attention_target: 'the dataset', journal_entries: 4 },
+      window: { ...BUNDLE.window, events: [...BUNDLE.window.events, third], statement: 'window 3 of 313 eligible events (310 older left out, 0 over the token cap); 91 events of other types not shown' },
+    });
+    const after = renderPrompt(next).user;
+    expect(after.startsWith(kept)).toBe(true);
+    // The third event occurred at the second's moment: no time line of its own.
+    expect(after.slice(kept.length).split('\n')[1]).toBe('42 · WorldEvent.DistractorOccurred · {"body":"lunch?","channel":"chat"}');
+  });
+
+  test('the starting conditions leave their goal and tasks to the first part, and their format version out, and say so', () => {
+    const start = { seq: 2, event_id: EV2.replace(/.$/, '8'), event_type: 'SystemEvent.SubjectInitialized', occurred_at: '2026-07-20T08:00:00.000Z', payload: {
+      identity: { name: 'R-1', description: 'A research assistant.' }, identity_schema_version: '1.0.0',
+      goal: { goal_id: 'goal-1', description: 'Prepare the Friday report', deadline_at: null },
+      tasks: [{ task_id: 'task-1', title: 'Collect notes', priority: 1, depends_on: [] }],
+      journal_first_page: { entry_id: 'journal-0001', text: 'My goal: the Friday report.' },
+    } };
+    const withStart = ContextBundle.parse({ ...BUNDLE, window: { ...BUNDLE.window, events: [start, ...BUNDLE.window.events], pinned: 1 } });
+    const line = renderPrompt(withStart).user.split('\n').find((l) => l.startsWith('2 · '));
+    expect(line).toBe('2 · SystemEvent.SubjectInitialized · {"identity":{"description":"A research assistant.","name":"R-1"},"journal_first_page":{"entry_id":"journal-0001","text":"My goal: the Friday report."}} (its goal and tasks: under GOAL AND TASKS)');
   });
 
   test('a denied action is listed with what it was aimed at and the rules it failed', () => {
@@ -390,7 +431,7 @@ describe('renderPrompt', () => {
     expect(estimateTokens(system)).toBeLessThan(1_000);
     const eventLines = user.split('\n').filter((l) => /^\d+ · /.test(l));
     expect(eventLines).toHaveLength(BUNDLE.window.events.length);
-    for (const line of eventLines) expect(line.split(' · ')).toHaveLength(4);
+    for (const line of eventLines) expect(line.split(' · ')).toHaveLength(3);
   });
 
   test('a schema the prompt cannot describe fails at load, with the field named (forged schemas)', () => {

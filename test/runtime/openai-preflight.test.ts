@@ -8,6 +8,7 @@ import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
 import { OpenAiAdapter, PROBE_MESSAGES } from '../../runtime/model-adapters/openai-adapter.js';
 import type { OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-options.js';
+import type { ConstraintShownEarlier } from '../../runtime/protocol.js';
 import { checkConstrainedAnswer } from '../../runtime/model-adapters/structured-output.js';
 import { closeAllLoopbacks, closedBaseUrl, completion, json, llamaProps, llamaTokenize, MODEL, modelList, pieces, sse, startLoopback, streamChunks, vllmModelList, vllmTokenize, type Handler, type LoopbackServer } from './openai-loopback-server.js';
 
@@ -26,8 +27,8 @@ function llamaServer(chat: Handler, models: Handler = modelList(MODEL)): Promise
   return startLoopback({ chat, models, props: llamaProps(2_048), tokenize: llamaTokenize });
 }
 
-async function preflight(adapter: OpenAiAdapter, schema: Readonly<Record<string, unknown>> = SCHEMA, timeoutMs = 5_000) {
-  const result = await adapter.preflight(schema, timeoutMs);
+async function preflight(adapter: OpenAiAdapter, schema: Readonly<Record<string, unknown>> = SCHEMA, timeoutMs = 5_000, shownEarlier: ConstraintShownEarlier | null = null) {
+  const result = await adapter.preflight(schema, timeoutMs, shownEarlier);
   expect(JSON.stringify(result)).not.toContain(API_KEY);
   expect(result.lines.length).toBeGreaterThan(0);
   return result;
@@ -180,6 +181,38 @@ describe('preflight against a live server', () => {
     expect(!result.ok && result.reason).toContain('the probe call in dialect llamacpp failed (http_error)');
     expect(!result.ok && result.reason).toContain('JSON schema conversion failed');
     expect(!result.ok && result.reason).toContain('may not accept dialect llamacpp');
+  });
+});
+
+describe('a restart\'s check (issue 34): no probe call where this very server showed the constraint honoured', () => {
+  const served = (s: { seen: readonly { url: string }[] }) => s.seen.filter((r) => r.url === CHAT).length;
+  const minimal = () => llamaServer((_s, res) => sse(res, streamChunks(pieces(MINIMAL), { usage: { prompt_tokens: 30, completion_tokens: 70 } })));
+
+  test('the same build and dialect: the side requests are made, the probe call is not (it would evict the study\'s prompt from the cache), and the lines and facts say so', async () => {
+    const server = await minimal();
+    const result = await preflight(adapterFor(server), SCHEMA, 5_000, { server_build: 'b4748-test', dialect: 'llamacpp' });
+    expect(result.ok ? 'ok' : result.reason).toBe('ok');
+    expect(served(server)).toBe(0);
+    expect(server.seen.map((r) => r.url)).toEqual(expect.arrayContaining(['/v1/models', '/props', '/tokenize']));
+    expect(result.facts?.probe_skipped).toMatch(/^this server \(build b4748-test\) showed the constraint honoured in dialect llamacpp at this run's earlier start/);
+    expect(result.facts?.probe_schema_valid).toBeNull();
+    expect(result.lines.at(-1)).toMatch(/^probe call skipped: this server \(build b4748-test\)/);
+  });
+
+  test('forged: another build, another dialect, or a server that reports no build is probed again; a first start (nothing shown) is probed', async () => {
+    for (const shown of [{ server_build: 'b4749-other', dialect: 'llamacpp' as const }, { server_build: 'b4748-test', dialect: 'json_schema' as const }, null]) {
+      const server = await minimal();
+      const result = await preflight(adapterFor(server), SCHEMA, 5_000, shown);
+      expect(result.ok ? 'ok' : result.reason, JSON.stringify(shown)).toBe('ok');
+      expect(served(server), JSON.stringify(shown)).toBe(1);
+      expect(result.facts?.probe_skipped).toBeNull();
+      expect(result.facts?.probe_schema_valid).toBe(true);
+    }
+    const bare = await startLoopback({ chat: (_s, res) => sse(res, streamChunks(pieces(MINIMAL))), models: modelList(MODEL) });
+    const result = await preflight(adapterFor(bare), SCHEMA, 5_000, { server_build: 'b4748-test', dialect: 'llamacpp' });
+    expect(result.ok ? 'ok' : result.reason).toBe('ok');
+    expect(served(bare)).toBe(1);
+    expect(result.facts?.server_build).toBeNull();
   });
 });
 

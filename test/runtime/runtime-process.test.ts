@@ -3,6 +3,7 @@
 // (runtime/wake-loop.ts), so the store is written the way the controller writes one
 // (test/support/runtime-store.ts): SubjectInitialized, then per wake WakeStarted, the
 // runtime's wake, CheckpointRecorded and WakeEnded. The model is the reference policy.
+import type { z } from 'zod';
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -41,7 +42,7 @@ const WAKE_TIMEOUT_MS = 20_000;
 /** The actors of the runtime's own events (the controller and the world write as `experiment`). */
 const RUNTIME_ACTORS = new Set(['model', 'runtime', 'tool']);
 
-function startConfig(f: WriterFixture, workspaceDir: string, overrides: Partial<Omit<RuntimeStartConfig, 'type'>> = {}): Omit<RuntimeStartConfig, 'type'> {
+function startConfig(f: WriterFixture, workspaceDir: string, overrides: Partial<Omit<RuntimeStartConfig, 'type'>> = {}): Omit<z.input<typeof RuntimeStartConfig>, 'type'> {
   return {
     subject_id: f.identity.subject_id,
     socket_path: f.writer.socketPath,
