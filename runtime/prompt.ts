@@ -21,8 +21,10 @@ import { z } from 'zod';
 import { InternalError } from '../foundation/typed-error.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import type { PayloadOf } from '../schema/event-catalog.js';
+import { PermissionDecided } from '../schema/events/action-events.js';
 import { SubjectInitialized } from '../schema/events/system-events.js';
 import type { ContextBundle } from './context-bundle.js';
+import { windowPayload } from './retrieval-window.js';
 import { ModelAnswerV2 } from './model-protocol.js';
 
 export interface RenderedPrompt {
@@ -195,8 +197,9 @@ function quoted(text: string): string {
  *      occurred at one moment; then what the window left out;
  *   4. what changes at most wakes: focus, journal size, actions denied before;
  *   5. last the wake line and its budget.
- * Each fact is shown once: the starting conditions leave their goal and tasks to part 1, and a
- * task without dependencies says nothing of them.
+ * Each fact is shown once: the starting conditions leave their goal and tasks to part 1, a
+ * permission decision its passed rules (payloadText), and a task without dependencies says
+ * nothing of them.
  * ds-prompt/1 (before issue 34) opened with the wake line and listed full sha256s; ds-prompt/2
  * put the whole state view after the events, so every wake re-sent the goal and task board, and
  * gave each event its own timestamp.
@@ -224,11 +227,27 @@ function timeLine(occurredAt: string): string {
   return `at ${occurredAt}:`;
 }
 
+/**
+ * An event's payload as the prompt shows it (ds-prompt/3): whole, in canonical JSON, except where
+ * the record spends tokens on nothing the subject can use, and then the line says what it left out.
+ * A permission decision shows the rules its proposal failed; the ones it passed only restate the
+ * proposal (a tool allowed, a path inside, the budget left), and are counted. Read against the
+ * catalogue (windowPayload): a payload that does not parse is shown whole.
+ */
 function payloadText(e: ContextBundle['window']['events'][number]): string {
-  if (e.event_type !== SubjectInitialized.type) return canonicalJson(e.payload);
-  const left: readonly string[] = [...SHOWN_ABOVE, ...NOT_SHOWN];
-  const rest = Object.fromEntries(Object.entries(e.payload).filter(([key]) => !left.includes(key)));
-  return `${canonicalJson(rest)} (its ${SHOWN_ABOVE.join(' and ')}: under GOAL AND TASKS)`;
+  const start = windowPayload(e, SubjectInitialized.type);
+  if (start !== null) {
+    const left: readonly string[] = [...SHOWN_ABOVE, ...NOT_SHOWN];
+    const rest = Object.fromEntries(Object.entries(start).filter(([key]) => !left.includes(key)));
+    return `${canonicalJson(rest)} (its ${SHOWN_ABOVE.join(' and ')}: under GOAL AND TASKS)`;
+  }
+  const decision = windowPayload(e, PermissionDecided.type);
+  if (decision !== null) {
+    const failed = decision.rules.filter((r) => !r.passed);
+    const passed = decision.rules.length - failed.length;
+    return `${canonicalJson({ ...decision, rules: failed })}${passed === 0 ? '' : ` (${passed} passed rule${passed === 1 ? '' : 's'} not shown)`}`;
+  }
+  return canonicalJson(e.payload);
 }
 
 function renderEvents(window: ContextBundle['window']): string[] {

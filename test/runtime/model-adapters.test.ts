@@ -18,7 +18,7 @@ import type { OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-o
 import { recordedCallsFromEvents, ReplayAdapter, ReplayRecordingError } from '../../runtime/model-adapters/replay-adapter.js';
 import { MODEL_OUTPUT_LIMITS, MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V1, MODEL_PROTOCOL_V2, ModelAnswerV2, ModelOutput, ModelProtocol, parseModelOutput, type ShownEvents } from '../../runtime/model-protocol.js';
 import { answerJsonSchema } from '../../runtime/answer-schema.js';
-import { estimateTokens, LISTED_HASH_HEX_CHARS, PROMPT_LAYOUT, PromptSchemaError, renderPrompt, systemPrompt } from '../../runtime/prompt.js';
+import { estimateTokens, LISTED_HASH_HEX_CHARS, PROMPT_LAYOUT, promptEvents, PromptSchemaError, renderPrompt, systemPrompt } from '../../runtime/prompt.js';
 import type { RecordedModelCall } from '../../runtime/protocol.js';
 import { recordedProtocolOf } from '../../runtime/recorded-model-calls.js';
 import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
@@ -372,6 +372,27 @@ describe('renderPrompt', () => {
     expect(after.startsWith(kept)).toBe(true);
     // The third event occurred at the second's moment: no time line of its own.
     expect(after.slice(kept.length).split('\n')[1]).toBe('42 · WorldEvent.DistractorOccurred · {"body":"lunch?","channel":"chat"}');
+  });
+
+  test('a permission decision shows the rules it failed and counts the ones it passed; a payload off its schema is shown whole', () => {
+    const rules = [
+      { rule: 'tool_allowed', passed: true, detail: 'files.write' },
+      { rule: 'path_inside_workspace', passed: false, detail: 'path "../x" outside' },
+      { rule: 'budget_left', passed: true, detail: '6 tool call(s) left' },
+    ];
+    const decided = (seq: number, payload: Record<string, unknown>) => ({ seq, event_id: EV1.replace(/.$/, String(seq % 10)), event_type: 'ActionEvent.PermissionDecided', occurred_at: '2026-07-20T08:42:00.000Z', payload });
+    const bundle = ContextBundle.parse({ ...BUNDLE, window: { ...BUNDLE.window, events: [
+      decided(43, { proposal_id: 'wake-003-a1', decision: 'deny', rules, repeat_of_denied: false }),
+      decided(44, { proposal_id: 'wake-003-a2', decision: 'allow', rules: rules.map((r) => ({ ...r, passed: true })), repeat_of_denied: false }),
+      decided(45, { proposal_id: 'wake-003-a3', decision: 'maybe', rules, repeat_of_denied: false }),
+    ] } });
+    const lines = renderPrompt(bundle).user.split('\n');
+    expect(lines.find((l) => l.startsWith('43 · '))).toBe('43 · ActionEvent.PermissionDecided · {"decision":"deny","proposal_id":"wake-003-a1","repeat_of_denied":false,"rules":[{"detail":"path \\"../x\\" outside","passed":false,"rule":"path_inside_workspace"}]} (2 passed rules not shown)');
+    expect(lines.find((l) => l.startsWith('44 · '))).toBe('44 · ActionEvent.PermissionDecided · {"decision":"allow","proposal_id":"wake-003-a2","repeat_of_denied":false,"rules":[]} (3 passed rules not shown)');
+    // Forged: a decision the catalogue does not know is shown as recorded, every rule in it.
+    expect(lines.find((l) => l.startsWith('45 · '))).toContain('"rule":"budget_left"');
+    // What the scripted servers read back is what the line shows.
+    expect(promptEvents(lines.join('\n')).map((e) => [e.seq, (e.payload['rules'] as unknown[]).length])).toEqual([[43, 1], [44, 0], [45, 3]]);
   });
 
   test('the starting conditions leave their goal and tasks to the first part, and their format version out, and say so', () => {
