@@ -63,7 +63,8 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 }
 
 /** Reads a run folder for scoring. `scenariosDir` holds scenario folders by id (read only for a run that keeps no scenario.json). */
-export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
+/** `verified`: the store's events as a verify of this folder just read them (writer/verified-events.ts), used instead of reading it again. */
+export function loadRunRecord(runDir: string, scenariosDir: string, verified: readonly EventEnvelope[] | null = null): RunRecord {
   const plan = parsed(ExperimentPlan, readJson(runDir, RUN_FILES.plan), `${runDir}/${RUN_FILES.plan}`);
   const prereg = parsed(PreRegistration, readJson(runDir, RUN_FILES.prereg), `${runDir}/${RUN_FILES.prereg}`);
   let manifest: InstanceManifest | null = null;
@@ -83,6 +84,16 @@ export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
     if (error instanceof ScenarioError) throw new RunRecordError(error.message);
     throw error;
   }
+  const events = verified === null ? readEvents(store) : boundedEvents(store, verified);
+  return { runDir, plan, prereg, preregSha256: hashCanonical(prereg), scenario, manifest, manifestProblem, events };
+}
+
+function boundedEvents(store: string, events: readonly EventEnvelope[]): readonly EventEnvelope[] {
+  if (events.length > MAX_SCORED_EVENTS) throw new RunRecordError(`${store} holds ${events.length} events, over the ${MAX_SCORED_EVENTS} a score reads`);
+  return events;
+}
+
+function readEvents(store: string): EventEnvelope[] {
   const reader = StoreReader.open(store);
   const events: EventEnvelope[] = [];
   try {
@@ -100,7 +111,7 @@ export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
   } finally {
     reader.close();
   }
-  return { runDir, plan, prereg, preregSha256: hashCanonical(prereg), scenario, manifest, manifestProblem, events };
+  return events;
 }
 
 /**
