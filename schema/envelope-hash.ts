@@ -36,14 +36,22 @@ export function envelopeTexts(envelope: EventEnvelope): EnvelopeTexts {
   const record = envelope as unknown as Record<string, unknown>;
   const keys = Object.keys(record).sort();
   let payload: string | null = null;
-  const members: string[] = [];
+  const members: string[] = new Array<string>(keys.length);
   const without: string[] = [];
-  for (const key of keys) {
-    // A one-member object: its key checked and its value serialised exactly as canonicalJson does a member.
-    const member = canonicalJson({ [key]: record[key] }).slice(1, -1);
-    if (key === 'payload') payload = member.slice(JSON.stringify(key).length + 1);
-    members.push(member);
-    if (key !== 'event_hash') without.push(member);
+  try {
+    for (let i = 0; i < keys.length; i += 1) {
+      const key = keys[i]!;
+      // As canonicalJson writes a member (its key checked as it checks one).
+      if (!key.isWellFormed()) throw new RangeError('a key with a lone surrogate');
+      const value = canonicalJson(record[key]);
+      if (key === 'payload') payload = value;
+      members[i] = `${JSON.stringify(key)}:${value}`;
+      if (key !== 'event_hash') without.push(members[i]!);
+    }
+  } catch {
+    // Refused somewhere: canonicalJson of the whole envelope throws the error, with its path from the envelope's root.
+    canonicalJson(envelope);
+    throw new Error('envelopeTexts: a member was refused that canonicalJson of the envelope accepts');
   }
   if (payload === null) throw new TypeError('envelopeTexts: the envelope has no payload');
   return { envelope: `{${members.join(',')}}`, withoutEventHash: `{${without.join(',')}}`, payload };
