@@ -25,9 +25,9 @@ import { checkReplay } from '../writer/replay-check.js';
 import { VersionMismatchError } from '../writer/replay-errors.js';
 import { verifyDirectory, type VerifyReport } from '../writer/verify-store.js';
 import { checkPlansUnder, type PlansReport } from '../verification/plans-under.js';
-import { checkFacts, FactCheckError } from './fact-check.js';
+import { checkFacts, FactCheckError, type FactCheck } from './fact-check.js';
 import { payloadOf, type RunRecord } from './run-record.js';
-import { checkSideEffects } from './side-effects.js';
+import { checkSideEffects, type SideEffectReport } from './side-effects.js';
 
 export const HardFailure = z.strictObject({
   id: HardFailureId,
@@ -48,6 +48,13 @@ export interface HardFailureOptions {
    * twice. Absent: both are run here.
    */
   readonly checks?: RunChecks;
+  /**
+   * record.events are the store's events exactly as a verify of it has just read them
+   * (writer/verified-events.ts): the replay check replays them instead of reading the store again.
+   */
+  readonly eventsVerified?: boolean;
+  /** The FACT and side-effect checks of this very record, made by the caller just now (instance-evaluation.ts): not made again. */
+  readonly made?: { readonly facts: readonly FactCheck[]; readonly sideEffects: SideEffectReport };
 }
 
 /** What verifyDirectory and checkPlansUnder said of one run folder (plain data: it crosses worker threads). */
@@ -170,10 +177,10 @@ function unauthorizedExecutions(events: readonly EventEnvelope[], out: HardFailu
   }
 }
 
-function contradictingFacts(record: RunRecord, out: HardFailure[]): void {
+function contradictingFacts(record: RunRecord, made: readonly FactCheck[] | null, out: HardFailure[]): void {
   let checks;
   try {
-    checks = checkFacts(record);
+    checks = made ?? checkFacts(record);
   } catch (error) {
     if (!(error instanceof FactCheckError)) throw error;
     out.push({ id: 'replay_cannot_restore_state', seq: error.seq, detail: `the projector cannot follow the recorded events: ${error.message}` });
@@ -186,11 +193,11 @@ function contradictingFacts(record: RunRecord, out: HardFailure[]): void {
   }
 }
 
-function duplicateSideEffects(record: RunRecord, out: HardFailure[]): void {
+function duplicateSideEffects(record: RunRecord, made: SideEffectReport | null, out: HardFailure[]): void {
   const workspace = path.join(record.runDir, RUN_FILES.workspace);
   let report;
   try {
-    report = checkSideEffects(record, workspace);
+    report = made ?? checkSideEffects(record, workspace);
   } catch (error) {
     // A workspace that cannot be read cannot be shown free of unexplained files.
     out.push({ id: 'duplicate_side_effect', seq: null, detail: `the side-effect check could not read ${workspace}: ${message(error)}` });
@@ -199,17 +206,18 @@ function duplicateSideEffects(record: RunRecord, out: HardFailure[]): void {
   for (const p of report.problems) out.push({ id: 'duplicate_side_effect', seq: p.seq, detail: `${p.kind}: ${p.detail}` });
 }
 
-function replayFailure(record: RunRecord, out: HardFailure[]): void {
+function replayFailure(record: RunRecord, eventsVerified: boolean, out: HardFailure[]): void {
   const id = 'replay_cannot_restore_state';
   const store = path.join(record.runDir, RUN_FILES.store);
+  const given = eventsVerified ? { events: record.events } : {};
   try {
     let check;
     try {
-      check = checkReplay(store);
+      check = checkReplay(store, given);
     } catch (error) {
       // "Same version" is the version that recorded the store: a newer build replays with that one if it still carries it.
       if (!(error instanceof VersionMismatchError)) throw error;
-      check = checkReplay(store, { useRecorded: true });
+      check = checkReplay(store, { ...given, useRecorded: true });
     }
     if (check.match === true) return;
     const notes = check.notes.length > 0 ? check.notes.join('; ') : 'no note';
@@ -290,9 +298,9 @@ function capped(all: HardFailure[]): HardFailure[] {
 export function detectHardFailures(record: RunRecord, options: HardFailureOptions): HardFailure[] {
   const found: HardFailure[] = [];
   unauthorizedExecutions(record.events, found);
-  duplicateSideEffects(record, found);
-  contradictingFacts(record, found);
-  replayFailure(record, found);
+  duplicateSideEffects(record, options.made?.sideEffects ?? null, found);
+  contradictingFacts(record, options.made?.facts ?? null, found);
+  replayFailure(record, options.eventsVerified ?? false, found);
   configurationChanges(record, options, found);
   const order = new Map(HARD_FAILURE_IDS.map((i, n) => [i, n]));
   // Stable sort: within an id, the order each check found them in.

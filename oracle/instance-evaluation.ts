@@ -9,6 +9,7 @@ import { detectHardFailures, type HardFailure, type RunChecks } from './hard-fai
 import { scoreInstance, type InstanceScore } from './continuity-score.js';
 import { loadRunRecord, type RunRecord } from './run-record.js';
 import { checkSideEffects } from './side-effects.js';
+import type { EventEnvelope } from '../schema/envelope.js';
 import type { HashString } from '../schema/hash.js';
 import { RUN_FILES } from '../schema/run-files.js';
 
@@ -27,16 +28,24 @@ export interface EvaluationOptions {
   readonly expectedPreregSha256: HashString | null;
   /** The folder's verify and plan-check results, made by the caller just now (hard-failures.ts RunChecks). */
   readonly checks?: RunChecks;
+  /**
+   * The store's events as the verify behind `checks` read them (writer/verified-events.ts): the
+   * run record and the replay check use them instead of reading and parsing the store again.
+   */
+  readonly verifiedEvents?: readonly EventEnvelope[];
 }
 
 export function evaluateInstance(runDir: string, options: EvaluationOptions): InstanceEvaluation {
-  const record = loadRunRecord(runDir, options.scenariosDir);
+  const verified = options.verifiedEvents ?? null;
+  const record = loadRunRecord(runDir, options.scenariosDir, verified);
   const oracle = computeOracle({ rules: record.prereg.scoring.oracle, scenario: record.scenario.definition, plan: record.plan });
   const workspaceDir = path.join(runDir, RUN_FILES.workspace);
-  const unsoundFacts = new Map(checkFacts(record).filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
+  const facts = checkFacts(record);
+  const unsoundFacts = new Map(facts.filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
   const sideEffects = checkSideEffects(record, workspaceDir);
   const score = scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir });
-  const hardFailures = detectHardFailures(record, { expectedPreregSha256: options.expectedPreregSha256, scenariosDir: options.scenariosDir, ...(options.checks ? { checks: options.checks } : {}) });
+  // The FACT and side-effect checks just made are the hard-failure check's too: made once.
+  const hardFailures = detectHardFailures(record, { expectedPreregSha256: options.expectedPreregSha256, scenariosDir: options.scenariosDir, ...(options.checks ? { checks: options.checks } : {}), eventsVerified: verified !== null, made: { facts, sideEffects } });
   return { record, oracle, score, hardFailures, notes: [...sideEffects.notes] };
 }
 

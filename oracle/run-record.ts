@@ -12,6 +12,7 @@ import { checkSignedManifest, type InstanceManifest } from '../design/manifest.j
 import { PreRegistration } from '../design/prereg.js';
 import { scenarioOfRun } from '../design/run-scenario.js';
 import { ScenarioError, type Scenario } from '../design/scenario.js';
+import { ContentMemo } from '../foundation/content-memo.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
@@ -26,6 +27,10 @@ import { StoreReader } from '../writer/store-reader.js';
 /** More events than this in one instance are refused: a 72-hour run holds about 500. */
 export const MAX_SCORED_EVENTS = 200_000;
 const MAX_JSON_FILE_BYTES = 8 * 1024 * 1024;
+
+/** What the folders of one study share, read once per content hash (foundation/content-memo.ts): its pre-registration (parsed and hashed). */
+const MEMO_ENTRIES = 4;
+const PREREGS_READ = new ContentMemo<{ readonly prereg: PreRegistration; readonly preregSha256: HashString }>(MEMO_ENTRIES);
 
 export class RunRecordError extends TypedErrorOf('run_record', EXIT_CODES.failed) {
   override readonly name = 'RunRecordError';
@@ -63,9 +68,15 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 }
 
 /** Reads a run folder for scoring. `scenariosDir` holds scenario folders by id (read only for a run that keeps no scenario.json). */
-export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
+/** `verified`: the store's events as a verify of this folder just read them (writer/verified-events.ts), used instead of reading it again. */
+export function loadRunRecord(runDir: string, scenariosDir: string, verified: readonly EventEnvelope[] | null = null): RunRecord {
   const plan = parsed(ExperimentPlan, readJson(runDir, RUN_FILES.plan), `${runDir}/${RUN_FILES.plan}`);
-  const prereg = parsed(PreRegistration, readJson(runDir, RUN_FILES.prereg), `${runDir}/${RUN_FILES.prereg}`);
+  const preregJson = readJson(runDir, RUN_FILES.prereg);
+  // One study's folders carry one pre-registration: parsed and hashed once per content.
+  const { prereg, preregSha256 } = PREREGS_READ.get(hashCanonical(preregJson), () => {
+    const read = parsed(PreRegistration, preregJson, `${runDir}/${RUN_FILES.prereg}`);
+    return { prereg: read, preregSha256: hashCanonical(read) };
+  });
   let manifest: InstanceManifest | null = null;
   let manifestProblem: string | null = null;
   const store = path.join(runDir, RUN_FILES.store);
@@ -83,6 +94,16 @@ export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
     if (error instanceof ScenarioError) throw new RunRecordError(error.message);
     throw error;
   }
+  const events = verified === null ? readEvents(store) : boundedEvents(store, verified);
+  return { runDir, plan, prereg, preregSha256, scenario, manifest, manifestProblem, events };
+}
+
+function boundedEvents(store: string, events: readonly EventEnvelope[]): readonly EventEnvelope[] {
+  if (events.length > MAX_SCORED_EVENTS) throw new RunRecordError(`${store} holds ${events.length} events, over the ${MAX_SCORED_EVENTS} a score reads`);
+  return events;
+}
+
+function readEvents(store: string): EventEnvelope[] {
   const reader = StoreReader.open(store);
   const events: EventEnvelope[] = [];
   try {
@@ -100,7 +121,7 @@ export function loadRunRecord(runDir: string, scenariosDir: string): RunRecord {
   } finally {
     reader.close();
   }
-  return { runDir, plan, prereg, preregSha256: hashCanonical(prereg), scenario, manifest, manifestProblem, events };
+  return events;
 }
 
 /**

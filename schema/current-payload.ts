@@ -4,6 +4,7 @@
 // payloads (replay, scoring, blind review, the audit desk) goes through this, so an event of an
 // earlier version is read the same way everywhere — never skipped as "not matching its schema".
 // Pure: no I/O; the stored envelope is not changed.
+import { deepFrozen } from '../foundation/deep-frozen.js';
 import type { EventEnvelope } from './envelope.js';
 import { eventDefinition, type EventType, type TypedEvent } from './event-catalog.js';
 import { BUILT_IN_UPCASTERS, upcasterKey } from './upcasters.js';
@@ -13,7 +14,23 @@ export type CurrentPayload = { readonly ok: true; readonly event: TypedEvent } |
 /** At most this many upcast steps: more than any chain of versions this build knows. */
 const MAX_UPCAST_STEPS = 8;
 
+/**
+ * Answers already given for frozen envelopes (a verify's kept events, writer/verified-events.ts,
+ * which every check of a merged folder reads many times over): a frozen envelope cannot change,
+ * and its answer is frozen too, so no reader can change it for the next. Others are read afresh.
+ */
+const ANSWERED = new WeakMap<object, CurrentPayload>();
+
 export function currentPayloadOf(event: Pick<EventEnvelope, 'event_type' | 'schema_version' | 'payload' | 'seq'> & Partial<EventEnvelope>): CurrentPayload {
+  if (!Object.isFrozen(event) || !Object.isFrozen(event.payload)) return readCurrentPayload(event);
+  const known = ANSWERED.get(event);
+  if (known !== undefined) return known;
+  const answer = deepFrozen(readCurrentPayload(event));
+  ANSWERED.set(event, answer);
+  return answer;
+}
+
+function readCurrentPayload(event: Pick<EventEnvelope, 'event_type' | 'schema_version' | 'payload' | 'seq'> & Partial<EventEnvelope>): CurrentPayload {
   const definition = eventDefinition(event.event_type);
   if (!definition) return { ok: false, reason: `unknown event type ${event.event_type}` };
   const own = event.schema_version === definition.schemaVersion ? definition.payload : definition.earlier[event.schema_version];

@@ -12,6 +12,7 @@ import { HardFailure, type RunChecks } from '../oracle/hard-failures.js';
 import { evaluateInstance, type InstanceEvaluation } from '../oracle/instance-evaluation.js';
 import { HashString } from '../schema/hash.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
+import type { EventEnvelope } from '../schema/envelope.js';
 import { PromptReuseSummary, summarizeCallsReuse } from '../schema/prompt-reuse-summary.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { eventIs } from '../schema/typed-event.js';
@@ -104,6 +105,8 @@ export interface FolderScoring {
   readonly expectedPreregSha256: HashString;
   /** The folder's verify and plan-check results, made just now on this folder (not made again). */
   readonly checks?: RunChecks;
+  /** The store's events as the verify behind `checks` read them (writer/verified-events.ts): not read again. */
+  readonly verifiedEvents?: readonly EventEnvelope[];
   /** The study's usable-data rule; 'own': the instance's own pre-registration's (a merge's worker, which has no other). */
   readonly rule: UsableRule | 'own';
 }
@@ -115,7 +118,7 @@ export interface FolderScoring {
  */
 export function scoreInstanceFolder(dir: string, scoring: FolderScoring): { readonly scored: ScoredFolder; readonly prereg: PreRegistration | null } {
   try {
-    const evaluation = evaluateInstance(dir, { scenariosDir: scoring.scenariosDir, expectedPreregSha256: scoring.expectedPreregSha256, ...(scoring.checks ? { checks: scoring.checks } : {}) });
+    const evaluation = evaluateInstance(dir, { scenariosDir: scoring.scenariosDir, expectedPreregSha256: scoring.expectedPreregSha256, ...(scoring.checks ? { checks: scoring.checks } : {}), ...(scoring.verifiedEvents ? { verifiedEvents: scoring.verifiedEvents } : {}) });
     const sealed = evaluation.record.events.some((e) => eventIs(e, 'SystemEvent.StoreSealed'));
     const rule = scoring.rule === 'own' ? usableRuleOf(evaluation.record.prereg) : scoring.rule;
     const scored: ScoredFolder = sealed ? { status: 'finished', statusDetail: null, record: instanceReportRecordOf(evaluation, rule) } : { status: 'stopped', statusDetail: 'not sealed', record: null };

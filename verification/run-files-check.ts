@@ -15,7 +15,9 @@ import { checkSignedManifest, type InstanceManifest } from '../design/manifest.j
 import { scenarioOfRun } from '../design/run-scenario.js';
 import { PREREG_LOCK_PAYLOAD_TYPE, PreregLock, PreRegistration } from '../design/prereg.js';
 import type { Scenario } from '../design/scenario.js';
+import { ContentMemo } from '../foundation/content-memo.js';
 import { verifyDsse } from '../schema/dsse.js';
+import { toHex } from '../schema/ed25519-keys.js';
 import { hashCanonical } from '../schema/hash.js';
 import { firstDifference } from '../schema/json-difference.js';
 import { RUN_FILES } from '../schema/run-files.js';
@@ -25,6 +27,15 @@ import type { Findings, PlanConformanceCounts } from './plan-findings.js';
 const MAX_PLAN_JSON_BYTES = 16 * 1024 * 1024;
 const MAX_PREREG_JSON_BYTES = 256 * 1024;
 const MAX_SIGNED_FILE_BYTES = 1024 * 1024;
+
+/**
+ * What the folders of one study share, read once per content (foundation/content-memo.ts): the
+ * pre-registration lock's signature check, and the pre-registration parsed.
+ * Keyed by content hashes, never by path; a few entries (a merge reads one study's).
+ */
+const MEMO_ENTRIES = 4;
+const LOCKS_VERIFIED = new ContentMemo<ReturnType<typeof verifyDsse>>(MEMO_ENTRIES);
+const PREREGS_PARSED = new ContentMemo<PreRegistration>(MEMO_ENTRIES);
 
 type JsonRead = { readonly ok: true; readonly value: unknown } | { readonly ok: false };
 
@@ -120,7 +131,8 @@ export function checkPrereg(runDir: string, manifest: InstanceManifest | null, p
   else {
     const lockRead = readJsonFile(runDir, RUN_FILES.preregLock, MAX_SIGNED_FILE_BYTES, out);
     if (lockRead.ok) {
-      const verified = verifyDsse(lockRead.value, PREREG_LOCK_PAYLOAD_TYPE, publicKey);
+      // One study's folders carry one lock: its signature is checked once per content and key.
+      const verified = LOCKS_VERIFIED.get(`${toHex(publicKey)} ${hashCanonical(lockRead.value)}`, () => verifyDsse(lockRead.value, PREREG_LOCK_PAYLOAD_TYPE, publicKey));
       const lock = verified.ok ? PreregLock.safeParse(verified.body) : null;
       if (!verified.ok) out.fail(RUN_FILES.preregLock, null, `the pre-registration lock does not verify with ${RUN_FILES.publicKey}: ${verified.reason}`);
       else if (!lock?.success) out.fail(RUN_FILES.preregLock, null, `the signed body of ${RUN_FILES.preregLock} is not a pre-registration lock`);
@@ -129,12 +141,14 @@ export function checkPrereg(runDir: string, manifest: InstanceManifest | null, p
       }
     }
   }
+  const known = PREREGS_PARSED.known(sha256);
+  if (known !== undefined) return known;
   const parsed = PreRegistration.safeParse(content);
   if (!parsed.success) {
     out.fail(RUN_FILES.prereg, null, `${RUN_FILES.prereg} is not a pre-registration, so the plan cannot be rebuilt: ${z.prettifyError(parsed.error)}`);
     return null;
   }
-  return parsed.data;
+  return PREREGS_PARSED.get(sha256, () => parsed.data);
 }
 
 /**

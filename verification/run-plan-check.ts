@@ -6,7 +6,9 @@
 // stops at the first. Reads only: a sibling of writer/verify-store.ts, and what npm run verify,
 // the oracle's hard-failure check and the audit desk report as "plan conformance".
 import { subjectInitializedPayload } from '../design/scenario.js';
+import path from 'node:path';
 import { RUN_FILES } from '../schema/run-files.js';
+import type { VerifiedEvents } from '../writer/verified-events.js';
 import { emptyCounts, Findings, type PlanConformanceReport } from './plan-findings.js';
 import { checkManifest, checkPlanHashes, checkPrereg, readPlan, rebuildPlan } from './run-files-check.js';
 import { checkStore } from './store-walk.js';
@@ -18,6 +20,12 @@ export interface PlanConformanceOptions {
    * its commands their default (cli/run-defaults.ts SCENARIOS_DIR).
    */
   readonly scenariosDir: string;
+  /**
+   * The stores' events as a verify of the same folder just read them, by events.db path
+   * (writer/verified-events.ts): the walk uses them instead of reading the store again. A store
+   * not in it, or kept spoiled, is read here.
+   */
+  readonly verifiedEvents?: ReadonlyMap<string, VerifiedEvents>;
 }
 
 /**
@@ -39,6 +47,7 @@ export function checkRunFollowsPlan(runDir: string, publicKey: Uint8Array, optio
   const scenario = prereg ? rebuildPlan(runDir, plan, prereg, signed?.manifest ?? null, options.scenariosDir, out, counts) : null;
   if (!scenario) out.note(RUN_FILES.store, null, 'SubjectInitialized payload not compared: no scenario was loaded (it comes from prereg.json)');
   const subjectInitialized = scenario ? subjectInitializedPayload(scenario.definition, plan.schedule.start_at) : null;
-  checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts);
+  const verified = options.verifiedEvents?.get(path.join(runDir, RUN_FILES.store))?.events ?? null;
+  checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts, verified);
   return report();
 }

@@ -1,3 +1,5 @@
+// Why one file: the walk's state (StoreWalk) and its two entries (a store read here, or the events
+// a verify of the same folder has just read, writer/verified-events.ts) belong together.
 // events.db walked against the run contract (design/run-contract.ts, its header says the order):
 // each controller event is matched with the item of planned-writes.ts it fills, in order; a hole,
 // a repeat, an event out of order or one the contract never writes is a failure at its seq. The
@@ -353,8 +355,9 @@ class StoreWalk {
  * Walks the run's events.db against the plan. `subjectInitialized` is the scenario's payload
  * (null: not compared); `manifestSha256` is what StoreOpened must name (null: not compared).
  */
-export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts): void {
+export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts, verified: readonly EventEnvelope[] | null = null): void {
   const storeFile = path.join(runDir, RUN_FILES.store);
+  if (verified !== null) return walkEvents(verified, plan, subjectInitialized, manifestSha256, out, counts);
   if (!existsSync(storeFile)) return out.fail(RUN_FILES.store, null, `no ${RUN_FILES.store}: nothing to check against the plan`);
   let reader: StoreReader;
   try {
@@ -378,10 +381,7 @@ export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitiali
         out.fail(RUN_FILES.store, row.seq, 'the stored envelope is unreadable, so it was not compared with the plan');
         continue;
       }
-      if (row.seq === 1 && env.event_type === StoreOpened.type && manifestSha256 !== null && env.payload.manifest_sha256 !== manifestSha256) {
-        out.fail(RUN_FILES.store, 1, `StoreOpened names manifest ${String(env.payload.manifest_sha256)}, ${RUN_FILES.manifest} hashes to ${manifestSha256}: the store was not written under this manifest`);
-      }
-      walk.visit(env);
+      visitOne(walk, env, row.seq, manifestSha256, out);
     }
     walk.finish(lastSeq);
   } catch (error) {
@@ -391,4 +391,22 @@ export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitiali
   } finally {
     reader.close();
   }
+}
+
+/** One envelope of the store, in seq order: StoreOpened held to the manifest, then the walk. */
+function visitOne(walk: StoreWalk, env: EventEnvelope, storedSeq: number, manifestSha256: string | null, out: Findings): void {
+  if (storedSeq === 1 && env.event_type === StoreOpened.type && manifestSha256 !== null && env.payload.manifest_sha256 !== manifestSha256) {
+    out.fail(RUN_FILES.store, 1, `StoreOpened names manifest ${String(env.payload.manifest_sha256)}, ${RUN_FILES.manifest} hashes to ${manifestSha256}: the store was not written under this manifest`);
+  }
+  walk.visit(env);
+}
+
+/** The walk over the events a verify of the store just read, seq 1 to the head without a gap (writer/verified-events.ts): nothing read again. */
+function walkEvents(events: readonly EventEnvelope[], plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts): void {
+  const walk = new StoreWalk(plan, subjectInitialized, out, counts);
+  for (const env of events) {
+    counts.events_read += 1;
+    visitOne(walk, env, env.seq, manifestSha256, out);
+  }
+  walk.finish(events.length);
 }

@@ -39,6 +39,12 @@ export interface ReplayOptions {
   readonly upcasters?: UpcasterRegistry;
   /** Projections to choose from (default: this build's registry). */
   readonly projections?: ProjectionCatalog;
+  /**
+   * The store's events, seq 1 to its head, as a verify of this very file has just read and
+   * checked them (verified-events.ts): replayed instead of reading the rows again. The rest
+   * (projection row, snapshots) is still read from the store.
+   */
+  readonly events?: readonly EventEnvelope[];
 }
 
 export interface ReplayResult {
@@ -161,6 +167,16 @@ function parseStoredEvent(reader: StoreReader, seq: number, text: string): Event
   return raw as EventEnvelope;
 }
 
+/** The events in (afterSeq, toSeq]: read from the store one row at a time, or the ones a verify of it has just read. */
+function* eventsToReplay(reader: StoreReader, afterSeq: number, toSeq: number, head: number, given: readonly EventEnvelope[] | undefined): Generator<{ readonly seq: number; readonly event: EventEnvelope }> {
+  if (given === undefined) {
+    for (const row of reader.iterateEvents(afterSeq, toSeq)) yield { seq: row.seq, event: parseStoredEvent(reader, row.seq, row.envelope) };
+    return;
+  }
+  if (given.length !== head) throw new StoreReadError('corrupt', `${reader.path} holds ${head} events, but ${given.length} were verified: it changed after its verify`);
+  for (let i = afterSeq; i < toSeq; i += 1) yield { seq: given[i]!.seq, event: given[i]! };
+}
+
 type VersionVerdict = 'as-recorded' | 'upcast' | 'refuse';
 
 /** What replay does with events of one type and schema version (decided once per pair). */
@@ -230,10 +246,10 @@ export function replayFrom(reader: StoreReader, options: ReplayOptions = {}): Re
     state = projection.applyAll ? projection.applyAll(state, chunk) : chunk.reduce((s, e) => projection.apply(s, e), state);
     chunk.length = 0;
   };
-  // Bounded by the query: the rows with seq in (afterSeq, toSeq].
-  for (const row of reader.iterateEvents(afterSeq, toSeq)) {
+  // Bounded by the query (or the events given): seq in (afterSeq, toSeq].
+  for (const row of eventsToReplay(reader, afterSeq, toSeq, head, options.events)) {
     if (row.seq !== expectedSeq) throw new StoreReadError('corrupt', `seq ${expectedSeq} is missing from ${reader.path} (next stored is ${row.seq}); run npm run verify on it`);
-    let event = parseStoredEvent(reader, row.seq, row.envelope);
+    let event = row.event;
     const key = `${event.event_type}@${event.schema_version}`;
     let verdict = verdicts.get(key);
     if (verdict === undefined) {

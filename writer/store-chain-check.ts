@@ -12,13 +12,14 @@ import { z } from 'zod';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { KNOWN_CATALOGUES, versionInCatalogue } from '../schema/catalogue-versions.js';
 import { EventEnvelope } from '../schema/envelope.js';
-import { computeEventHash, computePayloadHash, eventIdFor, MAX_SEQ } from '../schema/envelope-hash.js';
+import { computeEventHash, computePayloadHash, envelopeTexts, eventIdFor, MAX_SEQ, type EnvelopeTexts } from '../schema/envelope-hash.js';
 import { eventDefinition } from '../schema/event-catalog.js';
 import { ChainHeadSigned, StoreOpened, StoreSealed } from '../schema/events/system-events.js';
 import { GENESIS_HASH, hashText } from '../schema/hash.js';
 import { classifyStoreError, quickCheckFailure, storeFileCode, type StoreFileFailure } from './store-file-failure.js';
 import { openStoreReadOnly, StoreReadError } from './store-reader.js';
 import type { FailureList } from './verify-failure-list.js';
+import type { VerifiedEvents } from './verified-events.js';
 
 /** What the signed files beside a store are compared with (signed-files-check.ts). */
 export interface StoreFacts {
@@ -60,18 +61,20 @@ export interface VerifiedStore {
   readonly close: () => void;
 }
 
-export function verifyStore(file: string, failures: FailureList, chainHeadEvents: ChainHeadEvent[]): VerifiedStore | null {
+/** `keep`: filled with the rows as read and parsed (verified-events.ts), spoiled when the store has any failure. */
+export function verifyStore(file: string, failures: FailureList, chainHeadEvents: ChainHeadEvent[], keep: VerifiedEvents | null = null): VerifiedStore | null {
   let db: Database.Database;
   try {
     db = openStoreReadOnly(file);
   } catch (error) {
     if (!(error instanceof StoreReadError)) throw error;
     failures.add(file, null, unreadableStoreReason(error));
+    keep?.spoil();
     return null;
   }
   let walked: WalkedStore;
   try {
-    walked = walkStore(db, file, failures, chainHeadEvents);
+    walked = walkStore(db, file, failures, chainHeadEvents, keep);
   } catch (error) {
     db.close();
     throw error;
@@ -82,6 +85,8 @@ export function verifyStore(file: string, failures: FailureList, chainHeadEvents
   const met = walked.readFailure;
   const failure = met === null || met.problem === 'damaged' ? (quickCheckFailure(db, file) ?? met) : met;
   const close = (): void => void db.close();
+  // Only the rows of a store with no failure at all are handed on; the others' checks read it themselves.
+  if (failure !== null || failures.has(file)) keep?.spoil();
   if (failure === null) return { facts: walked.facts, events: walked.events, close };
   const stoppedAt = met === null ? null : walked.lastSeq;
   failures.add(file, stoppedAt === null ? null : stoppedAt + 1, damagedStoreReason(failure, stoppedAt));
@@ -98,7 +103,7 @@ interface WalkedStore {
 }
 
 /** Every event in seq order, then the projection row; a SQLite failure stops the walk and is returned, never thrown. */
-function walkStore(db: Database.Database, file: string, failures: FailureList, chainHeadEvents: ChainHeadEvent[]): WalkedStore {
+function walkStore(db: Database.Database, file: string, failures: FailureList, chainHeadEvents: ChainHeadEvent[], keep: VerifiedEvents | null): WalkedStore {
   let expectedSeq = 1;
   let previousHash: string | null = GENESIS_HASH;
   let events = 0;
@@ -136,20 +141,33 @@ function walkStore(db: Database.Database, file: string, failures: FailureList, c
         previousHash = null;
         continue;
       }
-      let canonical: string | null = null;
-      try {
-        canonical = canonicalJson(raw);
-      } catch (error) {
-        at(`stored envelope has no canonical form: ${error instanceof Error ? error.message : String(error)}`);
-      }
-      if (canonical !== null && canonical !== row.envelope) at('stored text is not the canonical (RFC 8785) form of the envelope');
       const parsed = EventEnvelope.safeParse(raw);
+      // The envelope's texts built once (envelopeTexts): its canonical text, and the two its hashes are of.
+      let texts: EnvelopeTexts | null = null;
+      try {
+        texts = parsed.success ? envelopeTexts(parsed.data) : null;
+      } catch {
+        texts = null; // said below, by canonicalJson of what was stored
+      }
+      // The stored text is its canonical form when the parsed envelope's canonical text is it (a
+      // canonical text parses back to the one value it is the text of); otherwise (rare: a forged
+      // or broken row) canonicalJson of the stored value decides and says why, as it always did.
+      if (texts === null || texts.envelope !== row.envelope) {
+        let canonical: string | null = null;
+        try {
+          canonical = canonicalJson(raw);
+        } catch (error) {
+          at(`stored envelope has no canonical form: ${error instanceof Error ? error.message : String(error)}`);
+        }
+        if (canonical !== null && canonical !== row.envelope) at('stored text is not the canonical (RFC 8785) form of the envelope');
+      }
       if (!parsed.success) {
         at(`envelope does not match the schema: ${z.prettifyError(parsed.error)}`);
         previousHash = null;
         continue;
       }
       const env = parsed.data;
+      keep?.add(row.envelope, env);
       if (env.seq !== row.seq) at(`envelope says seq ${env.seq} but is stored at seq ${row.seq} (rows moved or swapped)`);
       if (env.event_id !== row.event_id || env.event_type !== row.event_type || env.idempotency_key !== row.idempotency_key) {
         at('indexed columns (event_id, event_type, idempotency_key) differ from the envelope');
@@ -158,8 +176,8 @@ function walkStore(db: Database.Database, file: string, failures: FailureList, c
       else if (env.previous_event_hash !== previousHash) {
         at(row.seq === 1 ? 'seq 1 must link to the genesis hash (sha256: and 64 zeros)' : `chain link broken: previous_event_hash is not the event_hash of seq ${row.seq - 1}`);
       }
-      if (computePayloadHash(env.payload) !== env.payload_hash) at('payload_hash does not match the payload (payload edited?)');
-      if (computeEventHash(env) !== env.event_hash) at('event_hash does not match the envelope (event edited?)');
+      if ((texts === null ? computePayloadHash(env.payload) : hashText(texts.payload)) !== env.payload_hash) at('payload_hash does not match the payload (payload edited?)');
+      if ((texts === null ? computeEventHash(env) : hashText(texts.withoutEventHash)) !== env.event_hash) at('event_hash does not match the envelope (event edited?)');
 
       if (row.seq === 1 && env.event_type === StoreOpened.type) {
         const recorded = env.payload.event_schema_version;

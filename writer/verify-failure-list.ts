@@ -24,6 +24,10 @@ export class FailureList {
     this.counts.set(store, count);
     if (count <= MAX_FAILURES_PER_FILE) this.failures.push({ store, seq, reason });
   }
+  /** Whether any failure was listed for `file`. */
+  has(file: string): boolean {
+    return (this.counts.get(path.relative(this.root, file) || path.basename(file)) ?? 0) > 0;
+  }
   /** Says how many failures were not listed, so a long list is never cut silently. */
   finish(): VerifyFailure[] {
     for (const [store, count] of this.counts) {

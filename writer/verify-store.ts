@@ -21,6 +21,7 @@ import { FailureList, type VerifyFailure } from './verify-failure-list.js';
 import { foreignOrDamagedSnapshots } from './restore.js';
 import { StoreReader } from './store-reader.js';
 import { VerifyInputError } from './verify-input-error.js';
+import { VerifiedEvents } from './verified-events.js';
 
 // The report's parts and the entry's error, where a caller of verifyDirectory looks for them.
 export type { VerifyFailure } from './verify-failure-list.js';
@@ -43,7 +44,12 @@ export interface VerifyOptions {
   readonly allowOpen?: boolean;
 }
 
-export function verifyDirectory(root: string, options: VerifyOptions = {}): VerifyReport {
+/**
+ * `keep`: when given, each store's rows as the walk read and parsed them are put in it by the
+ * store's path (verified-events.ts), for checks that follow on the same folder to use instead of
+ * reading the store again; a store with a failure is kept spoiled (they read it themselves).
+ */
+export function verifyDirectory(root: string, options: VerifyOptions = {}, keep: Map<string, VerifiedEvents> | null = null): VerifyReport {
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new VerifyInputError(`${root} is not a folder; give the run or study folder to verify`);
   const allowOpen = options.allowOpen ?? false;
   const failures = new FailureList(root);
@@ -57,7 +63,9 @@ export function verifyDirectory(root: string, options: VerifyOptions = {}): Veri
   try {
     for (const file of found.stores) {
       const chainHeadEvents: ChainHeadEvent[] = [];
-      const result = verifyStore(file, failures, chainHeadEvents);
+      const kept = keep === null ? null : new VerifiedEvents(file);
+      if (kept !== null) keep?.set(file, kept);
+      const result = verifyStore(file, failures, chainHeadEvents, kept);
       if (!result) continue;
       closers.push(result.close);
       events += result.events;

@@ -17,6 +17,7 @@ import { canonicalJson } from '../../schema/canonical-json.js';
 import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { checkPlansUnder } from '../../verification/plans-under.js';
+import type { VerifiedEvents } from '../../writer/verified-events.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 
 export interface FolderCheckInput {
@@ -65,10 +66,17 @@ function readAndCheck(input: FolderCheckInput): FolderCheckResult {
 export function scoreCheckedFolder(input: FolderCheckInput, made: FolderChecks): FolderCheckResult {
   const { problems, identity, checks } = made;
   if (checks === null || (problems.length > 0 && !input.scoreRefused)) return { dir: input.dir, problems, identity, scored: null, prereg: null };
-  const { scored, prereg } = scoreInstanceFolder(input.dir, { scenariosDir: input.scenariosDir, expectedPreregSha256: input.preregSha256 as HashString, checks, rule: 'own' });
-  const verified = checks.verify.stores === 1 ? checks.verify.events : null;
-  if (scored.record !== null && verified !== null && scored.record.events !== verified) {
-    return { dir: input.dir, problems: [...problems, `it changed while it was merged: ${verified} event(s) verified, ${scored.record.events} scored`], identity, scored: null, prereg: null };
+  const kept = made.events.get(path.join(input.dir, RUN_FILES.store)) ?? null;
+  const events = kept?.events ?? null;
+  const { scored, prereg } = scoreInstanceFolder(input.dir, { scenariosDir: input.scenariosDir, expectedPreregSha256: input.preregSha256 as HashString, checks, rule: 'own', ...(events === null ? {} : { verifiedEvents: events }) });
+  const changed = (reason: string): FolderCheckResult => ({ dir: input.dir, problems: [...problems, `it changed while it was merged: ${reason}`], identity, scored: null, prereg: null });
+  if (kept !== null && events !== null) {
+    // Scored from the very rows verified: what is left to ask is whether the store still holds them.
+    const since = kept.changedSince();
+    if (since !== null) return changed(since);
+  } else {
+    const verified = checks.verify.stores === 1 ? checks.verify.events : null;
+    if (scored.record !== null && verified !== null && scored.record.events !== verified) return changed(`${verified} event(s) verified, ${scored.record.events} scored`);
   }
   return { dir: input.dir, problems, identity, scored, prereg };
 }
@@ -78,27 +86,30 @@ export interface FolderChecks {
   readonly identity: string | null;
   /** null when the folder could not be verified at all (its key refused). */
   readonly checks: RunChecks | null;
+  /** Each store's events as the verify read them, by events.db path (writer/verified-events.ts): the plan check and the scoring use them, nothing reads the store again. */
+  readonly events: ReadonlyMap<string, VerifiedEvents>;
 }
 
 /** The folder held to its plan entry: key, verifyDirectory, checkPlansUnder, signed manifest (nothing scored). */
 export function checkFolder(input: FolderCheckInput): FolderChecks {
   const { dir, entry } = input;
-  const refused = (problem: string): FolderChecks => ({ problems: [problem], identity: null, checks: null });
+  const refused = (problem: string): FolderChecks => ({ problems: [problem], identity: null, checks: null, events: new Map() });
   const pubFile = path.join(dir, RUN_FILES.publicKey);
   if (!existsSync(pubFile)) return refused(`no ${RUN_FILES.publicKey}: not a whole run folder (half-copied?)`);
   const key = parsePublicKeyHex(readFileSync(pubFile, 'utf8'));
   if (!input.allowedKeys.includes(toHex(key))) return refused(`signed by key ${toHex(key).slice(0, 16)}…, which is not on the plan's allow-list: a folder of somebody else's, however self-consistent`);
   const problems: string[] = [];
-  const verify = verifyDirectory(dir);
+  const events = new Map<string, VerifiedEvents>();
+  const verify = verifyDirectory(dir, {}, events);
   for (const f of verify.failures) problems.push(`verify: ${f.store}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.reason}`);
-  const plans = checkPlansUnder(dir, { scenariosDir: input.scenariosDir });
+  const plans = checkPlansUnder(dir, { scenariosDir: input.scenariosDir, verifiedEvents: events });
   if (!plans.runs.some((r) => r.plan === 'checked')) problems.push(`plan conformance: not checked (${plans.runs.map((r) => `${r.run}: ${r.plan}`).join(', ') || 'no run found'})`);
   for (const f of plans.failures) problems.push(`plan conformance: ${f.file}${f.seq === null ? '' : ` seq ${f.seq}`}: ${f.message}`);
   const checks: RunChecks = { verify, plans };
   const manifestFile = path.join(dir, RUN_FILES.manifest);
-  if (!existsSync(manifestFile)) return { problems: [...problems, `no ${RUN_FILES.manifest}`], identity: null, checks };
+  if (!existsSync(manifestFile)) return { problems: [...problems, `no ${RUN_FILES.manifest}`], identity: null, checks, events };
   const signed = checkSignedManifest(JSON.parse(readFileSync(manifestFile, 'utf8')), key);
-  if (!signed.ok) return { problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], identity: null, checks };
+  if (!signed.ok) return { problems: [...problems, `${RUN_FILES.manifest}: ${signed.reason}`], identity: null, checks, events };
   const m = signed.manifest;
   const expect = (what: string, got: unknown, want: unknown): void => {
     if (canonicalJson(got) !== canonicalJson(want)) problems.push(`its signed manifest has ${what} ${JSON.stringify(got)}, the plan's entry ${JSON.stringify(want)}`);
@@ -109,5 +120,5 @@ export function checkFolder(input: FolderCheckInput): FolderChecks {
   expect(`the capabilities of group`, m.capabilities, GROUP_CAPABILITIES[entry.group]);
   expect('prereg_sha256', m.prereg_sha256, input.preregSha256);
   if (input.sameUid) expect('isolation mode', m.isolation.mode, 'same-uid');
-  return { problems, identity: `${m.experiment_id}/${m.group_blind_id}`, checks };
+  return { problems, identity: `${m.experiment_id}/${m.group_blind_id}`, checks, events };
 }

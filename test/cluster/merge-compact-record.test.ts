@@ -3,9 +3,10 @@
 // The merge verifies and scores each folder on a worker thread and keeps only its record; the
 // report it writes must be byte for byte the one the full path writes (every folder scored in
 // this thread by rebuildStudyReport, its verify made again inside the hard-failure check). The
-// forged cases: a folder whose store changes between its verification and its scoring yields a
-// problem, never a record; a record judged by another usable-data rule than the study's is
-// scored again, never used.
+// forged cases: a folder whose store changes between its verification and its scoring (replaced
+// by another of another length, or one row edited in place) yields a problem, never a record; a
+// record judged by another usable-data rule than the study's is scored again, never used.
+import Database from 'better-sqlite3';
 import { copyFileSync, cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -92,7 +93,24 @@ describe('the merge reports from compact records', () => {
     copyFileSync(path.join(inputs[other]!.dir, RUN_FILES.store), path.join(inputs[0]!.dir, RUN_FILES.store));
     const swapped = scoreCheckedFolder(inputs[0]!, made[0]!);
     expect(swapped.scored).toBeNull();
-    expect(swapped.problems).toEqual([`it changed while it was merged: ${events[0]} event(s) verified, ${events[other]} scored`]);
+    expect(swapped.problems).toEqual([`it changed while it was merged: ${events[0]} event(s) verified, ${events[other]} in its store now`]);
+  });
+
+  test('forged: a store edited in place after its verification, its length kept, is a problem of the folder, never a record', () => {
+    const forged = copyOf('edited');
+    const input = inputOf(forged, 'A');
+    const made = checkFolder(input);
+    expect(made.problems).toEqual([]);
+    const events = made.checks!.verify.events;
+    // One row's stored text changed after the verify (its triggers dropped first: the writer's refuse edits), the count unchanged.
+    const db = new Database(path.join(input.dir, RUN_FILES.store));
+    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as { name: string }[]) db.exec(`DROP TRIGGER "${name}"`);
+    const changed = db.prepare("UPDATE events SET envelope = replace(envelope, '\"actor\":', '\"actor\" :') WHERE seq = ?").run(events).changes;
+    db.close();
+    expect(changed).toBe(1);
+    const edited = scoreCheckedFolder(input, made);
+    expect(edited.scored).toBeNull();
+    expect(edited.problems).toEqual([`it changed while it was merged: the event at seq ${events} is not the one verified`]);
   });
 
   test('forged: a record judged by another usable-data rule than the study\'s is scored again, never used', async () => {

@@ -11,7 +11,8 @@
 //                  and the RSS of the process (its worker threads included) sampled through each
 //   verify_parts   where a worker's time goes: per folder, the checks checkInstanceFolder makes, timed apart
 //   report_parts   where the scoring's time goes: per folder, the steps evaluateInstance makes with
-//                  the verify and plan results given (as the merge's worker does), and the reduction
+//                  the verify and plan results and the events the verify read given (as the merge's
+//                  worker does), the reduction, and the re-read that refuses a store changed since
 // RSS is also sampled every RSS_SAMPLE_MS by a worker thread (the phases are synchronous: the main
 // thread cannot sample itself), so the summary can say whether RSS climbs through the phase.
 import Database from 'better-sqlite3';
@@ -33,6 +34,7 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { checkPlansUnder } from '../../verification/plans-under.js';
 import { checkReplay } from '../../writer/replay-check.js';
 import { findRunFiles } from '../../writer/run-files-walk.js';
+import type { VerifiedEvents } from '../../writer/verified-events.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { checkRounds } from '../../study/batch/batch-merge.js';
 import { readStudyPlan } from '../../study-contract/study-folder.js';
@@ -212,8 +214,10 @@ function verifyPartsPhase(folders: readonly string[], scenariosDir: string): Rec
   const steps = new StepTimes();
   for (const dir of folders) {
     const key = parsePublicKeyHex(readFileSync(path.join(dir, RUN_FILES.publicKey), 'utf8'));
-    steps.time('verifyDirectory (chain, signed heads and files)', () => verifyDirectory(dir));
-    steps.time('checkPlansUnder (plan conformance)', () => checkPlansUnder(dir, { scenariosDir }));
+    // As the merge's worker does: the verify keeps the rows it read and parsed, the plan check walks those.
+    const kept = new Map<string, VerifiedEvents>();
+    steps.time('verifyDirectory (chain, signed heads and files; keeps the events read)', () => verifyDirectory(dir, {}, kept));
+    steps.time('checkPlansUnder (plan conformance, on the events verified)', () => checkPlansUnder(dir, { scenariosDir, verifiedEvents: kept }));
     steps.time('checkSignedManifest', () => checkSignedManifest(JSON.parse(readFileSync(path.join(dir, RUN_FILES.manifest), 'utf8')), key));
   }
   return { per_folder_ms: steps.perFolder(folders.length) };
@@ -223,17 +227,22 @@ function reportPartsPhase(folders: readonly string[], studyDir: string, scenario
   const plan = readStudyPlan(studyDir);
   const steps = new StepTimes();
   for (const dir of folders) {
-    // As the merge's worker has them: made once, by the verify step.
-    const checks = { verify: verifyDirectory(dir), plans: checkPlansUnder(dir, { scenariosDir }) };
-    const record = steps.time('loadRunRecord (read + zod-parse every event)', () => loadRunRecord(dir, scenariosDir));
+    // As the merge's worker has them: made once, by the verify step, with the events it read.
+    const kept = new Map<string, VerifiedEvents>();
+    const checks = { verify: verifyDirectory(dir, {}, kept), plans: checkPlansUnder(dir, { scenariosDir, verifiedEvents: kept }) };
+    const store = kept.get(path.join(dir, RUN_FILES.store)) ?? null;
+    const verified = store?.events ?? null;
+    const record = steps.time('loadRunRecord (files; the events as verified)', () => loadRunRecord(dir, scenariosDir, verified));
     const oracle = steps.time('computeOracle', () => computeOracle({ rules: record.prereg.scoring.oracle, scenario: record.scenario.definition, plan: record.plan }));
     const workspaceDir = path.join(dir, RUN_FILES.workspace);
     const facts = steps.time('checkFacts', () => checkFacts(record));
     const unsoundFacts = new Map(facts.filter((f) => !f.ok).map((f) => [f.claim_id, f.problems.map((p) => `${p.kind}: ${p.detail}`).join('; ')]));
     const sideEffects = steps.time('checkSideEffects', () => checkSideEffects(record, workspaceDir));
     const score = steps.time('scoreInstance', () => scoreInstance({ record, oracle, unsoundFacts, sideEffectProblems: sideEffects.problems, workspaceDir }));
-    const hardFailures = steps.time('detectHardFailures (verify and plan results given)', () => detectHardFailures(record, { expectedPreregSha256: plan.prereg_sha256, scenariosDir, checks }));
-    steps.time('  of which checkReplay (full replay)', () => checkReplay(path.join(dir, RUN_FILES.store)));
+    const given = verified === null ? {} : { events: verified };
+    const hardFailures = steps.time('detectHardFailures (verify, plan, FACT and side-effect results given)', () => detectHardFailures(record, { expectedPreregSha256: plan.prereg_sha256, scenariosDir, checks, eventsVerified: verified !== null, made: { facts, sideEffects } }));
+    steps.time('  of which checkReplay (full replay of the events verified)', () => checkReplay(path.join(dir, RUN_FILES.store), given));
+    steps.time('changedSince (the store re-read, texts compared)', () => store?.changedSince());
     steps.time('instanceReportRecordOf (the compact record)', () => instanceReportRecordOf({ record, oracle, score, hardFailures, notes: [...sideEffects.notes] }, usableRuleOf(record.prereg)));
   }
   return { per_folder_ms: steps.perFolder(folders.length) };
