@@ -727,7 +727,7 @@ interface RawRuntime {
   readonly messages: RuntimeChildMessage[];
   stderr(): string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  next(type: RuntimeChildMessage['type']): Promise<RuntimeChildMessage>;
+  next(type: RuntimeChildMessage['type'], timeoutMs?: number): Promise<RuntimeChildMessage>;
 }
 
 function forkRaw(): RawRuntime {
@@ -754,10 +754,10 @@ function forkRaw(): RawRuntime {
     messages,
     stderr: () => stderr,
     exited,
-    next(type) {
+    next(type, timeoutMs = 15_000) {
       const seen = messages.find((m) => m.type === type);
       if (seen) return Promise.resolve(seen);
-      return withTimeout(new Promise((resolve) => waiters.push({ type, resolve })), 15_000, `a ${type} message`);
+      return withTimeout(new Promise((resolve) => waiters.push({ type, resolve })), timeoutMs, `a ${type} message`);
     },
   };
 }
@@ -843,7 +843,8 @@ describe('ds-runtime: start-up and the channel', () => {
   test('no start message within 10 s is fatal no_config', async () => {
     const raw = forkRaw();
     try {
-      const fatal = await raw.next('fatal');
+      // The child's own 10 s start timer runs from its start-up, which takes seconds more on a loaded machine (a suite under load 10 took over 15 s).
+      const fatal = await raw.next('fatal', 30_000);
       expect(fatal).toMatchObject({ type: 'fatal', code: 'no_config' });
       expect((await withTimeout(raw.exited, 15_000, 'exit')).code).toBe(1);
     } finally {
