@@ -67,8 +67,11 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   return result.data;
 }
 
-/** Reads a run folder for scoring. `scenariosDir` holds scenario folders by id (read only for a run that keeps no scenario.json). */
-/** `verified`: the store's events as a verify of this folder just read them (writer/verified-events.ts), used instead of reading it again. */
+/**
+ * Reads a run folder for scoring. `scenariosDir` holds scenario folders by id (read only for a run
+ * that keeps no scenario.json). `verified`: the store's events as a verify of this folder just read
+ * them (writer/verified-events.ts), used instead of reading it again.
+ */
 export function loadRunRecord(runDir: string, scenariosDir: string, verified: readonly EventEnvelope[] | null = null): RunRecord {
   const plan = parsed(ExperimentPlan, readJson(runDir, RUN_FILES.plan), `${runDir}/${RUN_FILES.plan}`);
   const preregJson = readJson(runDir, RUN_FILES.prereg);

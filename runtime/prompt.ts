@@ -333,6 +333,11 @@ export interface PromptEvent {
   readonly payload: Record<string, unknown>;
 }
 
+/** A user message that is not one `renderUser` wrote (an event line with no time line above it). */
+export class PromptReadError extends InternalError {
+  override readonly name = 'PromptReadError';
+}
+
 /** The events `renderUser` shows, read back from its text: what a scripted model may cite, and nothing more. */
 export function promptEvents(user: string): PromptEvent[] {
   const events: PromptEvent[] = [];
@@ -342,7 +347,7 @@ export function promptEvents(user: string): PromptEvent[] {
     if (time) at = time[1]!;
     const m = /^(\d+) · (\S+) · (\{.*\})(?: \(.*\))?$/.exec(line);
     if (!m) continue;
-    if (at === null) throw new PromptSchemaError(`runtime/prompt.ts: event line ${m[1]} has no time line above it`);
+    if (at === null) throw new PromptReadError(`runtime/prompt.ts: event line ${m[1]} has no time line above it: not a message renderUser wrote`);
     events.push({ seq: Number(m[1]), event_type: m[2]!, occurred_at: at, payload: JSON.parse(m[3]!) as Record<string, unknown> });
   }
   return events;

@@ -18,7 +18,7 @@ import type { OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-o
 import { recordedCallsFromEvents, ReplayAdapter, ReplayRecordingError } from '../../runtime/model-adapters/replay-adapter.js';
 import { MODEL_OUTPUT_LIMITS, MODEL_OUTPUT_V2_LIMITS, MODEL_PROTOCOL_V1, MODEL_PROTOCOL_V2, ModelAnswerV2, ModelOutput, ModelProtocol, parseModelOutput, type ShownEvents } from '../../runtime/model-protocol.js';
 import { answerJsonSchema } from '../../runtime/answer-schema.js';
-import { estimateTokens, LISTED_HASH_HEX_CHARS, PROMPT_LAYOUT, promptEvents, PromptSchemaError, renderPrompt, systemPrompt } from '../../runtime/prompt.js';
+import { estimateTokens, LISTED_HASH_HEX_CHARS, PROMPT_LAYOUT, promptEvents, PromptReadError, PromptSchemaError, renderPrompt, systemPrompt } from '../../runtime/prompt.js';
 import type { RecordedModelCall } from '../../runtime/protocol.js';
 import { recordedProtocolOf } from '../../runtime/recorded-model-calls.js';
 import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
@@ -393,6 +393,8 @@ describe('renderPrompt', () => {
     expect(lines.find((l) => l.startsWith('45 · '))).toContain('"rule":"budget_left"');
     // What the scripted servers read back is what the line shows.
     expect(promptEvents(lines.join('\n')).map((e) => [e.seq, (e.payload['rules'] as unknown[]).length])).toEqual([[43, 1], [44, 0], [45, 3]]);
+    // Forged: an event line with no time line above it is not a message renderUser wrote.
+    expect(() => promptEvents(lines.filter((l) => !l.startsWith('at ')).join('\n'))).toThrow(PromptReadError);
   });
 
   test('the starting conditions leave their goal and tasks to the first part, and their format version out, and say so', () => {
