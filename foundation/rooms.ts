@@ -23,14 +23,16 @@ export const ROOMS = {
   verification: ['foundation', 'schema', 'projector', 'writer', 'design'],
   /** The study folder's contract, pure: its layout and plan files, the batch plan, the replicates' names and seeds. */
   'study-contract': ['foundation', 'schema', 'design'],
+  /** An instance's 72 simulated hours as a picture: its events laid out on lanes, drawn as inline SVG; pure. */
+  timeline: ['foundation', 'schema', 'design'],
   /** Scoring against the pre-registered oracle; the study's statistics and its report's format. */
   oracle: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'study-contract'],
   /** The blind review package, its leak check, the reviewers' scorecard and unblinding. */
   'blind-review': ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'study-contract', 'oracle'],
   /** The audit desk: a read-only web view of run folders. */
-  audit: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'oracle', 'blind-review'],
+  audit: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'timeline', 'oracle', 'blind-review'],
   /** A study end to end: plan, runner, blocks, report, recompute, resume, and the batch (plan, task, merge, status). */
-  study: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'study-contract', 'oracle'],
+  study: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'study-contract', 'timeline', 'oracle'],
   /** The fault harness: runs instances with faults planted and checks what must survive them; owns its scripted model server. */
   faults: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'oracle'],
   /** The commands a person runs and their framework: flags, outcome, exit. */
