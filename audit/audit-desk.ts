@@ -116,6 +116,8 @@ export class AuditDesk {
     /** The stored projection's versions; null when the store has no projection row (replay then refuses, and pages say so). */
     readonly versions: ProjectionVersions | null,
     readonly opened: OpenedDesk,
+    /** The scenario folders by id, as opened with (the 72-hour page scores the run with them). */
+    readonly scenariosDir: string,
   ) {}
 
   /**
@@ -144,7 +146,7 @@ export class AuditDesk {
       : !folder.plan.ok
         ? { ok: false, problem: `plan conformance not checked: ${folder.plan.problem}` }
         : { ok: true, value: checkRunFollowsPlan(folder.runDir, folder.publicKey.value, { scenariosDir }) };
-    return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms });
+    return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms }, scenariosDir);
   }
 
   /**

@@ -13,6 +13,7 @@ import { TIMELINE_PAGE_EVENTS, type AuditDesk } from './audit-desk.js';
 import { chainPage, chainsPage, CHAIN_FILTERS, type ChainFilter } from './pages/chain-pages.js';
 import { claimsPage } from './pages/claims-page.js';
 import { eventPage, unreadableEventPage } from './pages/event-page.js';
+import { hoursPage } from './pages/hours-page.js';
 import { integrityPage } from './pages/integrity-page.js';
 import { interventionsPage } from './pages/interventions-page.js';
 import { PAGE_CSP, renderProblem, renderRefusal } from './pages/layout.js';
@@ -83,6 +84,8 @@ function route(desk: AuditDesk, url: URL): Answer {
       const position = from !== null ? { afterSeq: from - 1 } : before !== null ? { beforeSeq: before } : { afterSeq: after ?? 0 };
       return page(timelinePage(desk, { types: types.length === 0 ? null : types, position, limit }));
     }
+    case 'hours':
+      return page(hoursPage(desk));
     case 'event': {
       const seq = pathSeq(desk, parts[1] ?? '');
       const row = desk.rowAt(seq);

@@ -25,16 +25,20 @@ pre{background:#fff;border:1px solid #ddd;padding:8px;overflow:auto;max-height:7
 form.inline{display:inline}
 fieldset{border:1px solid #ddd;margin:6px 0}
 label{margin-right:10px;white-space:nowrap}
+svg.timeline,svg.timeline-legend{max-width:100%;height:auto;border:1px solid #ddd}
+figure{margin:8px 0}
+@media print{header nav,form{display:none}body{background:#fff}header{background:#fff;color:#000}}
 `;
 
 /** Sent as a header with every page: no script, no fetch, no frame, nothing from anywhere else. */
 export const PAGE_CSP = `default-src 'none'; style-src ${cspHash(STYLE)}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;
 
-export type NavKey = 'overview' | 'timeline' | 'state' | 'snapshots' | 'chains' | 'claims' | 'recovery' | 'interventions' | 'integrity' | 'event';
+export type NavKey = 'overview' | 'timeline' | 'hours' | 'state' | 'snapshots' | 'chains' | 'claims' | 'recovery' | 'interventions' | 'integrity' | 'event';
 
 const NAV: readonly (readonly [NavKey, string, string])[] = [
   ['overview', '/', 'Overview'],
   ['timeline', '/timeline', 'Timeline'],
+  ['hours', '/hours', '72 hours'],
   ['state', '/state', 'State at seq'],
   ['snapshots', '/snapshots', 'Snapshot vs replay'],
   ['chains', '/chains', 'Action chains'],
