@@ -233,8 +233,8 @@ export function groupAccuracyOverTime(report: StudyReport, group: Group): Accura
   return [...byWake.values()].sort((a, b) => a.minute - b.minute).map((e) => ({ hours: e.minute / MINUTES_PER_HOUR, meanPoints: e.sum / e.count, instances: e.count }));
 }
 
-/** (c) Checkpoint accuracy by wake over the 72 simulated hours: one line per group. */
-export function accuracyChartSvg(report: StudyReport): string {
+/** (c) Checkpoint accuracy by wake over the 72 simulated hours: one line per group; `marks` draws more along the plot's foot (study/accuracy-chart-marks.ts). */
+export function accuracyChartSvg(report: StudyReport, marks: (xOfHours: (hours: number) => number, floorPx: number) => string[] = () => []): string {
   const xOfHours = (hours: number): number => MARGIN_PX.left + (Math.min(Math.max(hours, 0), SIMULATED_HOURS) / SIMULATED_HOURS) * PLOT_WIDTH_PX;
   const body: string[] = [];
   const bottom = MARGIN_PX.top + PLOT_HEIGHT_PX;
@@ -264,5 +264,6 @@ export function accuracyChartSvg(report: StudyReport): string {
     const last = points.at(-1)!;
     body.push(`<text x="${px(xOfHours(last.hours) + 10)}" y="${px(yOfPoints(last.meanPoints) + 4)}" font-weight="bold">${group}</text>`);
   });
+  body.push(...marks(xOfHours, bottom));
   return chartFrame('chart-accuracy', 'Checkpoint accuracy over simulated time: per group, the mean state-recovery value of its instances at each scored wake', 'simulated time (hours, 0–72)', 'checkpoint accuracy (points, 0–100)', body);
 }

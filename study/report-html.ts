@@ -8,6 +8,9 @@ import { offlinePageHead } from '../foundation/offline-page.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { GROUPS } from '../design/groups.js';
 import { type StudyReport } from '../oracle/study-report.js';
+import { accuracyChartMarks } from './accuracy-chart-marks.js';
+import type { ReportTimelines } from './instance-timelines.js';
+import { timelineSection } from './report-timeline.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
 import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
@@ -147,9 +150,10 @@ function dimensionsSection(report: StudyReport): string {
   ].join('\n');
 }
 
-function accuracySection(report: StudyReport): string {
-  const caption = `For each group, the mean over its finished instances of the state-recovery value at each scored wake; x is the wake's simulated time in hours. Groups differ by line and marker: ${GROUPS.map((g) => `${g} ${GROUP_MARKS[g].dashName} with ${GROUP_MARKS[g].marker}s`).join(', ')}.`;
-  return ['<h2>Checkpoint accuracy over simulated time</h2>', `<figure>\n${accuracyChartSvg(report)}\n<figcaption>${escapeHtml(caption)}</figcaption>\n</figure>`].join('\n');
+function accuracySection(report: StudyReport, timelines: ReportTimelines | null): string {
+  const marks = timelines === null ? '' : ' Along the foot of the plot: each intervention of a replicate (a diamond lettered by kind) and each crash of an instance (a cross), at its simulated hour.';
+  const caption = `For each group, the mean over its finished instances of the state-recovery value at each scored wake; x is the wake's simulated time in hours. Groups differ by line and marker: ${GROUPS.map((g) => `${g} ${GROUP_MARKS[g].dashName} with ${GROUP_MARKS[g].marker}s`).join(', ')}.${marks}`;
+  return ['<h2>Checkpoint accuracy over simulated time</h2>', `<figure>\n${accuracyChartSvg(report, accuracyChartMarks(timelines))}\n<figcaption>${escapeHtml(caption)}</figcaption>\n</figure>`].join('\n');
 }
 
 function expansionSection(report: StudyReport): string {
@@ -183,8 +187,9 @@ function notesSection(report: StudyReport): string {
   return ['<h2>Notes</h2>', list(report.notes, 'None.')].join('\n');
 }
 
-export function renderReportHtml(report: StudyReport): string {
-  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, accuracySection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+/** `timelines`: the instances' 72-hour strips read from the study folder (instance-timelines.ts); null draws none and says so. */
+export function renderReportHtml(report: StudyReport, timelines: ReportTimelines | null = null): string {
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines), expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return [
     // Refuse every fetch; only the inline style block may apply.
     ...offlinePageHead({ csp: "default-src 'none'; style-src 'unsafe-inline'", title: `Study report: ${report.study_id} (${report.verdict})`, style: STYLE }),

@@ -34,6 +34,7 @@ import { GROUPS, type Group } from '../design/groups.js';
 import { StudyReport } from '../oracle/study-report.js';
 import { STUDY_FILES, StudyError, StudyPlan } from '../study-contract/study-folder.js';
 import { checkedNewStudyPlan, type NewPlanInput } from './new-study-plan.js';
+import { readReportTimelines } from './instance-timelines.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand } from './study-folder-setup.js';
@@ -385,7 +386,7 @@ export function writeStudyReport(outDir: string, report: StudyReport): StudyOutc
   const files = studyReportFiles(outDir);
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(files.markdown, renderReportMarkdown(report));
-  writeFileSync(files.html, renderReportHtml(report));
+  writeFileSync(files.html, renderReportHtml(report, readReportTimelines(outDir, report)));
   return files;
 }
 
