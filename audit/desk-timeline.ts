@@ -43,6 +43,8 @@ function readTimelineRows(desk: AuditDesk): ReadRows {
 }
 
 function accuracyOf(desk: AuditDesk): WakeAccuracy {
+  // The study scores finished runs only; an unfinished one would score its wakes to come as 0.
+  if (desk.index.sealed_seq === null) return { unavailable: 'the run is not finished (its store is not sealed): a study scores finished runs only' };
   try {
     const evaluation = evaluateInstance(desk.folder.runDir, { scenariosDir: desk.scenariosDir, expectedPreregSha256: null });
     return { per_wake: evaluation.score.per_wake };

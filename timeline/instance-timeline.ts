@@ -133,16 +133,18 @@ function accuracyMarks(out: Marks, accuracy: WakeAccuracy, checkpointSeq: Readon
     out.problem(`checkpoint accuracy not drawn: ${accuracy.unavailable}`);
     return;
   }
+  const notStarted: string[] = [];
   for (const wake of accuracy.per_wake) {
     const seq = checkpointSeq.get(wake.wake_id) ?? wakeSeq.get(wake.wake_id);
     const hours = wake.at_minute / MINUTES_PER_HOUR;
     if (seq === undefined) {
-      out.problem(`${wake.wake_id} is scored (${wake.value} points) but has no WakeStarted in these events: its accuracy is not drawn`);
+      notStarted.push(`${wake.wake_id} (${wake.value})`);
       continue;
     }
     const source = checkpointSeq.has(wake.wake_id) ? `checkpoint seq ${seq}` : `no checkpoint; seq ${seq} is its WakeStarted`;
     out.add({ lane: 'accuracy', kind: 'scored', seq, hours, points: wake.value, title: `${wake.wake_id}: checkpoint accuracy ${wake.value} of 100 (${source}, ${hourText(hours)})` });
   }
+  if (notStarted.length > 0) out.problem(`${notStarted.length} scored wake(s) have no WakeStarted here, so no event to draw their accuracy on: ${notStarted.slice(0, 3).join(', ')}${notStarted.length > 3 ? ', …' : ''} (points in brackets)`);
 }
 
 export function buildInstanceTimeline({ events, plan, accuracy }: TimelineInput): InstanceTimeline {

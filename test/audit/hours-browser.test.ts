@@ -9,6 +9,8 @@ import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { AuditDesk } from '../../audit/audit-desk.js';
+import { hoursPage } from '../../audit/pages/hours-page.js';
 import { ExperimentPlan } from '../../design/experiment-plan.js';
 import { evaluateInstance } from '../../oracle/instance-evaluation.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
@@ -17,7 +19,8 @@ import { buildInstanceTimeline } from '../../timeline/instance-timeline.js';
 import { timelineSvg } from '../../timeline/timeline-svg.js';
 import { launchChromium } from '../support/chromium.js';
 import { spawnCli, type SpawnedCli } from '../support/cli.js';
-import { waitForOutput } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, resume, runInstance, waitForOutput } from '../support/controller-run.js';
+import { storedEvents } from '../support/stored-events.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { drawnMarks, markDifferences, STORE_LANE_COUNTS } from '../support/timeline-marks.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -144,4 +147,38 @@ describe('the 72-hour page of the audit desk, on a real run', () => {
     expect(markDifferences(await drawnMarks(page.locator('svg#forged')), events)).toEqual([`wakes: ${wakes - 1} mark(s) drawn, the store has ${wakes}`]);
     await context.close();
   });
+
+  test('a run stopped after wake-0005 and resumed: the stop, the resume, a denial, and the scheduled wakes not yet started (faint, no mark)', async () => {
+    const setup = controllerSetup();
+    const stop = new AbortController();
+    // seed-1 (npm run experiment's default) tempts the reference policy into the denied write.
+    const instance = newInstanceOptions(setup, { name: 'stopped', seed: 'seed-1', signal: stop.signal, log: (line) => line.startsWith('wake-0005 ') && stop.abort('test: operator stop after wake-0005') });
+    const stopped = await runInstance(instance);
+    expect(stopped.status).toBe('stopped');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const drawDesk = async (): Promise<void> => {
+      const opened = AuditDesk.open(stopped.runDir, SCENARIOS_DIR);
+      await page.setContent(opened.within(() => hoursPage(opened)));
+    };
+    await drawDesk();
+    const plan = ExperimentPlan.parse(JSON.parse(readFileSync(path.join(stopped.runDir, RUN_FILES.plan), 'utf8')));
+    const before = storedEvents(stopped.runDir);
+    // Not scored while stopped: the accuracy lane says why instead of drawing (the count check then reports that lane alone).
+    expect(markDifferences(await drawnMarks(page.locator('svg#hours-timeline')), before).filter((d) => !d.startsWith('accuracy:'))).toEqual([]);
+    expect(await page.locator('svg#hours-timeline text.timeline-problem').allTextContents()).toEqual(['⚠ checkpoint accuracy not drawn: the run is not finished (its store is not sealed): a study scores finished runs only']);
+    expect(await page.locator('svg#hours-timeline g.planned-wake').count()).toBe(plan.schedule.wakes.length - STORE_LANE_COUNTS.wakes!.of(before));
+    expect(await page.locator('svg#hours-timeline g.mark[data-lane="stops"][data-kind="stopped"]').count()).toBe(1);
+    const resumed = await resume(instance);
+    expect(resumed.status).toBe('finished');
+    await drawDesk();
+    const after = storedEvents(stopped.runDir);
+    const marks = await drawnMarks(page.locator('svg#hours-timeline'));
+    expect(markDifferences(marks, after)).toEqual([]);
+    for (const kind of ['stopped', 'resumed']) expect(await page.locator(`svg#hours-timeline g.mark[data-lane="stops"][data-kind="${kind}"]`).count(), kind).toBe(1);
+    expect(STORE_LANE_COUNTS.denials!.of(after)).toBeGreaterThan(0);
+    expect(await page.locator('svg#hours-timeline g.planned-wake').count()).toBe(0);
+    console.log(`[hours] stopped and resumed run: ${Object.keys(STORE_LANE_COUNTS).map((lane) => `${lane} ${marks.filter((m) => m.lane === lane).length}`).join(', ')}`);
+    await context.close();
+  }, 180_000);
 });

@@ -93,6 +93,8 @@ describe('the 72-hour picture of an instance', () => {
     expect(timeline.problems[0]).toMatch(/^seq 1 \(ExperimentEvent\.WakeStarted\) is not drawn: the payload of ExperimentEvent\.WakeStarted 1\.0\.0 fails its schema/);
     expect(timeline.problems).toContain("no plan: hour 0 is the first event's time, and intervention kinds and scheduled wakes are unknown");
     expect(timeline.problems).toContain('checkpoint accuracy not drawn: the instance is stopped, not scored');
+    const ahead = buildInstanceTimeline({ events, plan, accuracy: { per_wake: [{ wake_id: 'wake-0004', at_minute: 240, value: 0 }] } });
+    expect(ahead.problems).toEqual(['1 scored wake(s) have no WakeStarted here, so no event to draw their accuracy on: wake-0004 (0) (points in brackets)']);
     expect(timelineSvg(timeline, { id: 't', title: 't', hrefOf: null, compact: true })).toContain('⚠ checkpoint accuracy not drawn: the instance is stopped, not scored');
   });
 
