@@ -16,7 +16,7 @@ import { renderReportHtml } from '../../study/report-html.js';
 import { makeBlindStudy } from '../support/blind-study.js';
 import { launchChromium, openOffline } from '../support/chromium.js';
 import { storedEvents } from '../support/stored-events.js';
-import { drawnMarks, markDifferences } from '../support/timeline-marks.js';
+import { drawnMarks, markDifferences, STORE_LANE_COUNTS } from '../support/timeline-marks.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 const PAGE_TIMEOUT_MS = 15_000;
@@ -101,6 +101,16 @@ describe('the study report\'s 72-hour strips in Chromium, for a real study', () 
       const shot = path.join(shots, 'report-timelines.png');
       await page.locator('svg#chart-accuracy').screenshot({ path: path.join(shots, 'report-accuracy.png') });
       await page.locator('section#timelines').screenshot({ path: shot });
+      // In print the strips keep their size and every mark (shapes and letters carry the meaning).
+      await page.emulateMedia({ media: 'print' });
+      for (const instance of report.instances) {
+        const printed = (await page.locator(`svg#strip-${instance.group}-r${instance.replicate}`).boundingBox())!;
+        expect(printed.width, instance.group).toBeGreaterThan(600);
+        const laidOut = await page.locator(`svg#strip-${instance.group}-r${instance.replicate} g.mark`).evaluateAll((gs) => gs.filter((g) => g.getBoundingClientRect().width > 0 && g.getBoundingClientRect().height > 0).length);
+        expect(laidOut, `${instance.group}: marks laid out in print`).toBe(Object.values(STORE_LANE_COUNTS).reduce((n, rule) => n + rule.of(storeOf.get(instance.dir)!), 0));
+      }
+      const pdf = await page.pdf({ path: path.join(shots, 'report.pdf'), format: 'A4' });
+      expect(pdf.length).toBeGreaterThan(10_000);
       mkdirSync(path.dirname(NOTES_SCREENSHOT), { recursive: true });
       copyFileSync(shot, NOTES_SCREENSHOT);
       copyFileSync(path.join(shots, 'report-accuracy.png'), NOTES_SCREENSHOT.replace('.png', '-accuracy.png'));
