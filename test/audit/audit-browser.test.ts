@@ -7,23 +7,23 @@
 // Chromium must be installed (/usr/bin/chromium, .ci/run installs it): without it this FAILS.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { replayStore } from '../../writer/replay.js';
 import { launchChromium } from '../support/chromium.js';
-import { runCli, spawnCli, type SpawnedCli } from '../support/cli.js';
-import { waitForOutput } from '../support/controller-run.js';
+import { runCli, type SpawnedCli } from '../support/cli.js';
+import { closeDeskPage, openDeskPage, serveDesk, stopDesk, type DeskPage, type ServedDesk } from '../support/desk-browser.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 
 const PAGE_TIMEOUT_MS = 15_000;
-const DESK_START_TIMEOUT_MS = 30_000;
 
 let run: FinishedRun;
 let runDir: string;
 let events: EventEnvelope[];
+let served: ServedDesk;
 let desk: SpawnedCli;
 let deskUrl: string;
 let browser: Browser;
@@ -31,54 +31,20 @@ let browser: Browser;
 beforeAll(async () => {
   run = await finishedRun();
   ({ runDir, events } = run);
-  desk = spawnCli('audit', [runDir, '--port', '0']);
-  await waitForOutput(desk.output, /serving http:\/\/127\.0\.0\.1:\d+\//, DESK_START_TIMEOUT_MS);
-  deskUrl = /serving (http:\/\/127\.0\.0\.1:\d+)\//.exec(desk.output())![1]!;
+  served = await serveDesk(runDir);
+  desk = served.process;
+  deskUrl = served.url;
   browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (desk && desk.child.exitCode === null) {
-    desk.child.kill('SIGKILL');
-    await desk.exited;
-  }
+  await stopDesk(served);
   run?.cleanup();
 });
 
-interface DeskPage {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  readonly offOrigin: string[];
-  readonly consoleErrors: string[];
-  readonly pageErrors: string[];
-}
-
-/** A page that may reach the desk and nothing else; everything it tried or raised is recorded. */
-async function openDesk(pathname: string): Promise<DeskPage> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const opened: DeskPage = { page, context, offOrigin: [], consoleErrors: [], pageErrors: [] };
-  await page.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${deskUrl}/`)) return route.continue();
-    opened.offOrigin.push(route.request().url());
-    return route.abort('blockedbyclient');
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') opened.consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => opened.pageErrors.push(e.message));
-  await page.goto(`${deskUrl}${pathname}`, { waitUntil: 'load' });
-  return opened;
-}
-
-async function closeClean(opened: DeskPage): Promise<void> {
-  await opened.context.close();
-  expect(opened.offOrigin).toEqual([]);
-  expect(opened.consoleErrors).toEqual([]);
-  expect(opened.pageErrors).toEqual([]);
-}
+const openDesk = (pathname: string): Promise<DeskPage> => openDeskPage(browser, deskUrl, pathname, PAGE_TIMEOUT_MS);
+const closeClean = closeDeskPage;
 
 const ofType = (type: string): EventEnvelope[] => events.filter((e) => e.event_type === type);
 

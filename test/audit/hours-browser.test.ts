@@ -7,7 +7,7 @@
 // Chromium must be installed (/usr/bin/chromium): without it this FAILS.
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AuditDesk } from '../../audit/audit-desk.js';
 import { hoursPage } from '../../audit/pages/hours-page.js';
@@ -18,23 +18,21 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { buildInstanceTimeline } from '../../timeline/instance-timeline.js';
 import { timelineSvg } from '../../timeline/timeline-svg.js';
 import { launchChromium } from '../support/chromium.js';
-import { spawnCli, type SpawnedCli } from '../support/cli.js';
-import { controllerSetup, newInstanceOptions, resume, runInstance, waitForOutput } from '../support/controller-run.js';
+import { controllerSetup, newInstanceOptions, resume, runInstance } from '../support/controller-run.js';
+import { closeDeskPage, openDeskPage, serveDesk, stopDesk, type DeskPage, type ServedDesk } from '../support/desk-browser.js';
 import { storedEvents } from '../support/stored-events.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 import { drawnMarks, markDifferences, STORE_LANE_COUNTS } from '../support/timeline-marks.js';
 import { tempDir } from '../support/writer-fixture.js';
 
 const PAGE_TIMEOUT_MS = 15_000;
-const DESK_START_TIMEOUT_MS = 30_000;
 const SCENARIOS_DIR = path.resolve('experiments/scenario');
 /** Where the notes keep one screenshot of the page (issue 35: "in the notes as screenshots"). */
 const NOTES_SCREENSHOT = '/work/notes/svg-desk.png';
 
 let run: FinishedRun;
 let events: EventEnvelope[];
-let desk: SpawnedCli;
-let deskUrl: string;
+let desk: ServedDesk;
 let browser: Browser;
 let shots: string;
 
@@ -42,51 +40,18 @@ beforeAll(async () => {
   run = await finishedRun();
   events = run.events;
   shots = tempDir('ds-hours-shots-');
-  desk = spawnCli('audit', [run.runDir, '--port', '0']);
-  await waitForOutput(desk.output, /serving http:\/\/127\.0\.0\.1:\d+\//, DESK_START_TIMEOUT_MS);
-  deskUrl = /serving (http:\/\/127\.0\.0\.1:\d+)\//.exec(desk.output())![1]!;
+  desk = await serveDesk(run.runDir);
   browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (desk && desk.child.exitCode === null) {
-    desk.child.kill('SIGKILL');
-    await desk.exited;
-  }
+  await stopDesk(desk);
   run?.cleanup();
 });
 
-interface Opened {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  readonly offOrigin: string[];
-  readonly errors: string[];
-}
-
-async function openDesk(pathname: string): Promise<Opened> {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const opened: Opened = { page, context, offOrigin: [], errors: [] };
-  await page.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${deskUrl}/`)) return route.continue();
-    opened.offOrigin.push(route.request().url());
-    return route.abort('blockedbyclient');
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') opened.errors.push(m.text());
-  });
-  page.on('pageerror', (e) => opened.errors.push(e.message));
-  await page.goto(`${deskUrl}${pathname}`, { waitUntil: 'load' });
-  return opened;
-}
-
-async function closeClean(opened: Opened): Promise<void> {
-  await opened.context.close();
-  expect(opened.offOrigin).toEqual([]);
-  expect(opened.errors).toEqual([]);
-}
+const openDesk = (pathname: string): Promise<DeskPage> => openDeskPage(browser, desk.url, pathname, PAGE_TIMEOUT_MS, { viewport: { width: 1100, height: 900 } });
+const closeClean = closeDeskPage;
 
 describe('the 72-hour page of the audit desk, on a real run', () => {
   test('draws one mark per event of each lane, each with a tooltip and a link to its own event', async () => {
