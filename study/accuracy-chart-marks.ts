@@ -1,7 +1,7 @@
 // The interventions and crashes drawn along the foot of report.html's accuracy-over-time chart,
 // from the same strips as the 72-hour pictures (instance-timelines.ts), so a dip in a group's
 // accuracy can be read against what happened at that hour. An intervention is one mark per
-// replicate (A, B and C of a replicate get it at the same hour: their plan is one); a crash is
+// replicate and id (A, B and C of a replicate get it at the same hour: their plan is one); a crash is
 // one mark per restart of each instance. Shape and letter as in the pictures' key.
 import { letterSvg, px, shapeSvg } from '../timeline/mark-shapes.js';
 import { markStyle, type Lane } from '../timeline/timeline-lanes.js';
@@ -29,8 +29,8 @@ function chartMarks(timelines: ReportTimelines): ChartMark[] {
   for (const strip of timelines.strips) {
     for (const mark of strip.timeline?.marks ?? []) {
       if (mark.lane !== 'interventions' && mark.lane !== 'crashes') continue;
-      // An intervention: one per replicate, kind and hour; a crash: one per instance's restart.
-      const key = mark.lane === 'interventions' ? `i|${strip.replicate}|${mark.kind}|${mark.hours.toFixed(4)}` : `c|${strip.group}|${strip.replicate}|${mark.seq}`;
+      // An intervention: one per replicate and intervention id; a crash: one per instance's restart.
+      const key = mark.lane === 'interventions' ? `i|${strip.replicate}|${mark.ref ?? `seq ${mark.seq}`}` : `c|${strip.group}|${strip.replicate}|${mark.seq}`;
       const known = marks.get(key);
       if (known !== undefined) known.groups.push(strip.group);
       else marks.set(key, { lane: mark.lane, kind: mark.kind, hours: mark.hours, replicate: strip.replicate, groups: [strip.group], title: mark.title });

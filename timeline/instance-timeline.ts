@@ -33,6 +33,8 @@ export interface TimelineMark {
   readonly points: number | null;
   /** Plain text: what the mark is (escaped where it is drawn). */
   readonly title: string;
+  /** What names the mark's subject across the groups of a replicate (an intervention's id); null on other lanes. */
+  readonly ref: string | null;
 }
 
 export interface TimelineSpan {
@@ -93,7 +95,7 @@ function hoursOf(iso: string, startMs: number): number {
 
 const hourText = (hours: number): string => `h${hours.toFixed(2)}`;
 
-function markOf(typed: TypedEvent, event: EventEnvelope, hours: number, ended: ReadonlyMap<string, string>, kinds: ReadonlyMap<string, string>): Omit<TimelineMark, 'seq' | 'hours' | 'points'> | null {
+function markOf(typed: TypedEvent, event: EventEnvelope, hours: number, ended: ReadonlyMap<string, string>, kinds: ReadonlyMap<string, string>): Omit<TimelineMark, 'seq' | 'hours' | 'points' | 'ref'> | null {
   const at = `seq ${event.seq}, ${hourText(hours)}`;
   switch (typed.event_type) {
     case 'ExperimentEvent.WakeStarted': {
@@ -142,7 +144,7 @@ function accuracyMarks(out: Marks, accuracy: WakeAccuracy, checkpointSeq: Readon
       continue;
     }
     const source = checkpointSeq.has(wake.wake_id) ? `checkpoint seq ${seq}` : `no checkpoint; seq ${seq} is its WakeStarted`;
-    out.add({ lane: 'accuracy', kind: 'scored', seq, hours, points: wake.value, title: `${wake.wake_id}: checkpoint accuracy ${wake.value} of 100 (${source}, ${hourText(hours)})` });
+    out.add({ lane: 'accuracy', kind: 'scored', seq, hours, points: wake.value, ref: null, title: `${wake.wake_id}: checkpoint accuracy ${wake.value} of 100 (${source}, ${hourText(hours)})` });
   }
   if (notStarted.length > 0) out.problem(`${notStarted.length} scored wake(s) have no WakeStarted here, so no event to draw their accuracy on: ${notStarted.slice(0, 3).join(', ')}${notStarted.length > 3 ? ', …' : ''} (points in brackets)`);
 }
@@ -172,7 +174,8 @@ export function buildInstanceTimeline({ events, plan, accuracy }: TimelineInput)
   for (const { event, typed } of typedEvents) {
     const hours = hoursOf(event.occurred_at, startMs);
     const mark = markOf(typed, event, hours, ended, kinds);
-    if (mark !== null) out.add({ ...mark, seq: event.seq, hours, points: null });
+    const ref = typed.event_type === 'ExperimentEvent.InterventionDelivered' ? typed.payload.intervention_id : null;
+    if (mark !== null) out.add({ ...mark, seq: event.seq, hours, points: null, ref });
   }
   accuracyMarks(out, accuracy, checkpointSeq, wakeSeq);
   const absence = plan?.schedule.long_absence ?? null;

@@ -36,7 +36,7 @@ const STACK_LEVELS = 3;
 const SIZES = { full: { lanePx: 30, markPx: 9 }, compact: { lanePx: 16, markPx: 6 } } as const;
 
 const PLOT_WIDTH_PX = WIDTH_PX - LABEL_COLUMN_PX - RIGHT_MARGIN_PX;
-export const xOfHours = (hours: number): number => LABEL_COLUMN_PX + (Math.min(Math.max(hours, 0), SIMULATED_HOURS) / SIMULATED_HOURS) * PLOT_WIDTH_PX;
+const xOfHours = (hours: number): number => LABEL_COLUMN_PX + (Math.min(Math.max(hours, 0), SIMULATED_HOURS) / SIMULATED_HOURS) * PLOT_WIDTH_PX;
 
 function laneTop(lane: Lane, lanePx: number): number {
   return TOP_PX + LANES.indexOf(lane) * lanePx;
