@@ -15,6 +15,7 @@ import { StoreReadError, StoreReader, type SnapshotMeta, type StoredEventRow } f
 import { verifyDirectory, type VerifyReport } from '../writer/verify-store.js';
 import type { PlanConformanceReport } from '../verification/plan-findings.js';
 import { checkRunFollowsPlan } from '../verification/run-plan-check.js';
+import { findingsForRun, type RunFindings } from './report-findings.js';
 import { openRunFolder, type Loaded, type RunFolder } from './run-folder.js';
 import { stateAtSeq, type StateAtSeq } from './state-at-seq.js';
 import { diffStates, type StateDiff } from './state-diff.js';
@@ -116,6 +117,8 @@ export class AuditDesk {
     /** The stored projection's versions; null when the store has no projection row (replay then refuses, and pages say so). */
     readonly versions: ProjectionVersions | null,
     readonly opened: OpenedDesk,
+    /** What the study's report.json says of this run (its hard failures); null when the run is not in a reported study. */
+    readonly findings: Loaded<RunFindings> | null,
   ) {}
 
   /**
@@ -124,8 +127,10 @@ export class AuditDesk {
    * bundled ones).
    * Throws StoreReadError for a store that is locked, or whose file is not intact (quick_check
    * reads every page once: ~150 ms for a 113 MB store, store-file-failure.ts).
+   * `findings`: the report's findings for this run when the caller has read the report (a study
+   * view); absent, they are looked up from the study folder the run sits in, if any.
    */
-  static open(dirOrFile: string, scenariosDir: string, nowMs: () => number = () => performance.now()): AuditDesk {
+  static open(dirOrFile: string, scenariosDir: string, nowMs: () => number = () => performance.now(), findings?: Loaded<RunFindings> | null): AuditDesk {
     const folder = openRunFolder(dirOrFile);
     const reader = StoreReader.open(folder.storePath, { checkIntegrity: true });
     let index: StoreIndex;
@@ -144,7 +149,7 @@ export class AuditDesk {
       : !folder.plan.ok
         ? { ok: false, problem: `plan conformance not checked: ${folder.plan.problem}` }
         : { ok: true, value: checkRunFollowsPlan(folder.runDir, folder.publicKey.value, { scenariosDir }) };
-    return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms });
+    return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms }, findings === undefined ? findingsForRun(folder.runDir) : findings);
   }
 
   /**

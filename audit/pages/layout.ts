@@ -88,6 +88,11 @@ export function renderPage(desk: AuditDesk, title: string, active: NavKey, body:
   return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><title>${title} — audit desk</title><style>${new SafeHtml(STYLE)}</style></head><body><header>${banner(desk)}<nav>${nav}</nav></header><main><h1>${title}</h1>${body}</main></body></html>`.text}`;
 }
 
+/** A page of the study view (no one run's banner): the desk's style, a header of the caller's. */
+export function renderStudyFrame(title: string, header: SafeHtml, body: SafeHtml): string {
+  return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><title>${title} — audit desk</title><style>${new SafeHtml(STYLE)}</style></head><body><header>${header}</header><main><h1>${title}</h1>${body}</main></body></html>`.text}`;
+}
+
 /** A refusal that says nothing about the run (wrong host, method, size): no banner, no navigation. */
 export function renderRefusal(title: string, message: string): string {
   return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><title>${title} — audit desk</title><style>${new SafeHtml(STYLE)}</style></head><body><main><h1>${title}</h1><div class="alarm" id="problem">${message}</div></main></body></html>`.text}`;
