@@ -25,6 +25,7 @@ pre{background:#fff;border:1px solid #ddd;padding:8px;overflow:auto;max-height:7
 form.inline{display:inline}
 fieldset{border:1px solid #ddd;margin:6px 0}
 label{margin-right:10px;white-space:nowrap}
+#side-by-side{table-layout:fixed;width:100%}
 `;
 
 /** Sent as a header with every page: no script, no fetch, no frame, nothing from anywhere else. */
