@@ -7,13 +7,13 @@
 // Chromium must be installed (/usr/bin/chromium, .ci/run installs it): without it this FAILS.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { replayStore } from '../../writer/replay.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openOnOrigin, type OriginPage } from '../support/chromium.js';
 import { runCli, spawnCli, type SpawnedCli } from '../support/cli.js';
 import { waitForOutput } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
@@ -46,31 +46,11 @@ afterAll(async () => {
   run?.cleanup();
 });
 
-interface DeskPage {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  readonly offOrigin: string[];
-  readonly consoleErrors: string[];
-  readonly pageErrors: string[];
-}
+type DeskPage = OriginPage;
 
 /** A page that may reach the desk and nothing else; everything it tried or raised is recorded. */
-async function openDesk(pathname: string): Promise<DeskPage> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const opened: DeskPage = { page, context, offOrigin: [], consoleErrors: [], pageErrors: [] };
-  await page.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${deskUrl}/`)) return route.continue();
-    opened.offOrigin.push(route.request().url());
-    return route.abort('blockedbyclient');
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') opened.consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => opened.pageErrors.push(e.message));
-  await page.goto(`${deskUrl}${pathname}`, { waitUntil: 'load' });
-  return opened;
+function openDesk(pathname: string): Promise<DeskPage> {
+  return openOnOrigin(browser, deskUrl, `${deskUrl}${pathname}`, PAGE_TIMEOUT_MS);
 }
 
 async function closeClean(opened: DeskPage): Promise<void> {

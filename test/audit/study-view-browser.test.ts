@@ -9,7 +9,7 @@
 import Database from 'better-sqlite3';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AuditDesk } from '../../audit/audit-desk.js';
 import { startAuditServer, type AuditServer } from '../../audit/audit-server.js';
@@ -20,7 +20,7 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { STUDY_FILES } from '../../study-contract/study-folder.js';
 import { renderReportHtml } from '../../study/report-html.js';
 import { copyStudy, makeBlindStudy } from '../support/blind-study.js';
-import { launchChromium } from '../support/chromium.js';
+import { launchChromium, openOnOrigin, type OriginPage } from '../support/chromium.js';
 import { spawnCli, type SpawnedCli } from '../support/cli.js';
 import { SCENARIOS_DIR, waitForOutput } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
@@ -69,35 +69,17 @@ function storeEvents(runDir: string): EventEnvelope[] {
   }
 }
 
-interface Opened {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  readonly offOrigin: string[];
-  readonly consoleErrors: string[];
-}
+type Opened = OriginPage;
 
-async function open(url: string, origin = deskUrl): Promise<Opened> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const opened: Opened = { page, context, offOrigin: [], consoleErrors: [] };
-  await page.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${origin}/`)) return route.continue();
-    opened.offOrigin.push(route.request().url());
-    return route.abort('blockedbyclient');
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') opened.consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => opened.consoleErrors.push(e.message));
-  await page.goto(url, { waitUntil: 'load' });
-  return opened;
+function open(url: string, origin = deskUrl): Promise<Opened> {
+  return openOnOrigin(browser, origin, url, PAGE_TIMEOUT_MS, { viewport: { width: 1400, height: 1000 } });
 }
 
 async function closeClean(opened: Opened): Promise<void> {
   await opened.context.close();
   expect(opened.offOrigin).toEqual([]);
   expect(opened.consoleErrors).toEqual([]);
+  expect(opened.pageErrors).toEqual([]);
 }
 
 const located = (): { key: string; seq: number; id: string; detail: string }[] =>
