@@ -40,6 +40,15 @@ function underPrefix(key: string, answer: Answer): Answer {
   return { ...answer, body };
 }
 
+/** A path segment decoded, or a 400 saying it is not one. */
+function segment(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new RequestProblem(400, `${JSON.stringify(text.slice(0, 40))} is not a well-formed path segment (a % must start an escape)`);
+  }
+}
+
 function replicateOf(view: StudyView, text: string): number {
   const k = /^\d{1,6}$/.test(text) ? Number(text) : NaN;
   if (!view.replicates().includes(k)) throw new RequestProblem(404, `no replicate ${JSON.stringify(text.slice(0, 40))} in this study: it has ${view.replicates().join(', ') || 'none'}`);
@@ -77,7 +86,7 @@ function replicateWakes(view: StudyView, replicate: number): { wakes: Map<string
 }
 
 function runAnswer(view: StudyView, parts: readonly string[], url: URL, rawUrl: string, log: (line: string) => void): Answer {
-  const key = decodeURIComponent(parts[1] ?? '');
+  const key = segment(parts[1] ?? '');
   const instance = view.instance(key);
   if (instance === null) throw new RequestProblem(404, `no instance ${JSON.stringify(key.slice(0, 40))} in this study`);
   const desk = view.desk(instance);
@@ -102,7 +111,7 @@ function route(view: StudyView, url: URL, rawUrl: string, options: StudyServerOp
     }
     case 'wake': {
       const k = replicateOf(view, parts[1] ?? '');
-      const wakeId = decodeURIComponent(parts[2] ?? '');
+      const wakeId = segment(parts[2] ?? '');
       if (wakeId === '') throw new RequestProblem(404, `name a wake: /wake/${k}/<wake id> (see /replicate/${k})`);
       const columns = wakeColumns(view, k, wakeId);
       if (columns.every((c) => 'problem' in c)) throw new RequestProblem(404, `no instance of replicate ${k} shows wake ${JSON.stringify(wakeId.slice(0, 80))}: ${columns.map((c) => ('problem' in c ? c.problem : '')).join('; ')} (its wakes are listed on /replicate/${k})`);

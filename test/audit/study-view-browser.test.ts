@@ -171,6 +171,7 @@ describe('a real study served whole', () => {
     expect(text).not.toContain('<script>alert');
     expect(text).toContain('no instance of replicate 1 shows wake');
     expect((await fetch(`${deskUrl}/run/D-r9/`)).status).toBe(404);
+    expect((await fetch(`${deskUrl}/wake/1/%E0%A4`)).status).toBe(400);
     expect((await fetch(`${deskUrl}/run/A-r1/`, { method: 'POST' })).status).toBe(405);
   });
 
