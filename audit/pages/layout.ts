@@ -26,6 +26,8 @@ form.inline{display:inline}
 fieldset{border:1px solid #ddd;margin:6px 0}
 label{margin-right:10px;white-space:nowrap}
 #side-by-side{table-layout:fixed;width:100%}
+#side-by-side > tbody > tr > td{overflow-wrap:anywhere}
+#side-by-side td table{width:100%}
 `;
 
 /** Sent as a header with every page: no script, no fetch, no frame, nothing from anywhere else. */

@@ -13,9 +13,9 @@ import type { SubjectState } from '../../projector/subject-state.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { replayStore } from '../../writer/replay.js';
+import { spawnAuditDesk, stopAuditDesk, type DeskProcess } from '../support/audit-desk-process.js';
 import { launchChromium, openOnOrigin, type OriginPage } from '../support/chromium.js';
-import { runCli, spawnCli, type SpawnedCli } from '../support/cli.js';
-import { waitForOutput } from '../support/controller-run.js';
+import { runCli } from '../support/cli.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
 
 const PAGE_TIMEOUT_MS = 15_000;
@@ -24,25 +24,21 @@ const DESK_START_TIMEOUT_MS = 30_000;
 let run: FinishedRun;
 let runDir: string;
 let events: EventEnvelope[];
-let desk: SpawnedCli;
+let desk: DeskProcess | undefined;
 let deskUrl: string;
 let browser: Browser;
 
 beforeAll(async () => {
   run = await finishedRun();
   ({ runDir, events } = run);
-  desk = spawnCli('audit', [runDir, '--port', '0']);
-  await waitForOutput(desk.output, /serving http:\/\/127\.0\.0\.1:\d+\//, DESK_START_TIMEOUT_MS);
-  deskUrl = /serving (http:\/\/127\.0\.0\.1:\d+)\//.exec(desk.output())![1]!;
+  desk = await spawnAuditDesk(runDir, DESK_START_TIMEOUT_MS);
+  deskUrl = desk.url;
   browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (desk && desk.child.exitCode === null) {
-    desk.child.kill('SIGKILL');
-    await desk.exited;
-  }
+  await stopAuditDesk(desk);
   run?.cleanup();
 });
 
@@ -193,8 +189,8 @@ describe('the audit command', () => {
     // A folder without a store is a path of the wrong kind (docs/errors.md): misuse, exit 2.
     expect(notARun.code).toBe(2);
     expect(notARun.stderr).toMatch(/holds no events\.db/);
-    desk.child.kill('SIGINT');
-    expect(await desk.exited).toBe(0);
-    expect(desk.output()).toContain('audit desk: SIGINT, stopping');
+    desk!.desk.child.kill('SIGINT');
+    expect(await desk!.desk.exited).toBe(0);
+    expect(desk!.desk.output()).toContain('audit desk: SIGINT, stopping');
   });
 });

@@ -20,9 +20,9 @@ import type { EventEnvelope } from '../../schema/envelope.js';
 import { STUDY_FILES } from '../../study-contract/study-folder.js';
 import { renderReportHtml } from '../../study/report-html.js';
 import { copyStudy, makeBlindStudy } from '../support/blind-study.js';
+import { spawnAuditDesk, stopAuditDesk, type DeskProcess } from '../support/audit-desk-process.js';
 import { launchChromium, openOnOrigin, type OriginPage } from '../support/chromium.js';
-import { spawnCli, type SpawnedCli } from '../support/cli.js';
-import { SCENARIOS_DIR, waitForOutput } from '../support/controller-run.js';
+import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
 import { tempDir } from '../support/writer-fixture.js';
 
@@ -35,7 +35,7 @@ const XSS = '<script>alert(1)</script><img src=x onerror=alert(2)>';
 let studyDir: string;
 let before: Map<string, string> | null;
 let report: StudyReport;
-let desk: SpawnedCli;
+let desk: DeskProcess | undefined;
 let deskUrl: string;
 let browser: Browser;
 const servers: AuditServer[] = [];
@@ -44,19 +44,15 @@ beforeAll(async () => {
   ({ studyDir } = await makeBlindStudy());
   before = folderState(studyDir);
   report = StudyReport.parse(JSON.parse(readFileSync(path.join(studyDir, STUDY_FILES.json), 'utf8')));
-  desk = spawnCli('audit', [studyDir, '--port', '0']);
-  await waitForOutput(desk.output, /serving http:\/\/127\.0\.0\.1:\d+\//, DESK_START_TIMEOUT_MS);
-  deskUrl = /serving (http:\/\/127\.0\.0\.1:\d+)\//.exec(desk.output())![1]!;
+  desk = await spawnAuditDesk(studyDir, DESK_START_TIMEOUT_MS);
+  deskUrl = desk.url;
   browser = await launchChromium();
 }, 300_000);
 
 afterAll(async () => {
   await browser?.close();
   for (const s of servers) await s.close();
-  if (desk && desk.child.exitCode === null) {
-    desk.child.kill('SIGINT');
-    await desk.exited;
-  }
+  await stopAuditDesk(desk);
 });
 
 /** Every event of a run's store, read with better-sqlite3 (read-only), not through the desk. */
@@ -87,6 +83,9 @@ const located = (): { key: string; seq: number; id: string; detail: string }[] =
 
 describe('a real study served whole', () => {
   test('the study page lists its instances by group and every finding of report.json, linked to its event', async () => {
+    const findings = report.instances.flatMap((i) => i.hard_failures).length;
+    expect(desk!.desk.output()).toContain(`audit desk (study): ${studyDir}`);
+    expect(desk!.desk.output()).toContain(`${report.instances.length} instance(s) in 1 replicate(s); report.json: ${report.verdict}; ${findings} hard failure(s) listed`);
     const opened = await open(`${deskUrl}/`);
     const { page } = opened;
     expect(await page.locator('#verdict-label').innerText()).toBe(report.verdict);
