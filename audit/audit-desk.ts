@@ -15,6 +15,7 @@ import { StoreReadError, StoreReader, type SnapshotMeta, type StoredEventRow } f
 import { verifyDirectory, type VerifyReport } from '../writer/verify-store.js';
 import type { PlanConformanceReport } from '../verification/plan-findings.js';
 import { checkRunFollowsPlan } from '../verification/run-plan-check.js';
+import { findingsForRun, type RunFindings } from './report-findings.js';
 import { openRunFolder, type Loaded, type RunFolder } from './run-folder.js';
 import { stateAtSeq, type StateAtSeq } from './state-at-seq.js';
 import { diffStates, type StateDiff } from './state-diff.js';
@@ -118,6 +119,8 @@ export class AuditDesk {
     readonly opened: OpenedDesk,
     /** The scenario folders by id, as opened with (the 72-hour page scores the run with them). */
     readonly scenariosDir: string,
+    /** What the study's report.json says of this run (its hard failures); null when the run is not in a reported study. */
+    readonly findings: Loaded<RunFindings> | null,
   ) {}
 
   /**
@@ -126,8 +129,10 @@ export class AuditDesk {
    * bundled ones).
    * Throws StoreReadError for a store that is locked, or whose file is not intact (quick_check
    * reads every page once: ~150 ms for a 113 MB store, store-file-failure.ts).
+   * `findings`: the report's findings for this run when the caller has read the report (a study
+   * view); absent, they are looked up from the study folder the run sits in, if any.
    */
-  static open(dirOrFile: string, scenariosDir: string, nowMs: () => number = () => performance.now()): AuditDesk {
+  static open(dirOrFile: string, scenariosDir: string, nowMs: () => number = () => performance.now(), findings?: Loaded<RunFindings> | null): AuditDesk {
     const folder = openRunFolder(dirOrFile);
     const reader = StoreReader.open(folder.storePath, { checkIntegrity: true });
     let index: StoreIndex;
@@ -146,7 +151,7 @@ export class AuditDesk {
       : !folder.plan.ok
         ? { ok: false, problem: `plan conformance not checked: ${folder.plan.problem}` }
         : { ok: true, value: checkRunFollowsPlan(folder.runDir, folder.publicKey.value, { scenariosDir }) };
-    return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms }, scenariosDir);
+    return new AuditDesk(folder, index, verify, planCheck, versions, { verify_ms: verifyMs, index_ms: index.build_ms }, scenariosDir, findings === undefined ? findingsForRun(folder.runDir) : findings);
   }
 
   /**

@@ -33,7 +33,7 @@ export const AUDIT_LIMITS = {
 } as const;
 
 /** A request the desk understands but cannot answer as asked: 4xx with a reason. */
-class RequestProblem extends InternalError {
+export class RequestProblem extends InternalError {
   constructor(readonly status: number, message: string) {
     super(message);
   }
@@ -63,7 +63,8 @@ function pathSeq(desk: AuditDesk, text: string): number {
   return seq;
 }
 
-type Answer = { readonly status: number; readonly body: string; readonly type?: string } | { readonly redirect: string };
+/** A page (with its own Content-Security-Policy when not the desk's), or a redirect to a desk path. */
+export type Answer = { readonly status: number; readonly body: string; readonly type?: string; readonly csp?: string } | { readonly redirect: string };
 
 function route(desk: AuditDesk, url: URL): Answer {
   const params = url.searchParams;
@@ -131,11 +132,11 @@ function route(desk: AuditDesk, url: URL): Answer {
   }
 }
 
-function send(response: ServerResponse, method: string, status: number, body: string, type = 'text/html; charset=utf-8'): void {
+export function send(response: ServerResponse, method: string, status: number, body: string, type = 'text/html; charset=utf-8', csp = PAGE_CSP): void {
   response.writeHead(status, {
     'content-type': type,
     'content-length': Buffer.byteLength(body),
-    'content-security-policy': PAGE_CSP,
+    'content-security-policy': csp,
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
@@ -155,61 +156,99 @@ export interface AuditServerOptions {
   readonly log: (line: string) => void;
 }
 
-export function handle(desk: AuditDesk, request: IncomingMessage, response: ServerResponse, port: number, log: (line: string) => void): void {
+/**
+ * Refuses what no desk answers (another Host, a method other than GET and HEAD, an overlong URL)
+ * with a page that names nothing about the run; null when the request may be routed.
+ */
+export function refusal(request: IncomingMessage, port: number): { readonly status: number; readonly body: string; readonly allow?: string } | null {
   const method = request.method ?? '';
   // The Host check comes first and refusals name nothing about the run: under DNS rebinding a
   // foreign page can read whatever a refusal says.
   const host = request.headers.host ?? '';
-  if (host !== `${AUDIT_HOST}:${port}` && host !== `localhost:${port}`) return send(response, method, 421, renderRefusal('Wrong host', `the desk answers requests for ${AUDIT_HOST}:${port} only`));
-  if (method !== 'GET' && method !== 'HEAD') {
-    response.setHeader('allow', 'GET, HEAD');
-    return send(response, 'GET', 405, renderRefusal('Read-only', `${method} refused: the audit desk is read-only and answers GET and HEAD only. A repair is an event appended through the writer: npm run repair.`));
+  if (host !== `${AUDIT_HOST}:${port}` && host !== `localhost:${port}`) return { status: 421, body: renderRefusal('Wrong host', `the desk answers requests for ${AUDIT_HOST}:${port} only`) };
+  if (method !== 'GET' && method !== 'HEAD') return { status: 405, allow: 'GET, HEAD', body: renderRefusal('Read-only', `${method} refused: the audit desk is read-only and answers GET and HEAD only. A repair is an event appended through the writer: npm run repair.`) };
+  if (Buffer.byteLength(request.url ?? '/') > AUDIT_LIMITS.maxUrlBytes) return { status: 414, body: renderRefusal('Request too long', `a desk URL is at most ${AUDIT_LIMITS.maxUrlBytes} bytes`) };
+  return null;
+}
+
+/** The request target as a URL on the desk's origin, or a 400 saying why it is not one. */
+export function requestUrl(rawUrl: string, port: number): URL {
+  if (!rawUrl.startsWith('/')) throw new RequestProblem(400, 'a desk URL is a path starting with /');
+  try {
+    return new URL(rawUrl, `http://${AUDIT_HOST}:${port}`);
+  } catch {
+    throw new RequestProblem(400, 'not a URL the desk can read');
+  }
+}
+
+/** The desk's answer to `url`: a page, a redirect, or a page saying why not (4xx for the request, 422 for the store, 500 for a bug). */
+export function deskAnswer(desk: AuditDesk, url: URL, rawUrl: string, log: (line: string) => void): Answer {
+  try {
+    // One read-only connection for the whole request, closed before the answer is sent.
+    return desk.within(() => route(desk, url));
+  } catch (error) {
+    return problemAnswer(desk, error, rawUrl, log);
+  }
+}
+
+function problemAnswer(desk: AuditDesk, error: unknown, rawUrl: string, log: (line: string) => void): Answer {
+  if (error instanceof RequestProblem) return { status: error.status, body: renderProblem(desk, `Cannot show ${rawUrl}`, error.message) };
+  // A refused replay (other recorded versions) or a store that reads as corrupt is the store's answer, not the desk's failure.
+  if (error instanceof StoreReadError && error.code === 'locked') {
+    return { status: 503, body: renderProblem(desk, 'A writer holds the store', `${error.message}. The instance is running (resumed or repaired since the desk opened); the desk reads the store again once it stops.`) };
+  }
+  if (error instanceof ReplayRefusal || error instanceof StoreReadError || error instanceof ProjectionRefusal) {
+    log(`audit: ${rawUrl}: ${error.message}`);
+    const modes = error instanceof VersionMismatchError ? ' This store was recorded under other versions: replay it in a chosen mode with ?mode=migrate (upcast to this build) or ?mode=use-recorded (the recorded projector), as npm run replay does.' : '';
+    return { status: 422, body: renderProblem(desk, `Cannot show ${rawUrl}`, `${error instanceof ProjectionRefusal ? `the events do not replay: ${error.message}` : error.message}${modes}`) };
+  }
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  log(`audit: ${rawUrl} failed: ${message}`);
+  return { status: 500, body: renderProblem(desk, 'Desk error', `the desk failed on this page (a bug): ${message}`) };
+}
+
+/** Writes `answer` (a redirect carries the page CSP too). */
+export function sendAnswer(response: ServerResponse, method: string, answer: Answer): void {
+  if ('redirect' in answer) {
+    response.writeHead(302, { location: answer.redirect, 'content-security-policy': PAGE_CSP });
+    response.end();
+    return;
+  }
+  send(response, method, answer.status, answer.body, answer.type, answer.csp);
+}
+
+export function handle(desk: AuditDesk, request: IncomingMessage, response: ServerResponse, port: number, log: (line: string) => void): void {
+  const method = request.method ?? '';
+  const refused = refusal(request, port);
+  if (refused !== null) {
+    if (refused.allow !== undefined) response.setHeader('allow', refused.allow);
+    return send(response, refused.status === 405 ? 'GET' : method, refused.status, refused.body);
   }
   const rawUrl = request.url ?? '/';
-  if (Buffer.byteLength(rawUrl) > AUDIT_LIMITS.maxUrlBytes) return send(response, method, 414, renderRefusal('Request too long', `a desk URL is at most ${AUDIT_LIMITS.maxUrlBytes} bytes`));
+  let url: URL;
   try {
-    if (!rawUrl.startsWith('/')) throw new RequestProblem(400, 'a desk URL is a path starting with /');
-    let url: URL;
-    try {
-      url = new URL(rawUrl, `http://${AUDIT_HOST}:${port}`);
-    } catch {
-      throw new RequestProblem(400, 'not a URL the desk can read');
-    }
-    // One read-only connection for the whole request, closed before the answer is sent.
-    const answer = desk.within(() => route(desk, url));
-    if ('redirect' in answer) {
-      response.writeHead(302, { location: answer.redirect, 'content-security-policy': PAGE_CSP });
-      response.end();
-      return;
-    }
-    send(response, method, answer.status, answer.body, answer.type);
+    url = requestUrl(rawUrl, port);
   } catch (error) {
-    if (error instanceof RequestProblem) return send(response, method, error.status, renderProblem(desk, `Cannot show ${rawUrl}`, error.message));
-    // A refused replay (other recorded versions) or a store that reads as corrupt is the store's answer, not the desk's failure.
-    if (error instanceof StoreReadError && error.code === 'locked') {
-      return send(response, method, 503, renderProblem(desk, 'A writer holds the store', `${error.message}. The instance is running (resumed or repaired since the desk opened); the desk reads the store again once it stops.`));
-    }
-    if (error instanceof ReplayRefusal || error instanceof StoreReadError || error instanceof ProjectionRefusal) {
-      log(`audit: ${rawUrl}: ${error.message}`);
-      const modes = error instanceof VersionMismatchError ? ' This store was recorded under other versions: replay it in a chosen mode with ?mode=migrate (upcast to this build) or ?mode=use-recorded (the recorded projector), as npm run replay does.' : '';
-      return send(response, method, 422, renderProblem(desk, `Cannot show ${rawUrl}`, `${error instanceof ProjectionRefusal ? `the events do not replay: ${error.message}` : error.message}${modes}`));
-    }
-    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    log(`audit: ${rawUrl} failed: ${message}`);
-    send(response, method, 500, renderProblem(desk, 'Desk error', `the desk failed on this page (a bug): ${message}`));
+    return sendAnswer(response, method, problemAnswer(desk, error, rawUrl, log));
   }
+  sendAnswer(response, method, deskAnswer(desk, url, rawUrl, log));
 }
 
 /** Listens on 127.0.0.1:`port` (0: any free port). */
 export function startAuditServer(desk: AuditDesk, options: AuditServerOptions): Promise<AuditServer> {
+  return listenOnLoopback((request, response, port) => handle(desk, request, response, port, options.log), options.port);
+}
+
+/** Serves `answer` on 127.0.0.1:`port` (0: any free port) under the desk's limits; `answer` is told the port listened on. */
+export function listenOnLoopback(answer: (request: IncomingMessage, response: ServerResponse, port: number) => void, listenPort: number): Promise<AuditServer> {
   return new Promise((resolve, reject) => {
-    let port = options.port;
-    const server: Server = createServer((request, response) => handle(desk, request, response, port, options.log));
+    let port = listenPort;
+    const server: Server = createServer((request, response) => answer(request, response, port));
     server.requestTimeout = AUDIT_LIMITS.requestTimeoutMs;
     server.headersTimeout = AUDIT_LIMITS.headersTimeoutMs;
     server.maxConnections = AUDIT_LIMITS.maxConnections;
     server.once('error', reject);
-    server.listen(options.port, AUDIT_HOST, () => {
+    server.listen(listenPort, AUDIT_HOST, () => {
       port = (server.address() as AddressInfo).port;
       server.off('error', reject);
       resolve({

@@ -30,7 +30,7 @@ export const ROOMS = {
   /** The blind review package, its leak check, the reviewers' scorecard and unblinding. */
   'blind-review': ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'study-contract', 'oracle'],
   /** The audit desk: a read-only web view of run folders. */
-  audit: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'timeline', 'oracle', 'blind-review'],
+  audit: ['foundation', 'schema', 'projector', 'writer', 'design', 'verification', 'study-contract', 'timeline', 'oracle', 'blind-review'],
   /** A study end to end: plan, runner, blocks, report, recompute, resume, and the batch (plan, task, merge, status). */
   study: ['foundation', 'schema', 'projector', 'writer', 'runtime', 'design', 'controller', 'verification', 'study-contract', 'timeline', 'oracle'],
   /** The fault harness: runs instances with faults planted and checks what must survive them; owns its scripted model server. */

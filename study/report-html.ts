@@ -7,7 +7,7 @@ import { escapeHtml } from '../foundation/html-escape.js';
 import { offlinePageHead } from '../foundation/offline-page.js';
 import { DIMENSIONS } from '../oracle/continuity-score.js';
 import { GROUPS } from '../design/groups.js';
-import { type StudyReport } from '../oracle/study-report.js';
+import { type ReportInstance, type StudyReport } from '../oracle/study-report.js';
 import { accuracyChartMarks } from './accuracy-chart-marks.js';
 import type { ReportTimelines } from './instance-timelines.js';
 import { timelineSection } from './report-timeline.js';
@@ -167,10 +167,23 @@ function fairnessSection(report: StudyReport): string {
   return ['<h2>Fairness</h2>', `<p>Overall: <strong>${report.fairness.ok ? 'ok' : 'FAILED'}</strong>.</p>`, body].join('\n');
 }
 
-function hardFailuresSection(report: StudyReport): string {
+/**
+ * Where a finding's event is shown (the audit desk's page for it), when the report is served by
+ * the desk (npm run audit -- STUDY); the file on disk is written without, so its seqs stay plain
+ * text rather than links that lead nowhere when it is opened as a file.
+ */
+export type FindingHref = (instance: ReportInstance, seq: number) => string;
+
+function seqCell(instance: ReportInstance, seq: number | null, findingHref: FindingHref | undefined): Cell {
+  if (seq === null) return num(NO_VALUE);
+  if (findingHref === undefined) return num(String(seq));
+  return { html: `<a class="finding-link" href="${escapeHtml(findingHref(instance, seq))}">${seq}</a>`, numeric: true };
+}
+
+function hardFailuresSection(report: StudyReport, findingHref?: FindingHref): string {
   const located = allHardFailures(report);
   if (located.length === 0) return '<h2>Hard failures</h2>\n<p>None.</p>';
-  const rows = located.map(({ instance, failure }) => [text(instanceLabel(instance)), code(instance.dir), code(failure.id), num(failure.seq === null ? NO_VALUE : String(failure.seq)), text(failure.detail)]);
+  const rows = located.map(({ instance, failure }) => [text(instanceLabel(instance)), code(instance.dir), code(failure.id), seqCell(instance, failure.seq, findingHref), text(failure.detail)]);
   return ['<h2>Hard failures</h2>', table(['Instance', 'Dir', 'Hard failure', 'Seq', 'Detail'], rows, [3])].join('\n');
 }
 
@@ -187,9 +200,10 @@ function notesSection(report: StudyReport): string {
   return ['<h2>Notes</h2>', list(report.notes, 'None.')].join('\n');
 }
 
-/** `timelines`: the instances' 72-hour strips read from the study folder (instance-timelines.ts); null draws none and says so. */
-export function renderReportHtml(report: StudyReport, timelines: ReportTimelines | null = null): string {
-  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines), expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+/** `timelines`: the instances' 72-hour strips read from the study folder (instance-timelines.ts); null or absent draws none and says so. `findingHref`: links each hard failure to the desk (the served report only). */
+export function renderReportHtml(report: StudyReport, options: { readonly timelines?: ReportTimelines | null; readonly findingHref?: FindingHref } = {}): string {
+  const timelines = options.timelines ?? null;
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines), expansionSection, fairnessSection, (r: StudyReport) => hardFailuresSection(r, options.findingHref), instancesSection, notesSection];
   return [
     // Refuse every fetch; only the inline style block may apply.
     ...offlinePageHead({ csp: "default-src 'none'; style-src 'unsafe-inline'", title: `Study report: ${report.study_id} (${report.verdict})`, style: STYLE }),

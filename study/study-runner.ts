@@ -386,7 +386,7 @@ export function writeStudyReport(outDir: string, report: StudyReport): StudyOutc
   const files = studyReportFiles(outDir);
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(files.markdown, renderReportMarkdown(report));
-  writeFileSync(files.html, renderReportHtml(report, readReportTimelines(outDir, report)));
+  writeFileSync(files.html, renderReportHtml(report, { timelines: readReportTimelines(outDir, report) }));
   return files;
 }
 

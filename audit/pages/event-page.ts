@@ -8,6 +8,7 @@ import type { AuditDesk, StoredEvent } from '../audit-desk.js';
 import { summarizeEvent, typedEvent } from '../event-summary.js';
 import { bounded } from '../../foundation/bounded-text.js';
 import { html, query, SafeHtml } from '../html.js';
+import { eventFindingsSection } from './findings-section.js';
 import { eventLink, renderPage, stateLink } from './layout.js';
 
 /** Links made inside one envelope; more ids are left as text (a FACT cites at most 64). */
@@ -131,6 +132,7 @@ export function eventPage(desk: AuditDesk, event: EventEnvelope): string {
       · <a href="/timeline${query([['before', seq + 1]])}">timeline here</a> · ${stateLink(seq, 'state after this event')}</p>
     <p id="event-summary"><strong>${event.event_type}</strong> by ${event.actor} at ${event.occurred_at} (virtual; recorded ${event.recorded_at}): ${summarizeEvent(event)}</p>
     ${typed.ok ? '' : html`<div class="alarm">${typed.problem}</div>`}
+    ${eventFindingsSection(desk, seq)}
     ${chainSeq === undefined ? '' : html`<p>Part of <a id="chain-link" href="/chain/${chainSeq}">the action chain of ${eventLink(chainSeq, `#${chainSeq}`)}</a>.</p>`}
     ${deliveredAt === undefined ? '' : html`<p>Delivered to the subject by ${eventLink(deliveredAt, `intervention delivery #${deliveredAt}`)}.</p>`}
     ${claimSection(desk, event)}${checkpointSection(desk, event)}${deliverySection(desk, event)}${citedBySection(desk, event)}
@@ -143,6 +145,7 @@ export function unreadableEventPage(desk: AuditDesk, row: StoredEvent): string {
   const { seq } = row;
   const body = html`
     <p class="paging">${seq > 1 ? eventLink(seq - 1, '← previous') : ''} · ${seq < desk.index.head_seq ? eventLink(seq + 1, 'next →') : ''} · <a href="/integrity">Chain &amp; signatures</a></p>
+    ${eventFindingsSection(desk, seq)}
     <div class="alarm" id="unreadable">The row at seq ${seq} (filed as ${row.event_type}) does not read as an event: ${row.problem}. Verification lists what is wrong with it.</div>
     <h2>Stored text</h2><pre id="envelope">${bounded(row.text, MAX_UNREADABLE_CHARS)}</pre>`;
   return renderPage(desk, `Seq ${seq}: unreadable`, 'event', body);

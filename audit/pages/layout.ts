@@ -28,6 +28,9 @@ label{margin-right:10px;white-space:nowrap}
 svg.timeline,svg.timeline-legend{max-width:100%;height:auto;border:1px solid #ddd}
 figure{margin:8px 0}
 @media print{header nav,form{display:none}body{background:#fff}header{background:#fff;color:#000}}
+#side-by-side{table-layout:fixed;width:100%}
+#side-by-side > tbody > tr > td{overflow-wrap:anywhere}
+#side-by-side td table{width:100%}
 `;
 
 /** Sent as a header with every page: no script, no fetch, no frame, nothing from anywhere else. */
@@ -90,6 +93,11 @@ function banner(desk: AuditDesk): SafeHtml {
 export function renderPage(desk: AuditDesk, title: string, active: NavKey, body: SafeHtml): string {
   const nav = NAV.map(([key, href, label]) => html`<a href="${href}" class="${key === active ? 'active' : ''}">${label}</a>`);
   return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><title>${title} — audit desk</title><style>${new SafeHtml(STYLE)}</style></head><body><header>${banner(desk)}<nav>${nav}</nav></header><main><h1>${title}</h1>${body}</main></body></html>`.text}`;
+}
+
+/** A page of the study view (no one run's banner): the desk's style, a header of the caller's. */
+export function renderStudyFrame(title: string, header: SafeHtml, body: SafeHtml): string {
+  return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><title>${title} — audit desk</title><style>${new SafeHtml(STYLE)}</style></head><body><header>${header}</header><main><h1>${title}</h1>${body}</main></body></html>`.text}`;
 }
 
 /** A refusal that says nothing about the run (wrong host, method, size): no banner, no navigation. */

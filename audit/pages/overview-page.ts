@@ -4,6 +4,7 @@
 import { WakeEnded, WakeStarted } from '../../schema/events/experiment-events.js';
 import type { AuditDesk } from '../audit-desk.js';
 import { html, query } from '../html.js';
+import { runFindingsSection } from './findings-section.js';
 import { eventLink, renderPage, stateLink, status } from './layout.js';
 
 /** A 72-hour run has ~31 wakes; a store of another shape lists its first ones and links the rest. */
@@ -32,6 +33,7 @@ export function overviewPage(desk: AuditDesk): string {
     <p>Run folder <code>${folder.runDir}</code>, store <code>${folder.storePath}</code> (opened read-only).
     ${desk.versions === null ? html`<span class="bad">No projection row: states cannot be replayed.</span>` : `Projection ${desk.versions.projection}@${desk.versions.projector_version}, state machine ${desk.versions.state_machine_version}.`}</p>
     ${identity}
+    ${runFindingsSection(desk)}
     <h2>At the head (seq ${index.head_seq})</h2>
     <p>Lifecycle: <strong id="head-lifecycle">${typeof lifecycle === 'string' ? lifecycle : '—'}</strong> (${head.source}${head.problem ? html` — <span class="bad">${head.problem}</span>` : ''}) · ${stateLink(index.head_seq, 'the whole state at the head')}
     · chain & signatures: ${status(desk.verify.ok, 'verified', 'FAILED')}

@@ -134,7 +134,7 @@ describe('the study report\'s 72-hour strips in Chromium, for a real study', () 
     expect(dropped).toBe(true);
     const file = path.join(shots, 'forged', 'report.html');
     mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, renderReportHtml(report, forged));
+    writeFileSync(file, renderReportHtml(report, { timelines: forged }));
     const opened = await openOffline(browser, file, PAGE_TIMEOUT_MS);
     try {
       const expected = chartCountsFromStores();

@@ -65,3 +65,37 @@ export async function openOffline(browser: Browser, file: string, timeoutMs: num
   }
   return opened;
 }
+
+/** A page that may reach `origin` (a server on loopback) and nothing else, and everything it tried or raised. */
+export interface OriginPage {
+  readonly page: Page;
+  readonly context: BrowserContext;
+  /** Every request for anything off `origin` (each was aborted). */
+  readonly offOrigin: string[];
+  readonly consoleErrors: string[];
+  readonly pageErrors: string[];
+}
+
+/** Opens `url` in a new context allowed `origin` only (no trailing slash); the caller closes `context`. */
+export async function openOnOrigin(browser: Browser, origin: string, url: string, timeoutMs: number, contextOptions: BrowserContextOptions = {}): Promise<OriginPage> {
+  const context = await browser.newContext(contextOptions);
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeoutMs);
+  const opened: OriginPage = { page, context, offOrigin: [], consoleErrors: [], pageErrors: [] };
+  await page.route('**/*', (route) => {
+    if (route.request().url().startsWith(`${origin}/`)) return route.continue();
+    opened.offOrigin.push(route.request().url());
+    return route.abort('blockedbyclient');
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error') opened.consoleErrors.push(m.text());
+  });
+  page.on('pageerror', (e) => opened.pageErrors.push(e.message));
+  try {
+    await page.goto(url, { waitUntil: 'load' });
+  } catch (error) {
+    await context.close();
+    throw error;
+  }
+  return opened;
+}

@@ -1,11 +1,13 @@
 // The audit desk as a browser test meets it: the real `npm run audit` process serving one run on
-// loopback, and pages opened in Chromium that may reach the desk and nothing else — every request
-// off its origin refused and recorded, every console and page error recorded, so a page that
-// fetches or raises anything fails its test on close.
-import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
+// loopback (audit-desk-process.ts), and pages opened in Chromium that may reach the desk and
+// nothing else (chromium.ts openOnOrigin) — every request off its origin refused and recorded,
+// every console and page error recorded, so a page that fetches or raises anything fails its
+// test on close.
+import type { Browser, BrowserContextOptions } from 'playwright-core';
 import { expect } from 'vitest';
-import { spawnCli, type SpawnedCli } from './cli.js';
-import { waitForOutput } from './controller-run.js';
+import { spawnAuditDesk, stopAuditDesk } from './audit-desk-process.js';
+import { openOnOrigin, type OriginPage } from './chromium.js';
+import type { SpawnedCli } from './cli.js';
 
 const DESK_START_TIMEOUT_MS = 30_000;
 
@@ -16,44 +18,20 @@ export interface ServedDesk {
 }
 
 export async function serveDesk(runDir: string): Promise<ServedDesk> {
-  const process = spawnCli('audit', [runDir, '--port', '0']);
-  await waitForOutput(process.output, /serving http:\/\/127\.0\.0\.1:\d+\//, DESK_START_TIMEOUT_MS);
-  return { process, url: /serving (http:\/\/127\.0\.0\.1:\d+)\//.exec(process.output())![1]! };
+  const served = await spawnAuditDesk(runDir, DESK_START_TIMEOUT_MS);
+  return { process: served.desk, url: served.url };
 }
 
 /** Kills the desk if it still runs (a test may have stopped it itself). */
 export async function stopDesk(served: ServedDesk | undefined): Promise<void> {
-  if (served && served.process.child.exitCode === null) {
-    served.process.child.kill('SIGKILL');
-    await served.process.exited;
-  }
+  await stopAuditDesk(served && { desk: served.process, url: served.url });
 }
 
-export interface DeskPage {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  readonly offOrigin: string[];
-  readonly consoleErrors: string[];
-  readonly pageErrors: string[];
-}
+export type DeskPage = OriginPage;
 
 /** A page that may reach the desk and nothing else; everything it tried or raised is recorded. */
-export async function openDeskPage(browser: Browser, deskUrl: string, pathname: string, timeoutMs: number, contextOptions: BrowserContextOptions = {}): Promise<DeskPage> {
-  const context = await browser.newContext(contextOptions);
-  const page = await context.newPage();
-  page.setDefaultTimeout(timeoutMs);
-  const opened: DeskPage = { page, context, offOrigin: [], consoleErrors: [], pageErrors: [] };
-  await page.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${deskUrl}/`)) return route.continue();
-    opened.offOrigin.push(route.request().url());
-    return route.abort('blockedbyclient');
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') opened.consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => opened.pageErrors.push(e.message));
-  await page.goto(`${deskUrl}${pathname}`, { waitUntil: 'load' });
-  return opened;
+export function openDeskPage(browser: Browser, deskUrl: string, pathname: string, timeoutMs: number, contextOptions: BrowserContextOptions = {}): Promise<DeskPage> {
+  return openOnOrigin(browser, deskUrl, `${deskUrl}${pathname}`, timeoutMs, contextOptions);
 }
 
 /** Closes the page and fails the test if it reached off the desk or raised an error. */
