@@ -23,6 +23,8 @@ import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_S
 import { copiedStudyOptions, copyingRunner, type CopyCall } from '../support/copying-runner.js';
 import { tempDir } from '../support/writer-fixture.js';
 import { folderState } from '../support/folder-state.js';
+import { runCli } from '../support/cli.js';
+import { damageMiddleOfStore } from '../support/damaged-store-file.js';
 
 const SEED = 'study-test';
 let setup: ControllerSetup;
@@ -178,7 +180,15 @@ describe('study orchestration', () => {
     expect(folderState(parent)).toEqual(before);
 
     const reason = 'two replicates to see the spread before the real study';
-    const { report, files } = await runStudy(studyOptions(out, { n: 2, exploratory: reason, runInstance: copyingRunner(calls, (g) => source[g]!) }));
+    const lines: string[] = [];
+    const { report, files } = await runStudy(studyOptions(out, { n: 2, exploratory: reason, log: (l) => lines.push(l), runInstance: copyingRunner(calls, (g) => source[g]!) }));
+    // Said on screen before the first instance: the cost, and that it is exploratory.
+    const firstStart = lines.findIndex((l) => l.startsWith('[study] blocks: '));
+    const costLine = lines.findIndex((l) => /^\[study\] cost: 6 instances \(up to 15 if the pre-registered rule expands every group\), \d+(–\d+)? wakes each: \d+ model calls \(up to \d+\), one per wake, each at most 3 attempt\(s\)/.test(l));
+    expect(costLine, lines.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(lines).toContain('[study]   time and tokens: not predicted (the reference model is not checked before hour 0 (it calls no model server to time))');
+    expect(lines.some((l) => l.startsWith('[study] EXPLORATORY: n = 2 per group in round 1'))).toBe(true);
+    expect(firstStart).toBeGreaterThan(costLine);
     expect(calls).toHaveLength(6);
     const plan = StudyPlan.parse(JSON.parse(readFileSync(path.join(out, STUDY_FILES.plan), 'utf8')));
     const departures = ['n = 2 per group in round 1, not the pre-registered initial_n_per_group = 3', 'thresholds.c_instances_passing has no row for n = 2, so "C instances scoring ≥ 80" cannot be judged at n = 2 (the pre-registered rows: n = 3, n = 5)'];
@@ -203,6 +213,25 @@ describe('study orchestration', () => {
     for (const i of report.instances.filter((r) => r.replicate === 1)) expect(i.calls, `${i.group}-r1`).toSatisfy((calls: number) => calls >= min && calls <= max);
     // Recomputed from study.json and the folders: the same exploratory report.
     expect(recomputeStudy(out, SCENARIOS_DIR).differences).toEqual([]);
+  }, 120_000);
+
+  test('--recompute on a study with one damaged instance names that instance first, and why it could not be read (issue 35 item 6)', async () => {
+    const out = path.join(tempDir('ds-study-'), 'study');
+    await runStudy(studyOptions(out, { runInstance: copyingRunner([], (g) => source[g]!) }));
+    expect((await runCli('study', ['--recompute', out])).code).toBe(0);
+    // A disk's damage below SQLite, in the middle of B-r2's store (a forged case).
+    damageMiddleOfStore(path.join(out, STUDY_FILES.instances, 'B-r2', RUN_FILES.store));
+    const r = await runCli('study', ['--recompute', out, '--json']);
+    expect(r.code).toBe(1);
+    const body = JSON.parse(r.stdout) as { match: boolean; differences: string[]; unreadable: { instance: string; dir: string; detail: string | null }[] };
+    expect(body.match).toBe(false);
+    expect(body.unreadable.map((u) => [u.instance, u.dir])).toEqual([['B-r2', path.join(STUDY_FILES.instances, 'B-r2')]]);
+    expect(body.unreadable[0]!.detail).toBeTruthy();
+    expect(body.differences[0]).toMatch(new RegExp(`^B-r2 \\(instances/B-r2\\) could not be read: .+; every difference below that concerns it follows from that; npm run verify -- ${out}/instances/B-r2 says what is wrong with it`));
+    expect(body.differences.length).toBeGreaterThan(1);
+    // On screen too, first.
+    const text = await runCli('study', ['--recompute', out]);
+    expect(text.stdout.split('\n')[1]).toMatch(/^ {2}B-r2 \(instances\/B-r2\) could not be read: /);
   }, 120_000);
 
   test('--exploratory on a plan that follows its pre-registration is refused (a label that changes nothing), nothing written', async () => {
