@@ -59,7 +59,7 @@ function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls
 
 /** Why a plan predicts no time or tokens: its model calls no server, or the plan checked none (--plan-only). */
 export function notPredictedReason(model: ModelChoice, batch: boolean): string {
-  if (!adapterOf(model.adapter).checkedBeforeStart) return `the ${model.adapter} model is not checked before hour 0 (it calls no model server to time)`;
+  if (!adapterOf(model.adapter).checkedBeforeStart) return `the ${model.adapter} model calls no model server: no time or tokens to measure`;
   if (batch) return "--plan-only checks no model server (the compute nodes may reach it where this node does not): each task's check before hour 0 states its instance's time and tokens on its log; a one-machine npm run study with the same model states them at plan time";
   return `the ${model.adapter} model was not checked before hour 0`;
 }

@@ -186,7 +186,7 @@ describe('study orchestration', () => {
     const firstStart = lines.findIndex((l) => l.startsWith('[study] blocks: '));
     const costLine = lines.findIndex((l) => /^\[study\] cost: 6 instances \(up to 15 if the pre-registered rule expands every group\), \d+(–\d+)? wakes each: \d+ model calls \(up to \d+\), one per wake, each at most 3 attempt\(s\)/.test(l));
     expect(costLine, lines.join('\n')).toBeGreaterThanOrEqual(0);
-    expect(lines).toContain('[study]   time and tokens: not predicted (the reference model is not checked before hour 0 (it calls no model server to time))');
+    expect(lines).toContain('[study]   time and tokens: not predicted (the reference model calls no model server: no time or tokens to measure)');
     expect(lines.some((l) => l.startsWith('[study] EXPLORATORY: n = 2 per group in round 1'))).toBe(true);
     expect(firstStart).toBeGreaterThan(costLine);
     expect(calls).toHaveLength(6);
