@@ -106,6 +106,35 @@ describe('an exploratory plan, and what every plan costs', () => {
   }, 60_000);
 });
 
+describe('an exploratory study end to end through npm run study', () => {
+  test('--n 2 under initial_n_per_group: 1, --exploratory: it runs; the verdict block, report.json, report.md and report.html say exploratory, not void', async () => {
+    const short = controllerSetupWith('prereg-short', (p) => {
+      p['wake_schedule']!['base_period_sim_minutes'] = 720;
+      p['expansion_rule']!['initial_n_per_group'] = 1;
+      p['expansion_rule']!['expanded_n_per_group'] = 2;
+      p['thresholds']!['c_instances_passing'] = [{ n: 1, at_least: 1 }, { n: 2, at_least: 2 }];
+    });
+    const out = path.join(short.dir, 'study');
+    const reason = 'two replicates before the pre-registered one, to see the spread';
+    const r = await runCli('study', ['--n', '2', '--exploratory', reason, '--seed', 'explore', '--key-dir', short.keyDir, '--prereg', short.preregFile, '--out', out, '--same-uid', 'test run in one uid']);
+    expect([0, 4], r.stderr.slice(-3000)).toContain(r.code);
+    const departure = 'n = 2 per group in round 1, not the pre-registered initial_n_per_group = 1';
+    // The verdict block on screen: exploratory first, no VOID.
+    expect(r.stdout).toMatch(/^VERDICT: (SUPPORTED|REJECTED|INSUFFICIENT EVIDENCE) \(apparatus dry run\)\n {2}Exploratory study, not the pre-registered one \(n = 2 per group in round 1, /m);
+    expect(r.stdout).toContain(`  EXPLORATORY: ${departure}; reason given: ${reason}`);
+    expect(r.stdout).not.toMatch(/VOID/);
+    expect(r.stderr).toMatch(/\[study\] cost: 6 instances, \d+ wakes each: \d+ model calls, one per wake/);
+    const report = JSON.parse(readFileSync(path.join(out, STUDY_FILES.json), 'utf8')) as { exploratory: unknown; voided: boolean; void_reasons: string[]; verdict_statement: string };
+    expect(report.exploratory).toEqual({ reason, departures: [departure] });
+    expect(report).toMatchObject({ voided: false, void_reasons: [] });
+    // report.md escapes Markdown's underscores.
+    expect(readFileSync(path.join(out, STUDY_FILES.markdown), 'utf8')).toContain('- n = 2 per group in round 1, not the pre-registered initial\\_n\\_per\\_group = 1');
+    expect(readFileSync(path.join(out, STUDY_FILES.html), 'utf8')).toContain('<section id="exploratory"');
+    const again = await runCli('study', ['--recompute', out]);
+    expect(again.stdout).toMatch(/^RECOMPUTED: /);
+  }, 180_000);
+});
+
 describe('time and tokens predicted from the check before hour 0', () => {
   let server: LlamaLikeServer;
   afterAll(async () => server?.close());
