@@ -17,6 +17,8 @@ import { runBlockTask, worstExit, type FailedMember } from '../study/batch/block
 import { readBatchPlan, type BatchPlan } from '../study/batch/batch-plan-reader.js';
 import { checkTaskUnit, sharedModelOf, taskUnitOf } from '../study/batch/task-unit.js';
 import { blockLine } from '../study/study-block.js';
+import { costLines } from '../study/plan-cost.js';
+import { exploratoryWords } from '../study-contract/exploratory.js';
 import { blockSlotsOf } from '../design/model-choice.js';
 import { BLOCK_MEMBERS, indexRange, type TaskUnit } from '../study-contract/batch-plan.js';
 import { scratchRootOf } from '../study/batch/node-local-scratch.js';
@@ -54,11 +56,13 @@ export function planOnly(input: BatchPlanOptions): CommandOutput {
     `  a block: ${blockLine(plan.model)}`,
     `  run each block as a task: npm run study -- --block K --out ${input.outDir}   (Slurm: sbatch --array=${written.array} cluster/slurm/study-task.sbatch; see docs/cluster.md)`,
     ...(server === null ? [] : [`  the blocks share ${server}: at most ⌊its parallel slots ÷ ${blockSlots}⌋ blocks at once (at least one; Slurm: --array=${written.array}%K; docs/cluster.md)`]),
+    ...(plan.exploratory === undefined ? [] : [`  EXPLORATORY: ${exploratoryWords(plan.exploratory)}`]),
+    ...(plan.cost === undefined ? [] : costLines(plan.cost).map((line) => `  ${line}`)),
     '',
   ].join('\n');
   return {
     exitCode: EXIT_CODES.ok,
-    json: { study_id: plan.study_id, plan: written.studyFile, study_version: plan.study_version, task_unit: 'block', instances: batch.instances.length, blocks, array: written.array, block_slots: blockSlots, model_server: server, n_initial: plan.n_initial, n_expanded: plan.n_expanded, allowed_keys: batch.allowed_keys, planner_key: batch.planner_key },
+    json: { study_id: plan.study_id, plan: written.studyFile, study_version: plan.study_version, task_unit: 'block', instances: batch.instances.length, blocks, array: written.array, block_slots: blockSlots, model_server: server, n_initial: plan.n_initial, n_expanded: plan.n_expanded, cost: plan.cost ?? null, exploratory: plan.exploratory ?? null, allowed_keys: batch.allowed_keys, planner_key: batch.planner_key },
     text,
   };
 }

@@ -40,6 +40,7 @@ import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrer
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 import { expand, merge, planOnly, runTask, status } from './study-batch.js';
 import { MAX_REPLICATES_PER_GROUP } from '../study-contract/study-folder.js';
+import { exploratoryWords } from '../study-contract/exploratory.js';
 
 process.title = 'ds-controller';
 
@@ -57,6 +58,9 @@ const USAGE = `usage: npm run study -- [options]
   --start-at ISO     virtual time of hour 0, an ISO 8601 UTC time (default ${DEFAULT_START_AT})
   --study-id ID      the batch id shared by every instance (default study-<date>-<random>)
   --same-uid REASON  run writers and runtimes under this uid even as root, saying why
+  --exploratory WHY  run a plan that departs from its pre-registration (another --n; an n without a pre-registered
+                     passing count) knowingly: study.json, the report and the verdict say it is exploratory. Without
+                     it such a plan is refused before anything is written, saying what to change
 ${MODEL_USAGE}
   --resume DIR       finish a stopped or interrupted study: keep its sealed instances, resume the
                      stopped ones, start the ones never started, then the expansion rule and the report
@@ -67,7 +71,7 @@ exit: 0 report written, batch valid · 4 report written, void or insufficient ev
 
 A study on a batch scheduler (Slurm job arrays, Kubernetes Indexed Jobs; docs/cluster.md):
        npm run study -- --plan-only --out DIR [--n N] [--seed S] [--study-id ID] [--key-dir DIR] [--prereg FILE]
-                        [--start-at ISO] [--same-uid REASON] [--allow-key PUBFILE ...] [--model …]
+                        [--start-at ISO] [--same-uid REASON] [--allow-key PUBFILE ...] [--exploratory WHY] [--model …]
                         writes DIR/study.json (every instance by index, the keys allowed to sign) signed, runs nothing;
                         one task runs one block: replicate K+1's A, B and C (instance indices 3K … 3K+2)
        npm run study -- --block K|task --out DIR [--key-dir DIR] [--scratch DIR] [--prereg FILE]
@@ -98,6 +102,7 @@ const OPTIONS = {
   'start-at': { type: 'string' },
   'study-id': { type: 'string' },
   'same-uid': { type: 'string' },
+  exploratory: { type: 'string' },
   resume: { type: 'string' },
   recompute: { type: 'string' },
   'plan-only': { type: 'boolean' },
@@ -159,6 +164,7 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     `  ${report.verdict_statement}`,
     ...(report.dry_run_statement ? [`  ${report.dry_run_statement}`] : []),
     ...(report.voided ? [`  VOID: ${report.void_reasons.join('; ')}`] : []),
+    ...(report.exploratory ? [`  EXPLORATORY: ${exploratoryWords(report.exploratory)}`] : []),
     `  n = ${report.n} per group${report.expanded ? ` (expanded from ${report.n_initial})` : ''}; medians A ${f(g.A.median)} · B ${f(g.B.median)} · C ${f(g.C.median)}`,
     ...report.thresholds.map((t) => `  ${t.met === true ? 'met    ' : t.met === false ? 'NOT met' : 'n/a    '} ${t.description}: ${t.observed} (required ${t.required})`),
     `  fairness: ${report.fairness.ok ? 'OK' : 'FAILED'} · hard failures: A ${g.A.hard_failures}, B ${g.B.hard_failures}, C ${g.C.hard_failures}`,
@@ -188,7 +194,7 @@ function blockLines(report: StudyReport): string[] {
 }
 
 /** What a study run sets itself, so what --resume and --recompute take from the folder instead. */
-const PLAN_FLAGS = ['n', 'seed', 'out', 'prereg', 'start-at', 'study-id', ...(Object.keys(MODEL_OPTIONS) as (keyof typeof MODEL_OPTIONS)[])] as const;
+const PLAN_FLAGS = ['n', 'seed', 'out', 'prereg', 'start-at', 'study-id', 'exploratory', ...(Object.keys(MODEL_OPTIONS) as (keyof typeof MODEL_OPTIONS)[])] as const;
 
 /** A StudyError that names a path of the wrong kind is misuse (exit 2), with the study's own code. */
 function asCommandFailure(error: unknown): unknown {
@@ -315,7 +321,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
     // The rounding check's own line: how many figures it held to their rule, or why it held none.
     const rounding = r.rounding === null ? '' : `${ROUNDING_CHECK}: ${r.rounding.unchecked === null ? `${r.rounding.checked} figure(s) checked, ${r.rounding.problems.length === 0 ? 'all agree' : `${r.rounding.problems.length} do not (among the differences)`}` : `not checked (${r.rounding.unchecked})`}\n`;
     const text = (r.differences.length === 0 ? `RECOMPUTED: every number of ${values.recompute}/report.json follows from its run folders (verdict ${r.report.verdict})\n` : `DIFFERENT: ${r.differences.length} difference(s) between report.json and the run folders:\n${r.differences.map((d) => `  ${d}`).join('\n')}\n`) + rounding;
-    return { exitCode: r.differences.length === 0 ? EXIT_CODES.ok : EXIT_CODES.failed, json: { match: r.differences.length === 0, differences: r.differences, rounding: r.rounding, report: r.report }, text };
+    return { exitCode: r.differences.length === 0 ? EXIT_CODES.ok : EXIT_CODES.failed, json: { match: r.differences.length === 0, differences: r.differences, unreadable: r.unreadable, rounding: r.rounding, report: r.report }, text };
   }
 
   const concurrency = wholeNumberFlag('concurrency', values.concurrency, 1, 64);
@@ -358,7 +364,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
     if (values.concurrency !== undefined) throw new UsageError('--concurrency cannot be combined with --plan-only: the scheduler decides how many tasks run at once');
     if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => process.stderr.write(`[study] ${l}\n`));
     try {
-      return planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [] });
+      return planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [], exploratory: values.exploratory ?? null });
     } catch (error) {
       throw asCommandFailure(error);
     }
@@ -373,7 +379,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   const effectiveConcurrency = concurrency ?? defaultBlockConcurrency();
   screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, ${effectiveConcurrency} block(s) at once, folder ${outDir}`);
   return finishStudy(
-    () => runStudy({ ...runOptions(outDir, stop), seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, concurrency: effectiveConcurrency, n, startAt, model, studyId }),
+    () => runStudy({ ...runOptions(outDir, stop), seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, concurrency: effectiveConcurrency, n, startAt, model, studyId, exploratory: values.exploratory ?? null }),
     stop,
     outDir,
     screen,

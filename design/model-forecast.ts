@@ -113,8 +113,7 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
   }
   const speed = typical.speed;
   const { promptPerMs, generatedPerMs } = ratesOf(speed);
-  // The largest call that can be sent: a prompt over the context is never sent.
-  const sendable = context === null ? largest.tokens : Math.min(largest.tokens, Math.max(0, context.size - input.largestCap));
+  const sendable = sendablePromptTokens(largest.tokens, context?.size ?? null, input.largestCap);
   if (largestTimed !== undefined && largestTimed.speed === null) {
     // Not measurable within the timeout: the typical rates give a lower bound of what it needs (evaluation only slows as prompts grow), and never less than twice the timeout that failed.
     const atLeastMs = Math.min(MAX_MODEL_TIMEOUT_MS, Math.max(2 * input.callTimeoutMs, Math.ceil(((sendable / promptPerMs + input.largestCap / generatedPerMs) * TIMEOUT_MARGIN) / 1000) * 1000));
@@ -124,14 +123,14 @@ export function judgeForecast(input: ForecastInput): ForecastVerdict {
   // Timed directly where it was (prompt evaluation slows as prompts grow), else from the typical rates.
   const largestPromptMs = largestTimed?.speed ? (largestTimed.speed.prompt_ms * sendable) / Math.max(1, largestTimed.speed.prompt_tokens) : sendable / promptPerMs;
   const largestCallMs = Math.round(largestPromptMs + input.largestCap / generatedPerMs);
-  const typicalPrompt = (first.tokens + sendable) / 2;
+  const typicalPrompt = typicalPromptTokens(first.tokens, sendable);
   const low = Math.round(input.wakes * (typicalPrompt / promptPerMs + speed.generated_tokens / generatedPerMs));
   const high = input.wakes * largestCallMs;
   lines.push(`speed: ${(promptPerMs * 1000).toFixed(1)} prompt tokens/s, ${(generatedPerMs * 1000).toFixed(1)} generated tokens/s on the first wake's size (${SPEED_SOURCE_WORDS[speed.source]})${largestTimed?.speed ? `; ${((largestTimed.speed.prompt_tokens / Math.max(1, largestTimed.speed.prompt_ms)) * 1000).toFixed(1)} prompt tokens/s on the largest (${largestTimed.speed.prompt_tokens} tokens)` : ''}`);
   lines.push(`predicted: the largest call (${sendable} prompt tokens, ${input.largestCap}-token answer) ${seconds(largestCallMs)} against the call timeout ${seconds(input.callTimeoutMs)}; an instance of ${input.wakes} wakes ${durationText(low)} to ${durationText(high)}`);
   if (largestCallMs * TIMEOUT_MARGIN > input.callTimeoutMs) {
     const callMsAtCap = (cap: number): number => {
-      const prompt = context === null ? largest.tokens : Math.min(largest.tokens, Math.max(0, context.size - cap));
+      const prompt = sendablePromptTokens(largest.tokens, context?.size ?? null, cap);
       const promptMs = largestTimed?.speed ? (largestTimed.speed.prompt_ms * prompt) / Math.max(1, largestTimed.speed.prompt_tokens) : prompt / promptPerMs;
       return promptMs + cap / generatedPerMs;
     };
@@ -178,6 +177,26 @@ function timeoutAdvice(largestCallMs: number, cap: number, callMsAtCap: (cap: nu
   const beyond = `it would need a call timeout of ${neededMs} ms, over the most the tool allows (${MAX_MODEL_TIMEOUT_MS})`;
   if (advised >= MIN_ADVISED_ANSWER_TOKENS) return `${beyond}: run with --model-timeout-ms ${MAX_MODEL_TIMEOUT_MS} --max-tokens ${advised} ("timeout_ms" and "params.max_tokens" in the model configuration), or give the model a faster server`;
   return `${beyond}, and even a ${MIN_ADVISED_ANSWER_TOKENS}-token answer cap does not fit within it: give the model a faster server (more threads, a GPU), or pre-register a smaller window (retrieval_policy)`;
+}
+
+/** The largest prompt that can be sent: a prompt over the context (with its answer cap) is never sent. */
+function sendablePromptTokens(largestTokens: number, contextSize: number | null, cap: number): number {
+  return contextSize === null ? largestTokens : Math.min(largestTokens, Math.max(0, contextSize - cap));
+}
+
+/** The prompt a wake is taken to send on average: midway between the first wake's and the largest sendable. */
+function typicalPromptTokens(firstTokens: number, sendable: number): number {
+  return (firstTokens + sendable) / 2;
+}
+
+/**
+ * The tokens one model call is predicted to take (prompt and answer), by the rules the forecast's
+ * times follow: `low` a typical prompt with an answer as long as the speed call's, `high` the
+ * largest sendable prompt with the whole answer cap. Per call: a study multiplies it by its calls.
+ */
+export function predictedCallTokens(forecast: ModelForecast): { readonly low: number; readonly high: number } {
+  const sendable = sendablePromptTokens(forecast.largest_prompt_tokens, forecast.context_size, forecast.answer_cap_tokens);
+  return { low: Math.round(typicalPromptTokens(forecast.first_wake_prompt_tokens, sendable) + forecast.speed.measured_generated_tokens), high: sendable + forecast.answer_cap_tokens };
 }
 
 function round1(x: number): number {

@@ -8,6 +8,7 @@ import { Group } from '../design/groups.js';
 import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
 import { PromptReuseSummary } from '../schema/prompt-reuse-summary.js';
+import { Exploratory } from '../study-contract/exploratory.js';
 
 /**
  * 2.2.0 (issue 32 item 3): `rounding` — the rule of each kind of rounded figure and whether it was
@@ -159,6 +160,8 @@ export const StudyReport = z.strictObject({
   dry_run_statement: z.string().nullable(),
   voided: z.boolean(),
   void_reasons: z.array(z.string()),
+  /** Issue 35: the study knowingly departed from its pre-registration (study.json `exploratory`); its verdict statement begins by saying so. Absent: it did not. */
+  exploratory: Exploratory.optional(),
   /** n per group the verdict rests on. */
   n: z.number().int().min(0),
   n_initial: z.number().int().min(1),

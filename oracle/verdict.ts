@@ -35,6 +35,8 @@ export interface VerdictInput {
   readonly usableData: UsableDataInput;
   readonly voidReasons: readonly string[];
   readonly dryRun: boolean;
+  /** An exploratory study's own words (study.json `exploratory`): it knowingly departs from the pre-registration, and its verdict says so first. Absent: none. */
+  readonly exploratory?: string | null;
 }
 
 export interface VerdictResult {
@@ -67,6 +69,11 @@ export const DRY_RUN_STATEMENT =
 
 const fmt = formatPoints;
 
+/** The pre-registered c_instances_passing row the verdict at `n` per group is judged by; null: none, so that threshold cannot be judged at `n`. */
+export function passingRowFor(thresholds: PreRegistration['thresholds'], n: number): { readonly n: number; readonly at_least: number } | null {
+  return thresholds.c_instances_passing.find((r) => r.n === n) ?? null;
+}
+
 export function decideVerdict(input: VerdictInput): VerdictResult {
   const t = input.thresholds;
   const scored = (g: Group): number[] => input.groups[g].scores.filter((s): s is number => s !== null);
@@ -78,7 +85,7 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
     return rounded;
   };
   const medians = { A: medianOf('A'), B: medianOf('B'), C: medianOf('C') };
-  const passingRow = t.c_instances_passing.find((r) => r.n === input.n) ?? null;
+  const passingRow = passingRowFor(t, input.n);
   const cPassing = scored('C').filter((s) => s >= t.instance_pass_score).length;
   // The difference of the ROUNDED medians, rounded again.
   const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : comparable(a - b));
@@ -109,7 +116,8 @@ export function decideVerdict(input: VerdictInput): VerdictResult {
   const usableRule = share === null ? 'no minimum share of accepted model answers is pre-registered, so no instance counts as data' : `an instance counts as data only when at least ${formatShare(share)} of its model calls gave accepted answers`;
   const usableText = shortfalls.length === 0 ? [] : [`too few instances with usable data (${shortfalls.join('; ')}; ${usableRule}, and the verdict needs all n = ${input.n} of each group)`];
   const dryRunStatement = input.dryRun ? DRY_RUN_STATEMENT : null;
-  const prefix = input.dryRun ? 'Dry run of the apparatus (not evidence about subjects): ' : '';
+  const exploratory = input.exploratory ? `Exploratory study, not the pre-registered one (${input.exploratory}): ` : '';
+  const prefix = `${exploratory}${input.dryRun ? 'Dry run of the apparatus (not evidence about subjects): ' : ''}`;
   let verdict: Verdict;
   let statement: string;
   if (input.voidReasons.length > 0) {

@@ -13,6 +13,8 @@ import { ModelChoice } from '../design/model-choice.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 import { BatchBlock } from './batch-plan.js';
+import { Exploratory } from './exploratory.js';
+import { PlanCost } from './plan-cost.js';
 
 export const STUDY_FILES = { plan: 'study.json', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 10,000 replicates; issue 18). */
@@ -72,6 +74,10 @@ const StudyPlanFields = z.strictObject({
   same_uid: z.string().min(1).max(1000).nullable().optional(),
   /** Batch plans only (1.2.0, 1.4.0): the instances by index, the keys allowed to sign them, the planner's key. */
   batch: BatchBlock.optional(),
+  /** Issue 35: the study knowingly departs from its pre-registration (--exploratory), and how; absent: it follows it. */
+  exploratory: Exploratory.optional(),
+  /** Issue 35: what the plan said it would cost when it was made (plan-cost.ts); absent in plans made before. */
+  cost: PlanCost.optional(),
 });
 export const StudyPlan = StudyPlanFields.refine((p) => (p.batch !== undefined) === BATCH_STUDY_VERSIONS.includes(p.study_version), {
   message: `a batch block belongs to study_version ${BATCH_STUDY_VERSIONS.join(' or ')}, and each of them has one`,
@@ -104,7 +110,9 @@ export type StudyErrorCode =
   /** The study folder could not be made. */
   | 'out_unwritable'
   /** The study was planned for a batch scheduler (--plan-only): --resume does not run it. */
-  | 'batch_study';
+  | 'batch_study'
+  /** The plan cannot give a valid verdict under its pre-registration (n, passing rows) and does not say it is exploratory, or says so without departing. */
+  | 'plan_departs';
 
 /** The codes that name a path of the wrong kind: the caller misused the command (exit 2). */
 export const STUDY_PATH_CODES: ReadonlySet<StudyErrorCode> = new Set(['not_a_study', 'out_is_a_file', 'out_not_empty', 'batch_study']);

@@ -10,6 +10,7 @@ import type { BatchBlock } from '../study-contract/batch-plan.js';
 import { BATCH_STUDY_VERSION, MAX_STUDY_INSTANCES, STUDY_VERSION, StudyError, StudyPlan } from '../study-contract/study-folder.js';
 import { GROUPS } from '../design/groups.js';
 import { hashCanonical } from '../schema/hash.js';
+import { checkedExploratory } from './plan-validity.js';
 
 /** What a new study's plan is made of, a one-machine study's or a batch plan's (--plan-only). */
 export interface NewPlanInput {
@@ -23,6 +24,8 @@ export interface NewPlanInput {
   readonly model: ModelChoice;
   readonly studyId: string;
   readonly sameUid: string | null;
+  /** --exploratory's reason: the study knowingly departs from its pre-registration (study/plan-validity.ts). Absent or null: it follows it. */
+  readonly exploratory?: string | null;
   /** A batch plan's block, made from the checked numbers (absent: a one-machine study, 1.1.0). */
   readonly batch?: (nInitial: number, key: ControllerKey) => BatchBlock;
 }
@@ -41,6 +44,8 @@ export function checkedNewStudyPlan(input: NewPlanInput): { readonly plan: Study
   const nInitial = input.n ?? rule.initial_n_per_group;
   const nExpanded = Math.max(rule.expanded_n_per_group, nInitial);
   if (nExpanded * GROUPS.length > MAX_STUDY_INSTANCES) throw new StudyError('out_of_bounds', `n = ${nExpanded} per group is ${nExpanded * GROUPS.length} instances, over the ${MAX_STUDY_INSTANCES} a study runs`);
+  // The rules the report applies at the end, applied now (issue 35): refused here, not VOID after the last instance.
+  const exploratory = checkedExploratory({ nFlag: input.n, nInitial, nExpanded, prereg, preregFile: input.preregFile, exploratory: input.exploratory ?? null });
   const batch = input.batch?.(nInitial, key);
   const parsed = StudyPlan.safeParse({
     study_version: batch === undefined ? STUDY_VERSION : BATCH_STUDY_VERSION,
@@ -57,6 +62,7 @@ export function checkedNewStudyPlan(input: NewPlanInput): { readonly plan: Study
     key_dir: path.resolve(input.keyDir),
     same_uid: input.sameUid,
     ...(batch === undefined ? {} : { batch }),
+    ...(exploratory === null ? {} : { exploratory }),
   });
   if (!parsed.success) throw new StudyError('out_of_bounds', `refusing to start the study: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}; nothing was written`);
   return { plan: parsed.data, prereg, key };

@@ -12,7 +12,7 @@ import { accuracyChartMarks } from './accuracy-chart-marks.js';
 import type { ReportTimelines } from './instance-timelines.js';
 import { timelineSection } from './report-timeline.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
-import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
+import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, exploratoryText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
 const STYLE = `
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; background: #fff; margin: 0; line-height: 1.45; }
@@ -26,6 +26,7 @@ h2 { font-size: 1.25rem; margin: 2rem 0 0.6rem; border-bottom: 1px solid #ccc; }
 .verdict-insufficient-evidence { background: #f3f3f3; }
 .dry-run { border: 3px dashed #111; background: #fff6d6; padding: 0.8rem 1rem; margin: 0 0 1rem; font-size: 1.1rem; }
 .voided { border: 3px double #111; background: #fbeaea; padding: 0.8rem 1rem; margin: 0 0 1rem; }
+.exploratory { border: 3px dashed #111; background: #fff7e0; padding: 0.8rem 1rem; margin: 0 0 1rem; }
 table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #bbb; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 .table-scroll { overflow-x: auto; max-width: 100%; }
@@ -75,6 +76,8 @@ function headSection(report: StudyReport): string {
   ];
   const dryRun = dryRunText(report);
   if (dryRun !== null) out.push(`<p id="dry-run" class="dry-run"><strong>${escapeHtml(dryRun)}</strong></p>`);
+  const exploratory = exploratoryText(report);
+  if (exploratory !== null) out.push('<section id="exploratory" class="exploratory" aria-label="Exploratory">', `<p><strong>${escapeHtml(exploratory.lead)}</strong></p>`, list(exploratory.departures, ''), `<p>${escapeHtml(exploratory.reason)}</p>`, '</section>');
   if (report.voided) {
     out.push('<section id="voided" class="voided" aria-label="Voided">', '<p><strong>This study is voided.</strong> Its numbers are not a result; reasons:</p>', list(report.void_reasons, '(no reason recorded)'), '</section>');
   }

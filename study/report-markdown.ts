@@ -35,6 +35,13 @@ export function formatMeanSd(mean: number | null, sd: number | null): string {
 }
 
 /** The dry-run statement to print, or null when the study is not a dry run. */
+/** An exploratory study's statement (report.exploratory), the same words in report.md and report.html; null when it follows its pre-registration. */
+export function exploratoryText(report: StudyReport): { readonly lead: string; readonly departures: readonly string[]; readonly reason: string } | null {
+  const e = report.exploratory;
+  if (e === undefined) return null;
+  return { lead: 'Exploratory study: it knowingly departs from its pre-registration, so its verdict is no test of it. It departs in:', departures: e.departures, reason: `Reason given: ${e.reason}` };
+}
+
 export function dryRunText(report: StudyReport): string | null {
   if (!report.dry_run) return null;
   const stated = report.dry_run_statement?.trim() ?? '';
@@ -159,6 +166,8 @@ function headSection(report: StudyReport): string[] {
   const out = [`# Study report: ${markdownText(report.study_id)}`, '', `**Verdict: ${report.verdict}.** ${markdownText(report.verdict_statement)}`, ''];
   const dryRun = dryRunText(report);
   if (dryRun !== null) out.push(`**${markdownText(dryRun)}**`, '');
+  const exploratory = exploratoryText(report);
+  if (exploratory !== null) out.push(`**${markdownText(exploratory.lead)}**`, '', ...exploratory.departures.map((d) => `- ${markdownText(d)}`), '', markdownText(exploratory.reason), '');
   if (report.voided) {
     out.push('**This study is voided.** Its numbers are not a result; reasons:', '');
     if (report.void_reasons.length === 0) out.push('- (no reason recorded)');

@@ -51,6 +51,8 @@ export interface Recomputation {
   readonly differences: readonly string[];
   /** The check "rounded figures agree with their rule" on report.json as stored (null: there is none); its problems are among the differences. */
   readonly rounding: RoundingCheck | null;
+  /** The instances the rebuild could not read, each named first among the differences. */
+  readonly unreadable: readonly UnreadableInstance[];
 }
 
 /** A report rebuilt from the folders, with what the rule decided on them. */
@@ -154,6 +156,9 @@ export function recomputeStudy(outDir: string, scenariosDir: string): Recomputat
   const plan = readStudyPlan(outDir);
   const differences: string[] = [];
   const rounding = stored === null ? null : checkStoredRounding(stored, dimensionWeights);
+  // An instance the rebuild could not read comes first, by name: the differences it causes follow from it (issue 35 item 6).
+  const unreadable = unreadableInstances(report, stored);
+  differences.push(...unreadable.map((u) => `${u.instance} (${u.dir}) ${u.detail === null ? 'could not be read' : `could not be read: ${u.detail}`}; every difference below that concerns it follows from that; npm run verify -- ${path.join(outDir, u.dir)} says what is wrong with it (restore the folder from a copy)`));
   if (stored === null) differences.push(`${STUDY_FILES.json} is missing`);
   else {
     const all = [...reportDifferences(stored, report), ...(rounding?.problems ?? []).map((p) => `${ROUNDING_CHECK}: ${p}`)];
@@ -163,7 +168,21 @@ export function recomputeStudy(outDir: string, scenariosDir: string): Recomputat
   if (expansion && expansion.expand !== expandedRan) differences.push(`the expansion rule says ${expansion.expand ? 'expand' : 'do not expand'} at n = ${plan.n_initial}, but ${expandedRan ? 'replicates beyond it were run' : 'none beyond it were run'}`);
   // An older report.json is answered in its own version (what was compared); in this build's when that version cannot hold it.
   const asStored = stored !== null && isOlderReportVersion(stored.report_version) ? StudyReport.safeParse(inVersionOf(stored, report)) : null;
-  return { report: asStored?.success ? asStored.data : report, differences, rounding };
+  return { report: asStored?.success ? asStored.data : report, differences, rounding, unreadable };
+}
+
+/** An instance the rebuild could not score (`failed`: its folder would not open), or found unsealed where report.json has it finished. */
+export interface UnreadableInstance {
+  readonly instance: string;
+  readonly dir: string;
+  readonly detail: string | null;
+}
+
+function unreadableInstances(rebuilt: StudyReport, stored: StudyReport | null): UnreadableInstance[] {
+  const storedStatus = (i: StudyReport['instances'][number]): string | undefined => stored?.instances?.find?.((s) => s.group === i.group && s.replicate === i.replicate)?.status;
+  return rebuilt.instances
+    .filter((i) => i.status === 'failed' || (i.status !== 'finished' && storedStatus(i) === 'finished'))
+    .map((i) => ({ instance: `${i.group}-r${i.replicate}`, dir: i.dir, detail: i.status_detail }));
 }
 
 /** The rounding check on report.json as stored; a file that does not fit the schema is not checked (its fields are compared one by one instead). */

@@ -18,6 +18,8 @@ import { buildBlockReport } from './block-report.js';
 import { FAILURE_KINDS, type ByFailure } from '../schema/usable-data.js';
 import { usableRuleOf, type InstanceReportRecord } from './instance-report-record.js';
 import { decideVerdict } from '../oracle/verdict.js';
+import { preregDepartures } from '../oracle/prereg-departures.js';
+import { exploratoryWords } from '../study-contract/exploratory.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../runtime/protocol.js';
 import { combinePromptReuse } from '../schema/prompt-reuse-summary.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
@@ -152,10 +154,10 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     const unauthorised = i.hard_failures.filter((h) => h.id === 'unauthorized_tool_execution');
     if (unauthorised.length > 0) voidReasons.push(`${i.group}-r${i.replicate}: unauthorized_tool_execution (${unauthorised[0]!.detail}): the study is paused and the batch void (spec §19.1)`);
   }
-  // Spec §6.2: the first round has the pre-registered n; another n is not the pre-registered study.
-  if (input.plan.n_initial !== input.prereg.expansion_rule.initial_n_per_group) {
-    voidReasons.push(`the study ran n = ${input.plan.n_initial} per group first, not the pre-registered initial_n_per_group = ${input.prereg.expansion_rule.initial_n_per_group}`);
-  }
+  // Spec §6.2: the first round has the pre-registered n; another n is not the pre-registered study —
+  // void, unless the plan said it knowingly departs (--exploratory): then the verdict says so first.
+  const exploratory = input.plan.exploratory ?? null;
+  if (exploratory === null) voidReasons.push(...preregDepartures({ nInitial: input.plan.n_initial, nExpanded: input.plan.n_expanded }, input.prereg).flatMap((d) => (d.voidReason === null ? [] : [d.voidReason])));
   // A folder's group letter is only a label: the signed manifest's capabilities say which group ran.
   for (const i of input.instances) {
     const signed = i.record?.fairness.manifest?.capabilities;
@@ -180,6 +182,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     usableData: { minAcceptedShare, usable: Object.fromEntries(GROUPS.map((g) => [g, byGroup(g).map(countsAsData)])) as Record<Group, boolean[]> },
     voidReasons,
     dryRun,
+    exploratory: exploratory === null ? null : exploratoryWords(exploratory),
   });
   return StudyReport.parse({
     report_version: STUDY_REPORT_VERSION,
@@ -194,6 +197,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     dry_run_statement: verdict.dryRunStatement,
     voided: voidReasons.length > 0,
     void_reasons: voidReasons,
+    ...(exploratory === null ? {} : { exploratory }),
     n: input.n,
     n_initial: input.plan.n_initial,
     expanded: input.expanded,

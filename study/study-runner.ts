@@ -35,6 +35,8 @@ import { StudyReport } from '../oracle/study-report.js';
 import { STUDY_FILES, StudyError, StudyPlan } from '../study-contract/study-folder.js';
 import { checkedNewStudyPlan, type NewPlanInput } from './new-study-plan.js';
 import { readReportTimelines } from './instance-timelines.js';
+import { costLines, notPredictedReason, planCostOf } from './plan-cost.js';
+import { exploratoryWords } from '../study-contract/exploratory.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand } from './study-folder-setup.js';
@@ -100,10 +102,15 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
-  const { plan, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
+  const checked = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
+  const { prereg } = checked;
   // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
   const startedMs = Date.now();
-  const modelCheck = await checkStudyModel(plan, prereg, { scenariosDir: options.scenariosDir, concurrency: options.concurrency, log: options.log });
+  const modelCheck = await checkStudyModel(checked.plan, prereg, { scenariosDir: options.scenariosDir, concurrency: options.concurrency, log: options.log });
+  // What it will cost, said before it starts and kept in study.json (issue 35 item 2).
+  const plan = StudyPlan.parse({ ...checked.plan, cost: planCostOf(checked.plan, prereg, modelCheck === null ? notPredictedReason(checked.plan.model, false) : { check: modelCheck, concurrency: options.concurrency }) });
+  for (const line of costLines(plan.cost!)) options.log(`[study] ${line}`);
+  if (plan.exploratory !== undefined) options.log(`[study] EXPLORATORY: ${exploratoryWords(plan.exploratory)}`);
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   try {

@@ -9,12 +9,13 @@ import type { ControllerKey } from '../../controller/key-store.js';
 import type { ModelChoice } from '../../design/model-choice.js';
 import { publishFile } from '../../foundation/publish-file.js';
 import { BATCH_FILES, BATCH_SIGNATURE_PAYLOAD_TYPE, BatchPlanError, blockRange, MAX_ALLOWED_KEYS, plannedReplicates, type BatchBlock, type SignedStudyFile } from '../../study-contract/batch-plan.js';
-import { STUDY_FILES, StudyError, type StudyPlan } from '../../study-contract/study-folder.js';
+import { STUDY_FILES, StudyError, StudyPlan } from '../../study-contract/study-folder.js';
 import { signDsse } from '../../schema/dsse.js';
 import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { hashText } from '../../schema/hash.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders } from '../study-folder-setup.js';
 import { checkedNewStudyPlan } from '../new-study-plan.js';
+import { notPredictedReason, planCostOf } from '../plan-cost.js';
 
 export interface BatchPlanOptions {
   readonly outDir: string;
@@ -28,6 +29,8 @@ export interface BatchPlanOptions {
   readonly sameUid: string | null;
   /** Public key files (controller.pub form) of further keys allowed to sign instances: one per node. */
   readonly allowKeyFiles: readonly string[];
+  /** --exploratory's reason (study/plan-validity.ts); absent or null: the plan follows its pre-registration. */
+  readonly exploratory?: string | null;
 }
 
 export interface WrittenBatchPlan {
@@ -64,12 +67,15 @@ export function signStudyFile(studyDir: string, file: string, signatureFile: str
 export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
-  const { plan, key } = checkedNewStudyPlan({
+  const checked = checkedNewStudyPlan({
     ...options,
     // A batch study has no concurrency of its own: the scheduler decides how many tasks run at once.
     concurrency: 1,
     batch: (nInitial, planner) => ({ instances: plannedReplicates(options.seed, 1, nInitial, 1), allowed_keys: allowedKeysOf(options.allowKeyFiles, planner), planner_key: toHex(planner.keys.publicKey) }),
   });
+  const { key } = checked;
+  // What it will cost (issue 35 item 2): counted from the plan; no server is measured here.
+  const plan = StudyPlan.parse({ ...checked.plan, cost: planCostOf(checked.plan, checked.prereg, notPredictedReason(checked.plan.model, true)) });
   const batch = plan.batch!;
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);

@@ -154,7 +154,7 @@ describe('one Ctrl-C through npm is one recorded emergency stop', () => {
   it('study --n 1: exit 3, and every instance it started has exactly one recorded stop (or finished before the press)', async () => {
     const setup = controllerSetup();
     const studyDir = path.join(setup.dir, 'study');
-    const run = npmRun('study', ['--n', '1', '--out', studyDir, '--key-dir', setup.keyDir, '--prereg', setup.preregFile, '--same-uid', 'interrupt test']);
+    const run = npmRun('study', ['--n', '1', '--exploratory', 'interrupt test: one replicate per group', '--out', studyDir, '--key-dir', setup.keyDir, '--prereg', setup.preregFile, '--same-uid', 'interrupt test']);
     await waitForOutput(run.output, /\] wake-0004 at/, REACH_TIMEOUT_MS);
     pressCtrlC(run);
     const exit = await run.exited;

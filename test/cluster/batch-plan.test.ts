@@ -160,7 +160,7 @@ beforeAll(async () => {
     study(planArgs({ out: plan1, keyDir: keys1, prereg: prereg1, studyId: 'bp-one' }).filter((a) => a !== '--json'), env),
     // Key 1 named again: the planner's key is on the list once.
     study(planArgs({ out: planAllow, keyDir: keys1, prereg: prereg1, studyId: 'bp-allow', allowKeys: [path.join(keys2, KEY_FILES.public), path.join(keys1, KEY_FILES.public)] }), env),
-    study(planArgs({ out: plan2, keyDir: keys1, prereg: prereg1, studyId: 'bp-two', n: 2 }), env),
+    study(planArgs({ out: plan2, keyDir: keys1, prereg: prereg1, studyId: 'bp-two', n: 2, exploratory: 'test: two replicates per group under a pre-registration of one' }), env),
   ]);
   for (const r of [plan1Call, planAllowCall, plan2Call]) if (r.code !== 0) throw new Error(`test setup: --plan-only exited ${r.code}: ${r.stderr.slice(-3000)}`);
   // The per-instance tasks of plans made before blocks (study_version 1.2.0: one instance per task, still run as they were).

@@ -27,6 +27,7 @@ import { StudyReport } from '../../oracle/study-report.js';
 import { runCli } from '../support/cli.js';
 import { controllerSetup, type ControllerSetup } from '../support/controller-run.js';
 import { STUDY_REPORT_VERSION } from '../../oracle/study-report.js';
+import { StudyPlan } from '../../study-contract/study-folder.js';
 
 const SEED = 'blocks';
 const TIMEOUT_MS = 400;
@@ -43,6 +44,7 @@ function blockSetup(): ControllerSetup {
   prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
   prereg['expansion_rule']!['initial_n_per_group'] = 1;
   prereg['expansion_rule']!['expanded_n_per_group'] = 2;
+  prereg['thresholds']!['c_instances_passing'] = [{ n: 1, at_least: 1 }, { n: 2, at_least: 2 }];
   const preregFile = path.join(setup.dir, 'prereg-blocks.json');
   writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
   const locked = lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z');
@@ -98,12 +100,20 @@ describe('a block against one model server', () => {
     const out = path.join(setup.dir, 'study-one-slot');
     const run = await study(setup, server, out);
     expect(server.errors).toEqual([]);
-    // Insufficient evidence: A-r1 is no data (and n = 1 decides no pass count anyway).
+    // Insufficient evidence: A-r1 is no data.
     expect(run.code, run.stderr.slice(-4000)).toBe(4);
     expect(stalled).toHaveLength(A_STALLS.length);
     // The check before hour 0 predicted the study's duration, and the end says it beside what it took.
     expect(run.stderr).toMatch(/\[study\] predicted: an instance .+; the study's 3 instances .+ \(one server, 1 call\(s\) at once\)/);
     expect(run.stderr).toMatch(/\[study\] time: took .+; the check before hour 0 predicted .+ for its first 3 instances \(.+ prompt tokens\/s, .+ generated tokens\/s, server_timings\)/);
+    // The plan's cost (issue 35 item 2), said before the first instance and kept in study.json, with time and tokens at that check's speed.
+    expect(run.stderr).toMatch(/\[study\] cost: 3 instances \(up to 6 if the pre-registered rule expands every group\), \d+ wakes each: \d+ model calls \(up to \d+\), one per wake/);
+    expect(run.stderr).toMatch(/\[study\] {3}predicted at .+server_timings.+: an instance .+ to .+, [\d,]+ to [\d,]+ tokens \(prompt and answer/);
+    expect(run.stderr.indexOf('[study] cost: ')).toBeLessThan(run.stderr.indexOf('[study] blocks: '));
+    const cost = StudyPlan.parse(JSON.parse(readFileSync(path.join(out, 'study.json'), 'utf8'))).cost!;
+    expect(cost.model_calls.round_1).toBe(3 * cost.wakes_per_instance.max);
+    expect(cost.predicted).toMatchObject({ calls_at_once: 1, instance_ms: { low: expect.any(Number), high: expect.any(Number) } });
+    expect(cost.predicted!.tokens_per_instance.high).toBeGreaterThan(cost.predicted!.tokens_per_instance.low);
 
     // Lockstep: one request at a time, the runtimes' start probes included.
     expect(server.maxOpenChats()).toBe(1);

@@ -288,6 +288,8 @@ describe('the expansion round (spec §6.2), stopped and continued', () => {
       scenariosDir: SCENARIOS_DIR,
       concurrency: 1,
       n: 2,
+      // Two first under a pre-registration of one: said so (issue 35), so the batch is not void but exploratory.
+      exploratory: 'test: a first round of two so that the rule can expand it',
       startAt: TEST_START_AT,
       model: { adapter: 'reference' },
       studyId: studyReportOf(finished).study_id,

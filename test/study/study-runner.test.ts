@@ -22,6 +22,9 @@ import { RUN_FILES } from '../../schema/run-files.js';
 import { controllerSetup, newInstanceOptions, runInstance, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
 import { copiedStudyOptions, copyingRunner, type CopyCall } from '../support/copying-runner.js';
 import { tempDir } from '../support/writer-fixture.js';
+import { folderState } from '../support/folder-state.js';
+import { runCli } from '../support/cli.js';
+import { damageMiddleOfStore } from '../support/damaged-store-file.js';
 
 const SEED = 'study-test';
 let setup: ControllerSetup;
@@ -166,23 +169,78 @@ describe('study orchestration', () => {
     expect(changed.some((d) => d.startsWith('instances.5.hard_failures'))).toBe(true);
   }, 120_000);
 
-  test('a study started with another n than the pre-registered initial_n_per_group is void, saying so', async () => {
+  test('another n than the pre-registered initial_n_per_group: refused at plan time, nothing started or written; with --exploratory it runs and study.json, the report files and the verdict say it is exploratory', async () => {
+    const parent = tempDir('ds-study-');
+    const out = path.join(parent, 'study');
+    const before = folderState(parent);
     const calls: CopyCall[] = [];
-    const out = path.join(tempDir('ds-study-'), 'study');
-    const { report } = await runStudy(studyOptions(out, { n: 2, runInstance: copyingRunner(calls, (g) => source[g]!) }));
+    const refused = runStudy(studyOptions(out, { n: 2, runInstance: copyingRunner(calls, (g) => source[g]!) }));
+    await expect(refused).rejects.toMatchObject({ code: 'plan_departs', message: expect.stringMatching(/n = 2 per group in round 1, not the pre-registered initial_n_per_group = 3: the batch would be void .*Drop --n 2 .*add --exploratory "why"\. Nothing was written/) });
+    expect(calls).toEqual([]);
+    expect(folderState(parent)).toEqual(before);
+
+    const reason = 'two replicates to see the spread before the real study';
+    const lines: string[] = [];
+    const { report, files } = await runStudy(studyOptions(out, { n: 2, exploratory: reason, log: (l) => lines.push(l), runInstance: copyingRunner(calls, (g) => source[g]!) }));
+    // Said on screen before the first instance: the cost, and that it is exploratory.
+    const firstStart = lines.findIndex((l) => l.startsWith('[study] blocks: '));
+    const costLine = lines.findIndex((l) => /^\[study\] cost: 6 instances \(up to 15 if the pre-registered rule expands every group\), \d+(–\d+)? wakes each: \d+ model calls \(up to \d+\), one per wake, each at most 3 attempt\(s\)/.test(l));
+    expect(costLine, lines.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(lines).toContain('[study]   time and tokens: not predicted (the reference model calls no model server: no time or tokens to measure)');
+    expect(lines.some((l) => l.startsWith('[study] EXPLORATORY: n = 2 per group in round 1'))).toBe(true);
+    expect(firstStart).toBeGreaterThan(costLine);
     expect(calls).toHaveLength(6);
-    expect(report.n_initial).toBe(2);
-    expect(report.expanded).toBe(false);
-    expect(report.instances.every((i) => i.status === 'finished' && i.score !== null)).toBe(true);
-    expect(report.fairness.ok).toBe(true);
-    // The only reason: every folder is sound (A's hard failure is the subject's, not a voiding one), the first round is not the pre-registered one.
-    expect(report.void_reasons).toEqual(['the study ran n = 2 per group first, not the pre-registered initial_n_per_group = 3']);
-    expect(report.voided).toBe(true);
+    const plan = StudyPlan.parse(JSON.parse(readFileSync(path.join(out, STUDY_FILES.plan), 'utf8')));
+    const departures = ['n = 2 per group in round 1, not the pre-registered initial_n_per_group = 3', 'thresholds.c_instances_passing has no row for n = 2, so "C instances scoring ≥ 80" cannot be judged at n = 2 (the pre-registered rows: n = 3, n = 5)'];
+    expect(plan.exploratory).toEqual({ reason, departures });
+    // Not silently void: the departure is stated, not a void reason; the verdict says it first.
+    expect(report.exploratory).toEqual({ reason, departures });
+    expect(report.void_reasons).toEqual([]);
+    expect(report.voided).toBe(false);
+    expect(report.verdict_statement).toMatch(/^Exploratory study, not the pre-registered one \(n = 2 per group in round 1, .*reason given: two replicates to see the spread before the real study\): Dry run of the apparatus/);
+    // n = 2 has no pre-registered passing count: that threshold cannot be judged, as the plan said.
     expect(report.verdict).toBe('insufficient evidence');
-    expect(report.verdict_statement).toContain('the batch is void (the study ran n = 2 per group first');
-    // Recomputed from study.json and the folders, the same reason.
+    expect(report.verdict_statement).toContain('c_instances_passing cannot be judged');
+    const markdown = readFileSync(files.markdown, 'utf8');
+    expect(markdown).toContain('**Exploratory study: it knowingly departs from its pre-registration, so its verdict is no test of it. It departs in:**');
+    expect(markdown).toContain(`Reason given: ${reason}`);
+    const html = readFileSync(files.html, 'utf8');
+    expect(html).toMatch(/<section id="exploratory" class="exploratory" aria-label="Exploratory">[\s\S]*n = 2 per group in round 1[\s\S]*Reason given: two replicates/);
+    // The cost the plan stated, kept in study.json: 6 instances of one seeded schedule each, a call per wake.
+    expect(plan.cost).toMatchObject({ instances: { round_1: 6, at_most: 15 }, predicted: null, not_predicted: expect.stringContaining('reference') });
+    // Replicate 1's instances ran its schedule (the others are copies of them): one model call per wake.
+    const { min, max } = plan.cost!.wakes_per_instance;
+    for (const i of report.instances.filter((r) => r.replicate === 1)) expect(i.calls, `${i.group}-r1`).toSatisfy((calls: number) => calls >= min && calls <= max);
+    // Recomputed from study.json and the folders: the same exploratory report.
     expect(recomputeStudy(out, SCENARIOS_DIR).differences).toEqual([]);
   }, 120_000);
+
+  test('--recompute on a study with one damaged instance names that instance first, and why it could not be read (issue 35 item 6)', async () => {
+    const out = path.join(tempDir('ds-study-'), 'study');
+    await runStudy(studyOptions(out, { runInstance: copyingRunner([], (g) => source[g]!) }));
+    expect((await runCli('study', ['--recompute', out])).code).toBe(0);
+    // A disk's damage below SQLite, in the middle of B-r2's store (a forged case).
+    damageMiddleOfStore(path.join(out, STUDY_FILES.instances, 'B-r2', RUN_FILES.store));
+    const r = await runCli('study', ['--recompute', out, '--json']);
+    expect(r.code).toBe(1);
+    const body = JSON.parse(r.stdout) as { match: boolean; differences: string[]; unreadable: { instance: string; dir: string; detail: string | null }[] };
+    expect(body.match).toBe(false);
+    expect(body.unreadable.map((u) => [u.instance, u.dir])).toEqual([['B-r2', path.join(STUDY_FILES.instances, 'B-r2')]]);
+    expect(body.unreadable[0]!.detail).toBeTruthy();
+    expect(body.differences[0]).toMatch(new RegExp(`^B-r2 \\(instances/B-r2\\) could not be read: .+; every difference below that concerns it follows from that; npm run verify -- ${out}/instances/B-r2 says what is wrong with it`));
+    expect(body.differences.length).toBeGreaterThan(1);
+    // On screen too, first.
+    const text = await runCli('study', ['--recompute', out]);
+    expect(text.stdout.split('\n')[1]).toMatch(/^ {2}B-r2 \(instances\/B-r2\) could not be read: /);
+  }, 120_000);
+
+  test('--exploratory on a plan that follows its pre-registration is refused (a label that changes nothing), nothing written', async () => {
+    const parent = tempDir('ds-study-');
+    const before = folderState(parent);
+    const refused = runStudy(studyOptions(path.join(parent, 'study'), { exploratory: 'nothing departs', runInstance: copyingRunner([], (g) => source[g]!) }));
+    await expect(refused).rejects.toMatchObject({ code: 'plan_departs', message: expect.stringMatching(/this plan follows its pre-registration .* \(n = 3 per group, expandable to 5, each with a pre-registered passing count\), so it is no exploratory study: drop --exploratory/) });
+    expect(folderState(parent)).toEqual(before);
+  });
 
   test('an unlocked or changed pre-registration is refused before anything is written', async () => {
     const dir = tempDir('ds-study-prereg-');

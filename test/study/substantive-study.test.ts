@@ -30,6 +30,7 @@ beforeAll(async () => {
   prereg['wake_schedule']!['base_period_sim_minutes'] = 480;
   prereg['expansion_rule']!['initial_n_per_group'] = 1;
   prereg['expansion_rule']!['expanded_n_per_group'] = 2;
+  prereg['thresholds']!['c_instances_passing'] = [{ n: 1, at_least: 1 }, { n: 2, at_least: 2 }];
   const preregFile = path.join(setup.dir, 'prereg-substantive.json');
   writeFileSync(preregFile, `${JSON.stringify(prereg, null, 2)}\n`);
   expect(lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z').ok).toBe(true);

@@ -117,10 +117,12 @@ export interface PlanArgs {
   readonly seed?: string;
   readonly n?: number;
   readonly allowKeys?: readonly string[];
+  /** --exploratory's reason: an n the pre-registration does not say (issue 35: refused without it). */
+  readonly exploratory?: string;
 }
 
 export function planArgs(p: PlanArgs): string[] {
-  return ['--plan-only', '--out', p.out, '--n', String(p.n ?? 1), '--seed', p.seed ?? 'batch', '--study-id', p.studyId, '--key-dir', p.keyDir, '--prereg', p.prereg, '--same-uid', 'test: cluster jobs run as the job uid', ...(p.allowKeys ?? []).flatMap((k) => ['--allow-key', k]), '--json'];
+  return ['--plan-only', '--out', p.out, '--n', String(p.n ?? 1), '--seed', p.seed ?? 'batch', '--study-id', p.studyId, '--key-dir', p.keyDir, '--prereg', p.prereg, '--same-uid', 'test: cluster jobs run as the job uid', ...(p.allowKeys ?? []).flatMap((k) => ['--allow-key', k]), ...(p.exploratory === undefined ? [] : ['--exploratory', p.exploratory]), '--json'];
 }
 
 /** --plan-only, which must succeed (a fixture): its JSON. */

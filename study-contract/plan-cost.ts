@@ -1,0 +1,36 @@
+// What a study will cost, stated by its plan (issue 35 item 2) and kept in study.json: instances,
+// model calls (one per wake: runtime/wake-loop.ts `think`, each with at most the pre-registered
+// transport attempts), and — where the model's server was checked before hour 0 — the predicted
+// time and tokens from the check's measured speed (design/model-forecast.ts). Made by
+// study/plan-cost.ts; said on screen at plan time and in --plan-only's --json.
+import { z } from 'zod';
+
+const Count = z.number().int().min(0);
+const Range = z.strictObject({ low: Count, high: Count });
+
+export const PlanCost = z.strictObject({
+  /** Round 1 (n_initial per group), and every group expanded to n_expanded by the pre-registered rule. */
+  instances: z.strictObject({ round_1: Count, at_most: Count }),
+  /** Over the replicates' wake schedules (the same for A, B and C of a replicate; drawn from its seed). */
+  wakes_per_instance: z.strictObject({ min: Count, max: Count }),
+  /** One model call per wake, summed over the instances. */
+  model_calls: z.strictObject({ round_1: Count, at_most: Count }),
+  /** The pre-registered transport retry policy's attempts per call at most (a retried call counts once above). */
+  attempts_per_call_at_most: Count,
+  /** From the check before hour 0; null when none ran (`not_predicted` says why). */
+  predicted: z
+    .strictObject({
+      /** The measured speed the prediction rests on, in words. */
+      speed: z.string().max(500),
+      instance_ms: Range,
+      /** Round 1 on one server, `calls_at_once` calls at once. */
+      round_1_ms: Range,
+      calls_at_once: Count,
+      tokens_per_call: Range,
+      tokens_per_instance: Range,
+      tokens_round_1: Range,
+    })
+    .nullable(),
+  not_predicted: z.string().max(1_000).nullable(),
+});
+export type PlanCost = z.infer<typeof PlanCost>;

@@ -1,0 +1,83 @@
+// What a new study will cost (issue 35 item 2; study-contract/plan-cost.ts): counted from its plan
+// and pre-registration — instances, each replicate's wakes from its own seeded schedule (the
+// schedule every instance of that replicate gets: design/wake-schedule.ts), one model call per
+// wake — and, where the model's server was checked before hour 0, its time and tokens predicted
+// at the measured speed (design/model-forecast.ts). Said on screen and kept in study.json.
+import { durationText, predictedCallTokens } from '../design/model-forecast.js';
+import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
+import { seededRandom } from '../design/seeded-random.js';
+import { buildWakeSchedule } from '../design/wake-schedule.js';
+import { GROUPS } from '../design/groups.js';
+import type { ModelCheck } from '../controller/instance-runner.js';
+import type { ModelChoice } from '../design/model-choice.js';
+import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
+import { PlanCost } from '../study-contract/plan-cost.js';
+import type { StudyPlan } from '../study-contract/study-folder.js';
+import { replicateSeed } from '../study-contract/study-replicates.js';
+import { predictedStudyOf } from './study-model-check.js';
+
+/** A check before hour 0 and the blocks the study runs at once (its predicted duration depends on both). */
+export interface CostPrediction {
+  readonly check: ModelCheck;
+  readonly concurrency: number;
+}
+
+/**
+ * The plan's cost; `prediction` the check before hour 0, or why there is none (said in the plan).
+ * Bounded: one schedule per replicate, at most n_expanded ≤ MAX_REPLICATES_PER_GROUP of them.
+ */
+export function planCostOf(plan: StudyPlan, prereg: PreRegistration, prediction: CostPrediction | string): PlanCost {
+  const wakes = Array.from({ length: plan.n_expanded }, (_, k) => buildWakeSchedule(prereg, seededRandom(replicateSeed(plan.seed, k + 1)), plan.start_at).wakes.length);
+  const callsUpTo = (n: number): number => GROUPS.length * wakes.slice(0, n).reduce((sum, w) => sum + w, 0);
+  const roundOneCalls = callsUpTo(plan.n_initial);
+  const forecast = typeof prediction === 'string' ? null : prediction.check.forecast;
+  const predicted = typeof prediction === 'string' ? null : predictionOf(prediction, plan, roundOneCalls);
+  return PlanCost.parse({
+    instances: { round_1: GROUPS.length * plan.n_initial, at_most: GROUPS.length * plan.n_expanded },
+    wakes_per_instance: { min: Math.min(...wakes), max: Math.max(...wakes) },
+    model_calls: { round_1: roundOneCalls, at_most: callsUpTo(plan.n_expanded) },
+    attempts_per_call_at_most: modelCallRulesOf(prereg)?.transport_retry.max_attempts ?? 1,
+    predicted,
+    not_predicted: forecast === null ? prediction : null,
+  });
+}
+
+function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls: number): NonNullable<PlanCost['predicted']> {
+  const { forecast } = prediction.check;
+  const study = predictedStudyOf(prediction.check, plan, prediction.concurrency);
+  const perCall = predictedCallTokens(forecast);
+  return {
+    speed: `${forecast.speed.prompt_tokens_per_s} prompt tokens/s, ${forecast.speed.generated_tokens_per_s} generated tokens/s (${forecast.speed.source}), measured by the check before hour 0`,
+    instance_ms: forecast.predicted_instance_ms,
+    round_1_ms: { low: study.low, high: study.high },
+    calls_at_once: study.atOnce,
+    tokens_per_call: perCall,
+    tokens_per_instance: { low: perCall.low * forecast.wakes, high: perCall.high * forecast.wakes },
+    tokens_round_1: { low: perCall.low * roundOneCalls, high: perCall.high * roundOneCalls },
+  };
+}
+
+/** Why a plan predicts no time or tokens: its model calls no server, or the plan checked none (--plan-only). */
+export function notPredictedReason(model: ModelChoice, batch: boolean): string {
+  if (!adapterOf(model.adapter).checkedBeforeStart) return `the ${model.adapter} model calls no model server: no time or tokens to measure`;
+  if (batch) return "--plan-only checks no model server (the compute nodes may reach it where this node does not): each task's check before hour 0 states its instance's time and tokens on its log; a one-machine npm run study with the same model states them at plan time";
+  return `the ${model.adapter} model was not checked before hour 0`;
+}
+
+const count = (x: number): string => x.toLocaleString('en-US');
+
+/** The cost in lines, as the plan says it on screen. */
+export function costLines(cost: PlanCost): string[] {
+  const w = cost.wakes_per_instance;
+  const expands = cost.instances.at_most > cost.instances.round_1;
+  const lines = [
+    `cost: ${count(cost.instances.round_1)} instances${expands ? ` (up to ${count(cost.instances.at_most)} if the pre-registered rule expands every group)` : ''}, ${w.min === w.max ? w.min : `${w.min}–${w.max}`} wakes each: ${count(cost.model_calls.round_1)} model calls${expands ? ` (up to ${count(cost.model_calls.at_most)})` : ''}, one per wake, each at most ${cost.attempts_per_call_at_most} attempt(s) under the pre-registered transport retry policy`,
+  ];
+  const p = cost.predicted;
+  if (p === null) lines.push(`  time and tokens: not predicted (${cost.not_predicted})`);
+  else {
+    lines.push(`  predicted at ${p.speed}: an instance ${durationText(p.instance_ms.low)} to ${durationText(p.instance_ms.high)}, ${count(p.tokens_per_instance.low)} to ${count(p.tokens_per_instance.high)} tokens (prompt and answer; ${count(p.tokens_per_call.low)} to ${count(p.tokens_per_call.high)} a call)`);
+    lines.push(`  round 1: ${durationText(p.round_1_ms.low)} to ${durationText(p.round_1_ms.high)} on one server taking ${p.calls_at_once} call(s) at once, ${count(p.tokens_round_1.low)} to ${count(p.tokens_round_1.high)} tokens${expands ? '; more if the rule expands' : ''}`);
+  }
+  return lines;
+}
