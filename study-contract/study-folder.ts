@@ -4,6 +4,9 @@
 // that runs one.
 //   <study>/study.json                 what the study was started with (StudyPlan): everything
 //                                      `npm run study -- --resume` needs to finish it
+//   <study>/scenario/                  the scenario as planned (scenario.json, workspace/; issue 35),
+//                                      copied at plan time: every instance of the study, on any node,
+//                                      starts from it; a study planned before has none (the checkout's)
 //   <study>/instances/<G>-r<k>/        one run folder per instance
 //   <study>/report.json, report.md, report.html
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,7 +17,7 @@ import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 import { BatchBlock } from './batch-plan.js';
 
-export const STUDY_FILES = { plan: 'study.json', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
+export const STUDY_FILES = { plan: 'study.json', scenario: 'scenario', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 10,000 replicates; issue 18). */
 export const MAX_STUDY_INSTANCES = 30_000;
 /** The most replicates per group (MAX_STUDY_INSTANCES over the three groups). */

@@ -22,6 +22,8 @@ import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type ModelCheck, type NewInstanceOptions, type ResumeOptions } from '../controller/instance-runner.js';
 import { checkStudyModel, studyTimeLine } from './study-model-check.js';
+import { copyScenarioInto, removeScenarioCopy, studyScenarioPlace } from './study-scenario.js';
+import { loadPreregisteredScenario } from '../design/scenario-folder.js';
 import type { IsolationOptions } from '../controller/isolation.js';
 import type { BlockSeat } from '../controller/lockstep-block.js';
 import { blocksLine, studyBlock } from './study-block.js';
@@ -65,7 +67,10 @@ export interface StudyRunOptions {
 }
 
 /** A new study: where and how it runs (StudyRunOptions) and what its plan is made of (new-study-plan.ts). */
-export interface StudyOptions extends StudyRunOptions, Omit<NewPlanInput, 'sameUid' | 'batch'> {}
+export interface StudyOptions extends StudyRunOptions, Omit<NewPlanInput, 'sameUid' | 'batch'> {
+  /** The scenario folder (--scenario DIR), copied into the study folder; absent: `scenariosDir`/<the pre-registration's scenario id>. */
+  readonly scenarioDir?: string | undefined;
+}
 
 export interface StudyProgress {
   readonly total: number;
@@ -102,13 +107,22 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const { plan, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
   // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
   const startedMs = Date.now();
-  const modelCheck = await checkStudyModel(plan, prereg, { scenariosDir: options.scenariosDir, concurrency: options.concurrency, log: options.log });
+  // The scenario the study plans with, refused before anything is written (issue 35: not found, or not the pre-registered one).
+  const scenario = loadPreregisteredScenario({ scenariosDir: options.scenariosDir, scenarioDir: options.scenarioDir }, prereg.scenario.id);
+  const modelCheck = await checkStudyModel(plan, prereg, scenario, { concurrency: options.concurrency, log: options.log });
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
+  try {
+    copyScenarioInto(outDir, scenario);
+  } catch (error) {
+    removeMadeFolders(made, instancesDir);
+    throw error;
+  }
   try {
     writeFileSync(path.join(outDir, STUDY_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
   } catch (error) {
     // A refused study leaves no empty study folder behind.
+    removeScenarioCopy(outDir);
     removeMadeFolders(made, instancesDir);
     throw new StudyError('out_unwritable', `cannot write ${path.join(outDir, STUDY_FILES.plan)} (${error instanceof Error ? error.message : String(error)}); nothing of the study was left behind`);
   }
@@ -243,7 +257,8 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       signal,
       ...(run.stopAtWakeEnd ? { stopAtWakeEnd: run.stopAtWakeEnd } : {}),
       operator: run.operator,
-      scenariosDir: run.scenariosDir,
+      // The study's own copy of its scenario (a study planned before issue 35: the scenarios folder's).
+      ...studyScenarioPlace(outDir, run.scenariosDir),
       ...(run.isolation ? { isolation: run.isolation } : {}),
       log: (line: string) => {
         const wake = /^(wake-\d+) at (h\d+:\d\d)/.exec(line);

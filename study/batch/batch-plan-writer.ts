@@ -15,6 +15,8 @@ import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { hashText } from '../../schema/hash.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders } from '../study-folder-setup.js';
 import { checkedNewStudyPlan } from '../new-study-plan.js';
+import { copyScenarioInto, removeScenarioCopy } from '../study-scenario.js';
+import { loadPreregisteredScenario } from '../../design/scenario-folder.js';
 
 export interface BatchPlanOptions {
   readonly outDir: string;
@@ -28,6 +30,9 @@ export interface BatchPlanOptions {
   readonly sameUid: string | null;
   /** Public key files (controller.pub form) of further keys allowed to sign instances: one per node. */
   readonly allowKeyFiles: readonly string[];
+  /** The scenario folders by id (the checkout's), and the scenario folder given (--scenario DIR): copied into the study folder (issue 35). */
+  readonly scenariosDir: string;
+  readonly scenarioDir?: string | undefined;
 }
 
 export interface WrittenBatchPlan {
@@ -64,17 +69,25 @@ export function signStudyFile(studyDir: string, file: string, signatureFile: str
 export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
-  const { plan, key } = checkedNewStudyPlan({
+  const { plan, key, prereg } = checkedNewStudyPlan({
     ...options,
     // A batch study has no concurrency of its own: the scheduler decides how many tasks run at once.
     concurrency: 1,
     batch: (nInitial, planner) => ({ instances: plannedReplicates(options.seed, 1, nInitial, 1), allowed_keys: allowedKeysOf(options.allowKeyFiles, planner), planner_key: toHex(planner.keys.publicKey) }),
   });
   const batch = plan.batch!;
+  // The scenario every task starts from: refused before anything is written, then copied into the study folder (a node needs that folder and the code).
+  const scenario = loadPreregisteredScenario(options, prereg.scenario.id);
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   const studyFile = path.join(outDir, STUDY_FILES.plan);
   let wrote = false;
+  try {
+    copyScenarioInto(outDir, scenario);
+  } catch (error) {
+    removeMadeFolders(made, instancesDir);
+    throw error;
+  }
   try {
     writeFileSync(studyFile, `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
     wrote = true;
@@ -82,6 +95,7 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   } catch (error) {
     // A refused plan leaves nothing behind: an unsigned study.json would only be refused later.
     if (wrote) unlinkSync(studyFile);
+    removeScenarioCopy(outDir);
     removeMadeFolders(made, instancesDir);
     throw new StudyError('out_unwritable', `cannot write the plan ${studyFile} (${error instanceof Error ? error.message : String(error)}); nothing of the plan was left behind`);
   }
