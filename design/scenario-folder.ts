@@ -16,6 +16,8 @@ export interface ScenarioPlace {
   readonly scenariosDir: string;
   /** The scenario folder itself (--scenario DIR, or a study's copy); absent: scenariosDir/<id>. */
   readonly scenarioDir?: string | undefined;
+  /** The hash the scenario must have (a study's, as planned: its copy changed since is refused); absent: any. */
+  readonly plannedHash?: string | undefined;
 }
 
 /** The folder a new instance of the pre-registered scenario `scenarioId` reads. */
@@ -38,6 +40,9 @@ export function loadPreregisteredScenario(place: ScenarioPlace, scenarioId: stri
   const found = scenario.definition.scenario_id;
   if (found !== scenarioId) {
     throw new ScenarioError(`${path.join(dir, SCENARIO_FILE)} is the scenario ${found}, but the pre-registration names ${scenarioId}: give ${SCENARIO_FLAG} the folder of ${scenarioId}, or set the pre-registration's scenario.id to ${found} and lock it again (npm run prereg -- lock FILE); nothing was written`);
+  }
+  if (place.plannedHash !== undefined && scenario.scenario_hash !== place.plannedHash) {
+    throw new ScenarioError(`${dir} hashes to ${scenario.scenario_hash}, but its study was planned with the scenario ${place.plannedHash}: the study's copy was changed after the plan; put back the scenario the study was planned with (a copy of the folder given to --scenario then), or plan a new study; nothing was written`);
   }
   return scenario;
 }

@@ -16,6 +16,7 @@ import { ModelChoice } from '../design/model-choice.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 import { BatchBlock } from './batch-plan.js';
+import { HashString } from '../schema/hash.js';
 
 export const STUDY_FILES = { plan: 'study.json', scenario: 'scenario', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 10,000 replicates; issue 18). */
@@ -73,6 +74,11 @@ const StudyPlanFields = z.strictObject({
   key_dir: z.string().min(1).max(4096).optional(),
   /** 1.1.0: the --same-uid reason the study was started with (null: none), kept by --resume. Absent in 1.0.0: none. */
   same_uid: z.string().min(1).max(1000).nullable().optional(),
+  /**
+   * The hash of the scenario the study was planned with (issue 35), the one its copy in
+   * STUDY_FILES.scenario must still have when an instance starts. Absent in studies planned before.
+   */
+  scenario_hash: HashString.optional(),
   /** Batch plans only (1.2.0, 1.4.0): the instances by index, the keys allowed to sign them, the planner's key. */
   batch: BatchBlock.optional(),
 });

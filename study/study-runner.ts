@@ -104,11 +104,14 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
-  const { plan, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
-  // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
-  const startedMs = Date.now();
+  const checked = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
+  const { prereg } = checked;
   // The scenario the study plans with, refused before anything is written (issue 35: not found, or not the pre-registered one).
   const scenario = loadPreregisteredScenario({ scenariosDir: options.scenariosDir, scenarioDir: options.scenarioDir }, prereg.scenario.id);
+  // Pinned in study.json: every instance's start holds the study's copy to it.
+  const plan: StudyPlan = { ...checked.plan, scenario_hash: scenario.scenario_hash };
+  // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
+  const startedMs = Date.now();
   const modelCheck = await checkStudyModel(plan, prereg, scenario, { concurrency: options.concurrency, log: options.log });
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
@@ -258,7 +261,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       ...(run.stopAtWakeEnd ? { stopAtWakeEnd: run.stopAtWakeEnd } : {}),
       operator: run.operator,
       // The study's own copy of its scenario (a study planned before issue 35: the scenarios folder's).
-      ...studyScenarioPlace(outDir, run.scenariosDir),
+      ...studyScenarioPlace(outDir, run.scenariosDir, plan),
       ...(run.isolation ? { isolation: run.isolation } : {}),
       log: (line: string) => {
         const wake = /^(wake-\d+) at (h\d+:\d\d)/.exec(line);

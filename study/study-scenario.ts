@@ -8,11 +8,16 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ScenarioPlace } from '../design/scenario-folder.js';
 import { loadScenario, SCENARIO_FILE, WORKSPACE_DIR, type Scenario } from '../design/scenario.js';
-import { STUDY_FILES, StudyError } from '../study-contract/study-folder.js';
+import { STUDY_FILES, StudyError, type StudyPlan } from '../study-contract/study-folder.js';
 
-/** Where the instances of the study in `outDir` find their scenario: its copy, or for a study planned before issue 35 the scenarios folder by id. */
-export function studyScenarioPlace(outDir: string, scenariosDir: string): ScenarioPlace {
+/**
+ * Where the instances of the study in `outDir` find their scenario: its copy, held to the hash
+ * the study was planned with; for a study planned before issue 35, the scenarios folder by id.
+ * A study whose plan pins a scenario never falls back to the checkout's: a missing copy is refused.
+ */
+export function studyScenarioPlace(outDir: string, scenariosDir: string, plan: StudyPlan): ScenarioPlace {
   const own = path.join(outDir, STUDY_FILES.scenario);
+  if (plan.scenario_hash !== undefined) return { scenariosDir, scenarioDir: own, plannedHash: plan.scenario_hash };
   return existsSync(own) ? { scenariosDir, scenarioDir: own } : { scenariosDir };
 }
 

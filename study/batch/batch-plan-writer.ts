@@ -69,15 +69,17 @@ export function signStudyFile(studyDir: string, file: string, signatureFile: str
 export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
-  const { plan, key, prereg } = checkedNewStudyPlan({
+  const checked = checkedNewStudyPlan({
     ...options,
     // A batch study has no concurrency of its own: the scheduler decides how many tasks run at once.
     concurrency: 1,
     batch: (nInitial, planner) => ({ instances: plannedReplicates(options.seed, 1, nInitial, 1), allowed_keys: allowedKeysOf(options.allowKeyFiles, planner), planner_key: toHex(planner.keys.publicKey) }),
   });
-  const batch = plan.batch!;
-  // The scenario every task starts from: refused before anything is written, then copied into the study folder (a node needs that folder and the code).
+  const { key, prereg } = checked;
+  // The scenario every task starts from: refused before anything is written, then copied into the study folder (a node needs that folder and the code) and pinned by the signed plan.
   const scenario = loadPreregisteredScenario(options, prereg.scenario.id);
+  const plan: StudyPlan = { ...checked.plan, scenario_hash: scenario.scenario_hash };
+  const batch = plan.batch!;
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   const studyFile = path.join(outDir, STUDY_FILES.plan);

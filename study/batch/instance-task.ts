@@ -221,7 +221,7 @@ async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, name: stri
     ...(options.stopAtWakeEnd ? { stopAtWakeEnd: options.stopAtWakeEnd } : {}),
     operator: options.operator,
     // The study folder's copy of its scenario (a plan made before issue 35: the checkout's), so a node needs the study folder and the code alone.
-    ...studyScenarioPlace(batchPlan.studyDir, options.scenariosDir),
+    ...studyScenarioPlace(batchPlan.studyDir, options.scenariosDir, batchPlan.plan),
     ...(batchPlan.plan.same_uid ? { isolation: { forceSameUid: batchPlan.plan.same_uid } } : {}),
     log: (line: string) => options.log(`[${name}] ${line}`),
   };

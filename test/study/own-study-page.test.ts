@@ -20,7 +20,7 @@ import { loadScenario, RunScenario } from '../../design/scenario.js';
 import { parsePublicKeyHex } from '../../schema/ed25519-keys.js';
 import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
-import { STUDY_FILES } from '../../study-contract/study-folder.js';
+import { readStudyPlan, STUDY_FILES } from '../../study-contract/study-folder.js';
 import { REPO, SCENARIOS_DIR } from '../support/controller-run.js';
 
 const PAGE = path.join(REPO, 'docs', 'own-study.md');
@@ -138,6 +138,8 @@ describe('docs/own-study.md, walked from a fresh folder outside the checkout', (
     const copy = loadScenario(path.join(my, 'study-dry-run', STUDY_FILES.scenario));
     expect(copy.scenario_hash).toBe(loadScenario(path.join(my, 'my-scenario')).scenario_hash);
     expect(copy.definition.framing).toBe(FRAMING);
+    // Pinned by study.json: an instance started later holds the copy to it.
+    expect(readStudyPlan(path.join(my, 'study-dry-run')).scenario_hash).toBe(copy.scenario_hash);
     expect(checkoutChanges()).toBe(before);
   });
 
