@@ -22,8 +22,7 @@ import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type ModelCheck, type NewInstanceOptions, type ResumeOptions } from '../controller/instance-runner.js';
 import { checkStudyModel, studyTimeLine } from './study-model-check.js';
-import { copyScenarioInto, removeScenarioCopy, studyScenarioPlace } from './study-scenario.js';
-import { loadPreregisteredScenario } from '../design/scenario-folder.js';
+import { copyScenarioInto, plannedWithScenario, removeScenarioCopy, studyScenarioPlace } from './study-scenario.js';
 import type { IsolationOptions } from '../controller/isolation.js';
 import type { BlockSeat } from '../controller/lockstep-block.js';
 import { blocksLine, studyBlock } from './study-block.js';
@@ -104,23 +103,15 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
-  const checked = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
-  const { prereg } = checked;
-  // The scenario the study plans with, refused before anything is written (issue 35: not found, or not the pre-registered one).
-  const scenario = loadPreregisteredScenario({ scenariosDir: options.scenariosDir, scenarioDir: options.scenarioDir }, prereg.scenario.id);
-  // Pinned in study.json: every instance's start holds the study's copy to it.
-  const plan: StudyPlan = { ...checked.plan, scenario_hash: scenario.scenario_hash };
+  const { plan: unpinned, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
+  // The scenario, refused before anything is written; pinned in study.json, every instance's start holds the study's copy to it (issue 35).
+  const { plan, scenario } = plannedWithScenario(unpinned, { scenariosDir: options.scenariosDir, scenarioDir: options.scenarioDir }, prereg.scenario.id);
   // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
   const startedMs = Date.now();
   const modelCheck = await checkStudyModel(plan, prereg, scenario, { concurrency: options.concurrency, log: options.log });
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
-  try {
-    copyScenarioInto(outDir, scenario);
-  } catch (error) {
-    removeMadeFolders(made, instancesDir);
-    throw error;
-  }
+  copyScenarioInto(outDir, scenario, () => removeMadeFolders(made, instancesDir));
   try {
     writeFileSync(path.join(outDir, STUDY_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
   } catch (error) {
@@ -260,7 +251,6 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       signal,
       ...(run.stopAtWakeEnd ? { stopAtWakeEnd: run.stopAtWakeEnd } : {}),
       operator: run.operator,
-      // The study's own copy of its scenario (a study planned before issue 35: the scenarios folder's).
       ...studyScenarioPlace(outDir, run.scenariosDir, plan),
       ...(run.isolation ? { isolation: run.isolation } : {}),
       log: (line: string) => {

@@ -6,7 +6,7 @@
 // starting file, nothing else), then read back: the copy must hash as the scenario did.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ScenarioPlace } from '../design/scenario-folder.js';
+import { loadPreregisteredScenario, type ScenarioPlace } from '../design/scenario-folder.js';
 import { loadScenario, SCENARIO_FILE, WORKSPACE_DIR, type Scenario } from '../design/scenario.js';
 import { STUDY_FILES, StudyError, type StudyPlan } from '../study-contract/study-folder.js';
 
@@ -21,8 +21,21 @@ export function studyScenarioPlace(outDir: string, scenariosDir: string, plan: S
   return existsSync(own) ? { scenariosDir, scenarioDir: own } : { scenariosDir };
 }
 
-/** Writes the scenario into the new study folder; a copy that does not read back as the same scenario is removed and refused. Returns the copy's folder. */
-export function copyScenarioInto(outDir: string, scenario: Scenario): string {
+/**
+ * The scenario a new study plans with (refused before anything is written: not found, or not the
+ * pre-registered one; design/scenario-folder.ts), and the study's plan pinning its hash.
+ */
+export function plannedWithScenario(plan: StudyPlan, place: ScenarioPlace, scenarioId: string): { readonly plan: StudyPlan; readonly scenario: Scenario } {
+  const scenario = loadPreregisteredScenario(place, scenarioId);
+  return { plan: { ...plan, scenario_hash: scenario.scenario_hash }, scenario };
+}
+
+/**
+ * Writes the scenario into the new study folder; a copy that does not read back as the same
+ * scenario is removed, `undo` takes back what the caller made, and the study is refused.
+ * Returns the copy's folder.
+ */
+export function copyScenarioInto(outDir: string, scenario: Scenario, undo: () => void): string {
   const dir = path.join(outDir, STUDY_FILES.scenario);
   try {
     mkdirSync(dir, { recursive: false });
@@ -36,6 +49,7 @@ export function copyScenarioInto(outDir: string, scenario: Scenario): string {
     if (copy.scenario_hash !== scenario.scenario_hash) throw new Error(`the copy hashes to ${copy.scenario_hash}, the scenario to ${scenario.scenario_hash}`);
   } catch (error) {
     removeScenarioCopy(outDir);
+    undo();
     throw new StudyError('out_unwritable', `cannot copy the scenario ${scenario.definition.scenario_id} into ${dir} (${error instanceof Error ? error.message : String(error)}); nothing of the study was left behind`);
   }
   return dir;

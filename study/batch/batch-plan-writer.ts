@@ -15,8 +15,7 @@ import { parsePublicKeyHex, toHex } from '../../schema/ed25519-keys.js';
 import { hashText } from '../../schema/hash.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders } from '../study-folder-setup.js';
 import { checkedNewStudyPlan } from '../new-study-plan.js';
-import { copyScenarioInto, removeScenarioCopy } from '../study-scenario.js';
-import { loadPreregisteredScenario } from '../../design/scenario-folder.js';
+import { copyScenarioInto, plannedWithScenario, removeScenarioCopy } from '../study-scenario.js';
 
 export interface BatchPlanOptions {
   readonly outDir: string;
@@ -77,19 +76,13 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   });
   const { key, prereg } = checked;
   // The scenario every task starts from: refused before anything is written, then copied into the study folder (a node needs that folder and the code) and pinned by the signed plan.
-  const scenario = loadPreregisteredScenario(options, prereg.scenario.id);
-  const plan: StudyPlan = { ...checked.plan, scenario_hash: scenario.scenario_hash };
+  const { plan, scenario } = plannedWithScenario(checked.plan, options, prereg.scenario.id);
   const batch = plan.batch!;
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   const studyFile = path.join(outDir, STUDY_FILES.plan);
   let wrote = false;
-  try {
-    copyScenarioInto(outDir, scenario);
-  } catch (error) {
-    removeMadeFolders(made, instancesDir);
-    throw error;
-  }
+  copyScenarioInto(outDir, scenario, () => removeMadeFolders(made, instancesDir));
   try {
     writeFileSync(studyFile, `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
     wrote = true;
