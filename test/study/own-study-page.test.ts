@@ -104,7 +104,7 @@ describe('docs/own-study.md, walked from a fresh folder outside the checkout', (
     expect(readFileSync(path.join(REPO, 'README.md'), 'utf8')).toContain('](docs/own-study.md)');
   });
 
-  test('every command succeeds as the page says (the study: a report, exit 0 or 4 for a dry run), in under a minute and a half', () => {
+  test('every command succeeds as the page says (the study: a report, exit 0 or 4 for a dry run), in under two minutes (43.8 s measured on 2 busy cores)', () => {
     for (const w of walked) {
       const allowed = w.command.startsWith('npm run study -- ') ? [0, 4] : [0];
       expect(allowed, `${w.command}\n${w.output.slice(-3000)}`).toContain(w.code);
@@ -114,7 +114,7 @@ describe('docs/own-study.md, walked from a fresh folder outside the checkout', (
     for (const v of verifies) expect(v.output).toMatch(/^OK: /m);
     // What it cost here (2 busy cores): said, and bounded.
     console.log(`docs/own-study.md walked: ${commands.length} commands in ${(walkMs / 1000).toFixed(1)} s`);
-    expect(walkMs).toBeLessThan(90_000);
+    expect(walkMs).toBeLessThan(120_000);
   });
 
   test('the runs carry the own scenario: its hash (framing included) in every plan, its framing in every run\'s scenario.json, both pinned by the signed manifest; the model file pinned too', () => {
