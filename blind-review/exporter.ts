@@ -34,6 +34,7 @@ import { EXIT_CODES, type ExitCode } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { EXPANSION_NOT_DECIDED } from '../oracle/expansion.js';
 import { loadRunRecord, type RunRecord } from '../oracle/run-record.js';
+import { ScenarioError } from '../design/scenario.js';
 import { readStudyPlan, STUDY_FILES, StudyError, type StudyPlan } from '../study-contract/study-folder.js';
 import { INSTANCE_DIR_RE, instanceDirName } from '../study-contract/study-replicates.js';
 import { signDsse } from '../schema/dsse.js';
@@ -268,7 +269,8 @@ export function exportStudy(studyDir: string, outDir: string, options: ExportOpt
       // Whatever keeps a run folder from being read (a missing file, a broken store, another scenario) refuses that instance, by name.
       if (!(error instanceof Error)) throw error;
       const why = message(error);
-      const hint = why.includes('npm run verify') ? '' : `; npm run verify -- ${dir} says what is wrong (restore the folder from a copy, or run the instance again)`;
+      // A scenario that cannot be found or does not match says what to change itself; restoring the run folder would not help.
+      const hint = why.includes('npm run verify') || error instanceof ScenarioError ? '' : `; npm run verify -- ${dir} says what is wrong (restore the folder from a copy, or run the instance again)`;
       refused.push({ instance: relDir, reason: `its run folder cannot be read: ${why}${hint}` });
       contextInstances.push({ name, dir, record: null });
       continue;

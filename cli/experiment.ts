@@ -1,6 +1,6 @@
 // npm run experiment -- --group A|B|C [--seed S] [--prereg FILE] [--out DIR] [--key-dir DIR]
 //                       [--model reference|openai|replay] [--speed F] [--start-at ISO]
-//                       [--experiment-id ID] [--replicate N] [--same-uid REASON] [--json]
+//                       [--experiment-id ID] [--replicate N] [--same-uid REASON] [--scenario DIR] [--json]
 // npm run experiment -- --group A|B|C --drill unknown-outcome [--out DIR] [...] (cli/drill.ts)
 // npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--same-uid REASON] [--json]
 //
@@ -36,7 +36,7 @@ import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf, replaySettingsOf, type Repla
 import { installOperatorStop, todayCompact, untilPressSettled } from './operator-stop.js';
 import { ProgressLine } from './progress-line.js';
 import { describePromptReuse } from '../schema/prompt-reuse-summary.js';
-import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, folderFlag, idFlag, lockBundledPrereg, SCENARIOS_DIR, seedFlag, startAtFlag } from './run-defaults.js';
+import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, folderFlag, idFlag, lockBundledPrereg, scenarioFlag, SCENARIOS_DIR, seedFlag, startAtFlag } from './run-defaults.js';
 
 process.title = 'ds-controller';
 
@@ -49,6 +49,8 @@ const USAGE = `usage: npm run experiment -- --group A|B|C [options]
 ${MODEL_USAGE}
   --prereg FILE      a locked pre-registration (lock it first: npm run prereg -- lock FILE);
                      default experiments/prereg/default.json, locked on first use
+  --scenario DIR     the scenario folder (scenario.json and workspace/, anywhere; docs/own-study.md); it must be
+                     the scenario the pre-registration names (default experiments/scenario/<its id>/)
   --out DIR          the run folder (default runs/<experiment-id>/<blind id>; must be new or empty)
   --key-dir DIR      the controller's key folder (default ${defaultKeyDir()})
   --speed F          real-time factor of the virtual clock (default: as fast as possible)
@@ -75,6 +77,7 @@ const OPTIONS = {
   'experiment-id': { type: 'string' },
   replicate: { type: 'string' },
   'same-uid': { type: 'string' },
+  scenario: { type: 'string' },
   resume: { type: 'string' },
   drill: { type: 'string' },
   json: { type: 'boolean' },
@@ -101,6 +104,7 @@ async function main(): Promise<CommandOutput | null> {
   folderFlag('out', values.out);
   folderFlag('resume', values.resume);
   folderFlag('key-dir', values['key-dir']);
+  const scenarioDir = scenarioFlag(values.scenario);
   const progress = new ProgressLine(process.stderr);
   const log = (line: string): void => {
     progress.line(`[ds-controller] ${line}`);
@@ -145,8 +149,8 @@ async function main(): Promise<CommandOutput | null> {
   /** performance.now() when a new instance started (null: a resume or a drill, not timed against a forecast). */
   let runStartedMs: number | null = null;
   if (values.resume !== undefined) {
-    for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate', 'model', 'replay-from', 'base-url', 'model-id'] as const) {
-      if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed instance keeps what it was started with`);
+    for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate', 'model', 'replay-from', 'base-url', 'model-id', 'scenario'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed instance keeps what it was started with${flag === 'scenario' ? ' (its own scenario.json)' : ''}`);
     }
     result = await resumeInstance({ ...common, runDir: values.resume });
   } else {
@@ -179,6 +183,7 @@ async function main(): Promise<CommandOutput | null> {
       groupBlindId,
       startedAt: new Date().toISOString(),
       model,
+      scenarioDir,
     };
     if (drill === undefined) {
       runStartedMs = performance.now();

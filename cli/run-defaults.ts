@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { loadOrCreateControllerKey } from '../controller/key-store.js';
 import { lockFileOf, lockPrereg } from '../design/prereg.js';
 import { Seed } from '../design/experiment-plan.js';
+import { SCENARIO_FLAG } from '../design/scenario-folder.js';
+import { SCENARIO_FILE } from '../design/scenario.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { Identifier, Timestamp } from '../schema/event-definition.js';
@@ -46,6 +48,18 @@ export function startAtFlag(text: string | undefined): string {
 /** A folder flag that names a file is misuse, said before anything is created (an ENOTDIR deep inside otherwise). */
 export function folderFlag(flag: string, dir: string | undefined): void {
   if (dir !== undefined && existsSync(dir) && !statSync(dir).isDirectory()) throw new UsageError(`--${flag} ${dir} is a file; give a folder`);
+}
+
+/**
+ * `--scenario DIR` (issue 35): a scenario folder anywhere (its scenario.json and workspace/,
+ * design/scenario-folder.ts), resolved; absent: the checkout's folder of the pre-registration's
+ * scenario id. A path that is no folder is misuse, said before anything is written.
+ */
+export function scenarioFlag(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  if (!existsSync(dir)) throw new UsageError(`${SCENARIO_FLAG} ${dir} does not exist: give the folder of your scenario (its ${SCENARIO_FILE} and workspace/; docs/own-study.md)`);
+  if (!statSync(dir).isDirectory()) throw new UsageError(`${SCENARIO_FLAG} ${dir} is a file: give the folder that holds it (its ${SCENARIO_FILE} and workspace/; docs/own-study.md)`);
+  return path.resolve(dir);
 }
 
 /** `--seed S` as the plan records it, checked before anything is written. */

@@ -1,5 +1,5 @@
 // npm run study -- [--n 3] [--seed S] [--out DIR] [--concurrency K] [--json] [--prereg FILE]
-//                  [--key-dir DIR] [--start-at ISO] [--study-id ID] [--same-uid REASON] [--model …]
+//                  [--key-dir DIR] [--start-at ISO] [--study-id ID] [--same-uid REASON] [--scenario DIR] [--model …]
 // npm run study -- --resume DIR [--key-dir DIR] [--concurrency K] [--same-uid REASON] [--json]
 // npm run study -- --recompute DIR [--json]
 // npm run study -- --plan-only | --block K | --instance K | --shard I/N | --expand DIR | --merge DIR | --status DIR
@@ -36,7 +36,7 @@ import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } f
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { installGracefulStop, todayCompact, untilPressSettled, type GracefulStop } from './operator-stop.js';
 import { MODEL_OPTIONS, MODEL_USAGE, modelChoiceOf } from './model-flags.js';
-import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
+import { DEFAULT_PREREG, DEFAULT_SEED, DEFAULT_START_AT, idFlag, lockBundledPrereg, scenarioFlag, SCENARIOS_DIR, startAtFlag } from './run-defaults.js';
 import { parseFlags, UsageError, wholeNumberFlag } from './command-line.js';
 import { expand, merge, planOnly, runTask, status } from './study-batch.js';
 import { MAX_REPLICATES_PER_GROUP } from '../study-contract/study-folder.js';
@@ -61,6 +61,8 @@ const USAGE = `usage: npm run study -- [options]
   --exploratory WHY  run a plan that departs from its pre-registration (another --n; an n without a pre-registered
                      passing count) knowingly: study.json, the report and the verdict say it is exploratory. Without
                      it such a plan is refused before anything is written, saying what to change
+  --scenario DIR     the scenario folder (scenario.json and workspace/, anywhere), copied into the study folder;
+                     it must be the scenario the pre-registration names (default experiments/scenario/<its id>/)
 ${MODEL_USAGE}
   --resume DIR       finish a stopped or interrupted study: keep its sealed instances, resume the
                      stopped ones, start the ones never started, then the expansion rule and the report
@@ -71,7 +73,7 @@ exit: 0 report written, batch valid · 4 report written, void or insufficient ev
 
 A study on a batch scheduler (Slurm job arrays, Kubernetes Indexed Jobs; docs/cluster.md):
        npm run study -- --plan-only --out DIR [--n N] [--seed S] [--study-id ID] [--key-dir DIR] [--prereg FILE]
-                        [--start-at ISO] [--same-uid REASON] [--allow-key PUBFILE ...] [--exploratory WHY] [--model …]
+                        [--start-at ISO] [--same-uid REASON] [--scenario DIR] [--allow-key PUBFILE ...] [--exploratory WHY] [--model …]
                         writes DIR/study.json (every instance by index, the keys allowed to sign) signed, runs nothing;
                         one task runs one block: replicate K+1's A, B and C (instance indices 3K … 3K+2)
        npm run study -- --block K|task --out DIR [--key-dir DIR] [--scratch DIR] [--prereg FILE]
@@ -103,6 +105,7 @@ const OPTIONS = {
   'study-id': { type: 'string' },
   'same-uid': { type: 'string' },
   exploratory: { type: 'string' },
+  scenario: { type: 'string' },
   resume: { type: 'string' },
   recompute: { type: 'string' },
   'plan-only': { type: 'boolean' },
@@ -194,7 +197,7 @@ function blockLines(report: StudyReport): string[] {
 }
 
 /** What a study run sets itself, so what --resume and --recompute take from the folder instead. */
-const PLAN_FLAGS = ['n', 'seed', 'out', 'prereg', 'start-at', 'study-id', 'exploratory', ...(Object.keys(MODEL_OPTIONS) as (keyof typeof MODEL_OPTIONS)[])] as const;
+const PLAN_FLAGS = ['n', 'seed', 'out', 'prereg', 'start-at', 'study-id', 'exploratory', 'scenario', ...(Object.keys(MODEL_OPTIONS) as (keyof typeof MODEL_OPTIONS)[])] as const;
 
 /** A StudyError that names a path of the wrong kind is misuse (exit 2), with the study's own code. */
 function asCommandFailure(error: unknown): unknown {
@@ -360,11 +363,12 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   const studyId = idFlag('study-id', values['study-id']) ?? `study-${todayCompact()}-${randomBytes(3).toString('hex')}`;
   const outDir = path.resolve(values.out ?? path.join('runs', studyId));
   const keyDir = values['key-dir'] ?? defaultKeyDir();
+  const scenarioDir = scenarioFlag(values.scenario);
   if (batchMode === 'plan-only') {
     if (values.concurrency !== undefined) throw new UsageError('--concurrency cannot be combined with --plan-only: the scheduler decides how many tasks run at once');
     if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => process.stderr.write(`[study] ${l}\n`));
     try {
-      return planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [], exploratory: values.exploratory ?? null });
+      return planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [], exploratory: values.exploratory ?? null, scenariosDir: SCENARIOS_DIR, scenarioDir });
     } catch (error) {
       throw asCommandFailure(error);
     }
@@ -379,7 +383,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   const effectiveConcurrency = concurrency ?? defaultBlockConcurrency();
   screen.line(`[study] ${studyId}: seed ${seed}, ${n ?? 'pre-registered'} replicate(s) per group, ${effectiveConcurrency} block(s) at once, folder ${outDir}`);
   return finishStudy(
-    () => runStudy({ ...runOptions(outDir, stop), seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, concurrency: effectiveConcurrency, n, startAt, model, studyId, exploratory: values.exploratory ?? null }),
+    () => runStudy({ ...runOptions(outDir, stop), seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, concurrency: effectiveConcurrency, n, startAt, model, studyId, exploratory: values.exploratory ?? null, scenarioDir }),
     stop,
     outDir,
     screen,

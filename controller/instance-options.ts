@@ -74,6 +74,11 @@ export interface NewInstanceOptions extends CommonOptions {
   readonly startedAt: string;
   readonly model: ModelChoice;
   /**
+   * The scenario folder itself (npm run experiment --scenario DIR, a study's copy of it:
+   * design/scenario-folder.ts); absent: `scenariosDir`/<the pre-registration's scenario id>.
+   */
+  readonly scenarioDir?: string | undefined;
+  /**
    * The model's check before hour 0 made once for a whole study (controller/model-check.ts), used
    * instead of checking again; null: the model has nothing to check. Absent: the instance checks.
    */

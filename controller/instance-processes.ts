@@ -7,6 +7,7 @@ import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { writerRequestTimeoutMsOf } from '../design/prereg.js';
 import type { InstanceManifest } from '../design/manifest.js';
+import { framingOf } from '../design/scenario.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { ConstraintShownEarlier, type PreflightReport } from '../runtime/protocol.js';
 import { spawnRuntime, type RuntimeProcess } from '../runtime/spawn.js';
@@ -139,6 +140,7 @@ export class InstanceProcesses {
         protocol: this.input.protocol,
         writer_request_timeout_ms: writerRequestTimeoutMsOf(this.input.prereg),
         constraint_shown_earlier: this.constraintShown,
+        framing: framingOf(this.input.scenario.definition),
       },
       // The runtime checks its model before it says ready (loading a local model; a server's side requests and a probe call, retried like any call).
       { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + modelCallBudgetMs(this.input), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },

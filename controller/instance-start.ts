@@ -16,7 +16,8 @@ import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptD
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
 import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
 import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
-import { loadScenario, runScenarioText, ScenarioError, type Scenario } from '../design/scenario.js';
+import { loadPreregisteredScenario } from '../design/scenario-folder.js';
+import { runScenarioText, ScenarioError, type Scenario } from '../design/scenario.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { keyIdOf, parsePublicKeyHex, toHex } from '../schema/ed25519-keys.js';
@@ -34,9 +35,6 @@ import { writeSignedManifest } from './run-signatures.js';
 import { materializeWorkspace, WORKSPACE_FOLDER } from './workspace.js';
 import { checkModelBeforeStart, type ModelCheck } from './model-check.js';
 
-function scenarioOf(options: CommonOptions, scenarioId: string): Scenario {
-  return loadScenario(path.join(options.scenariosDir, scenarioId));
-}
 
 function resumedScenario(input: RunScenarioInput): Scenario {
   try {
@@ -69,7 +67,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   const locked = readLockedPrereg(options.preregFile, key.keys.publicKey);
   if (!locked.ok) throw new InstanceError('prereg', `refusing to run: ${locked.check.failures.map((f) => f.message).join('; ')}`);
   const { prereg } = locked;
-  const scenario = scenarioOf(options, prereg.scenario.id);
+  const scenario = loadPreregisteredScenario(options, prereg.scenario.id);
   const plan = buildExperimentPlan({ prereg, scenario, seed: options.seed, startAt: options.startAt });
   const rules = modelCallRulesOf(prereg);
   if (rules === null) throw new InstanceError('prereg', `refusing to run: ${MODEL_CALLS_MISSING_MESSAGE}`);

@@ -41,6 +41,8 @@ const NO_PARAMS = { temperature: null, top_p: null, seed: null, max_tokens: null
 const TimeoutMs = ModelTimeoutMs.default(DEFAULT_MODEL_TIMEOUT_MS);
 
 export const ModelConfigFile = z.discriminatedUnion('adapter', [
+  /** The scripted reference policy (issue 35): a dry run of the apparatus from a file, the study's command line otherwise unchanged. */
+  z.strictObject({ adapter: z.literal('reference') }),
   z.strictObject({
     adapter: z.literal('openai'),
     base_url: ServerBaseUrl,
@@ -106,6 +108,8 @@ export function readModelConfigFile(file: string): ModelChoice {
   const c = parsed.data;
   const provenance = { config_file: absolute, config_sha256: sha256 };
   switch (c.adapter) {
+    case 'reference':
+      return { adapter: 'reference', ...provenance };
     case 'openai':
       return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     case 'local': {

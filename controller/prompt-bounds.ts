@@ -27,7 +27,7 @@ import type { VisibleEvent } from '../runtime/retrieval-window.js';
 import type { ExperimentPlan } from '../design/experiment-plan.js';
 import type { PreRegistration } from '../design/prereg.js';
 import { wakeScriptOf } from '../design/run-contract.js';
-import { subjectInitializedPayload, type Scenario } from '../design/scenario.js';
+import { framingOf, subjectInitializedPayload, type Scenario } from '../design/scenario.js';
 import { deliveredDraft, interventionDrafts, subjectInitializedDraft, wakeStartedDraft } from './controller-events.js';
 
 export interface PromptBounds {
@@ -86,7 +86,7 @@ function proseBodies(scenario: Scenario): () => string {
 function render(events: readonly VisibleEvent[], plan: ExperimentPlan, prereg: PreRegistration, scenario: Scenario) {
   const wake = plan.schedule.wakes[0]!;
   const bundle = buildContextBundle({ wake: { wake_id: wake.wake_id, wake_at: wake.wake_at, budget: { ...wake.budget }, visible_to_seq: events[events.length - 1]?.seq ?? 1 }, events, policy: prereg.retrieval_policy, capabilities: NO_STATE_KEPT, persistentState: null, workspace: workspaceOf(scenario) });
-  return { prompt: renderPrompt(bundle), window: bundle.window };
+  return { prompt: renderPrompt(bundle, framingOf(scenario.definition)), window: bundle.window };
 }
 
 /** The first and the largest prompt of the plan (see the file comment). */

@@ -41,7 +41,8 @@ export const ParallelSlots = z.number().int().min(1).max(MAX_PARALLEL_SLOTS);
 const Scheduling = { parallel_slots: ParallelSlots.optional() };
 
 export const ModelChoice = z.discriminatedUnion('adapter', [
-  z.strictObject({ adapter: z.literal('reference') }),
+  /** The scripted reference policy; named by flags (no provenance) or by a model configuration file (issue 35: a dry run from a file, pinned like any). */
+  z.strictObject({ adapter: z.literal('reference'), config_file: ConfigProvenance.config_file.optional(), config_sha256: ConfigProvenance.config_sha256.optional() }),
   OpenAiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   LocalModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   /** Serve the model calls recorded in another run's store; never calls out. */
@@ -198,7 +199,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
     case 'reference':
       return {
         runtime: { adapter: 'reference' },
-        info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null, structured_output: structured('none'), config_sha256: null, context_size: null },
+        info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null, structured_output: structured('none'), config_sha256: choice.config_sha256 ?? null, context_size: null },
         protocol: MODEL_PROTOCOL,
       };
     case 'openai': {
@@ -239,7 +240,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
  * a run folder is written, so that the refusal leaves nothing behind.
  */
 export function modelConfigBytes(choice: ModelChoice): Buffer | null {
-  if (!('config_file' in choice) || choice.config_file === null) return null;
+  if (!('config_file' in choice) || choice.config_file === null || choice.config_file === undefined) return null;
   let bytes: Buffer;
   try {
     bytes = readFileSync(choice.config_file);

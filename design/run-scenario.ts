@@ -8,7 +8,7 @@ import path from 'node:path';
 import { RUN_FILES } from '../schema/run-files.js';
 import { hashText, type HashString } from '../schema/hash.js';
 import type { InstanceManifest } from './manifest.js';
-import { loadScenario, RunScenario, ScenarioError, scenarioOfRecord, type Scenario } from './scenario.js';
+import { loadScenario, RunScenario, SCENARIO_FILE, ScenarioError, scenarioOfRecord, type Scenario } from './scenario.js';
 
 /** A run's scenario.json is ~30 KB for the default scenario; 32 files of 64 KB in base64 stay under this. */
 const MAX_RUN_SCENARIO_BYTES = 4 * 1024 * 1024;
@@ -30,7 +30,10 @@ export function scenarioOfRun(input: RunScenarioInput): Scenario {
   const pinned = input.manifest?.scenario_sha256 ?? null;
   if (!existsSync(file)) {
     if (pinned !== null) throw new ScenarioError(`${file} is missing, but the signed manifest pins one (scenario_sha256 ${pinned}): the run folder is incomplete`);
-    const scenario = loadScenario(path.join(input.scenariosDir, input.scenarioId));
+    const folder = path.join(input.scenariosDir, input.scenarioId);
+    // A run of before issue 32 keeps no record of its scenario: it is read from the scenarios folder by its id, and its absence is said as such.
+    if (!existsSync(path.join(folder, SCENARIO_FILE))) throw new ScenarioError(`${file} is missing (the run started before runs kept their scenario) and its scenario ${input.scenarioId} is not at ${folder}: put the scenario folder ${input.scenarioId} it ran with there (its ${SCENARIO_FILE} and workspace/), then run the command again; the run folder itself may be whole`);
+    const scenario = loadScenario(folder);
     if (scenario.scenario_hash !== input.planHash) throw new ScenarioError(`the scenario ${input.scenarioId} in ${input.scenariosDir} hashes to ${scenario.scenario_hash}, the run's plan names ${input.planHash}: use the scenario it ran with`);
     return scenario;
   }

@@ -4,8 +4,10 @@
 //
 // scenario_hash = sha256(JCS({subject_initialized, files: {path: sha256 of bytes}})), where
 // subject_initialized is the template as stored (the deadline is an offset in simulated hours,
-// so the hash does not depend on when a run starts). A manifest pins it; changing one byte of
-// one workspace file changes it.
+// so the hash does not depend on when a run starts), and `framing` beside them when the scenario
+// names a framing other than the default (issue 35: the system message's words for where the
+// subject works; a scenario without one hashes as before). A manifest pins it; changing one byte
+// of one workspace file, or the framing, changes it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -16,6 +18,7 @@ import { SubjectInitialized } from '../schema/events/system-events.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { hashCanonical, HashString, hashText } from '../schema/hash.js';
 import { checkWorkspacePath, describeWorkspacePathRule, WORKSPACE_PATH_RULE } from '../schema/workspace-path.js';
+import { DEFAULT_FRAMING, PromptFraming } from '../runtime/prompt-framing.js';
 
 export const SCENARIO_FILE = 'scenario.json';
 export const WORKSPACE_DIR = 'workspace';
@@ -60,6 +63,8 @@ export const ScenarioDefinition = z
     scenario_id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/),
     scenario_version: SemVer,
     hours: z.literal(72),
+    /** Where the subject works, as the system message says it (runtime/prompt-framing.ts); absent: DEFAULT_FRAMING. The same for every group. */
+    framing: PromptFraming.optional(),
     subject_initialized: SubjectInitializedTemplate,
     /** The task whose completion starts the waiting condition the awaited reply resolves. */
     ask_task_id: Identifier,
@@ -156,9 +161,16 @@ export function subjectInitializedPayload(definition: ScenarioDefinition, startA
   return SubjectInitialized.payload.parse({ ...rest, goal: { goal_id: goal.goal_id, description: goal.description, deadline_at: deadlineAt } });
 }
 
-/** sha256(JCS({subject_initialized, files})) — see the file comment. */
+/** The framing the subject's system message shows for this scenario: its own, or the default. */
+export function framingOf(definition: ScenarioDefinition): string {
+  return definition.framing ?? DEFAULT_FRAMING;
+}
+
+/** sha256(JCS({subject_initialized, files[, framing]})) — see the file comment. */
 export function scenarioHash(definition: ScenarioDefinition, files: readonly Pick<ScenarioFile, 'path' | 'sha256'>[]): HashString {
-  return hashCanonical({ subject_initialized: definition.subject_initialized, files: Object.fromEntries(files.map((f) => [f.path, f.sha256])) });
+  const framing = framingOf(definition);
+  // Hashed by what the prompt shows: no framing and the default framing are one scenario.
+  return hashCanonical({ subject_initialized: definition.subject_initialized, files: Object.fromEntries(files.map((f) => [f.path, f.sha256])), ...(framing === DEFAULT_FRAMING ? {} : { framing }) });
 }
 
 /** Reads, bounds and validates a scenario folder; ScenarioError says what is wrong. */

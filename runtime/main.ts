@@ -142,6 +142,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       adapter: adapter!,
       capabilities: start.capabilities,
       retrievalPolicy: start.retrieval_policy,
+      framing: start.framing,
       workspaceRoot: start.workspace_dir,
       shouldStop: () => stopping,
       protocol: start.protocol,

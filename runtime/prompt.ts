@@ -26,6 +26,7 @@ import { SubjectInitialized } from '../schema/events/system-events.js';
 import type { ContextBundle } from './context-bundle.js';
 import { windowPayload } from './retrieval-window.js';
 import { ModelAnswerV2 } from './model-protocol.js';
+import { DEFAULT_FRAMING } from './prompt-framing.js';
 
 export interface RenderedPrompt {
   readonly system: string;
@@ -84,7 +85,7 @@ const oneOf = (options: readonly string[]): string => options.map((o) => JSON.st
  * every bound and word read from it. Exported so a test can hand it a forged schema and see
  * the drift caught; the runtime uses the one text built at load.
  */
-export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): string {
+export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2, framing: string = DEFAULT_FRAMING): string {
   const ANSWER = answer.shape;
   const ACTIONS_ALLOWED = ANSWER.actions.element.options;
   const [READ, WRITE, MODIFY, MOVE, BOARD, JOURNAL] = ACTIONS_ALLOWED;
@@ -151,7 +152,7 @@ export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): stri
   // atoms. How answers are parsed, repaired or recorded beyond "a broken answer is not used" is
   // not its business. The words describe the subject's world, never the study around it.
   return [
-    'You are a digital subject working in a research workspace over several simulated days, woken at scheduled moments. Each wake shows you your goal, tasks, files, recent events (oldest first), focus, and last the wake\'s time and budget; nothing else.',
+    `You are a digital subject working in ${framing} over several simulated days, woken at scheduled moments. Each wake shows you your goal, tasks, files, recent events (oldest first), focus, and last the wake's time and budget; nothing else.`,
     'Pursue your goal. Keep your task board and journal up to date. Notice when something you waited for has happened, when an event makes your plan wrong, and when files changed without you.',
     '',
     `ANSWER: one JSON object in protocol ${PROTOCOL}, nothing else; an answer breaking a rule below fails and is not used. Every key is required (null where allowed, [] if empty); no other keys.`,
@@ -177,7 +178,18 @@ export function systemPrompt(answer: typeof ModelAnswerV2 = ModelAnswerV2): stri
   ].join('\n');
 }
 
-const SYSTEM_PROMPT = systemPrompt();
+/** The system message of the default framing, built at load (a broken schema fails here); another framing's is built once when first asked. */
+const SYSTEM_PROMPTS = new Map<string, string>([[DEFAULT_FRAMING, systemPrompt()]]);
+
+function systemPromptOf(framing: string): string {
+  let text = SYSTEM_PROMPTS.get(framing);
+  if (text === undefined) {
+    text = systemPrompt(ModelAnswerV2, framing);
+    // A process shows one scenario's framing; a bound all the same, so a caller that varies it cannot grow the map.
+    if (SYSTEM_PROMPTS.size < 8) SYSTEM_PROMPTS.set(framing, text);
+  }
+  return text;
+}
 
 /** Free text on one line with its boundaries visible (JSON string syntax). */
 function quoted(text: string): string {
@@ -353,7 +365,7 @@ export function promptEvents(user: string): PromptEvent[] {
   return events;
 }
 
-/** The system and user messages for one model call; same bundle ⇒ byte-identical messages. */
-export function renderPrompt(bundle: ContextBundle): RenderedPrompt {
-  return { system: SYSTEM_PROMPT, user: renderUser(bundle) };
+/** The system and user messages for one model call; same bundle and framing ⇒ byte-identical messages. `framing`: the scenario's (runtime/prompt-framing.ts). */
+export function renderPrompt(bundle: ContextBundle, framing: string = DEFAULT_FRAMING): RenderedPrompt {
+  return { system: systemPromptOf(framing), user: renderUser(bundle) };
 }

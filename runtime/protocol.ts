@@ -16,6 +16,7 @@ import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.j
 import { PromptReuse } from '../schema/events/model-output-events.js';
 import { StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { ModelProtocol } from './model-protocol.js';
+import { DEFAULT_FRAMING, PromptFraming } from './prompt-framing.js';
 import { WriterRequestTimeoutMs } from '../writer/protocol.js';
 
 /** The phases of one wake, in order (DESIGN §6 steps 3–8). */
@@ -177,6 +178,8 @@ export const RuntimeStartConfig = z.strictObject({
   writer_request_timeout_ms: WriterRequestTimeoutMs,
   /** Null at a first start: the probe call is made. */
   constraint_shown_earlier: ConstraintShownEarlier.nullable().default(null),
+  /** The scenario's framing of the system message (runtime/prompt-framing.ts), the same for every group. Absent: the default. */
+  framing: PromptFraming.default(DEFAULT_FRAMING),
 });
 export type RuntimeStartConfig = z.infer<typeof RuntimeStartConfig>;
 

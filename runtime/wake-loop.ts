@@ -61,6 +61,8 @@ export interface WakeInput {
   readonly protocol: ModelProtocol;
   readonly capabilities: Capabilities;
   readonly retrievalPolicy: RetrievalPolicy;
+  /** The scenario's framing of the system message (runtime/prompt-framing.ts). */
+  readonly framing: string;
   readonly workspaceRoot: string;
   /** How long the model call may take before it is recorded as a timeout. */
   readonly modelTimeoutMs: number;
@@ -239,7 +241,7 @@ class Wake {
   /** One model call; exactly one ModelOutputEvent, committed before the output is used (transport attempts before it, one event each). */
   private async think(bundle: ContextBundle): Promise<SubjectAnswer | null> {
     const { adapter, wake, protocol } = this.input;
-    const prompt = renderPrompt(bundle);
+    const prompt = renderPrompt(bundle, this.input.framing);
     const w = bundle.window;
     this.context = { window_events: w.events.length, eligible_total: w.eligible_total, omitted_by_count: w.omitted_by_count, omitted_by_token_cap: w.omitted_by_token_cap, not_eligible: w.not_eligible, tokens_estimated: w.tokens_estimated };
     if (wake.budget.model_calls < 1) {

@@ -4,6 +4,9 @@
 // that runs one.
 //   <study>/study.json                 what the study was started with (StudyPlan): everything
 //                                      `npm run study -- --resume` needs to finish it
+//   <study>/scenario/                  the scenario as planned (scenario.json, workspace/; issue 35),
+//                                      copied at plan time: every instance of the study, on any node,
+//                                      starts from it; a study planned before has none (the checkout's)
 //   <study>/instances/<G>-r<k>/        one run folder per instance
 //   <study>/report.json, report.md, report.html
 import { existsSync, readFileSync } from 'node:fs';
@@ -15,8 +18,9 @@ import { CodedErrorOf } from '../foundation/typed-error.js';
 import { BatchBlock } from './batch-plan.js';
 import { Exploratory } from './exploratory.js';
 import { PlanCost } from './plan-cost.js';
+import { HashString } from '../schema/hash.js';
 
-export const STUDY_FILES = { plan: 'study.json', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
+export const STUDY_FILES = { plan: 'study.json', scenario: 'scenario', instances: 'instances', blocks: 'blocks', json: 'report.json', markdown: 'report.md', html: 'report.html' } as const;
 /** More instances than this in one study is refused (3 groups × at most 10,000 replicates; issue 18). */
 export const MAX_STUDY_INSTANCES = 30_000;
 /** The most replicates per group (MAX_STUDY_INSTANCES over the three groups). */
@@ -72,6 +76,11 @@ const StudyPlanFields = z.strictObject({
   key_dir: z.string().min(1).max(4096).optional(),
   /** 1.1.0: the --same-uid reason the study was started with (null: none), kept by --resume. Absent in 1.0.0: none. */
   same_uid: z.string().min(1).max(1000).nullable().optional(),
+  /**
+   * The hash of the scenario the study was planned with (issue 35), the one its copy in
+   * STUDY_FILES.scenario must still have when an instance starts. Absent in studies planned before.
+   */
+  scenario_hash: HashString.optional(),
   /** Batch plans only (1.2.0, 1.4.0): the instances by index, the keys allowed to sign them, the planner's key. */
   batch: BatchBlock.optional(),
   /** Issue 35: the study knowingly departs from its pre-registration (--exploratory), and how; absent: it follows it. */

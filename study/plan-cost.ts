@@ -12,7 +12,8 @@ import type { ModelCheck } from '../controller/instance-runner.js';
 import type { ModelChoice } from '../design/model-choice.js';
 import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { PlanCost } from '../study-contract/plan-cost.js';
-import type { StudyPlan } from '../study-contract/study-folder.js';
+import { StudyPlan as StudyPlanSchema, type StudyPlan } from '../study-contract/study-folder.js';
+import { exploratoryWords } from '../study-contract/exploratory.js';
 import { replicateSeed } from '../study-contract/study-replicates.js';
 import { predictedStudyOf } from './study-model-check.js';
 
@@ -80,4 +81,16 @@ export function costLines(cost: PlanCost): string[] {
     lines.push(`  round 1: ${durationText(p.round_1_ms.low)} to ${durationText(p.round_1_ms.high)} on one server taking ${p.calls_at_once} call(s) at once, ${count(p.tokens_round_1.low)} to ${count(p.tokens_round_1.high)} tokens${expands ? '; more if the rule expands' : ''}`);
   }
   return lines;
+}
+
+/**
+ * A one-machine study's plan as study.json will keep it: its cost stated from the check before
+ * hour 0 (`modelCheck`, null when there was none) and said on screen, with the exploratory
+ * departure, before anything runs.
+ */
+export function statedStudyPlan(plan: StudyPlan, prereg: PreRegistration, modelCheck: ModelCheck | null, concurrency: number, log: (line: string) => void): StudyPlan {
+  const stated = StudyPlanSchema.parse({ ...plan, cost: planCostOf(plan, prereg, modelCheck === null ? notPredictedReason(plan.model, false) : { check: modelCheck, concurrency }) });
+  for (const line of costLines(stated.cost!)) log(`[study] ${line}`);
+  if (stated.exploratory !== undefined) log(`[study] EXPLORATORY: ${exploratoryWords(stated.exploratory)}`);
+  return stated;
 }

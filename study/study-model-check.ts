@@ -2,13 +2,12 @@
 // controller/model-check.ts on replicate 1's plan, and the study's predicted duration said from
 // its forecast (design/model-forecast.ts predictedStudyMs: the calls of every instance on one
 // server taking the declared parallel slots at once, at most three per block at once).
-import path from 'node:path';
 import { checkModelBeforeStart, type ModelCheck } from '../controller/instance-runner.js';
 import { buildExperimentPlan } from '../design/experiment-plan.js';
 import { blockSlotsOf, resolveModel } from '../design/model-choice.js';
 import { durationText, predictedStudyMs } from '../design/model-forecast.js';
 import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
-import { loadScenario } from '../design/scenario.js';
+import type { Scenario } from '../design/scenario.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
 import { replicateSeed } from '../study-contract/study-replicates.js';
 import { GROUPS } from '../design/groups.js';
@@ -18,10 +17,9 @@ import { GROUPS } from '../design/groups.js';
  * refused, nothing of the study is written; passed, the predicted duration of the study is said,
  * and every instance it starts carries this forecast instead of measuring the server again.
  */
-export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, options: { readonly scenariosDir: string; readonly concurrency: number; readonly log: (line: string) => void }): Promise<ModelCheck | null> {
+export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, scenario: Scenario, options: { readonly concurrency: number; readonly log: (line: string) => void }): Promise<ModelCheck | null> {
   const rules = modelCallRulesOf(prereg);
   if (rules === null) return null;
-  const scenario = loadScenario(path.join(options.scenariosDir, prereg.scenario.id));
   const model = resolveModel(plan.model, rules.transport_retry);
   const first = buildExperimentPlan({ prereg, scenario, seed: replicateSeed(plan.seed, 1), startAt: plan.start_at });
   const check = await checkModelBeforeStart({ plan: first, scenario, prereg, model: model.runtime, protocol: model.protocol, log: (line) => options.log(`[study] ${line}`) });

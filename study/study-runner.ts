@@ -22,6 +22,7 @@ import path from 'node:path';
 import PQueue from 'p-queue';
 import { resumeInstance, runNewInstance, type InstanceResult, type ModelCheck, type NewInstanceOptions, type ResumeOptions } from '../controller/instance-runner.js';
 import { checkStudyModel, studyTimeLine } from './study-model-check.js';
+import { copyScenarioInto, plannedWithScenario, removeScenarioCopy, studyScenarioPlace } from './study-scenario.js';
 import type { IsolationOptions } from '../controller/isolation.js';
 import type { BlockSeat } from '../controller/lockstep-block.js';
 import { blocksLine, studyBlock } from './study-block.js';
@@ -35,8 +36,7 @@ import { StudyReport } from '../oracle/study-report.js';
 import { STUDY_FILES, StudyError, StudyPlan } from '../study-contract/study-folder.js';
 import { checkedNewStudyPlan, type NewPlanInput } from './new-study-plan.js';
 import { readReportTimelines } from './instance-timelines.js';
-import { costLines, notPredictedReason, planCostOf } from './plan-cost.js';
-import { exploratoryWords } from '../study-contract/exploratory.js';
+import { statedStudyPlan } from './plan-cost.js';
 import { renderReportHtml } from './report-html.js';
 import { renderReportMarkdown } from './report-markdown.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand } from './study-folder-setup.js';
@@ -68,7 +68,10 @@ export interface StudyRunOptions {
 }
 
 /** A new study: where and how it runs (StudyRunOptions) and what its plan is made of (new-study-plan.ts). */
-export interface StudyOptions extends StudyRunOptions, Omit<NewPlanInput, 'sameUid' | 'batch'> {}
+export interface StudyOptions extends StudyRunOptions, Omit<NewPlanInput, 'sameUid' | 'batch'> {
+  /** The scenario folder (--scenario DIR), copied into the study folder; absent: `scenariosDir`/<the pre-registration's scenario id>. */
+  readonly scenarioDir?: string | undefined;
+}
 
 export interface StudyProgress {
   readonly total: number;
@@ -102,42 +105,28 @@ export async function runStudy(options: StudyOptions): Promise<StudyOutcome> {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > MAX_STUDY_CONCURRENCY) throw new StudyError('out_of_bounds', `concurrency must be a whole number from 1 to ${MAX_STUDY_CONCURRENCY}, got ${options.concurrency}`);
-  const checked = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
-  const { prereg } = checked;
+  const { plan: unpinned, prereg } = checkedNewStudyPlan({ ...options, sameUid: options.isolation?.forceSameUid ?? null });
+  // The scenario, refused before anything is written; pinned in study.json, every instance's start holds the study's copy to it (issue 35).
+  const { plan: pinned, scenario } = plannedWithScenario(unpinned, { scenariosDir: options.scenariosDir, scenarioDir: options.scenarioDir }, prereg.scenario.id);
   // The model against the plan, once for the whole study, before anything of it is written (issue 31 item 3).
   const startedMs = Date.now();
-  const modelCheck = await checkStudyModel(checked.plan, prereg, { scenariosDir: options.scenariosDir, concurrency: options.concurrency, log: options.log });
+  const modelCheck = await checkStudyModel(pinned, prereg, scenario, { concurrency: options.concurrency, log: options.log });
   // What it will cost, said before it starts and kept in study.json (issue 35 item 2).
-  const plan = StudyPlan.parse({ ...checked.plan, cost: planCostOf(checked.plan, prereg, modelCheck === null ? notPredictedReason(checked.plan.model, false) : { check: modelCheck, concurrency: options.concurrency }) });
-  for (const line of costLines(plan.cost!)) options.log(`[study] ${line}`);
-  if (plan.exploratory !== undefined) options.log(`[study] EXPLORATORY: ${exploratoryWords(plan.exploratory)}`);
+  const plan = statedStudyPlan(pinned, prereg, modelCheck, options.concurrency, options.log);
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
+  copyScenarioInto(outDir, scenario, () => removeMadeFolders(made, instancesDir));
   try {
     writeFileSync(path.join(outDir, STUDY_FILES.plan), `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
   } catch (error) {
     // A refused study leaves no empty study folder behind.
+    removeScenarioCopy(outDir);
     removeMadeFolders(made, instancesDir);
     throw new StudyError('out_unwritable', `cannot write ${path.join(outDir, STUDY_FILES.plan)} (${error instanceof Error ? error.message : String(error)}); nothing of the study was left behind`);
   }
-  const outcome = await carryOut({
-    plan,
-    prereg,
-    outDir,
-    keyDir: options.keyDir,
-    scenariosDir: options.scenariosDir,
-    concurrency: options.concurrency,
-    operator: options.operator,
-    signal: options.signal,
-    stopAtWakeEnd: options.stopAtWakeEnd,
-    isolation: options.isolation,
-    log: options.log,
-    onProgress: options.onProgress,
-    start: options.runInstance ?? runNewInstance,
-    found: new Map(),
-    stored: null,
-    modelCheck,
-  });
+  const { keyDir, scenariosDir, concurrency, operator, signal, stopAtWakeEnd, isolation, log, onProgress } = options;
+  const start = options.runInstance ?? runNewInstance;
+  const outcome = await carryOut({ plan, prereg, outDir, keyDir, scenariosDir, concurrency, operator, signal, stopAtWakeEnd, isolation, log, onProgress, start, found: new Map(), stored: null, modelCheck });
   if (modelCheck !== null) options.log(studyTimeLine(modelCheck, plan, options.concurrency, Date.now() - startedMs));
   return outcome;
 }
@@ -251,7 +240,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       signal,
       ...(run.stopAtWakeEnd ? { stopAtWakeEnd: run.stopAtWakeEnd } : {}),
       operator: run.operator,
-      scenariosDir: run.scenariosDir,
+      ...studyScenarioPlace(outDir, run.scenariosDir, plan),
       ...(run.isolation ? { isolation: run.isolation } : {}),
       log: (line: string) => {
         const wake = /^(wake-\d+) at (h\d+:\d\d)/.exec(line);

@@ -16,6 +16,7 @@ import { hashText } from '../../schema/hash.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders } from '../study-folder-setup.js';
 import { checkedNewStudyPlan } from '../new-study-plan.js';
 import { notPredictedReason, planCostOf } from '../plan-cost.js';
+import { copyScenarioInto, plannedWithScenario, removeScenarioCopy } from '../study-scenario.js';
 
 export interface BatchPlanOptions {
   readonly outDir: string;
@@ -31,6 +32,9 @@ export interface BatchPlanOptions {
   readonly allowKeyFiles: readonly string[];
   /** --exploratory's reason (study/plan-validity.ts); absent or null: the plan follows its pre-registration. */
   readonly exploratory?: string | null;
+  /** The scenario folders by id (the checkout's), and the scenario folder given (--scenario DIR): copied into the study folder (issue 35). */
+  readonly scenariosDir: string;
+  readonly scenarioDir?: string | undefined;
 }
 
 export interface WrittenBatchPlan {
@@ -73,14 +77,17 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
     concurrency: 1,
     batch: (nInitial, planner) => ({ instances: plannedReplicates(options.seed, 1, nInitial, 1), allowed_keys: allowedKeysOf(options.allowKeyFiles, planner), planner_key: toHex(planner.keys.publicKey) }),
   });
-  const { key } = checked;
+  const { key, prereg } = checked;
+  // The scenario every task starts from: refused before anything is written, then copied into the study folder (a node needs that folder and the code) and pinned by the signed plan.
+  const { plan: pinned, scenario } = plannedWithScenario(checked.plan, options, prereg.scenario.id);
   // What it will cost (issue 35 item 2): counted from the plan; no server is measured here.
-  const plan = StudyPlan.parse({ ...checked.plan, cost: planCostOf(checked.plan, checked.prereg, notPredictedReason(checked.plan.model, true)) });
+  const plan = StudyPlan.parse({ ...pinned, cost: planCostOf(pinned, prereg, notPredictedReason(pinned.model, true)) });
   const batch = plan.batch!;
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);
   const studyFile = path.join(outDir, STUDY_FILES.plan);
   let wrote = false;
+  copyScenarioInto(outDir, scenario, () => removeMadeFolders(made, instancesDir));
   try {
     writeFileSync(studyFile, `${JSON.stringify(plan, null, 2)}\n`, { flag: 'wx' });
     wrote = true;
@@ -88,6 +95,7 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   } catch (error) {
     // A refused plan leaves nothing behind: an unsigned study.json would only be refused later.
     if (wrote) unlinkSync(studyFile);
+    removeScenarioCopy(outDir);
     removeMadeFolders(made, instancesDir);
     throw new StudyError('out_unwritable', `cannot write the plan ${studyFile} (${error instanceof Error ? error.message : String(error)}); nothing of the plan was left behind`);
   }

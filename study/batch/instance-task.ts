@@ -31,6 +31,7 @@ import { checkNodeLocal } from './node-local-scratch.js';
 import { copyToScratch, publishSealed, publishStopped } from './run-folder-publish.js';
 import { claimIndex, readTaskRecord, releaseIndex, taskIdentity, writeTaskRecord } from './task-claim.js';
 import { checkTaskUnit, taskUnitOf } from './task-unit.js';
+import { studyScenarioPlace } from '../study-scenario.js';
 
 export interface TaskOptions {
   readonly studyDir: string;
@@ -219,7 +220,8 @@ async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, name: stri
     signal: options.signal,
     ...(options.stopAtWakeEnd ? { stopAtWakeEnd: options.stopAtWakeEnd } : {}),
     operator: options.operator,
-    scenariosDir: options.scenariosDir,
+    // The study folder's copy of its scenario (a plan made before issue 35: the checkout's), so a node needs the study folder and the code alone.
+    ...studyScenarioPlace(batchPlan.studyDir, options.scenariosDir, batchPlan.plan),
     ...(batchPlan.plan.same_uid ? { isolation: { forceSameUid: batchPlan.plan.same_uid } } : {}),
     log: (line: string) => options.log(`[${name}] ${line}`),
   };

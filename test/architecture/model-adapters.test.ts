@@ -235,7 +235,7 @@ describe('docs/architecture.md: the row for adding a model adapter', () => {
   test('forged: a fifth adapter\'s configuration and choice make the compiler name exactly the places the row names (and the wake loop, where a call\'s adapter is recorded under the events\' names)', () => {
     const forged: Readonly<Record<string, readonly [string, string]>> = {
       'runtime/protocol.ts': ["  z.strictObject({ adapter: z.literal('reference') }),\n", "  z.strictObject({ adapter: z.literal('reference') }),\n  z.strictObject({ adapter: z.literal('echo'), base_url: ServerBaseUrl }),\n"],
-      'design/model-choice.ts': ["  z.strictObject({ adapter: z.literal('reference') }),\n", "  z.strictObject({ adapter: z.literal('reference') }),\n  z.strictObject({ adapter: z.literal('echo'), base_url: z.string() }),\n"],
+      'design/model-choice.ts': ["  z.strictObject({ adapter: z.literal('reference'), config_file: ConfigProvenance.config_file.optional(), config_sha256: ConfigProvenance.config_sha256.optional() }),\n", "  z.strictObject({ adapter: z.literal('reference'), config_file: ConfigProvenance.config_file.optional(), config_sha256: ConfigProvenance.config_sha256.optional() }),\n  z.strictObject({ adapter: z.literal('echo'), base_url: z.string() }),\n"],
     };
     const configPath = path.join(ROOT, 'tsconfig.json');
     const config = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));

@@ -188,8 +188,8 @@ describe('--plan-only', () => {
     const two = planJson(plan2).batch.instances;
     expect(two).toHaveLength(6);
     two.forEach((entry, i) => expect(entry).toEqual({ index: i, group: 'ABC'[i % 3], replicate: Math.floor(i / 3) + 1, seed: `batch-r${Math.floor(i / 3) + 1}`, round: 1 }));
-    // Nothing ran: the plan, its signature, an empty instances folder.
-    expect(readdirSync(plan1).sort()).toEqual([BATCH_FILES.signature, STUDY_FILES.instances, STUDY_FILES.plan].sort());
+    // Nothing ran: the plan, its signature, the scenario's copy (issue 35), an empty instances folder.
+    expect(readdirSync(plan1).sort()).toEqual([BATCH_FILES.signature, STUDY_FILES.instances, STUDY_FILES.plan, STUDY_FILES.scenario].sort());
     expect(readdirSync(path.join(plan1, STUDY_FILES.instances))).toEqual([]);
     // The signature: DSSE by key 1 over study.json's exact bytes, under its name, for its study.
     const envelope = JSON.parse(readFileSync(path.join(plan1, BATCH_FILES.signature), 'utf8')) as unknown;
@@ -234,7 +234,7 @@ describe('--plan-only', () => {
     expect(existsSync(out)).toBe(false);
     expect(folderState(dir)).toEqual(parent);
     const missing = path.join(dir, 'no-such.pub');
-    await refusedInProcess(dir, () => writeBatchPlan({ outDir: out, seed: 'batch', preregFile: prereg1, keyDir: keys1, n: 1, startAt: TEST_START_AT, model: { adapter: 'reference' }, studyId: 'bp-bad', sameUid: null, allowKeyFiles: [missing] }), { code: 'batch_plan_plan_untrusted', message: new RegExp(`--allow-key ${missing} is not a controller public key`) });
+    await refusedInProcess(dir, () => writeBatchPlan({ outDir: out, seed: 'batch', preregFile: prereg1, keyDir: keys1, n: 1, startAt: TEST_START_AT, model: { adapter: 'reference' }, studyId: 'bp-bad', sameUid: null, allowKeyFiles: [missing], scenariosDir: SCENARIOS_DIR }), { code: 'batch_plan_plan_untrusted', message: new RegExp(`--allow-key ${missing} is not a controller public key`) });
   });
 });
 

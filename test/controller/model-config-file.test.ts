@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkSignedManifest } from '../../design/manifest.js';
-import { copyModelConfig, ModelChoiceError, type ModelChoice } from '../../design/model-choice.js';
+import { copyModelConfig, ModelChoiceError, resolveModel, type ModelChoice } from '../../design/model-choice.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../cli/model-flags.js';
@@ -101,6 +101,17 @@ describe('readModelConfigFile: a zod-validated file, read once, its bytes pinned
       config_file: file,
       config_sha256: sha256Of(readFileSync(file)),
     });
+  });
+
+  it('the reference policy named by a file (issue 35): the choice a flag makes, with the file and its sha256 pinned; resolved, the manifest\'s config_sha256 is the file\'s; forged: any other key refused by name', () => {
+    const file = writeConfig(dir, 'reference.json', { adapter: 'reference' });
+    const choice = readModelConfigFile(file);
+    expect(choice).toEqual({ adapter: 'reference', config_file: file, config_sha256: sha256Of(readFileSync(file)) });
+    expect(resolveModel(choice, { max_attempts: 1, backoff_ms: [] }).info.config_sha256).toBe(sha256Of(readFileSync(file)));
+    // The flag's choice pins nothing, as before.
+    expect(resolveModel({ adapter: 'reference' }, { max_attempts: 1, backoff_ms: [] }).info.config_sha256).toBeNull();
+    expect(() => readModelConfigFile(writeConfig(dir, 'reference-extra.json', { adapter: 'reference', model_id: 'x' }))).toThrow(ModelConfigError);
+    expect(() => readModelConfigFile(writeConfig(dir, 'reference-extra2.json', { adapter: 'reference', params: {} }))).toThrow(/params/);
   });
 
   it('the sha256 is of the bytes: the same configuration written another way is another file, another hash', () => {

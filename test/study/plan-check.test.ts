@@ -12,6 +12,7 @@ import type { ModelChoice } from '../../design/model-choice.js';
 import { PlanCost } from '../../study-contract/plan-cost.js';
 import { STUDY_FILES, StudyPlan } from '../../study-contract/study-folder.js';
 import { checkStudyModel } from '../../study/study-model-check.js';
+import { loadScenario } from '../../design/scenario.js';
 import { costLines, planCostOf } from '../../study/plan-cost.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { controllerSetup, controllerSetupWith, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
@@ -146,7 +147,8 @@ describe('time and tokens predicted from the check before hour 0', () => {
     const prereg: PreRegistration = locked.prereg;
     const model: ModelChoice = { adapter: 'openai', base_url: server.baseUrl, model_id: server.alias, api_key_env: null, params: { temperature: 0, top_p: null, seed: 7, max_tokens: null }, dialect: 'llamacpp', stream: true, context_size: null, timeout_ms: 30_000, config_file: null, config_sha256: null, parallel_slots: 2 };
     const plan = StudyPlan.parse({ study_version: '1.3.0', study_id: 'cost', seed: 'cost', prereg_file: setup.preregFile, prereg_sha256: 'sha256:x', n_initial: 3, n_expanded: 5, concurrency: 1, start_at: TEST_START_AT, model, started_at: new Date().toISOString() });
-    const check = (await checkStudyModel(plan, prereg, { scenariosDir: SCENARIOS_DIR, concurrency: 1, log: () => undefined }))!;
+    const scenario = loadScenario(path.join(SCENARIOS_DIR, prereg.scenario.id));
+    const check = (await checkStudyModel(plan, prereg, scenario, { concurrency: 1, log: () => undefined }))!;
     const cost = planCostOf(plan, prereg, { check, concurrency: 1 });
     const f = check.forecast;
     const p = cost.predicted!;

@@ -140,7 +140,7 @@ export async function runBatchMergeBench(params: BatchMergeBenchParams, parentDi
     // The pre-registration's first round is the plan's n (its rule would expand to n + 1; nothing here expands).
     const setup = benchControllerSetup(dir, n + 1);
     const plan = (outDir: string, nPerGroup: number): void => {
-      writeBatchPlan({ outDir, seed: BENCH_SEED, preregFile: setup.preregFile, keyDir: setup.keyDir, n: nPerGroup, startAt: DEFAULT_START_AT, model: { adapter: 'reference' }, studyId: STUDY_ID, sameUid: params.isolation.forceSameUid ?? null, allowKeyFiles: [] });
+      writeBatchPlan({ outDir, seed: BENCH_SEED, preregFile: setup.preregFile, keyDir: setup.keyDir, n: nPerGroup, startAt: DEFAULT_START_AT, model: { adapter: 'reference' }, studyId: STUDY_ID, sameUid: params.isolation.forceSameUid ?? null, allowKeyFiles: [], scenariosDir: SCENARIOS_DIR });
     };
     const large = path.join(dir, 'study');
     const small = path.join(dir, 'study-small');
