@@ -23,7 +23,8 @@ import { randomBytes } from 'node:crypto';
 import { cpus, userInfo } from 'node:os';
 import path from 'node:path';
 import { defaultKeyDir } from '../controller/key-store.js';
-import { runStudy, type StudyOutcome, type StudyProgress, type StudyRunOptions } from '../study/study-runner.js';
+import { runStudy, type StudyOutcome, type StudyRunOptions } from '../study/study-runner.js';
+import { StudyScreen } from './study-screen.js';
 import { StudyError, StudyPlan, STUDY_PATH_CODES } from '../study-contract/study-folder.js';
 import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-setup.js';
 import { ROUNDING_CHECK } from '../oracle/rounded-figures-check.js';
@@ -119,38 +120,6 @@ function defaultBlockConcurrency(): number {
   return Math.max(1, Math.round(cpus().length / 3));
 }
 
-/** One redrawn status line on a terminal; plain lines (instance starts and ends only) elsewhere. */
-class StudyScreen {
-  private readonly tty = process.stderr.isTTY === true;
-  private drawn = false;
-  private lastPlain = '';
-
-  line(text: string): void {
-    this.clear();
-    process.stderr.write(`${text}\n`);
-  }
-
-  progress(p: StudyProgress): void {
-    const running = [...p.running].map(([name, at]) => `${name} ${at}`).join(', ');
-    const text = `study (${p.phase}): ${p.finished}/${p.total} finished${p.failed > 0 ? `, ${p.failed} not finished` : ''}${running ? ` · running ${running}` : ''}`;
-    if (this.tty) {
-      this.clear();
-      process.stderr.write(text.slice(0, (process.stderr.columns ?? 120) - 1));
-      this.drawn = true;
-      return;
-    }
-    // Off a terminal: a line only when the counts change, not for every wake.
-    const counts = `${p.finished}/${p.total}/${p.failed}/${p.running.size}`;
-    if (counts !== this.lastPlain) process.stderr.write(`${text.replace(/ · running .*/, ` · ${p.running.size} running`)}\n`);
-    this.lastPlain = counts;
-  }
-
-  clear(): void {
-    if (this.drawn) process.stderr.write('\r\x1b[2K');
-    this.drawn = false;
-  }
-}
-
 function summary(report: StudyReport, files: { json: string; markdown: string; html: string } | null): string {
   const g = report.groups;
   const f = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(2));
@@ -228,7 +197,8 @@ function unfinishedLines(outcome: StudyOutcome, exitCode: number, outDir: string
 }
 
 function studyOutput(outcome: StudyOutcome, aborted: boolean, outDir: string, screen: StudyScreen, json: boolean): CommandOutput {
-  screen.clear();
+  // The live block goes before the verdict block, which then comes last and whole.
+  screen.finish();
   const exitCode = exitCodeOf(outcome, aborted);
   const first = outcome.nothingToDo ? [`nothing to do: every instance of ${outDir} is sealed and report.json follows from them (left as it was)`] : [];
   const last = unfinishedLines(outcome, exitCode, outDir);
@@ -253,6 +223,7 @@ async function finishStudy(run: () => Promise<StudyOutcome>, stop: GracefulStop,
   try {
     outcome = await run();
   } catch (error) {
+    screen.finish();
     throw asCommandFailure(error);
   }
   // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
