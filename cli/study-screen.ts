@@ -35,11 +35,13 @@ export class StudyScreen {
   private readonly tty: boolean;
   private readonly instances = new Map<string, Running>();
   private running: string[] = [];
+  /** The runner's word for each running instance before its first wake: starting, resuming. */
+  private states = new Map<string, string>();
   private counts = '';
   private lastRecord = '';
   /** Lines of the live block now on screen (the cursor at the end of the last one). */
   private drawnLines = 0;
-  private lastDrawMs = 0;
+  private lastDrawMs = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -64,11 +66,12 @@ export class StudyScreen {
   progress(p: StudyProgress): void {
     for (const name of p.running.keys()) {
       if (this.instances.has(name)) continue;
-      this.instances.set(name, { startedMs: this.nowMs(), wakes: null, wake: 0, hour: 'h00:00', what: p.running.get(name) ?? '' });
+      this.instances.set(name, { startedMs: this.nowMs(), wakes: null, wake: 0, hour: 'h00:00', what: '' });
       if (!this.tty) this.record(`${name} started`);
     }
     for (const name of this.running) if (!p.running.has(name) && this.instances.has(name)) this.show(this.ended(name));
     this.running = [...p.running.keys()];
+    this.states = new Map(p.running);
     this.counts = `study (${p.phase}): ${p.finished}/${p.total} finished${p.failed > 0 ? `, ${p.failed} not finished` : ''} · ${p.running.size} running`;
     if (!this.tty) {
       // Off a terminal a record only when an instance ended or the phase moved, not for every start.
@@ -115,31 +118,32 @@ export class StudyScreen {
   }
 
   private redrawSoon(): void {
-    if (!this.tty || this.timer !== null) return;
+    if (!this.tty) return;
     const waitMs = this.lastDrawMs + REDRAW_INTERVAL_MS - this.nowMs();
     if (waitMs <= 0) return this.draw();
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.draw();
-    }, waitMs);
+    if (this.timer !== null) return;
+    this.timer = setTimeout(() => this.draw(), waitMs);
     this.timer.unref();
   }
 
   private liveLines(): string[] {
-    const rows = Math.max(3, (this.stream.rows ?? DEFAULT_ROWS) - 2);
-    const lines = this.running.map((name) => {
+    const rows = Math.max(3, (this.stream.rows || DEFAULT_ROWS) - 2);
+    // An instance that has said its summary line is no longer running, whatever the last counts said.
+    const lines = this.running.flatMap((name) => {
       const at = this.instances.get(name);
-      if (at === undefined) return `  ${name}`;
-      const wake = at.wake === 0 ? 'starting' : `wake ${at.wake}/${at.wakes ?? '?'} · ${at.hour} of h72:00`;
-      return `  ${name}  ${wake} · ${((this.nowMs() - at.startedMs) / 1000).toFixed(0)} s${at.what ? ` · ${at.what}` : ''}`;
+      if (at === undefined) return [];
+      const wake = at.wake === 0 ? (this.states.get(name) ?? 'starting') : `wake ${at.wake}/${at.wakes ?? '?'} · sim ${at.hour}`;
+      return [`  ${name}  ${wake} · ${((this.nowMs() - at.startedMs) / 1000).toFixed(0)} s${at.what ? ` · ${at.what}` : ''}`];
     });
     const shown = lines.length <= rows ? lines : [...lines.slice(0, rows - 1), `  … ${lines.length - rows + 1} more running`];
     return this.counts === '' ? shown : [this.counts, ...shown];
   }
 
   private draw(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
     this.erase();
-    const width = (this.stream.columns ?? DEFAULT_COLUMNS) - 1;
+    const width = (this.stream.columns || DEFAULT_COLUMNS) - 1;
     // Never wider than the terminal: a wrapped line would throw off the erase's line count.
     const lines = this.liveLines().map((l) => (l.length > width ? `${l.slice(0, width - 1)}…` : l));
     if (lines.length > 0) this.stream.write(lines.join('\n'));

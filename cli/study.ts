@@ -86,7 +86,9 @@ A study on a batch scheduler (Slurm job arrays, Kubernetes Indexed Jobs; docs/cl
        npm run study -- --merge DIR [--key-dir DIR]    verifies every instance folder against the plan and its allowed
                         keys (--key-dir: the key that planned it), then writes the report as a one-machine study
                         (exit 0 · 4 as above · 3 not every instance done · 2 a folder or plan refused)
-       npm run study -- --status DIR                   every instance done / running / stopped / missing / failed`;
+       npm run study -- --status DIR [--list]          counts of done / running / stopped / missing / failed, the stragglers
+                        named (failed, stopped, running longest, missing as index ranges) and the next step;
+                        --list: every instance, one line each (--json: every instance)`;
 
 const OPTIONS = {
   ...MODEL_OPTIONS,
@@ -110,6 +112,7 @@ const OPTIONS = {
   expand: { type: 'string' },
   merge: { type: 'string' },
   status: { type: 'string' },
+  list: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
@@ -240,6 +243,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   if (modes.length > 1) throw new UsageError(`--${modes[0]} and --${modes[1]} cannot be combined: one mode at a time`);
   const batchOnly = (['scratch', 'allow-key'] as const).filter((f) => values[f] !== undefined);
   const batchMode = modes[0];
+  if (values.list === true && batchMode !== 'status') throw new UsageError('--list belongs to --status DIR: it lists every instance of a batch study');
   const taskMode = batchMode === 'block' || batchMode === 'instance' || batchMode === 'shard';
   if (batchOnly.length > 0 && !(batchMode === 'plan-only' && batchOnly.every((f) => f === 'allow-key')) && !(taskMode && batchOnly.every((f) => f === 'scratch'))) {
     throw new UsageError(`--${batchOnly[0]} belongs to ${batchOnly[0] === 'scratch' ? '--block / --instance / --shard' : '--plan-only'}`);
@@ -266,8 +270,8 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
       return await expand(values.expand!, values['key-dir'], SCENARIOS_DIR, log);
     }
     if (batchMode === 'status') {
-      refuseFlags('status', []);
-      return status(values.status!);
+      refuseFlags('status', ['list']);
+      return status(values.status!, values.list === true);
     }
   } catch (error) {
     throw asCommandFailure(error);
