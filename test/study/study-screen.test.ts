@@ -3,16 +3,15 @@
 // live block gone before the verdict. Elsewhere: plain records, no control code. Checked first on
 // a stream that says it is a terminal (what it shows, read by test/support/terminal-screen.ts),
 // then for real: `npm run study` in a pseudo-terminal (util-linux `script`), its screen read back.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StudyScreen, type ScreenStream } from '../../cli/study-screen.js';
-import { loadOrCreateControllerKey } from '../../controller/key-store.js';
-import { lockPrereg } from '../../design/prereg.js';
 import { processCodeFor } from '../../foundation/process-code.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import type { StudyProgress } from '../../study/study-runner.js';
+import { makeKey, writeLockedPrereg } from '../support/batch-study.js';
 import { REPO } from '../support/controller-run.js';
 import { terminalLines } from '../support/terminal-screen.js';
 import { tempDir } from '../support/writer-fixture.js';
@@ -104,38 +103,53 @@ describe('the study screen on a stream', () => {
   });
 });
 
+/** Why the screen does not end with the verdict block whole and last (null: it does). */
+function verdictBlockProblem(screen: readonly string[], reportHtml: string): string | null {
+  const verdict = screen.findIndex((l) => l.startsWith('VERDICT: '));
+  if (verdict < 0) return 'no VERDICT line';
+  const block = screen.slice(verdict);
+  const foreign = block.slice(1).find((l) => !l.startsWith('  '));
+  if (foreign !== undefined) return `a line inside or after the verdict block is not its own: ${foreign}`;
+  if (block.at(-1)!.trim() !== reportHtml) return `the block does not end with ${reportHtml}`;
+  if (screen.some((l) => l.startsWith('study ('))) return 'a live line was left on screen';
+  return null;
+}
+
+describe('the verdict-block check', () => {
+  it('forged: a live block not cleared before the verdict is caught', () => {
+    const out = new Captured(true);
+    const screen = new StudyScreen(out, () => 0);
+    screen.progress(progress({ 'A-r1': 'starting' }, 0));
+    // The verdict written without finish(): the live block stays above it.
+    out.write('VERDICT: REJECTED\n  report: /s/report.json\n          /s/report.html\n');
+    expect(verdictBlockProblem(terminalLines(out.text), '/s/report.html')).toMatch(/no VERDICT line|not its own|live line was left/);
+    screen.finish();
+  });
+});
+
 const HAS_SCRIPT = spawnSync('script', ['--version']).status === 0;
 
 describe('npm run study in a pseudo-terminal', () => {
   it.runIf(HAS_SCRIPT)('shows live lines while it runs, a summary per instance, and ends with the verdict block whole', async () => {
     const dir = tempDir('ds-study-tty-');
     const keyDir = path.join(dir, 'keys');
-    const key = loadOrCreateControllerKey(keyDir);
-    const prereg = JSON.parse(readFileSync(path.join(REPO, 'experiments', 'prereg', 'default.json'), 'utf8')) as Record<string, Record<string, unknown>>;
-    prereg['expansion_rule']!['initial_n_per_group'] = 1;
-    prereg['expansion_rule']!['expanded_n_per_group'] = 2;
-    prereg['thresholds']!['c_instances_passing'] = [{ n: 1, at_least: 1 }, { n: 2, at_least: 2 }];
-    const preregFile = path.join(dir, 'prereg-n1.json');
-    writeFileSync(preregFile, JSON.stringify(prereg, null, 2));
-    expect(lockPrereg(preregFile, key.keys, '2026-01-01T00:00:00.000Z').ok).toBe(true);
+    // n = 1 per group, 12-hour wakes: seconds an instance.
+    const preregFile = writeLockedPrereg(path.join(dir, 'prereg-n1.json'), makeKey(keyDir));
     const out = path.join(dir, 'study');
     const code = await processCodeFor(path.join(REPO, 'cli', 'study.ts'), REPO);
     const command = [process.execPath, ...code.execArgv, code.main, '--n', '1', '--seed', 'tty', '--prereg', preregFile, '--key-dir', keyDir, '--out', out, '--same-uid', 'test'].map((a) => `'${a}'`).join(' ');
     // script: a pseudo-terminal for the command (stdout and stderr both on it), its bytes on our stdout.
-    const raw = execFileSync('script', ['-qfec', command, '/dev/null'], { cwd: REPO, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 150_000 });
+    const run = spawnSync('script', ['-qfec', command, '/dev/null'], { cwd: REPO, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 150_000 });
+    const raw = run.stdout;
+    // -e: script exits with the study's code: a report written (0, or 4 for a verdict of insufficient evidence).
+    expect([0, 4], raw.slice(-3000)).toContain(run.status);
     expect(raw).toMatch(new RegExp(`${ESC}\\[1A${ESC}\\[2K`));
     // Live lines were drawn (read from the raw bytes: they are gone from the final screen).
     expect(raw).toMatch(/ {2}[ABC]-r1 {2}wake \d+\/\d+ · sim h\d\d:\d\d · \d+ s/);
     const screen = terminalLines(raw);
     for (const g of ['A', 'B', 'C']) expect(screen.some((l) => new RegExp(`^${g}-r1 finished: \\d+/\\d+ wakes to h\\d\\d:\\d\\d in [\\d.]+ s; scored `).test(l)), g).toBe(true);
     expect(screen.some((l) => l.startsWith('[ds-runtime') || l.startsWith('[ds-writer')), 'children print into processes.log').toBe(false);
-    const verdict = screen.findIndex((l) => l.startsWith('VERDICT: '));
-    expect(verdict).toBeGreaterThan(0);
-    const block = screen.slice(verdict);
-    // Whole and last: every line after VERDICT is the block's own (indented), ending with the report files.
-    expect(block.slice(1).every((l) => l.startsWith('  ')), block.join('\n')).toBe(true);
-    expect(block.at(-1)!.trim()).toBe(path.join(out, 'report.html'));
-    expect(screen.some((l) => l.startsWith('study ('))).toBe(false);
+    expect(verdictBlockProblem(screen, path.join(out, 'report.html'))).toBeNull();
     for (const g of ['A', 'B', 'C']) {
       const log = readFileSync(path.join(out, 'instances', `${g}-r1`, RUN_FILES.processLog), 'utf8');
       expect(log).toMatch(new RegExp(`Z \\[${g}-r1\\] wake-0001 at h00:00`));
