@@ -12,6 +12,7 @@ import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { expandBatchStudy, mergeBatchStudy, type MergeFinding } from '../study/batch/batch-merge.js';
 import { writeBatchPlan, type BatchPlanOptions } from '../study/batch/batch-plan-writer.js';
 import { batchStudyStatus } from '../study/batch/batch-status.js';
+import { statusText } from './study-status-text.js';
 import { runBatchTask, shardIndices, type TaskOptions, type TaskOutcome } from '../study/batch/instance-task.js';
 import { runBlockTask, worstExit, type FailedMember } from '../study/batch/block-task.js';
 import { readBatchPlan, type BatchPlan } from '../study/batch/batch-plan-reader.js';
@@ -192,15 +193,7 @@ export async function expand(studyDir: string, keyDir: string | undefined, scena
   };
 }
 
-export function status(studyDir: string): CommandOutput {
+export function status(studyDir: string, list: boolean): CommandOutput {
   const s = batchStudyStatus(path.resolve(studyDir));
-  const notDone = s.instances.filter((i) => i.state !== 'done');
-  const text = [
-    `${s.study_id}: ${s.planned} planned · ${s.counts.done} done · ${s.counts.running} running · ${s.counts.stopped} stopped · ${s.counts.missing} missing · ${s.counts.failed} failed`,
-    ...notDone.slice(0, 200).map((i) => `  ${i.state.padEnd(7)} ${String(i.index).padStart(5)} ${i.instance}${i.detail ? `: ${i.detail}` : ''}${i.rerun ? `  → ${i.rerun}` : ''}`),
-    ...(notDone.length > 200 ? [`  … and ${notDone.length - 200} more (--json lists every one)`] : []),
-    `next: ${s.next}`,
-    '',
-  ].join('\n');
-  return { exitCode: EXIT_CODES.ok, json: { ...s }, text };
+  return { exitCode: EXIT_CODES.ok, json: { ...s }, text: statusText(s, list) };
 }

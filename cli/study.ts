@@ -23,7 +23,8 @@ import { randomBytes } from 'node:crypto';
 import { cpus, userInfo } from 'node:os';
 import path from 'node:path';
 import { defaultKeyDir } from '../controller/key-store.js';
-import { runStudy, type StudyOutcome, type StudyProgress, type StudyRunOptions } from '../study/study-runner.js';
+import { runStudy, type StudyOutcome, type StudyRunOptions } from '../study/study-runner.js';
+import { StudyScreen } from './study-screen.js';
 import { StudyError, StudyPlan, STUDY_PATH_CODES } from '../study-contract/study-folder.js';
 import { checkNewStudyFolder, studyResumeCommand } from '../study/study-folder-setup.js';
 import { ROUNDING_CHECK } from '../oracle/rounded-figures-check.js';
@@ -91,7 +92,9 @@ A study on a batch scheduler (Slurm job arrays, Kubernetes Indexed Jobs; docs/cl
        npm run study -- --merge DIR [--key-dir DIR]    verifies every instance folder against the plan and its allowed
                         keys (--key-dir: the key that planned it), then writes the report as a one-machine study
                         (exit 0 · 4 as above · 3 not every instance done · 2 a folder or plan refused)
-       npm run study -- --status DIR                   every instance done / running / stopped / missing / failed`;
+       npm run study -- --status DIR [--list]          counts of done / running / stopped / missing / failed, the stragglers
+                        named (failed, stopped, running longest, missing as index ranges) and the next step;
+                        --list: every instance, one line each (--json: every instance)`;
 
 const OPTIONS = {
   ...MODEL_OPTIONS,
@@ -117,6 +120,7 @@ const OPTIONS = {
   expand: { type: 'string' },
   merge: { type: 'string' },
   status: { type: 'string' },
+  list: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
@@ -125,38 +129,6 @@ const OPTIONS = {
 /** Blocks at once when none is asked: a block is three instances, so one per three cores (at least one). */
 function defaultBlockConcurrency(): number {
   return Math.max(1, Math.round(cpus().length / 3));
-}
-
-/** One redrawn status line on a terminal; plain lines (instance starts and ends only) elsewhere. */
-class StudyScreen {
-  private readonly tty = process.stderr.isTTY === true;
-  private drawn = false;
-  private lastPlain = '';
-
-  line(text: string): void {
-    this.clear();
-    process.stderr.write(`${text}\n`);
-  }
-
-  progress(p: StudyProgress): void {
-    const running = [...p.running].map(([name, at]) => `${name} ${at}`).join(', ');
-    const text = `study (${p.phase}): ${p.finished}/${p.total} finished${p.failed > 0 ? `, ${p.failed} not finished` : ''}${running ? ` · running ${running}` : ''}`;
-    if (this.tty) {
-      this.clear();
-      process.stderr.write(text.slice(0, (process.stderr.columns ?? 120) - 1));
-      this.drawn = true;
-      return;
-    }
-    // Off a terminal: a line only when the counts change, not for every wake.
-    const counts = `${p.finished}/${p.total}/${p.failed}/${p.running.size}`;
-    if (counts !== this.lastPlain) process.stderr.write(`${text.replace(/ · running .*/, ` · ${p.running.size} running`)}\n`);
-    this.lastPlain = counts;
-  }
-
-  clear(): void {
-    if (this.drawn) process.stderr.write('\r\x1b[2K');
-    this.drawn = false;
-  }
 }
 
 function summary(report: StudyReport, files: { json: string; markdown: string; html: string } | null): string {
@@ -237,7 +209,8 @@ function unfinishedLines(outcome: StudyOutcome, exitCode: number, outDir: string
 }
 
 function studyOutput(outcome: StudyOutcome, aborted: boolean, outDir: string, screen: StudyScreen, json: boolean): CommandOutput {
-  screen.clear();
+  // The live block goes before the verdict block, which then comes last and whole.
+  screen.finish();
   const exitCode = exitCodeOf(outcome, aborted);
   const first = outcome.nothingToDo ? [`nothing to do: every instance of ${outDir} is sealed and report.json follows from them (left as it was)`] : [];
   const last = unfinishedLines(outcome, exitCode, outDir);
@@ -262,6 +235,7 @@ async function finishStudy(run: () => Promise<StudyOutcome>, stop: GracefulStop,
   try {
     outcome = await run();
   } catch (error) {
+    screen.finish();
     throw asCommandFailure(error);
   }
   // npm's relayed copy of a Ctrl-C must meet the handler, not the process's teardown (operator-stop.ts).
@@ -278,6 +252,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
   if (modes.length > 1) throw new UsageError(`--${modes[0]} and --${modes[1]} cannot be combined: one mode at a time`);
   const batchOnly = (['scratch', 'allow-key'] as const).filter((f) => values[f] !== undefined);
   const batchMode = modes[0];
+  if (values.list === true && batchMode !== 'status') throw new UsageError('--list belongs to --status DIR: it lists every instance of a batch study');
   const taskMode = batchMode === 'block' || batchMode === 'instance' || batchMode === 'shard';
   if (batchOnly.length > 0 && !(batchMode === 'plan-only' && batchOnly.every((f) => f === 'allow-key')) && !(taskMode && batchOnly.every((f) => f === 'scratch'))) {
     throw new UsageError(`--${batchOnly[0]} belongs to ${batchOnly[0] === 'scratch' ? '--block / --instance / --shard' : '--plan-only'}`);
@@ -304,8 +279,8 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
       return await expand(values.expand!, values['key-dir'], SCENARIOS_DIR, log);
     }
     if (batchMode === 'status') {
-      refuseFlags('status', []);
-      return status(values.status!);
+      refuseFlags('status', ['list']);
+      return status(values.status!, values.list === true);
     }
   } catch (error) {
     throw asCommandFailure(error);

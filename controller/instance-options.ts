@@ -40,6 +40,8 @@ export interface CommonOptions {
   readonly scenariosDir: string;
   readonly isolation?: IsolationOptions;
   readonly log: (line: string) => void;
+  /** The writer's and the runtime's stdout and stderr go to RUN_FILES.processLog in the run folder (a study's screen stays calm); unset: the controller's own. */
+  readonly childOutputToRunFolder?: boolean;
   /** The fault harness's points in this process (npm run faults); FaultSwitch.off otherwise. */
   readonly faults?: FaultSwitch;
   /**

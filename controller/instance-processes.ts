@@ -83,6 +83,11 @@ export class InstanceProcesses {
     return this.writer !== null;
   }
 
+  /** Where the children's own lines go (instance-options.ts childOutputToRunFolder). */
+  private childOutput(): { outputFile?: string } {
+    return this.input.options.childOutputToRunFolder === true ? { outputFile: path.join(this.input.runDir, RUN_FILES.processLog) } : {};
+  }
+
   async startWriter(mode: 'create' | 'open'): Promise<void> {
     this.socket ??= prepareSocketDir(this.input.isolation);
     const { writer, codeRoot } = this.input.isolation;
@@ -92,7 +97,7 @@ export class InstanceProcesses {
       identity: { subject_id: this.subjectId, experiment_id: this.input.manifest.experiment_id, manifest_sha256: this.input.manifestHash },
       socket: this.socket,
       tokens: this.tokens,
-      process: { codeRoot, faultInjection: this.faults.environmentValue, ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
+      process: { codeRoot, faultInjection: this.faults.environmentValue, ...this.childOutput(), ...(writer ? { uid: writer.uid, gid: writer.gid } : {}) },
     });
     const faults = this.faults;
     this.client = await connectController(this.socket, this.tokens, { requestTimeoutMs: writerRequestTimeoutMsOf(this.input.prereg), onAck: (events) => faults.recordAcks(events), onStray: (text) => this.log(`warning: ${text}`) });
@@ -143,7 +148,7 @@ export class InstanceProcesses {
         framing: framingOf(this.input.scenario.definition),
       },
       // The runtime checks its model before it says ready (loading a local model; a server's side requests and a probe call, retried like any call).
-      { codeRoot, faultInjection: this.faults.environmentValue, startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + modelCallBudgetMs(this.input), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
+      { codeRoot, faultInjection: this.faults.environmentValue, ...this.childOutput(), startTimeoutMs: RUNTIME_START_TIMEOUT_MS + PREFLIGHT_SIDE_REQUESTS_MS + modelCallBudgetMs(this.input), ...(runtime ? { uid: runtime.uid, gid: runtime.gid } : {}) },
     );
     this.log(`ds-runtime pid ${this.runtimeProcess.pid}`);
     this.recordPreflight(this.runtimeProcess.preflight);

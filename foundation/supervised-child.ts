@@ -9,6 +9,7 @@
 // fires once the parent has disconnected the channel itself. A channel that outlives the process
 // (an inherited fd) is given up after a grace, and that is said.
 import { fork, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import type { ProcessCode } from './process-code.js';
 
 /** How long after the exit the IPC channel may take to deliver its last messages and close. */
@@ -37,6 +38,8 @@ export interface SupervisedChildSpec<Ready> {
   readonly env: NodeJS.ProcessEnv;
   readonly uid?: number;
   readonly gid?: number;
+  /** A file the child's stdout and stderr are appended to (a study keeps every process's lines in its run folder); absent: this process's own. */
+  readonly outputFile?: string;
   readonly startTimeoutMs: number;
   /** The first message sent: the child answers it with ready or a refusal. */
   readonly startMessage: { readonly type: string };
@@ -86,9 +89,19 @@ function exitOnceChannelClosed(child: ChildProcess, logTag: string, label: strin
 }
 
 function forkChild<Ready>(spec: SupervisedChildSpec<Ready>): ChildProcess {
+  // Opened by this process, so a child under another uid needs no right on the folder; the child holds its own copy of the descriptor.
+  const output = spec.outputFile === undefined ? 'inherit' : openSync(spec.outputFile, 'a');
+  try {
+    return forkWith(spec, output);
+  } finally {
+    if (typeof output === 'number') closeSync(output);
+  }
+}
+
+function forkWith<Ready>(spec: SupervisedChildSpec<Ready>, output: 'inherit' | number): ChildProcess {
   return fork(spec.code.main, [], {
     execArgv: [...spec.code.execArgv],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', output, output, 'ipc'],
     // Its own process group: a Ctrl-C in the controller's terminal is the controller's emergency
     // stop, which still needs this child; the child exits when its parent goes away instead.
     detached: true,

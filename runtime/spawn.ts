@@ -82,6 +82,8 @@ export interface SpawnRuntimeOptions {
   readonly startTimeoutMs?: number;
   /** DS_FAULT_INJECTION for the child (npm run faults); absent: the variable is kept out of its environment. */
   readonly faultInjection?: string | null;
+  /** Where its stdout and stderr go (appended); absent: the controller's own (foundation/supervised-child.ts). */
+  readonly outputFile?: string;
 }
 
 interface PendingWake {
@@ -215,6 +217,7 @@ export async function spawnRuntime(config: Omit<z.input<typeof RuntimeStartConfi
     env: childEnvironment(options.faultInjection ?? null),
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
+    ...(options.outputFile === undefined ? {} : { outputFile: options.outputFile }),
     startTimeoutMs: options.startTimeoutMs ?? 20_000,
     startMessage: startMessage.data,
     readStart: readRuntimeStart,

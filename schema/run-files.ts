@@ -19,6 +19,8 @@ export const RUN_FILES = {
   modelConfig: 'model-config.json',
   /** One line per start of the runtime: the model adapter's check before the first wake (issue 15 item 5). */
   preflight: 'preflight.jsonl',
+  /** In a study: every line its controller, writer and runtime printed, appended as they ran (not evidence: nothing checks or signs it). */
+  processLog: 'processes.log',
   /** The subject's files. */
   workspace: 'workspace',
   dsseSuffix: '.dsse.json',

@@ -13,7 +13,8 @@
 //
 // Folder layout (the contract --recompute and --resume read):
 //   <out>/study.json                 what the study was started with (StudyPlan)
-//   <out>/instances/<G>-r<k>/        one run folder per instance (npm run verify works on each)
+//   <out>/instances/<G>-r<k>/        one run folder per instance (npm run verify works on each); its
+//                                    processes.log: every line its controller, writer and runtime printed
 //   <out>/blocks/r<k>.jsonl          replicate k's block: every turn its members took (oracle/block-turns.ts)
 //   <out>/report.json, report.md, report.html
 import { randomBytes } from 'node:crypto';
@@ -43,6 +44,8 @@ import { checkNewStudyFolder, makeFolder, removeMadeFolders, studyResumeCommand 
 import { buildStudyReport } from './study-report-builder.js';
 import { instanceReportRecordOf, usableRuleOf } from './instance-report-record.js';
 import { reportDifferences } from './study-recompute.js';
+import { InstanceLogFile } from './instance-log-file.js';
+import { RUN_FILES } from '../schema/run-files.js';
 
 // The study folder's contract lives in study-contract/study-folder.ts; re-exported for the study's callers.
 
@@ -242,15 +245,19 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       operator: run.operator,
       ...studyScenarioPlace(outDir, run.scenariosDir, plan),
       ...(run.isolation ? { isolation: run.isolation } : {}),
+      childOutputToRunFolder: true,
       log: (line: string) => {
         const wake = /^(wake-\d+) at (h\d+:\d\d)/.exec(line);
         if (wake) {
           running.set(name, `${wake[1]} ${wake[2]}`);
           progress();
         }
-        run.log(`[${name}] ${inStudyWords(line, dir)}`);
+        const said = `[${name}] ${inStudyWords(line, dir)}`;
+        fileLog.line(said);
+        run.log(said);
       },
     };
+    const fileLog = new InstanceLogFile(dir);
     try {
       if (found === 'resume') result = await (run.resume ?? resumeInstance)(common);
       else {
@@ -274,6 +281,7 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
       run.log(`[${name}] FAILED: ${error}`);
     }
     running.delete(name);
+    for (const unwritten of fileLog.close()) run.log(`[${name}] not in ${STUDY_FILES.instances}/${name}/${RUN_FILES.processLog} (no run folder was made): ${unwritten}`);
     const wallMs = Date.now() - startedMs + (found === 'resume' ? (storedWallMs(group, replicate) ?? 0) : 0);
     const detail = error ?? (result?.stopReason ? inStudyWords(result.stopReason, dir) : null);
     ran.push({ group, replicate, dir, status: result?.status ?? 'failed', detail, wallMs, action: found === 'resume' ? 'resumed' : 'started' });

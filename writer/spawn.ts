@@ -65,6 +65,8 @@ export interface SpawnWriterOptions {
   readonly codeRoot?: string;
   /** DS_FAULT_INJECTION for the child (npm run faults); absent: the variable is kept out of its environment. */
   readonly faultInjection?: string | null;
+  /** Where its stdout and stderr go (appended); absent: the controller's own (foundation/supervised-child.ts). */
+  readonly outputFile?: string;
 }
 
 /**
@@ -103,6 +105,7 @@ export async function spawnWriter(config: Omit<WriterStartConfig, 'type'>, optio
     env: childEnvironment(options.faultInjection ?? null),
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
+    ...(options.outputFile === undefined ? {} : { outputFile: options.outputFile }),
     startTimeoutMs: options.startTimeoutMs ?? 20_000,
     startMessage: { type: 'start', ...config } satisfies WriterStartConfig,
     readStart: readWriterStart,

@@ -1,4 +1,4 @@
-// `npm run study -- --status STUDY [--json]` (issue 18 item 4): every planned instance of a batch
+// `npm run study -- --status STUDY [--list] [--json]` (issue 18 item 4): every planned instance of a batch
 // study as done / running / stopped / missing / failed, from the study folder alone (published
 // folders, stopped copies, claims, task records), with the command that reruns what is not done,
 // and the study's next step. Reads only; a published folder counts as done when its final head
@@ -23,6 +23,8 @@ export interface InstanceStatus {
   readonly state: StatusState;
   readonly detail: string | null;
   readonly rerun: string | null;
+  /** A running instance: since when its task has held it (its claim), ISO 8601; null otherwise. */
+  readonly since: string | null;
 }
 
 export interface StudyStatus {
@@ -43,14 +45,14 @@ export function batchStudyStatus(studyDir: string): StudyStatus {
   const unit = taskUnitOf(batchPlan.plan);
   const instances: InstanceStatus[] = batchPlan.instances.map((entry) => {
     const name = instanceDirName(entry.group, entry.replicate);
-    const at = (state: StatusState, detail: string | null, rerun: boolean): InstanceStatus => ({ index: entry.index, instance: name, round: entry.round, state, detail, rerun: rerun ? taskCommand(dir, unit, entry.index) : null });
+    const at = (state: StatusState, detail: string | null, rerun: boolean, since: string | null = null): InstanceStatus => ({ index: entry.index, instance: name, round: entry.round, state, detail, rerun: rerun ? taskCommand(dir, unit, entry.index) : null, since });
     const published = path.join(dir, STUDY_FILES.instances, name);
     if (existsSync(published)) {
       const sealed = publishedIsSealed(published, batchPlan);
       return sealed.sealed ? at('done', null, false) : at('failed', `${published} is there but not sealed (${sealed.why}): move it away and rerun`, true);
     }
     const claim = readClaim(dir, entry.index);
-    if (claim !== null) return at('running', `task ${claim.task_id} on ${claim.host} since ${claim.since}`, false);
+    if (claim !== null) return at('running', `task ${claim.task_id} on ${claim.host} since ${claim.since}`, false, claim.since);
     const record = readTaskRecord(dir, entry.index);
     if (existsSync(path.join(dir, BATCH_FILES.stopped, name))) return at('stopped', record?.detail ?? 'stopped', true);
     if (record?.state === 'failed') return at('failed', `exit ${record.exit_code}: ${record.detail ?? 'no detail'}`, true);

@@ -7,7 +7,7 @@
 // (exit 130) and leaves the stores intact. The dedupe itself is tested on a small process first
 // (relays folded in, a stalled event loop, a real second press seen).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SAME_PRESS_WINDOW_MS } from '../../cli/operator-stop.js';
@@ -155,7 +155,9 @@ describe('one Ctrl-C through npm is one recorded emergency stop', () => {
     const setup = controllerSetup();
     const studyDir = path.join(setup.dir, 'study');
     const run = npmRun('study', ['--n', '1', '--exploratory', 'interrupt test: one replicate per group', '--out', studyDir, '--key-dir', setup.keyDir, '--prereg', setup.preregFile, '--same-uid', 'interrupt test']);
-    await waitForOutput(run.output, /\] wake-0004 at/, REACH_TIMEOUT_MS);
+    // The screen shows wakes only as live lines on a terminal; every instance's own lines are in its processes.log.
+    const instanceLogs = (): string => (existsSync(path.join(studyDir, 'instances')) ? readdirSync(path.join(studyDir, 'instances')).map((name) => path.join(studyDir, 'instances', name, RUN_FILES.processLog)) : []).map((f) => (existsSync(f) ? readFileSync(f, 'utf8') : '')).join('\n');
+    await waitForOutput(instanceLogs, /\] wake-0004 at/, REACH_TIMEOUT_MS);
     pressCtrlC(run);
     const exit = await run.exited;
     const output = run.output();

@@ -8,6 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { loadOrCreateControllerKey } from '../../controller/key-store.js';
 import { lockPrereg } from '../../design/prereg.js';
 import { StudyReport } from '../../oracle/study-report.js';
+import { RUN_FILES } from '../../schema/run-files.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
 import { runCli } from '../support/cli.js';
 import { REPO } from '../support/controller-run.js';
@@ -49,6 +50,13 @@ describe('npm run study', () => {
     const out = path.join(dir, 'study');
     const r = await runCli('study', ['--n', '1', '--seed', 'cli', '--prereg', preregFile, '--key-dir', keyDir, '--out', out, '--same-uid', 'test', '--json']);
     expect(r.stderr).toMatch(/study \(n = 1 per group\): 3\/3 finished/);
+    // Off a terminal the screen is plain records, one per line: no control code, no child's line
+    // (those are in each instance's processes.log), a summary line per instance.
+    expect(r.stderr).not.toMatch(/[\x1b\r]/);
+    expect(r.stderr).not.toMatch(/^\[ds-(writer|runtime)/m);
+    for (const g of ['A', 'B', 'C']) expect(r.stderr).toMatch(new RegExp(`^${g}-r1 started\n(.*\n)*${g}-r1 finished: 31/31 wakes to h72:00 in [\\d.]+ s; scored `, 'm'));
+    expect(r.stderr.split('\n').length, r.stderr).toBeLessThan(40);
+    for (const g of ['A', 'B', 'C']) expect(readFileSync(path.join(out, 'instances', `${g}-r1`, RUN_FILES.processLog), 'utf8')).toMatch(/^\[ds-runtime \d+\] started for subject /m);
     const { exit_code: exitCode, ...body } = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(exitCode).toBe(r.code);
     const report = StudyReport.parse(body);

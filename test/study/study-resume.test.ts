@@ -20,6 +20,7 @@ import { lockPrereg } from '../../design/prereg.js';
 import { StudyReport } from '../../oracle/study-report.js';
 import { runStudy, type StudyOptions } from '../../study/study-runner.js';
 import { STUDY_FILES, StudyPlan } from '../../study-contract/study-folder.js';
+import { RUN_FILES } from '../../schema/run-files.js';
 import { recomputeStudy } from '../../study/study-recompute.js';
 import { resumeStudy } from '../../study/study-resume.js';
 import { verifyDirectory } from '../../writer/verify-store.js';
@@ -90,7 +91,9 @@ describe('npm run study -- --resume', () => {
     const resumeCommand = `npm run study -- --resume ${out}`;
     const started = spawnCli('study', ['--n', '1', '--seed', 'resume', '--prereg', preregFile, '--key-dir', keyDir, '--out', out, '--same-uid', 'test run in one uid', '--concurrency', '2'], { detached: true });
     // The block under way (A, B and C side by side, in lockstep; --concurrency counts blocks): stop it mid-run.
-    await waitForOutput(started.output, /\[A-r1\] wake-0001 at[\s\S]*\[B-r1\] wake-0001 at|\[B-r1\] wake-0001 at[\s\S]*\[A-r1\] wake-0001 at/, WAIT_MS);
+    // The screen shows wakes only as live lines on a terminal; every instance's own lines are in its processes.log.
+    const logsOf = (): string => ['A-r1', 'B-r1'].map((name) => path.join(out, STUDY_FILES.instances, name, RUN_FILES.processLog)).map((f) => (existsSync(f) ? readFileSync(f, 'utf8') : '')).join('\n');
+    await waitForOutput(logsOf, /\[A-r1\] wake-0001 at[\s\S]*\[B-r1\] wake-0001 at/, WAIT_MS);
     process.kill(-started.child.pid!, 'SIGINT');
     expect(await started.exited, started.output()).toBe(3);
     const first = started.output();
