@@ -19,6 +19,7 @@ import { StudyReport } from '../../oracle/study-report.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { STUDY_FILES } from '../../study-contract/study-folder.js';
 import { renderReportHtml } from '../../study/report-html.js';
+import { readReportTimelines } from '../../study/instance-timelines.js';
 import { copyStudy, makeBlindStudy } from '../support/blind-study.js';
 import { spawnAuditDesk, stopAuditDesk, type DeskProcess } from '../support/audit-desk-process.js';
 import { launchChromium, openOnOrigin, type OriginPage } from '../support/chromium.js';
@@ -118,7 +119,8 @@ describe('a real study served whole', () => {
   test('report.html as written to the study folder keeps its seqs as plain text (no link that leads nowhere from a file)', () => {
     const onDisk = readFileSync(path.join(studyDir, STUDY_FILES.html), 'utf8');
     expect(onDisk).not.toContain('finding-link');
-    expect(onDisk).toBe(renderReportHtml(report));
+    // The same page the study wrote (with its 72-hour strips), less the links.
+    expect(onDisk).toBe(renderReportHtml(report, { timelines: readReportTimelines(studyDir, report) }));
     for (const f of located()) expect(onDisk).toContain(`<td class="num">${f.seq}</td>`);
   });
 
