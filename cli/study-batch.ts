@@ -45,8 +45,8 @@ export function taskIndexOf(flag: string, text: string, env: NodeJS.ProcessEnv):
   return Number(value);
 }
 
-export function planOnly(input: BatchPlanOptions): CommandOutput {
-  const written = writeBatchPlan(input);
+export async function planOnly(input: BatchPlanOptions): Promise<CommandOutput> {
+  const written = await writeBatchPlan(input);
   const { plan, batch } = written;
   const blocks = batch.instances.length / BLOCK_MEMBERS;
   const blockSlots = blockSlotsOf(plan.model, BLOCK_MEMBERS);

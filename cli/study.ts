@@ -343,7 +343,7 @@ async function main(context: CommandContext): Promise<CommandOutput | null> {
     if (values.concurrency !== undefined) throw new UsageError('--concurrency cannot be combined with --plan-only: the scheduler decides how many tasks run at once');
     if (values.prereg === undefined) lockBundledPrereg(keyDir, (l) => process.stderr.write(`[study] ${l}\n`));
     try {
-      return planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [], exploratory: values.exploratory ?? null, scenariosDir: SCENARIOS_DIR, scenarioDir });
+      return await planOnly({ outDir, seed, preregFile: values.prereg ?? DEFAULT_PREREG, keyDir, n, startAt, model, studyId, sameUid: values['same-uid'] ?? null, allowKeyFiles: values['allow-key'] ?? [], exploratory: values.exploratory ?? null, scenariosDir: SCENARIOS_DIR, scenarioDir, log: (l) => process.stderr.write(`${l}\n`) });
     } catch (error) {
       throw asCommandFailure(error);
     }

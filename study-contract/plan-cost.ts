@@ -23,8 +23,11 @@ export const PlanCost = z.strictObject({
       /** The measured speed the prediction rests on, in words. */
       speed: z.string().max(500),
       instance_ms: Range,
-      /** Round 1 on one server, `calls_at_once` calls at once. */
+      /** Round 1 on one server, `blocks_at_once` blocks and so `calls_at_once` calls at once. */
       round_1_ms: Range,
+      blocks_at_once: Count,
+      /** Where `blocks_at_once` comes from, in words: a one-machine study's --concurrency, or a batch plan's assumption (the scheduler decides). */
+      blocks_at_once_source: z.string().max(500),
       calls_at_once: Count,
       tokens_per_call: Range,
       tokens_per_instance: Range,

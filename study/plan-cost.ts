@@ -17,10 +17,11 @@ import { exploratoryWords } from '../study-contract/exploratory.js';
 import { replicateSeed } from '../study-contract/study-replicates.js';
 import { predictedStudyOf } from './study-model-check.js';
 
-/** A check before hour 0 and the blocks the study runs at once (its predicted duration depends on both). */
+/** A check before hour 0 and the blocks the study runs at once (its predicted duration depends on both), with where that number comes from. */
 export interface CostPrediction {
   readonly check: ModelCheck;
   readonly concurrency: number;
+  readonly concurrencySource: string;
 }
 
 /**
@@ -51,6 +52,8 @@ function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls
     speed: `${forecast.speed.prompt_tokens_per_s} prompt tokens/s, ${forecast.speed.generated_tokens_per_s} generated tokens/s (${forecast.speed.source}), measured by the check before hour 0`,
     instance_ms: forecast.predicted_instance_ms,
     round_1_ms: { low: study.low, high: study.high },
+    blocks_at_once: study.blocksAtOnce,
+    blocks_at_once_source: prediction.concurrencySource,
     calls_at_once: study.atOnce,
     tokens_per_call: perCall,
     tokens_per_instance: { low: perCall.low * forecast.wakes, high: perCall.high * forecast.wakes },
@@ -58,11 +61,10 @@ function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls
   };
 }
 
-/** Why a plan predicts no time or tokens: its model calls no server, or the plan checked none (--plan-only). */
-export function notPredictedReason(model: ModelChoice, batch: boolean): string {
+/** Why a plan predicts no time or tokens: its model calls no server, or (a pre-registration without model-call rules) none was checked. */
+export function notPredictedReason(model: ModelChoice): string {
   if (!adapterOf(model.adapter).checkedBeforeStart) return `the ${model.adapter} model calls no model server: no time or tokens to measure`;
-  if (batch) return "--plan-only checks no model server (the compute nodes may reach it where this node does not): each task's check before hour 0 states its instance's time and tokens on its log; a one-machine npm run study with the same model states them at plan time";
-  return `the ${model.adapter} model was not checked before hour 0`;
+  return `the ${model.adapter} model was not checked before hour 0 (the pre-registration records no model-call rules to check it against)`;
 }
 
 const count = (x: number): string => x.toLocaleString('en-US');
@@ -78,7 +80,7 @@ export function costLines(cost: PlanCost): string[] {
   if (p === null) lines.push(`  time and tokens: not predicted (${cost.not_predicted})`);
   else {
     lines.push(`  predicted at ${p.speed}: an instance ${durationText(p.instance_ms.low)} to ${durationText(p.instance_ms.high)}, ${count(p.tokens_per_instance.low)} to ${count(p.tokens_per_instance.high)} tokens (prompt and answer; ${count(p.tokens_per_call.low)} to ${count(p.tokens_per_call.high)} a call)`);
-    lines.push(`  round 1: ${durationText(p.round_1_ms.low)} to ${durationText(p.round_1_ms.high)} on one server taking ${p.calls_at_once} call(s) at once, ${count(p.tokens_round_1.low)} to ${count(p.tokens_round_1.high)} tokens${expands ? '; more if the rule expands' : ''}`);
+    lines.push(`  round 1: ${durationText(p.round_1_ms.low)} to ${durationText(p.round_1_ms.high)} at ${p.blocks_at_once} block(s) at once (${p.blocks_at_once_source}) on one server taking ${p.calls_at_once} call(s) at once, ${count(p.tokens_round_1.low)} to ${count(p.tokens_round_1.high)} tokens${expands ? '; more if the rule expands' : ''}`);
   }
   return lines;
 }
@@ -89,7 +91,7 @@ export function costLines(cost: PlanCost): string[] {
  * departure, before anything runs.
  */
 export function statedStudyPlan(plan: StudyPlan, prereg: PreRegistration, modelCheck: ModelCheck | null, concurrency: number, log: (line: string) => void): StudyPlan {
-  const stated = StudyPlanSchema.parse({ ...plan, cost: planCostOf(plan, prereg, modelCheck === null ? notPredictedReason(plan.model, false) : { check: modelCheck, concurrency }) });
+  const stated = StudyPlanSchema.parse({ ...plan, cost: planCostOf(plan, prereg, modelCheck === null ? notPredictedReason(plan.model) : { check: modelCheck, concurrency, concurrencySource: 'the study\'s blocks at once: --concurrency, or its default' }) });
   for (const line of costLines(stated.cost!)) log(`[study] ${line}`);
   if (stated.exploratory !== undefined) log(`[study] EXPLORATORY: ${exploratoryWords(stated.exploratory)}`);
   return stated;

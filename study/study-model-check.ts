@@ -35,11 +35,11 @@ export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, 
  * server, as many calls at once as the blocks under way let (design/model-choice.ts blockSlotsOf
  * per block), never more than the server's slots for all of them.
  */
-export function predictedStudyOf(check: ModelCheck, plan: StudyPlan, concurrency: number): { readonly low: number; readonly high: number; readonly instances: number; readonly atOnce: number } {
+export function predictedStudyOf(check: ModelCheck, plan: StudyPlan, concurrency: number): { readonly low: number; readonly high: number; readonly instances: number; readonly blocksAtOnce: number; readonly atOnce: number } {
   const instances = GROUPS.length * plan.n_initial;
   const blocksAtOnce = Math.max(1, Math.min(concurrency, plan.n_initial));
   const atOnce = Math.min(blockSlotsOf(plan.model, GROUPS.length) * blocksAtOnce, blockSlotsOf(plan.model, instances));
-  return { ...predictedStudyMs(check.forecast, instances, atOnce), instances, atOnce };
+  return { ...predictedStudyMs(check.forecast, instances, atOnce), instances, blocksAtOnce, atOnce };
 }
 
 /** What the study took against what the check predicted before hour 0 (issue 31 item 3b): said at its end, with what a miss may mean. */

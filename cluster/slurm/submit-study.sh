@@ -6,7 +6,9 @@
 #   3. the expansion decision (and, without a round 2, the merge) as a job that starts once every
 #      round-1 task has ended: sbatch --dependency=afterany:ROUND1 study-expand.sbatch
 # Prints the job ids. Run it from anywhere on a login node whose file systems the compute
-# nodes share (the repository checkout, the study folder, the key folder).
+# nodes share (the repository checkout, the study folder, the key folder). With a model that
+# calls a server (--model openai|local, --model-config), step 1 checks that server before it
+# writes the plan (docs/cluster.md "What an instance will cost"): the login node must reach it.
 #
 # usage: cluster/slurm/submit-study.sh STUDY [--plan-only options: --n N --seed S --study-id ID
 #          --key-dir KEYS --prereg FILE --start-at ISO --same-uid REASON --allow-key PUB ... --model ...]

@@ -1,8 +1,9 @@
 // `npm run study -- --plan-only --out STUDY` (issue 18 item 1): a study's plan as a file, for a
 // batch scheduler to run one block per array index (issue 31: replicate k+1's A, B and C in one
 // task). Everything a one-machine study checks before it starts is checked here (the key, the
-// pre-registration's lock, the bounds), then study.json 1.4.0 is written with its batch block
-// (study-contract/batch-plan.ts) and signed; nothing runs.
+// pre-registration's lock, the bounds, and the model against the plan: the same check before hour
+// 0, for a model that calls a server), then study.json 1.4.0 is written with its batch block
+// (study-contract/batch-plan.ts), its cost (time and tokens from that check) and signed; nothing runs.
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ControllerKey } from '../../controller/key-store.js';
@@ -16,6 +17,7 @@ import { hashText } from '../../schema/hash.js';
 import { checkNewStudyFolder, makeFolder, removeMadeFolders } from '../study-folder-setup.js';
 import { checkedNewStudyPlan } from '../new-study-plan.js';
 import { notPredictedReason, planCostOf } from '../plan-cost.js';
+import { checkStudyModel } from '../study-model-check.js';
 import { copyScenarioInto, plannedWithScenario, removeScenarioCopy } from '../study-scenario.js';
 
 export interface BatchPlanOptions {
@@ -35,7 +37,16 @@ export interface BatchPlanOptions {
   /** The scenario folders by id (the checkout's), and the scenario folder given (--scenario DIR): copied into the study folder (issue 35). */
   readonly scenariosDir: string;
   readonly scenarioDir?: string | undefined;
+  /** Where the model check before hour 0 says what it measured (the plan's log; [study] lines). */
+  readonly log: (line: string) => void;
 }
+
+/**
+ * The blocks a batch study's predicted round 1 assumes at once, and why: the scheduler decides
+ * (Slurm: the array's %K), so the plan cannot know; an instance's figures hold whatever it is.
+ */
+export const BATCH_BLOCKS_AT_ONCE = 1;
+const BATCH_BLOCKS_AT_ONCE_SOURCE = "assumed: a batch study's blocks at once are the scheduler's (Slurm: the array's %K), unknown at plan time; with K blocks at once round 1 takes about this ÷ K, as far as the server's parallel slots allow; an instance's time and tokens hold whatever K";
 
 export interface WrittenBatchPlan {
   readonly plan: StudyPlan;
@@ -68,7 +79,7 @@ export function signStudyFile(studyDir: string, file: string, signatureFile: str
   if (!publishFile(path.join(studyDir, signatureFile), `${JSON.stringify(envelope, null, 2)}\n`, 0o644)) throw new StudyError('out_not_empty', `${path.join(studyDir, signatureFile)} appeared while planning: another process writes this study; nothing of this plan was signed`);
 }
 
-export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
+export async function writeBatchPlan(options: BatchPlanOptions): Promise<WrittenBatchPlan> {
   const outDir = path.resolve(options.outDir);
   checkNewStudyFolder(outDir);
   const checked = checkedNewStudyPlan({
@@ -80,8 +91,11 @@ export function writeBatchPlan(options: BatchPlanOptions): WrittenBatchPlan {
   const { key, prereg } = checked;
   // The scenario every task starts from: refused before anything is written, then copied into the study folder (a node needs that folder and the code) and pinned by the signed plan.
   const { plan: pinned, scenario } = plannedWithScenario(checked.plan, options, prereg.scenario.id);
-  // What it will cost (issue 35 item 2): counted from the plan; no server is measured here.
-  const plan = StudyPlan.parse({ ...pinned, cost: planCostOf(pinned, prereg, notPredictedReason(pinned.model, true)) });
+  // The model against the plan, as a one-machine study checks it, before anything is written: a refusal leaves the folder as it was.
+  const check = await checkStudyModel(pinned, prereg, scenario, { concurrency: BATCH_BLOCKS_AT_ONCE, log: options.log });
+  // What it will cost (issue 35 item 2): counted from the plan; time and tokens at the check's measured speed.
+  const prediction = check === null ? notPredictedReason(pinned.model) : { check, concurrency: BATCH_BLOCKS_AT_ONCE, concurrencySource: BATCH_BLOCKS_AT_ONCE_SOURCE };
+  const plan = StudyPlan.parse({ ...pinned, cost: planCostOf(pinned, prereg, prediction) });
   const batch = plan.batch!;
   const instancesDir = path.join(outDir, STUDY_FILES.instances);
   const made = makeFolder(instancesDir);

@@ -234,7 +234,7 @@ describe('--plan-only', () => {
     expect(existsSync(out)).toBe(false);
     expect(folderState(dir)).toEqual(parent);
     const missing = path.join(dir, 'no-such.pub');
-    await refusedInProcess(dir, () => writeBatchPlan({ outDir: out, seed: 'batch', preregFile: prereg1, keyDir: keys1, n: 1, startAt: TEST_START_AT, model: { adapter: 'reference' }, studyId: 'bp-bad', sameUid: null, allowKeyFiles: [missing], scenariosDir: SCENARIOS_DIR }), { code: 'batch_plan_plan_untrusted', message: new RegExp(`--allow-key ${missing} is not a controller public key`) });
+    await refusedInProcess(dir, () => writeBatchPlan({ outDir: out, seed: 'batch', preregFile: prereg1, keyDir: keys1, n: 1, startAt: TEST_START_AT, model: { adapter: 'reference' }, studyId: 'bp-bad', sameUid: null, allowKeyFiles: [missing], scenariosDir: SCENARIOS_DIR, log: () => undefined }), { code: 'batch_plan_plan_untrusted', message: new RegExp(`--allow-key ${missing} is not a controller public key`) });
   });
 });
 

@@ -17,7 +17,7 @@ import { costLines, planCostOf } from '../../study/plan-cost.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { controllerSetup, controllerSetupWith, SCENARIOS_DIR, TEST_START_AT, type ControllerSetup } from '../support/controller-run.js';
 import { folderState } from '../support/folder-state.js';
-import { startLlamaLikeServer, type LlamaLikeServer } from '../support/llamacpp-like-server.js';
+import { startLlamaLikeServer, type LlamaLikeOptions, type LlamaLikeServer } from '../support/llamacpp-like-server.js';
 
 let setup: ControllerSetup;
 
@@ -149,7 +149,7 @@ describe('time and tokens predicted from the check before hour 0', () => {
     const plan = StudyPlan.parse({ study_version: '1.3.0', study_id: 'cost', seed: 'cost', prereg_file: setup.preregFile, prereg_sha256: 'sha256:x', n_initial: 3, n_expanded: 5, concurrency: 1, start_at: TEST_START_AT, model, started_at: new Date().toISOString() });
     const scenario = loadScenario(path.join(SCENARIOS_DIR, prereg.scenario.id));
     const check = (await checkStudyModel(plan, prereg, scenario, { concurrency: 1, log: () => undefined }))!;
-    const cost = planCostOf(plan, prereg, { check, concurrency: 1 });
+    const cost = planCostOf(plan, prereg, { check, concurrency: 1, concurrencySource: 'one block' });
     const f = check.forecast;
     const p = cost.predicted!;
     expect(p.instance_ms).toEqual(f.predicted_instance_ms);
@@ -166,6 +166,59 @@ describe('time and tokens predicted from the check before hour 0', () => {
     expect(modelCallRulesOf(prereg)!.transport_retry.max_attempts).toBe(cost.attempts_per_call_at_most);
     const lines = costLines(cost);
     expect(lines[1]).toMatch(/^ {2}predicted at .*: an instance .+ to .+, [\d,]+ to [\d,]+ tokens \(prompt and answer; [\d,]+ to [\d,]+ a call\)$/);
-    expect(lines[2]).toMatch(/^ {2}round 1: .+ on one server taking 2 call\(s\) at once, [\d,]+ to [\d,]+ tokens; more if the rule expands$/);
+    expect(lines[2]).toMatch(/^ {2}round 1: .+ at 1 block\(s\) at once \(one block\) on one server taking 2 call\(s\) at once, [\d,]+ to [\d,]+ tokens; more if the rule expands$/);
   }, 60_000);
+});
+
+describe('--plan-only checks the model server as a one-machine study does, before anything is written', () => {
+  const servers: LlamaLikeServer[] = [];
+  afterAll(async () => Promise.all(servers.map((s) => s.close())));
+  const started = async (options: LlamaLikeOptions): Promise<LlamaLikeServer> => {
+    const s = await startLlamaLikeServer(options);
+    servers.push(s);
+    return s;
+  };
+  const modelFlags = (s: LlamaLikeServer): string[] => ['--model', 'openai', '--base-url', s.baseUrl, '--model-id', s.alias, '--api-key-env', 'none', '--structured-output', 'llamacpp', '--model-timeout-ms', '30000', '--parallel-slots', '2'];
+
+  test('a llama.cpp-like server: study.json\'s cost predicts time and tokens exactly as planCostOf does from the check\'s forecast, at one block at once (said so), on screen too', async () => {
+    const server = await started({ nCtx: 65_536, promptTokensPerS: 40_000, generatedTokensPerS: 20_000 });
+    const out = path.join(setup.dir, 'plan-only-server');
+    const r = await runCli('study', [...planOnly(setup, modelFlags(server)), '--out', out]);
+    expect(r.code, r.stdout + r.stderr.slice(-3000)).toBe(0);
+    // The check ran before the plan was written: its speed calls reached the server.
+    expect(server.chats.length).toBeGreaterThan(0);
+    expect(r.stderr).toMatch(/\[study\] predicted: an instance .+ to .+; the study's 9 instances .+ \(one server, 2 call\(s\) at once\)/);
+    const plan = StudyPlan.parse(JSON.parse(readFileSync(path.join(out, STUDY_FILES.plan), 'utf8')));
+    const locked = readLockedPrereg(setup.preregFile, setup.key.keys.publicKey);
+    if (!locked.ok) throw new Error('test setup: the pre-registration is not locked');
+    // The same check in process, on the plan as written, against the same server: its forecast, costed, is what the plan states.
+    const check = (await checkStudyModel(plan, locked.prereg, loadScenario(path.join(out, STUDY_FILES.scenario)), { concurrency: 1, log: () => undefined }))!;
+    const stated = plan.cost!;
+    expect(stated.not_predicted).toBeNull();
+    expect(stated.predicted).toEqual(planCostOf(plan, locked.prereg, { check, concurrency: 1, concurrencySource: stated.predicted!.blocks_at_once_source }).predicted);
+    expect(stated.predicted!.instance_ms).toEqual(check.forecast.predicted_instance_ms);
+    expect(stated.predicted).toMatchObject({ blocks_at_once: 1, calls_at_once: 2 });
+    expect(stated.predicted!.blocks_at_once_source).toMatch(/^assumed: a batch study's blocks at once are the scheduler's \(Slurm: the array's %K\), unknown at plan time; .*an instance's time and tokens hold whatever K$/);
+    // On screen, the plan's own lines.
+    for (const line of costLines(stated)) expect(r.stdout).toContain(`  ${line}\n`);
+  }, 90_000);
+
+  test('forged: a server whose context cannot hold the first wake refuses the plan, the folder byte-identical, with the check\'s advice; followed, the plan is accepted', async () => {
+    const small = await started({ nCtx: 2_048 });
+    const out = path.join(setup.dir, 'plan-only-small-context');
+    const before = folderState(setup.dir);
+    const r = await runCli('study', [...planOnly(setup, modelFlags(small)), '--out', out, '--json']);
+    expect(r.code, r.stdout + r.stderr.slice(-3000)).not.toBe(0);
+    const body = jsonOf(r) as { ok: boolean; error: { code: string; message: string } };
+    expect(body.ok).toBe(false);
+    expect(body.error.code).toBe('model_check_forecast');
+    const advice = /over the model's context of 2048.*a context of at least (\d+) tokens \(llama-server -c/.exec(body.error.message);
+    expect(advice, body.error.message).not.toBeNull();
+    expect(folderState(setup.dir), 'a refused --plan-only changed its parent folder').toEqual(before);
+    // The advice followed: a server with the context it names; the same command is accepted and states the prediction.
+    const fixed = await started({ nCtx: Number(advice![1]) });
+    const again = await runCli('study', [...planOnly(setup, modelFlags(fixed)), '--out', out, '--json']);
+    expect(again.code, again.stdout + again.stderr.slice(-3000)).toBe(0);
+    expect((jsonOf(again) as { cost: PlanCost }).cost.predicted).not.toBeNull();
+  }, 90_000);
 });

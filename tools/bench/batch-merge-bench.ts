@@ -139,13 +139,13 @@ export async function runBatchMergeBench(params: BatchMergeBenchParams, parentDi
     log(`batch merge: n = ${n} per group = ${instances} instances (asked ${params.instances}); the small study n = ${nSmall} (${nSmall * GROUPS.length}); load average ${loadBefore.join(' ')} on ${os.cpus().length} cores`);
     // The pre-registration's first round is the plan's n (its rule would expand to n + 1; nothing here expands).
     const setup = benchControllerSetup(dir, n + 1);
-    const plan = (outDir: string, nPerGroup: number): void => {
-      writeBatchPlan({ outDir, seed: BENCH_SEED, preregFile: setup.preregFile, keyDir: setup.keyDir, n: nPerGroup, startAt: DEFAULT_START_AT, model: { adapter: 'reference' }, studyId: STUDY_ID, sameUid: params.isolation.forceSameUid ?? null, allowKeyFiles: [], scenariosDir: SCENARIOS_DIR });
+    const plan = async (outDir: string, nPerGroup: number): Promise<void> => {
+      await writeBatchPlan({ outDir, seed: BENCH_SEED, preregFile: setup.preregFile, keyDir: setup.keyDir, n: nPerGroup, startAt: DEFAULT_START_AT, model: { adapter: 'reference' }, studyId: STUDY_ID, sameUid: params.isolation.forceSameUid ?? null, allowKeyFiles: [], scenariosDir: SCENARIOS_DIR, log });
     };
     const large = path.join(dir, 'study');
     const small = path.join(dir, 'study-small');
-    plan(large, n);
-    plan(small, nSmall);
+    await plan(large, n);
+    await plan(small, nSmall);
     const batchPlan = readBatchPlan(large, null);
 
     // Three real instances, one per group: block 0 (replicate 1's A, B and C side by side), as a plan that runs blocks does.
