@@ -10,7 +10,7 @@
 // Exit: 0 sealed and published (or published already) · 3 stopped, resumable (requeue) · 2 a plan
 // it cannot run or misuse (never retry) · 1 failed.
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { resumeInstance, runNewInstance, type InstanceResult } from '../../controller/instance-runner.js';
@@ -238,6 +238,8 @@ async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, log: TaskI
     childOutputToRunFolder: true,
     log: (line: string) => log.controller(line),
   };
+  // An empty folder an attempt left (made, then lost): the start wants none or an empty one, and the first line written would make it not empty.
+  if (!resume && existsSync(runDir)) rmdirSync(runDir);
   log.task(`${resume ? 'resumed' : 'started'} on ${hostname()} in ${runDir}; every line of its processes goes to ${RUN_FILES.processLog} there, published with the folder`);
   if (resume) return resumeInstance(common);
   return runNewInstance({

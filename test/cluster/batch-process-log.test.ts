@@ -6,7 +6,8 @@
 // the writer's lines; `npm run verify` and the merge accept the published folders with the file.
 // Forged: a processes.log the task cannot append to (a folder in its place): every line it could
 // not keep is said on stderr with why, none dropped; a warning is said on stderr, a routine
-// wake only in the file.
+// wake only in the file. An empty run folder left on scratch by a lost attempt is still started in
+// (the first line kept must not make it a folder the start refuses).
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -38,6 +39,8 @@ describe('a block task: every instance its processes.log, the task stderr calm',
     const studyDir = path.join(dir, 'study');
     await planStudy({ out: studyDir, keyDir, prereg, studyId: 'process-log' }, env);
 
+    // An empty run folder an earlier attempt left on scratch (made, then the node lost): the first line must not make it a folder the start refuses.
+    mkdirSync(path.join(dir, 'scratch', 'ds-process-log', 'A-r1'), { recursive: true });
     const ran = await study(['--block', '0', '--out', studyDir, '--key-dir', keyDir, '--scratch', path.join(dir, 'scratch'), '--json'], env);
     expect(ran.code, ran.stderr.slice(-3000)).toBe(0);
     expect(jsonOf(ran)['task_unit']).toBe('block');
