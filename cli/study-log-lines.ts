@@ -4,16 +4,13 @@
 // screen shows the routine ones only as the instance's live line; anything it does not know as
 // routine is shown whole, so a line nobody expected is never hidden.
 import { GROUPS } from '../design/groups.js';
+import { ROUTINE_LINES, WAKE_LINE } from '../study/routine-controller-lines.js';
 
 /** `[A-r1] text`: the instance and what its controller said. */
 const INSTANCE_LINE = new RegExp(`^\\[([${GROUPS.join('')}]-r[1-9][0-9]*)\\] (.*)$`);
 /** The plan's wake count, from the controller's `manifest signed …; plan: 31 wakes, …` line. */
 const PLAN = /plan: (\d+) wakes/;
-/** A wake that ended as planned: completed, or crashed by a crash drill the plan holds. */
-const WAKE = /^wake-(\d+) at (h\d+:\d\d) \([^)]*\)(?: · (.*))? · (completed|crashed)$/;
 const SCORED = /^scored /;
-/** The controller's routine lines: the instance's own folder keeps them; the screen shows only the live line. */
-const ROUTINE = [/^isolation: /, /^manifest signed /, /^ds-writer pid \d+ serving seq \d+$/, /^ds-runtime pid \d+$/, /^periodic head signed at seq \d+$/, /^ds-writer killed as planned /, /^model preflight: OK$/, /^sealed at seq \d+; final head signed$/];
 
 export type InstanceLine =
   | { readonly name: string; readonly kind: 'wake'; readonly wake: number; readonly hour: string; readonly what: string }
@@ -25,10 +22,10 @@ export function readInstanceLine(line: string): InstanceLine | null {
   const m = INSTANCE_LINE.exec(line);
   if (!m) return null;
   const [, name, text] = m as unknown as [string, string, string];
-  const wake = WAKE.exec(text);
+  const wake = WAKE_LINE.exec(text);
   if (wake) return { name, kind: 'wake', wake: Number(wake[1]), hour: wake[2]!, what: [wake[3], wake[4]].filter((x) => x !== undefined).join(' · ') };
   const plan = PLAN.exec(text);
   if (plan && text.startsWith('manifest signed ')) return { name, kind: 'plan', wakes: Number(plan[1]) };
   if (SCORED.test(text)) return { name, kind: 'scored', text };
-  return { name, kind: ROUTINE.some((r) => r.test(text)) ? 'routine' : 'other', text };
+  return { name, kind: ROUTINE_LINES.some((r) => r.test(text)) ? 'routine' : 'other', text };
 }

@@ -20,23 +20,31 @@ export class InstanceLogFile {
     this.file = path.join(runDir, RUN_FILES.processLog);
   }
 
-  line(text: string): void {
+  /** Appends `text` (and what waited); returns the lines that could not be appended, with why (for the screen): never throws. */
+  line(text: string): string[] {
     const stamped = `${new Date().toISOString()} ${text}`;
     if (!existsSync(this.runDir)) {
       if (this.pending.length < MAX_PENDING_LOG_LINES) this.pending.push(stamped);
       else this.dropped += 1;
-      return;
+      return [];
     }
-    appendFileSync(this.file, `${[...this.pending, stamped].join('\n')}\n`);
+    const lines = [...this.pending, stamped];
     this.pending = [];
+    return this.append(lines);
   }
 
-  /** Writes what waited if the folder exists now; returns what could not be written (for the screen), the overflow counted. */
-  close(): string[] {
-    if (this.pending.length > 0 && existsSync(this.runDir)) {
-      appendFileSync(this.file, `${this.pending.join('\n')}\n`);
-      this.pending = [];
+  private append(lines: string[]): string[] {
+    try {
+      appendFileSync(this.file, `${lines.join('\n')}\n`);
+      return [];
+    } catch (error) {
+      return [...lines, `(the line(s) above could not be appended to ${this.file}: ${error instanceof Error ? error.message : String(error)})`];
     }
+  }
+
+  /** Writes what waited if the folder exists now; returns what could not be written (for the screen), the overflow counted: never throws. */
+  close(): string[] {
+    if (this.pending.length > 0 && existsSync(this.runDir)) this.pending = this.append(this.pending);
     const left = this.pending;
     this.pending = [];
     if (this.dropped > 0) left.push(`(${this.dropped} more line(s) not kept: over ${MAX_PENDING_LOG_LINES} before the run folder existed)`);

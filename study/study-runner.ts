@@ -253,8 +253,8 @@ export async function carryOut(run: StudyRun): Promise<StudyOutcome> {
           progress();
         }
         const said = `[${name}] ${inStudyWords(line, dir)}`;
-        fileLog.line(said);
         run.log(said);
+        for (const unwritten of fileLog.line(said)) run.log(`[${name}] not in ${STUDY_FILES.instances}/${name}/${RUN_FILES.processLog}: ${unwritten}`);
       },
     };
     const fileLog = new InstanceLogFile(dir);

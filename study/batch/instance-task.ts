@@ -10,7 +10,7 @@
 // Exit: 0 sealed and published (or published already) · 3 stopped, resumable (requeue) · 2 a plan
 // it cannot run or misuse (never retry) · 1 failed.
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { resumeInstance, runNewInstance, type InstanceResult } from '../../controller/instance-runner.js';
@@ -32,6 +32,7 @@ import { copyToScratch, publishSealed, publishStopped } from './run-folder-publi
 import { claimIndex, readTaskRecord, releaseIndex, taskIdentity, writeTaskRecord } from './task-claim.js';
 import { checkTaskUnit, taskUnitOf } from './task-unit.js';
 import { studyScenarioPlace } from '../study-scenario.js';
+import { TaskInstanceLog } from './task-instance-log.js';
 
 export interface TaskOptions {
   readonly studyDir: string;
@@ -165,37 +166,47 @@ export async function runClaimed(ctx: TaskContext, found: IndexToRun, seat: Bloc
   const record = (state: 'running' | 'done' | 'stopped' | 'failed', exitCode: number | null, detail: string | null): void =>
     writeTaskRecord(studyDir, { index, instance: name, state, task_id: taskId, host: hostname(), run_dir: runDir, attempts: (before?.attempts ?? 0) + 1, updated_at: new Date().toISOString(), exit_code: exitCode, detail, wall_ms: (before?.wall_ms ?? 0) + (Date.now() - startedMs) });
   const again = taskUnitOf(batchPlan.plan) === 'block' ? `run block ${blockOfIndex(index)} again (requeue)` : 'run this index again (requeue)';
+  const log = new TaskInstanceLog(name, runDir, options.log);
   try {
     record('running', null, null);
-    const result = await runOnScratch(ctx, entry, name, runDir, seat);
+    let result: Pick<InstanceResult, 'status' | 'stopReason'>;
+    try {
+      result = await runOnScratch(ctx, entry, log, runDir, seat);
+    } finally {
+      // Its processes have ended: what waited for the run folder is written before the folder is copied.
+      log.close();
+    }
+    const kept = `its processes' lines: ${RUN_FILES.processLog} in it`;
     if (result.status === 'finished') {
       const published = publishSealed(runDir, path.join(studyDir, STUDY_FILES.instances), name);
       rmSync(path.join(studyDir, BATCH_FILES.stopped, name), { recursive: true, force: true });
       record('done', EXIT_CODES.ok, null);
       // Published whole and fsynced: the scratch copy is a duplicate now.
       rmSync(runDir, { recursive: true, force: true });
-      options.log(`[${name}] sealed and published to ${published}`);
+      options.log(`[${name}] sealed and published to ${published} (${kept})`);
       return { index, instance: name, state: 'done', exitCode: EXIT_CODES.ok, published, runDir, detail: null };
     }
     const published = publishStopped(runDir, path.join(studyDir, BATCH_FILES.stopped), name);
     const detail = result.stopReason ?? 'stopped';
     record('stopped', EXIT_CODES.stopped, detail);
-    options.log(`[${name}] STOPPED (${detail}); its closed run folder is published to ${published}: ${again} to resume it, on any node`);
+    options.log(`[${name}] STOPPED (${detail}); its closed run folder is published to ${published} (${kept}): ${again} to resume it, on any node`);
     return { index, instance: name, state: 'stopped', exitCode: EXIT_CODES.stopped, published, runDir, detail };
   } catch (error) {
     const exitCode = error instanceof TypedError ? error.exitCode : EXIT_CODES.failed;
     record('failed', exitCode, error instanceof Error ? error.message.slice(0, 4000) : String(error).slice(0, 4000));
+    options.log(`[${name}] FAILED; its processes' lines are in ${log.processLog} on this node's scratch (if its run folder was made)`);
     throw error;
   } finally {
     releaseIndex(studyDir, index, taskId);
   }
 }
 
-async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, name: string, runDir: string, seat: BlockSeat | null): Promise<Pick<InstanceResult, 'status' | 'stopReason'>> {
+async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, log: TaskInstanceLog, runDir: string, seat: BlockSeat | null): Promise<Pick<InstanceResult, 'status' | 'stopReason'>> {
   const { options, batchPlan, key, preregFile } = ctx;
+  const name = instanceDirName(entry.group, entry.replicate);
   const studyDir = batchPlan.studyDir;
   if (existsSync(runDir) && publishedIsSealed(runDir, batchPlan).sealed) {
-    options.log(`[${name}] ${runDir} was sealed by an earlier attempt that ended before it published: publishing it now`);
+    log.task(`${runDir} was sealed by an earlier attempt that ended before it published: publishing it now`);
     return { status: 'finished', stopReason: null };
   }
   const stoppedDir = path.join(studyDir, BATCH_FILES.stopped, name);
@@ -205,13 +216,13 @@ async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, name: stri
   if (stopped && onScratch && !scratchExtends(runDir, stoppedDir)) {
     const aside = `${runDir}.superseded-${Date.now()}-${randomBytes(2).toString('hex')}`;
     renameSync(runDir, aside);
-    options.log(`[${name}] this node's scratch held another or older run of this instance than the stopped copy an attempt published; it is kept at ${aside} and the run resumes from ${stoppedDir}`);
+    log.task(`this node's scratch held another or older run of this instance than the stopped copy an attempt published; it is kept at ${aside} and the run resumes from ${stoppedDir}`);
   }
   if (stopped && !(existsSync(runDir) && readdirSync(runDir).length > 0)) {
     copyToScratch(stoppedDir, runDir);
     resume = true;
-    options.log(`[${name}] resuming from the stopped copy ${stoppedDir} (copied to ${runDir})`);
-  } else if (resume) options.log(`[${name}] resuming from this node's scratch ${runDir}${stopped ? ' (it continues the published stopped copy)' : ' (an earlier attempt ended before it published anything)'}`);
+    log.task(`resuming from the stopped copy ${stoppedDir} (copied to ${runDir})`);
+  } else if (resume) log.task(`resuming from this node's scratch ${runDir}${stopped ? ' (it continues the published stopped copy)' : ' (an earlier attempt ended before it published anything)'}`);
   const common = {
     runDir,
     keyDir: key.keyDir,
@@ -223,8 +234,13 @@ async function runOnScratch(ctx: TaskContext, entry: PlannedInstance, name: stri
     // The study folder's copy of its scenario (a plan made before issue 35: the checkout's), so a node needs the study folder and the code alone.
     ...studyScenarioPlace(batchPlan.studyDir, options.scenariosDir, batchPlan.plan),
     ...(batchPlan.plan.same_uid ? { isolation: { forceSameUid: batchPlan.plan.same_uid } } : {}),
-    log: (line: string) => options.log(`[${name}] ${line}`),
+    // The writer's and the runtime's lines go to the run folder's processes.log, the controller's too (task-instance-log.ts).
+    childOutputToRunFolder: true,
+    log: (line: string) => log.controller(line),
   };
+  // An empty folder an attempt left (made, then lost): the start wants none or an empty one, and the first line written would make it not empty.
+  if (!resume && existsSync(runDir)) rmdirSync(runDir);
+  log.task(`${resume ? 'resumed' : 'started'} on ${hostname()} in ${runDir}; every line of its processes goes to ${RUN_FILES.processLog} there, published with the folder`);
   if (resume) return resumeInstance(common);
   return runNewInstance({
     ...common,

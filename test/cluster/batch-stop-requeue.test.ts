@@ -51,14 +51,16 @@ describe('a task stopped by SIGTERM, then requeued on another node', () => {
     const nodeOne = path.join(dir, 'node-1-scratch');
     const nodeTwo = path.join(dir, 'node-2-scratch');
     const first = spawnStudy(['--instance', 'task', '--out', studyDir, '--scratch', nodeOne, '--json'], env);
-    await untilOutput(first.output, /\[A-r1\] wake-0001 at/, WAIT_MS);
+    // The task's stderr says wakes no more: its instance's processes.log on scratch does (docs/cluster.md "A task's log").
+    const scratchLog = path.join(nodeOne, 'ds-bs-stop', 'A-r1', RUN_FILES.processLog);
+    await untilOutput(() => (existsSync(scratchLog) ? readFileSync(scratchLog, 'utf8') : ''), /\[A-r1\] wake-0001 at/, WAIT_MS);
     // While it runs, the index is claimed by this array task, and --status says running.
     expect(readClaim(studyDir, 0)).toMatchObject({ task_id: 'slurm:77_0', pid: first.child.pid });
     process.kill(first.child.pid!, 'SIGTERM');
     expect(await first.exited, first.output().slice(-4000)).toBe(3);
     const out = first.output();
     expect(out).toMatch(/SIGTERM/);
-    expect(out).toMatch(/\[A-r1\] STOPPED \(.*\); its closed run folder is published to .*stopped\/A-r1: run this index again \(requeue\) to resume it, on any node/);
+    expect(out).toMatch(/\[A-r1\] STOPPED \(.*\); its closed run folder is published to .*stopped\/A-r1 \(its processes' lines: processes\.log in it\): run this index again \(requeue\) to resume it, on any node/);
     const stoppedDir = path.join(studyDir, BATCH_FILES.stopped, 'A-r1');
     const json = JSON.parse(out.split('\n').find((l) => l.startsWith('{"study_dir"'))!) as { outcomes: { index: number; state: string; exitCode: number; published: string }[]; exit_code: number };
     expect(json.exit_code).toBe(3);
@@ -101,6 +103,12 @@ describe('a task stopped by SIGTERM, then requeued on another node', () => {
     expect(requeued.stdout).toMatch(/^DONE: index 0 \(A-r1\): done → .*instances\/A-r1/);
     const published = path.join(studyDir, STUDY_FILES.instances, 'A-r1');
     expect(verifyDirectory(published).failures).toEqual([]);
+    // Its processes.log went with the stopped copy and was continued on node 2: both attempts' runtimes and wakes, the resume said.
+    const processLog = readFileSync(path.join(published, RUN_FILES.processLog), 'utf8');
+    expect(processLog.match(/^\[ds-runtime \d+\] started for subject /gm)?.length ?? 0, processLog.slice(-3000)).toBeGreaterThanOrEqual(2);
+    expect(processLog).toMatch(/\[A-r1\] wake-0001 at h/);
+    expect(processLog).toMatch(/\[A-r1\] resuming from the stopped copy /);
+    expect(requeued.stderr, 'no runtime line on the task stderr').not.toMatch(/^\[ds-runtime /m);
     expect(publishedIsSealed(published, readBatchPlan(studyDir, null))).toEqual({ sealed: true, why: '' });
     const events = storedEvents(published);
     expect(ofType(events, 'SystemEvent.EmergencyStopped')).toHaveLength(1);

@@ -116,7 +116,9 @@ describe('a study on Slurm', () => {
       const taskLog = path.join(logs, `ds-task-${round1}_0.out`);
       // Wherever the stop lands, each wake under way finishes first (docs/cluster.md): a wake cut
       // by a stop is never run again, so a cut scored wake would change a group's scores.
-      await until('the block task running its instances (B-r1 past its second wake)', left(), () => (/\[B-r1\] wake-0002 .*completed/.test(readIfThere(taskLog)) ? true : null));
+      // Its wakes are in the instance's processes.log on scratch, not in the task's log (docs/cluster.md "A task's log").
+      const scratchLog = path.join(scratch, `ds-${STUDY_ID}`, 'B-r1', RUN_FILES.processLog);
+      await until('the block task running its instances (B-r1 past its second wake)', left(), () => (/\[B-r1\] wake-0002 .*completed/.test(readIfThere(scratchLog)) ? true : null));
       const running = await arrayTask(round1!, 0);
       expect(running?.['JobState']).toBe('RUNNING');
       // The job file's 3 CPUs, overridden for this 2-CPU node by DS_SBATCH_ARGS.
