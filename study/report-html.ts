@@ -206,7 +206,7 @@ function notesSection(report: StudyReport): string {
 /** `timelines`: the instances' 72-hour strips read from the study folder (instance-timelines.ts); null or absent draws none and says so. `findingHref`: links each hard failure to the desk (the served report only). */
 export function renderReportHtml(report: StudyReport, options: { readonly timelines?: ReportTimelines | null; readonly findingHref?: FindingHref } = {}): string {
   const timelines = options.timelines ?? null;
-  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines), expansionSection, fairnessSection, (r: StudyReport) => hardFailuresSection(r, options.findingHref), instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines, options.findingHref), expansionSection, fairnessSection, (r: StudyReport) => hardFailuresSection(r, options.findingHref), instancesSection, notesSection];
   return [
     // Refuse every fetch; only the inline style block may apply.
     ...offlinePageHead({ csp: "default-src 'none'; style-src 'unsafe-inline'", title: `Study report: ${report.study_id} (${report.verdict})`, style: STYLE }),

@@ -1,14 +1,15 @@
 // report.html's section of 72-hour pictures (timeline/): one strip per instance, the strips of a
 // replicate stacked A, B, C on one hour scale, so the same wake — the replicate's one plan — lines
-// up down the three groups. Marks are not links here (the report is a file); each has its
-// tooltip. Strips not drawn say why; replicates past the bound are counted.
+// up down the three groups. Each mark has its tooltip; it is a link to its event only in the
+// report the study desk serves (`eventHref`), never in the file, where such a link leads nowhere. Strips not drawn say why; replicates past the bound are counted.
 import { GROUPS } from '../design/groups.js';
 import { escapeHtml } from '../foundation/html-escape.js';
 import type { StudyReport } from '../oracle/study-report.js';
+import type { FindingHref } from './report-html.js';
 import type { InstanceTimeline } from '../timeline/instance-timeline.js';
 import { timelineLegendSvg } from '../timeline/timeline-legend.js';
 import { timelineSvg } from '../timeline/timeline-svg.js';
-import { MAX_REPLICATES_DRAWN, type ReportTimelines } from './instance-timelines.js';
+import { MAX_REPLICATES_DRAWN, type InstanceStrip, type ReportTimelines } from './instance-timelines.js';
 
 /** Kept with the section so report-html.ts's own style is untouched: strips stay whole on a printed page. */
 const STYLE = `<style>
@@ -18,7 +19,8 @@ svg.timeline, svg.timeline-legend { max-width: 100%; height: auto; border: 1px s
 @media print { section.replicate-strips { break-inside: avoid; } }
 </style>`;
 
-export function timelineSection(report: StudyReport, timelines: ReportTimelines | null): string {
+/** `eventHref`: where the served report links an instance's event (the study desk); absent: no links. */
+export function timelineSection(report: StudyReport, timelines: ReportTimelines | null, eventHref?: FindingHref): string {
   const out = ['<section id="timelines" aria-label="The 72 hours of each instance">', '<h2>The 72 hours of each instance</h2>', STYLE];
   if (timelines === null) return [...out, '<p id="timelines-not-drawn">Not drawn: this report was rendered without its study folder, so no run was read.</p>', '</section>'].join('\n');
   const drawn = timelines.strips.map((s) => s.timeline).filter((t): t is InstanceTimeline => t !== null);
@@ -38,7 +40,7 @@ export function timelineSection(report: StudyReport, timelines: ReportTimelines 
       }
       out.push(`<p class="strip-label">${escapeHtml(`${label} (${strip.dir})`)}</p>`);
       if (strip.timeline === null) out.push(`<p class="strip-problem failed" data-group="${group}">${escapeHtml(strip.problem ?? 'not drawn')}</p>`);
-      else out.push(timelineSvg(strip.timeline, { id: `strip-${group}-r${replicate}`, title: `The 72 hours of ${label}`, hrefOf: null, compact: true, data: { group, replicate: String(replicate) } }));
+      else out.push(timelineSvg(strip.timeline, { id: `strip-${group}-r${replicate}`, title: `The 72 hours of ${label}`, hrefOf: stripHref(report, strip, eventHref), compact: true, data: { group, replicate: String(replicate) } }));
     }
     out.push('</section>');
   }
@@ -46,4 +48,9 @@ export function timelineSection(report: StudyReport, timelines: ReportTimelines 
   if (report.instances.length === 0) out.push('<p>No instance.</p>');
   out.push('</section>');
   return out.join('\n');
+}
+
+function stripHref(report: StudyReport, strip: InstanceStrip, eventHref: FindingHref | undefined): ((seq: number) => string) | null {
+  const instance = report.instances.find((i) => i.group === strip.group && i.replicate === strip.replicate);
+  return eventHref === undefined || instance === undefined ? null : (seq) => eventHref(instance, seq);
 }

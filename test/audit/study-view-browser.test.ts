@@ -116,9 +116,26 @@ describe('a real study served whole', () => {
     }
   });
 
+  test('in the served report.html each mark of an instance\'s 72-hour strip links to its event page in the desk', async () => {
+    const opened = await open(`${deskUrl}/report.html`);
+    const { page } = opened;
+    const marks = page.locator('svg#strip-A-r1 a');
+    const hrefs = await marks.evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    // One link per mark the store gave the strip: every WakeStarted at least, each into A-r1's desk.
+    const wakes = storeEvents(path.join(studyDir, 'instances', 'A-r1')).filter((e) => e.event_type === 'ExperimentEvent.WakeStarted');
+    expect(hrefs.length).toBeGreaterThanOrEqual(wakes.length);
+    for (const href of hrefs) expect(href).toMatch(/^\/run\/A-r1\/event\/\d+$/);
+    const first = `/run/A-r1/event/${wakes[0]!.seq}`;
+    expect(hrefs).toContain(first);
+    await Promise.all([page.waitForURL(`${deskUrl}${first}`), page.locator(`svg#strip-A-r1 a[href="${first}"]`).first().click()]);
+    expect(await page.locator('h1').innerText()).toBe(`Event #${wakes[0]!.seq}`);
+    await closeClean(opened);
+  });
+
   test('report.html as written to the study folder keeps its seqs as plain text (no link that leads nowhere from a file)', () => {
     const onDisk = readFileSync(path.join(studyDir, STUDY_FILES.html), 'utf8');
     expect(onDisk).not.toContain('finding-link');
+    expect(onDisk).not.toContain('href="/run/');
     // The same page the study wrote (with its 72-hour strips), less the links.
     expect(onDisk).toBe(renderReportHtml(report, { timelines: readReportTimelines(studyDir, report) }));
     for (const f of located()) expect(onDisk).toContain(`<td class="num">${f.seq}</td>`);
