@@ -11,6 +11,7 @@ import { type ReportInstance, type StudyReport } from '../oracle/study-report.js
 import { accuracyChartMarks } from './accuracy-chart-marks.js';
 import type { ReportTimelines } from './instance-timelines.js';
 import { timelineSection } from './report-timeline.js';
+import type { FindingHref } from './finding-href.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
 import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, exploratoryText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
@@ -169,13 +170,6 @@ function fairnessSection(report: StudyReport): string {
   const body = rows.length === 0 ? '<p>No fairness check recorded.</p>' : table(['Check', 'Result', 'Detail'], rows);
   return ['<h2>Fairness</h2>', `<p>Overall: <strong>${report.fairness.ok ? 'ok' : 'FAILED'}</strong>.</p>`, body].join('\n');
 }
-
-/**
- * Where a finding's event is shown (the audit desk's page for it), when the report is served by
- * the desk (npm run audit -- STUDY); the file on disk is written without, so its seqs stay plain
- * text rather than links that lead nowhere when it is opened as a file.
- */
-export type FindingHref = (instance: ReportInstance, seq: number) => string;
 
 function seqCell(instance: ReportInstance, seq: number | null, findingHref: FindingHref | undefined): Cell {
   if (seq === null) return num(NO_VALUE);

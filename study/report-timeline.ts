@@ -5,7 +5,7 @@
 import { GROUPS } from '../design/groups.js';
 import { escapeHtml } from '../foundation/html-escape.js';
 import type { StudyReport } from '../oracle/study-report.js';
-import type { FindingHref } from './report-html.js';
+import type { FindingHref } from './finding-href.js';
 import type { InstanceTimeline } from '../timeline/instance-timeline.js';
 import { timelineLegendSvg } from '../timeline/timeline-legend.js';
 import { timelineSvg } from '../timeline/timeline-svg.js';
