@@ -3,7 +3,7 @@
 // already holds (per_wake, the oracle's values). Read when the report is written, from the study
 // folder; the replicates drawn are bounded (a 300-instance study draws its first ones and says how
 // many are left out), and a folder that cannot be read is a strip that says why, never a gap.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ExperimentPlan } from '../design/experiment-plan.js';
 import type { Group } from '../design/groups.js';
@@ -40,8 +40,10 @@ export interface ReportTimelines {
 function readPlan(runDir: string): ExperimentPlan {
   const file = path.join(runDir, RUN_FILES.plan);
   if (!existsSync(file)) throw new Error(`no ${RUN_FILES.plan} in ${runDir}`);
+  // The bound is checked before the read, so an oversized plan is never loaded whole.
+  const bytes = statSync(file).size;
+  if (bytes > MAX_PLAN_BYTES) throw new Error(`${file} is ${bytes} bytes, over ${MAX_PLAN_BYTES}`);
   const text = readFileSync(file, 'utf8');
-  if (text.length > MAX_PLAN_BYTES) throw new Error(`${file} is over ${MAX_PLAN_BYTES} bytes`);
   const parsed = ExperimentPlan.safeParse(JSON.parse(text));
   if (!parsed.success) throw new Error(`${file} is not an experiment plan`);
   return parsed.data;
