@@ -31,7 +31,7 @@ import { ModelForecast } from './model-forecast.js';
 import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { Capabilities } from '../schema/capabilities.js';
-import { StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { AnthropicDialect, GeminiDialect, StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { verifyDsse } from '../schema/dsse.js';
@@ -46,7 +46,8 @@ import type { Group } from './groups.js';
 export const RUNTIME_VERSION = '0.1.0';
 // 1.2.0 (issue 31): forecast — what the preflight measured and predicted before hour 0 (design/model-forecast.ts).
 // 1.1.0 (issue 15): model.structured_output, model.config_sha256, model.context_size; adapter local.
-export const MANIFEST_VERSION = '1.4.0';
+// 1.5.0 (issue 36): adapters anthropic and gemini; what a dialect's schema subset left out of the schema sent, and that schema's hash; the prices calls are costed at.
+export const MANIFEST_VERSION = '1.5.0';
 
 /** The fields that may (and must be the only ones to) differ between groups of one replicate. */
 export const GROUP_FIELDS = ['group_blind_id', 'capabilities', 'group_config_hash'] as const;
@@ -96,7 +97,7 @@ export const ModelParams = z.strictObject({
  */
 export const StructuredOutputInfo = z.strictObject({
   protocol: AnswerProtocol,
-  dialect: z.union([StructuredOutputDialect, z.literal('gbnf')]),
+  dialect: z.union([StructuredOutputDialect, AnthropicDialect, GeminiDialect, z.literal('gbnf')]),
   schema_sha256: HashString,
 });
 export type StructuredOutputInfo = z.infer<typeof StructuredOutputInfo>;

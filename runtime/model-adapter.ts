@@ -81,6 +81,11 @@ export interface CallFacts {
   readonly attempts: number;
   /** What of the prompt a cache served and what was evaluated, as the server or engine said (model-adapters/prompt-reuse.ts); null or absent: nobody said. */
   readonly prompt_reuse?: PromptReuse | null;
+  /** The provider's own reason the answer ended, when `finish_reason` is the house's mapping of it (Anthropic's stop_reason, Gemini's finishReason); null or absent: the same word, or none. */
+  readonly provider_finish_reason?: string | null;
+  /** Prompt tokens the provider read from its prompt cache, and wrote to it, as it reported them (part of usage.prompt_tokens, each billed at its own price); null or absent: not reported. */
+  readonly cache_read_tokens?: number | null;
+  readonly cache_write_tokens?: number | null;
   /** The server's own account of the request's work (llama.cpp `timings`), when it gave one; not recorded in events (the preflight reads it). */
   readonly server_timings?: ServerTimings | null;
   /** The local engine's split of the work, timed by the adapter around its evaluation (the prompt: until the first token; the answer: after it); not recorded in events. */
@@ -146,7 +151,7 @@ export function noUsageReason(failure: CallFailure): string {
 }
 
 /** Facts of a call that knows none of them (a failure before any request, a replay of an old record). */
-export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null };
+export const NO_CALL_FACTS: CallFacts = { finish_reason: null, response_model: null, usage: null, usage_source: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null };
 
 /** What a check learnt, for the record and the screen: served model, context size, probe outcome. */
 export type PreflightFacts = Readonly<Record<string, string | number | boolean | null>>;

@@ -40,6 +40,9 @@ const CallFactsSchema = {
   prompt_count_source: z.enum(['server', 'tokenizer', 'estimate']).nullable(),
   attempts: z.number().int().min(1),
   prompt_reuse: PromptReuse.nullable().default(null),
+  provider_finish_reason: z.string().nullable().default(null),
+  cache_read_tokens: Count.nullable().default(null),
+  cache_write_tokens: Count.nullable().default(null),
 };
 const UsageSchema = z.strictObject({ prompt_tokens: Count, completion_tokens: Count });
 

@@ -119,6 +119,8 @@ export function recordedCallsFromEvents(envelopes: readonly EventEnvelope[]): Re
   return out;
 }
 
-function factsOf(p: { finish_reason: string | null; response_model: string | null; prompt_tokens_counted: number | null; prompt_count_source: 'server' | 'tokenizer' | 'estimate' | null; attempts: number; prompt_reuse: PromptReuse | null }): Pick<RecordedModelCall['outcome'], 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts' | 'prompt_reuse'> {
-  return { finish_reason: p.finish_reason, response_model: p.response_model, prompt_tokens_counted: p.prompt_tokens_counted, prompt_count_source: p.prompt_count_source, attempts: p.attempts, prompt_reuse: p.prompt_reuse };
+type RecordedFacts = Pick<RecordedModelCall['outcome'], 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts' | 'prompt_reuse' | 'provider_finish_reason' | 'cache_read_tokens' | 'cache_write_tokens'>;
+
+function factsOf(p: RecordedFacts & { prompt_reuse: PromptReuse | null }): RecordedFacts {
+  return { finish_reason: p.finish_reason, response_model: p.response_model, prompt_tokens_counted: p.prompt_tokens_counted, prompt_count_source: p.prompt_count_source, attempts: p.attempts, prompt_reuse: p.prompt_reuse, provider_finish_reason: p.provider_finish_reason, cache_read_tokens: p.cache_read_tokens, cache_write_tokens: p.cache_write_tokens };
 }

@@ -95,7 +95,7 @@ type Draft = Omit<EventDraft, 'schema_version'> & { readonly event_type: EventTy
 /** What every model event says of its call: the adapter, its parameters, the latency, the bundle's counts. */
 type ModelCallFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'wake_id' | 'adapter' | 'model_id' | 'params' | 'system_fingerprint' | 'latency_ms' | 'context'>;
 /** The call record (schema/events/model-output-events.ts CallRecord). */
-type CallRecordFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'protocol' | 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts' | 'prompt_reuse'>;
+type CallRecordFields = Pick<PayloadOf<'ModelOutputEvent.ModelCallFailed'>, 'protocol' | 'finish_reason' | 'response_model' | 'prompt_tokens_counted' | 'prompt_count_source' | 'attempts' | 'prompt_reuse' | 'provider_finish_reason' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_nano_usd'>;
 
 /** The runtime is stopping: the wake ended at a step boundary, everything before it recorded. */
 export class WakeStoppedError extends InternalError {
@@ -306,6 +306,11 @@ class Wake {
       prompt_count_source: facts.prompt_count_source,
       attempts: facts.attempts,
       prompt_reuse: facts.prompt_reuse ?? null,
+      provider_finish_reason: cut('provider finish reason', facts.provider_finish_reason ?? null, 64),
+      cache_read_tokens: facts.cache_read_tokens ?? null,
+      cache_write_tokens: facts.cache_write_tokens ?? null,
+      // Priced by the call's usage and the configured prices (issue 36 item 4); no prices yet: null.
+      cost_nano_usd: null,
     };
   }
 

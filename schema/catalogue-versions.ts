@@ -31,6 +31,11 @@ export const EARLIER_CATALOGUES: EarlierCatalogues = {
     'ModelOutputEvent.ModelAnswered': '1.3.0',
     'ModelOutputEvent.ModelCallFailed': '1.2.0',
   },
+  // Before issue 36: the call records without the provider's finish reason, cache counts and cost.
+  '1.2.0': {
+    'ModelOutputEvent.ModelAnswered': '1.4.0',
+    'ModelOutputEvent.ModelCallFailed': '1.3.0',
+  },
 } satisfies Readonly<Record<string, CatalogueChanges>>;
 
 /** Every catalogue whose stores this build reads, oldest first; the last is EVENT_SCHEMA_VERSION. */

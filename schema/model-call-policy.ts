@@ -16,6 +16,20 @@ export const StructuredOutputDialect = z.enum(STRUCTURED_OUTPUT_DIALECTS);
 export type StructuredOutputDialect = z.infer<typeof StructuredOutputDialect>;
 
 /**
+ * How the answer's JSON Schema is sent to Anthropic's Messages API (issue 36):
+ * - anthropic_json: `output_config: {format: {type: "json_schema", schema}}` (JSON outputs; the answer is the text block);
+ * - anthropic_tool: one strict tool whose `input_schema` is the schema, forced with `tool_choice: {type: "tool", name}` (the answer is the tool call's input).
+ */
+export const ANTHROPIC_DIALECTS = ['anthropic_json', 'anthropic_tool'] as const;
+export const AnthropicDialect = z.enum(ANTHROPIC_DIALECTS);
+export type AnthropicDialect = z.infer<typeof AnthropicDialect>;
+
+/** How it is sent to Gemini's generateContent (issue 36): `generationConfig: {responseMimeType: "application/json", responseJsonSchema: schema}`. */
+export const GEMINI_DIALECTS = ['gemini_json_schema'] as const;
+export const GeminiDialect = z.enum(GEMINI_DIALECTS);
+export type GeminiDialect = z.infer<typeof GeminiDialect>;
+
+/**
  * The pre-registered transport retry policy: attempts per model call where no answer reached
  * the runtime (connection refused or reset, HTTP 408/409/429/5xx), and the waits between them.
  * Identical for every group; an answer, however bad, is never retried.

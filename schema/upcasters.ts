@@ -31,11 +31,17 @@ export function upcasterKey(eventType: string, fromVersion: string): string {
  *   budget_exhausted call asked for nothing, but the field is not nullable: it keeps /1.
  * Catalogue 1.2.0 (issue 34): ModelAnswered 1.3.0 → 1.4.0 and ModelCallFailed 1.2.0 → 1.3.0 add
  * prompt_reuse, null (nobody recorded what a cache served).
+ * Catalogue 1.3.0 (issue 36): ModelAnswered 1.4.0 → 1.5.0 and ModelCallFailed 1.3.0 → 1.4.0 add
+ * provider_finish_reason, cache_read_tokens, cache_write_tokens and cost_nano_usd, each null
+ * (not recorded: no adapter then mapped a finish reason, counted a cache's tokens or priced a call).
  */
 const LEGACY_CALL_RECORD = { protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 } as const;
 
 /** Catalogue 1.2.0 (issue 34): the call record's prompt_reuse, not reported before it (null). */
 const withoutReuse = (event: Readonly<EventEnvelope>, to: string): Upcast => ({ schema_version: to, payload: { ...(event.payload as Record<string, unknown>), prompt_reuse: null } });
+
+/** Catalogue 1.3.0 (issue 36): what no call recorded before it, null. */
+const withoutCost = (event: Readonly<EventEnvelope>, to: string): Upcast => ({ schema_version: to, payload: { ...(event.payload as Record<string, unknown>), provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null } });
 
 export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
   [
@@ -51,4 +57,6 @@ export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
   ],
   [upcasterKey(ModelAnswered.type, '1.3.0'), (event) => withoutReuse(event, '1.4.0')],
   [upcasterKey(ModelCallFailed.type, '1.2.0'), (event) => withoutReuse(event, '1.3.0')],
+  [upcasterKey(ModelAnswered.type, '1.4.0'), (event) => withoutCost(event, '1.5.0')],
+  [upcasterKey(ModelCallFailed.type, '1.3.0'), (event) => withoutCost(event, '1.4.0')],
 ]);

@@ -3,7 +3,7 @@ import { defineEvent, Identifier, ShortText } from '../event-definition.js';
 
 const ModelCall = {
   wake_id: Identifier,
-  adapter: z.enum(['reference', 'openai', 'replay', 'local']),
+  adapter: z.enum(['reference', 'openai', 'replay', 'local', 'anthropic', 'gemini']),
   model_id: ShortText,
   params: z.strictObject({
     temperature: z.number().nullable(),
@@ -16,6 +16,8 @@ const ModelCall = {
 };
 /** The /1.2.0 and /1.1.0 shapes knew three adapters. */
 const ModelCallBefore15 = { ...ModelCall, adapter: z.enum(['reference', 'openai', 'replay']) };
+/** The shapes of catalogues 1.1.0 and 1.2.0 knew four (before issue 36's hosted APIs). */
+const ModelCallBefore36 = { ...ModelCall, adapter: z.enum(['reference', 'openai', 'replay', 'local']) };
 
 const MAX_RAW_OUTPUT_CHARS = 48_000;
 
@@ -68,9 +70,24 @@ const CallRecord = {
   attempts: z.number().int().min(1).max(100),
   /** 1.4.0 / 1.3.0 (issue 34): what of the prompt a cache served; null where nobody reported it (and in records before). */
   prompt_reuse: PromptReuse.nullable(),
+  /**
+   * 1.5.0 / 1.4.0 (issue 36): the provider's own word for why the answer ended, kept whenever
+   * `finish_reason` is the house's mapping of it (Anthropic's `stop_reason` end_turn → stop,
+   * max_tokens → length; Gemini's `finishReason` STOP, MAX_TOKENS, SAFETY); null where the two
+   * are the same word or nobody said.
+   */
+  provider_finish_reason: z.string().min(1).max(64).nullable(),
+  /** Prompt tokens read from a provider's prompt cache (Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount, OpenAI cached_tokens), billed at the cache-read price; null: not reported. Part of usage.prompt_tokens. */
+  cache_read_tokens: Count.nullable(),
+  /** Prompt tokens written to a provider's prompt cache (Anthropic cache_creation_input_tokens), billed at the cache-write price; null: not reported. Part of usage.prompt_tokens. */
+  cache_write_tokens: Count.nullable(),
+  /** What the call cost in billionths of a US dollar, from its recorded usage and the configured prices (runtime/call-cost.ts); null: no prices configured. */
+  cost_nano_usd: Count.nullable(),
 };
+/** The call record as catalogue 1.2.0 wrote it (before issue 36's provider finish reason, cache counts and cost). */
+const { provider_finish_reason: _provider, cache_read_tokens: _cacheRead, cache_write_tokens: _cacheWrite, cost_nano_usd: _cost, ...CallRecordBefore36 } = CallRecord;
 /** The call record as catalogue 1.1.0 wrote it (before prompt_reuse). */
-const { prompt_reuse: _reuse, ...CallRecordBefore34 } = CallRecord;
+const { prompt_reuse: _reuse, ...CallRecordBefore34 } = CallRecordBefore36;
 
 /**
  * A model call that answered with text the protocol accepts; `raw_output` is stored verbatim
@@ -88,11 +105,12 @@ const AnsweredFields = {
 export const ModelAnswered = defineEvent(
   'ModelOutputEvent',
   'ModelAnswered',
-  '1.4.0',
+  '1.5.0',
   z.strictObject({ ...ModelCall, ...CallRecord, ...AnsweredFields }),
   undefined,
   {
-    '1.3.0': z.strictObject({ ...ModelCall, ...CallRecordBefore34, ...AnsweredFields }),
+    '1.4.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore36, ...AnsweredFields }),
+    '1.3.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore34, ...AnsweredFields }),
     '1.2.0': z.strictObject({ ...ModelCallBefore15, context: ContextCounts, raw_output: z.string().max(MAX_RAW_OUTPUT_CHARS), usage: Usage, usage_estimated: z.boolean() }),
   },
 );
@@ -137,11 +155,12 @@ const FailedFields = {
 export const ModelCallFailed = defineEvent(
   'ModelOutputEvent',
   'ModelCallFailed',
-  '1.3.0',
+  '1.4.0',
   z.strictObject({ ...ModelCall, ...CallRecord, ...FailedFields }),
   undefined,
   {
-    '1.2.0': z.strictObject({ ...ModelCall, ...CallRecordBefore34, ...FailedFields }),
+    '1.3.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore36, ...FailedFields }),
+    '1.2.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore34, ...FailedFields }),
     '1.1.0': z.strictObject({
       ...ModelCallBefore15,
       context: ContextCounts.nullable(),

@@ -67,9 +67,9 @@ describe('what cannot be read is shown as such (forged)', () => {
       earlier(d.modelAnswered('w1'), '1.2.0', { ...MODEL_CALL, context: CONTEXT, raw_output: '{}', usage: { prompt_tokens: 900, completion_tokens: 120 } }),
       { ...answered12(false), schema_version: '1.1.0' },
     );
-    expect(summarizeEvent(relabelled!)).toMatch(/^⚠ the payload of ModelOutputEvent\.ModelAnswered 1\.4\.0 fails its schema/);
+    expect(summarizeEvent(relabelled!)).toMatch(/^⚠ the payload of ModelOutputEvent\.ModelAnswered 1\.5\.0 fails its schema/);
     expect(summarizeEvent(broken!)).toMatch(/^⚠ the payload of ModelOutputEvent\.ModelAnswered 1\.2\.0 fails its schema: .* at usage_estimated/);
-    expect(summarizeEvent(unknown!)).toBe('⚠ schema version 1.1.0 of ModelOutputEvent.ModelAnswered is not one this build reads (1.4.0, 1.3.0, 1.2.0)');
+    expect(summarizeEvent(unknown!)).toBe('⚠ schema version 1.1.0 of ModelOutputEvent.ModelAnswered is not one this build reads (1.5.0, 1.4.0, 1.3.0, 1.2.0)');
     for (const e of [relabelled!, broken!, unknown!]) expect(typedEvent(e).ok).toBe(false);
   });
 });

@@ -120,7 +120,7 @@ function asFailedCall(e: EventEnvelope, failure: string, detail: string, rawOutp
   const p = e.payload;
   e.event_type = 'ModelOutputEvent.ModelCallFailed';
   e.schema_version = ModelCallFailed.schemaVersion;
-  e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: rawOutput, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null };
+  e.payload = { wake_id: p['wake_id'], adapter: p['adapter'], model_id: p['model_id'], params: p['params'], system_fingerprint: null, latency_ms: 0, context: p['context'], failure, detail, raw_output: rawOutput, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null };
 }
 
 /** A run's events, each a copy to forge. */
@@ -269,11 +269,11 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
 
     const old = events.map((e) => structuredClone(e));
     const oldAnswer = old.find((e) => e.event_id === answer!.event_id)!;
-    const { protocol: _p, finish_reason: _f, response_model: _r, prompt_tokens_counted: _c, prompt_count_source: _s, attempts: _a, prompt_reuse: _pr, usage_source, ...answer12 } = oldAnswer.payload;
+    const { protocol: _p, finish_reason: _f, response_model: _r, prompt_tokens_counted: _c, prompt_count_source: _s, attempts: _a, prompt_reuse: _pr, provider_finish_reason: _pf, cache_read_tokens: _cr, cache_write_tokens: _cw, cost_nano_usd: _cost, usage_source, ...answer12 } = oldAnswer.payload;
     oldAnswer.schema_version = '1.2.0';
     oldAnswer.payload = { ...answer12, usage_estimated: usage_source === 'estimate' };
     const oldFailed = old.find((e) => e.event_id === failedCall!.event_id)!;
-    const { protocol: _p2, finish_reason: _f2, response_model: _r2, prompt_tokens_counted: _c2, prompt_count_source: _s2, attempts: _a2, prompt_reuse: _pr2, usage: _u, usage_source: _us, ...failed11 } = oldFailed.payload;
+    const { protocol: _p2, finish_reason: _f2, response_model: _r2, prompt_tokens_counted: _c2, prompt_count_source: _s2, attempts: _a2, prompt_reuse: _pr2, provider_finish_reason: _pf2, cache_read_tokens: _cr2, cache_write_tokens: _cw2, cost_nano_usd: _cost2, usage: _u, usage_source: _us, ...failed11 } = oldFailed.payload;
     oldFailed.schema_version = '1.1.0';
     oldFailed.payload = failed11;
     // Real old payloads: each passes the schema of its own version, not the current one.
@@ -290,7 +290,7 @@ describe('normalizeEvents rules, on forged copies of real events', () => {
     // An old payload stamped with the current version is not read as anything: refused, saying what to do.
     oldAnswer.schema_version = ModelAnswered.schemaVersion;
     expect(() => normalizeEvents(old, record.plan, { hostPaths: [runDir, study.studyDir] })).toThrow(NormalizeError);
-    expect(() => normalizeEvents(old, record.plan, { hostPaths: [runDir, study.studyDir] })).toThrow(/\(ModelOutputEvent\.ModelAnswered 1\.4\.0\) cannot be read: .*fails its schema.*run npm run verify/);
+    expect(() => normalizeEvents(old, record.plan, { hostPaths: [runDir, study.studyDir] })).toThrow(/\(ModelOutputEvent\.ModelAnswered 1\.5\.0\) cannot be read: .*fails its schema.*run npm run verify/);
   });
 });
 

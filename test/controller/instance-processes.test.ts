@@ -6,13 +6,13 @@
 import { describe, expect, test } from 'vitest';
 import type { InstanceManifest } from '../../design/manifest.js';
 import { pinnedBuildMismatch, pinnedModelAdvice } from '../../controller/instance-processes.js';
-import { adapterOf, MODEL_ADAPTER_NAMES } from '../../runtime/model-adapters/adapter-list.js';
+import { adapterOf, MODEL_ADAPTER_NAMES, recordedAdapterOf } from '../../runtime/model-adapters/adapter-list.js';
 
 const PINNED = `gguf-sha256:${'a'.repeat(64)}`;
 const OTHER = `gguf-sha256:${'b'.repeat(64)}`;
 
 function modelInfo(adapter: InstanceManifest['model']['adapter']): InstanceManifest['model'] {
-  const waited = adapter !== 'none' && adapterOf(adapter).callsModel;
+  const waited = recordedAdapterOf(adapter)?.callsModel === true;
   return {
     adapter,
     model_id: 'the-model',

@@ -226,7 +226,7 @@ describe('forged differences', () => {
     const withFailedCall = (r: RunRecord, fingerprint: string | null): RunRecord => {
       const answered = eventsOf(r.events, 'ModelOutputEvent.ModelAnswered')[0]!;
       const { wake_id, adapter, model_id, params, latency_ms } = answered.p;
-      const failed = forgedEvent(r, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: fingerprint, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null }, 'runtime');
+      const failed = forgedEvent(r, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: fingerprint, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null }, 'runtime');
       return insertAfter(r, answered.event.seq, [failed]).record;
     };
 

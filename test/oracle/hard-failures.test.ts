@@ -393,7 +393,7 @@ describe('configuration_changed_after_start', () => {
       let forged = editPayload(record, a.event.seq, (p) => (p['model_id'] = 'another-model'));
       forged = editPayload(forged, b.event.seq, (p) => (p['adapter'] = 'openai'));
       const { wake_id, adapter, model_id, params, latency_ms } = b.p;
-      const failed = forgedEvent(forged, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: null, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null });
+      const failed = forgedEvent(forged, 'ModelOutputEvent.ModelCallFailed', { wake_id, adapter, model_id, params, system_fingerprint: null, latency_ms, context: null, failure: 'timeout', detail: 'forged timeout', raw_output: null, usage: null, usage_source: null, protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null });
       const inserted = insertAfter(forged, b.event.seq, [failed]);
       expect(config(inserted.record)).toEqual([
         { id: 'configuration_changed_after_start', seq: a.event.seq, detail: `ModelOutputEvent.ModelAnswered at seq ${a.event.seq} ${PINS}: model id "another-model", not ${JSON.stringify(pinned().model_id)}` },

@@ -54,16 +54,19 @@ describe('the list: one entry per adapter, and the names the stored formats hold
   test('the manifest\'s names (manifest 1.x) are the list\'s and `none`; the current recorded calls can name every adapter (older versions keep their own)', () => {
     expect([...ManifestModelAdapter.options].sort()).toEqual([...MODEL_ADAPTER_NAMES, 'none'].sort());
     for (const event of [ModelAnswered, ModelCallFailed]) expect(MODEL_ADAPTER_NAMES.filter((n) => !event.payload.shape.adapter.options.includes(n))).toEqual([]);
-    // The earlier versions stay as they were written, not widened with the list: three adapters before issue 15.
+    // The earlier versions stay as they were written, not widened with the list: three adapters before issue 15, four before issue 36.
     for (const [event, version] of [[ModelAnswered, '1.2.0'], [ModelCallFailed, '1.1.0']] as const) {
       expect((event.earlier[version] as z.ZodObject<{ adapter: z.ZodEnum }>).shape.adapter.options).toEqual(['reference', 'openai', 'replay']);
+    }
+    for (const [event, version] of [[ModelAnswered, '1.4.0'], [ModelCallFailed, '1.3.0']] as const) {
+      expect((event.earlier[version] as z.ZodObject<{ adapter: z.ZodEnum }>).shape.adapter.options).toEqual(['reference', 'openai', 'replay', 'local']);
     }
   });
 
   test('a name of a record finds its adapter; `none` (no model) and a name of no adapter find none', () => {
     for (const name of MODEL_ADAPTER_NAMES) expect(recordedAdapterOf(name)).toBe(MODEL_ADAPTERS[name]);
     expect(recordedAdapterOf('none')).toBeNull();
-    expect(recordedAdapterOf('anthropic')).toBeNull();
+    expect(recordedAdapterOf('mistral')).toBeNull();
     expect(recordedAdapterOf('toString')).toBeNull();
   });
 });
@@ -151,7 +154,7 @@ describe('who counts the tokens: each adapter\'s calls say what its definition s
   });
 
   test('a replay: as its source recorded them (a server\'s count served as such)', async () => {
-    const recorded = { kind: 'answered' as const, raw_output: '{}', usage: { prompt_tokens: 10, completion_tokens: 2 }, usage_source: 'server' as const, latency_ms: 5, system_fingerprint: null, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 10, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null };
+    const recorded = { kind: 'answered' as const, raw_output: '{}', usage: { prompt_tokens: 10, completion_tokens: 2 }, usage_source: 'server' as const, latency_ms: 5, system_fingerprint: null, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 10, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null };
     const replay = modelAdapterFor({ ...SAMPLES.replay, calls: [{ wake_id: 'wake-001', call_number: 1, outcome: recorded }] });
     expectCountedAsStated('replay', await replay.call(request(), 1_000));
   });

@@ -49,7 +49,7 @@ function ev<T extends EventType>(seq: number, type: T, payload: PayloadOf<T>): V
 }
 
 /** The call record every model event carries since issue 15 (schema/events/model-output-events.ts), as the reference policy's. */
-const CALL_RECORD = { protocol: MODEL_PROTOCOL_V2, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 1, prompt_count_source: 'estimate', attempts: 1, prompt_reuse: null } as const;
+const CALL_RECORD = { protocol: MODEL_PROTOCOL_V2, finish_reason: 'stop', response_model: null, prompt_tokens_counted: 1, prompt_count_source: 'estimate', attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null } as const;
 
 const distractor = (seq: number): VisibleEvent => ev(seq, 'WorldEvent.DistractorOccurred', { channel: 'newsletter', body: `[${seq}] The canteen menu is online.` });
 const notEligible = (seq: number): VisibleEvent => ev(seq, 'ExperimentEvent.WakeEnded', { wake_id: `wake-${seq}`, outcome: 'completed' });
@@ -979,6 +979,10 @@ async function simulate(capabilities: Capabilities): Promise<Sim> {
       prompt_count_source: outcome.prompt_count_source,
       attempts: outcome.attempts,
       prompt_reuse: outcome.prompt_reuse ?? null,
+      provider_finish_reason: null,
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+      cost_nano_usd: null,
     });
 
     if (output.plan_revision) {

@@ -482,7 +482,7 @@ describe('replay adapter', () => {
   const MODEL_CALL = { adapter: 'openai' as const, model_id: 'test-model', params: { temperature: 0.2, top_p: 0.9, seed: 7, max_tokens: 512 } };
   const CONTEXT = { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 };
   /** The call record of issue 15 as a server that reports everything leaves it (schema/events/model-output-events.ts). */
-  const RECORD = { protocol: MODEL_PROTOCOL_V2, finish_reason: 'stop', response_model: 'test-model-q8', prompt_tokens_counted: 893, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null };
+  const RECORD = { protocol: MODEL_PROTOCOL_V2, finish_reason: 'stop', response_model: 'test-model-q8', prompt_tokens_counted: 893, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null };
   const CUT = '{"protocol": "ds-model-output/2", "focus": {"attention_target": "tas';
 
   /** A store recorded under ds-model-output/2 (ModelAnswered 1.3.0, ModelCallFailed 1.2.0). */
@@ -532,7 +532,7 @@ describe('replay adapter', () => {
     const { events } = recordedStore();
     expect(recordedProtocolOf(events)).toBe(MODEL_PROTOCOL_V2);
     const calls = recordedCallsFromEvents([...events].reverse());
-    const facts = { finish_reason: 'stop', response_model: 'test-model-q8', prompt_tokens_counted: 893, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null };
+    const facts = { finish_reason: 'stop', response_model: 'test-model-q8', prompt_tokens_counted: 893, prompt_count_source: 'tokenizer' as const, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null };
     expect(calls).toEqual<RecordedModelCall[]>([
       { wake_id: 'w1', call_number: 1, outcome: { kind: 'answered', raw_output: V2_TEXT, usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_source: 'server', latency_ms: 812, system_fingerprint: 'fp_1', ...facts } },
       // The usage the server counted for the failed answer is the recorded one, not an estimate.
@@ -616,7 +616,7 @@ describe('replay adapter', () => {
     ]);
     expect(recordedProtocolOf(events)).toBe(MODEL_PROTOCOL_V1);
     const calls = recordedCallsFromEvents(events);
-    const unknown = { finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null };
+    const unknown = { finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null };
     expect(calls).toEqual<RecordedModelCall[]>([
       // usage_estimated false ⇒ the server's count.
       { wake_id: 'w1', call_number: 1, outcome: { kind: 'answered', raw_output: VALID_TEXT, usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_source: 'server', latency_ms: 812, system_fingerprint: 'fp_1', ...unknown } },

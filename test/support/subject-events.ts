@@ -66,7 +66,7 @@ export type TaskOp = PayloadOf<'MemoryEvent.TaskBoardChanged'>['op'];
 type Args = PayloadOf<'ActionEvent.ActionProposed'>['args'];
 
 /** The call record of issue 15 (schema/events/model-output-events.ts), as a server that reports nothing more would leave it. */
-const CALL_RECORD = { protocol: 'ds-model-output/2', finish_reason: 'stop', response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null } as const;
+const CALL_RECORD = { protocol: 'ds-model-output/2', finish_reason: 'stop', response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null } as const;
 const MODEL_CALL = {
   adapter: 'reference' as const,
   model_id: 'reference-policy-1',

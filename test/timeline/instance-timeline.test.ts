@@ -21,7 +21,7 @@ const plan = {
   interventions: [{ intervention_id: 'iv-goal', kind: 'goal_change' }],
 } as unknown as ExperimentPlan;
 
-const VERSIONS: Record<string, string> = { ModelCallFailed: '1.3.0', ExecutionIntentRecorded: '1.1.0', ToolSucceeded: '1.1.0' };
+const VERSIONS: Record<string, string> = { ModelCallFailed: '1.4.0', ExecutionIntentRecorded: '1.1.0', ToolSucceeded: '1.1.0' };
 let nextSeq = 1;
 function event(type: string, hours: number, payload: Record<string, unknown>): EventEnvelope {
   const seq = nextSeq++;
@@ -44,7 +44,7 @@ function sampleEvents(): EventEnvelope[] {
     event('ExperimentEvent.InterventionDelivered', 2, { intervention_id: 'iv-goal', wake_id: 'wake-0002', event_ids: ['00000000-0000-8000-8000-000000000001'] }),
     event('ExperimentEvent.InterventionDelivered', 2, { intervention_id: 'iv-nobody-planned', wake_id: 'wake-0002', event_ids: ['00000000-0000-8000-8000-000000000002'] }),
     event('ExperimentEvent.WakeStarted', 2, { wake_id: 'wake-0002', visible_to_seq: 2, budget }),
-    event('ModelOutputEvent.ModelCallFailed', 2, { wake_id: 'wake-0002', adapter: 'openai', model_id: 'm', params: { temperature: null, top_p: null, seed: null, max_tokens: null }, system_fingerprint: null, latency_ms: 5, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, context: null, failure: 'timeout', detail: HOSTILE, raw_output: null, usage: null, usage_source: null }),
+    event('ModelOutputEvent.ModelCallFailed', 2, { wake_id: 'wake-0002', adapter: 'openai', model_id: 'm', params: { temperature: null, top_p: null, seed: null, max_tokens: null }, system_fingerprint: null, latency_ms: 5, protocol: 'ds-model-output/2', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1, prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null, context: null, failure: 'timeout', detail: HOSTILE, raw_output: null, usage: null, usage_source: null }),
     event('SystemEvent.ProcessRestarted', 2, { process: 'runtime', reason: 'planned crash', previous_exit: { code: null, signal: 'SIGKILL' } }),
     event('ExperimentEvent.WakeEnded', 2, { wake_id: 'wake-0002', outcome: 'crashed' }),
     event('SystemEvent.EmergencyStopped', 2.5, { operator: 'op', reason: 'stop' }),

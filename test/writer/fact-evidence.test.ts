@@ -56,6 +56,7 @@ beforeAll(async () => {
       prompt_count_source: null,
       attempts: 1,
       prompt_reuse: null,
+      provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null,
       context: { window_events: 0, eligible_total: 0, omitted_by_count: 0, omitted_by_token_cap: 0, not_eligible: 0, tokens_estimated: 0 },
     },
   };

@@ -67,7 +67,11 @@ function ofVersion(type: EventType, version: string, payload: Record<string, unk
   return { type, version, payload };
 }
 
+const ISSUE36 = { provider_finish_reason: 'end_turn', cache_read_tokens: 800, cache_write_tokens: 0, cost_nano_usd: 3_500_000 };
+
 const v = {
+  answered15: () => ofVersion(ANSWERED, '1.5.0', { ...MODEL_CALL, adapter: 'anthropic', ...CALL_RECORD, ...ISSUE36, prompt_reuse: { reused_tokens: 800, evaluated_tokens: 100, source: 'server_usage' }, context: CONTEXT, raw_output: '{"protocol":"ds-model-output/2"}', usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_source: 'server' }),
+  failed14: () => ofVersion(FAILED, '1.4.0', { ...MODEL_CALL, ...CALL_RECORD, ...ISSUE36, provider_finish_reason: null, prompt_reuse: null, finish_reason: null, context: CONTEXT, failure: 'timeout', detail: 'no complete answer within timeoutMs 60000', raw_output: null, usage: null, usage_source: null, cost_nano_usd: 0 }),
   answered14: () => ofVersion(ANSWERED, '1.4.0', { ...MODEL_CALL, ...CALL_RECORD, prompt_reuse: { reused_tokens: 800, evaluated_tokens: 100, source: 'server_timings' }, context: CONTEXT, raw_output: '{"protocol":"ds-model-output/2"}', usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_source: 'server' }),
   failed13: () => ofVersion(FAILED, '1.3.0', { ...MODEL_CALL, ...CALL_RECORD, prompt_reuse: null, finish_reason: null, context: CONTEXT, failure: 'timeout', detail: 'no complete answer within timeoutMs 60000', raw_output: null, usage: null, usage_source: null }),
   answered13: () => ofVersion(ANSWERED, '1.3.0', { ...MODEL_CALL, ...CALL_RECORD, context: CONTEXT, raw_output: '{"protocol":"ds-model-output/2"}', usage: { prompt_tokens: 900, completion_tokens: 120 }, usage_source: 'server' }),
@@ -139,32 +143,35 @@ function reasonsAt(report: VerifyReport, seq: number): string[] {
 }
 
 describe('the table of catalogues', () => {
-  test('names 1.0.0, 1.1.0 and the current 1.2.0; each changed type has the version its catalogue wrote, null where it had none', () => {
-    expect(EVENT_SCHEMA_VERSION).toBe('1.2.0');
-    expect(KNOWN_CATALOGUES).toEqual(['1.0.0', '1.1.0', '1.2.0']);
+  test('names 1.0.0, 1.1.0, 1.2.0 and the current 1.3.0; each changed type has the version its catalogue wrote, null where it had none', () => {
+    expect(EVENT_SCHEMA_VERSION).toBe('1.3.0');
+    expect(KNOWN_CATALOGUES).toEqual(['1.0.0', '1.1.0', '1.2.0', '1.3.0']);
     expect(earlierCataloguesProblems(EARLIER_CATALOGUES)).toEqual([]);
     const at = (catalogue: string, type: EventType) => versionInCatalogue(catalogue, eventDefinition(type)!);
-    expect([at('1.2.0', ANSWERED), at('1.2.0', FAILED), at('1.2.0', ATTEMPT)]).toEqual([ModelAnswered.schemaVersion, ModelCallFailed.schemaVersion, ModelCallAttemptFailed.schemaVersion]);
+    expect([at('1.3.0', ANSWERED), at('1.3.0', FAILED), at('1.3.0', ATTEMPT)]).toEqual([ModelAnswered.schemaVersion, ModelCallFailed.schemaVersion, ModelCallAttemptFailed.schemaVersion]);
+    expect([at('1.2.0', ANSWERED), at('1.2.0', FAILED), at('1.2.0', ATTEMPT)]).toEqual(['1.4.0', '1.3.0', '1.0.0']);
     expect([at('1.1.0', ANSWERED), at('1.1.0', FAILED), at('1.1.0', ATTEMPT)]).toEqual(['1.3.0', '1.2.0', '1.0.0']);
     expect([at('1.0.0', ANSWERED), at('1.0.0', FAILED), at('1.0.0', ATTEMPT)]).toEqual(['1.2.0', '1.1.0', null]);
     // A type that never changed is at its one version in all; an unknown catalogue names nothing.
-    expect(['1.0.0', '1.1.0', '1.2.0'].map((c) => at(c, 'MemoryEvent.JournalEntryWritten'))).toEqual(['1.0.0', '1.0.0', '1.0.0']);
+    expect(['1.0.0', '1.1.0', '1.2.0', '1.3.0'].map((c) => at(c, 'MemoryEvent.JournalEntryWritten'))).toEqual(['1.0.0', '1.0.0', '1.0.0', '1.0.0']);
     expect(at('0.9.0', ANSWERED)).toBeUndefined();
   });
 
   test('a wrong table is refused with what is wrong (forged tables)', () => {
     expect(
       earlierCataloguesProblems({
-        '1.0.0': { [ANSWERED]: '1.1.0', [FAILED]: '1.3.0', 'ModelOutputEvent.ModelThought': '1.0.0' },
+        '1.0.0': { [ANSWERED]: '1.1.0', [FAILED]: '1.4.0', 'ModelOutputEvent.ModelThought': '1.0.0' },
         [EVENT_SCHEMA_VERSION]: {},
       }),
     ).toEqual([
       'catalogue 1.0.0 holds ModelOutputEvent.ModelAnswered 1.1.0, which this build has no schema for (the definition\'s earlier map)',
-      'catalogue 1.0.0 lists ModelOutputEvent.ModelCallFailed at its current version 1.3.0: list only versions that differ',
+      'catalogue 1.0.0 lists ModelOutputEvent.ModelCallFailed at its current version 1.4.0: list only versions that differ',
       'catalogue 1.0.0 names ModelOutputEvent.ModelThought, which is not in the event catalogue',
-      'catalogue 1.2.0 is the current one: list only earlier ones',
+      'catalogue 1.3.0 is the current one: list only earlier ones',
+      'ModelOutputEvent.ModelAnswered 1.4.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelAnswered 1.3.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelAnswered 1.2.0 has a schema in the catalogue but no earlier catalogue holds it',
+      'ModelOutputEvent.ModelCallFailed 1.3.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelCallFailed 1.2.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelCallFailed 1.1.0 has a schema in the catalogue but no earlier catalogue holds it',
     ]);
@@ -174,7 +181,7 @@ describe('the table of catalogues', () => {
 describe('stores that keep to their catalogue verify', () => {
   test('the writer\'s own store, and one with every model event at the current version', () => {
     expect(verifyOpen(base.dir).failures).toEqual([]);
-    const current = forge({ append: [v.attempt10(), v.failed13(), v.answered14()] });
+    const current = forge({ append: [v.attempt10(), v.failed14(), v.answered15()] });
     expect(verifyOpen(current.dir)).toMatchObject({ ok: true, failures: [], events: baseEvents + 3 });
   });
 
@@ -187,38 +194,43 @@ describe('stores that keep to their catalogue verify', () => {
     const old = forge({ catalogue: '1.1.0', append: [v.attempt10(), v.failed12(), v.answered13()] });
     expect(verifyOpen(old.dir)).toMatchObject({ ok: true, failures: [], events: baseEvents + 3 });
   });
+
+  test('a store opened under catalogue 1.2.0 (before issue 36) with its ModelAnswered 1.4.0 and ModelCallFailed 1.3.0 (no cost, cache counts or provider finish reason)', () => {
+    const old = forge({ catalogue: '1.2.0', append: [v.attempt10(), v.failed13(), v.answered14()] });
+    expect(verifyOpen(old.dir)).toMatchObject({ ok: true, failures: [], events: baseEvents + 3 });
+  });
 });
 
 describe('forged: an earlier version in a store of the current catalogue', () => {
-  test('a ModelAnswered 1.3.0 (a record without prompt_reuse) in a 1.2.0 store fails at its seq', () => {
-    const { dir, seqs } = forge({ append: [v.answered13()] });
+  test('a ModelAnswered 1.4.0 (a record without cost) in a 1.3.0 store fails at its seq', () => {
+    const { dir, seqs } = forge({ append: [v.answered14()] });
     expect(verifyOpen(dir).failures).toEqual([
       {
         store: RUN_FILES.store,
         seq: seqs[0],
-        reason: 'ModelOutputEvent.ModelAnswered 1.3.0 in a store opened under event catalogue 1.2.0, whose ModelOutputEvent.ModelAnswered is 1.4.0: a writer writes only its catalogue\'s version, so another writer wrote it, or it was forged',
+        reason: 'ModelOutputEvent.ModelAnswered 1.4.0 in a store opened under event catalogue 1.3.0, whose ModelOutputEvent.ModelAnswered is 1.5.0: a writer writes only its catalogue\'s version, so another writer wrote it, or it was forged',
       },
     ]);
   });
 
-  test('a ModelAnswered 1.2.0 in a 1.2.0 store fails at its seq', () => {
+  test('a ModelAnswered 1.2.0 in a 1.3.0 store fails at its seq', () => {
     const { dir, seqs } = forge({ append: [v.answered12()] });
     const report = verifyOpen(dir);
     expect(report.failures).toEqual([
       {
         store: RUN_FILES.store,
         seq: seqs[0],
-        reason: 'ModelOutputEvent.ModelAnswered 1.2.0 in a store opened under event catalogue 1.2.0, whose ModelOutputEvent.ModelAnswered is 1.4.0: a writer writes only its catalogue\'s version, so another writer wrote it, or it was forged',
+        reason: 'ModelOutputEvent.ModelAnswered 1.2.0 in a store opened under event catalogue 1.3.0, whose ModelOutputEvent.ModelAnswered is 1.5.0: a writer writes only its catalogue\'s version, so another writer wrote it, or it was forged',
       },
     ]);
   });
 
   test('a mix: each earlier-version event fails at its own seq, the current ones beside them do not', () => {
-    const { dir, seqs } = forge({ append: [v.answered14(), v.failed11(), v.answered12(), v.failed13()] });
+    const { dir, seqs } = forge({ append: [v.answered15(), v.failed11(), v.answered12(), v.failed14()] });
     const report = verifyOpen(dir);
     expect(report.failures.map((x) => x.seq)).toEqual([seqs[1], seqs[2]]);
-    expect(reasonsAt(report, seqs[1]!)).toEqual([expect.stringMatching(/^ModelOutputEvent\.ModelCallFailed 1\.1\.0 in a store opened under event catalogue 1\.2\.0, whose ModelOutputEvent\.ModelCallFailed is 1\.3\.0/)]);
-    expect(reasonsAt(report, seqs[2]!)).toEqual([expect.stringMatching(/^ModelOutputEvent\.ModelAnswered 1\.2\.0 in a store opened under event catalogue 1\.2\.0/)]);
+    expect(reasonsAt(report, seqs[1]!)).toEqual([expect.stringMatching(/^ModelOutputEvent\.ModelCallFailed 1\.1\.0 in a store opened under event catalogue 1\.3\.0, whose ModelOutputEvent\.ModelCallFailed is 1\.4\.0/)]);
+    expect(reasonsAt(report, seqs[2]!)).toEqual([expect.stringMatching(/^ModelOutputEvent\.ModelAnswered 1\.2\.0 in a store opened under event catalogue 1\.3\.0/)]);
   });
 });
 
@@ -241,18 +253,18 @@ describe('forged: a type or version the store\'s earlier catalogue did not have'
 
 describe('versions and catalogues this build does not know', () => {
   test('a version no catalogue of this build has (ModelAnswered 1.1.0, of an early 1.0.0 build) fails once, as not understood, in either store', () => {
-    for (const catalogue of ['1.0.0', '1.1.0', '1.2.0']) {
+    for (const catalogue of ['1.0.0', '1.1.0', '1.2.0', '1.3.0']) {
       const { dir, seqs } = forge({ catalogue, append: [{ ...v.answered12(), version: '1.1.0' }] });
       expect(verifyOpen(dir).failures).toEqual([
-        { store: RUN_FILES.store, seq: seqs[0], reason: 'schema_version 1.1.0 of ModelOutputEvent.ModelAnswered is not one this verifier understands (1.4.0, 1.3.0, 1.2.0)' },
+        { store: RUN_FILES.store, seq: seqs[0], reason: 'schema_version 1.1.0 of ModelOutputEvent.ModelAnswered is not one this verifier understands (1.5.0, 1.4.0, 1.3.0, 1.2.0)' },
       ]);
     }
   });
 
   test('a store opened under a catalogue this build does not know fails at seq 1, saying its events are not held to it', () => {
-    const { dir } = forge({ catalogue: '1.3.0', append: [v.answered12(), v.answered13()] });
+    const { dir } = forge({ catalogue: '1.4.0', append: [v.answered12(), v.answered13()] });
     expect(verifyOpen(dir).failures).toEqual([
-      { store: RUN_FILES.store, seq: 1, reason: 'StoreOpened says the store was opened under event catalogue 1.3.0; this verifier knows 1.0.0, 1.1.0, 1.2.0: verify it with the build that wrote it (its events\' versions are not checked here)' },
+      { store: RUN_FILES.store, seq: 1, reason: 'StoreOpened says the store was opened under event catalogue 1.4.0; this verifier knows 1.0.0, 1.1.0, 1.2.0, 1.3.0: verify it with the build that wrote it (its events\' versions are not checked here)' },
     ]);
   });
 });

@@ -237,7 +237,7 @@ class SubjectScript {
         prompt_tokens_counted: 900 + (k % 100),
         prompt_count_source: 'server',
         attempts: 1,
-        prompt_reuse: null,
+        prompt_reuse: null, provider_finish_reason: null, cache_read_tokens: null, cache_write_tokens: null, cost_nano_usd: null,
       }),
     );
     this.push('runtime', (seq) =>
