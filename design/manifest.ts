@@ -32,6 +32,7 @@ import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { Capabilities } from '../schema/capabilities.js';
 import { AnthropicDialect, GeminiDialect, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { ModelPrices } from '../schema/model-prices.js';
 import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { verifyDsse } from '../schema/dsse.js';
@@ -120,6 +121,8 @@ export const ModelInfo = z.strictObject({
   config_sha256: HashString.nullable().default(null),
   /** The context in tokens as configured (local: explicit; openai: the configured fallback or null — what a server reports is in preflight.jsonl). */
   context_size: z.number().int().min(1).nullable().default(null),
+  /** 1.5.0 (issue 36): the prices its calls are costed at (schema/model-prices.ts); null: not priced, and in manifests before. */
+  prices: ModelPrices.nullable().default(null),
 })
   .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai or local model', path: ['params'] })
   .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai or local model', path: ['call_timeout_ms'] });

@@ -199,14 +199,14 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
     case 'reference':
       return {
         runtime: { adapter: 'reference' },
-        info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null, structured_output: structured('none'), config_sha256: choice.config_sha256 ?? null, context_size: null },
+        info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null, structured_output: structured('none'), config_sha256: choice.config_sha256 ?? null, context_size: null, prices: null },
         protocol: MODEL_PROTOCOL,
       };
     case 'openai': {
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime: { ...runtime, retry },
-        info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size },
+        info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
       };
     }
@@ -214,7 +214,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime,
-        info: { adapter: 'local', model_id: choice.model_id, build: ggufBuildOf(choice.model_file), params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured('gbnf'), config_sha256, context_size: choice.context_size },
+        info: { adapter: 'local', model_id: choice.model_id, build: ggufBuildOf(choice.model_file), params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured('gbnf'), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
       };
     }
@@ -222,7 +222,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
       const recorded = recordedRun(choice.from_run);
       return {
         runtime: { adapter: 'replay', source_model_id: recorded.modelId, calls: recorded.calls },
-        info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null, call_timeout_ms: null, structured_output: structured('none', recorded.protocol), config_sha256: null, context_size: null },
+        info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null, call_timeout_ms: null, structured_output: structured('none', recorded.protocol), config_sha256: null, context_size: null, prices: null },
         protocol: recorded.protocol,
       };
     }

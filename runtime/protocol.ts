@@ -9,6 +9,7 @@
 // manifest and pre-registration use too; the controller checks it passes the signed,
 // pre-registered values.
 import { z } from 'zod';
+import { ModelPrices } from '../schema/model-prices.js';
 import { Capabilities } from '../schema/capabilities.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
@@ -122,6 +123,8 @@ export const OpenAiModelConfig = z.strictObject({
   /** The server's context in tokens when it does not report one; null: unknown unless reported. */
   context_size: ServerContextTokens.nullable(),
   timeout_ms: TimeoutMs,
+  /** What its calls cost (issue 36): every call record carries its cost at these prices; absent: not priced (no cost recorded, no cost cap possible). */
+  prices: ModelPrices.optional(),
 });
 export type OpenAiModelConfig = z.infer<typeof OpenAiModelConfig>;
 
@@ -141,6 +144,8 @@ export const LocalModelConfig = z.strictObject({
   timeout_ms: TimeoutMs,
   /** Keep the KV cache of the prompt's common prefix between calls (DEFAULT_LOCAL_KV_REUSE); the same for every group of a study, named in every call's fingerprint when on. */
   kv_reuse: z.boolean().default(DEFAULT_LOCAL_KV_REUSE),
+  /** What its calls cost (issue 36), e.g. the machine's hour spread over its tokens; absent: not priced. */
+  prices: ModelPrices.optional(),
 });
 export type LocalModelConfig = z.infer<typeof LocalModelConfig>;
 

@@ -22,6 +22,7 @@ function modelInfo(adapter: InstanceManifest['model']['adapter']): InstanceManif
     structured_output: null,
     config_sha256: null,
     context_size: null,
+    prices: null,
   };
 }
 
