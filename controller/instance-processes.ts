@@ -5,7 +5,7 @@
 // wake-sequence.ts and crash-drills.ts do, through `connected()`.
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
-import { writerRequestTimeoutMsOf } from '../design/prereg.js';
+import { schemaSubsetPolicyOf, writerRequestTimeoutMsOf } from '../design/prereg.js';
 import type { InstanceManifest } from '../design/manifest.js';
 import { framingOf } from '../design/scenario.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -144,6 +144,7 @@ export class InstanceProcesses {
         model: this.input.model,
         protocol: this.input.protocol,
         writer_request_timeout_ms: writerRequestTimeoutMsOf(this.input.prereg),
+        schema_subset: { dialect: this.input.manifest.model.structured_output?.dialect ?? 'none', policy: schemaSubsetPolicyOf(this.input.rules) },
         constraint_shown_earlier: this.constraintShown,
         framing: framingOf(this.input.scenario.definition),
       },

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
 import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptDriftOf, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
-import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
+import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, schemaSubsetPolicyOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
 import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
 import { loadPreregisteredScenario } from '../design/scenario-folder.js';
 import { runScenarioText, ScenarioError, type Scenario } from '../design/scenario.js';
@@ -72,11 +72,13 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   const rules = modelCallRulesOf(prereg);
   if (rules === null) throw new InstanceError('prereg', `refusing to run: ${MODEL_CALLS_MISSING_MESSAGE}`);
   const choice = ModelChoice.parse(options.model);
-  const model = resolveModel(choice, rules.transport_retry);
+  // The answer schema held to its dialect's subset (issue 36): refused here, nothing is written.
+  const model = resolveModel(choice, rules.transport_retry, schemaSubsetPolicyOf(rules));
+  for (const line of model.subsetLines) options.log(line);
   // Checked before anything is written: a configuration file changed since it was read refuses the start with the folder untouched.
   const modelConfig = modelConfigBytes(choice);
   // The model against the plan (issue 31 item 3): refused here, nothing is written.
-  const modelCheck = options.modelCheck !== undefined ? options.modelCheck : await checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, log: options.log });
+  const modelCheck = options.modelCheck !== undefined ? options.modelCheck : await checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, schemaSubset: model.subsetChoice, log: options.log });
 
   mkdirSync(runDir, { recursive: true });
   const isolation = isolationFor(runDir, options);
@@ -91,6 +93,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   writeFileSync(path.join(runDir, RUN_FILES.model), `${JSON.stringify(options.model, null, 2)}\n`, { flag: 'wx' });
   copyModelConfig(choice, runDir, modelConfig);
   if (modelCheck !== null) recordModelCheck(runDir, model.info, modelCheck);
+  recordSubsetCheck(runDir, model.info, model.subsetLines);
   const manifest = buildInstanceManifest({
     experimentId: options.experimentId,
     groupBlindId: options.groupBlindId,
@@ -113,6 +116,14 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
 
   const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
   return instance.run('create');
+}
+
+/** The schema subset check (issue 36) as a line of preflight.jsonl: the dialect, the policy, what was left out of the schema sent and its hash. */
+function recordSubsetCheck(runDir: string, info: ModelInfo, lines: readonly string[]): void {
+  const structured = info.structured_output;
+  if (structured === null) return;
+  const line = { checked_at: new Date().toISOString(), stage: 'before hour 0, schema subset (controller)', adapter: info.adapter, model_id: info.model_id, ok: true, dialect: structured.dialect, subset: structured.subset, schema_sha256: structured.schema_sha256, sent_schema_sha256: structured.sent_schema_sha256, lines };
+  appendFileSync(path.join(runDir, RUN_FILES.preflight), `${JSON.stringify(line)}\n`);
 }
 
 /** The check before hour 0 as the first line of preflight.jsonl (each runtime start appends its own after it). */
@@ -161,7 +172,7 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   const scenario = resumedScenario({ runDir, scenariosDir: options.scenariosDir, scenarioId: prereg.scenario.id, planHash: plan.scenario_hash, manifest });
   const rules = modelCallRulesOf(prereg);
   if (rules === null) throw new InstanceError('resume', `refusing to resume: ${RUN_FILES.prereg} predates the pre-registered model-call rules (${MODEL_CALLS_MISSING_MESSAGE})`);
-  const model = resolveModel(readModelChoice(runDir), rules.transport_retry);
+  const model = resolveModel(readModelChoice(runDir), rules.transport_retry, schemaSubsetPolicyOf(rules));
   if (canonicalJson(model.info) !== canonicalJson(manifest.model)) {
     isolation.cleanup();
     throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);

@@ -16,6 +16,7 @@ import type { PreRegistration } from '../design/prereg.js';
 import type { Scenario } from '../design/scenario.js';
 import { requestedAnswerCap, sentAnswerCap } from '../runtime/answer-cap.js';
 import { specialisedAnswerSchema } from '../runtime/answer-schema.js';
+import { answerSchemaToSend, type SubsetChoice } from '../runtime/schema-subsets/schema-to-send.js';
 import type { ModelAdapter, PreflightFacts, SpeedSampleOf } from '../runtime/model-adapter.js';
 import { adapterOf, callTimeoutMsOf, modelAdapterFor } from '../runtime/model-adapters/adapter-list.js';
 import type { ModelProtocol } from '../runtime/model-protocol.js';
@@ -29,6 +30,8 @@ export interface ModelCheckInput {
   readonly prereg: PreRegistration;
   readonly model: RuntimeModelConfig;
   readonly protocol: ModelProtocol;
+  /** The dialect and the pre-registered subset policy: the probe's schema is sent as every wake's is (design/model-choice.ts ResolvedModel.subsetChoice). */
+  readonly schemaSubset: SubsetChoice;
   readonly log: (line: string) => void;
 }
 
@@ -67,7 +70,7 @@ export async function checkModelBeforeStart(input: ModelCheckInput): Promise<Mod
 
 async function checkWith(adapter: ModelAdapter, timeoutMs: number, input: ModelCheckInput): Promise<ModelCheck> {
   const say = (line: string): void => input.log(`model check: ${line}`);
-  const schema = specialisedAnswerSchema(input.protocol, [1]);
+  const schema = answerSchemaToSend(input.schemaSubset, specialisedAnswerSchema(input.protocol, [1]));
   if (!adapter.preflight || !adapter.measure) throw new ModelCheckError('unmeasurable', `the ${adapter.name} adapter cannot be checked before hour 0 (it has no preflight or measurement)`, {});
   const preflight = await adapter.preflight(schema, timeoutMs);
   for (const line of preflight.lines) say(line);

@@ -31,7 +31,7 @@ import { ModelForecast } from './model-forecast.js';
 import { PreRegistration } from './prereg.js';
 import { STATE_MACHINE_VERSION, SUBJECT_PROJECTOR_VERSION } from '../projector/versions.js';
 import { Capabilities } from '../schema/capabilities.js';
-import { AnthropicDialect, GeminiDialect, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { AnswerSchemaDialect, SchemaSubsetRecord } from '../schema/model-call-policy.js';
 import { ModelPrices } from '../schema/model-prices.js';
 import { AnswerProtocol } from '../schema/events/model-output-events.js';
 import { canonicalJson } from '../schema/canonical-json.js';
@@ -98,8 +98,12 @@ export const ModelParams = z.strictObject({
  */
 export const StructuredOutputInfo = z.strictObject({
   protocol: AnswerProtocol,
-  dialect: z.union([StructuredOutputDialect, AnthropicDialect, GeminiDialect, z.literal('gbnf')]),
+  dialect: AnswerSchemaDialect,
   schema_sha256: HashString,
+  /** 1.5.0 (issue 36): sha256 of the schema actually sent, in its base form (runtime/schema-subsets/schema-to-send.ts sentBaseSchema); null where the dialect sends none (json_object, none), and in manifests before. */
+  sent_schema_sha256: HashString.nullable().default(null),
+  /** 1.5.0 (issue 36): the pre-registered subset policy and the keywords it left out of the schema sent (the runtime still checks every answer against the full schema); null where no schema is sent, and in manifests before. */
+  subset: SchemaSubsetRecord.nullable().default(null),
 });
 export type StructuredOutputInfo = z.infer<typeof StructuredOutputInfo>;
 

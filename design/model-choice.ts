@@ -13,7 +13,8 @@ import type { Capabilities } from '../schema/capabilities.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
-import { type TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubsetPolicy, type TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { subsetBeforeStart, type SubsetChoice } from '../runtime/schema-subsets/schema-to-send.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
 import { LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
@@ -187,20 +188,40 @@ export interface ResolvedModel {
   readonly info: ModelInfo;
   /** The protocol the runtime asks and checks answers in. */
   readonly protocol: ModelProtocol;
+  /** What the schema subset check decided, for the screen and preflight.jsonl. */
+  readonly subsetLines: readonly string[];
+  /** The dialect and policy every schema the run sends goes through (runtime/schema-subsets/schema-to-send.ts). */
+  readonly subsetChoice: SubsetChoice;
+}
+
+/** The dialects a choice's model could be asked in: what a subset refusal may advise instead. */
+function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[] {
+  return choice.adapter === 'openai' ? STRUCTURED_OUTPUT_DIALECTS : [];
 }
 
 /**
  * The runtime's configuration and the manifest's record of a choice. `retry` is the
- * pre-registration's transport policy: what an openai call may retry, the same for every group.
+ * pre-registration's transport policy: what an openai call may retry, the same for every group;
+ * `subsetPolicy` its schema_subset: the answer schema is held to the dialect's subset here,
+ * before anything is written (runtime/schema-subsets/schema-to-send.ts; SchemaSubsetError).
  */
-export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): ResolvedModel {
-  const structured = (dialect: NonNullable<ModelInfo['structured_output']>['dialect'], protocol: ModelProtocol = MODEL_PROTOCOL) => ({ protocol, dialect, schema_sha256: answerSchemaHash(protocol) });
+export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, subsetPolicy: SchemaSubsetPolicy): ResolvedModel {
+  let subsetLines: readonly string[] = [];
+  let subsetChoice: SubsetChoice = { dialect: 'none', policy: subsetPolicy };
+  const structured = (dialect: AnswerSchemaDialect, protocol: ModelProtocol = MODEL_PROTOCOL) => {
+    subsetChoice = { dialect, policy: subsetPolicy };
+    const decision = subsetBeforeStart(subsetChoice, protocol, alternativeDialects(choice));
+    subsetLines = decision.lines;
+    return { protocol, dialect, schema_sha256: answerSchemaHash(protocol), sent_schema_sha256: decision.sent_schema_sha256, subset: decision.subset };
+  };
   switch (choice.adapter) {
     case 'reference':
       return {
         runtime: { adapter: 'reference' },
         info: { adapter: 'reference', model_id: REFERENCE_POLICY_MODEL_ID, build: REFERENCE_POLICY_BUILD, params: null, call_timeout_ms: null, structured_output: structured('none'), config_sha256: choice.config_sha256 ?? null, context_size: null, prices: null },
         protocol: MODEL_PROTOCOL,
+        subsetLines,
+        subsetChoice,
       };
     case 'openai': {
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
@@ -208,6 +229,8 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
         runtime: { ...runtime, retry },
         info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
+        subsetLines,
+        subsetChoice,
       };
     }
     case 'local': {
@@ -216,6 +239,8 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
         runtime,
         info: { adapter: 'local', model_id: choice.model_id, build: ggufBuildOf(choice.model_file), params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured('gbnf'), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
+        subsetLines,
+        subsetChoice,
       };
     }
     case 'replay': {
@@ -224,6 +249,8 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
         runtime: { adapter: 'replay', source_model_id: recorded.modelId, calls: recorded.calls },
         info: { adapter: 'replay', model_id: recorded.modelId, build: `replay of ${recorded.calls.length} recorded call(s)`, params: null, call_timeout_ms: null, structured_output: structured('none', recorded.protocol), config_sha256: null, context_size: null, prices: null },
         protocol: recorded.protocol,
+        subsetLines,
+        subsetChoice,
       };
     }
     default: {

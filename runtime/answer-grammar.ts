@@ -48,6 +48,9 @@ const ALLOWED: Readonly<Record<string, ReadonlySet<string>>> = {
   null: new Set(['type']),
 };
 
+/** Every keyword the translator reads (annotations included): the `gbnf` dialect's subset (runtime/schema-subsets/gbnf.ts). */
+export const GRAMMAR_KEYWORDS: readonly string[] = [...new Set([...ANNOTATIONS, ...Object.values(ALLOWED).flatMap((keys) => [...keys])])];
+
 /**
  * GBNF for llama.cpp from an answer JSON Schema (the subset answer-schema.ts produces; see
  * ALLOWED). Throws AnswerGrammarError for anything outside it.

@@ -23,6 +23,7 @@ import { RetrievalIndex } from './retrieval-window.js';
 import type { ModelAdapter } from './model-adapter.js';
 import { callTimeoutMsOf, modelAdapterFor } from './model-adapters/adapter-list.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
+import { answerSchemaToSend } from './schema-subsets/schema-to-send.js';
 import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
 import {
   RuntimeParentMessage,
@@ -146,6 +147,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       workspaceRoot: start.workspace_dir,
       shouldStop: () => stopping,
       protocol: start.protocol,
+      schemaSubset: start.schema_subset,
       modelTimeoutMs: modelTimeoutOf(start),
       onProgress: (counts) => reportProgress(wake, counts),
       onModelCallStarted: (callNumber) => new Promise<void>((resolve) => tell({ type: 'model_call_started', wake_id: wake.wake_id, call_number: callNumber }, resolve)),
@@ -244,8 +246,8 @@ function modelTimeoutOf(start: RuntimeStartConfig): number {
 async function preflight(model: ModelAdapter, start: RuntimeStartConfig): Promise<PreflightReport | null> {
   if (!model.preflight) return null;
   try {
-    // The probe is asked in the form every wake sends: seqs specialised to a shown set (here: seq 1).
-    const result = await model.preflight(specialisedAnswerSchema(start.protocol, [1]), modelTimeoutOf(start), start.constraint_shown_earlier);
+    // The probe is asked in the form every wake sends: seqs specialised to a shown set (here: seq 1), held to the dialect's subset as every wake's is.
+    const result = await model.preflight(answerSchemaToSend(start.schema_subset, specialisedAnswerSchema(start.protocol, [1])), modelTimeoutOf(start), start.constraint_shown_earlier);
     const lines = result.lines.slice(0, 64).map((l) => l.slice(0, 2_000));
     return result.ok ? { ok: true, facts: { ...result.facts }, lines } : { ok: false, reason: result.reason.slice(0, 4_000), ...(result.facts === undefined ? {} : { facts: { ...result.facts } }), lines };
   } catch (error) {

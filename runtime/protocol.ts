@@ -15,7 +15,7 @@ import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
 import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
 import { PromptReuse } from '../schema/events/model-output-events.js';
-import { StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { AnswerSchemaDialect, SchemaSubsetPolicy, StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { ModelProtocol } from './model-protocol.js';
 import { DEFAULT_FRAMING, PromptFraming } from './prompt-framing.js';
 import { WriterRequestTimeoutMs } from '../writer/protocol.js';
@@ -184,6 +184,13 @@ export const RuntimeStartConfig = z.strictObject({
   protocol: ModelProtocol,
   /** Per writer request; a read page or append answered later fails the wake as writer_unavailable (the pre-registration's, design/prereg.ts). */
   writer_request_timeout_ms: WriterRequestTimeoutMs,
+  /**
+   * The dialect the answer schema is sent in (the manifest's structured_output.dialect) and the
+   * pre-registered schema_subset policy (issue 36): every schema the runtime sends — each wake's,
+   * the preflight probe's — goes through runtime/schema-subsets/schema-to-send.ts with them, the
+   * same for every group.
+   */
+  schema_subset: z.strictObject({ dialect: AnswerSchemaDialect, policy: SchemaSubsetPolicy }),
   /** Null at a first start: the probe call is made. */
   constraint_shown_earlier: ConstraintShownEarlier.nullable().default(null),
   /** The scenario's framing of the system message (runtime/prompt-framing.ts), the same for every group. Absent: the default. */

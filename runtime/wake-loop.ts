@@ -32,6 +32,7 @@ import { listWorkspaceCounted, reconcileIntent } from './tools/workspace-files.j
 import { ToolsInWake } from './tools/tool-set.js';
 import type { ToolWake } from './tools/tool.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
+import { answerSchemaToSend, type SubsetChoice } from './schema-subsets/schema-to-send.js';
 import { NO_CALL_FACTS, NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelCallOutcome, type TransportFailure } from './model-adapter.js';
 import { adapterOf } from './model-adapters/adapter-list.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
@@ -59,6 +60,8 @@ export interface WakeInput {
   readonly adapter: ModelAdapter;
   /** The protocol the run's answers are asked for and checked in (fixed per run, runtime/model-protocol.ts). */
   readonly protocol: ModelProtocol;
+  /** The dialect the schema is sent in and the pre-registered subset policy: what each call's schema leaves out (runtime/schema-subsets/). */
+  readonly schemaSubset: SubsetChoice;
   readonly capabilities: Capabilities;
   readonly retrievalPolicy: RetrievalPolicy;
   /** The scenario's framing of the system message (runtime/prompt-framing.ts). */
@@ -259,7 +262,7 @@ class Wake {
     };
     await this.input.onModelCallStarted(1);
     const startedMs = Date.now();
-    const pending = adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens, answer_schema: specialisedAnswerSchema(protocol, [...shown.keys()]), onTransportFailure }, this.input.modelTimeoutMs);
+    const pending = adapter.call({ wake_id: wake.wake_id, call_number: 1, bundle, system: prompt.system, user: prompt.user, max_tokens: maxTokens, answer_schema: answerSchemaToSend(this.input.schemaSubset, specialisedAnswerSchema(protocol, [...shown.keys()])), onTransportFailure }, this.input.modelTimeoutMs);
     const fault = this.input.faults.hit('runtime.model_call.in_flight', () => ({ wake_id: wake.wake_id, call_number: 1 }));
     let outcome: ModelCallOutcome;
     if (fault === 'model_timeout') {

@@ -6,7 +6,7 @@ import { checkModelBeforeStart, type ModelCheck } from '../controller/instance-r
 import { buildExperimentPlan } from '../design/experiment-plan.js';
 import { blockSlotsOf, resolveModel } from '../design/model-choice.js';
 import { durationText, predictedStudyMs } from '../design/model-forecast.js';
-import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
+import { modelCallRulesOf, schemaSubsetPolicyOf, type PreRegistration } from '../design/prereg.js';
 import type { Scenario } from '../design/scenario.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
 import { replicateSeed } from '../study-contract/study-replicates.js';
@@ -20,9 +20,9 @@ import { GROUPS } from '../design/groups.js';
 export async function checkStudyModel(plan: StudyPlan, prereg: PreRegistration, scenario: Scenario, options: { readonly concurrency: number; readonly log: (line: string) => void }): Promise<ModelCheck | null> {
   const rules = modelCallRulesOf(prereg);
   if (rules === null) return null;
-  const model = resolveModel(plan.model, rules.transport_retry);
+  const model = resolveModel(plan.model, rules.transport_retry, schemaSubsetPolicyOf(rules));
   const first = buildExperimentPlan({ prereg, scenario, seed: replicateSeed(plan.seed, 1), startAt: plan.start_at });
-  const check = await checkModelBeforeStart({ plan: first, scenario, prereg, model: model.runtime, protocol: model.protocol, log: (line) => options.log(`[study] ${line}`) });
+  const check = await checkModelBeforeStart({ plan: first, scenario, prereg, model: model.runtime, protocol: model.protocol, schemaSubset: model.subsetChoice, log: (line) => options.log(`[study] ${line}`) });
   if (check !== null) {
     const study = predictedStudyOf(check, plan, options.concurrency);
     options.log(`[study] predicted: an instance ${durationText(check.forecast.predicted_instance_ms.low)} to ${durationText(check.forecast.predicted_instance_ms.high)}; the study's ${study.instances} instances ${durationText(study.low)} to ${durationText(study.high)} (one server, ${study.atOnce} call(s) at once)${plan.n_expanded > plan.n_initial ? `, more if the expansion rule adds replicates (to n = ${plan.n_expanded})` : ''}`);

@@ -325,7 +325,7 @@ export class OpenAiAdapter implements ModelAdapter {
    */
   private otherDialectAdvice(props: ServerProps | null | 'unreachable'): string {
     const llamaCpp = props !== null && props !== 'unreachable';
-    const other: StructuredOutputDialect = this.dialect === 'llamacpp' ? 'json_schema' : llamaCpp ? 'llamacpp' : this.dialect === 'json_schema' ? 'json_object' : 'json_schema';
+    const other: StructuredOutputDialect = this.dialect === 'llamacpp' ? 'json_schema' : llamaCpp ? 'llamacpp' : ['json_schema', 'vllm', 'ollama'].includes(this.dialect) ? 'json_object' : 'json_schema';
     const why = other === 'llamacpp' ? 'the server is llama.cpp (it answers /props), whose own fields constrain where its OpenAI form may be ignored' : other === 'json_object' ? 'JSON without the schema: the runtime still checks every answer against it, and the record says the constraint was weaker' : "OpenAI's form, which vLLM, OpenAI and current llama.cpp honour";
     return `try dialect ${other} (${why}): start again with --structured-output ${other}, or "structured_output": "${other}" in the model configuration file`;
   }

@@ -15,6 +15,9 @@
 //   Not the flat `{type: "json_schema", schema}` the server's README shows: the parser reads
 //   that type's schema only from `json_schema.schema`, so the flat form is accepted and ignored
 //   (HTTP 200, unconstrained) — as build b4748 was seen to do with the OpenAI form (issue 15).
+// - `vllm`, `ollama` (issue 36): the same `response_format` without `strict`, as vLLM's and
+//   Ollama's documentation show it (neither reads `strict`); named apart from `json_schema` because
+//   each decodes under a different documented schema subset (runtime/schema-subsets/).
 // - `json_object`: `response_format: {type: "json_object"}`: JSON, but not the schema.
 // - `none`: nothing; the answer relies on the model and the prompt alone.
 import { assertNever } from '../../foundation/assert-never.js';
@@ -31,6 +34,9 @@ export function structuredOutputFields(dialect: StructuredOutputDialect, schema:
   switch (dialect) {
     case 'json_schema':
       return { response_format: { type: 'json_schema', json_schema: { name: JSON_SCHEMA_NAME, strict: true, schema } } };
+    case 'vllm':
+    case 'ollama':
+      return { response_format: { type: 'json_schema', json_schema: { name: JSON_SCHEMA_NAME, schema } } };
     case 'llamacpp':
       return { response_format: { type: 'json_object', schema }, json_schema: schema };
     case 'json_object':
@@ -89,6 +95,8 @@ export function checkConstrainedAnswer(dialect: StructuredOutputDialect, schema:
       }
       return { honoured: true, ...validity, detail: `the answer is a JSON object; ${schemaCheck.valid ? 'it also satisfies the schema' : `it does not satisfy the schema (${schemaCheck.issues}) — json_object does not promise the schema, the runtime checks every answer`}` };
     case 'json_schema':
+    case 'vllm':
+    case 'ollama':
     case 'llamacpp':
       if (schemaCheck.unreadable) {
         return { honoured: false, ...validity, reason: `the answer is JSON, but the schema could not be read to check it, so the constraint (dialect ${dialect}) cannot be confirmed` };

@@ -54,8 +54,9 @@ interface Settings {
 
 function check(settings: Settings): Promise<ModelCheck | null> {
   const choice: ModelChoice = { adapter: 'openai', base_url: settings.baseUrl, model_id: settings.modelId, api_key_env: null, params: { temperature: 0, top_p: null, seed: 7, max_tokens: null }, dialect: settings.dialect, stream: true, context_size: null, timeout_ms: settings.timeoutMs, config_file: null, config_sha256: null };
-  const model = resolveModel(choice, modelCallRulesOf(prereg)!.transport_retry);
-  return checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, log: () => undefined });
+  // Pre-registered strip (issue 36): the json_schema/llamacpp subsets do not hold the answer schema, so a refuse pre-registration would not start.
+  const model = resolveModel(choice, modelCallRulesOf(prereg)!.transport_retry, 'strip');
+  return checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, schemaSubset: model.subsetChoice, log: () => undefined });
 }
 
 async function refusal(settings: Settings): Promise<ModelCheckError> {

@@ -107,9 +107,9 @@ describe('readModelConfigFile: a zod-validated file, read once, its bytes pinned
     const file = writeConfig(dir, 'reference.json', { adapter: 'reference' });
     const choice = readModelConfigFile(file);
     expect(choice).toEqual({ adapter: 'reference', config_file: file, config_sha256: sha256Of(readFileSync(file)) });
-    expect(resolveModel(choice, { max_attempts: 1, backoff_ms: [] }).info.config_sha256).toBe(sha256Of(readFileSync(file)));
+    expect(resolveModel(choice, { max_attempts: 1, backoff_ms: [] }, 'strip').info.config_sha256).toBe(sha256Of(readFileSync(file)));
     // The flag's choice pins nothing, as before.
-    expect(resolveModel({ adapter: 'reference' }, { max_attempts: 1, backoff_ms: [] }).info.config_sha256).toBeNull();
+    expect(resolveModel({ adapter: 'reference' }, { max_attempts: 1, backoff_ms: [] }, 'refuse').info.config_sha256).toBeNull();
     expect(() => readModelConfigFile(writeConfig(dir, 'reference-extra.json', { adapter: 'reference', model_id: 'x' }))).toThrow(ModelConfigError);
     expect(() => readModelConfigFile(writeConfig(dir, 'reference-extra2.json', { adapter: 'reference', params: {} }))).toThrow(/params/);
   });

@@ -119,7 +119,7 @@ describe('each adapter\'s facts, held to what it does', () => {
     const { retry: _retry, ...openai } = SAMPLES.openai;
     const choices: ModelChoice[] = [{ adapter: 'reference' }, { ...openai, config_file: null, config_sha256: null }, { ...SAMPLES.local, config_file: null, config_sha256: null }];
     for (const choice of choices) {
-      const resolved = resolveModel(choice, RETRY);
+      const resolved = resolveModel(choice, RETRY, 'strip');
       expect(resolved.info.call_timeout_ms, choice.adapter).toBe(callTimeoutMsOf(resolved.runtime));
     }
   });

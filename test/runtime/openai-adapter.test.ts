@@ -122,6 +122,8 @@ afterEach(closeAllLoopbacks);
 describe('the request body: one per dialect', () => {
   const expected: Record<StructuredOutputDialect, Record<string, unknown>> = {
     json_schema: { response_format: { type: 'json_schema', json_schema: { name: JSON_SCHEMA_NAME, strict: true, schema: SCHEMA } } },
+    vllm: { response_format: { type: 'json_schema', json_schema: { name: JSON_SCHEMA_NAME, schema: SCHEMA } } },
+    ollama: { response_format: { type: 'json_schema', json_schema: { name: JSON_SCHEMA_NAME, schema: SCHEMA } } },
     llamacpp: { response_format: { type: 'json_object', schema: SCHEMA }, json_schema: SCHEMA },
     json_object: { response_format: { type: 'json_object' } },
     none: {},

@@ -224,9 +224,10 @@ describe('the model check before hour 0 keeps one request at a time too', () => 
     const server = await startLlamaLikeServer(options);
     servers.push(server);
     const choice: ModelChoice = { adapter: 'openai', base_url: server.baseUrl, model_id: server.alias, api_key_env: null, params: { temperature: 0, top_p: null, seed: 7, max_tokens: null }, dialect: 'llamacpp', stream: true, context_size: null, timeout_ms: timeoutMs, config_file: null, config_sha256: null };
-    const model = resolveModel(choice, modelCallRulesOf(prereg)!.transport_retry);
+    // Pre-registered strip (issue 36): the json_schema/llamacpp subsets do not hold the answer schema, so a refuse pre-registration would not start.
+    const model = resolveModel(choice, modelCallRulesOf(prereg)!.transport_retry, 'strip');
     try {
-      await checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, log: () => undefined });
+      await checkModelBeforeStart({ plan, scenario, prereg, model: model.runtime, protocol: model.protocol, schemaSubset: model.subsetChoice, log: () => undefined });
       return { server, error: null };
     } catch (error) {
       return { server, error };

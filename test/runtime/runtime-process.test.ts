@@ -53,6 +53,7 @@ function startConfig(f: WriterFixture, workspaceDir: string, overrides: Partial<
     model: { adapter: 'reference' },
     protocol: 'ds-model-output/2',
     writer_request_timeout_ms: DEFAULT_WRITER_REQUEST_TIMEOUT_MS,
+    schema_subset: { dialect: 'none', policy: 'refuse' },
     ...overrides,
   };
 }
@@ -620,7 +621,7 @@ describe('ds-runtime: real wakes against a live writer', () => {
     const server = await startScriptedModelServer(() => Promise.resolve({ kind: 'content', content: STUB_ANSWER }));
     const rules = modelCallRulesOf(PREREG);
     if (rules === null) throw new Error('the default pre-registration fixes the model-call rules');
-    const stub = await spawnRuntime(startConfig(f, workspace, { model: resolveModel(server.modelChoice(), rules.transport_retry).runtime }));
+    const stub = await spawnRuntime(startConfig(f, workspace, { model: resolveModel(server.modelChoice(), rules.transport_retry, 'strip').runtime, schema_subset: { dialect: 'json_schema', policy: 'strip' } }));
     const seen: WakeProgress[] = [];
     stub.onProgress((p) => seen.push(p));
     try {
@@ -773,6 +774,7 @@ const VALID_START = {
   model: { adapter: 'reference' },
   protocol: 'ds-model-output/2',
   writer_request_timeout_ms: DEFAULT_WRITER_REQUEST_TIMEOUT_MS,
+  schema_subset: { dialect: 'none', policy: 'refuse' },
 } as const;
 
 describe('ds-runtime: start-up and the channel', () => {

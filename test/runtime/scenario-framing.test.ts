@@ -103,8 +103,9 @@ describe('a scenario\'s framing reaches the model', () => {
     const prereg = PreRegistration.parse(readPreregJson(path.join(SCENARIOS_DIR, '..', 'prereg', 'default.json')));
     const bundled = loadScenario(BUNDLED);
     const plan = buildExperimentPlan({ prereg, scenario: bundled, seed: 'forged', startAt: '2026-03-02T08:00:00.000Z' });
-    const model = resolveModel(modelOf(server), modelCallRulesOf(prereg)!.transport_retry);
-    await checkModelBeforeStart({ plan, scenario: bundled, prereg, model: model.runtime, protocol: model.protocol, log: () => undefined });
+    // Pre-registered strip (issue 36): the json_schema/llamacpp subsets do not hold the answer schema, so a refuse pre-registration would not start.
+    const model = resolveModel(modelOf(server), modelCallRulesOf(prereg)!.transport_retry, 'strip');
+    await checkModelBeforeStart({ plan, scenario: bundled, prereg, model: model.runtime, protocol: model.protocol, schemaSubset: model.subsetChoice, log: () => undefined });
     const forged = prompts(server.chats.slice(before).map((c) => c.system));
     expect(forged.length).toBeGreaterThan(0);
     expect(unframed(forged, FRAMING)).toEqual(forged.map((_, i) => i));
