@@ -83,7 +83,7 @@ export async function startFaultModelServer(codeRoot: string, logFile: string): 
   return {
     pid,
     baseUrl,
-    modelArgs: ['--model', 'openai', '--base-url', baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--model-timeout-ms', String(STALL_MODEL_CALL_TIMEOUT_MS)],
+    modelArgs: ['--model', 'openai', '--base-url', baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--structured-output', 'vllm', '--model-timeout-ms', String(STALL_MODEL_CALL_TIMEOUT_MS)],
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       // A server still frozen would never read its closed stdin.

@@ -217,7 +217,8 @@ export async function startScriptedModelServer(script: Script, options: { readon
       model_id: SCRIPTED_MODEL_ID,
       api_key_env: null,
       params: { temperature: 0, top_p: null, seed: 7, max_tokens: null },
-      dialect: 'json_schema',
+      // vLLM's form (OpenAI's without strict): its documented subset holds the answer schema, so a refuse pre-registration starts (issue 36); this server enforces no schema either way.
+      dialect: 'vllm',
       stream: false,
       context_size: null,
       timeout_ms: timeoutMs,

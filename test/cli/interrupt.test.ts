@@ -208,7 +208,7 @@ describe('two presses further apart than the window', () => {
     try {
       const setup = controllerSetup();
       const runDir = path.join(setup.dir, 'runs', 'abandoned');
-      const model = ['--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--no-stream', '--model-timeout-ms', '30000'];
+      const model = ['--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--structured-output', 'vllm', '--no-stream', '--model-timeout-ms', '30000'];
       const run = npmRun('experiment', ['--group', 'A', ...model, '--out', runDir, '--key-dir', setup.keyDir, '--prereg', setup.preregFile, '--same-uid', 'interrupt test']);
       const deadline = Date.now() + REACH_TIMEOUT_MS;
       while (server.requestsFor('wake-0002') === 0) {

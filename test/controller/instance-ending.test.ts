@@ -112,7 +112,7 @@ function modelOf(server: LoopbackServer): ModelChoice {
     model_id: MODEL,
     api_key_env: null,
     params: { temperature: 0, top_p: null, seed: 7, max_tokens: null },
-    dialect: 'json_schema',
+    dialect: 'vllm',
     stream: false,
     context_size: null,
     timeout_ms: MODEL_TIMEOUT_MS,
@@ -198,7 +198,7 @@ describe('a preflight refused at the planned runtime crash restart ends the inst
     expect(stopped.finalHead).toBeNull();
     expect(stopped.wakesRun).toBe(n - 1);
     expect(stopped.stopReason).toMatch(
-      new RegExp(`^the model failed its check at the runtime's restart in ${crashWake} \\(the planned runtime crash iv-runtime-crash\\), after ${n} of ${wakesTotal} wakes \\(${crashWake} ends 'stopped' and is not repeated\\): the probe call in dialect json_schema failed \\(timeout\\)`),
+      new RegExp(`^the model failed its check at the runtime's restart in ${crashWake} \\(the planned runtime crash iv-runtime-crash\\), after ${n} of ${wakesTotal} wakes \\(${crashWake} ends 'stopped' and is not repeated\\): the probe call in dialect vllm failed \\(timeout\\)`),
     );
     const screen = run.lines.join('\n');
     expect(screen).not.toContain('Nothing ran');

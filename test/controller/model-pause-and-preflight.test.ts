@@ -252,7 +252,7 @@ describe('the pre-registered pause rule: a server that dies mid-run', () => {
     expect(lines[0]!['forecast']).toMatchObject({ forecast_version: '1.0.0' });
     for (const line of lines.filter((l) => l['ok'] === true)) {
       expect(line).toMatchObject({ adapter: 'openai', model_id: SCRIPTED_MODEL_ID });
-      expect(line['facts']).toMatchObject({ served_model: SCRIPTED_MODEL_ID, dialect: 'json_schema', retry_max_attempts: MAX_ATTEMPTS, retry_backoff_ms: BACKOFF_MS.join(','), probe_schema_valid: true });
+      expect(line['facts']).toMatchObject({ served_model: SCRIPTED_MODEL_ID, dialect: 'vllm', retry_max_attempts: MAX_ATTEMPTS, retry_backoff_ms: BACKOFF_MS.join(','), probe_schema_valid: true });
       expect((line['lines'] as string[]).some((l) => l.includes('the constraint is honoured'))).toBe(true);
     }
     expect(run.lines).toContain('model preflight: OK');
@@ -577,14 +577,14 @@ describe('the preflight at instance level', () => {
       model_id: LOOPBACK_MODEL,
       api_key_env: null,
       params: { temperature: 0, top_p: null, seed: 7, max_tokens: null },
-      dialect: 'json_schema',
+      dialect: 'vllm',
       stream: false,
       context_size: null,
       timeout_ms: MODEL_TIMEOUT_MS,
       config_file: null,
       config_sha256: null,
     });
-    expectRefused(refused, 'the server ignored the constraint (dialect json_schema): the answer is not JSON');
+    expectRefused(refused, 'the server ignored the constraint (dialect vllm): the answer is not JSON');
     expect((refused.error as ModelCheckError).message).toContain('Once upon a time');
     // What the refused probe said is kept with the refusal (no run folder exists to keep it).
     expect((refused.error as ModelCheckError).facts['probe_raw_output']).toBe(prose);

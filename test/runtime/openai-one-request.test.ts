@@ -292,7 +292,11 @@ describe('a real instance keeps one request at a time', () => {
   test('a whole instance (its runtime process: the check before hour 0, then every wake\'s counts and call) against the llama.cpp-like server: never two of its requests held at once', async () => {
     server = await startLlamaLikeServer({});
     // A 4-hour wake period: 16 wakes over the 72 hours, every one a real call through the runtime process.
-    const setup = controllerSetupWith('prereg-4h', (prereg) => void (prereg['wake_schedule']!['base_period_sim_minutes'] = 240));
+    // schema_subset strip: llama.cpp's converter skips number bounds, so the llamacpp subset does not hold the answer schema (issue 36).
+    const setup = controllerSetupWith('prereg-4h', (prereg) => {
+      prereg['wake_schedule']!['base_period_sim_minutes'] = 240;
+      prereg['model_calls']!['schema_subset'] = 'strip';
+    });
     const model: ModelChoice = { adapter: 'openai', base_url: server.baseUrl, model_id: server.alias, api_key_env: null, params: { temperature: 0, top_p: null, seed: 7, max_tokens: null }, dialect: 'llamacpp', stream: true, context_size: null, timeout_ms: 30_000, config_file: null, config_sha256: null };
     const result = await runInstance(newInstanceOptions(setup, { name: 'one-request', model }));
     expect(result.status).toBe('finished');

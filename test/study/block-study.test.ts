@@ -64,7 +64,7 @@ function whoseCalls(): (wakeId: string) => Group {
 }
 
 async function study(setup: ControllerSetup, server: ScriptedModelServer, out: string, extra: readonly string[] = []) {
-  return runCli('study', ['--n', '1', '--seed', SEED, '--prereg', setup.preregFile, '--key-dir', setup.keyDir, '--out', out, '--same-uid', 'test run in one uid', '--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--no-stream', '--model-timeout-ms', String(TIMEOUT_MS), ...extra]);
+  return runCli('study', ['--n', '1', '--seed', SEED, '--prereg', setup.preregFile, '--key-dir', setup.keyDir, '--out', out, '--same-uid', 'test run in one uid', '--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--structured-output', 'vllm', '--no-stream', '--model-timeout-ms', String(TIMEOUT_MS), ...extra]);
 }
 
 function reportOf(out: string): StudyReport {

@@ -36,7 +36,7 @@ beforeAll(async () => {
   expect(lockPrereg(preregFile, setup.key.keys, '2026-01-01T00:00:00.000Z').ok).toBe(true);
   server = await startScriptedModelServer(() => ({ kind: 'content', content: JSON.stringify(EMPTY_ANSWER) }));
   out = path.join(setup.dir, 'study');
-  run = await runCli('study', ['--n', '1', '--seed', SEED, '--prereg', preregFile, '--key-dir', setup.keyDir, '--out', out, '--same-uid', 'test run in one uid', '--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--no-stream', '--model-timeout-ms', '10000']);
+  run = await runCli('study', ['--n', '1', '--seed', SEED, '--prereg', preregFile, '--key-dir', setup.keyDir, '--out', out, '--same-uid', 'test run in one uid', '--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--structured-output', 'vllm', '--no-stream', '--model-timeout-ms', '10000']);
   report = StudyReport.parse(JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')));
 }, 240_000);
 
