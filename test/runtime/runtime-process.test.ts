@@ -219,6 +219,7 @@ describe('ds-runtime: its start message uses the shared schemas', () => {
       model: { adapter: 'reference' },
       protocol: 'ds-model-output/2',
       writer_request_timeout_ms: 5_000,
+      schema_subset: { dialect: 'none', policy: 'refuse' },
     };
     expect(RuntimeStartConfig.safeParse(start).success).toBe(true);
     // The workspace, the model and the answer protocol are part of the start message: without them there is no wake to run.
