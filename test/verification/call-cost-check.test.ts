@@ -87,6 +87,12 @@ describe('a priced run through npm run experiment', () => {
     const out = JSON.parse(run.stdout) as { summary: { cost: unknown }; verify: { ok: boolean } };
     expect(out.summary.cost).toEqual({ calls: calls.length, priced_calls: calls.length, nano_usd: total });
     expect(out.verify.ok).toBe(true);
+    // The ledger: each wake's cost is its calls' (counted from the store by the controller), so the ledgers add up to the same.
+    const db = new Database(path.join(runDir, RUN_FILES.store), { readonly: true });
+    const ledgers = (db.prepare("select envelope from events where event_type = 'ExperimentEvent.BudgetLedgerRecorded'").all() as { envelope: string }[]).map((r) => JSON.parse(r.envelope) as { schema_version: string; payload: { used: { cost_nano_usd: number } } });
+    db.close();
+    expect(ledgers.map((l) => l.schema_version)).toEqual(ledgers.map(() => '1.1.0'));
+    expect(ledgers.reduce((sum, l) => sum + l.payload.used.cost_nano_usd, 0)).toBe(total);
   });
 
   it('forged: one call\'s cost changed, the chain rebuilt around it — the verifier names the call and what its counts cost', () => {
