@@ -20,6 +20,7 @@ import { preregSha256 } from '../design/manifest.js';
 import { readReplaySource } from '../design/model-choice.js';
 import { PreRegistration, readPreregJson } from '../design/prereg.js';
 import { recordedUsableDataRule, summarizeRun } from '../controller/run-summary.js';
+import { describeCost } from '../schema/cost-summary.js';
 import { parseSpeed } from '../controller/virtual-clock.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { FAULT_ENV } from '../schema/fault-points.js';
@@ -211,6 +212,7 @@ async function main(): Promise<CommandOutput | null> {
     `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
     `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}${usable.substantive === null ? '' : `, substantive in ${usable.substantive} of ${usable.call_wakes} wake(s)`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
     `  ${describePromptReuse(s.prompt_reuse)}`,
+    `  ${describeCost(s.cost)}`,
     `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints}${s.empty_checkpoints > 0 ? ` (+${s.empty_checkpoints} empty)` : ''} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
     result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
     ...timeLines(result, runStartedMs),

@@ -10,6 +10,7 @@ import { canonicalJson } from '../schema/canonical-json.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../controller/model-config-file.js';
 import { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { ModelPrices, PRICE_KINDS } from '../schema/model-prices.js';
 import { UsageError } from './command-line.js';
 
 export const MODEL_OPTIONS = {
@@ -31,6 +32,7 @@ export const MODEL_OPTIONS = {
   'json-mode': { type: 'boolean' },
   'model-timeout-ms': { type: 'string' },
   'parallel-slots': { type: 'string' },
+  prices: { type: 'string' },
   'replay-from': { type: 'string' },
 } as const;
 
@@ -43,7 +45,9 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
                      [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
                      [--parallel-slots N: calls the server takes at once (llama-server --parallel), default 1:
-                     a study's block lets that many of its A, B, C calls run together],
+                     a study's block lets that many of its A, B, C calls run together]
+                     [--prices IN,OUT,CACHE_READ,CACHE_WRITE: US dollars per million tokens of each kind,
+                     e.g. 3,15,0.3,3.75; every call record then carries its cost; absent: not priced],
                      replay (--replay-from RUN_DIR: serve that run's recorded model calls; group, seed,
                      start, experiment id and replicate default to that run's, so that it is reproduced)
   --model-config F   the model as a JSON file instead of the flags above (docs/model-protocol.md);
@@ -64,9 +68,20 @@ function numberFlag(name: string, text: string | undefined, integer: boolean): n
   return value;
 }
 
-const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots'] as const;
+const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots', 'prices'] as const;
 const OPENAI_ONLY = ['base-url', 'api-key-env', 'structured-output', 'json-mode', 'no-stream'] as const;
 const LOCAL_ONLY = ['model-file', 'threads', 'no-kv-reuse'] as const;
+
+/** `--prices IN,OUT,CACHE_READ,CACHE_WRITE` (schema/model-prices.ts PRICE_KINDS, in that order); absent: not priced. */
+function pricesFlag(text: string | undefined): { prices: ModelPrices } | Record<string, never> {
+  if (text === undefined) return {};
+  const parts = text.split(',').map((p) => p.trim());
+  const numbers = parts.map(Number);
+  if (parts.length !== PRICE_KINDS.length || parts.some((p) => p === '') || numbers.some((n) => !Number.isFinite(n))) throw new ModelFlagError(`--prices takes ${PRICE_KINDS.length} numbers, US dollars per million ${PRICE_KINDS.join(', ')} tokens, e.g. --prices 3,15,0.3,3.75 (got ${JSON.stringify(text)})`);
+  const parsed = ModelPrices.safeParse(Object.fromEntries(PRICE_KINDS.map((k, i) => [k, numbers[i]])));
+  if (!parsed.success) throw new ModelFlagError(`--prices ${text}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return { prices: parsed.data };
+}
 
 function refuseFlags(values: ModelFlagValues, flags: readonly (keyof ModelFlagValues)[], why: string): void {
   for (const flag of flags) if (values[flag] !== undefined) throw new ModelFlagError(`--${flag} ${why}`);
@@ -105,7 +120,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
   const timeoutMs = (fallbackMs: number = DEFAULT_MODEL_TIMEOUT_MS): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? fallbackMs;
   // Only when given: a choice without it means one slot, and says nothing it was not told.
   const slots = numberFlag('parallel-slots', values['parallel-slots'], true);
-  const scheduling = slots === null ? {} : { parallel_slots: slots };
+  const scheduling = { ...(slots === null ? {} : { parallel_slots: slots }), ...pricesFlag(values.prices) };
   switch (model) {
     case 'reference':
       return { adapter: 'reference' };

@@ -32,7 +32,8 @@ import { recomputeStudy } from '../study/study-recompute.js';
 import { resumeStudy } from '../study/study-resume.js';
 import { GROUPS } from '../design/groups.js';
 import { type StudyReport } from '../oracle/study-report.js';
-import { blockCells, usableDataScreenLines } from '../study/report-markdown.js';
+import { blockCells, costLead, usableDataScreenLines } from '../study/report-markdown.js';
+import { describeCost, usdText } from '../schema/cost-summary.js';
 import { CommandRefusal, runCommand, type CommandContext, type CommandOutput } from './command-outcome.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { installGracefulStop, todayCompact, untilPressSettled, type GracefulStop } from './operator-stop.js';
@@ -145,11 +146,19 @@ function summary(report: StudyReport, files: { json: string; markdown: string; h
     `  fairness: ${report.fairness.ok ? 'OK' : 'FAILED'} · hard failures: A ${g.A.hard_failures}, B ${g.B.hard_failures}, C ${g.C.hard_failures}`,
     ...blockLines(report),
     ...usableDataScreenLines(report).map((line) => `  ${line}`),
+    ...costScreenLines(report),
     ...report.instances.filter((i) => i.status !== 'finished' || i.hard_failures.length > 0).map((i) => `  ${i.group}-r${i.replicate}: ${i.status}${i.status_detail ? ` (${i.status_detail})` : ''}${i.hard_failures.length > 0 ? `; hard failures ${i.hard_failures.map((h) => h.id).join(', ')}` : ''}`),
     ...report.notes.map((n) => `  note: ${n}`),
     ...(files ? [`  report: ${files.json}`, `          ${files.markdown}`, `          ${files.html}`] : []),
     '',
   ].join('\n');
+}
+
+/** The study's cost and each group's (report 2.4.0, issue 36), or that it was not priced or not recorded. */
+function costScreenLines(report: StudyReport): string[] {
+  const cost = report.cost;
+  if (cost === undefined || cost.priced_calls === 0) return [`  ${costLead(report)}`];
+  return [`  ${describeCost(cost).replace(/^cost: /, 'cost of the study: ')}; ${GROUPS.map((g) => `${g} ${usdText(report.groups[g].cost?.nano_usd ?? 0)}`).join(' · ')}`];
 }
 
 /** Blocks listed one by one on screen up to this many; beyond, only those whose turns failed or load was confounded. */

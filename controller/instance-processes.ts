@@ -174,6 +174,7 @@ export class InstanceProcesses {
     const mismatch = pinnedBuildMismatch(this.input.manifest.model, report.facts);
     if (mismatch !== null) throw new InstanceError('model', mismatch);
     this.log('model preflight: OK');
+    this.log(pricingLine(this.input.manifest.model));
     this.constraintShown = constraintShownBy(report.facts) ?? this.constraintShown;
   }
 
@@ -199,6 +200,13 @@ export class InstanceProcesses {
     this.input.isolation.cleanup();
     for (const f of failures) this.log(`warning: shutting down: ${f}`);
   }
+}
+
+/** Said at each start of the runtime (issue 36 item 4): the prices its calls are costed at, or that they are not priced. */
+function pricingLine(model: InstanceManifest['model']): string {
+  const p = model.prices;
+  if (p === null) return 'model prices: none configured — calls are not priced (no cost in the call records, the ledger or the report; add "prices" to the model configuration, or --prices, to cost them)';
+  return `model prices: US dollars per million tokens: input ${p.input}, output ${p.output}, cache read ${p.cache_read}, cache write ${p.cache_write} — every call record carries its cost`;
 }
 
 /**

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { ModelPrices } from '../schema/model-prices.js';
 import { DEFAULT_LOCAL_KV_REUSE, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import { ParallelSlots, type ModelChoice } from '../design/model-choice.js';
 
@@ -56,6 +57,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     stream: z.boolean().default(true),
     /** How many calls the server takes at once (llama-server --parallel): that many members of a study's block may call together. */
     parallel_slots: ParallelSlots.optional(),
+    /** US dollars per million input, output, cache-read and cache-write tokens (schema/model-prices.ts): every call record carries its cost; absent: not priced. */
+    prices: ModelPrices.optional(),
   }),
   z.strictObject({
     adapter: z.literal('local'),
@@ -70,6 +73,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     kv_reuse: z.boolean().default(DEFAULT_LOCAL_KV_REUSE),
     /** How many members of a study's block may evaluate their model at once on this machine. */
     parallel_slots: ParallelSlots.optional(),
+    /** US dollars per million input, output, cache-read and cache-write tokens (schema/model-prices.ts): every call record carries its cost; absent: not priced. */
+    prices: ModelPrices.optional(),
   }),
 ]);
 export type ModelConfigFile = z.infer<typeof ModelConfigFile>;
@@ -111,10 +116,10 @@ export function readModelConfigFile(file: string): ModelChoice {
     case 'reference':
       return { adapter: 'reference', ...provenance };
     case 'openai':
-      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...(c.prices === undefined ? {} : { prices: c.prices }), ...provenance };
     case 'local': {
       const modelFile = path.resolve(path.dirname(absolute), c.model_file);
-      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...(c.prices === undefined ? {} : { prices: c.prices }), ...provenance };
     }
     default: {
       const unhandled: never = c;

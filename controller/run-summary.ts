@@ -9,6 +9,7 @@ import { PermissionDecided } from '../schema/events/action-events.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { PromptReuse } from '../schema/events/model-output-events.js';
 import { PromptReuseSummary, summarizeCallsReuse } from '../schema/prompt-reuse-summary.js';
+import { CostSummary, summarizeCosts } from '../schema/cost-summary.js';
 import { describeIssues, modelCallRulesOf, PreregInputError, PreRegistration, readPreregJson } from '../design/prereg.js';
 import { openStoreReadOnly } from '../writer/store-reader.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -37,6 +38,8 @@ export const RunSummary = z.strictObject({
   usable_data: UsableData,
   /** What the servers said they reused of the prompts of the calls that reached a model (issue 34 item 1). */
   prompt_reuse: PromptReuseSummary,
+  /** What its model calls cost, summed from their records' cost_nano_usd, and how many were priced (issue 36 item 4). */
+  cost: CostSummary,
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 
@@ -85,6 +88,7 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
     // adapter that calls one — or that report reuse anyway (a replay serves its source's records).
     const reachedCalls = db.prepare(`select json_extract(envelope, '$.payload.prompt_reuse') as r, json_extract(envelope, '$.payload.adapter') as adapter from events where event_type in (?, ?) and json_extract(envelope, '$.payload.usage') is not null order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { r: string | null; adapter: string }[];
     const reuse = summarizeCallsReuse(reachedCalls.map((row) => ({ prompt_reuse: row.r === null ? null : PromptReuse.parse(JSON.parse(row.r)), reached: true, adapterCallsModel: recordedAdapterOf(row.adapter)?.callsModel === true })));
+    const costs = db.prepare(`select json_extract(envelope, '$.payload.cost_nano_usd') as c from events where event_type in (?, ?) order by seq`).all(MODEL_ANSWERED, MODEL_CALL_FAILED) as { c: number | null }[];
     const emptyCheckpoints = checkpoints.filter((c) => isEmptyCheckpoint(JSON.parse(c.payload))).length;
     return RunSummary.parse({
       events: rows.reduce((sum, r) => sum + r.n, 0),
@@ -106,6 +110,7 @@ export function summarizeRun(runDir: string, rule: UsableDataRule): RunSummary {
       unknown_outcomes: count('ActionEvent.ToolOutcomeUnknown'),
       usable_data: usableData,
       prompt_reuse: reuse,
+      cost: summarizeCosts(costs.map((row) => row.c)),
     });
   } finally {
     db.close();

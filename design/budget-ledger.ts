@@ -10,6 +10,8 @@ export interface LedgerUse {
   readonly tokens: number;
   readonly tool_calls: number;
   readonly retries: number;
+  /** The sum of the wake's call records' cost_nano_usd (issue 36); null when none carries one (not priced). */
+  readonly cost_nano_usd: number | null;
 }
 
 /**
@@ -17,14 +19,22 @@ export interface LedgerUse {
  * tokens: prompt + completion of every call whose record carries usage — answers, and answers
  * that failed the protocol or were cut (issue 15: a misbehaving model cannot look cheap);
  * tool_calls: permission decisions that allowed; retries: transport attempts beyond the first
- * (ModelCallAttemptFailed under the pre-registered policy), kept apart from the calls.
+ * (ModelCallAttemptFailed under the pre-registered policy), kept apart from the calls;
+ * cost_nano_usd: the sum of the costs the wake's call records carry (budget_exhausted's 0
+ * included), null when none carries one — the model is not priced, or the call is of a version
+ * before costs were recorded.
  */
 export function ledgerOf(wakeEvents: readonly EventEnvelope[]): LedgerUse {
   let modelCalls = 0;
   let tokens = 0;
   let toolCalls = 0;
   let retries = 0;
+  let cost: number | null = null;
   for (const event of wakeEvents) {
+    if (eventIs(event, 'ModelOutputEvent.ModelAnswered') || eventIs(event, 'ModelOutputEvent.ModelCallFailed')) {
+      const callCost = event.payload['cost_nano_usd'];
+      if (typeof callCost === 'number') cost = (cost ?? 0) + callCost;
+    }
     if (eventIs(event, 'ModelOutputEvent.ModelAnswered') || (eventIs(event, 'ModelOutputEvent.ModelCallFailed') && event.payload.failure !== 'budget_exhausted')) {
       modelCalls += 1;
       // A stored call of an earlier version (not upcast here) may lack usage or attempts: both are checked.
@@ -35,5 +45,5 @@ export function ledgerOf(wakeEvents: readonly EventEnvelope[]): LedgerUse {
     }
     if (eventIs(event, 'ActionEvent.PermissionDecided') && event.payload.decision === 'allow') toolCalls += 1;
   }
-  return { model_calls: modelCalls, tokens, tool_calls: toolCalls, retries };
+  return { model_calls: modelCalls, tokens, tool_calls: toolCalls, retries, cost_nano_usd: cost };
 }

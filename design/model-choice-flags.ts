@@ -4,6 +4,7 @@
 // and the study room is below the commands.
 import { assertNever } from '../foundation/assert-never.js';
 import type { ModelChoice } from './model-choice.js';
+import { PRICE_KINDS } from '../schema/model-prices.js';
 
 /**
  * The --model flags that give `choice` back through modelChoiceOf (its inverse): what a refusal
@@ -37,5 +38,11 @@ function givenFlag(flag: string, value: number | null): string[] {
 /** The flags of a model that samples and is waited for: its parameters, its call timeout, its parallel slots. */
 function samplingFlagsOf(choice: Extract<ModelChoice, { readonly timeout_ms: number }>): string[] {
   const p = choice.params;
-  return [...givenFlag('--temperature', p.temperature), ...givenFlag('--top-p', p.top_p), ...givenFlag('--model-seed', p.seed), ...givenFlag('--max-tokens', p.max_tokens), '--model-timeout-ms', String(choice.timeout_ms), ...givenFlag('--parallel-slots', choice.parallel_slots ?? null)];
+  return [...givenFlag('--temperature', p.temperature), ...givenFlag('--top-p', p.top_p), ...givenFlag('--model-seed', p.seed), ...givenFlag('--max-tokens', p.max_tokens), '--model-timeout-ms', String(choice.timeout_ms), ...givenFlag('--parallel-slots', choice.parallel_slots ?? null), ...pricesFlagOf(choice)];
+}
+
+/** `--prices IN,OUT,CACHE_READ,CACHE_WRITE` when the choice is priced (cli/model-flags.ts pricesFlag reads it back). */
+function pricesFlagOf(choice: Extract<ModelChoice, { readonly timeout_ms: number }>): string[] {
+  const prices = choice.prices;
+  return prices === undefined ? [] : ['--prices', PRICE_KINDS.map((k) => String(prices[k])).join(',')];
 }

@@ -8,9 +8,14 @@ import { Group } from '../design/groups.js';
 import { HardFailureId } from '../design/prereg.js';
 import { ByFailure } from '../schema/usable-data.js';
 import { PromptReuseSummary } from '../schema/prompt-reuse-summary.js';
+import { CostSummary } from '../schema/cost-summary.js';
 import { Exploratory } from '../study-contract/exploratory.js';
 
 /**
+ * 2.4.0 (issue 36 item 4): `cost` — what the model calls cost, summed from the call records'
+ * cost_nano_usd (schema/cost-summary.ts), per instance (null when its events were not read), per
+ * group (every instance of the group that was read) and for the study (`cost`: every instance).
+ * 2.3.0 (issue 34): the groups' and instances' prompt_reuse.
  * 2.2.0 (issue 32 item 3): `rounding` — the rule of each kind of rounded figure and whether it was
  * computed from rounded figures (oracle/report-rounding.ts), with the points the thresholds and
  * the expansion rule compared, unrounded and rounded; beside the rounded figures their unrounded
@@ -23,12 +28,14 @@ import { Exploratory } from '../study-contract/exploratory.js';
  * that ran blocks; a study planned before blocks was reported as 2.0.0.
  * 2.0.0 (issue 15 item 8): usable data per instance and group, and rule 8 in the verdict.
  */
-export const STUDY_REPORT_VERSION = '2.3.0';
+export const STUDY_REPORT_VERSION = '2.4.0';
+/** Before the cost per instance, group and study (issue 36). */
+export const STUDY_REPORT_VERSION_BEFORE_COST = '2.3.0';
 /** Before the groups' and instances' prompt_reuse (issue 34). */
 export const STUDY_REPORT_VERSION_BEFORE_REUSE = '2.2.0';
 export const STUDY_REPORT_VERSION_BEFORE_ROUNDING = '2.1.0';
 export const STUDY_REPORT_VERSION_BEFORE_BLOCKS = '2.0.0';
-export const STUDY_REPORT_VERSIONS = [STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION_BEFORE_ROUNDING, STUDY_REPORT_VERSION_BEFORE_REUSE, STUDY_REPORT_VERSION] as const;
+export const STUDY_REPORT_VERSIONS = [STUDY_REPORT_VERSION_BEFORE_BLOCKS, STUDY_REPORT_VERSION_BEFORE_ROUNDING, STUDY_REPORT_VERSION_BEFORE_REUSE, STUDY_REPORT_VERSION_BEFORE_COST, STUDY_REPORT_VERSION] as const;
 export type StudyReportVersion = (typeof STUDY_REPORT_VERSIONS)[number];
 /** The versions written before the rounding section: what a report of today's build is read back into for comparison. */
 export type StudyReportVersionBeforeRounding = typeof STUDY_REPORT_VERSION_BEFORE_BLOCKS | typeof STUDY_REPORT_VERSION_BEFORE_ROUNDING;
@@ -36,9 +43,9 @@ export function isVersionBeforeRounding(version: unknown): version is StudyRepor
   return version === STUDY_REPORT_VERSION_BEFORE_BLOCKS || version === STUDY_REPORT_VERSION_BEFORE_ROUNDING;
 }
 /** The versions a report of today's build is read back into for comparison: every earlier one. */
-export type OlderStudyReportVersion = StudyReportVersionBeforeRounding | typeof STUDY_REPORT_VERSION_BEFORE_REUSE;
+export type OlderStudyReportVersion = StudyReportVersionBeforeRounding | typeof STUDY_REPORT_VERSION_BEFORE_REUSE | typeof STUDY_REPORT_VERSION_BEFORE_COST;
 export function isOlderReportVersion(version: unknown): version is OlderStudyReportVersion {
-  return isVersionBeforeRounding(version) || version === STUDY_REPORT_VERSION_BEFORE_REUSE;
+  return isVersionBeforeRounding(version) || version === STUDY_REPORT_VERSION_BEFORE_REUSE || version === STUDY_REPORT_VERSION_BEFORE_COST;
 }
 
 export const Verdict = z.enum(['supported', 'rejected', 'insufficient evidence']);
@@ -80,6 +87,8 @@ export const ReportInstance = z.strictObject({
   by_failure: ByFailure.nullable(),
   /** 2.3.0 (issue 34): what the servers said they reused of its prompts; null when its events were not read (not scored). */
   prompt_reuse: PromptReuseSummary.nullable().optional(),
+  /** 2.4.0 (issue 36): what its model calls cost; null when its events were not read (not scored). */
+  cost: CostSummary.nullable().optional(),
   /** The instance counts as data: calls > 0 and accepted_share ≥ the pre-registered minimum. */
   usable: z.boolean(),
   usable_reason: z.string(),
@@ -107,6 +116,8 @@ export const GroupSummary = z.strictObject({
   by_failure: ByFailure,
   /** 2.3.0 (issue 34): what the servers said they reused of the group's prompts, summed over its scored instances. */
   prompt_reuse: PromptReuseSummary.optional(),
+  /** 2.4.0 (issue 36): what the model calls of every instance of the group that was read cost. */
+  cost: CostSummary.optional(),
 });
 export type GroupSummary = z.infer<typeof GroupSummary>;
 
@@ -177,6 +188,8 @@ export const StudyReport = z.strictObject({
    */
   usable_data: z.strictObject({ min_accepted_share: z.number().min(0).max(1).nullable(), required_per_group: z.number().int().min(0), shortfalls: z.array(z.string()) }),
   instances: z.array(ReportInstance),
+  /** 2.4.0 (issue 36): what the study's model calls cost, every instance read (the groups' sum). */
+  cost: CostSummary.optional(),
   /** One entry per replicate with instances: always in 2.1.0, never in 2.0.0, in 2.2.0 when the study ran blocks. */
   blocks: z.array(BlockSummary).optional(),
   /** 2.2.0: how each kind of figure was rounded (oracle/report-rounding.ts). */
@@ -211,6 +224,10 @@ function versionProblems(r: StudyReport): VersionProblem[] {
     if (rounding && (i.dimensions_unrounded === null) !== (i.dimensions === null)) out.push({ message: 'dimensions_unrounded is null exactly when dimensions are', path: ['instances', k, 'dimensions_unrounded'] });
   });
   (r.blocks ?? []).forEach((b, k) => has(b.turns.mean_wait_ms_unrounded !== undefined, ['blocks', k, 'turns', 'mean_wait_ms_unrounded'], 'mean_wait_ms_unrounded for every block'));
+  // 2.4.0 and only it carries the cost, for the study, every group and every instance.
+  const costed = v === STUDY_REPORT_VERSION;
+  const costs: [boolean, (string | number)[]][] = [[r.cost !== undefined, ['cost']], ...Object.entries(r.groups).map(([g, s]): [boolean, (string | number)[]] => [s.cost !== undefined, ['groups', g, 'cost']]), ...r.instances.map((i, k): [boolean, (string | number)[]] => [i.cost !== undefined, ['instances', k, 'cost']])];
+  for (const [present, path] of costs) if (present !== costed) out.push({ message: costed ? `report_version ${v} carries the cost of the study, every group and every instance` : `report_version ${v} has no cost (it came with ${STUDY_REPORT_VERSION})`, path });
   return out;
 }
 
@@ -221,12 +238,20 @@ function versionProblems(r: StudyReport): VersionProblem[] {
  * not, are compared as they are: a mismatch there is a difference, not hidden).
  */
 export function asOlderReportVersion(report: StudyReport, version: OlderStudyReportVersion): unknown {
+  // Before 2.4.0: no cost, for the study, per group or per instance.
+  const { cost: _cost, ...uncosted } = report;
+  const withoutCost: StudyReport = {
+    ...uncosted,
+    report_version: version,
+    instances: report.instances.map(({ cost: _c, ...i }) => i),
+    groups: Object.fromEntries(Object.entries(report.groups).map(([g, { cost: _c, ...s }]) => [g, s])) as StudyReport['groups'],
+  };
+  if (version === STUDY_REPORT_VERSION_BEFORE_COST) return withoutCost;
   // Before 2.3.0: no prompt_reuse, per instance or per group.
   const withoutReuse: StudyReport = {
-    ...report,
-    report_version: version,
-    instances: report.instances.map(({ prompt_reuse: _r, ...i }) => i),
-    groups: Object.fromEntries(Object.entries(report.groups).map(([g, { prompt_reuse: _r, ...s }]) => [g, s])) as StudyReport['groups'],
+    ...withoutCost,
+    instances: withoutCost.instances.map(({ prompt_reuse: _r, ...i }) => i),
+    groups: Object.fromEntries(Object.entries(withoutCost.groups).map(([g, { prompt_reuse: _r, ...s }]) => [g, s])) as StudyReport['groups'],
   };
   if (!isVersionBeforeRounding(version)) return withoutReuse;
   const { rounding: _rounding, instances, blocks, ...rest } = withoutReuse;

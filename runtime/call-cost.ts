@@ -7,6 +7,7 @@
 // p costs p × 1,000 nano-USD; with at most 6 decimals in p each token's cost is a multiple of a
 // millionth of a nano-dollar, and the call's sum is rounded once, half up, to a whole nano-USD.
 import type { ModelPrices } from '../schema/model-prices.js';
+import type { RuntimeModelConfig } from './protocol.js';
 
 /** The counts a call's cost is computed from, as its record holds them. */
 export interface CostedUsage {
@@ -46,4 +47,13 @@ export function callCostNanoUsd(usage: CostedUsage | null, prices: ModelPrices):
 export function worstCallCostNanoUsd(promptTokens: number, maxAnswerTokens: number, prices: ModelPrices): number {
   const dearestInput = Math.max(prices.input, prices.cache_write);
   return callCostNanoUsd({ prompt_tokens: promptTokens, completion_tokens: maxAnswerTokens, cache_read_tokens: 0, cache_write_tokens: 0 }, { ...prices, input: dearestInput });
+}
+
+/**
+ * The prices a runtime configuration states, or null when its calls are not priced (a model
+ * without prices, the reference policy, a replay). The one place the wake loop, and the cost cap
+ * for the worst case of the next call, read them from.
+ */
+export function pricesOf(config: RuntimeModelConfig): ModelPrices | null {
+  return 'prices' in config ? (config.prices ?? null) : null;
 }

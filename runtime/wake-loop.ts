@@ -39,6 +39,8 @@ import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvent
 import { actionArgs, decidePermission, fingerprintOfAction } from './permission-gate.js';
 import { renderPrompt } from './prompt.js';
 import { requestedAnswerCap } from './answer-cap.js';
+import { callCostNanoUsd } from './call-cost.js';
+import type { ModelPrices } from '../schema/model-prices.js';
 import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
 
 /** The store keeps at most this much raw model text per call (schema/events/model-output-events.ts). */
@@ -69,6 +71,8 @@ export interface WakeInput {
   readonly workspaceRoot: string;
   /** How long the model call may take before it is recorded as a timeout. */
   readonly modelTimeoutMs: number;
+  /** The configured prices (runtime/call-cost.ts pricesOf); null: calls are not priced and record no cost. */
+  readonly prices: ModelPrices | null;
   /** True once the runtime is asked to stop: the wake ends at its next step boundary. */
   readonly shouldStop: () => boolean;
   /** Resolves when the controller has seen the append (it may kill this process instead: a planned crash). */
@@ -294,7 +298,7 @@ class Wake {
   }
 
   /** The call record every model event carries (schema/events/model-output-events.ts CallRecord); over-long texts are cut, and said. */
-  private recordFields(facts: Omit<CallFacts, 'usage' | 'usage_source'>): CallRecordFields {
+  private recordFields(facts: Omit<CallFacts, 'usage_source'>): CallRecordFields {
     const cut = (what: string, text: string | null, max: number): string | null => {
       if (text === null || text.length === 0) return null;
       if (text.length <= max) return text;
@@ -312,8 +316,8 @@ class Wake {
       provider_finish_reason: cut('provider finish reason', facts.provider_finish_reason ?? null, 64),
       cache_read_tokens: facts.cache_read_tokens ?? null,
       cache_write_tokens: facts.cache_write_tokens ?? null,
-      // Priced by the call's usage and the configured prices (issue 36 item 4); no prices yet: null.
-      cost_nano_usd: null,
+      // Priced from the counts this record holds (issue 36 item 4), so the verifier can recompute it; not priced: null.
+      cost_nano_usd: this.input.prices === null ? null : callCostNanoUsd(facts.usage === null ? null : { ...facts.usage, cache_read_tokens: facts.cache_read_tokens ?? null, cache_write_tokens: facts.cache_write_tokens ?? null }, this.input.prices),
     };
   }
 

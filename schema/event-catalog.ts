@@ -13,7 +13,7 @@ import type { EventDefinition } from './event-definition.js';
 /** Version of the catalogue as a whole: recorded in StoreOpened and in manifests. */
 // 1.1.0 (issue 15): ModelAnswered 1.3.0, ModelCallFailed 1.2.0, ModelCallAttemptFailed.
 // 1.2.0 (issue 34): ModelAnswered 1.4.0, ModelCallFailed 1.3.0 (prompt_reuse).
-// 1.3.0 (issue 36): ModelAnswered 1.5.0, ModelCallFailed 1.4.0 (adapters anthropic and gemini, provider_finish_reason, cache_read_tokens, cache_write_tokens, cost_nano_usd).
+// 1.3.0 (issue 36): ModelAnswered 1.5.0, ModelCallFailed 1.4.0 (adapters anthropic and gemini, provider_finish_reason, cache_read_tokens, cache_write_tokens, cost_nano_usd); BudgetLedgerRecorded 1.1.0 (used.cost_nano_usd).
 export const EVENT_SCHEMA_VERSION = '1.3.0';
 
 const DEFINITIONS = [

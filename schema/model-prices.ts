@@ -27,5 +27,8 @@ export const ModelPrices = z.strictObject({
 });
 export type ModelPrices = z.infer<typeof ModelPrices>;
 
+/** The prices in the order `--prices` lists them (cli/model-flags.ts and its inverse design/model-choice-flags.ts). */
+export const PRICE_KINDS = ModelPrices.keyof().options;
+
 /** A cost as recorded: billionths of a US dollar, an integer, so sums never drift with the order they are added in. */
 export const NANO_USD_PER_USD = 1_000_000_000;

@@ -4,6 +4,7 @@
 // copy it hands to the projection: the stored envelope and its hashes stay as written.
 import type { EventEnvelope } from './envelope.js';
 import { ModelAnswered, ModelCallFailed } from './events/model-output-events.js';
+import { BudgetLedgerRecorded } from './events/experiment-events.js';
 
 /** The event as it reads one schema version later (or at the catalogue's version). */
 export interface Upcast {
@@ -33,7 +34,8 @@ export function upcasterKey(eventType: string, fromVersion: string): string {
  * prompt_reuse, null (nobody recorded what a cache served).
  * Catalogue 1.3.0 (issue 36): ModelAnswered 1.4.0 → 1.5.0 and ModelCallFailed 1.3.0 → 1.4.0 add
  * provider_finish_reason, cache_read_tokens, cache_write_tokens and cost_nano_usd, each null
- * (not recorded: no adapter then mapped a finish reason, counted a cache's tokens or priced a call).
+ * (not recorded: no adapter then mapped a finish reason, counted a cache's tokens or priced a call);
+ * BudgetLedgerRecorded 1.0.0 → 1.1.0 adds used.cost_nano_usd, null (no call was priced).
  */
 const LEGACY_CALL_RECORD = { protocol: 'ds-model-output/1', finish_reason: null, response_model: null, prompt_tokens_counted: null, prompt_count_source: null, attempts: 1 } as const;
 
@@ -59,4 +61,11 @@ export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
   [upcasterKey(ModelCallFailed.type, '1.2.0'), (event) => withoutReuse(event, '1.3.0')],
   [upcasterKey(ModelAnswered.type, '1.4.0'), (event) => withoutCost(event, '1.5.0')],
   [upcasterKey(ModelCallFailed.type, '1.3.0'), (event) => withoutCost(event, '1.4.0')],
+  [
+    upcasterKey(BudgetLedgerRecorded.type, '1.0.0'),
+    (event) => {
+      const payload = event.payload as Record<string, unknown>;
+      return { schema_version: '1.1.0', payload: { ...payload, used: { ...(payload['used'] as Record<string, unknown>), cost_nano_usd: null } } };
+    },
+  ],
 ]);

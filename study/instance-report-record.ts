@@ -14,6 +14,7 @@ import { HashString } from '../schema/hash.js';
 import { currentPayloadOf } from '../schema/current-payload.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { PromptReuseSummary, summarizeCallsReuse } from '../schema/prompt-reuse-summary.js';
+import { CostSummary, summarizeCosts } from '../schema/cost-summary.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { eventIs } from '../schema/typed-event.js';
 import { judgeUsableData, SubstantiveRule, UsableData } from '../schema/usable-data.js';
@@ -49,6 +50,8 @@ export const InstanceReportRecord = z.strictObject({
   fairness: FairnessFacts,
   /** What the servers said they reused of its calls' prompts (issue 34 item 1). */
   prompt_reuse: PromptReuseSummary,
+  /** What its model calls cost, summed from their records' cost_nano_usd (issue 36 item 4). */
+  cost: CostSummary,
 });
 export type InstanceReportRecord = z.infer<typeof InstanceReportRecord>;
 
@@ -76,7 +79,20 @@ export function instanceReportRecordOf(evaluation: InstanceEvaluation, rule: Usa
     usable_rule: rule,
     fairness: fairnessFactsOf(record),
     prompt_reuse: promptReuseOfEvents(record.events),
+    cost: costOfEvents(record.events),
   };
+}
+
+/** The instance's calls' costs as the run summary sums them (schema/cost-summary.ts); a call of a version before costs reads as not priced. */
+function costOfEvents(events: InstanceEvaluation['record']['events']): CostSummary {
+  return summarizeCosts(
+    events.flatMap((e) => {
+      const typed = currentPayloadOf(e);
+      if (!typed.ok) return [];
+      const t = typed.event;
+      return t.event_type === 'ModelOutputEvent.ModelAnswered' || t.event_type === 'ModelOutputEvent.ModelCallFailed' ? [t.payload.cost_nano_usd] : [];
+    }),
+  );
 }
 
 /** The instance's calls as the run summary counts them (schema/prompt-reuse-summary.ts summarizeCallsReuse). */

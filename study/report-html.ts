@@ -13,7 +13,7 @@ import type { ReportTimelines } from './instance-timelines.js';
 import { timelineSection } from './report-timeline.js';
 import type { FindingHref } from './finding-href.js';
 import { accuracyChartSvg, dimensionsChartSvg, GROUP_MARKS, passLine, scoresChartSvg } from './report-charts.js';
-import { allHardFailures, blockCells, BLOCKS_LEAD, dryRunText, exploratoryText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
+import { allHardFailures, blockCells, BLOCKS_LEAD, COST_HEADERS, costLead, costRows, dryRunText, exploratoryText, formatMeanSd, formatPoints, instanceLabel, NO_VALUE, roundingText, usableDataCells, usableDataGroupLine, usableDataRuleText, usableDataVerdictLine } from './report-markdown.js';
 
 const STYLE = `
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; background: #fff; margin: 0; line-height: 1.45; }
@@ -144,6 +144,11 @@ function groupsSection(report: StudyReport): string {
   ].join('\n');
 }
 
+function costSection(report: StudyReport): string {
+  const rows = costRows(report).map(([what, calls, priced, usd]) => [text(what), num(calls), num(priced), num(usd)]);
+  return ['<h2>Cost</h2>', '<section id="cost" aria-label="Cost">', `<p>${escapeHtml(costLead(report))}</p>`, report.cost === undefined ? '' : table(COST_HEADERS, rows, [1, 2, 3]), '</section>'].join('\n');
+}
+
 function dimensionsSection(report: StudyReport): string {
   const rows = DIMENSIONS.map((d) => [code(d), ...GROUPS.map((g) => num(formatMeanSd(report.groups[g].dimensions[d].mean, report.groups[g].dimensions[d].sd)))]);
   return [
@@ -200,7 +205,7 @@ function notesSection(report: StudyReport): string {
 /** `timelines`: the instances' 72-hour strips read from the study folder (instance-timelines.ts); null or absent draws none and says so. `findingHref`: links each hard failure to the desk (the served report only). */
 export function renderReportHtml(report: StudyReport, options: { readonly timelines?: ReportTimelines | null; readonly findingHref?: FindingHref } = {}): string {
   const timelines = options.timelines ?? null;
-  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines, options.findingHref), expansionSection, fairnessSection, (r: StudyReport) => hardFailuresSection(r, options.findingHref), instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, costSection, dimensionsSection, (r: StudyReport) => accuracySection(r, timelines), (r: StudyReport) => timelineSection(r, timelines, options.findingHref), expansionSection, fairnessSection, (r: StudyReport) => hardFailuresSection(r, options.findingHref), instancesSection, notesSection];
   return [
     // Refuse every fetch; only the inline style block may apply.
     ...offlinePageHead({ csp: "default-src 'none'; style-src 'unsafe-inline'", title: `Study report: ${report.study_id} (${report.verdict})`, style: STYLE }),

@@ -8,6 +8,7 @@ import { formatByRule, POINTS_TEXT_ROUNDING } from '../oracle/figure-rounding.js
 import { GROUPS, type Group } from '../design/groups.js';
 import { type BlockSummary, type ReportHardFailure, type ReportInstance, type StudyReport } from '../oracle/study-report.js';
 import { describeFailures, formatShare } from '../schema/usable-data.js';
+import { allPriced, usdText, type CostSummary } from '../schema/cost-summary.js';
 import type { z } from 'zod';
 
 /** Every point value (scores, dimensions, ranges, SDs) is printed with this many decimals (the oracle's text rule). */
@@ -216,6 +217,27 @@ function groupsSection(report: StudyReport): string[] {
   return ['## Groups', '', ...table(['Group', 'n', 'Median', 'Min', 'Max', 'Range', 'Instances ≥ pass', 'Hard failures'], rows), ''];
 }
 
+/** The cost section's lead (issue 36 item 4): what the figures are, or why there are none. */
+export function costLead(report: StudyReport): string {
+  const cost = report.cost;
+  if (cost === undefined) return `Not recorded: this report (report_version ${report.report_version}) was written before the cost of model calls was.`;
+  if (cost.priced_calls === 0) return `Not priced: none of the ${cost.calls} model call(s) carries a cost (the model configuration states no prices).`;
+  const cover = allPriced(cost) ? 'every call priced' : `only ${cost.priced_calls} of ${cost.calls} calls priced: the sums leave the others out`;
+  return `The study's model calls cost ${usdText(cost.nano_usd)} in all (${cover}): each call's cost is its recorded usage at the configured prices (US dollars per million tokens), summed from the call records.`;
+}
+
+/** Study, groups and instances: what, calls, priced, US dollars ("—" where nothing was read). */
+export function costRows(report: StudyReport): [what: string, calls: string, priced: string, usd: string][] {
+  const cells = (what: string, c: CostSummary | null | undefined): [string, string, string, string] => (c == null ? [what, NO_VALUE, NO_VALUE, NO_VALUE] : [what, String(c.calls), String(c.priced_calls), c.priced_calls === 0 ? NO_VALUE : usdText(c.nano_usd)]);
+  return [cells('study', report.cost), ...GROUPS.map((g) => cells(`group ${g}`, report.groups[g].cost)), ...report.instances.map((i) => cells(instanceLabel(i), i.cost))];
+}
+
+export const COST_HEADERS = ['Cost of', 'Model calls', 'Priced', 'US dollars'];
+
+function costSection(report: StudyReport): string[] {
+  return ['## Cost', '', markdownText(costLead(report)), '', ...(report.cost === undefined ? [] : table(COST_HEADERS, costRows(report).map((r) => r.map(markdownText)))), ''];
+}
+
 function dimensionsSection(report: StudyReport): string[] {
   const rows = DIMENSIONS.map((d) => [markdownCode(d), ...GROUPS.map((g) => formatMeanSd(report.groups[g].dimensions[d].mean, report.groups[g].dimensions[d].sd))]);
   return ['## Dimensions', '', `Mean ± sample SD per group (${NO_VALUE}: fewer than two values).`, '', ...table(['Dimension', ...GROUPS], rows), ''];
@@ -264,6 +286,6 @@ function notesSection(report: StudyReport): string[] {
 }
 
 export function renderReportMarkdown(report: StudyReport): string {
-  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
+  const sections = [headSection, thresholdsSection, usableDataSection, blocksSection, groupsSection, costSection, dimensionsSection, expansionSection, fairnessSection, hardFailuresSection, instancesSection, notesSection];
   return sections.flatMap((section) => section(report)).join('\n');
 }

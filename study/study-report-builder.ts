@@ -22,6 +22,7 @@ import { preregDepartures } from '../oracle/prereg-departures.js';
 import { exploratoryWords } from '../study-contract/exploratory.js';
 import { REFERENCE_POLICY_MODEL_ID } from '../runtime/protocol.js';
 import { combinePromptReuse } from '../schema/prompt-reuse-summary.js';
+import { addCosts, type CostSummary } from '../schema/cost-summary.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
 
 export interface BuiltInstance {
@@ -115,6 +116,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
       accepted_share: usable?.share ?? null,
       by_failure: usable?.by_failure ?? null,
       prompt_reuse: e?.prompt_reuse ?? null,
+      cost: e?.cost ?? null,
       // An instance not scored is not data either: its events were not read.
       usable: usable?.usable ?? false,
       usable_reason: usable?.reason ?? `not scored (${i.status}): its model calls were not judged`,
@@ -137,7 +139,9 @@ export function buildStudyReport(input: ReportInput): StudyReport {
   const inVerdict = instances.filter((i) => i.replicate <= input.n);
   const byGroup = (g: Group): ReportInstance[] => inVerdict.filter((i) => i.group === g);
   const pass = input.prereg.thresholds.instance_pass_score;
-  const groups = { A: summarize(byGroup('A'), pass), B: summarize(byGroup('B'), pass), C: summarize(byGroup('C'), pass) };
+  // What was spent: every instance of the group whose events were read, replicates beyond n included.
+  const costOf = (g: Group): CostSummary => addCosts(instances.flatMap((i) => (i.group === g && i.cost ? [i.cost] : [])));
+  const groups = { A: { ...summarize(byGroup('A'), pass), cost: costOf('A') }, B: { ...summarize(byGroup('B'), pass), cost: costOf('B') }, C: { ...summarize(byGroup('C'), pass), cost: costOf('C') } };
 
   const evaluated = input.instances.flatMap((i) => (i.record ? [{ group: i.group, replicate: i.replicate, facts: i.record.fairness }] : []));
   const fairness = checkFairnessOf(evaluated);
@@ -207,6 +211,7 @@ export function buildStudyReport(input: ReportInput): StudyReport {
     fairness: { ok: fairness.checks.every((c) => c.ok), checks: fairness.checks },
     usable_data: { min_accepted_share: minAcceptedShare, required_per_group: input.n, shortfalls: verdict.usableDataShortfalls },
     instances,
+    cost: addCosts(GROUPS.map((g) => groups[g].cost)),
     ...(blockReport === null ? {} : { blocks: blockReport.blocks }),
     rounding: roundingSection(verdict.points, input.expansionPoints),
     notes,

@@ -2,7 +2,8 @@
 // with each other (run-files-check.ts: plan hashes, signed manifest, pre-registration and lock,
 // the plan rebuilt from the seed), that StoreOpened names the manifest, and that events.db
 // follows the plan the way the controller writes it (store-walk.ts, against the run contract of
-// design/run-contract.ts). Every failure is listed with its file and seq; the checker never
+// design/run-contract.ts), and that every model call's recorded cost is its counts at the
+// manifest's prices (call-cost-check.ts). Every failure is listed with its file and seq; the checker never
 // stops at the first. Reads only: a sibling of writer/verify-store.ts, and what npm run verify,
 // the oracle's hard-failure check and the audit desk report as "plan conformance".
 import { subjectInitializedPayload } from '../design/scenario.js';
@@ -12,6 +13,7 @@ import type { VerifiedEvents } from '../writer/verified-events.js';
 import { emptyCounts, Findings, type PlanConformanceReport } from './plan-findings.js';
 import { checkManifest, checkPlanHashes, checkPrereg, readPlan, rebuildPlan } from './run-files-check.js';
 import { checkStore } from './store-walk.js';
+import { checkCallCosts } from './call-cost-check.js';
 
 export interface PlanConformanceOptions {
   /**
@@ -49,5 +51,6 @@ export function checkRunFollowsPlan(runDir: string, publicKey: Uint8Array, optio
   const subjectInitialized = scenario ? subjectInitializedPayload(scenario.definition, plan.schedule.start_at) : null;
   const verified = options.verifiedEvents?.get(path.join(runDir, RUN_FILES.store))?.events ?? null;
   checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts, verified);
+  checkCallCosts(runDir, signed?.manifest ?? null, out);
   return report();
 }

@@ -34,6 +34,7 @@ import type { EventCategory } from '../schema/event-definition.js';
 import { BudgetLedgerRecorded, CheckpointRecorded, InterventionDelivered, WakeEnded, WakeStarted } from '../schema/events/experiment-events.js';
 import { AppendRejected, ChainHeadSigned, EmergencyStopped, OperatorResolved, Resumed, StoreOpened, StoreSealed } from '../schema/events/system-events.js';
 import { firstDifference } from '../schema/json-difference.js';
+import { currentPayloadOf } from '../schema/current-payload.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { StoreReader, StoreReadError } from '../writer/store-reader.js';
 import type { Findings, PlanConformanceCounts } from './plan-findings.js';
@@ -152,8 +153,10 @@ class StoreWalk {
     if (env.idempotency_key !== key) at(`idempotency_key ${String(env.idempotency_key)}, expected ${key}`);
     if (Date.parse(env.occurred_at) !== Date.parse(wake.wake_at)) at(`occurred_at ${env.occurred_at}; the wake's is ${wake.wake_at}`);
     if (!isLedger) return;
-    const p = BudgetLedgerRecorded.payload.safeParse(env.payload);
-    if (!p.success) return at('payload is not a BudgetLedgerRecorded payload');
+    // Read as the current catalogue reads it: a 1.0.0 ledger (before issue 36) is lifted with no cost, as its calls carry none.
+    const current = currentPayloadOf(env);
+    if (!current.ok || current.event.event_type !== BudgetLedgerRecorded.type) return at(`payload is not a BudgetLedgerRecorded payload${current.ok ? '' : ` (${current.reason})`}`);
+    const p = { data: current.event.payload };
     if (firstDifference(p.data.granted, wake.budget) !== null) at(`granted ${canonicalJson(p.data.granted)}, the plan's budget is ${canonicalJson(wake.budget)}`);
     const recount = ledgerOf(this.wakeEvents.filter((e) => e.seq < env.seq));
     if (firstDifference(p.data.used, recount) !== null) at(`used ${canonicalJson(p.data.used)}, but the wake's events add up to ${canonicalJson(recount)}`);

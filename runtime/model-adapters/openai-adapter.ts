@@ -41,7 +41,7 @@ import { assertNever } from '../../foundation/assert-never.js';
 import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import type { ConstraintShownEarlier } from '../protocol.js';
 import { probeSkipReason } from './probe-skip.js';
-import { promptReuseOf } from './prompt-reuse.js';
+import { cachedTokensOf, promptReuseOf } from './prompt-reuse.js';
 import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
@@ -446,6 +446,7 @@ export class OpenAiAdapter implements ModelAdapter {
       attempts,
       ...timingsField(state?.timings),
       prompt_reuse: promptReuseOf(state?.usage, state?.timings),
+      cache_read_tokens: cachedTokensOf(state?.usage),
     });
 
     switch (reply.kind) {
@@ -457,7 +458,7 @@ export class OpenAiAdapter implements ModelAdapter {
       case 'http_error':
         return failed('http_error', reply.detail, reply.state === null || !reply.state.sawContent ? null : reply.state.content, reply.answered2xx ? fromState(reply.state) : { ...nothingKnown, finish_reason: reply.state?.finish_reason ?? null, response_model: reply.state?.model ?? null, attempts });
       case 'completion': {
-        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts, ...timingsField(reply.timings), prompt_reuse: promptReuseOf(reply.usage, reply.timings) };
+        const facts = { finish_reason: reply.finish_reason, response_model: reply.model, ...usageOf(reply.usage, reply.content ?? reply.refusal ?? ''), attempts, ...timingsField(reply.timings), prompt_reuse: promptReuseOf(reply.usage, reply.timings), cache_read_tokens: cachedTokensOf(reply.usage) };
         if (reply.refusal !== null && reply.refusal.trim() !== '') {
           return failed('refusal', `the model refused: ${JSON.stringify(reply.refusal.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, reply.content ?? reply.refusal, facts);
         }
@@ -481,6 +482,7 @@ export class OpenAiAdapter implements ModelAdapter {
           attempts,
           ...timingsField(reply.timings),
           prompt_reuse: facts.prompt_reuse,
+          cache_read_tokens: facts.cache_read_tokens,
           ...counted,
         };
       }

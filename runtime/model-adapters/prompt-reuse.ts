@@ -38,3 +38,12 @@ export function promptReuseOf(usage: unknown, timings: unknown): PromptReuse | n
   if (t !== null && t.cache_n !== undefined) return fromTimings(timings, usage);
   return fromUsage(usage) ?? fromTimings(timings, usage);
 }
+
+/**
+ * The prompt tokens an OpenAI-style usage says its provider's cache served
+ * (`prompt_tokens_details.cached_tokens`: OpenAI, vLLM with prefix caching) — what a provider
+ * bills at its cache-read price (issue 36 item 4); null when it said none, or more than the prompt.
+ */
+export function cachedTokensOf(usage: unknown): number | null {
+  return fromUsage(usage)?.reused_tokens ?? null;
+}

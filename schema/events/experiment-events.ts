@@ -43,8 +43,23 @@ export const CheckpointRecorded = defineEvent('ExperimentEvent', 'CheckpointReco
   evidence_event_ids: z.array(EventId).max(64),
 }));
 
-export const BudgetLedgerRecorded = defineEvent('ExperimentEvent', 'BudgetLedgerRecorded', '1.0.0', z.strictObject({
-  wake_id: Identifier,
-  granted: Budget,
-  used: Budget.extend({ retries: z.number().int().min(0) }),
-}));
+const LedgerUsed = Budget.extend({ retries: z.number().int().min(0) });
+const LedgerRecordedV1 = z.strictObject({ wake_id: Identifier, granted: Budget, used: LedgerUsed });
+
+/**
+ * 1.1.0 (catalogue 1.3.0, issue 36): `used.cost_nano_usd`, the sum of the wake's call records'
+ * costs (design/budget-ledger.ts); null when none of its calls carries one (the model is not
+ * priced). 1.0.0 ledgers are lifted with null (schema/upcasters.ts).
+ */
+export const BudgetLedgerRecorded = defineEvent(
+  'ExperimentEvent',
+  'BudgetLedgerRecorded',
+  '1.1.0',
+  z.strictObject({
+    wake_id: Identifier,
+    granted: Budget,
+    used: LedgerUsed.extend({ cost_nano_usd: z.number().int().min(0).nullable() }),
+  }),
+  undefined,
+  { '1.0.0': LedgerRecordedV1 },
+);

@@ -13,7 +13,9 @@ import { checkSignedManifest } from '../../design/manifest.js';
 import { copyModelConfig, ModelChoiceError, resolveModel, type ModelChoice } from '../../design/model-choice.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, ModelConfigError, readModelConfigFile } from '../../controller/model-config-file.js';
 import { lockPrereg } from '../../design/prereg.js';
-import { ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../cli/model-flags.js';
+import { MODEL_OPTIONS, ModelFlagError, modelChoiceOf, type ModelFlagValues } from '../../cli/model-flags.js';
+import { modelFlagsOf } from '../../design/model-choice-flags.js';
+import { parseArgs } from 'node:util';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { controllerSetup, controllerSetupWith, newInstanceOptions, runInstance, type ControllerSetup } from '../support/controller-run.js';
@@ -230,6 +232,44 @@ describe('modelChoiceOf: --model-config and the flags', () => {
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'context-size': '10' }).message).toContain('context_size');
     // The control: a complete --model local is accepted, its file made absolute.
     expect(modelChoiceOf({ model: 'local', 'model-file': 'models/m.gguf', threads: '2' })).toMatchObject({ adapter: 'local', model_file: path.resolve('models/m.gguf'), model_id: 'm', threads: 2, config_file: null, config_sha256: null });
+  });
+});
+
+describe('prices (issue 36 item 4): in the file, as --prices, and back', () => {
+  const dir = tempDir('ds-model-prices-');
+  const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
+
+  it('a file\'s prices reach the choice and the manifest\'s model.prices; a file without them is not priced', () => {
+    const file = writeConfig(dir, 'priced.json', openaiConfig('http://127.0.0.1:8080/v1', { prices: PRICES }));
+    const choice = readModelConfigFile(file);
+    expect(choice).toMatchObject({ prices: PRICES });
+    expect(resolveModel(choice, { max_attempts: 1, backoff_ms: [] }).info.prices).toEqual(PRICES);
+    expect(readModelConfigFile(writeConfig(dir, 'plain.json', openaiConfig('http://127.0.0.1:8080/v1')))).not.toHaveProperty('prices');
+  });
+
+  it('refuses prices that are not four known, non-negative kinds, by name', () => {
+    expect(refusal(dir, 'neg.json', openaiConfig('http://127.0.0.1:8080/v1', { prices: { ...PRICES, output: -1 } })).message).toContain('prices.output');
+    expect(refusal(dir, 'extra.json', openaiConfig('http://127.0.0.1:8080/v1', { prices: { ...PRICES, batch: 1 } })).message).toContain('batch');
+    expect(refusal(dir, 'short.json', openaiConfig('http://127.0.0.1:8080/v1', { prices: { input: 1, output: 2 } })).message).toContain('prices.cache_read');
+  });
+
+  it('--prices IN,OUT,CACHE_READ,CACHE_WRITE gives the same prices, and modelFlagsOf gives the flag back', () => {
+    const flags = { model: 'openai', 'base-url': 'http://127.0.0.1:8080/v1', 'model-id': 'm', 'api-key-env': 'none', prices: '3,15,0.3,3.75' } as const;
+    const choice = modelChoiceOf(flags);
+    expect(choice).toMatchObject({ prices: PRICES });
+    const back = modelFlagsOf(choice);
+    expect(back.slice(back.indexOf('--prices'), back.indexOf('--prices') + 2)).toEqual(['--prices', '3,15,0.3,3.75']);
+    const { values } = parseArgs({ args: back, options: MODEL_OPTIONS, strict: true });
+    expect(modelChoiceOf(values)).toEqual(choice);
+    expect(modelFlagsOf(modelChoiceOf({ ...flags, prices: undefined }))).not.toContain('--prices');
+  });
+
+  it('refuses a malformed --prices with what to write, and --prices for a model that is not priced', () => {
+    const base = { model: 'openai', 'base-url': 'http://127.0.0.1:8080/v1', 'model-id': 'm', 'api-key-env': 'none' } as const;
+    expect(flagRefusal({ ...base, prices: '3,15' }).message).toContain('--prices takes 4 numbers, US dollars per million input, output, cache_read, cache_write tokens, e.g. --prices 3,15,0.3,3.75');
+    expect(flagRefusal({ ...base, prices: '3,x,1,1' }).message).toContain('--prices takes 4 numbers');
+    expect(flagRefusal({ ...base, prices: '3,15,-1,1' }).message).toContain('cache_read');
+    expect(flagRefusal({ model: 'reference', prices: '1,1,1,1' }).message).toBe('--prices applies to --model openai or local only');
   });
 });
 

@@ -384,7 +384,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       expect(model[0]!.payload['prompt_tokens_counted'] as number, w).toBeGreaterThan(0);
       expect(events.filter((e) => USED_OUTPUT.includes(e.event_type)).map((e) => e.event_type), w).toEqual([]);
       // The tokens the server counted are spent although nothing was used: a misbehaving model is not cheap.
-      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: 120, tool_calls: 0, retries: 0 });
+      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: 120, tool_calls: 0, retries: 0, cost_nano_usd: null });
       // The wake still ends normally, with an empty checkpoint (nothing of the answer is used).
       expect(wakeEndedOutcome(eventsM, w), w).toBe('completed');
       expect(checkpointOf(eventsM, w).payload['attention_target'], w).toBeNull();
@@ -414,7 +414,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     const intent = ofType(control, 'ActionEvent.ExecutionIntentRecorded');
     expect(intent.map((e) => [e.payload['path'], e.payload['pre_hash']])).toEqual([['notes/m-prose.md', null]]);
     expect(readFileSync(path.join(ws, 'notes/m-prose.md'), 'utf8')).toBe('written from a used answer\n');
-    expect(ledgerOf(eventsM, wake(7))).toEqual({ model_calls: 1, tokens: 120, tool_calls: 3, retries: 0 });
+    expect(ledgerOf(eventsM, wake(7))).toEqual({ model_calls: 1, tokens: 120, tool_calls: 3, retries: 0, cost_nano_usd: null });
     expect(checkpointOf(eventsM, wake(7)).payload['attention_target']).toBe('the notes');
 
     expectRunVerifies(setup, runM);
@@ -441,7 +441,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
       expect(promptCounted, w).toBeGreaterThan(0);
       if (spent === 'none') expect(model[0]!.payload, w).toMatchObject({ usage: null, usage_source: null });
       else expect(model[0]!.payload, w).toMatchObject({ usage: { prompt_tokens: promptCounted, completion_tokens: 0 }, usage_source: 'estimate', prompt_count_source: 'estimate' });
-      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: spent === 'none' ? 0 : promptCounted, tool_calls: 0, retries: 0 });
+      expect(ledgerOf(eventsM, w), w).toEqual({ model_calls: 1, tokens: spent === 'none' ? 0 : promptCounted, tool_calls: 0, retries: 0, cost_nano_usd: null });
       expect(wakeEndedOutcome(eventsM, w), w).toBe('completed');
     }
     // Failed calls are not retried in the next wake either: the wake after a failure is asked once, with its own prompt.
@@ -483,7 +483,7 @@ describe('the wake loop end to end with a scripted model server on loopback (ope
     // The request was sent, so its prompt counts as spent (estimated, said so); nothing came back.
     const promptCounted = model[0]!.payload['prompt_tokens_counted'] as number;
     expect(model[0]!.payload).toMatchObject({ usage: { prompt_tokens: promptCounted, completion_tokens: 0 }, usage_source: 'estimate', raw_output: null });
-    expect(ledgerOf(eventsT, wake(1))).toEqual({ model_calls: 1, tokens: promptCounted, tool_calls: 0, retries: 0 });
+    expect(ledgerOf(eventsT, wake(1))).toEqual({ model_calls: 1, tokens: promptCounted, tool_calls: 0, retries: 0, cost_nano_usd: null });
     // The control: the next wake is answered normally.
     expect(ofType(inWake(eventsT, wake(2)), 'ModelOutputEvent.ModelAnswered')).toHaveLength(1);
     expectRunVerifies(setup, runT!);

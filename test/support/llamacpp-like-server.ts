@@ -48,6 +48,8 @@ export interface LlamaLikeOptions {
    * then the evaluated count (no `cache_n`, as in b4748), `usage.prompt_tokens` the whole prompt.
    */
   readonly prefixCache?: boolean;
+  /** Also say the reused part in `usage.prompt_tokens_details.cached_tokens`, as vLLM and OpenAI do (issue 36: billed at the cache-read price). */
+  readonly reportsCachedTokens?: boolean;
   /** The content of a constrained answer to a request (its parsed body). */
   readonly answer?: (body: Record<string, unknown>) => string;
 }
@@ -174,7 +176,7 @@ export async function startLlamaLikeServer(options: LlamaLikeOptions = {}): Prom
       record.freed = true;
       return;
     }
-    const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
+    const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated, ...(options.reportsCachedTokens === true ? { prompt_tokens_details: { cached_tokens: reused } } : {}) };
     const timings = { prompt_n: evaluatedTokens, prompt_ms: promptMs, prompt_per_token_ms: promptMs / evaluatedTokens, prompt_per_second: promptRate, predicted_n: generated, predicted_ms: generatedMs, predicted_per_token_ms: generated === 0 ? 0 : generatedMs / generated, predicted_per_second: generatedRate };
     if (record.clientLeft) return;
     if (body['stream'] === true) {

@@ -234,7 +234,7 @@ export class PlanFollower {
   /** f. */
   async end(wake: ScheduledWake, outcome: 'completed' | 'crashed' | 'stopped'): Promise<void> {
     // e'. The ledger the controller counts from the store: this fake runtime makes no model or tool calls.
-    await this.append(controllerDraft('ExperimentEvent.BudgetLedgerRecorded', wake.wake_at, `wake:${wake.wake_id}:ledger`, wake.wake_id, { wake_id: wake.wake_id, granted: { ...wake.budget }, used: { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0 } }));
+    await this.append(controllerDraft('ExperimentEvent.BudgetLedgerRecorded', wake.wake_at, `wake:${wake.wake_id}:ledger`, wake.wake_id, { wake_id: wake.wake_id, granted: { ...wake.budget }, used: { model_calls: 0, tokens: 0, tool_calls: 0, retries: 0, cost_nano_usd: null } }));
     await this.append(controllerDraft('ExperimentEvent.WakeEnded', wake.wake_at, `wake:${wake.wake_id}:ended`, wake.wake_id, { wake_id: wake.wake_id, outcome }));
   }
 

@@ -3,6 +3,7 @@
 // by hand; the group summaries and threshold checks are derived from them here (with the default
 // pre-registration's weights and thresholds) so every table and chart of a rendered report agrees
 // with its instances. Wake minutes come from a real plan of the default pre-registration.
+import { addCosts } from '../../schema/cost-summary.js';
 import { DIMENSIONS, type Dimension } from '../../oracle/continuity-score.js';
 import { roundByRule, roundPoints, WHOLE_MS_ROUNDING } from '../../oracle/figure-rounding.js';
 import { mean, median, range, sampleSd } from '../../oracle/group-statistics.js';
@@ -69,7 +70,7 @@ function perWake(hand: HandInstance): ReportInstance['per_wake'] {
 function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
   const status = hand.status ?? 'finished';
   const base = { group: hand.group, replicate: hand.replicate, seed: `${studySeed}/${hand.group}/${hand.replicate}`, dir: hand.dir, status, status_detail: hand.statusDetail ?? null, hard_failures: hand.hardFailures ?? [], events: hand.events };
-  if (status !== 'finished') return { ...base, score: null, score_unrounded: null, counted_score: null, dimensions: null, dimensions_unrounded: null, per_wake: [], wall_ms: null, accepted: null, calls: null, accepted_share: null, by_failure: null, usable: false, usable_reason: `not scored (${status}): its model calls were not judged` };
+  if (status !== 'finished') return { ...base, score: null, score_unrounded: null, counted_score: null, dimensions: null, dimensions_unrounded: null, per_wake: [], wall_ms: null, accepted: null, calls: null, accepted_share: null, by_failure: null, cost: null, usable: false, usable_reason: `not scored (${status}): its model calls were not judged` };
   const wakes = perWake(hand);
   // As oracle/continuity-score.ts: each dimension rounded, the score from the rounded dimensions (hand values are already 6-decimal).
   const dimensionsUnrounded = {
@@ -90,7 +91,7 @@ function instanceOf(hand: HandInstance, studySeed: string): ReportInstance {
   // oracle/usable-data.ts's wording.
   const usableReason = `${accepted} of ${calls} model calls gave accepted answers (${formatShare(share)}), ${usable ? 'at least' : 'below'} the pre-registered ${formatShare(MIN_ACCEPTED_SHARE)}; failed: ${describeFailures(byFailure)}`;
   // A hard failure overrides the score (spec §8.4): the statistics count 0.
-  return { ...base, score, score_unrounded: scoreUnrounded, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, dimensions_unrounded: dimensionsUnrounded, per_wake: wakes, wall_ms: hand.wallMs, accepted, calls, accepted_share: share, by_failure: byFailure, usable, usable_reason: usableReason };
+  return { ...base, score, score_unrounded: scoreUnrounded, counted_score: base.hard_failures.length > 0 ? 0 : score, dimensions, dimensions_unrounded: dimensionsUnrounded, per_wake: wakes, wall_ms: hand.wallMs, accepted, calls, accepted_share: share, by_failure: byFailure, cost: { calls, priced_calls: calls, nano_usd: calls * SAMPLE_CALL_NANO_USD }, usable, usable_reason: usableReason };
 }
 
 function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSummary {
@@ -120,8 +121,12 @@ function summaryOf(instances: readonly ReportInstance[], group: Group): GroupSum
     accepted: mine.reduce((s, i) => s + (i.accepted ?? 0), 0),
     calls: mine.reduce((s, i) => s + (i.calls ?? 0), 0),
     by_failure: Object.fromEntries(FAILURE_KINDS.map((k) => [k, mine.reduce((s, i) => s + (i.by_failure?.[k] ?? 0), 0)])) as ByFailure,
+    cost: addCosts(mine.flatMap((i) => (i.cost ? [i.cost] : []))),
   };
 }
+
+/** What each sample call cost: an example figure (about 2,000 prompt and 150 answer tokens at $0.75 and $4.50 per million). */
+const SAMPLE_CALL_NANO_USD = 2_175_000;
 
 /** As oracle/verdict.ts and oracle/expansion.ts print a number: two decimals. */
 const f2 = (value: number | null): string => (value === null ? 'n/a' : value.toFixed(2));
@@ -287,6 +292,7 @@ function build(variant: Variant): StudyReport {
     fairness: variant.fairness,
     usable_data: { min_accepted_share: MIN_ACCEPTED_SHARE, required_per_group: n, shortfalls },
     instances,
+    cost: addCosts(GROUPS.map((g) => groups[g].cost!)),
     blocks: sampleBlocks(instances),
     rounding: roundingSection(thresholdPoints(groups), expansionPoints(instances, variant.expandedFrom ?? n)),
     notes: [...variant.notes, ...noUsableDataNotes(instances), ...overrideNotes(instances)],

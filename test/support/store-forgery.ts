@@ -50,6 +50,32 @@ export function editEnvelope(db: Database.Database, seq: number, change: (env: E
 }
 
 /**
+ * Rewrites the payload at `seq` and re-chains the store from there, as a forger who drops the
+ * triggers and knows the format could: the payload's and event's hashes recomputed, every later
+ * event's link and hash with them. Only the signed heads (whose key the forger lacks) still tell
+ * by their hash — and the checks that read what the events say.
+ */
+export function editPayloadRechained(db: Database.Database, seq: number, edit: (payload: Record<string, unknown>) => void): void {
+  const rows = db.prepare('SELECT seq, envelope FROM events WHERE seq >= ? - 1 ORDER BY seq').all(seq) as { seq: number; envelope: string }[];
+  let previous: string | null = null;
+  for (const row of rows) {
+    const env = JSON.parse(row.envelope) as EventEnvelope;
+    if (row.seq < seq) {
+      previous = env.event_hash;
+      continue;
+    }
+    if (row.seq === seq) {
+      edit(env.payload);
+      env.payload_hash = computePayloadHash(env.payload);
+    }
+    if (previous !== null) env.previous_event_hash = previous as EventEnvelope['previous_event_hash'];
+    env.event_hash = computeEventHash({ ...env, event_hash: '' } as EventEnvelope);
+    previous = env.event_hash;
+    db.prepare('UPDATE events SET envelope = ? WHERE seq = ?').run(canonicalJson(env), row.seq);
+  }
+}
+
+/**
  * Inserts a well-formed event after the last row — right id, hashes and link, as a forger
  * who drops the triggers and knows the format could — and moves the projection row's
  * last_applied_event_seq with it, so only the rules about what may follow what can tell.

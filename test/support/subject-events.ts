@@ -126,7 +126,7 @@ export const d = {
       evidence_event_ids: [...evidence],
     }),
   budgetLedger: (wakeId: string, budget: Budget = BUDGET) =>
-    draft('ExperimentEvent.BudgetLedgerRecorded', { wake_id: wakeId, granted: budget, used: { model_calls: 1, tokens: 10, tool_calls: 0, retries: 0 } }),
+    draft('ExperimentEvent.BudgetLedgerRecorded', { wake_id: wakeId, granted: budget, used: { model_calls: 1, tokens: 10, tool_calls: 0, retries: 0, cost_nano_usd: null } }),
   intervention: (wakeId: string, eventIds: readonly string[]) =>
     draft('ExperimentEvent.InterventionDelivered', { intervention_id: `int-${wakeId}`, wake_id: wakeId, event_ids: [...eventIds] }),
 

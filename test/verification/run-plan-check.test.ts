@@ -444,9 +444,9 @@ describe('forged stores are caught, with the seq named', () => {
   });
 
   test('a budget ledger that does not add up to its wake (fewer tool calls claimed than the store shows, or more)', async () => {
-    const run = await forgedRun({ wakeLimit: 4, edit: editKey('wake:wake-0003:ledger', (d) => ({ ...d, payload: { ...d.payload, used: { model_calls: 0, tokens: 0, tool_calls: 2, retries: 0 } } })) });
+    const run = await forgedRun({ wakeLimit: 4, edit: editKey('wake:wake-0003:ledger', (d) => ({ ...d, payload: { ...d.payload, used: { model_calls: 0, tokens: 0, tool_calls: 2, retries: 0, cost_nano_usd: null } } })) });
     expect(lines(check(run.dir, run.keys.publicKey).failures)).toEqual([
-      `events.db seq ${seqOfKey(run, 'wake:wake-0003:ledger')}: BudgetLedgerRecorded of wake-0003: used {"model_calls":0,"retries":0,"tokens":0,"tool_calls":2}, but the wake's events add up to {"model_calls":0,"retries":0,"tokens":0,"tool_calls":0}`,
+      `events.db seq ${seqOfKey(run, 'wake:wake-0003:ledger')}: BudgetLedgerRecorded of wake-0003: used {"cost_nano_usd":null,"model_calls":0,"retries":0,"tokens":0,"tool_calls":2}, but the wake's events add up to {"cost_nano_usd":null,"model_calls":0,"retries":0,"tokens":0,"tool_calls":0}`,
     ]);
   });
 

@@ -152,6 +152,8 @@ describe('the table of catalogues', () => {
     expect([at('1.2.0', ANSWERED), at('1.2.0', FAILED), at('1.2.0', ATTEMPT)]).toEqual(['1.4.0', '1.3.0', '1.0.0']);
     expect([at('1.1.0', ANSWERED), at('1.1.0', FAILED), at('1.1.0', ATTEMPT)]).toEqual(['1.3.0', '1.2.0', '1.0.0']);
     expect([at('1.0.0', ANSWERED), at('1.0.0', FAILED), at('1.0.0', ATTEMPT)]).toEqual(['1.2.0', '1.1.0', null]);
+    // The ledger gained the wake's cost in 1.3.0 (issue 36): 1.0.0 in every earlier catalogue.
+    expect(['1.0.0', '1.1.0', '1.2.0', '1.3.0'].map((c) => at(c, 'ExperimentEvent.BudgetLedgerRecorded'))).toEqual(['1.0.0', '1.0.0', '1.0.0', '1.1.0']);
     // A type that never changed is at its one version in all; an unknown catalogue names nothing.
     expect(['1.0.0', '1.1.0', '1.2.0', '1.3.0'].map((c) => at(c, 'MemoryEvent.JournalEntryWritten'))).toEqual(['1.0.0', '1.0.0', '1.0.0', '1.0.0']);
     expect(at('0.9.0', ANSWERED)).toBeUndefined();
@@ -174,6 +176,7 @@ describe('the table of catalogues', () => {
       'ModelOutputEvent.ModelCallFailed 1.3.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelCallFailed 1.2.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelCallFailed 1.1.0 has a schema in the catalogue but no earlier catalogue holds it',
+      'ExperimentEvent.BudgetLedgerRecorded 1.0.0 has a schema in the catalogue but no earlier catalogue holds it',
     ]);
   });
 });
