@@ -243,7 +243,7 @@ describe('prices (issue 36 item 4): in the file, as --prices, and back', () => {
     const file = writeConfig(dir, 'priced.json', openaiConfig('http://127.0.0.1:8080/v1', { prices: PRICES }));
     const choice = readModelConfigFile(file);
     expect(choice).toMatchObject({ prices: PRICES });
-    expect(resolveModel(choice, { max_attempts: 1, backoff_ms: [] }, 'refuse').info.prices).toEqual(PRICES);
+    expect(resolveModel(choice, { max_attempts: 1, backoff_ms: [] }, 'strip').info.prices).toEqual(PRICES);
     expect(readModelConfigFile(writeConfig(dir, 'plain.json', openaiConfig('http://127.0.0.1:8080/v1')))).not.toHaveProperty('prices');
   });
 
