@@ -42,7 +42,9 @@ import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema
 import type { ConstraintShownEarlier } from '../protocol.js';
 import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
-import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { ChatCompletion, isJsonPrefix, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { answerNotWithin, notDelivered } from './call-delivery.js';
+import { ApiKeyRedactor } from './api-key-redaction.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
@@ -54,9 +56,7 @@ import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './pr
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
-import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
-
-const REDACTED = '[redacted API key]';
+import { classifyFetchError, RETRYABLE_STATUSES, retryableStatus, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** What the preflight probe asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
 export const PROBE_MESSAGES = {
@@ -97,6 +97,7 @@ export class OpenAiAdapter implements ModelAdapter {
   private readonly baseUrl: string;
   private readonly chatUrl: string;
   private readonly apiKey: string | null;
+  private readonly redactor: ApiKeyRedactor;
   private readonly configuredContextSize: number | null;
   private readonly maxResponseBytes: number;
   private readonly probe: ServerProbe;
@@ -121,6 +122,7 @@ export class OpenAiAdapter implements ModelAdapter {
     this.baseUrl = o.baseUrl.replace(/\/+$/, '');
     this.chatUrl = `${this.baseUrl}/chat/completions`;
     this.apiKey = o.apiKey;
+    this.redactor = new ApiKeyRedactor(o.apiKey);
     this.configuredContextSize = o.contextSize;
     this.maxResponseBytes = o.maxResponseBytes ?? OPENAI_ADAPTER_LIMITS.maxResponseBytes;
     this.probe = new ServerProbe({ baseUrl: this.baseUrl, modelId: this.model_id, headers: this.authHeaders(), maxBytes: OPENAI_ADAPTER_LIMITS.sideResponseBytes, quotedBodyChars: OPENAI_ADAPTER_LIMITS.quotedBodyChars, gate: this.gate });
@@ -311,11 +313,11 @@ export class OpenAiAdapter implements ModelAdapter {
   }
 
   private redact(text: string): string {
-    return this.apiKey === null ? text : text.split(this.apiKey).join(REDACTED);
+    return this.redactor.redact(text);
   }
 
   private redactFacts(facts: Readonly<Record<string, string | number | boolean | null>>): Record<string, string | number | boolean | null> {
-    return Object.fromEntries(Object.entries(facts).map(([k, v]) => [k, typeof v === 'string' ? this.redact(v) : v]));
+    return this.redactor.redactFacts(facts);
   }
 
   /**
@@ -331,7 +333,7 @@ export class OpenAiAdapter implements ModelAdapter {
   }
 
   private redactNullable(text: string | null): string | null {
-    return text === null ? null : this.redact(text);
+    return this.redactor.redactNullable(text);
   }
 
   /** The server's context size (llama.cpp /props, else vLLM's max_model_len), else the configured one, else null. */
@@ -514,7 +516,7 @@ export class OpenAiAdapter implements ModelAdapter {
     const opened = await exchange.opened;
     if (opened.kind === 'timed_out') {
       // Not all of it reached a connection: no server can be working on it. No answer, like a refused connection: retried, no tokens.
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs));
+      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs));
       return answer(timeoutReply(null, 'no response headers had arrived'));
     }
     if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
@@ -524,10 +526,7 @@ export class OpenAiAdapter implements ModelAdapter {
     if (response.status < 200 || response.status > 299) {
       const read = await readBounded(response, this.maxResponseBytes);
       const quoted = read.ok ? quoteBody(read.bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars) : `(unreadable: ${describeError(read.error)})`;
-      if (RETRYABLE_STATUSES.has(response.status)) {
-        const retryAfter = response.headers.get('retry-after');
-        return noAnswer({ kind: `http_${response.status}`, retryable: true, detail: `${status}; body: ${quoted}${retryAfter === null ? '' : `; Retry-After ${JSON.stringify(retryAfter.slice(0, 40))} not followed: the backoff is pre-registered`}` });
-      }
+      if (RETRYABLE_STATUSES.has(response.status)) return noAnswer(retryableStatus(response, `${status}; body: ${quoted}`));
       const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: it would send the request, and the key, wherever it points)` : '';
       return answer({ kind: 'http_error', detail: `${status}${redirect}; body: ${quoted}`, state: null, answered2xx: false });
     }
