@@ -168,7 +168,8 @@ export class AnthropicAdapter implements ModelAdapter {
     const outcome = await this.complete(PROBE_MESSAGES.system, PROBE_MESSAGES.user, answerSchema, probeMaxTokens, timeoutMs, async (f) => void lines.push(`probe call: attempt ${f.attempt} brought no answer (${f.kind})${f.backoff_ms === null ? '' : `; trying again in ${f.backoff_ms} ms (retry policy)`}`));
     Object.assign(facts, { probe_finish_reason: outcome.finish_reason, probe_provider_finish_reason: outcome.provider_finish_reason ?? null, probe_latency_ms: outcome.latency_ms, probe_response_model: outcome.response_model, probe_prompt_tokens: outcome.usage?.prompt_tokens ?? null, probe_completion_tokens: outcome.usage?.completion_tokens ?? null, probe_usage_source: outcome.usage_source, probe_attempts: outcome.attempts, probe_raw_output: outcome.raw_output?.slice(0, ANTHROPIC_ADAPTER_LIMITS.probeRawChars) ?? null });
     if (outcome.kind === 'failed') {
-      const hint = outcome.failure === 'http_error' && outcome.detail.includes('HTTP 400') ? `; the API refused the request — for a schema it does not accept, the message above names the keyword; ${this.otherDialectAdvice()}` : '';
+      // A 400 naming the schema is the documented subset: both dialects take the same subset, so the other one is no advice.
+      const hint = outcome.failure === 'http_error' && outcome.detail.includes('HTTP 400') && /schema/i.test(outcome.detail) ? '; the Messages API takes only a subset of JSON Schema, the same in both its dialects (output_config and strict tools), and its message above names the keyword it refused: this answer schema cannot be sent to it as it is' : '';
       return refuse(`the probe call in dialect ${this.dialect} failed (${outcome.failure}): ${outcome.detail}${hint}`);
     }
     const verdict = checkConstrainedAnswer(this.dialect, answerSchema, outcome.raw_output);
