@@ -86,8 +86,14 @@ function checked(choice: unknown, what: string): ModelChoice {
   return parsed.data;
 }
 
-function apiKeyPresent(keyEnv: string | null, what: string, keyOptional = true): void {
-  const advice = keyOptional ? 'use --api-key-env none, or "api_key_env": null, for a server without a key' : 'set it, or name the variable that holds the key with --api-key-env VAR (or "api_key_env")';
+/** How a missing key is put right: `optional` for a server that may want none (openai), `required` for an API that always does (anthropic), `file` for a configuration file (either). */
+const KEY_ADVICE = {
+  optional: 'use --api-key-env none, or "api_key_env": null, for a server without a key',
+  required: 'set it, or name the variable that holds the key with --api-key-env VAR',
+  file: 'set it, or name the variable that holds the key as "api_key_env" (null for an openai server without a key)',
+} as const;
+
+function apiKeyPresent(keyEnv: string | null, what: string, advice: string = KEY_ADVICE.optional): void {
   if (keyEnv !== null && !process.env[keyEnv]) throw new ModelFlagError(`${what}: the environment variable ${keyEnv} holding the API key is not set (${advice})`);
 }
 
@@ -102,7 +108,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (error instanceof ModelConfigError) throw new ModelFlagError(error.message);
       throw error;
     }
-    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`, choice.adapter !== 'anthropic');
+    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`, KEY_ADVICE.file);
     return choice;
   }
   const model = values.model ?? 'reference';
@@ -145,7 +151,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
         { adapter: 'anthropic', base_url: values['base-url'] ?? ANTHROPIC_BASE_URL, model_id: values['model-id'], api_key_env: keyEnv, params: params(), dialect: dialect.data, stream: !values['no-stream'], context_size: numberFlag('context-size', values['context-size'], true), timeout_ms: timeoutMs(), count_tokens: values['count-tokens'] === true, config_file: null, config_sha256: null, ...scheduling },
         '--model anthropic',
       );
-      apiKeyPresent(keyEnv, '--model anthropic', false);
+      apiKeyPresent(keyEnv, '--model anthropic', KEY_ADVICE.required);
       return choice;
     }
     case 'local': {
