@@ -19,6 +19,7 @@ import { renderPrompt } from '../../runtime/prompt.js';
 import { RuntimeModelConfig } from '../../runtime/protocol.js';
 import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
 import { startLoopback } from './openai-loopback-server.js';
+import { startAnthropicLikeServer } from '../support/anthropic-like-server.js';
 
 const MODEL_FILE = fileURLToPath(new URL('../../../shared/models/stories260K.gguf', import.meta.url));
 const NO_PARAMS = { temperature: null, top_p: null, seed: null, max_tokens: null };
@@ -184,6 +185,20 @@ describe('who counts the tokens: each adapter\'s calls say what its definition s
     } finally {
       await counted.close();
       await bare.close();
+    }
+  });
+
+  test('anthropic on the loopback Messages server: the API\'s usage, the prompt by count_tokens when configured, else the estimate', async () => {
+    const server = await startAnthropicLikeServer({ apiKey: process.env[ANTHROPIC_KEY_ENV]!, models: ['claude-test'], schemaSubsetCheck: false });
+    try {
+      const counted = await modelAdapterFor({ ...SAMPLES.anthropic, base_url: server.baseUrl, count_tokens: true }).call(request(), 5_000);
+      expect([counted.usage_source, counted.prompt_count_source]).toEqual(['server', 'server']);
+      expectCountedAsStated('anthropic', counted);
+      const estimated = await modelAdapterFor({ ...SAMPLES.anthropic, base_url: server.baseUrl }).call(request(), 5_000);
+      expect([estimated.usage_source, estimated.prompt_count_source]).toEqual(['server', 'estimate']);
+      expectCountedAsStated('anthropic', estimated);
+    } finally {
+      await server.close();
     }
   });
 

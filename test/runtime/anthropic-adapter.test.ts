@@ -16,7 +16,9 @@ import { AnthropicAdapterConfigError, type AnthropicAdapterOptions } from '../..
 import { emptyAnthropicStreamState, readAnthropicStream } from '../../runtime/model-adapters/anthropic-stream.js';
 import { MODEL_PROTOCOL_V2 } from '../../runtime/model-protocol.js';
 import { renderPrompt } from '../../runtime/prompt.js';
-import { ModelFlagError, modelChoiceOf } from '../../cli/model-flags.js';
+import { parseArgs } from 'node:util';
+import { MODEL_OPTIONS, ModelFlagError, modelChoiceOf } from '../../cli/model-flags.js';
+import { modelFlagsOf } from '../../design/model-choice-flags.js';
 import { ANTHROPIC_NO_SEED } from '../../runtime/protocol.js';
 import { startAnthropicLikeServer, subsetViolation, tokensOf, type AnthropicLikeServer } from '../support/anthropic-like-server.js';
 
@@ -118,6 +120,24 @@ describe('the request per dialect, and the answer read from the typed events', (
     expect(String((refusal as Error).message)).toContain('takes no seed');
     // The control: the same flags without the seed are accepted, the base URL the API's own.
     expect(modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'DS_TEST_ANTHROPIC_FLAG_KEY' })).toMatchObject({ adapter: 'anthropic', base_url: 'https://api.anthropic.com', dialect: 'anthropic_json', count_tokens: false });
+  });
+});
+
+describe('the command line and its inverse', () => {
+  test('modelFlagsOf gives back, through modelChoiceOf, every anthropic choice the flags can make', () => {
+    process.env['DS_TEST_ANTHROPIC_FLAG_KEY'] = KEY;
+    const base = { adapter: 'anthropic', base_url: 'http://127.0.0.1:9', model_id: MODEL, api_key_env: 'DS_TEST_ANTHROPIC_FLAG_KEY', params: { temperature: 0.2, top_p: null, seed: null, max_tokens: 300 }, dialect: 'anthropic_tool', stream: false, context_size: 200_000, timeout_ms: 45_000, count_tokens: true, config_file: null, config_sha256: null } as const;
+    for (const choice of [base, { ...base, dialect: 'anthropic_json' as const, stream: true, context_size: null, count_tokens: false, parallel_slots: 3 }]) {
+      const { values } = parseArgs({ args: modelFlagsOf(choice), options: MODEL_OPTIONS, strict: true });
+      expect(modelChoiceOf(values)).toEqual(choice);
+    }
+  });
+
+  test('refuses --model anthropic without a key variable, and --count-tokens for another model', () => {
+    expect(() => modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'none' })).toThrow('--model anthropic needs an API key');
+    expect(() => modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'DS_TEST_SURELY_UNSET_ANTHROPIC_KEY' })).toThrow('set it, or name the variable that holds the key with --api-key-env VAR');
+    expect(() => modelChoiceOf({ model: 'openai', 'base-url': 'http://127.0.0.1:9/v1', 'model-id': 'm', 'api-key-env': 'none', 'count-tokens': true })).toThrow('--count-tokens applies to --model anthropic only');
+    expect(() => modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'DS_TEST_ANTHROPIC_FLAG_KEY', 'structured-output': 'json_schema' })).toThrow('must be one of anthropic_json, anthropic_tool');
   });
 });
 
