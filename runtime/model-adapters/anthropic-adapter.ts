@@ -36,13 +36,14 @@ import { countTokensBody, messagesBody, type MessagesRequest } from './anthropic
 import { countTokens, lookUpModel, type ModelLookup, type SideRequestContext } from './anthropic-side-requests.js';
 import { anthropicErrorText, emptyAnthropicStreamState, readAnthropicStream, type AnthropicStreamEnd, type AnthropicStreamState } from './anthropic-stream.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
-import { answerNotWithin, notDelivered } from './call-delivery.js';
+import { answerNotWithin } from './call-delivery.js';
+import { errorStatusOf, noAnswerDetail, openAttempt } from './http-attempt.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { PROBE_MESSAGES } from './openai-adapter.js';
 import { checkPromptFits, type PromptCount } from './prompt-fit.js';
 import { checkConstrainedAnswer } from './structured-output.js';
-import { classifyFetchError, RETRYABLE_STATUSES, retryableStatus, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
+import { withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** The anthropic adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */
 export const ANTHROPIC_ADAPTER: ModelAdapterDefinition<'anthropic'> = {
@@ -263,11 +264,7 @@ export class AnthropicAdapter implements ModelAdapter {
 
     const body = JSON.stringify(messagesBody(this.messages(system, user, answerSchema), this.params, maxTokens, this.stream));
     const result = await withTransportRetry(this.retry, (n) => this.attempt(body, timeoutMs, n), onTransportFailure);
-    if (result.kind === 'no_answer') {
-      const kinds = result.failures.map((f) => f.kind).join(', ');
-      const why = result.attempts < this.retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${this.retry.max_attempts}, backoff_ms [${this.retry.backoff_ms.join(', ')}]) failed`;
-      return failed('transport', `no answer from POST ${this.messagesUrl} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`, null, { ...nothingKnown, attempts: result.attempts });
-    }
+    if (result.kind === 'no_answer') return failed('transport', noAnswerDetail(`POST ${this.messagesUrl}`, result, this.retry), null, { ...nothingKnown, attempts: result.attempts });
     const attempts = result.attempts;
     const reply = result.value;
 
@@ -318,21 +315,14 @@ export class AnthropicAdapter implements ModelAdapter {
       state,
       detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request had reached the API (its prompt is counted as spent, estimated where the API said nothing); the request was aborted and its connection closed, which stops a streamed generation, and a timeout is not retried`,
     });
-    const opened = await exchange.opened;
-    if (opened.kind === 'timed_out') {
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs, ANTHROPIC_ADAPTER_LIMITS.sideRequestTimeoutMs));
-      return answer(timeoutReply(null, 'no response headers had arrived'));
-    }
-    if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
-    const response = opened.response;
-    const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
+    const opened = await openAttempt(exchange, what, timeoutMs, ANTHROPIC_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    if (opened.kind === 'no_answer') return noAnswer(opened.noAnswer);
+    if (opened.kind === 'timed_out') return answer(timeoutReply(null, 'no response headers had arrived'));
+    const { response, status } = opened;
 
     if (response.status < 200 || response.status > 299) {
-      const read = await readBounded(response, this.maxResponseBytes);
-      const said = read.ok ? this.errorWords(read.bytes) : `(unreadable: ${describeError(read.error)})`;
-      if (RETRYABLE_STATUSES.has(response.status)) return noAnswer(retryableStatus(response, `${status}: ${said}`));
-      const redirect = response.status >= 300 && response.status < 400 ? ' (a redirect; not followed: it would send the request, and the key, wherever it points)' : '';
-      return answer({ kind: 'http_error', detail: `${status}${redirect}: ${said}`, state: null, answered2xx: false });
+      const error = await errorStatusOf(response, status, this.maxResponseBytes, (bytes, unreadable) => `: ${bytes === null ? unreadable : this.errorWords(bytes)}`);
+      return error.kind === 'no_answer' ? noAnswer(error.noAnswer) : answer({ kind: 'http_error', detail: error.detail, state: null, answered2xx: false });
     }
 
     const contentType = response.headers.get('content-type') ?? '';

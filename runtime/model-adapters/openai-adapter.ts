@@ -43,7 +43,8 @@ import type { ConstraintShownEarlier } from '../protocol.js';
 import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
 import { ChatCompletion, isJsonPrefix, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
-import { answerNotWithin, notDelivered } from './call-delivery.js';
+import { answerNotWithin } from './call-delivery.js';
+import { errorStatusOf, noAnswerDetail, openAttempt } from './http-attempt.js';
 import { ApiKeyRedactor } from './api-key-redaction.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
@@ -56,7 +57,7 @@ import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './pr
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
-import { classifyFetchError, RETRYABLE_STATUSES, retryableStatus, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
+import { withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** What the preflight probe asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
 export const PROBE_MESSAGES = {
@@ -427,11 +428,7 @@ export class OpenAiAdapter implements ModelAdapter {
 
     const body = JSON.stringify(this.requestBody(system, user, answerSchema, maxTokens));
     const result = await withTransportRetry(this.retry, (n) => this.attempt(body, timeoutMs, n), onTransportFailure);
-    if (result.kind === 'no_answer') {
-      const kinds = result.failures.map((f) => f.kind).join(', ');
-      const why = result.attempts < this.retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${this.retry.max_attempts}, backoff_ms [${this.retry.backoff_ms.join(', ')}]) failed`;
-      return failed('transport', `no answer from POST ${this.chatUrl} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`, null, { ...nothingKnown, attempts: result.attempts });
-    }
+    if (result.kind === 'no_answer') return failed('transport', noAnswerDetail(`POST ${this.chatUrl}`, result, this.retry), null, { ...nothingKnown, attempts: result.attempts });
     const attempts = result.attempts;
     const reply = result.value;
 
@@ -513,22 +510,14 @@ export class OpenAiAdapter implements ModelAdapter {
       state,
       detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request had reached the server, which may have queued or evaluated it (its prompt is counted as spent, estimated where the server said nothing); the request was aborted, its connection closed before anything else was sent (a streaming server stops decoding it; llama.cpp b4748 still runs a request it had only queued), and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
     });
-    const opened = await exchange.opened;
-    if (opened.kind === 'timed_out') {
-      // Not all of it reached a connection: no server can be working on it. No answer, like a refused connection: retried, no tokens.
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs));
-      return answer(timeoutReply(null, 'no response headers had arrived'));
-    }
-    if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
-    const response = opened.response;
-    const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
+    const opened = await openAttempt(exchange, what, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    if (opened.kind === 'no_answer') return noAnswer(opened.noAnswer);
+    if (opened.kind === 'timed_out') return answer(timeoutReply(null, 'no response headers had arrived'));
+    const { response, status } = opened;
 
     if (response.status < 200 || response.status > 299) {
-      const read = await readBounded(response, this.maxResponseBytes);
-      const quoted = read.ok ? quoteBody(read.bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars) : `(unreadable: ${describeError(read.error)})`;
-      if (RETRYABLE_STATUSES.has(response.status)) return noAnswer(retryableStatus(response, `${status}; body: ${quoted}`));
-      const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: it would send the request, and the key, wherever it points)` : '';
-      return answer({ kind: 'http_error', detail: `${status}${redirect}; body: ${quoted}`, state: null, answered2xx: false });
+      const error = await errorStatusOf(response, status, this.maxResponseBytes, (bytes, unreadable) => `; body: ${bytes === null ? unreadable : quoteBody(bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars)}`);
+      return error.kind === 'no_answer' ? noAnswer(error.noAnswer) : answer({ kind: 'http_error', detail: error.detail, state: null, answered2xx: false });
     }
 
     const contentType = response.headers.get('content-type') ?? '';
