@@ -35,9 +35,9 @@ import { answerOf, AnthropicMessage, contentOfMessage, contentOfStream, finishRe
 import { countTokensBody, messagesBody, type MessagesRequest } from './anthropic-request.js';
 import { countTokens, lookUpModel, type ModelLookup, type SideRequestContext } from './anthropic-side-requests.js';
 import { anthropicErrorText, emptyAnthropicStreamState, readAnthropicStream, type AnthropicStreamEnd, type AnthropicStreamState } from './anthropic-stream.js';
-import { describeError, quoteBody, readBounded } from './bounded-http.js';
+import { describeError, quoteBody } from './bounded-http.js';
 import { answerNotWithin } from './call-delivery.js';
-import { errorStatusOf, noAnswerDetail, openAttempt } from './http-attempt.js';
+import { errorStatusOf, noAnswerDetail, openAttempt, readWholeBody } from './http-attempt.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { PROBE_MESSAGES } from './openai-adapter.js';
@@ -331,20 +331,18 @@ export class AnthropicAdapter implements ModelAdapter {
       const end = await readAnthropicStream(response.body, { maxBytes: this.maxResponseBytes, maxEvents: ANTHROPIC_ADAPTER_LIMITS.maxStreamEvents }, state);
       return answer(this.streamReply(state, end, status, exchange.signal, timeoutReply));
     }
-    const read = await readBounded(response, this.maxResponseBytes);
-    if (!read.ok) {
-      if (exchange.signal.aborted) return answer(timeoutReply(null, 'the response body had not fully arrived'));
-      return answer({ kind: 'stream_broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}`, state: null });
-    }
-    if (read.overLimit) return answer({ kind: 'http_error', detail: `${status}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`, state: null, answered2xx: true });
+    const whole = await readWholeBody(response, exchange.signal, this.maxResponseBytes, status);
+    if (whole.kind === 'timeout') return answer(timeoutReply(null, 'the response body had not fully arrived'));
+    if (whole.kind === 'broken') return answer({ kind: 'stream_broken', detail: whole.detail, state: null });
+    if (whole.kind === 'bad') return answer({ kind: 'http_error', detail: whole.detail, state: null, answered2xx: true });
     let json: unknown;
     try {
-      json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(read.bytes));
+      json = JSON.parse(whole.text);
     } catch (error) {
-      return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${quoteBody(read.bytes, ANTHROPIC_ADAPTER_LIMITS.quotedBodyChars)}`, state: null, answered2xx: true });
+      return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${quoteBody(whole.bytes, ANTHROPIC_ADAPTER_LIMITS.quotedBodyChars)}`, state: null, answered2xx: true });
     }
     const message = AnthropicMessage.safeParse(json);
-    if (!message.success) return answer({ kind: 'http_error', detail: `${status}: not a message (${message.error.issues.slice(0, 4).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}); it begins ${quoteBody(read.bytes, ANTHROPIC_ADAPTER_LIMITS.quotedBodyChars)}`, state: null, answered2xx: true });
+    if (!message.success) return answer({ kind: 'http_error', detail: `${status}: not a message (${message.error.issues.slice(0, 4).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}); it begins ${quoteBody(whole.bytes, ANTHROPIC_ADAPTER_LIMITS.quotedBodyChars)}`, state: null, answered2xx: true });
     return answer({ kind: 'message', content: contentOfMessage(message.data), stop_reason: message.data.stop_reason ?? null, usage: message.data.usage, model: message.data.model ?? null });
   }
 

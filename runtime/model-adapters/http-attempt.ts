@@ -49,3 +49,24 @@ export function noAnswerDetail(what: string, result: { readonly attempts: number
   const why = result.attempts < retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${retry.max_attempts}, backoff_ms [${retry.backoff_ms.join(', ')}]) failed`;
   return `no answer from ${what} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`;
 }
+
+export type WholeBody =
+  | { readonly kind: 'text'; readonly text: string; readonly bytes: Uint8Array }
+  /** The call's timeout passed while the body was arriving. */
+  | { readonly kind: 'timeout' }
+  /** The body broke off (the connection went) before it was complete. */
+  | { readonly kind: 'broken'; readonly detail: string }
+  /** Over the byte bound, or not UTF-8: nothing of it is used. */
+  | { readonly kind: 'bad'; readonly detail: string };
+
+/** A 2xx body that is not a stream, read bounded and decoded as UTF-8 (`signal`: the exchange's, to tell a timeout from a break). */
+export async function readWholeBody(response: HttpResponseLike, signal: AbortSignal, maxBytes: number, status: string): Promise<WholeBody> {
+  const read = await readBounded(response, maxBytes);
+  if (!read.ok) return signal.aborted ? { kind: 'timeout' } : { kind: 'broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}` };
+  if (read.overLimit) return { kind: 'bad', detail: `${status}: the response body exceeds maxResponseBytes ${maxBytes}; reading stopped there and nothing of it is used` };
+  try {
+    return { kind: 'text', text: new TextDecoder('utf-8', { fatal: true }).decode(read.bytes), bytes: read.bytes };
+  } catch {
+    return { kind: 'bad', detail: `${status}: the body (${read.bytes.length} bytes) is not valid UTF-8` };
+  }
+}

@@ -44,14 +44,14 @@ import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
 import { ChatCompletion, isJsonPrefix, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
 import { answerNotWithin } from './call-delivery.js';
-import { errorStatusOf, noAnswerDetail, openAttempt } from './http-attempt.js';
+import { errorStatusOf, noAnswerDetail, openAttempt, readWholeBody } from './http-attempt.js';
 import { ApiKeyRedactor } from './api-key-redaction.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
-import { describeError, quoteBody, readBounded } from './bounded-http.js';
+import { describeError, quoteBody } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
@@ -528,18 +528,11 @@ export class OpenAiAdapter implements ModelAdapter {
     }
 
     // Not streamed: the server was asked not to, or ignored `stream: true`.
-    const read = await readBounded(response, this.maxResponseBytes);
-    if (!read.ok) {
-      if (exchange.signal.aborted) return answer(timeoutReply(null, 'the response body had not fully arrived'));
-      return answer({ kind: 'stream_broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}`, state: null });
-    }
-    if (read.overLimit) return answer({ kind: 'http_error', detail: `${status}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`, state: null, answered2xx: true });
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
-    } catch {
-      return answer({ kind: 'http_error', detail: `${status}: the body (${read.bytes.length} bytes) is not valid UTF-8`, state: null, answered2xx: true });
-    }
+    const whole = await readWholeBody(response, exchange.signal, this.maxResponseBytes, status);
+    if (whole.kind === 'timeout') return answer(timeoutReply(null, 'the response body had not fully arrived'));
+    if (whole.kind === 'broken') return answer({ kind: 'stream_broken', detail: whole.detail, state: null });
+    if (whole.kind === 'bad') return answer({ kind: 'http_error', detail: whole.detail, state: null, answered2xx: true });
+    const { text, bytes } = whole;
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -547,7 +540,7 @@ export class OpenAiAdapter implements ModelAdapter {
       // An event stream sent without its content type is still read as one.
       if (/^\s*(data|event|:)/.test(text)) {
         const state = emptyChatStreamState();
-        const { end } = await readChatStream(new Response(read.bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
+        const { end } = await readChatStream(new Response(bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
         return answer(this.streamReply(state, end, `${status} (an event stream without its content type)`, exchange.signal, timeoutReply));
       }
       return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });
