@@ -40,9 +40,8 @@ import { answerNotWithin } from './call-delivery.js';
 import { errorStatusOf, noAnswerDetail, openAttempt, readWholeBody } from './http-attempt.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { measuredSpeedOf } from './measured-speed.js';
-import { PROBE_MESSAGES } from './openai-adapter.js';
 import { checkPromptFits, type PromptCount } from './prompt-fit.js';
-import { checkConstrainedAnswer } from './structured-output.js';
+import { checkConstrainedAnswer, PROBE_MESSAGES } from './structured-output.js';
 import { withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** The anthropic adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */

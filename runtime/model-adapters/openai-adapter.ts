@@ -56,14 +56,8 @@ import { emptyChatStreamState, readChatStream, type ChatStreamState } from './ch
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
-import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
+import { checkConstrainedAnswer, PROBE_MESSAGES, structuredOutputFields } from './structured-output.js';
 import { withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
-
-/** What the preflight probe asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
-export const PROBE_MESSAGES = {
-  system: 'You are checked before a study starts.',
-  user: 'Reply with one JSON object and nothing else.',
-} as const;
 
 /** The text the tokenizer probe counts (any non-empty text would do). */
 const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';

@@ -23,6 +23,12 @@ import { StructuredOutputDialect, type AnthropicDialect } from '../../schema/mod
 import { answerSchemaOf, ModelProtocol } from '../model-protocol.js';
 
 
+/** What the preflight probe of every HTTP adapter asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
+export const PROBE_MESSAGES = {
+  system: 'You are checked before a study starts.',
+  user: 'Reply with one JSON object and nothing else.',
+} as const;
+
 /** The `name` OpenAI's form requires; a constant, so the request is the same for every group. */
 export const JSON_SCHEMA_NAME = 'ds_model_output';
 
