@@ -16,7 +16,10 @@ import { AnthropicAdapterConfigError, type AnthropicAdapterOptions } from '../..
 import { emptyAnthropicStreamState, readAnthropicStream } from '../../runtime/model-adapters/anthropic-stream.js';
 import { MODEL_PROTOCOL_V2 } from '../../runtime/model-protocol.js';
 import { renderPrompt } from '../../runtime/prompt.js';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { tempDir } from '../support/writer-fixture.js';
 import { MODEL_OPTIONS, ModelFlagError, modelChoiceOf } from '../../cli/model-flags.js';
 import { modelFlagsOf } from '../../design/model-choice-flags.js';
 import { ANTHROPIC_NO_SEED } from '../../runtime/protocol.js';
@@ -131,6 +134,17 @@ describe('the command line and its inverse', () => {
       const { values } = parseArgs({ args: modelFlagsOf(choice), options: MODEL_OPTIONS, strict: true });
       expect(modelChoiceOf(values)).toEqual(choice);
     }
+  });
+
+  test('the model configuration file: an anthropic variant with its defaults; a seed in it refused with the same reason', () => {
+    process.env['ANTHROPIC_API_KEY_DS_TEST'] = KEY;
+    const dir = tempDir('ds-anthropic-config-');
+    const file = path.join(dir, 'model.json');
+    writeFileSync(file, JSON.stringify({ adapter: 'anthropic', model_id: MODEL, api_key_env: 'ANTHROPIC_API_KEY_DS_TEST', count_tokens: true, prices: { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 } }));
+    expect(modelChoiceOf({ 'model-config': file })).toMatchObject({ adapter: 'anthropic', base_url: 'https://api.anthropic.com', dialect: 'anthropic_json', stream: true, count_tokens: true, context_size: null, prices: { cache_write: 3.75 }, config_file: file });
+    writeFileSync(file, JSON.stringify({ adapter: 'anthropic', model_id: MODEL, api_key_env: 'ANTHROPIC_API_KEY_DS_TEST', params: { seed: 7 } }));
+    expect(() => modelChoiceOf({ 'model-config': file })).toThrow(ModelFlagError);
+    expect(() => modelChoiceOf({ 'model-config': file })).toThrow('takes no seed');
   });
 
   test('refuses --model anthropic without a key variable, and --count-tokens for another model', () => {
