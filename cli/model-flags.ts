@@ -9,8 +9,9 @@ import { ModelChoice, type ReplaySource } from '../design/model-choice.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../controller/model-config-file.js';
-import { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { ANTHROPIC_DIALECTS, AnthropicDialect, STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { ModelPrices, PRICE_KINDS } from '../schema/model-prices.js';
+import { ANTHROPIC_BASE_URL } from '../runtime/protocol.js';
 import { UsageError } from './command-line.js';
 
 export const MODEL_OPTIONS = {
@@ -22,6 +23,7 @@ export const MODEL_OPTIONS = {
   'structured-output': { type: 'string' },
   'context-size': { type: 'string' },
   'no-stream': { type: 'boolean' },
+  'count-tokens': { type: 'boolean' },
   'no-kv-reuse': { type: 'boolean' },
   'model-file': { type: 'string' },
   threads: { type: 'string' },
@@ -40,10 +42,14 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      openai (--base-url URL --model-id ID [--api-key-env VAR, default OPENAI_API_KEY;
                      --api-key-env none for a local server] [--structured-output ${STRUCTURED_OUTPUT_DIALECTS.join('|')},
                      default json_schema; --json-mode = json_object] [--context-size N] [--no-stream]),
+                     anthropic (--model-id ID [--api-key-env VAR, default ANTHROPIC_API_KEY] [--base-url URL,
+                     default ${ANTHROPIC_BASE_URL}] [--structured-output ${ANTHROPIC_DIALECTS.join('|')}, default anthropic_json]
+                     [--context-size N: the input window when the Models API reports none] [--no-stream]
+                     [--count-tokens: count each prompt with POST /v1/messages/count_tokens]; no --model-seed),
                      local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}] [--no-kv-reuse]
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
-                     both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
-                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
+                     each with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
+                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai, anthropic), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
                      [--parallel-slots N: calls the server takes at once (llama-server --parallel), default 1:
                      a study's block lets that many of its A, B, C calls run together]
                      [--prices IN,OUT,CACHE_READ,CACHE_WRITE: US dollars per million tokens of each kind,
@@ -69,7 +75,9 @@ function numberFlag(name: string, text: string | undefined, integer: boolean): n
 }
 
 const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots', 'prices'] as const;
-const OPENAI_ONLY = ['base-url', 'api-key-env', 'structured-output', 'json-mode', 'no-stream'] as const;
+const SERVER_FLAGS = ['base-url', 'api-key-env', 'structured-output', 'no-stream'] as const;
+const OPENAI_ONLY = ['json-mode'] as const;
+const ANTHROPIC_ONLY = ['count-tokens'] as const;
 const LOCAL_ONLY = ['model-file', 'threads', 'no-kv-reuse'] as const;
 
 /** `--prices IN,OUT,CACHE_READ,CACHE_WRITE` (schema/model-prices.ts PRICE_KINDS, in that order); absent: not priced. */
@@ -93,8 +101,15 @@ function checked(choice: unknown, what: string): ModelChoice {
   return parsed.data;
 }
 
-function apiKeyPresent(keyEnv: string | null, what: string): void {
-  if (keyEnv !== null && !process.env[keyEnv]) throw new ModelFlagError(`${what}: the environment variable ${keyEnv} holding the API key is not set (use --api-key-env none, or "api_key_env": null, for a server without a key)`);
+/** How a missing key is put right: `optional` for a server that may want none (openai), `required` for an API that always does (anthropic), `file` for a configuration file (either). */
+const KEY_ADVICE = {
+  optional: 'use --api-key-env none, or "api_key_env": null, for a server without a key',
+  required: 'set it, or name the variable that holds the key with --api-key-env VAR',
+  file: 'set it, or name the variable that holds the key as "api_key_env" (null for an openai server without a key)',
+} as const;
+
+function apiKeyPresent(keyEnv: string | null, what: string, advice: string = KEY_ADVICE.optional): void {
+  if (keyEnv !== null && !process.env[keyEnv]) throw new ModelFlagError(`${what}: the environment variable ${keyEnv} holding the API key is not set (${advice})`);
 }
 
 export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
@@ -108,13 +123,15 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (error instanceof ModelConfigError) throw new ModelFlagError(error.message);
       throw error;
     }
-    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`);
+    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`, KEY_ADVICE.file);
     return choice;
   }
   const model = values.model ?? 'reference';
+  if (model !== 'openai' && model !== 'anthropic') refuseFlags(values, SERVER_FLAGS, 'applies to --model openai or anthropic only');
   if (model !== 'openai') refuseFlags(values, OPENAI_ONLY, 'applies to --model openai only');
+  if (model !== 'anthropic') refuseFlags(values, ANTHROPIC_ONLY, 'applies to --model anthropic only');
   if (model !== 'local') refuseFlags(values, LOCAL_ONLY, 'applies to --model local only');
-  if (model !== 'openai' && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai or local only');
+  if (model !== 'openai' && model !== 'anthropic' && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai, anthropic or local only');
   if (model !== 'replay' && values['replay-from'] !== undefined) throw new ModelFlagError('--replay-from applies to --model replay only');
   const params = (): Record<string, number | null> => ({ temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) });
   const timeoutMs = (fallbackMs: number = DEFAULT_MODEL_TIMEOUT_MS): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? fallbackMs;
@@ -136,6 +153,20 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
         '--model openai',
       );
       apiKeyPresent(keyEnv === 'none' ? null : keyEnv, '--model openai');
+      return choice;
+    }
+    case 'anthropic': {
+      if (!values['model-id']) throw new ModelFlagError('--model anthropic needs --model-id ID (a model the key may use, e.g. as GET /v1/models lists them)');
+      const dialectText = values['structured-output'] ?? 'anthropic_json';
+      const dialect = AnthropicDialect.safeParse(dialectText);
+      if (!dialect.success) throw new ModelFlagError(`--structured-output for --model anthropic must be one of ${ANTHROPIC_DIALECTS.join(', ')} (got ${JSON.stringify(dialectText)})`);
+      const keyEnv = values['api-key-env'] ?? 'ANTHROPIC_API_KEY';
+      if (keyEnv === 'none') throw new ModelFlagError('--model anthropic needs an API key: --api-key-env VAR names the environment variable holding it (the Messages API answers no request without one)');
+      const choice = checked(
+        { adapter: 'anthropic', base_url: values['base-url'] ?? ANTHROPIC_BASE_URL, model_id: values['model-id'], api_key_env: keyEnv, params: params(), dialect: dialect.data, stream: !values['no-stream'], context_size: numberFlag('context-size', values['context-size'], true), timeout_ms: timeoutMs(), count_tokens: values['count-tokens'] === true, config_file: null, config_sha256: null, ...scheduling },
+        '--model anthropic',
+      );
+      apiKeyPresent(keyEnv, '--model anthropic', KEY_ADVICE.required);
       return choice;
     }
     case 'local': {
@@ -162,7 +193,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (!values['replay-from']) throw new ModelFlagError('--model replay needs --replay-from RUN_DIR (a run whose model calls are served)');
       return { adapter: 'replay', from_run: path.resolve(values['replay-from']) };
     default:
-      throw new ModelFlagError(`--model must be reference, openai, local or replay (got ${JSON.stringify(model)})`);
+      throw new ModelFlagError(`--model must be reference, openai, anthropic, local or replay (got ${JSON.stringify(model)})`);
   }
 }
 

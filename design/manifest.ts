@@ -81,7 +81,7 @@ export type Isolation = z.infer<typeof Isolation>;
  * `none`: the runtime calls no model — this build's observe-only runtime (the wake loop with
  * the model is issue 5), or an apparatus check that must not think. Never silently a model.
  */
-export const ModelAdapter = z.enum(['reference', 'openai', 'local', 'replay', 'none']);
+export const ModelAdapter = z.enum(['reference', 'openai', 'anthropic', 'local', 'replay', 'none']);
 
 /** null = not set: the server's default applies (and is not known to us). */
 export const ModelParams = z.strictObject({
@@ -108,28 +108,28 @@ export const StructuredOutputInfo = z.strictObject({
 export type StructuredOutputInfo = z.infer<typeof StructuredOutputInfo>;
 
 /** Adapters that sample and are waited for: they have parameters, a call timeout and a structured-output dialect of their own. */
-const SAMPLING_ADAPTERS: ReadonlySet<string> = new Set(['openai', 'local']);
+const SAMPLING_ADAPTERS: ReadonlySet<string> = new Set(['openai', 'anthropic', 'local']);
 
 export const ModelInfo = z.strictObject({
   adapter: ModelAdapter,
   model_id: z.string().min(1).max(200),
   /** The model build or server fingerprint, when the adapter can name one (local: the GGUF file's sha256). */
   build: z.string().min(1).max(200).nullable(),
-  /** Sampling parameters of an `openai` or `local` model; null for the others (reference and replay are deterministic, none calls nothing). */
+  /** Sampling parameters of an `openai`, `anthropic` or `local` model; null for the others (reference and replay are deterministic, none calls nothing). */
   params: ModelParams.nullable(),
-  /** How long one call may take before it is recorded as a timeout (openai, local); null for models that are not waited for. */
+  /** How long one call may take before it is recorded as a timeout (openai, anthropic, local); null for models that are not waited for. */
   call_timeout_ms: z.number().int().min(1).nullable().default(null),
   /** Null only in manifests written before issue 15 (ds-model-output/1, no constraint). */
   structured_output: StructuredOutputInfo.nullable().default(null),
   /** The sha256 of the model configuration file's bytes when the model was configured by one (--model-config), copied byte for byte into the run folder as model-config.json. */
   config_sha256: HashString.nullable().default(null),
-  /** The context in tokens as configured (local: explicit; openai: the configured fallback or null — what a server reports is in preflight.jsonl). */
+  /** The context in tokens as configured (local: explicit; openai, anthropic: the configured fallback or null — what a server reports is in preflight.jsonl). */
   context_size: z.number().int().min(1).nullable().default(null),
   /** 1.5.0 (issue 36): the prices its calls are costed at (schema/model-prices.ts); null: not priced, and in manifests before. */
   prices: ModelPrices.nullable().default(null),
 })
-  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai or local model', path: ['params'] })
-  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai or local model', path: ['call_timeout_ms'] });
+  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai, anthropic or local model', path: ['params'] })
+  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai, anthropic or local model', path: ['call_timeout_ms'] });
 export type ModelInfo = z.infer<typeof ModelInfo>;
 
 /**

@@ -17,7 +17,7 @@ import { STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubset
 import { subsetBeforeStart, type SubsetChoice } from '../runtime/schema-subsets/schema-to-send.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
-import { LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
+import { AnthropicModelConfig, LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
 import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded-model-calls.js';
 import type { ModelAdapterName } from '../runtime/model-adapter.js';
 import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -45,6 +45,7 @@ export const ModelChoice = z.discriminatedUnion('adapter', [
   /** The scripted reference policy; named by flags (no provenance) or by a model configuration file (issue 35: a dry run from a file, pinned like any). */
   z.strictObject({ adapter: z.literal('reference'), config_file: ConfigProvenance.config_file.optional(), config_sha256: ConfigProvenance.config_sha256.optional() }),
   OpenAiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
+  AnthropicModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   LocalModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   /** Serve the model calls recorded in another run's store; never calls out. */
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
@@ -201,7 +202,7 @@ function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[
 
 /**
  * The runtime's configuration and the manifest's record of a choice. `retry` is the
- * pre-registration's transport policy: what an openai call may retry, the same for every group;
+ * pre-registration's transport policy: what an openai or anthropic call may retry, the same for every group;
  * `subsetPolicy` its schema_subset: the answer schema is held to the dialect's subset here,
  * before anything is written (runtime/schema-subsets/schema-to-send.ts; SchemaSubsetError).
  */
@@ -228,6 +229,16 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, s
       return {
         runtime: { ...runtime, retry },
         info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
+        protocol: MODEL_PROTOCOL,
+        subsetLines,
+        subsetChoice,
+      };
+    }
+    case 'anthropic': {
+      const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
+      return {
+        runtime: { ...runtime, retry },
+        info: { adapter: 'anthropic', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
         subsetLines,
         subsetChoice,

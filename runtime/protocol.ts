@@ -15,7 +15,7 @@ import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
 import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
 import { PromptReuse } from '../schema/events/model-output-events.js';
-import { AnswerSchemaDialect, SchemaSubsetPolicy, StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { AnswerSchemaDialect, AnthropicDialect, SchemaSubsetPolicy, StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { ModelProtocol } from './model-protocol.js';
 import { DEFAULT_FRAMING, PromptFraming } from './prompt-framing.js';
 import { WriterRequestTimeoutMs } from '../writer/protocol.js';
@@ -128,6 +128,38 @@ export const OpenAiModelConfig = z.strictObject({
 });
 export type OpenAiModelConfig = z.infer<typeof OpenAiModelConfig>;
 
+/** Where Anthropic's Messages API is served; the adapter posts to `${base_url}/v1/messages`. */
+export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+
+/** The words a configured seed is refused with: Anthropic's Messages API has no seed parameter, so a seed would be a promise the request cannot keep. */
+export const ANTHROPIC_NO_SEED = "Anthropic's Messages API takes no seed (the request has no such parameter, so sampling cannot be seeded): drop --model-seed, or set params.seed to null in the model configuration";
+
+/**
+ * Anthropic's Messages API (issue 36, docs/model-protocol.md "anthropic"). The key is required
+ * and never travels here: the runtime reads the variable `api_key_env` names. `context_size` is
+ * the fallback when the Models API reports no `max_input_tokens` for the model (null: unknown
+ * unless reported, and prompts are then not checked against it — said at the preflight), the
+ * same rule as the openai adapter's: no guessed default, because Anthropic's windows differ by
+ * model and by beta (200k, 1M), and a wrong default would refuse or pass prompts silently.
+ */
+export const AnthropicModelConfig = z.strictObject({
+  adapter: z.literal('anthropic'),
+  base_url: ServerBaseUrl.default(ANTHROPIC_BASE_URL),
+  model_id: z.string().min(1).max(200),
+  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/),
+  /** Anthropic's temperature is 0..1; no seed (ANTHROPIC_NO_SEED). */
+  params: ModelParamsSchema.extend({ temperature: z.number().min(0).max(1).nullable() }).refine((p) => p.seed === null, { message: ANTHROPIC_NO_SEED, path: ['seed'] }),
+  dialect: AnthropicDialect,
+  stream: z.boolean(),
+  context_size: ServerContextTokens.nullable(),
+  timeout_ms: TimeoutMs,
+  /** Count each prompt with POST /v1/messages/count_tokens before it is sent (a side request per call); false: the estimate, marked as such. */
+  count_tokens: z.boolean(),
+  /** What its calls cost (issue 36); absent: not priced. */
+  prices: ModelPrices.optional(),
+});
+export type AnthropicModelConfig = z.infer<typeof AnthropicModelConfig>;
+
 /** llama.cpp seeds with an unsigned 32-bit integer. */
 const LocalParamsSchema = ModelParamsSchema.extend({ seed: z.number().int().min(0).max(0xffff_ffff).nullable() });
 
@@ -153,6 +185,7 @@ export type LocalModelConfig = z.infer<typeof LocalModelConfig>;
 export const RuntimeModelConfig = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
   OpenAiModelConfig.extend({ retry: TransportRetryPolicy }),
+  AnthropicModelConfig.extend({ retry: TransportRetryPolicy }),
   LocalModelConfig,
   z.strictObject({ adapter: z.literal('replay'), source_model_id: z.string().min(1).max(200), calls: z.array(RecordedModelCall).max(10_000) }),
 ]);

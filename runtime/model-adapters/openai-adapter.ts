@@ -42,27 +42,22 @@ import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema
 import type { ConstraintShownEarlier } from '../protocol.js';
 import { probeSkipReason } from './probe-skip.js';
 import { cachedTokensOf, promptReuseOf } from './prompt-reuse.js';
-import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { ChatCompletion, isJsonPrefix, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { answerNotWithin } from './call-delivery.js';
+import { errorStatusOf, noAnswerDetail, openAttempt, readWholeBody } from './http-attempt.js';
+import { ApiKeyRedactor } from './api-key-redaction.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
-import { describeError, quoteBody, readBounded } from './bounded-http.js';
+import { describeError, quoteBody } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
-import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
-import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
-
-const REDACTED = '[redacted API key]';
-
-/** What the preflight probe asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
-export const PROBE_MESSAGES = {
-  system: 'You are checked before a study starts.',
-  user: 'Reply with one JSON object and nothing else.',
-} as const;
+import { checkConstrainedAnswer, PROBE_MESSAGES, structuredOutputFields } from './structured-output.js';
+import { withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** The text the tokenizer probe counts (any non-empty text would do). */
 const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';
@@ -97,6 +92,7 @@ export class OpenAiAdapter implements ModelAdapter {
   private readonly baseUrl: string;
   private readonly chatUrl: string;
   private readonly apiKey: string | null;
+  private readonly redactor: ApiKeyRedactor;
   private readonly configuredContextSize: number | null;
   private readonly maxResponseBytes: number;
   private readonly probe: ServerProbe;
@@ -121,6 +117,7 @@ export class OpenAiAdapter implements ModelAdapter {
     this.baseUrl = o.baseUrl.replace(/\/+$/, '');
     this.chatUrl = `${this.baseUrl}/chat/completions`;
     this.apiKey = o.apiKey;
+    this.redactor = new ApiKeyRedactor(o.apiKey);
     this.configuredContextSize = o.contextSize;
     this.maxResponseBytes = o.maxResponseBytes ?? OPENAI_ADAPTER_LIMITS.maxResponseBytes;
     this.probe = new ServerProbe({ baseUrl: this.baseUrl, modelId: this.model_id, headers: this.authHeaders(), maxBytes: OPENAI_ADAPTER_LIMITS.sideResponseBytes, quotedBodyChars: OPENAI_ADAPTER_LIMITS.quotedBodyChars, gate: this.gate });
@@ -311,11 +308,11 @@ export class OpenAiAdapter implements ModelAdapter {
   }
 
   private redact(text: string): string {
-    return this.apiKey === null ? text : text.split(this.apiKey).join(REDACTED);
+    return this.redactor.redact(text);
   }
 
   private redactFacts(facts: Readonly<Record<string, string | number | boolean | null>>): Record<string, string | number | boolean | null> {
-    return Object.fromEntries(Object.entries(facts).map(([k, v]) => [k, typeof v === 'string' ? this.redact(v) : v]));
+    return this.redactor.redactFacts(facts);
   }
 
   /**
@@ -331,7 +328,7 @@ export class OpenAiAdapter implements ModelAdapter {
   }
 
   private redactNullable(text: string | null): string | null {
-    return text === null ? null : this.redact(text);
+    return this.redactor.redactNullable(text);
   }
 
   /** The server's context size (llama.cpp /props, else vLLM's max_model_len), else the configured one, else null. */
@@ -425,11 +422,7 @@ export class OpenAiAdapter implements ModelAdapter {
 
     const body = JSON.stringify(this.requestBody(system, user, answerSchema, maxTokens));
     const result = await withTransportRetry(this.retry, (n) => this.attempt(body, timeoutMs, n), onTransportFailure);
-    if (result.kind === 'no_answer') {
-      const kinds = result.failures.map((f) => f.kind).join(', ');
-      const why = result.attempts < this.retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${this.retry.max_attempts}, backoff_ms [${this.retry.backoff_ms.join(', ')}]) failed`;
-      return failed('transport', `no answer from POST ${this.chatUrl} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`, null, { ...nothingKnown, attempts: result.attempts });
-    }
+    if (result.kind === 'no_answer') return failed('transport', noAnswerDetail(`POST ${this.chatUrl}`, result, this.retry), null, { ...nothingKnown, attempts: result.attempts });
     const attempts = result.attempts;
     const reply = result.value;
 
@@ -513,25 +506,14 @@ export class OpenAiAdapter implements ModelAdapter {
       state,
       detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request had reached the server, which may have queued or evaluated it (its prompt is counted as spent, estimated where the server said nothing); the request was aborted, its connection closed before anything else was sent (a streaming server stops decoding it; llama.cpp b4748 still runs a request it had only queued), and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
     });
-    const opened = await exchange.opened;
-    if (opened.kind === 'timed_out') {
-      // Not all of it reached a connection: no server can be working on it. No answer, like a refused connection: retried, no tokens.
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs));
-      return answer(timeoutReply(null, 'no response headers had arrived'));
-    }
-    if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
-    const response = opened.response;
-    const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
+    const opened = await openAttempt(exchange, what, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    if (opened.kind === 'no_answer') return noAnswer(opened.noAnswer);
+    if (opened.kind === 'timed_out') return answer(timeoutReply(null, 'no response headers had arrived'));
+    const { response, status } = opened;
 
     if (response.status < 200 || response.status > 299) {
-      const read = await readBounded(response, this.maxResponseBytes);
-      const quoted = read.ok ? quoteBody(read.bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars) : `(unreadable: ${describeError(read.error)})`;
-      if (RETRYABLE_STATUSES.has(response.status)) {
-        const retryAfter = response.headers.get('retry-after');
-        return noAnswer({ kind: `http_${response.status}`, retryable: true, detail: `${status}; body: ${quoted}${retryAfter === null ? '' : `; Retry-After ${JSON.stringify(retryAfter.slice(0, 40))} not followed: the backoff is pre-registered`}` });
-      }
-      const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get('location') ?? 'nowhere'}; redirects are not followed: it would send the request, and the key, wherever it points)` : '';
-      return answer({ kind: 'http_error', detail: `${status}${redirect}; body: ${quoted}`, state: null, answered2xx: false });
+      const error = await errorStatusOf(response, status, this.maxResponseBytes, (bytes, unreadable) => `; body: ${bytes === null ? unreadable : quoteBody(bytes, OPENAI_ADAPTER_LIMITS.quotedBodyChars)}`);
+      return error.kind === 'no_answer' ? noAnswer(error.noAnswer) : answer({ kind: 'http_error', detail: error.detail, state: null, answered2xx: false });
     }
 
     const contentType = response.headers.get('content-type') ?? '';
@@ -542,18 +524,11 @@ export class OpenAiAdapter implements ModelAdapter {
     }
 
     // Not streamed: the server was asked not to, or ignored `stream: true`.
-    const read = await readBounded(response, this.maxResponseBytes);
-    if (!read.ok) {
-      if (exchange.signal.aborted) return answer(timeoutReply(null, 'the response body had not fully arrived'));
-      return answer({ kind: 'stream_broken', detail: `${status}: the body broke off before it was complete: ${describeError(read.error)}`, state: null });
-    }
-    if (read.overLimit) return answer({ kind: 'http_error', detail: `${status}: the response body exceeds maxResponseBytes ${this.maxResponseBytes}; reading stopped there and nothing of it is used`, state: null, answered2xx: true });
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
-    } catch {
-      return answer({ kind: 'http_error', detail: `${status}: the body (${read.bytes.length} bytes) is not valid UTF-8`, state: null, answered2xx: true });
-    }
+    const whole = await readWholeBody(response, exchange.signal, this.maxResponseBytes, status);
+    if (whole.kind === 'timeout') return answer(timeoutReply(null, 'the response body had not fully arrived'));
+    if (whole.kind === 'broken') return answer({ kind: 'stream_broken', detail: whole.detail, state: null });
+    if (whole.kind === 'bad') return answer({ kind: 'http_error', detail: whole.detail, state: null, answered2xx: true });
+    const { text, bytes } = whole;
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -561,7 +536,7 @@ export class OpenAiAdapter implements ModelAdapter {
       // An event stream sent without its content type is still read as one.
       if (/^\s*(data|event|:)/.test(text)) {
         const state = emptyChatStreamState();
-        const { end } = await readChatStream(new Response(read.bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
+        const { end } = await readChatStream(new Response(bytes).body!, { maxBytes: this.maxResponseBytes, maxEvents: OPENAI_ADAPTER_LIMITS.maxStreamEvents }, state);
         return answer(this.streamReply(state, end, `${status} (an event stream without its content type)`, exchange.signal, timeoutReply));
       }
       return answer({ kind: 'http_error', detail: `${status}: the body is not JSON (${describeError(error)}); it begins ${JSON.stringify(text.slice(0, OPENAI_ADAPTER_LIMITS.quotedBodyChars))}`, state: null, answered2xx: true });

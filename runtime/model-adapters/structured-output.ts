@@ -22,9 +22,15 @@
 // - `none`: nothing; the answer relies on the model and the prompt alone.
 import { assertNever } from '../../foundation/assert-never.js';
 import { z } from 'zod';
-import { StructuredOutputDialect } from '../../schema/model-call-policy.js';
+import { StructuredOutputDialect, type AnthropicDialect } from '../../schema/model-call-policy.js';
 import { answerSchemaOf, ModelProtocol } from '../model-protocol.js';
 
+
+/** What the preflight probe of every HTTP adapter asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
+export const PROBE_MESSAGES = {
+  system: 'You are checked before a study starts.',
+  user: 'Reply with one JSON object and nothing else.',
+} as const;
 
 /** The `name` OpenAI's form requires; a constant, so the request is the same for every group. */
 export const JSON_SCHEMA_NAME = 'ds_model_output';
@@ -65,7 +71,7 @@ const QUOTED_CHARS = 200;
 
 /**
  * Does `raw` (the probe answer of a server asked in `dialect`) show the constraint honoured?
- * - json_schema / llamacpp: the whole text is one JSON value that satisfies `schema`;
+ * - json_schema / llamacpp / anthropic_json / anthropic_tool: the whole text is one JSON value that satisfies `schema`;
  * - json_object: the whole text is one JSON object (the schema is reported, not required: the
  *   dialect does not promise it; the runtime checks every answer against the protocol anyway);
  * - none: nothing is promised, so nothing can be seen honoured (the preflight skips the probe).
@@ -74,7 +80,7 @@ const QUOTED_CHARS = 200;
  * JSON Schema that was sent (`z.fromJSONSchema`), plus the protocol's own zod schema when the
  * schema names a protocol (it holds refinements a JSON Schema cannot state).
  */
-export function checkConstrainedAnswer(dialect: StructuredOutputDialect, schema: Readonly<Record<string, unknown>>, raw: string): ConstraintVerdict {
+export function checkConstrainedAnswer(dialect: StructuredOutputDialect | AnthropicDialect, schema: Readonly<Record<string, unknown>>, raw: string): ConstraintVerdict {
   const quoted = JSON.stringify(raw.slice(0, QUOTED_CHARS));
   let json: unknown;
   try {
@@ -98,6 +104,9 @@ export function checkConstrainedAnswer(dialect: StructuredOutputDialect, schema:
     case 'vllm':
     case 'ollama':
     case 'llamacpp':
+    // Anthropic's JSON outputs and strict tool both promise the schema (anthropic-request.ts).
+    case 'anthropic_json':
+    case 'anthropic_tool':
       if (schemaCheck.unreadable) {
         return { honoured: false, ...validity, reason: `the answer is JSON, but the schema could not be read to check it, so the constraint (dialect ${dialect}) cannot be confirmed` };
       }

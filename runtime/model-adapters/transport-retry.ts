@@ -11,6 +11,7 @@
 // and a timeout (the server may be decoding the request, and a second one would queue behind it).
 import type { TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import type { TransportFailure } from '../model-adapter.js';
+import type { HttpResponseLike } from './http-exchange.js';
 
 // The policy's schema is defined once, with the facts the manifest and the pre-registration
 // share: max_attempts 1..10 (the first included), backoff_ms[n - 1] the wait before attempt
@@ -124,4 +125,14 @@ export async function withTransportRetry<T>(
     if (last) return { kind: 'no_answer', last: failure, failures, attempts: n };
     await sleep(failure.backoff_ms ?? 0);
   }
+}
+
+/**
+ * A retryable status (RETRYABLE_STATUSES) as the no-answer it is. A `Retry-After` the server sent
+ * is reported, not followed: the waits are the pre-registered policy's, the same for every group,
+ * so no group's calls wait by what a server said to another.
+ */
+export function retryableStatus(response: Pick<HttpResponseLike, 'status' | 'headers'>, detail: string): NoAnswer {
+  const retryAfter = response.headers.get('retry-after');
+  return { kind: `http_${response.status}`, retryable: true, detail: `${detail}${retryAfter === null ? '' : `; Retry-After ${JSON.stringify(retryAfter.slice(0, 40))} not followed: the backoff is pre-registered`}` };
 }

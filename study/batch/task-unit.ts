@@ -24,6 +24,8 @@ export function sharedModelOf(model: ModelChoice): string | null {
   switch (model.adapter) {
     case 'openai':
       return `the model server ${model.base_url} (${model.model_id})`;
+    case 'anthropic':
+      return `Anthropic's Messages API at ${model.base_url} (${model.model_id})`;
     case 'local':
       return `the local model ${model.model_file}, evaluated on the task's node`;
     case 'reference':

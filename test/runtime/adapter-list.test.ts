@@ -19,15 +19,20 @@ import { renderPrompt } from '../../runtime/prompt.js';
 import { RuntimeModelConfig } from '../../runtime/protocol.js';
 import { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
 import { startLoopback } from './openai-loopback-server.js';
+import { startAnthropicLikeServer } from '../support/anthropic-like-server.js';
 
 const MODEL_FILE = fileURLToPath(new URL('../../../shared/models/stories260K.gguf', import.meta.url));
 const NO_PARAMS = { temperature: null, top_p: null, seed: null, max_tokens: null };
 const RETRY = { max_attempts: 1, backoff_ms: [] };
+/** The anthropic adapter reads its key from the environment when it is made; a key of the test's own. */
+const ANTHROPIC_KEY_ENV = 'DS_TEST_ADAPTER_LIST_ANTHROPIC_KEY';
+process.env[ANTHROPIC_KEY_ENV] = 'sk-ant-test-adapter-list';
 
 /** One start configuration per adapter of the list (a new adapter needs one here: the type demands it). */
 const SAMPLES: { readonly [N in ModelAdapterName]: ModelConfigs[N] } = {
   reference: { adapter: 'reference' },
   openai: { adapter: 'openai', base_url: 'http://127.0.0.1:9/v1', model_id: 'served-model', api_key_env: null, params: NO_PARAMS, dialect: 'json_schema', stream: false, context_size: null, timeout_ms: 4_321, retry: RETRY },
+  anthropic: { adapter: 'anthropic', base_url: 'http://127.0.0.1:9', model_id: 'claude-test', api_key_env: ANTHROPIC_KEY_ENV, params: NO_PARAMS, dialect: 'anthropic_json', stream: true, context_size: null, timeout_ms: 5_432, count_tokens: false, retry: RETRY },
   replay: { adapter: 'replay', source_model_id: 'recorded-model', calls: [] },
   local: { adapter: 'local', model_file: MODEL_FILE, model_id: 'stories260K', params: { ...NO_PARAMS, seed: 7 }, threads: 1, context_size: 2_048, timeout_ms: 8_765, kv_reuse: true },
 };
@@ -180,6 +185,20 @@ describe('who counts the tokens: each adapter\'s calls say what its definition s
     } finally {
       await counted.close();
       await bare.close();
+    }
+  });
+
+  test('anthropic on the loopback Messages server: the API\'s usage, the prompt by count_tokens when configured, else the estimate', async () => {
+    const server = await startAnthropicLikeServer({ apiKey: process.env[ANTHROPIC_KEY_ENV]!, models: ['claude-test'], schemaSubsetCheck: false });
+    try {
+      const counted = await modelAdapterFor({ ...SAMPLES.anthropic, base_url: server.baseUrl, count_tokens: true }).call(request(), 5_000);
+      expect([counted.usage_source, counted.prompt_count_source]).toEqual(['server', 'server']);
+      expectCountedAsStated('anthropic', counted);
+      const estimated = await modelAdapterFor({ ...SAMPLES.anthropic, base_url: server.baseUrl }).call(request(), 5_000);
+      expect([estimated.usage_source, estimated.prompt_count_source]).toEqual(['server', 'estimate']);
+      expectCountedAsStated('anthropic', estimated);
+    } finally {
+      await server.close();
     }
   });
 
