@@ -5,11 +5,12 @@
 // every call's usage recorded with the cache's reads and writes and the provider's stop_reason,
 // verify OK — and the key's string in no file of the run folder.
 //
-// The server's check of the JSON Schema subset is OFF here: until the dialect-subset branch
-// (issue 36 item 2) strips or refuses keywords the Messages API does not take before hour 0, the
-// runtime sends the full answer schema (minimum, minLength, …), which the real API would answer
-// with a 400 at the preflight's probe. The integrator switches it on after merging that branch
-// (startAnthropicLikeServer's `schemaSubsetCheck`). The second run shows the refusal it gives now.
+// The server checks every schema sent against Anthropic's documented subset, as the API does
+// (a 400 for `minimum`, `minLength`, …). The answer schema has such keywords, so the runs use a
+// copy of the pre-registration with schema_subset "strip", locked (issue 36 item 2): the keywords
+// are left out of what is sent — the server accepts every request — and the runtime still holds
+// every answer to the full schema. Under a pre-registration that does not say so (absent = refuse)
+// the start is refused before hour 0, by the subset check, before any request reaches the server.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,30 +33,37 @@ function filesUnder(dir: string): string[] {
 
 describe('npm run experiment -- --group C --model anthropic against the loopback Messages server', () => {
   let setup: ControllerSetup;
+  let refusing: ControllerSetup;
   let server: AnthropicLikeServer;
-  let strict: AnthropicLikeServer;
+  /** The server the refused start names: it must see no request. */
+  let untouched: AnthropicLikeServer;
   const runs: Record<string, { dir: string; result: CliResult }> = {};
 
   beforeAll(async () => {
     process.env[KEY_ENV] = KEY;
-    setup = controllerSetupWith('prereg-short', (prereg) => void (prereg['wake_schedule']!['base_period_sim_minutes'] = 240));
-    server = await startAnthropicLikeServer({ apiKey: KEY, models: [MODEL], schemaSubsetCheck: false, simulateSystemCache: true, answer: () => SUBSTANTIVE_ANSWER });
-    strict = await startAnthropicLikeServer({ apiKey: KEY, models: [MODEL], schemaSubsetCheck: true });
-    const common = ['--group', 'C', '--model', 'anthropic', '--model-id', MODEL, '--api-key-env', KEY_ENV, '--prereg', setup.preregFile, '--key-dir', setup.keyDir, '--same-uid', 'test run in one uid', '--json'];
-    const run = async (name: string, extra: string[]): Promise<void> => {
-      const dir = path.join(setup.dir, 'runs', name);
-      runs[name] = { dir, result: await runCli('experiment', [...common, '--out', dir, ...extra]) };
+    const short = (prereg: Record<string, Record<string, unknown>>): void => void (prereg['wake_schedule']!['base_period_sim_minutes'] = 240);
+    setup = controllerSetupWith('prereg-strip', (prereg) => {
+      short(prereg);
+      prereg['model_calls']!['schema_subset'] = 'strip';
+    });
+    refusing = controllerSetupWith('prereg-short', short);
+    server = await startAnthropicLikeServer({ apiKey: KEY, models: [MODEL], schemaSubsetCheck: true, simulateSystemCache: true, answer: () => SUBSTANTIVE_ANSWER });
+    untouched = await startAnthropicLikeServer({ apiKey: KEY, models: [MODEL], schemaSubsetCheck: true });
+    const common = (s: ControllerSetup): string[] => ['--group', 'C', '--model', 'anthropic', '--model-id', MODEL, '--api-key-env', KEY_ENV, '--prereg', s.preregFile, '--key-dir', s.keyDir, '--same-uid', 'test run in one uid', '--json'];
+    const run = async (name: string, s: ControllerSetup, extra: string[]): Promise<void> => {
+      const dir = path.join(s.dir, 'runs', name);
+      runs[name] = { dir, result: await runCli('experiment', [...common(s), '--out', dir, ...extra]) };
     };
     await Promise.all([
-      run('json', ['--base-url', server.baseUrl, '--count-tokens']),
-      run('tool', ['--base-url', server.baseUrl, '--structured-output', 'anthropic_tool', '--no-stream']),
-      run('subset', ['--base-url', strict.baseUrl]),
+      run('json', setup, ['--base-url', server.baseUrl, '--count-tokens']),
+      run('tool', setup, ['--base-url', server.baseUrl, '--structured-output', 'anthropic_tool', '--no-stream']),
+      run('subset', refusing, ['--base-url', untouched.baseUrl]),
     ]);
   }, 240_000);
 
   afterAll(async () => {
     await server?.close();
-    await strict?.close();
+    await untouched?.close();
   });
 
   it.each(['json', 'tool'])('%s: exit 0, verified, every wake\'s call answered and accepted, with usage, cache counts and the stop_reason kept', (name) => {
@@ -102,13 +110,19 @@ describe('npm run experiment -- --group C --model anthropic against the loopback
     }
   });
 
-  it('with the subset check on, today\'s full answer schema is refused before hour 0, quoting the API\'s 400 (until the dialect-subset branch lands)', () => {
+  it('the server\'s subset check, on for every request, refused none: what was sent keeps to the documented subset', () => {
+    expect(server.messages().length).toBeGreaterThan(2);
+    expect(server.refusedSchemas()).toEqual([]);
+  });
+
+  it('under a pre-registration that does not pre-register "strip", the start is refused before hour 0 by the subset check, naming the keywords; no request was sent and no folder is left', () => {
     const { result } = runs['subset']!;
     expect(result.code).not.toBe(0);
-    expect(`${result.stdout}\n${result.stderr}`).toMatch(/For '\w+' type, (property '\w+' is not supported|'additionalProperties' must be explicitly set to false)/);
+    expect(`${result.stdout}\n${result.stderr}`).toMatch(/anthropic_json/);
+    expect(`${result.stdout}\n${result.stderr}`).toMatch(/minLength|minimum|maxLength/);
+    expect(`${result.stdout}\n${result.stderr}`).toContain('schema_subset "strip"');
     expect(`${result.stdout}\n${result.stderr}`).not.toContain(KEY);
-    expect(result.stderr).toContain('the same in both its dialects');
-    // A refusal before hour 0 leaves no run folder behind.
+    expect(untouched.messages()).toEqual([]);
     expect(existsSync(runs['subset']!.dir)).toBe(false);
   });
 });

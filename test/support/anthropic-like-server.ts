@@ -68,6 +68,8 @@ export interface AnthropicLikeServer {
   readonly requests: RecordedRequest[];
   /** POST /v1/messages requests only. */
   messages(): RecordedRequest[];
+  /** The API's message for every request it refused (a 400 for a schema outside the subset, a wrong model, …), in order. */
+  refusedSchemas(): string[];
   /** Faults for the next POST /v1/messages requests, one each, in order. */
   script(...faults: AnthropicFault[]): void;
   setSchemaSubsetCheck(on: boolean): void;
@@ -155,6 +157,7 @@ export async function startAnthropicLikeServer(options: AnthropicLikeOptions): P
   const models = options.models ?? ['claude-loopback-1'];
   const requests: RecordedRequest[] = [];
   const faults: AnthropicFault[] = [];
+  const refused: string[] = [];
   let subsetCheck = options.schemaSubsetCheck ?? true;
   const cachedSystems = new Set<string>();
   const open = new Set<ServerResponse>();
@@ -171,6 +174,7 @@ export async function startAnthropicLikeServer(options: AnthropicLikeOptions): P
     const invalid = invalidRequest(body, models, subsetCheck);
     if (invalid !== null) {
       record(null);
+      refused.push(invalid.message);
       return apiError(res, invalid.status, invalid.type, invalid.message);
     }
     const fault = faults.shift() ?? null;
@@ -295,6 +299,7 @@ export async function startAnthropicLikeServer(options: AnthropicLikeOptions): P
     messages: () => requests.filter((r) => r.method === 'POST' && r.url === '/v1/messages'),
     script: (...more) => void faults.push(...more),
     setSchemaSubsetCheck: (on) => void (subsetCheck = on),
+    refusedSchemas: () => [...refused],
     close: async () => {
       for (const res of open) res.socket?.destroy();
       server.closeAllConnections();
