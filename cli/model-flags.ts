@@ -3,13 +3,15 @@
 // the same choice as a file (controller/model-config-file.ts); the flags keep working. For
 // `--model replay`, replaySettingsOf decides the settings a replay must share with its source.
 import path from 'node:path';
+import { assertNever } from '../foundation/assert-never.js';
 import type { Group } from '../controller/instance-runner.js';
 import { GROUP_CAPABILITIES } from '../design/manifest.js';
 import { ModelChoice, type ReplaySource } from '../design/model-choice.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../controller/model-config-file.js';
-import { STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { GEMINI_DIALECTS, GeminiDialect, STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { DEFAULT_GEMINI_BASE_URL } from '../runtime/protocol.js';
 import { UsageError } from './command-line.js';
 
 export const MODEL_OPTIONS = {
@@ -21,6 +23,7 @@ export const MODEL_OPTIONS = {
   'structured-output': { type: 'string' },
   'context-size': { type: 'string' },
   'no-stream': { type: 'boolean' },
+  'count-tokens': { type: 'boolean' },
   'no-kv-reuse': { type: 'boolean' },
   'model-file': { type: 'string' },
   threads: { type: 'string' },
@@ -38,10 +41,13 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      openai (--base-url URL --model-id ID [--api-key-env VAR, default OPENAI_API_KEY;
                      --api-key-env none for a local server] [--structured-output ${STRUCTURED_OUTPUT_DIALECTS.join('|')},
                      default json_schema; --json-mode = json_object] [--context-size N] [--no-stream]),
+                     gemini (--model-id M --api-key-env VAR [--base-url URL, default ${DEFAULT_GEMINI_BASE_URL}]
+                     [--structured-output ${GEMINI_DIALECTS.join('|')}] [--context-size N: when the Models API reports none]
+                     [--count-tokens: count each prompt with :countTokens] [--no-stream]: Google's Gemini API, natively),
                      local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}] [--no-kv-reuse]
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
-                     both with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
-                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
+                     all three with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
+                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai, gemini), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
                      [--parallel-slots N: calls the server takes at once (llama-server --parallel), default 1:
                      a study's block lets that many of its A, B, C calls run together],
                      replay (--replay-from RUN_DIR: serve that run's recorded model calls; group, seed,
@@ -65,7 +71,9 @@ function numberFlag(name: string, text: string | undefined, integer: boolean): n
 }
 
 const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots'] as const;
-const OPENAI_ONLY = ['base-url', 'api-key-env', 'structured-output', 'json-mode', 'no-stream'] as const;
+const SERVER_FLAGS = ['base-url', 'api-key-env', 'structured-output', 'no-stream'] as const;
+const OPENAI_ONLY = ['json-mode'] as const;
+const GEMINI_ONLY = ['count-tokens'] as const;
 const LOCAL_ONLY = ['model-file', 'threads', 'no-kv-reuse'] as const;
 
 function refuseFlags(values: ModelFlagValues, flags: readonly (keyof ModelFlagValues)[], why: string): void {
@@ -78,8 +86,22 @@ function checked(choice: unknown, what: string): ModelChoice {
   return parsed.data;
 }
 
-function apiKeyPresent(keyEnv: string | null, what: string): void {
-  if (keyEnv !== null && !process.env[keyEnv]) throw new ModelFlagError(`${what}: the environment variable ${keyEnv} holding the API key is not set (use --api-key-env none, or "api_key_env": null, for a server without a key)`);
+function apiKeyPresent(keyEnv: string | null, what: string, keyOptional = true): void {
+  if (keyEnv === null || process.env[keyEnv]) return;
+  const advice = keyOptional ? 'use --api-key-env none, or "api_key_env": null, for a server without a key' : 'set it to the API key, or name another variable that holds it with --api-key-env VAR';
+  throw new ModelFlagError(`${what}: the environment variable ${keyEnv} holding the API key is not set (${advice})`);
+}
+
+/** Whether a server of this choice may take calls without a key (the advice of a missing key says so only then). */
+function keyMayBeNone(choice: Extract<ModelChoice, { readonly api_key_env: unknown }>): boolean {
+  switch (choice.adapter) {
+    case 'openai':
+      return true;
+    case 'gemini':
+      return false;
+    default:
+      return assertNever(choice, 'model choice with a key');
+  }
 }
 
 export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
@@ -93,13 +115,15 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (error instanceof ModelConfigError) throw new ModelFlagError(error.message);
       throw error;
     }
-    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`);
+    if ('api_key_env' in choice) apiKeyPresent(choice.api_key_env, `--model-config ${values['model-config']}`, keyMayBeNone(choice));
     return choice;
   }
   const model = values.model ?? 'reference';
+  if (model !== 'openai' && model !== 'gemini') refuseFlags(values, SERVER_FLAGS, 'applies to --model openai or gemini only');
   if (model !== 'openai') refuseFlags(values, OPENAI_ONLY, 'applies to --model openai only');
+  if (model !== 'gemini') refuseFlags(values, GEMINI_ONLY, 'applies to --model gemini only');
   if (model !== 'local') refuseFlags(values, LOCAL_ONLY, 'applies to --model local only');
-  if (model !== 'openai' && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai or local only');
+  if (model !== 'openai' && model !== 'gemini' && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai, gemini or local only');
   if (model !== 'replay' && values['replay-from'] !== undefined) throw new ModelFlagError('--replay-from applies to --model replay only');
   const params = (): Record<string, number | null> => ({ temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) });
   const timeoutMs = (fallbackMs: number = DEFAULT_MODEL_TIMEOUT_MS): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? fallbackMs;
@@ -121,6 +145,19 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
         '--model openai',
       );
       apiKeyPresent(keyEnv === 'none' ? null : keyEnv, '--model openai');
+      return choice;
+    }
+    case 'gemini': {
+      if (!values['model-id'] || !values['api-key-env']) throw new ModelFlagError('--model gemini needs --model-id M (e.g. gemini-2.5-flash) and --api-key-env VAR (the environment variable holding the API key; the key itself is never written anywhere)');
+      if (values['api-key-env'] === 'none') throw new ModelFlagError('--model gemini: the Gemini API takes no call without a key; name the environment variable holding it with --api-key-env VAR');
+      const dialectText = values['structured-output'] ?? GEMINI_DIALECTS[0];
+      const dialect = GeminiDialect.safeParse(dialectText);
+      if (!dialect.success) throw new ModelFlagError(`--model gemini: --structured-output must be one of ${GEMINI_DIALECTS.join(', ')} (got ${JSON.stringify(dialectText)})`);
+      const choice = checked(
+        { adapter: 'gemini', base_url: values['base-url'] ?? DEFAULT_GEMINI_BASE_URL, model_id: values['model-id'], api_key_env: values['api-key-env'], params: params(), dialect: dialect.data, stream: !values['no-stream'], context_size: numberFlag('context-size', values['context-size'], true), timeout_ms: timeoutMs(), count_tokens: values['count-tokens'] === true, config_file: null, config_sha256: null, ...scheduling },
+        '--model gemini',
+      );
+      apiKeyPresent(values['api-key-env'], '--model gemini', false);
       return choice;
     }
     case 'local': {
@@ -147,7 +184,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (!values['replay-from']) throw new ModelFlagError('--model replay needs --replay-from RUN_DIR (a run whose model calls are served)');
       return { adapter: 'replay', from_run: path.resolve(values['replay-from']) };
     default:
-      throw new ModelFlagError(`--model must be reference, openai, local or replay (got ${JSON.stringify(model)})`);
+      throw new ModelFlagError(`--model must be reference, openai, gemini, local or replay (got ${JSON.stringify(model)})`);
   }
 }
 

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
-import { StructuredOutputDialect } from '../schema/model-call-policy.js';
-import { DEFAULT_LOCAL_KV_REUSE, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
+import { GeminiDialect, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { DEFAULT_GEMINI_BASE_URL, DEFAULT_LOCAL_KV_REUSE, GeminiModelConfig, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import { ParallelSlots, type ModelChoice } from '../design/model-choice.js';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
@@ -55,6 +55,21 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     context_size: ServerContextTokens.nullable().default(null),
     stream: z.boolean().default(true),
     /** How many calls the server takes at once (llama-server --parallel): that many members of a study's block may call together. */
+    parallel_slots: ParallelSlots.optional(),
+  }),
+  z.strictObject({
+    adapter: z.literal('gemini'),
+    base_url: ServerBaseUrl.default(DEFAULT_GEMINI_BASE_URL),
+    model_id: GeminiModelConfig.shape.model_id,
+    /** The environment variable holding the API key: required (the Gemini API takes no call without one). */
+    api_key_env: GeminiModelConfig.shape.api_key_env,
+    structured_output: GeminiDialect.default('gemini_json_schema'),
+    params: Params.default(NO_PARAMS),
+    timeout_ms: TimeoutMs,
+    context_size: ServerContextTokens.nullable().default(null),
+    stream: z.boolean().default(true),
+    /** Count each prompt with POST …:countTokens before its call; false: estimated, said so. */
+    count_tokens: z.boolean().default(false),
     parallel_slots: ParallelSlots.optional(),
   }),
   z.strictObject({
@@ -112,6 +127,8 @@ export function readModelConfigFile(file: string): ModelChoice {
       return { adapter: 'reference', ...provenance };
     case 'openai':
       return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+    case 'gemini':
+      return { adapter: 'gemini', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, count_tokens: c.count_tokens, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     case 'local': {
       const modelFile = path.resolve(path.dirname(absolute), c.model_file);
       return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };

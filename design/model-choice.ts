@@ -16,7 +16,7 @@ import { hashCanonical, HashString } from '../schema/hash.js';
 import { type TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
-import { LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
+import { GeminiModelConfig, LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
 import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded-model-calls.js';
 import type { ModelAdapterName } from '../runtime/model-adapter.js';
 import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -44,6 +44,8 @@ export const ModelChoice = z.discriminatedUnion('adapter', [
   /** The scripted reference policy; named by flags (no provenance) or by a model configuration file (issue 35: a dry run from a file, pinned like any). */
   z.strictObject({ adapter: z.literal('reference'), config_file: ConfigProvenance.config_file.optional(), config_sha256: ConfigProvenance.config_sha256.optional() }),
   OpenAiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
+  /** Google's Gemini API, natively (issue 36); its key named by api_key_env, never written. */
+  GeminiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   LocalModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   /** Serve the model calls recorded in another run's store; never calls out. */
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
@@ -207,6 +209,14 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy): 
       return {
         runtime: { ...runtime, retry },
         info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
+        protocol: MODEL_PROTOCOL,
+      };
+    }
+    case 'gemini': {
+      const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
+      return {
+        runtime: { ...runtime, retry },
+        info: { adapter: 'gemini', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
       };
     }

@@ -35,7 +35,7 @@ import { verifyDirectory } from '../writer/verify-store.js';
 import { unansweredWithin } from '../writer/client.js';
 import { LockablePreRegistration } from '../design/prereg.js';
 import { wakeUnansweredWithin } from '../runtime/spawn.js';
-import { answerNotWithin } from '../runtime/model-adapters/openai-chat-reply.js';
+import { answerNotWithin } from '../runtime/model-adapters/call-delivery.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
 import { stalledCallersTimeoutMs, tamperTargetOf } from './fault-plan.js';
 

@@ -13,8 +13,9 @@
 // `system_fingerprint`. Error events end the stream: llama.cpp writes `error: {…}` lines, vLLM
 // and OpenAI `data: {"error": {…}}`.
 //
-// This module never throws: every way a stream ends comes back as a `ChatStreamEnd`, with what
+// The SSE framing is sse-events.ts's. This module never throws: every way a stream ends comes back as a `ChatStreamEnd`, with what
 // arrived before it.
+import { readSseEvents } from './sse-events.js';
 
 export interface ChatStreamLimits {
   readonly maxBytes: number;
@@ -111,101 +112,9 @@ export function emptyChatStreamState(): ChatStreamState {
 
 /**
  * Reads the SSE body into `state` (mutated as events arrive, so a caller that gives up still
- * holds what arrived) until the stream ends one way or another.
+ * holds what arrived) until the stream ends one way or another (the framing: sse-events.ts).
  */
 export async function readChatStream(body: ReadableStream<Uint8Array>, limits: ChatStreamLimits, state: ChatStreamState = emptyChatStreamState()): Promise<{ readonly state: ChatStreamState; readonly end: ChatStreamEnd }> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder('utf-8', { fatal: true });
-  let buffer = '';
-  let data: string[] = [];
-  let eventName = '';
-  let errorLine = false;
-
-  const dispatch = (): ChatStreamEnd | null => {
-    if (data.length === 0) {
-      eventName = '';
-      return null;
-    }
-    const payload = data.join('\n');
-    const isError = errorLine || eventName === 'error';
-    data = [];
-    eventName = '';
-    errorLine = false;
-    return applyEvent(state, payload, isError, limits);
-  };
-
-  /** One line of the stream; returns an end when it ends the stream. */
-  const line = (raw: string): ChatStreamEnd | null => {
-    const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (text === '') return dispatch();
-    if (text.startsWith(':')) return null;
-    const colon = text.indexOf(':');
-    const field = colon === -1 ? text : text.slice(0, colon);
-    let value = colon === -1 ? '' : text.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data' || field === 'error') {
-      // A server that omits the blank line between events: a pending complete payload is
-      // dispatched before the next one starts, rather than joined into something unparseable.
-      if (data.length > 0 && isCompleteJson(data.join('\n'))) {
-        const end = dispatch();
-        if (end !== null) return end;
-      }
-      data.push(value);
-      if (field === 'error') errorLine = true;
-    } else if (field === 'event') {
-      eventName = value;
-    }
-    return null;
-  };
-
-  const finish = async (end: ChatStreamEnd): Promise<{ state: ChatStreamState; end: ChatStreamEnd }> => {
-    if (end.kind !== 'eof' && end.kind !== 'broken') await reader.cancel('stream read ended').catch(() => undefined);
-    return { state, end };
-  };
-
-  for (;;) {
-    let chunk: Awaited<ReturnType<typeof reader.read>>;
-    try {
-      chunk = await reader.read();
-    } catch (error) {
-      return finish({ kind: 'broken', error });
-    }
-    if (chunk.done) {
-      try {
-        buffer += decoder.decode();
-      } catch {
-        return finish({ kind: 'malformed', detail: 'the stream is not valid UTF-8' });
-      }
-      for (const rest of buffer.split('\n')) {
-        const end = line(rest);
-        if (end !== null) return finish(end);
-      }
-      const end = dispatch();
-      return finish(end ?? { kind: 'eof' });
-    }
-    state.bytes += chunk.value.length;
-    if (state.bytes > limits.maxBytes) return finish({ kind: 'over_limit', detail: `the stream exceeded ${limits.maxBytes} bytes; reading stopped there` });
-    try {
-      buffer += decoder.decode(chunk.value, { stream: true });
-    } catch {
-      return finish({ kind: 'malformed', detail: 'the stream is not valid UTF-8' });
-    }
-    let newline = buffer.indexOf('\n');
-    while (newline !== -1) {
-      const end = line(buffer.slice(0, newline));
-      buffer = buffer.slice(newline + 1);
-      if (end !== null) return finish(end);
-      newline = buffer.indexOf('\n');
-    }
-  }
-}
-
-function isCompleteJson(text: string): boolean {
-  if (text.trim() === '[DONE]') return true;
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
+  const end = await readSseEvents<ChatStreamEnd>(body, limits.maxBytes, state, (data, isError) => applyEvent(state, data, isError, limits));
+  return { state, end };
 }

@@ -42,7 +42,9 @@ import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema
 import type { ConstraintShownEarlier } from '../protocol.js';
 import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
-import { answerNotWithin, ChatCompletion, isJsonPrefix, notDelivered, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { ChatCompletion, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { answerNotWithin, notDelivered } from './call-delivery.js';
+import { isJsonPrefix } from './json-prefix.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measuredSpeedOf } from './measured-speed.js';
@@ -514,7 +516,7 @@ export class OpenAiAdapter implements ModelAdapter {
     const opened = await exchange.opened;
     if (opened.kind === 'timed_out') {
       // Not all of it reached a connection: no server can be working on it. No answer, like a refused connection: retried, no tokens.
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs));
+      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs));
       return answer(timeoutReply(null, 'no response headers had arrived'));
     }
     if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));

@@ -1,11 +1,9 @@
 // A chat completion's answer as the openai adapter reads it: the response schema, its usage,
 // what one attempt's reply can be (an answer, a refusal, a failure with what was delivered), and
-// the words a call that did not deliver in time is recorded with.
+// what arrived of a streamed one.
 import { z } from 'zod';
 import type { ChatStreamState } from './chat-stream.js';
-import { OPENAI_ADAPTER_LIMITS } from './openai-options.js';
 import { serverTimingsOf, type ServerTimings } from './server-timings.js';
-import type { NoAnswer } from './transport-retry.js';
 
 /** The part of a non-streamed chat completion this adapter reads; servers add fields, which are ignored. */
 export const ChatCompletion = z.object({
@@ -55,45 +53,4 @@ export interface ContextSize {
 export function timingsField(value: unknown): { readonly server_timings?: ServerTimings } {
   const timings = serverTimingsOf(value);
   return timings === null ? {} : { server_timings: timings };
-}
-
-/** Whether `text` is the start of some JSON value that was cut off (a constrained answer stopped at its cap), not prose. */
-export function isJsonPrefix(text: string): boolean {
-  const t = text.trim();
-  if (!t.startsWith('{')) return false;
-  // Balanced by appending what would close it: strings and containers only (a constrained decoder writes nothing else).
-  let inString = false;
-  let escaped = false;
-  const open: string[] = [];
-  for (const ch of t) {
-    if (inString) {
-      if (escaped) escaped = false;
-      else if (ch === '\\') escaped = true;
-      else if (ch === '"') inString = false;
-      continue;
-    }
-    if (ch === '"') inString = true;
-    else if (ch === '{' || ch === '[') open.push(ch === '{' ? '}' : ']');
-    else if (ch === '}' || ch === ']') {
-      if (open.pop() !== ch) return false;
-    }
-  }
-  return open.length > 0 || inString;
-}
-
-/**
- * A request that timed out before all of it reached a connection (issue 31 item 7): never
- * connected within the connect bound, or connected but not written out. No server can be working
- * on it, so it is no answer — retried under the policy like a refused connection, and recorded
- * with no tokens — not a `timeout`, which means the server may still be busy with it.
- */
-export function notDelivered(what: string, connected: boolean, timeoutMs: number): NoAnswer {
-  return connected
-    ? { kind: 'send_timeout', retryable: true, detail: `${what}: connected, but the request was not all written within ${timeoutMs} ms (the server did not read it): it never reached a server that could evaluate it` }
-    : { kind: 'connect_timeout', retryable: true, detail: `${what}: no connection within the connect bound (${Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs)} ms): the request never reached a server` };
-}
-
-/** The words of a call's timeout in its detail, with the timeout waited (the fault harness's stall_model invariant looks for them). */
-export function answerNotWithin(timeoutMs: number): string {
-  return `within timeoutMs ${timeoutMs}`;
 }

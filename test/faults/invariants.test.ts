@@ -16,7 +16,7 @@ import { hashText } from '../../schema/hash.js';
 import { RUN_FILES } from '../../schema/run-files.js';
 import { StoreReader } from '../../writer/store-reader.js';
 import { unansweredWithin } from '../../writer/client.js';
-import { answerNotWithin } from '../../runtime/model-adapters/openai-chat-reply.js';
+import { answerNotWithin } from '../../runtime/model-adapters/call-delivery.js';
 import { STALL_MODEL_CALL_TIMEOUT_MS } from '../../faults/fault-plan.js';
 import { SCENARIOS_DIR } from '../support/controller-run.js';
 import { finishedRun, type FinishedRun } from '../support/finished-run.js';
