@@ -16,6 +16,7 @@ import type { z } from 'zod';
 import type { ModelAnswered, ModelCallFailed } from '../../schema/events/model-output-events.js';
 import type { ModelAdapter, ModelAdapterDefinition, ModelAdapterName, ModelConfigs } from '../model-adapter.js';
 import type { RuntimeModelConfig } from '../protocol.js';
+import { GEMINI_ADAPTER } from './gemini-adapter.js';
 import { LOCAL_ADAPTER } from './local-adapter.js';
 import { OPENAI_ADAPTER } from './openai-adapter.js';
 import { REFERENCE_POLICY_ADAPTER } from './reference-policy.js';
@@ -28,6 +29,7 @@ export type AnyAdapterDefinition = AdapterList[ModelAdapterName];
 export const MODEL_ADAPTERS: AdapterList = {
   reference: REFERENCE_POLICY_ADAPTER,
   openai: OPENAI_ADAPTER,
+  gemini: GEMINI_ADAPTER,
   replay: REPLAY_ADAPTER,
   local: LOCAL_ADAPTER,
 };
