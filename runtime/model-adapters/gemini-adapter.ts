@@ -137,7 +137,7 @@ export class GeminiAdapter implements ModelAdapter {
     const model = looked.value;
     if (model.kind === 'timeout') return refuse(`the Gemini API does not answer: ${model.detail}`);
     if (model.kind === 'refused') {
-      if (model.status === 401 || model.status === 403) return refuse(`the Gemini API refused the key: ${model.detail}; set the environment variable the configuration names (api_key_env) to a valid API key, or name another with --api-key-env VAR`);
+      if (model.status === 401 || model.status === 403 || /API_KEY_INVALID|API key not valid/.test(model.detail)) return refuse(`the Gemini API refused the key: ${model.detail}; set the environment variable the configuration names (api_key_env) to a valid API key, or name another with --api-key-env VAR`);
       if (model.status === 404) return refuse(`the Gemini API serves no model ${JSON.stringify(this.model_id)}: ${model.detail}; give a model id GET /v1beta/models lists (without "models/"), with --model-id`);
       return refuse(`GET ${this.urls.model} did not show the model: ${model.detail}`);
     }
