@@ -36,6 +36,8 @@ export interface GeminiLikeOptions {
   readonly cachedTokens?: number;
   /** One per generate request, in order; past the list, `ok`. */
   readonly faults?: readonly GeminiFault[];
+  /** Decides a generate request's fault from its body (before `faults`; null: not this one). */
+  readonly faultFor?: (body: Record<string, unknown>) => GeminiFault | null;
   /** A schema using any of these keywords is answered 400 INVALID_ARGUMENT. */
   readonly refuseSchemaKeywords?: readonly string[];
   readonly answer?: (body: Record<string, unknown>) => string;
@@ -119,7 +121,7 @@ export async function startGeminiLikeServer(options: GeminiLikeOptions): Promise
   });
 
   const generate = async (req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>, streamed: boolean): Promise<void> => {
-    const fault = options.faults?.[generated] ?? 'ok';
+    const fault = options.faultFor?.(body) ?? options.faults?.[generated] ?? 'ok';
     generated += 1;
     requests[requests.length - 1] = { ...requests[requests.length - 1]!, fault };
     const config = (body['generationConfig'] ?? {}) as Record<string, unknown>;
