@@ -25,6 +25,7 @@ import type { GeminiDialect, TransportRetryPolicy } from '../../schema/model-cal
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TransportFailure } from '../model-adapter.js';
 import { estimateTokens } from '../prompt.js';
+import { redactKey } from './api-key-redaction.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
 import { answerNotWithin, notDelivered } from './call-delivery.js';
 import { GEMINI_ADAPTER_LIMITS, GeminiAdapterConfigError, GeminiAdapterOptions, geminiUrlsOf, type GeminiUrls } from './gemini-options.js';
@@ -35,12 +36,10 @@ import { GeminiModelsApi } from './gemini-models-api.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { isJsonPrefix } from './json-prefix.js';
 import { measuredSpeedOf } from './measured-speed.js';
-import { PROBE_MESSAGES } from './openai-adapter.js';
+import { PROBE_MESSAGES } from './probe-messages.js';
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { checkConstrainedAnswer } from './structured-output.js';
 import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
-
-const REDACTED = '[redacted API key]';
 
 /** The gemini adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */
 export const GEMINI_ADAPTER: ModelAdapterDefinition<'gemini'> = {
@@ -246,7 +245,7 @@ export class GeminiAdapter implements ModelAdapter {
   // -------------------------------------------------------------------------------------
 
   private redact(text: string): string {
-    return text.split(this.apiKey).join(REDACTED);
+    return redactKey(text, this.apiKey);
   }
 
   private redactNullable(text: string | null): string | null {

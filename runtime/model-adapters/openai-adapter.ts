@@ -40,6 +40,8 @@
 import { assertNever } from '../../foundation/assert-never.js';
 import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
 import type { ConstraintShownEarlier } from '../protocol.js';
+import { redactKey } from './api-key-redaction.js';
+import { PROBE_MESSAGES } from './probe-messages.js';
 import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
 import { ChatCompletion, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
@@ -57,14 +59,6 @@ import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type T
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
 import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
-
-const REDACTED = '[redacted API key]';
-
-/** What the preflight probe asks. The schema is NOT shown: only the constraint can make the answer valid, so a capable model cannot mask a server that ignores it. */
-export const PROBE_MESSAGES = {
-  system: 'You are checked before a study starts.',
-  user: 'Reply with one JSON object and nothing else.',
-} as const;
 
 /** The text the tokenizer probe counts (any non-empty text would do). */
 const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';
@@ -313,7 +307,7 @@ export class OpenAiAdapter implements ModelAdapter {
   }
 
   private redact(text: string): string {
-    return this.apiKey === null ? text : text.split(this.apiKey).join(REDACTED);
+    return redactKey(text, this.apiKey);
   }
 
   private redactFacts(facts: Readonly<Record<string, string | number | boolean | null>>): Record<string, string | number | boolean | null> {

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { EMPTY_ANSWER } from '../../faults/scripted-model-server.js';
 import { answerJsonSchema, specialisedAnswerSchema } from '../../runtime/answer-schema.js';
-import { OpenAiAdapter, PROBE_MESSAGES } from '../../runtime/model-adapters/openai-adapter.js';
+import { OpenAiAdapter } from '../../runtime/model-adapters/openai-adapter.js';
+import { PROBE_MESSAGES } from '../../runtime/model-adapters/probe-messages.js';
 import type { OpenAiAdapterOptions } from '../../runtime/model-adapters/openai-options.js';
 import type { ConstraintShownEarlier } from '../../runtime/protocol.js';
 import { checkConstrainedAnswer } from '../../runtime/model-adapters/structured-output.js';
