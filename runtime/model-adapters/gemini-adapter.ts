@@ -27,7 +27,7 @@ import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, t
 import { estimateTokens } from '../prompt.js';
 import { redactKey } from './api-key-redaction.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
-import { answerNotWithin, notDelivered } from './call-delivery.js';
+import { answerNotWithin, noAnswerDetail, openCall } from './call-delivery.js';
 import { GEMINI_ADAPTER_LIMITS, GeminiAdapterConfigError, GeminiAdapterOptions, geminiUrlsOf, type GeminiUrls } from './gemini-options.js';
 import { finishReasonOf, geminiUsageOf, REFUSAL_FINISH_REASONS, type GeminiReply } from './gemini-reply.js';
 import { geminiRequestBody } from './gemini-request.js';
@@ -35,11 +35,11 @@ import { applyGeminiChunk, emptyGeminiState, googleErrorText, readGeminiStream, 
 import { GeminiModelsApi } from './gemini-models-api.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { isJsonPrefix } from './json-prefix.js';
-import { measuredSpeedOf } from './measured-speed.js';
+import { measureWith } from './measured-speed.js';
 import { PROBE_MESSAGES } from './probe-messages.js';
 import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './prompt-fit.js';
 import { checkConstrainedAnswer } from './structured-output.js';
-import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
+import { RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** The gemini adapter as the house asks it (runtime/model-adapter.ts ModelAdapterDefinition; listed in adapter-list.ts). */
 export const GEMINI_ADAPTER: ModelAdapterDefinition<'gemini'> = {
@@ -213,33 +213,20 @@ export class GeminiAdapter implements ModelAdapter {
     return { ok: true, facts, lines: lines.map((l) => this.redact(l)) };
   }
 
-  /** Before hour 0, with the plan: each sample counted as a call counts it, then one timed call (the wall clock: Gemini reports no split of its work). */
+  /** Before hour 0, with the plan: each sample counted as a call counts it (:countTokens, else the estimate), then the timed calls (the wall clock: Gemini reports no split of its work). */
   async measure(samples: readonly PromptSample[], speedSampleOf: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement> {
     const sideMs = Math.min(timeoutMs, GEMINI_ADAPTER_LIMITS.sideRequestTimeoutMs);
-    const lines: string[] = [];
     await this.learnLimits(sideMs);
-    const context = this.contextOf();
-    const counts: ModelMeasurement['counts'][number][] = [];
-    for (const sample of samples) {
-      const count = await this.countPrompt(sample.system, sample.user, sideMs);
-      counts.push({ label: sample.label, tokens: count.tokens, source: count.source });
-      lines.push(`${sample.label} prompt: ${count.tokens} tokens (${count.source === 'estimate' ? 'estimated: ceil(chars / 4), count_tokens off or failing' : 'counted by :countTokens'}), answer cap ${sample.answerCap}`);
-    }
-    const speeds: ModelMeasurement['speeds'][number][] = [];
-    for (const sample of speedSampleOf(context, counts)) {
-      const tokens = (await this.countPrompt(sample.system, sample.user, sideMs)).tokens;
-      const outcome = await this.complete(sample.system, sample.user, answerSchema, sample.answerCap, timeoutMs, undefined);
-      const speed = measuredSpeedOf(outcome);
-      if (speed === null) {
-        const why = this.redact(outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage');
-        lines.push(`speed call (${sample.label}, ${tokens} prompt tokens): no measurement (${why})`);
-        speeds.push({ label: sample.label, prompt_tokens: tokens, speed: null, failure: why, timed_out: outcome.kind === 'failed' && outcome.failure === 'timeout' });
-        break;
-      }
-      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens and ${speed.generated_tokens} generated in ${speed.latency_ms} ms (wall clock: prompt and generation not told apart)`);
-      speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
-    }
-    return { context, counts, speeds, lines: lines.map((l) => this.redact(l)) };
+    return measureWith(
+      {
+        count: (system, user) => this.countPrompt(system, user, sideMs),
+        complete: (system, user, answerCap) => this.complete(system, user, answerSchema, answerCap, timeoutMs, undefined),
+        redact: (text) => this.redact(text),
+      },
+      samples,
+      speedSampleOf,
+      this.contextOf(),
+    );
   }
 
   // -------------------------------------------------------------------------------------
@@ -320,11 +307,7 @@ export class GeminiAdapter implements ModelAdapter {
     const url = this.stream ? this.urls.stream : this.urls.generate;
     const body = JSON.stringify(geminiRequestBody(system, user, this.dialect, answerSchema, this.params, maxTokens));
     const result = await withTransportRetry(this.retry, (n) => this.attempt(url, body, timeoutMs, n), onTransportFailure);
-    if (result.kind === 'no_answer') {
-      const kinds = result.failures.map((f) => f.kind).join(', ');
-      const why = result.attempts < this.retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${this.retry.max_attempts}, backoff_ms [${this.retry.backoff_ms.join(', ')}]) failed`;
-      return failed('transport', `no answer from POST ${url} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`, null, { ...nothingKnown, attempts: result.attempts });
-    }
+    if (result.kind === 'no_answer') return failed('transport', noAnswerDetail(`POST ${url}`, result, this.retry), null, { ...nothingKnown, attempts: result.attempts });
     const attempts = result.attempts;
     const reply = result.value;
     const factsOf = (state: GeminiReplyState | null) => {
@@ -394,14 +377,10 @@ export class GeminiAdapter implements ModelAdapter {
       state,
       detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request had reached the API, which may have evaluated (and billed) it; the request was aborted and its connection closed (a streamed call is cancelled so), and a timeout is not retried${state !== null && state.sawContent ? `; ${state.text.length} chars had arrived and are kept` : ''}`,
     });
-    const opened = await exchange.opened;
-    if (opened.kind === 'timed_out') {
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs, GEMINI_ADAPTER_LIMITS.sideRequestTimeoutMs));
-      return answer(timeoutReply(null, 'no response headers had arrived'));
-    }
-    if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
-    const response = opened.response;
-    const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
+    const opened = await openCall(exchange, what, timeoutMs, GEMINI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    if (opened.kind === 'no_answer') return noAnswer(opened.noAnswer);
+    if (opened.kind === 'timed_out') return answer(timeoutReply(null, 'no response headers had arrived'));
+    const { response, status } = opened;
 
     if (response.status < 200 || response.status > 299) {
       const read = await readBounded(response, this.maxResponseBytes);

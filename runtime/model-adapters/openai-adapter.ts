@@ -45,11 +45,11 @@ import { PROBE_MESSAGES } from './probe-messages.js';
 import { probeSkipReason } from './probe-skip.js';
 import { promptReuseOf } from './prompt-reuse.js';
 import { ChatCompletion, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
-import { answerNotWithin, notDelivered } from './call-delivery.js';
+import { answerNotWithin, noAnswerDetail, openCall } from './call-delivery.js';
 import { isJsonPrefix } from './json-prefix.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
-import { measuredSpeedOf } from './measured-speed.js';
+import { measureWith } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody, readBounded } from './bounded-http.js';
@@ -58,7 +58,7 @@ import { checkPromptFits, checkPromptNotTruncated, type PromptCount } from './pr
 import { ServerProbe, type ModelList, type ServedModel, type ServerProps, type TokenizerKind } from './server-probe.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
 import { checkConstrainedAnswer, structuredOutputFields } from './structured-output.js';
-import { classifyFetchError, RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
+import { RETRYABLE_STATUSES, withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
 
 /** The text the tokenizer probe counts (any non-empty text would do). */
 const TOKENIZER_PROBE_TEXT = 'Counting the tokens of this sentence checks the tokenizer.';
@@ -274,30 +274,17 @@ export class OpenAiAdapter implements ModelAdapter {
   async measure(samples: readonly PromptSample[], speedSampleOf: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     const sideMs = Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
-    const lines: string[] = [];
     const { context, reachable } = await this.learnContext(sideMs);
-    const counts: ModelMeasurement['counts'][number][] = [];
-    for (const sample of samples) {
-      const count = reachable ? await this.countPrompt(sample.system, sample.user, sideMs) : this.estimatePrompt(sample.system, sample.user);
-      counts.push({ label: sample.label, tokens: count.tokens, source: count.source });
-      lines.push(`${sample.label} prompt: ${count.tokens} tokens (${count.source === 'estimate' ? 'estimated: ceil(chars / 4), no tokenizer' : `counted by the ${count.source}`}), answer cap ${sample.answerCap}`);
-    }
-    const speeds: ModelMeasurement['speeds'][number][] = [];
-    for (const sample of speedSampleOf(context, counts)) {
-      const tokens = reachable ? (await this.countPrompt(sample.system, sample.user, sideMs)).tokens : this.estimatePrompt(sample.system, sample.user).tokens;
-      const outcome = await this.complete(sample.system, sample.user, answerSchema, sample.answerCap, timeoutMs, undefined);
-      const speed = measuredSpeedOf(outcome);
-      if (speed === null) {
-        const why = this.redact(outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage');
-        lines.push(`speed call (${sample.label}, ${tokens} prompt tokens): no measurement (${why})`);
-        speeds.push({ label: sample.label, prompt_tokens: tokens, speed: null, failure: why, timed_out: outcome.kind === 'failed' && outcome.failure === 'timeout' });
-        // A call that timed out says enough: a larger one would too.
-        break;
-      }
-      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens in ${Math.round(speed.prompt_ms)} ms, ${speed.generated_tokens} generated in ${Math.round(speed.generated_ms)} ms (${speed.source === 'wall' ? 'wall clock: prompt and generation not told apart' : "the server's own timings"}), ${speed.latency_ms} ms in all`);
-      speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
-    }
-    return { context, counts, speeds, lines: lines.map((l) => this.redact(l)) };
+    return measureWith(
+      {
+        count: (system, user) => (reachable ? this.countPrompt(system, user, sideMs) : Promise.resolve(this.estimatePrompt(system, user))),
+        complete: (system, user, answerCap) => this.complete(system, user, answerSchema, answerCap, timeoutMs, undefined),
+        redact: (text) => this.redact(text),
+      },
+      samples,
+      speedSampleOf,
+      context,
+    );
   }
 
   // -------------------------------------------------------------------------------------
@@ -421,11 +408,7 @@ export class OpenAiAdapter implements ModelAdapter {
 
     const body = JSON.stringify(this.requestBody(system, user, answerSchema, maxTokens));
     const result = await withTransportRetry(this.retry, (n) => this.attempt(body, timeoutMs, n), onTransportFailure);
-    if (result.kind === 'no_answer') {
-      const kinds = result.failures.map((f) => f.kind).join(', ');
-      const why = result.attempts < this.retry.max_attempts ? 'the failure is not transient, so it was not retried' : `every attempt of the retry policy (max_attempts ${this.retry.max_attempts}, backoff_ms [${this.retry.backoff_ms.join(', ')}]) failed`;
-      return failed('transport', `no answer from POST ${this.chatUrl} in ${result.attempts} attempt(s) (${kinds}): ${why}; last: ${result.last.detail}`, null, { ...nothingKnown, attempts: result.attempts });
-    }
+    if (result.kind === 'no_answer') return failed('transport', noAnswerDetail(`POST ${this.chatUrl}`, result, this.retry), null, { ...nothingKnown, attempts: result.attempts });
     const attempts = result.attempts;
     const reply = result.value;
 
@@ -507,15 +490,10 @@ export class OpenAiAdapter implements ModelAdapter {
       state,
       detail: `no complete answer from ${what} ${answerNotWithin(timeoutMs)} (attempt ${n}; ${stage}); the request had reached the server, which may have queued or evaluated it (its prompt is counted as spent, estimated where the server said nothing); the request was aborted, its connection closed before anything else was sent (a streaming server stops decoding it; llama.cpp b4748 still runs a request it had only queued), and a timeout is not retried${state !== null && state.sawContent ? `; ${state.content.length} chars had arrived and are kept` : ''}`,
     });
-    const opened = await exchange.opened;
-    if (opened.kind === 'timed_out') {
-      // Not all of it reached a connection: no server can be working on it. No answer, like a refused connection: retried, no tokens.
-      if (!exchange.delivered) return noAnswer(notDelivered(what, exchange.wasConnected, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs));
-      return answer(timeoutReply(null, 'no response headers had arrived'));
-    }
-    if (opened.kind === 'failed') return noAnswer(classifyFetchError(opened.error, `${what} failed before a response: ${describeError(opened.error)}`));
-    const response = opened.response;
-    const status = `HTTP ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`} from ${what}`;
+    const opened = await openCall(exchange, what, timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
+    if (opened.kind === 'no_answer') return noAnswer(opened.noAnswer);
+    if (opened.kind === 'timed_out') return answer(timeoutReply(null, 'no response headers had arrived'));
+    const { response, status } = opened;
 
     if (response.status < 200 || response.status > 299) {
       const read = await readBounded(response, this.maxResponseBytes);
