@@ -222,7 +222,7 @@ describe('modelChoiceOf: --model-config and the flags', () => {
     expect(flagRefusal({ threads: '2' }).message).toBe('--threads applies to --model local only');
     expect(flagRefusal({ model: 'openai', 'base-url': 'http://127.0.0.1:1/v1', 'model-id': 'm', 'api-key-env': 'none', threads: '2' }).message).toBe('--threads applies to --model local only');
     expect(flagRefusal({ model: 'reference', 'model-file': 'm.gguf' }).message).toBe('--model-file applies to --model local only');
-    expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'base-url': 'http://127.0.0.1:1/v1' }).message).toBe('--base-url applies to --model openai only');
+    expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'base-url': 'http://127.0.0.1:1/v1' }).message).toBe('--base-url applies to --model openai or gemini only');
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', threads: 'two' }).message).toContain('--threads must be a whole number');
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', threads: '0' }).message).toContain('threads');
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'context-size': '10' }).message).toContain('context_size');
