@@ -9,9 +9,9 @@ import { ModelChoice, type ReplaySource } from '../design/model-choice.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { DEFAULT_LOCAL_CONTEXT_TOKENS, DEFAULT_LOCAL_THREADS, DEFAULT_LOCAL_TIMEOUT_MS, DEFAULT_MODEL_TIMEOUT_MS, localModelIdOf, ModelConfigError, readModelConfigFile } from '../controller/model-config-file.js';
-import { ANTHROPIC_DIALECTS, AnthropicDialect, STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { ANTHROPIC_DIALECTS, AnthropicDialect, GEMINI_DIALECTS, GeminiDialect, STRUCTURED_OUTPUT_DIALECTS, StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { ModelPrices, PRICE_KINDS } from '../schema/model-prices.js';
-import { ANTHROPIC_BASE_URL } from '../runtime/protocol.js';
+import { ANTHROPIC_BASE_URL, DEFAULT_GEMINI_BASE_URL } from '../runtime/protocol.js';
 import { UsageError } from './command-line.js';
 
 export const MODEL_OPTIONS = {
@@ -46,10 +46,13 @@ export const MODEL_USAGE = `  --model M          reference (default: the determi
                      default ${ANTHROPIC_BASE_URL}] [--structured-output ${ANTHROPIC_DIALECTS.join('|')}, default anthropic_json]
                      [--context-size N: the input window when the Models API reports none] [--no-stream]
                      [--count-tokens: count each prompt with POST /v1/messages/count_tokens]; no --model-seed),
+                     gemini (--model-id M --api-key-env VAR [--base-url URL, default ${DEFAULT_GEMINI_BASE_URL}]
+                     [--structured-output ${GEMINI_DIALECTS.join('|')}] [--context-size N: when the Models API reports none]
+                     [--count-tokens: count each prompt with :countTokens] [--no-stream]: Google's Gemini API, natively),
                      local (--model-file F.gguf [--threads N, default ${DEFAULT_LOCAL_THREADS}] [--context-size N, default ${DEFAULT_LOCAL_CONTEXT_TOKENS}] [--no-kv-reuse]
                      [--model-id ID, default the file's name]; needs npm run setup:local-model once),
                      each with [--temperature T] [--top-p P] [--model-seed N] [--max-tokens N]
-                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai, anthropic), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
+                     [--model-timeout-ms MS, default ${DEFAULT_MODEL_TIMEOUT_MS} (openai, anthropic, gemini), ${DEFAULT_LOCAL_TIMEOUT_MS} (local)]
                      [--parallel-slots N: calls the server takes at once (llama-server --parallel), default 1:
                      a study's block lets that many of its A, B, C calls run together]
                      [--prices IN,OUT,CACHE_READ,CACHE_WRITE: US dollars per million tokens of each kind,
@@ -77,7 +80,8 @@ function numberFlag(name: string, text: string | undefined, integer: boolean): n
 const SAMPLING_FLAGS = ['temperature', 'top-p', 'model-seed', 'max-tokens', 'model-timeout-ms', 'context-size', 'model-id', 'parallel-slots', 'prices'] as const;
 const SERVER_FLAGS = ['base-url', 'api-key-env', 'structured-output', 'no-stream'] as const;
 const OPENAI_ONLY = ['json-mode'] as const;
-const ANTHROPIC_ONLY = ['count-tokens'] as const;
+/** The hosted APIs with a token-counting endpoint of their own (anthropic's count_tokens, gemini's :countTokens). */
+const COUNTING_ONLY = ['count-tokens'] as const;
 const LOCAL_ONLY = ['model-file', 'threads', 'no-kv-reuse'] as const;
 
 /** `--prices IN,OUT,CACHE_READ,CACHE_WRITE` (schema/model-prices.ts PRICE_KINDS, in that order); absent: not priced. */
@@ -127,11 +131,12 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
     return choice;
   }
   const model = values.model ?? 'reference';
-  if (model !== 'openai' && model !== 'anthropic') refuseFlags(values, SERVER_FLAGS, 'applies to --model openai or anthropic only');
+  const server = model === 'openai' || model === 'anthropic' || model === 'gemini';
+  if (!server) refuseFlags(values, SERVER_FLAGS, 'applies to --model openai, anthropic or gemini only');
   if (model !== 'openai') refuseFlags(values, OPENAI_ONLY, 'applies to --model openai only');
-  if (model !== 'anthropic') refuseFlags(values, ANTHROPIC_ONLY, 'applies to --model anthropic only');
+  if (model !== 'anthropic' && model !== 'gemini') refuseFlags(values, COUNTING_ONLY, 'applies to --model anthropic or gemini only');
   if (model !== 'local') refuseFlags(values, LOCAL_ONLY, 'applies to --model local only');
-  if (model !== 'openai' && model !== 'anthropic' && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai, anthropic or local only');
+  if (!server && model !== 'local') refuseFlags(values, SAMPLING_FLAGS, 'applies to --model openai, anthropic, gemini or local only');
   if (model !== 'replay' && values['replay-from'] !== undefined) throw new ModelFlagError('--replay-from applies to --model replay only');
   const params = (): Record<string, number | null> => ({ temperature: numberFlag('temperature', values.temperature, false), top_p: numberFlag('top-p', values['top-p'], false), seed: numberFlag('model-seed', values['model-seed'], true), max_tokens: numberFlag('max-tokens', values['max-tokens'], true) });
   const timeoutMs = (fallbackMs: number = DEFAULT_MODEL_TIMEOUT_MS): number => numberFlag('model-timeout-ms', values['model-timeout-ms'], true) ?? fallbackMs;
@@ -169,6 +174,19 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       apiKeyPresent(keyEnv, '--model anthropic', KEY_ADVICE.required);
       return choice;
     }
+    case 'gemini': {
+      if (!values['model-id'] || !values['api-key-env']) throw new ModelFlagError('--model gemini needs --model-id M (e.g. gemini-2.5-flash) and --api-key-env VAR (the environment variable holding the API key; the key itself is never written anywhere)');
+      if (values['api-key-env'] === 'none') throw new ModelFlagError('--model gemini: the Gemini API takes no call without a key; name the environment variable holding it with --api-key-env VAR');
+      const dialectText = values['structured-output'] ?? GEMINI_DIALECTS[0];
+      const dialect = GeminiDialect.safeParse(dialectText);
+      if (!dialect.success) throw new ModelFlagError(`--model gemini: --structured-output must be one of ${GEMINI_DIALECTS.join(', ')} (got ${JSON.stringify(dialectText)})`);
+      const choice = checked(
+        { adapter: 'gemini', base_url: values['base-url'] ?? DEFAULT_GEMINI_BASE_URL, model_id: values['model-id'], api_key_env: values['api-key-env'], params: params(), dialect: dialect.data, stream: !values['no-stream'], context_size: numberFlag('context-size', values['context-size'], true), timeout_ms: timeoutMs(), count_tokens: values['count-tokens'] === true, config_file: null, config_sha256: null, ...scheduling },
+        '--model gemini',
+      );
+      apiKeyPresent(values['api-key-env'], '--model gemini', KEY_ADVICE.required);
+      return choice;
+    }
     case 'local': {
       if (!values['model-file']) throw new ModelFlagError('--model local needs --model-file F.gguf (a GGUF model file the runtime loads with node-llama-cpp)');
       const modelFile = path.resolve(values['model-file']);
@@ -193,7 +211,7 @@ export function modelChoiceOf(values: ModelFlagValues): ModelChoice {
       if (!values['replay-from']) throw new ModelFlagError('--model replay needs --replay-from RUN_DIR (a run whose model calls are served)');
       return { adapter: 'replay', from_run: path.resolve(values['replay-from']) };
     default:
-      throw new ModelFlagError(`--model must be reference, openai, anthropic, local or replay (got ${JSON.stringify(model)})`);
+      throw new ModelFlagError(`--model must be reference, openai, anthropic, gemini, local or replay (got ${JSON.stringify(model)})`);
   }
 }
 

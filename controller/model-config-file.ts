@@ -10,9 +10,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
-import { AnthropicDialect, StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { AnthropicDialect, GeminiDialect, StructuredOutputDialect } from '../schema/model-call-policy.js';
 import { ModelPrices } from '../schema/model-prices.js';
-import { ANTHROPIC_BASE_URL, DEFAULT_LOCAL_KV_REUSE, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
+import { ANTHROPIC_BASE_URL, DEFAULT_GEMINI_BASE_URL, DEFAULT_LOCAL_KV_REUSE, GeminiModelConfig, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import { ParallelSlots, type ModelChoice } from '../design/model-choice.js';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
@@ -41,6 +41,20 @@ const Params = z.strictObject({
 const NO_PARAMS = { temperature: null, top_p: null, seed: null, max_tokens: null };
 const TimeoutMs = ModelTimeoutMs.default(DEFAULT_MODEL_TIMEOUT_MS);
 
+/** What a file says alike for the hosted APIs with a key always required (anthropic, gemini): their own keys beside these are the URL, the model id, the key's variable and the dialect. */
+const HOSTED_API_FIELDS = {
+  params: Params.default(NO_PARAMS),
+  timeout_ms: TimeoutMs,
+  /** The model's input window when the provider's Models API reports none. */
+  context_size: ServerContextTokens.nullable().default(null),
+  stream: z.boolean().default(true),
+  /** Count each prompt with the provider's token-counting endpoint (count_tokens, :countTokens) before its call; false: estimated, and marked so. */
+  count_tokens: z.boolean().default(false),
+  /** US dollars per million input, output, cache-read and cache-write tokens (schema/model-prices.ts); absent: not priced. */
+  prices: ModelPrices.optional(),
+  parallel_slots: ParallelSlots.optional(),
+};
+
 export const ModelConfigFile = z.discriminatedUnion('adapter', [
   /** The scripted reference policy (issue 35): a dry run of the apparatus from a file, the study's command line otherwise unchanged. */
   z.strictObject({ adapter: z.literal('reference') }),
@@ -67,15 +81,16 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     /** The environment variable holding the API key (the API always wants one). */
     api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).default('ANTHROPIC_API_KEY'),
     structured_output: AnthropicDialect.default('anthropic_json'),
-    params: Params.default(NO_PARAMS),
-    timeout_ms: TimeoutMs,
-    /** The model's input window when the Models API reports none (runtime/protocol.ts AnthropicModelConfig). */
-    context_size: ServerContextTokens.nullable().default(null),
-    stream: z.boolean().default(true),
-    /** Count each prompt with POST /v1/messages/count_tokens (else estimated, and marked so). */
-    count_tokens: z.boolean().default(false),
-    prices: ModelPrices.optional(),
-    parallel_slots: ParallelSlots.optional(),
+    ...HOSTED_API_FIELDS,
+  }),
+  z.strictObject({
+    adapter: z.literal('gemini'),
+    base_url: ServerBaseUrl.default(DEFAULT_GEMINI_BASE_URL),
+    model_id: GeminiModelConfig.shape.model_id,
+    /** The environment variable holding the API key: required (the Gemini API takes no call without one). */
+    api_key_env: GeminiModelConfig.shape.api_key_env,
+    structured_output: GeminiDialect.default('gemini_json_schema'),
+    ...HOSTED_API_FIELDS,
   }),
   z.strictObject({
     adapter: z.literal('local'),
@@ -136,6 +151,8 @@ export function readModelConfigFile(file: string): ModelChoice {
       return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...(c.prices === undefined ? {} : { prices: c.prices }), ...provenance };
     case 'anthropic':
       return { adapter: 'anthropic', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, count_tokens: c.count_tokens, ...(c.prices === undefined ? {} : { prices: c.prices }), ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+    case 'gemini':
+      return { adapter: 'gemini', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, count_tokens: c.count_tokens, ...(c.prices === undefined ? {} : { prices: c.prices }), ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
     case 'local': {
       const modelFile = path.resolve(path.dirname(absolute), c.model_file);
       return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...(c.prices === undefined ? {} : { prices: c.prices }), ...provenance };

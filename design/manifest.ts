@@ -81,7 +81,7 @@ export type Isolation = z.infer<typeof Isolation>;
  * `none`: the runtime calls no model — this build's observe-only runtime (the wake loop with
  * the model is issue 5), or an apparatus check that must not think. Never silently a model.
  */
-export const ModelAdapter = z.enum(['reference', 'openai', 'anthropic', 'local', 'replay', 'none']);
+export const ModelAdapter = z.enum(['reference', 'openai', 'anthropic', 'gemini', 'local', 'replay', 'none']);
 
 /** null = not set: the server's default applies (and is not known to us). */
 export const ModelParams = z.strictObject({
@@ -108,7 +108,7 @@ export const StructuredOutputInfo = z.strictObject({
 export type StructuredOutputInfo = z.infer<typeof StructuredOutputInfo>;
 
 /** Adapters that sample and are waited for: they have parameters, a call timeout and a structured-output dialect of their own. */
-const SAMPLING_ADAPTERS: ReadonlySet<string> = new Set(['openai', 'anthropic', 'local']);
+const SAMPLING_ADAPTERS: ReadonlySet<string> = new Set(['openai', 'anthropic', 'gemini', 'local']);
 
 export const ModelInfo = z.strictObject({
   adapter: ModelAdapter,
@@ -128,8 +128,8 @@ export const ModelInfo = z.strictObject({
   /** 1.5.0 (issue 36): the prices its calls are costed at (schema/model-prices.ts); null: not priced, and in manifests before. */
   prices: ModelPrices.nullable().default(null),
 })
-  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai, anthropic or local model', path: ['params'] })
-  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai, anthropic or local model', path: ['call_timeout_ms'] });
+  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.params !== null), { message: 'params are given exactly for an openai, anthropic, gemini or local model', path: ['params'] })
+  .refine((m) => SAMPLING_ADAPTERS.has(m.adapter) === (m.call_timeout_ms !== null), { message: 'call_timeout_ms is given exactly for an openai, anthropic, gemini or local model', path: ['call_timeout_ms'] });
 export type ModelInfo = z.infer<typeof ModelInfo>;
 
 /**

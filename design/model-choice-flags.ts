@@ -32,6 +32,12 @@ export function modelFlagsOf(choice: ModelChoice): string[] {
         '--model', 'anthropic', '--base-url', choice.base_url, '--model-id', choice.model_id, '--api-key-env', choice.api_key_env, '--structured-output', choice.dialect,
         ...givenFlag('--context-size', choice.context_size), ...(choice.stream ? [] : ['--no-stream']), ...(choice.count_tokens ? ['--count-tokens'] : []), ...samplingFlagsOf(choice),
       ];
+    case 'gemini':
+      if (choice.config_file !== null) return ['--model-config', choice.config_file];
+      return [
+        '--model', 'gemini', '--base-url', choice.base_url, '--model-id', choice.model_id, '--api-key-env', choice.api_key_env, '--structured-output', choice.dialect,
+        ...givenFlag('--context-size', choice.context_size), ...(choice.stream ? [] : ['--no-stream']), ...(choice.count_tokens ? ['--count-tokens'] : []), ...samplingFlagsOf(choice),
+      ];
     default:
       return assertNever(choice, 'model choice');
   }

@@ -17,7 +17,7 @@ import { STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubset
 import { subsetBeforeStart, type SubsetChoice } from '../runtime/schema-subsets/schema-to-send.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
-import { AnthropicModelConfig, LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
+import { AnthropicModelConfig, GeminiModelConfig, LocalModelConfig, OpenAiModelConfig, REFERENCE_POLICY_BUILD, REFERENCE_POLICY_MODEL_ID, type RuntimeModelConfig } from '../runtime/protocol.js';
 import { recordedCallsFromEvents, recordedProtocolOf } from '../runtime/recorded-model-calls.js';
 import type { ModelAdapterName } from '../runtime/model-adapter.js';
 import { adapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -46,6 +46,8 @@ export const ModelChoice = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference'), config_file: ConfigProvenance.config_file.optional(), config_sha256: ConfigProvenance.config_sha256.optional() }),
   OpenAiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   AnthropicModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
+  /** Google's Gemini API, natively (issue 36); its key named by api_key_env, never written. */
+  GeminiModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   LocalModelConfig.extend({ ...ConfigProvenance, ...Scheduling }),
   /** Serve the model calls recorded in another run's store; never calls out. */
   z.strictObject({ adapter: z.literal('replay'), from_run: z.string().min(1).max(4_096) }),
@@ -197,7 +199,8 @@ export interface ResolvedModel {
 
 /** The dialects a choice's model could be asked in: what a subset refusal may advise instead. */
 function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[] {
-  return choice.adapter === 'openai' ? STRUCTURED_OUTPUT_DIALECTS : [];
+  // A choice in one of OpenAI's dialects may switch to another of them (the openai adapter takes every one); the hosted APIs' own dialects are advised by their adapters.
+  return 'dialect' in choice && (STRUCTURED_OUTPUT_DIALECTS as readonly string[]).includes(choice.dialect) ? STRUCTURED_OUTPUT_DIALECTS : [];
 }
 
 /**
@@ -224,21 +227,14 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, s
         subsetLines,
         subsetChoice,
       };
-    case 'openai': {
+    // The adapters that call a server over HTTP: the same record, each under its own name and dialect.
+    case 'openai':
+    case 'anthropic':
+    case 'gemini': {
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime: { ...runtime, retry },
-        info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
-        protocol: MODEL_PROTOCOL,
-        subsetLines,
-        subsetChoice,
-      };
-    }
-    case 'anthropic': {
-      const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
-      return {
-        runtime: { ...runtime, retry },
-        info: { adapter: 'anthropic', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
+        info: { adapter: choice.adapter, model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
         subsetLines,
         subsetChoice,

@@ -1,3 +1,5 @@
+// Why one file: the pre-registration's schema, its hash and its lock are one contract — what is locked is exactly what the schema reads, and the reader checks the lock and parses from the same bytes (readLockedPrereg); apart, a change to one could pass unseen by the other.
+//
 // The pre-registration (DESIGN §8, spec §6.2, §8.2, §8.4) and its lock. The file fixes,
 // before any run, everything a result could be tuned by; `lock` signs the hash of its
 // content, and every run refuses a pre-registration that is unlocked or changed since.

@@ -1,3 +1,5 @@
+// Why one file: the start message's model configuration is one zod discriminated union checked at the process boundary; its variants (openai, anthropic, gemini, local, replay) are built from the bounds defined here, and a file of their own would import those bounds while this one imports the variants back (a cycle at load).
+//
 // Messages on the Node IPC channel between the experiment controller (parent) and a
 // ds-runtime process (child), DESIGN §2 and §6. Every message is validated with zod on
 // receipt, on both sides.
@@ -15,7 +17,7 @@ import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { Identifier } from '../schema/event-definition.js';
 import { Budget, CheckpointRecorded } from '../schema/events/experiment-events.js';
 import { PromptReuse } from '../schema/events/model-output-events.js';
-import { AnswerSchemaDialect, AnthropicDialect, SchemaSubsetPolicy, StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { AnswerSchemaDialect, AnthropicDialect, GeminiDialect, SchemaSubsetPolicy, StructuredOutputDialect, TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { ModelProtocol } from './model-protocol.js';
 import { DEFAULT_FRAMING, PromptFraming } from './prompt-framing.js';
 import { WriterRequestTimeoutMs } from '../writer/protocol.js';
@@ -160,6 +162,29 @@ export const AnthropicModelConfig = z.strictObject({
 });
 export type AnthropicModelConfig = z.infer<typeof AnthropicModelConfig>;
 
+/** Google's Gemini API, spoken natively (issue 36, docs/model-protocol.md "gemini"): generateContent on {base_url}/v1beta/models/{model_id}, the key in x-goog-api-key. */
+export const DEFAULT_GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
+export const GeminiModelConfig = z.strictObject({
+  adapter: z.literal('gemini'),
+  base_url: ServerBaseUrl,
+  /** The model's name without `models/`, e.g. gemini-2.5-flash. */
+  model_id: z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: 'a Gemini model id is its name without "models/" (letters, digits, dots, dashes, underscores)' }),
+  /** The environment variable holding the API key: required, the API takes no call without one. */
+  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/),
+  params: ModelParamsSchema,
+  dialect: GeminiDialect,
+  /** Stream with :streamGenerateContent?alt=sse (closing the connection cancels the call). */
+  stream: z.boolean(),
+  /** The model's input token limit when the Models API does not report one; null: the Models API's inputTokenLimit is used. */
+  context_size: ServerContextTokens.nullable(),
+  timeout_ms: TimeoutMs,
+  /** Count each prompt with POST …:countTokens before its call (a request of its own); false: estimated, and marked so. */
+  count_tokens: z.boolean(),
+  /** What its calls cost (issue 36); absent: not priced. */
+  prices: ModelPrices.optional(),
+});
+export type GeminiModelConfig = z.infer<typeof GeminiModelConfig>;
+
 /** llama.cpp seeds with an unsigned 32-bit integer. */
 const LocalParamsSchema = ModelParamsSchema.extend({ seed: z.number().int().min(0).max(0xffff_ffff).nullable() });
 
@@ -186,6 +211,7 @@ export const RuntimeModelConfig = z.discriminatedUnion('adapter', [
   z.strictObject({ adapter: z.literal('reference') }),
   OpenAiModelConfig.extend({ retry: TransportRetryPolicy }),
   AnthropicModelConfig.extend({ retry: TransportRetryPolicy }),
+  GeminiModelConfig.extend({ retry: TransportRetryPolicy }),
   LocalModelConfig,
   z.strictObject({ adapter: z.literal('replay'), source_model_id: z.string().min(1).max(200), calls: z.array(RecordedModelCall).max(10_000) }),
 ]);

@@ -17,6 +17,7 @@ import type { ModelAnswered, ModelCallFailed } from '../../schema/events/model-o
 import type { ModelAdapter, ModelAdapterDefinition, ModelAdapterName, ModelConfigs } from '../model-adapter.js';
 import type { RuntimeModelConfig } from '../protocol.js';
 import { ANTHROPIC_ADAPTER } from './anthropic-adapter.js';
+import { GEMINI_ADAPTER } from './gemini-adapter.js';
 import { LOCAL_ADAPTER } from './local-adapter.js';
 import { OPENAI_ADAPTER } from './openai-adapter.js';
 import { REFERENCE_POLICY_ADAPTER } from './reference-policy.js';
@@ -30,6 +31,7 @@ export const MODEL_ADAPTERS: AdapterList = {
   reference: REFERENCE_POLICY_ADAPTER,
   openai: OPENAI_ADAPTER,
   anthropic: ANTHROPIC_ADAPTER,
+  gemini: GEMINI_ADAPTER,
   replay: REPLAY_ADAPTER,
   local: LOCAL_ADAPTER,
 };

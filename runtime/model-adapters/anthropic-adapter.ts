@@ -39,7 +39,7 @@ import { describeError, quoteBody } from './bounded-http.js';
 import { answerNotWithin } from './call-delivery.js';
 import { errorStatusOf, noAnswerDetail, openAttempt, readWholeBody } from './http-attempt.js';
 import { ExchangeGate, type HttpExchange } from './http-exchange.js';
-import { measuredSpeedOf } from './measured-speed.js';
+import { measureWith } from './measured-speed.js';
 import { checkPromptFits, type PromptCount } from './prompt-fit.js';
 import { checkConstrainedAnswer, PROBE_MESSAGES } from './structured-output.js';
 import { withTransportRetry, type AttemptResult, type NoAnswer } from './transport-retry.js';
@@ -187,29 +187,19 @@ export class AnthropicAdapter implements ModelAdapter {
   async measure(samples: readonly PromptSample[], speedSampleOf: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new AnthropicAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     const sideMs = Math.min(timeoutMs, ANTHROPIC_ADAPTER_LIMITS.sideRequestTimeoutMs);
-    const lines: string[] = [];
     const context = this.context ?? (this.configuredContextSize === null ? null : { size: this.configuredContextSize, source: 'configured context_size' });
-    const counts: ModelMeasurement['counts'][number][] = [];
-    for (const sample of samples) {
-      const count = await this.countPrompt(sample.system, sample.user, answerSchema, sideMs);
-      counts.push({ label: sample.label, tokens: count.tokens, source: count.source });
-      lines.push(`${sample.label} prompt: ${count.tokens} tokens (${count.source === 'estimate' ? 'estimated: ceil(chars / 4)' : 'counted by POST /v1/messages/count_tokens'}), answer cap ${sample.answerCap}`);
-    }
-    const speeds: ModelMeasurement['speeds'][number][] = [];
-    for (const sample of speedSampleOf(context, counts)) {
-      const outcome = await this.complete(sample.system, sample.user, answerSchema, sample.answerCap, timeoutMs, undefined);
-      const tokens = outcome.prompt_tokens_counted ?? 0;
-      const speed = measuredSpeedOf(outcome);
-      if (speed === null) {
-        const why = this.redactor.redact(outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage');
-        lines.push(`speed call (${sample.label}, ${tokens} prompt tokens): no measurement (${why})`);
-        speeds.push({ label: sample.label, prompt_tokens: tokens, speed: null, failure: why, timed_out: outcome.kind === 'failed' && outcome.failure === 'timeout' });
-        break;
-      }
-      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens and ${speed.generated_tokens} generated in ${speed.latency_ms} ms (wall clock: prompt and generation not told apart)`);
-      speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
-    }
-    return { context, counts, speeds, lines: lines.map((l) => this.redactor.redact(l)) };
+    return measureWith(
+      {
+        count: (system, user) => this.countPrompt(system, user, answerSchema, sideMs),
+        complete: (system, user, answerCap) => this.complete(system, user, answerSchema, answerCap, timeoutMs, undefined),
+        redact: (text) => this.redactor.redact(text),
+        // The call counted its own prompt (count_tokens is a request of its own): not counted twice.
+        speedPromptTokens: (outcome) => outcome.prompt_tokens_counted ?? 0,
+      },
+      samples,
+      speedSampleOf,
+      context,
+    );
   }
 
   // -------------------------------------------------------------------------------------

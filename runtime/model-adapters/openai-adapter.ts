@@ -42,13 +42,14 @@ import type { StructuredOutputDialect, TransportRetryPolicy } from '../../schema
 import type { ConstraintShownEarlier } from '../protocol.js';
 import { probeSkipReason } from './probe-skip.js';
 import { cachedTokensOf, promptReuseOf } from './prompt-reuse.js';
-import { ChatCompletion, isJsonPrefix, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { ChatCompletion, timingsField, Usage, type ChatReply, type ContextSize } from './openai-chat-reply.js';
+import { isJsonPrefix } from './json-prefix.js';
 import { answerNotWithin } from './call-delivery.js';
 import { errorStatusOf, noAnswerDetail, openAttempt, readWholeBody } from './http-attempt.js';
 import { ApiKeyRedactor } from './api-key-redaction.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
-import { measuredSpeedOf } from './measured-speed.js';
+import { measureWith } from './measured-speed.js';
 import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody } from './bounded-http.js';
@@ -275,30 +276,17 @@ export class OpenAiAdapter implements ModelAdapter {
   async measure(samples: readonly PromptSample[], speedSampleOf: SpeedSampleOf, answerSchema: Readonly<Record<string, unknown>>, timeoutMs: number): Promise<ModelMeasurement> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     const sideMs = Math.min(timeoutMs, OPENAI_ADAPTER_LIMITS.sideRequestTimeoutMs);
-    const lines: string[] = [];
     const { context, reachable } = await this.learnContext(sideMs);
-    const counts: ModelMeasurement['counts'][number][] = [];
-    for (const sample of samples) {
-      const count = reachable ? await this.countPrompt(sample.system, sample.user, sideMs) : this.estimatePrompt(sample.system, sample.user);
-      counts.push({ label: sample.label, tokens: count.tokens, source: count.source });
-      lines.push(`${sample.label} prompt: ${count.tokens} tokens (${count.source === 'estimate' ? 'estimated: ceil(chars / 4), no tokenizer' : `counted by the ${count.source}`}), answer cap ${sample.answerCap}`);
-    }
-    const speeds: ModelMeasurement['speeds'][number][] = [];
-    for (const sample of speedSampleOf(context, counts)) {
-      const tokens = reachable ? (await this.countPrompt(sample.system, sample.user, sideMs)).tokens : this.estimatePrompt(sample.system, sample.user).tokens;
-      const outcome = await this.complete(sample.system, sample.user, answerSchema, sample.answerCap, timeoutMs, undefined);
-      const speed = measuredSpeedOf(outcome);
-      if (speed === null) {
-        const why = this.redact(outcome.kind === 'failed' ? `${outcome.failure}: ${outcome.detail}` : 'the answer carried no usage');
-        lines.push(`speed call (${sample.label}, ${tokens} prompt tokens): no measurement (${why})`);
-        speeds.push({ label: sample.label, prompt_tokens: tokens, speed: null, failure: why, timed_out: outcome.kind === 'failed' && outcome.failure === 'timeout' });
-        // A call that timed out says enough: a larger one would too.
-        break;
-      }
-      lines.push(`speed call (${sample.label}): ${speed.prompt_tokens} prompt tokens in ${Math.round(speed.prompt_ms)} ms, ${speed.generated_tokens} generated in ${Math.round(speed.generated_ms)} ms (${speed.source === 'wall' ? 'wall clock: prompt and generation not told apart' : "the server's own timings"}), ${speed.latency_ms} ms in all`);
-      speeds.push({ label: sample.label, prompt_tokens: tokens, speed, failure: null, timed_out: false });
-    }
-    return { context, counts, speeds, lines: lines.map((l) => this.redact(l)) };
+    return measureWith(
+      {
+        count: (system, user) => (reachable ? this.countPrompt(system, user, sideMs) : Promise.resolve(this.estimatePrompt(system, user))),
+        complete: (system, user, answerCap) => this.complete(system, user, answerSchema, answerCap, timeoutMs, undefined),
+        redact: (text) => this.redact(text),
+      },
+      samples,
+      speedSampleOf,
+      context,
+    );
   }
 
   // -------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ export function sharedModelOf(model: ModelChoice): string | null {
       return `the model server ${model.base_url} (${model.model_id})`;
     case 'anthropic':
       return `Anthropic's Messages API at ${model.base_url} (${model.model_id})`;
+    case 'gemini':
+      // One API key's rate limit (429 RESOURCE_EXHAUSTED) is a load the members share.
+      return `the Gemini API at ${model.base_url} (${model.model_id}, the key in ${model.api_key_env})`;
     case 'local':
       return `the local model ${model.model_file}, evaluated on the task's node`;
     case 'reference':

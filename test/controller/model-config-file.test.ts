@@ -226,7 +226,7 @@ describe('modelChoiceOf: --model-config and the flags', () => {
     expect(flagRefusal({ threads: '2' }).message).toBe('--threads applies to --model local only');
     expect(flagRefusal({ model: 'openai', 'base-url': 'http://127.0.0.1:1/v1', 'model-id': 'm', 'api-key-env': 'none', threads: '2' }).message).toBe('--threads applies to --model local only');
     expect(flagRefusal({ model: 'reference', 'model-file': 'm.gguf' }).message).toBe('--model-file applies to --model local only');
-    expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'base-url': 'http://127.0.0.1:1/v1' }).message).toBe('--base-url applies to --model openai or anthropic only');
+    expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'base-url': 'http://127.0.0.1:1/v1' }).message).toBe('--base-url applies to --model openai, anthropic or gemini only');
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', threads: 'two' }).message).toContain('--threads must be a whole number');
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', threads: '0' }).message).toContain('threads');
     expect(flagRefusal({ model: 'local', 'model-file': 'm.gguf', 'context-size': '10' }).message).toContain('context_size');
@@ -269,7 +269,7 @@ describe('prices (issue 36 item 4): in the file, as --prices, and back', () => {
     expect(flagRefusal({ ...base, prices: '3,15' }).message).toContain('--prices takes 4 numbers, US dollars per million input, output, cache_read, cache_write tokens, e.g. --prices 3,15,0.3,3.75');
     expect(flagRefusal({ ...base, prices: '3,x,1,1' }).message).toContain('--prices takes 4 numbers');
     expect(flagRefusal({ ...base, prices: '3,15,-1,1' }).message).toContain('cache_read');
-    expect(flagRefusal({ model: 'reference', prices: '1,1,1,1' }).message).toBe('--prices applies to --model openai or local only');
+    expect(flagRefusal({ model: 'reference', prices: '1,1,1,1' }).message).toBe('--prices applies to --model openai, anthropic, gemini or local only');
   });
 });
 

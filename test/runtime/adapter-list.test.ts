@@ -27,12 +27,15 @@ const RETRY = { max_attempts: 1, backoff_ms: [] };
 /** The anthropic adapter reads its key from the environment when it is made; a key of the test's own. */
 const ANTHROPIC_KEY_ENV = 'DS_TEST_ADAPTER_LIST_ANTHROPIC_KEY';
 process.env[ANTHROPIC_KEY_ENV] = 'sk-ant-test-adapter-list';
+/** The gemini sample's key, in the variable its configuration names (the adapter reads it when made). */
+process.env['DS_ADAPTER_LIST_GEMINI_KEY'] = 'sample-gemini-key';
 
 /** One start configuration per adapter of the list (a new adapter needs one here: the type demands it). */
 const SAMPLES: { readonly [N in ModelAdapterName]: ModelConfigs[N] } = {
   reference: { adapter: 'reference' },
   openai: { adapter: 'openai', base_url: 'http://127.0.0.1:9/v1', model_id: 'served-model', api_key_env: null, params: NO_PARAMS, dialect: 'json_schema', stream: false, context_size: null, timeout_ms: 4_321, retry: RETRY },
   anthropic: { adapter: 'anthropic', base_url: 'http://127.0.0.1:9', model_id: 'claude-test', api_key_env: ANTHROPIC_KEY_ENV, params: NO_PARAMS, dialect: 'anthropic_json', stream: true, context_size: null, timeout_ms: 5_432, count_tokens: false, retry: RETRY },
+  gemini: { adapter: 'gemini', base_url: 'http://127.0.0.1:9', model_id: 'gemini-sample', api_key_env: 'DS_ADAPTER_LIST_GEMINI_KEY', params: NO_PARAMS, dialect: 'gemini_json_schema', stream: true, context_size: null, timeout_ms: 5_432, count_tokens: false, retry: RETRY },
   replay: { adapter: 'replay', source_model_id: 'recorded-model', calls: [] },
   local: { adapter: 'local', model_file: MODEL_FILE, model_id: 'stories260K', params: { ...NO_PARAMS, seed: 7 }, threads: 1, context_size: 2_048, timeout_ms: 8_765, kv_reuse: true },
 };

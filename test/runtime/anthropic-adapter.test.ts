@@ -150,7 +150,7 @@ describe('the command line and its inverse', () => {
   test('refuses --model anthropic without a key variable, and --count-tokens for another model', () => {
     expect(() => modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'none' })).toThrow('--model anthropic needs an API key');
     expect(() => modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'DS_TEST_SURELY_UNSET_ANTHROPIC_KEY' })).toThrow('set it, or name the variable that holds the key with --api-key-env VAR');
-    expect(() => modelChoiceOf({ model: 'openai', 'base-url': 'http://127.0.0.1:9/v1', 'model-id': 'm', 'api-key-env': 'none', 'count-tokens': true })).toThrow('--count-tokens applies to --model anthropic only');
+    expect(() => modelChoiceOf({ model: 'openai', 'base-url': 'http://127.0.0.1:9/v1', 'model-id': 'm', 'api-key-env': 'none', 'count-tokens': true })).toThrow('--count-tokens applies to --model anthropic or gemini only');
     expect(() => modelChoiceOf({ model: 'anthropic', 'model-id': MODEL, 'api-key-env': 'DS_TEST_ANTHROPIC_FLAG_KEY', 'structured-output': 'json_schema' })).toThrow('must be one of anthropic_json, anthropic_tool');
   });
 });

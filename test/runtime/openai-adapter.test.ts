@@ -198,6 +198,7 @@ describe('honest records: streamed and plain answers', () => {
       attempts: 1,
       // The server reported no cache (no cached_tokens, no timings): nobody said, so null.
       prompt_reuse: null,
+      cache_read_tokens: null,
     });
     // The first call learns the context (llama.cpp's /props) and finds the tokenizer (counting the system message), then counts the user message.
     expect(route(server)).toEqual(['GET /props', 'POST /tokenize', 'POST /tokenize', `POST ${CHAT}`]);
