@@ -25,6 +25,7 @@ import { WRITER_LIMITS } from '../writer/protocol.js';
 import { RuntimeWakeError } from '../runtime/spawn.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { eventIs, eventIsOneOf } from '../schema/typed-event.js';
+import { callWasMade } from '../schema/events/model-output-events.js';
 import { describeFailures, failureKindOf, NO_ANSWER_KINDS, noFailures } from '../schema/usable-data.js';
 import { checkpointDraft, deliveredDraft, interventionDrafts, ledgerDraft, wakeEndedDraft, wakeStartedDraft } from './controller-events.js';
 import type { CrashDrills } from './crash-drills.js';
@@ -273,7 +274,7 @@ type ModelCallTally = { readonly made: number } & Readonly<Record<NoAnswerKind, 
 
 function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): ModelCallTally {
   const ofWake = events.filter((e) => e.correlation_id === wakeId);
-  const calls = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered') || (eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted'));
+  const calls = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered') || (eventIs(e, 'ModelOutputEvent.ModelCallFailed') && callWasMade(e.payload.failure)));
   // The kinds as the usable-data tally names them (schema/usable-data.ts), so the pause line and the summary count alike.
   const ofKind = (kind: NoAnswerKind): number => calls.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && failureKindOf(e.payload.failure) === kind).length;
   return { made: calls.length, transport: ofKind('transport'), stream_broken: ofKind('stream_broken') };
@@ -287,7 +288,7 @@ function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): Mod
 export function outcomeWordOf(events: readonly EventEnvelope[], wakeId: string, outcome: WakeOutcome): string {
   const ofWake = events.filter((e) => e.correlation_id === wakeId);
   const answered = ofWake.some((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered'));
-  const failed = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted');
+  const failed = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && callWasMade(e.payload.failure));
   const lastCut = failed.at(-1)?.payload['failure'] === 'length';
   return outcome === 'completed' && !answered && lastCut ? 'cut off (its answer reached the token cap; recorded completed, as planned)' : outcome;
 }

@@ -70,6 +70,8 @@ const KIND_OF_FAILURE: Readonly<Record<ModelCallFailure, FailureKind | null>> = 
   http_error: 'other',
   refusal: 'other',
   budget_exhausted: null,
+  // Held back by the pre-registered cost cap before it was sent: not a call, like a wake that granted none; the instance stops there (a recorded stop, docs/oracle.md).
+  cost_cap: null,
 };
 
 const Count = z.number().int().min(0);
@@ -240,7 +242,7 @@ export function judgeUsableData(events: readonly ModelCallEventLike[], minAccept
   const substantiveOk = substantive === null || (substantiveShare !== null && minAcceptedShare !== null && substantiveShare >= minAcceptedShare);
   const usable = share !== null && minAcceptedShare !== null && share >= minAcceptedShare && substantiveOk;
 
-  const notMadeText = notMade === 0 ? '' : `; ${notMade} wake(s) granted no call (budget_exhausted, not counted as calls)`;
+  const notMadeText = notMade === 0 ? '' : `; ${notMade} wake(s) made no call (budget_exhausted: none granted; cost_cap: held back by the cost cap; not counted as calls)`;
   const named = [...unknown.entries()].slice(0, MAX_NAMED_UNKNOWN).map(([label, n]) => `${n}× ${label}`);
   const unknownText = unrecognised === 0 ? '' : `; ${unrecognised} failure(s) of a kind this build does not know, counted as other: ${named.join(', ')}${unknown.size > MAX_NAMED_UNKNOWN ? `, +${unknown.size - MAX_NAMED_UNKNOWN} more kind(s)` : ''}`;
   let reason: string;

@@ -56,6 +56,7 @@ describe('judgeUsableData: k accepted of n calls made, the rest by kind', () => 
     http_error: 'other',
     refusal: 'other',
     budget_exhausted: null,
+    cost_cap: null,
   };
   it.each(MODEL_CALL_FAILURES.map((f) => [f, KIND[f]] as const))('%s is counted as %s', (failure, kind) => {
     const u = judgeUsableData([...times(9, answered), failed(failure), ...NOISE], MIN);
