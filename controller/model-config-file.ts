@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { TypedErrorOf } from '../foundation/typed-error.js';
 import { StructuredOutputDialect } from '../schema/model-call-policy.js';
+import { ModelPrices } from '../schema/model-prices.js';
 import { DEFAULT_LOCAL_KV_REUSE, LocalContextTokens, ModelTimeoutMs, ServerBaseUrl, ServerContextTokens } from '../runtime/protocol.js';
 import { ParallelSlots, type ModelChoice } from '../design/model-choice.js';
 
@@ -56,6 +57,8 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     stream: z.boolean().default(true),
     /** How many calls the server takes at once (llama-server --parallel): that many members of a study's block may call together. */
     parallel_slots: ParallelSlots.optional(),
+    /** What its calls cost, US dollars per million tokens (schema/model-prices.ts); needed for a pre-registered cost cap. */
+    prices: ModelPrices.optional(),
   }),
   z.strictObject({
     adapter: z.literal('local'),
@@ -70,11 +73,13 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
     kv_reuse: z.boolean().default(DEFAULT_LOCAL_KV_REUSE),
     /** How many members of a study's block may evaluate their model at once on this machine. */
     parallel_slots: ParallelSlots.optional(),
+    /** What its calls cost (e.g. the machine's hour spread over its tokens); needed for a pre-registered cost cap. */
+    prices: ModelPrices.optional(),
   }),
 ]);
 export type ModelConfigFile = z.infer<typeof ModelConfigFile>;
 
-const PRE_REGISTERED_KEYS = ['retry', 'transport_retry', 'pause', 'pause_after_consecutive_transport_failures', 'max_attempts', 'backoff_ms'];
+const PRE_REGISTERED_KEYS = ['retry', 'transport_retry', 'pause', 'pause_after_consecutive_transport_failures', 'max_attempts', 'backoff_ms', 'cost_cap', 'cost_cap_usd_per_instance'];
 
 /** The name a local model goes by when none is given: its file's name without `.gguf`. */
 export function localModelIdOf(modelFile: string): string {
@@ -100,7 +105,7 @@ export function readModelConfigFile(file: string): ModelChoice {
   }
   if (json !== null && typeof json === 'object') {
     const preRegistered = Object.keys(json).filter((k) => PRE_REGISTERED_KEYS.includes(k));
-    if (preRegistered.length > 0) throw new ModelConfigError(`${absolute}: ${preRegistered.join(', ')}: transport retries and the pause rule are pre-registered (the pre-registration's model_calls block, identical for every group), not part of a model configuration`);
+    if (preRegistered.length > 0) throw new ModelConfigError(`${absolute}: ${preRegistered.join(', ')}: transport retries, the pause rule and the cost cap are pre-registered (the pre-registration's model_calls block, identical for every group), not part of a model configuration`);
   }
   const parsed = ModelConfigFile.safeParse(json);
   if (!parsed.success) throw new ModelConfigError(`${absolute} is not a valid model configuration: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
@@ -111,10 +116,10 @@ export function readModelConfigFile(file: string): ModelChoice {
     case 'reference':
       return { adapter: 'reference', ...provenance };
     case 'openai':
-      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+      return { adapter: 'openai', base_url: c.base_url, model_id: c.model_id, api_key_env: c.api_key_env, params: c.params, dialect: c.structured_output, stream: c.stream, context_size: c.context_size, timeout_ms: c.timeout_ms, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...(c.prices === undefined ? {} : { prices: c.prices }), ...provenance };
     case 'local': {
       const modelFile = path.resolve(path.dirname(absolute), c.model_file);
-      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...provenance };
+      return { adapter: 'local', model_file: modelFile, model_id: c.model_id ?? localModelIdOf(modelFile), params: c.params, threads: c.threads, context_size: c.context_size, timeout_ms: c.timeout_ms, kv_reuse: c.kv_reuse, ...(c.parallel_slots === undefined ? {} : { parallel_slots: c.parallel_slots }), ...(c.prices === undefined ? {} : { prices: c.prices }), ...provenance };
     }
     default: {
       const unhandled: never = c;

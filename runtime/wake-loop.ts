@@ -37,7 +37,9 @@ import { adapterOf } from './model-adapters/adapter-list.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction } from './permission-gate.js';
 import { renderPrompt } from './prompt.js';
-import { requestedAnswerCap } from './answer-cap.js';
+import { requestedAnswerCap, sentAnswerCap } from './answer-cap.js';
+import { costCapHold } from './cost-cap-hold.js';
+import type { ModelPrices } from '../schema/model-prices.js';
 import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
 
 /** The store keeps at most this much raw model text per call (schema/events/model-output-events.ts). */
@@ -64,6 +66,8 @@ export interface WakeInput {
   /** The scenario's framing of the system message (runtime/prompt-framing.ts). */
   readonly framing: string;
   readonly workspaceRoot: string;
+  /** The model's prices (runtime/configured-prices.ts), for the cost cap's hold on each call; null: not priced. */
+  readonly prices: ModelPrices | null;
   /** How long the model call may take before it is recorded as a timeout. */
   readonly modelTimeoutMs: number;
   /** True once the runtime is asked to stop: the wake ends at its next step boundary. */
@@ -250,6 +254,13 @@ class Wake {
     }
     const shown: ShownEvents = new Map(w.events.map((e) => [e.seq, e.event_id]));
     const maxTokens = requestedAnswerCap(wake.budget.tokens, prompt.system, prompt.user);
+    const held = costCapHold(wake.cost_cap, this.input.prices, prompt, sentAnswerCap(maxTokens, adapter.params.max_tokens));
+    if (held !== null) {
+      // Recorded like a call never made (no usage, nothing spent); the controller stops the instance after this wake.
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), ...this.recordFields(NO_CALL_FACTS), context: this.context, failure: 'cost_cap', detail: held.slice(0, 2_000), raw_output: null, usage: null, usage_source: null }));
+      this.notes.push(`model call held back by the cost cap: ${held}`);
+      return null;
+    }
     let abandoned = false;
     const onTransportFailure = async (f: TransportFailure): Promise<void> => {
       // A call given up as timed out (the fault harness's model_timeout) records nothing after its ModelCallFailed.

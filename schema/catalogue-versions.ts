@@ -25,16 +25,19 @@ export const EARLIER_CATALOGUES: EarlierCatalogues = {
     'ModelOutputEvent.ModelAnswered': '1.2.0',
     'ModelOutputEvent.ModelCallFailed': '1.1.0',
     'ModelOutputEvent.ModelCallAttemptFailed': null,
+    'SystemEvent.Resumed': '1.0.0',
   },
   // Before issue 34: the call records without prompt_reuse.
   '1.1.0': {
     'ModelOutputEvent.ModelAnswered': '1.3.0',
     'ModelOutputEvent.ModelCallFailed': '1.2.0',
+    'SystemEvent.Resumed': '1.0.0',
   },
-  // Before issue 36: the call records without the provider's finish reason, cache counts and cost.
+  // Before issue 36: the call records without the provider's finish reason, cache counts and cost; resumes without a raised cost cap.
   '1.2.0': {
     'ModelOutputEvent.ModelAnswered': '1.4.0',
     'ModelOutputEvent.ModelCallFailed': '1.3.0',
+    'SystemEvent.Resumed': '1.0.0',
   },
 } satisfies Readonly<Record<string, CatalogueChanges>>;
 

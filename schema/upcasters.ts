@@ -4,6 +4,7 @@
 // copy it hands to the projection: the stored envelope and its hashes stay as written.
 import type { EventEnvelope } from './envelope.js';
 import { ModelAnswered, ModelCallFailed } from './events/model-output-events.js';
+import { Resumed } from './events/system-events.js';
 
 /** The event as it reads one schema version later (or at the catalogue's version). */
 export interface Upcast {
@@ -59,4 +60,6 @@ export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
   [upcasterKey(ModelCallFailed.type, '1.2.0'), (event) => withoutReuse(event, '1.3.0')],
   [upcasterKey(ModelAnswered.type, '1.4.0'), (event) => withoutCost(event, '1.5.0')],
   [upcasterKey(ModelCallFailed.type, '1.3.0'), (event) => withoutCost(event, '1.4.0')],
+  // Catalogue 1.3.0 (issue 36): no resume before it raised a cost cap (there was none).
+  [upcasterKey(Resumed.type, '1.0.0'), (event) => ({ schema_version: '1.1.0', payload: { ...(event.payload as Record<string, unknown>), cost_cap_raised_to_usd: null } })],
 ]);
