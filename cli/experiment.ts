@@ -30,6 +30,7 @@ import { describeFailures, formatShare } from '../schema/usable-data.js';
 import { verifyDirectory } from '../writer/verify-store.js';
 import { parseFlags, UsageError } from './command-line.js';
 import { COST_CAP_OPTIONS, COST_CAP_USAGE, costCapRaiseOf } from './cost-cap-flags.js';
+import { COST_CAP_STOP_WORDS } from '../design/cost-cap.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
 import { drillExperimentId, drillLines, DRILLS, isDrillName, runUnknownOutcomeDrill, type DrillReport } from './drill.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
@@ -213,10 +214,10 @@ async function main(): Promise<CommandOutput | null> {
     `  experiment ${result.experimentId}, instance ${result.groupBlindId}`,
     `  ${result.isolationSummary}`,
     `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
-    `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}${usable.substantive === null ? '' : `, substantive in ${usable.substantive} of ${usable.call_wakes} wake(s)`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
+    `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}${usable.substantive === null ? '' : `, substantive in ${usable.substantive} of ${usable.call_wakes} wake(s)`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted, or held back by the cost cap)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
     `  ${describePromptReuse(s.prompt_reuse)}`,
     `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints}${s.empty_checkpoints > 0 ? ` (+${s.empty_checkpoints} empty)` : ''} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
-    result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
+    result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : result.stopReason?.startsWith(COST_CAP_STOP_WORDS) ? 'continue with a raised cap (the command above): under the same cap the resume is refused' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
     ...timeLines(result, runStartedMs),
     ...result.notes.map((n) => `  note: ${n}`),
     // A stopped store has no final signed head: plain verify fails it by design, --open accepts it as a warning.

@@ -20,7 +20,7 @@ import type { Intervention } from '../design/intervention-plan.js';
 import { wakeScriptOf, type WakeOutcome, type WakeScript } from '../design/run-contract.js';
 import type { ScheduledWake } from '../design/wake-schedule.js';
 import type { WakeCostCap, WakeDone } from '../runtime/protocol.js';
-import { CostAccount, raiseCommandOf, requirePricesForCap } from '../design/cost-cap.js';
+import { COST_CAP_STOP_WORDS, CostAccount, raiseCommandOf, requirePricesForCap } from '../design/cost-cap.js';
 import { WriterUnavailableError, type WriterClient } from '../writer/client.js';
 import { WRITER_LIMITS } from '../writer/protocol.js';
 import { RuntimeWakeError } from '../runtime/spawn.js';
@@ -146,7 +146,7 @@ export class WakeSequence {
     if (held === undefined || !eventIs(held, 'ModelOutputEvent.ModelCallFailed')) return null;
     const standing = account.standing;
     return {
-      reason: `stopped at the cost cap: the model call of ${wakeId} was ${held.payload.detail} (model_calls.cost_cap_usd_per_instance, the same for every group); continue with a raised cap for this instance: ${raiseCommandOf(this.ctx.input.runDir, standing)}`,
+      reason: `${COST_CAP_STOP_WORDS}: the model call of ${wakeId} was ${held.payload.detail} (model_calls.cost_cap_usd_per_instance, the same for every group); continue with a raised cap for this instance: ${raiseCommandOf(this.ctx.input.runDir, standing)}`,
       operator: COST_CAP_OPERATOR,
     };
   }

@@ -74,7 +74,7 @@ export class CostAccount {
         this.capNanoUsd = nanoUsdOf(raised);
         this.stoppedAtCap = false;
       }
-      this.heldBackAtSeq = null;
+      // Not a stop: a Resumed follows one (the store walk holds it to that), and it is the stop that answers a held-back call.
       return null;
     }
     if (eventIs(event, 'SystemEvent.EmergencyStopped')) {
@@ -100,6 +100,9 @@ export class CostAccount {
     return `the model call at seq ${event.seq} took what the instance spent to ${usdText(this.spentNanoUsd)}, over its cost cap of ${usdText(this.capNanoUsd)}: the cap must hold a call back before it could exceed it`;
   }
 }
+
+/** How the reason of a stop at the cost cap begins (controller/wake-sequence.ts): the screen's advice after it is the raise, not a plain resume. */
+export const COST_CAP_STOP_WORDS = 'stopped at the cost cap';
 
 /** An operator's raise of one instance's cost cap at a resume (--raise-cost-cap-usd, --cost-cap-reason). */
 export interface CostCapRaise {
