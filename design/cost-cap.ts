@@ -124,3 +124,26 @@ export function suggestedRaiseUsd(standing: CostStanding): number {
 export function raiseCommandOf(runDir: string, standing: CostStanding): string {
   return `npm run experiment -- --resume ${runDir} --raise-cost-cap-usd ${suggestedRaiseUsd(standing)} --cost-cap-reason "why this instance may spend more"`;
 }
+
+/**
+ * What a study's report says of one instance's cost cap (docs/oracle.md "The cost cap"): the
+ * calls it held back, every raise a resume recorded (each a departure from the pre-registration,
+ * with the operator's reason), and what was spent of the cap in force. [] without a cap.
+ */
+export function costCapNotesOf(events: readonly EventEnvelope[], capUsd: number | undefined, prices: ModelPrices | null): string[] {
+  if (capUsd === undefined) return [];
+  if (prices === null) return [`the pre-registration caps each instance's cost at $${capUsd}, but its model has no prices: the cap could not be held (a start refuses this; the verifier fails it)`];
+  const account = new CostAccount(capUsd, prices);
+  const notes: string[] = [];
+  let heldBack = 0;
+  for (const event of events) {
+    account.visit(event);
+    if (eventIs(event, 'ModelOutputEvent.ModelCallFailed') && event.payload.failure === 'cost_cap') heldBack += 1;
+    const raised = eventIs(event, 'SystemEvent.Resumed') ? (event.payload as Readonly<Record<string, unknown>>)['cost_cap_raised_to_usd'] : null;
+    if (typeof raised === 'number') notes.push(`DEPARTURE FROM THE PRE-REGISTRATION: its cost cap was raised to $${raised} at a resume (seq ${event.seq}), above the pre-registered $${capUsd} (model_calls.cost_cap_usd_per_instance): ${String((event.payload as Readonly<Record<string, unknown>>)['reason'])}`);
+  }
+  const { spent_nano_usd: spent, cap_nano_usd: cap } = account.standing;
+  if (heldBack > 0) notes.unshift(`the cost cap held back ${heldBack} model call(s) (each a stop at the cap; not counted as calls)`);
+  if (heldBack > 0 || notes.length > 0) notes.push(`spent ${usdText(spent)} of its cost cap of ${usdText(cap)}`);
+  return notes;
+}
