@@ -187,3 +187,24 @@ describe('an instance with prices stops at its cost cap, recorded and resumable'
     expect(went.failures.map((f) => f.message)).toContainEqual(expect.stringMatching(/^the cost cap held back the call at seq \d+, and the instance went on to wake-\d+ without a recorded stop: a cap reached must stop the instance$/));
   }, 60_000);
 });
+
+describe('the record formats', () => {
+  test('cost_cap is a failure of ModelCallFailed 1.4.0 only: the released 1.3.0 and 1.2.0 keep their kinds; Resumed 1.0.0 is lifted with no raise', async () => {
+    const { ModelCallFailed } = await import('../../schema/events/model-output-events.js');
+    const { Resumed } = await import('../../schema/events/system-events.js');
+    const { BUILT_IN_UPCASTERS, upcasterKey } = await import('../../schema/upcasters.js');
+    const failure = (schema: { safeParse: (v: unknown) => { success: boolean } }, kind: string): boolean => schema.safeParse({ failure: kind }).success;
+    const field = (version: string): { safeParse: (v: unknown) => { success: boolean } } => {
+      const schema = (version === ModelCallFailed.schemaVersion ? ModelCallFailed.payload : ModelCallFailed.earlier[version]!) as unknown as { shape: { failure: { safeParse: (v: unknown) => { success: boolean } } } };
+      return { safeParse: (v) => schema.shape.failure.safeParse((v as { failure: string }).failure) };
+    };
+    expect(failure(field('1.4.0'), 'cost_cap')).toBe(true);
+    for (const older of ['1.3.0', '1.2.0']) {
+      expect(failure(field(older), 'cost_cap'), older).toBe(false);
+      expect(failure(field(older), 'budget_exhausted'), older).toBe(true);
+    }
+    const lifted = BUILT_IN_UPCASTERS.get(upcasterKey(Resumed.type, '1.0.0'))!({ payload: { operator: 'op', reason: 'r' } } as never);
+    expect(lifted).toEqual({ schema_version: '1.1.0', payload: { operator: 'op', reason: 'r', cost_cap_raised_to_usd: null } });
+    expect(Resumed.payload.safeParse(lifted.payload).success).toBe(true);
+  });
+});

@@ -163,7 +163,7 @@ describe('readModelConfigFile: a zod-validated file, read once, its bytes pinned
       ['pause_after_consecutive_transport_failures', 100],
     ] as const) {
       const error = refusal(dir, `${key}.json`, { ...openaiConfig('http://127.0.0.1:8080/v1'), [key]: value });
-      expect(error.message, key).toContain(`${key}: transport retries and the pause rule are pre-registered`);
+      expect(error.message, key).toContain(`${key}: transport retries, the pause rule and the cost cap are pre-registered`);
       expect(error.message, key).toContain("the pre-registration's model_calls block");
     }
   });
@@ -209,7 +209,7 @@ describe('modelChoiceOf: --model-config and the flags', () => {
 
   it('turns a bad file into a flag error (exit 2), its reason kept', () => {
     const file = writeConfig(dir, 'bad.json', { ...openaiConfig('http://127.0.0.1:8080/v1'), transport_retry: { max_attempts: 2, backoff_ms: [1] } });
-    expect(flagRefusal({ 'model-config': file }).message).toContain('transport_retry: transport retries and the pause rule are pre-registered');
+    expect(flagRefusal({ 'model-config': file }).message).toContain('transport_retry: transport retries, the pause rule and the cost cap are pre-registered');
   });
 
   it('refuses a configuration whose API-key variable is not set', () => {
@@ -381,7 +381,7 @@ describe('through the real command line: npm run experiment -- --model-config F'
   it('a file with a retry policy: exit 2 with the pre-registration reason; the empty run folder stays empty', () => {
     const r = refused['retry key']!;
     expect(r.result.code, r.result.stderr).toBe(2);
-    expect(r.result.stderr).toContain('retry: transport retries and the pause rule are pre-registered');
+    expect(r.result.stderr).toContain('retry: transport retries, the pause rule and the cost cap are pre-registered');
     expect(r.after).toEqual(r.before);
   });
 
