@@ -10,6 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { callCostNanoUsd } from '../../runtime/call-cost.js';
+import { costCapNotesOf } from '../../design/cost-cap.js';
 import type { EventEnvelope } from '../../schema/envelope.js';
 import { ModelPrices, NANO_USD_PER_USD } from '../../schema/model-prices.js';
 import { checkRunFollowsPlan } from '../../verification/run-plan-check.js';
@@ -106,7 +107,10 @@ describe('an instance with prices stops at its cost cap, recorded and resumable'
   test('stops (exit 3) at the call that could exceed the cap: the call held back and recorded, the stop recorded, verify OK', async () => {
     const r = await start(out(), priced);
     expect(r.code, r.stderr.slice(-3000)).toBe(3);
-    const result = jsonOf(r) as { status: string; stop_reason: string };
+    const result = jsonOf(r) as { status: string; stop_reason: string; summary: { usable_data: { reason: string; not_made: number } } };
+    // In the run summary: the held-back call is no call, and said so.
+    expect(result.summary.usable_data.not_made).toBe(1);
+    expect(result.summary.usable_data.reason).toContain('1 call(s) held back by the cost cap (cost_cap, not counted as calls)');
     expect(result.status).toBe('stopped');
     expect(result.stop_reason).toMatch(/^stopped at the cost cap: the model call of wake-\d+ was not made: the instance has spent \$0\.\d{6} of its cost cap of \$0\.030000/);
     expect(result.stop_reason).toContain(`--resume ${out()} --raise-cost-cap-usd 0.06 --cost-cap-reason`);
@@ -163,6 +167,11 @@ describe('an instance with prices stops at its cost cap, recorded and resumable'
     const resumedSeq = ofType(events, 'SystemEvent.Resumed')[0]!.seq;
     expect(ofType(events, 'ModelOutputEvent.ModelAnswered').some((e) => e.seq > resumedSeq)).toBe(true);
     verifyOk(out());
+    // What the study report's notes say of this instance: the calls held back, the raise as a departure with its reason, the spent.
+    const notes = costCapNotesOf(events, CAP_USD, PRICES);
+    expect(notes[0]).toMatch(/^the cost cap held back [12] model call\(s\)/);
+    expect(notes).toContainEqual(expect.stringMatching(/^DEPARTURE FROM THE PRE-REGISTRATION: its cost cap was raised to \$0\.06 at a resume \(seq \d+\), above the pre-registered \$0\.03 \(model_calls\.cost_cap_usd_per_instance\): --resume .* the pilot needs the whole schedule$/));
+    expect(notes.at(-1)).toMatch(/^spent \$0\.0\d{5} of its cost cap of \$0\.060000$/);
   }, 300_000);
 
   test('forged: a call that took the spent over the cap, and a wake after a held-back call without a stop, are caught by the verifier', () => {

@@ -21,7 +21,7 @@ const plan = {
   interventions: [{ intervention_id: 'iv-goal', kind: 'goal_change' }],
 } as unknown as ExperimentPlan;
 
-const VERSIONS: Record<string, string> = { ModelCallFailed: '1.4.0', ExecutionIntentRecorded: '1.1.0', ToolSucceeded: '1.1.0' };
+const VERSIONS: Record<string, string> = { ModelCallFailed: '1.4.0', ExecutionIntentRecorded: '1.1.0', ToolSucceeded: '1.1.0', Resumed: '1.1.0' };
 let nextSeq = 1;
 function event(type: string, hours: number, payload: Record<string, unknown>): EventEnvelope {
   const seq = nextSeq++;
