@@ -14,6 +14,8 @@ import path from 'node:path';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
 import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptDriftOf, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
+import { requirePricesForCap, type CostCapRaise } from '../design/cost-cap.js';
+import { checkCostCapBeforeResume } from './cost-cap-resume.js';
 import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, schemaSubsetPolicyOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
 import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
 import { loadPreregisteredScenario } from '../design/scenario-folder.js';
@@ -75,6 +77,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   // The answer schema held to its dialect's subset (issue 36): refused here, nothing is written.
   const model = resolveModel(choice, rules.transport_retry, schemaSubsetPolicyOf(rules));
   for (const line of model.subsetLines) options.log(line);
+  requirePricesForCap(rules.cost_cap_usd_per_instance, model.info.prices, 'run');
   // Checked before anything is written: a configuration file changed since it was read refuses the start with the folder untouched.
   const modelConfig = modelConfigBytes(choice);
   // The model against the plan (issue 31 item 3): refused here, nothing is written.
@@ -177,7 +180,14 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
     isolation.cleanup();
     throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
   }
+  let costCapRaise: CostCapRaise | null;
+  try {
+    costCapRaise = checkCostCapBeforeResume({ runDir, storeFile: need(RUN_FILES.store), rules, prices: manifest.model.prices, raise: options.costCapRaise ?? null });
+  } catch (error) {
+    isolation.cleanup();
+    throw error;
+  }
   // The hash of the body as signed (what StoreOpened carries), not of the parsed manifest (which may fill defaults).
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules, costCapRaise });
   return instance.run('open');
 }
