@@ -54,6 +54,6 @@ export function worstCallCostNanoUsd(promptTokens: number, maxAnswerTokens: numb
  * without prices, the reference policy, a replay). The one place the wake loop, and the cost cap
  * for the worst case of the next call, read them from.
  */
-export function pricesOf(config: RuntimeModelConfig): ModelPrices | null {
+export function pricesOf(config: RuntimeModelConfig | { readonly adapter: string; readonly prices?: ModelPrices | undefined }): ModelPrices | null {
   return 'prices' in config ? (config.prices ?? null) : null;
 }
