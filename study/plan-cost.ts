@@ -98,8 +98,8 @@ export function costLines(cost: PlanCost): string[] {
   if (p === null) lines.push(`  time and tokens: not predicted (${cost.not_predicted})`);
   else {
     lines.push(`  predicted at ${p.speed}: an instance ${durationText(p.instance_ms.low)} to ${durationText(p.instance_ms.high)}, ${count(p.tokens_per_instance.low)} to ${count(p.tokens_per_instance.high)} tokens (prompt and answer; ${count(p.tokens_per_call.low)} to ${count(p.tokens_per_call.high)} a call)`);
-    lines.push(...expectedCostLines(p.cost));
     lines.push(`  round 1: ${durationText(p.round_1_ms.low)} to ${durationText(p.round_1_ms.high)} at ${p.blocks_at_once} block(s) at once (${p.blocks_at_once_source}) on one server taking ${p.calls_at_once} call(s) at once, ${count(p.tokens_round_1.low)} to ${count(p.tokens_round_1.high)} tokens${expands ? '; more if the rule expands' : ''}`);
+    lines.push(...expectedCostLines(p.cost));
   }
   return lines;
 }
