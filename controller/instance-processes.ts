@@ -3,9 +3,10 @@
 // message, its model checked before it says ready). Start, stop, shut down, and the writer's
 // restart after a planned kill — nothing here decides what to write: instance.ts,
 // wake-sequence.ts and crash-drills.ts do, through `connected()`.
+import { schemaSubsetPolicyOf } from '../schema/model-call-policy.js';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
-import { schemaSubsetPolicyOf, writerRequestTimeoutMsOf } from '../design/prereg.js';
+import { writerRequestTimeoutMsOf } from '../design/prereg.js';
 import type { InstanceManifest } from '../design/manifest.js';
 import { framingOf } from '../design/scenario.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';

@@ -9,6 +9,7 @@
 //           other and against this code's versions (no configuration drift after start), the
 //           isolation as the instance started.
 // Either refusal leaves the folder as it was. Then instance.ts runs it.
+import { schemaSubsetPolicyOf } from '../schema/model-call-policy.js';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
@@ -16,7 +17,7 @@ import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptD
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
 import { requirePricesForCap, type CostCapRaise } from '../design/cost-cap.js';
 import { checkCostCapBeforeResume } from './cost-cap-resume.js';
-import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, schemaSubsetPolicyOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
+import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
 import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
 import { loadPreregisteredScenario } from '../design/scenario-folder.js';
 import { runScenarioText, ScenarioError, type Scenario } from '../design/scenario.js';

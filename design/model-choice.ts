@@ -195,11 +195,6 @@ export interface ResolvedModel {
   readonly subsetChoice: SubsetChoice;
 }
 
-/** The dialects a choice's model could be asked in: what a subset refusal may advise instead. */
-function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[] {
-  return choice.adapter === 'openai' ? STRUCTURED_OUTPUT_DIALECTS : [];
-}
-
 /**
  * The runtime's configuration and the manifest's record of a choice. `retry` is the
  * pre-registration's transport policy: what an openai or anthropic call may retry, the same for every group;
@@ -209,9 +204,10 @@ function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[
 export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, subsetPolicy: SchemaSubsetPolicy): ResolvedModel {
   let subsetLines: readonly string[] = [];
   let subsetChoice: SubsetChoice = { dialect: 'none', policy: subsetPolicy };
-  const structured = (dialect: AnswerSchemaDialect, protocol: ModelProtocol = MODEL_PROTOCOL) => {
+  // `alternatives`: the dialects the same model could be asked in, which a subset refusal may advise instead.
+  const structured = (dialect: AnswerSchemaDialect, protocol: ModelProtocol = MODEL_PROTOCOL, alternatives: readonly AnswerSchemaDialect[] = []) => {
     subsetChoice = { dialect, policy: subsetPolicy };
-    const decision = subsetBeforeStart(subsetChoice, protocol, alternativeDialects(choice));
+    const decision = subsetBeforeStart(subsetChoice, protocol, alternatives);
     subsetLines = decision.lines;
     return { protocol, dialect, schema_sha256: answerSchemaHash(protocol), sent_schema_sha256: decision.sent_schema_sha256, subset: decision.subset };
   };
@@ -228,7 +224,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, s
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime: { ...runtime, retry },
-        info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
+        info: { adapter: 'openai', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect, MODEL_PROTOCOL, STRUCTURED_OUTPUT_DIALECTS), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
         subsetLines,
         subsetChoice,

@@ -180,13 +180,7 @@ export const ModelCallRules = z.strictObject(
      * and the report says so.
      */
     load_confound_tolerance: LoadConfoundTolerance.optional(),
-    /**
-     * What a start does with answer-schema keywords outside its dialect's documented subset
-     * (issue 36, schema/model-call-policy.ts SchemaSubsetPolicy, runtime/schema-subsets/):
-     * `refuse` them, or `strip` them from what is sent (the runtime still checks every answer
-     * against the full schema; the manifest lists what was left out). Absent: refuse — every
-     * pre-registration locked before issue 36 stays valid and refuses.
-     */
+    /** Answer-schema keywords outside the dialect's subset: refuse the start, or strip them (issue 36, schema/model-call-policy.ts SchemaSubsetPolicy); absent: refuse. */
     schema_subset: SchemaSubsetPolicy.optional(),
     /**
      * The most one instance may spend on model calls, in US dollars (issue 36 item 4), the same for
@@ -201,11 +195,6 @@ export const ModelCallRules = z.strictObject(
   { error: (issue) => (issue.input === undefined ? MODEL_CALLS_MISSING_MESSAGE : undefined) },
 );
 export type ModelCallRules = z.infer<typeof ModelCallRules>;
-
-/** The pre-registered schema subset policy; absent (every pre-registration locked before issue 36): refuse. */
-export function schemaSubsetPolicyOf(rules: ModelCallRules): SchemaSubsetPolicy {
-  return rules.schema_subset ?? DEFAULT_SCHEMA_SUBSET_POLICY;
-}
 
 /**
  * A pre-registration as recorded: what every reader of a run folder parses (verify, replay,
