@@ -13,7 +13,7 @@ import type { Capabilities } from '../schema/capabilities.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
-import { STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubsetPolicy, type TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { ANTHROPIC_DIALECTS, STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubsetPolicy, type TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { subsetBeforeStart, type SubsetChoice } from '../runtime/schema-subsets/schema-to-send.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
@@ -234,7 +234,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, s
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime: { ...runtime, retry },
-        info: { adapter: 'anthropic', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
+        info: { adapter: 'anthropic', model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect, MODEL_PROTOCOL, ANTHROPIC_DIALECTS), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
         subsetLines,
         subsetChoice,
