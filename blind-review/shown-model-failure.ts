@@ -30,4 +30,6 @@ export const SHOWN_MODEL_FAILURE = {
   length: 'length',
   refusal: 'refusal',
   budget_exhausted: 'budget_exhausted',
+  // Held back by the cost cap: the prompt's size decides how soon the cap is reached, and the prompts of groups that keep state are longer, so it is shown like the failures the prompt's size sways.
+  cost_cap: 'no_answer',
 } as const satisfies Record<(typeof MODEL_CALL_FAILURES)[number], ShownModelFailure>;

@@ -30,6 +30,8 @@ import { RUN_FILES } from '../schema/run-files.js';
 import { describeFailures, formatShare } from '../schema/usable-data.js';
 import { verifyDirectory } from '../writer/verify-store.js';
 import { parseFlags, UsageError } from './command-line.js';
+import { COST_CAP_OPTIONS, COST_CAP_USAGE, costCapRaiseOf } from './cost-cap-flags.js';
+import { COST_CAP_STOP_WORDS } from '../design/cost-cap.js';
 import { runCommand, type CommandOutput } from './command-outcome.js';
 import { drillExperimentId, drillLines, DRILLS, isDrillName, runUnknownOutcomeDrill, type DrillReport } from './drill.js';
 import { EXIT_CODES } from '../foundation/exit-codes.js';
@@ -43,7 +45,7 @@ process.title = 'ds-controller';
 
 
 const USAGE = `usage: npm run experiment -- --group A|B|C [options]
-       npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--json]
+       npm run experiment -- --resume DIR [--key-dir DIR] [--speed F] [--raise-cost-cap-usd USD --cost-cap-reason TEXT] [--json]
   --group A|B|C      capability switches: A no persistent state, B persistent state, C + re-planning
                      (with --model replay: the source run's, like its seed, start, experiment id, replicate)
   --seed S           the seed of the schedule and interventions (default ${DEFAULT_SEED})
@@ -60,6 +62,7 @@ ${MODEL_USAGE}
   --replicate N      which replicate of the batch this is (default 1)
   --same-uid REASON  run writer and runtime under this uid even as root, saying why
   --resume DIR       continue an interrupted instance from its store
+${COST_CAP_USAGE}
   --drill NAME       ${DRILLS.join('|')}: a drill run, never study data (docs/controller.md "Manual repair"):
                      the runtime is killed at its first write intent, a third party changes the file,
                      the resume records the outcome unknown and stops; the screen prints the repair
@@ -68,6 +71,7 @@ ${MODEL_USAGE}
 
 const OPTIONS = {
   ...MODEL_OPTIONS,
+  ...COST_CAP_OPTIONS,
   group: { type: 'string' },
   seed: { type: 'string' },
   prereg: { type: 'string' },
@@ -104,6 +108,7 @@ async function main(): Promise<CommandOutput | null> {
   const experimentIdGiven = idFlag('experiment-id', values['experiment-id']);
   folderFlag('out', values.out);
   folderFlag('resume', values.resume);
+  const costCapRaise = costCapRaiseOf(values);
   folderFlag('key-dir', values['key-dir']);
   const scenarioDir = scenarioFlag(values.scenario);
   const progress = new ProgressLine(process.stderr);
@@ -153,7 +158,7 @@ async function main(): Promise<CommandOutput | null> {
     for (const flag of ['group', 'seed', 'prereg', 'out', 'start-at', 'experiment-id', 'replicate', 'model', 'replay-from', 'base-url', 'model-id', 'scenario'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} cannot be combined with --resume: a resumed instance keeps what it was started with${flag === 'scenario' ? ' (its own scenario.json)' : ''}`);
     }
-    result = await resumeInstance({ ...common, runDir: values.resume });
+    result = await resumeInstance({ ...common, runDir: values.resume, costCapRaise });
   } else {
     if (values.model !== 'replay' && (values.group === undefined || !isGroup(values.group))) throw new UsageError(`give --group A, B or C${values.group === undefined ? '' : ` (got ${JSON.stringify(values.group)})`}`);
     const model = modelChoiceOf(values);
@@ -210,11 +215,11 @@ async function main(): Promise<CommandOutput | null> {
     `  experiment ${result.experimentId}, instance ${result.groupBlindId}`,
     `  ${result.isolationSummary}`,
     `  wakes: ${s.wakes_ended} of ${result.wakesTotal} ended (${result.wakesRun} in this run); ${s.events} events, head seq ${result.head.seq}`,
-    `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}${usable.substantive === null ? '' : `, substantive in ${usable.substantive} of ${usable.call_wakes} wake(s)`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
+    `  model calls ${usable.calls} made: ${usable.accepted} accepted${usable.share === null ? '' : ` (${formatShare(usable.share)})`}${usable.substantive === null ? '' : `, substantive in ${usable.substantive} of ${usable.call_wakes} wake(s)`}, failed: ${describeFailures(usable.by_failure)}${usable.not_made > 0 ? ` · ${usable.not_made} not made (budget exhausted, or held back by the cost cap)` : ''} · proposals ${s.proposals} · executions ${s.executions} · denials ${s.denials} · tool failures ${s.tool_failures}`,
     `  ${describePromptReuse(s.prompt_reuse)}`,
     `  ${describeCost(s.cost)}`,
     `  claims ${s.claims} · plan revisions ${s.plan_revisions.proposed} (accepted ${s.plan_revisions.accepted}, rejected ${s.plan_revisions.rejected}) · checkpoints ${s.checkpoints}${s.empty_checkpoints > 0 ? ` (+${s.empty_checkpoints} empty)` : ''} · refused appends ${s.refused_appends} · restarts ${s.process_restarts} · unknown outcomes ${s.unknown_outcomes}`,
-    result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
+    result.finalHead ? `  sealed; final head signed at seq ${result.finalHead.seq}` : `  stopped: ${result.stopReason}; ${drillReport?.reached ? 'repair first, then continue (the commands are below)' : result.stopReason?.startsWith(COST_CAP_STOP_WORDS) ? 'continue with a raised cap (the command above): under the same cap the resume is refused' : `continue with: npm run experiment -- --resume ${result.runDir}`}`,
     ...timeLines(result, runStartedMs),
     ...result.notes.map((n) => `  note: ${n}`),
     // A stopped store has no final signed head: plain verify fails it by design, --open accepts it as a warning.

@@ -51,8 +51,9 @@ export function emergencyStoppedDraft(occurredAt: string, operator: string, reas
   return controllerDraft('SystemEvent.EmergencyStopped', occurredAt, null, { operator, reason });
 }
 
-export function resumedDraft(occurredAt: string, operator: string, reason: string): EventDraft {
-  return controllerDraft('SystemEvent.Resumed', occurredAt, null, { operator, reason });
+/** `costCapRaisedToUsd`: this instance's cost cap from this resume on, raised by the operator (design/cost-cap.ts); null: unchanged. */
+export function resumedDraft(occurredAt: string, operator: string, reason: string, costCapRaisedToUsd: number | null = null): EventDraft {
+  return controllerDraft('SystemEvent.Resumed', occurredAt, null, { operator, reason, cost_cap_raised_to_usd: costCapRaisedToUsd });
 }
 
 /**

@@ -5,7 +5,7 @@
 import { EXIT_CODES } from '../foundation/exit-codes.js';
 import { CodedErrorOf } from '../foundation/typed-error.js';
 
-export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan' | 'model' | 'store_full';
+export type InstanceErrorCode = 'prereg' | 'run_dir' | 'resume' | 'isolation' | 'writer' | 'runtime' | 'plan' | 'model' | 'store_full' | 'cost_cap';
 
 export class InstanceError extends CodedErrorOf<InstanceErrorCode>('instance', EXIT_CODES.failed) {
   override readonly name: string = 'InstanceError';

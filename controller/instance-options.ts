@@ -6,6 +6,7 @@ import type { ExperimentPlan } from '../design/experiment-plan.js';
 import type { GROUP_CAPABILITIES, InstanceManifest } from '../design/manifest.js';
 import type { ModelChoice } from '../design/model-choice.js';
 import type { Scenario } from '../design/scenario.js';
+import type { CostCapRaise } from '../design/cost-cap.js';
 import type { ModelProtocol } from '../runtime/model-protocol.js';
 import type { RuntimeModelConfig } from '../runtime/protocol.js';
 import type { ChainHead } from '../schema/chain-head.js';
@@ -87,7 +88,10 @@ export interface NewInstanceOptions extends CommonOptions {
   readonly modelCheck?: ModelCheck | null;
 }
 
-export type ResumeOptions = CommonOptions;
+export interface ResumeOptions extends CommonOptions {
+  /** --raise-cost-cap-usd with its reason: this instance's cost cap raised from this resume on (only when it stopped at its cap, controller/cost-cap-resume.ts). */
+  readonly costCapRaise?: CostCapRaise | null;
+}
 
 export interface InstanceResult {
   readonly status: 'finished' | 'stopped';
@@ -122,4 +126,6 @@ export interface InstanceInput {
   readonly model: RuntimeModelConfig;
   readonly protocol: ModelProtocol;
   readonly rules: ModelCallRules;
+  /** A resume's raise of the cost cap, checked (controller/cost-cap-resume.ts) and recorded in its Resumed; null: none. */
+  readonly costCapRaise?: CostCapRaise | null;
 }

@@ -3,9 +3,10 @@
 // message, its model checked before it says ready). Start, stop, shut down, and the writer's
 // restart after a planned kill — nothing here decides what to write: instance.ts,
 // wake-sequence.ts and crash-drills.ts do, through `connected()`.
+import { schemaSubsetPolicyOf } from '../schema/model-call-policy.js';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
-import { schemaSubsetPolicyOf, writerRequestTimeoutMsOf } from '../design/prereg.js';
+import { writerRequestTimeoutMsOf } from '../design/prereg.js';
 import type { InstanceManifest } from '../design/manifest.js';
 import { framingOf } from '../design/scenario.js';
 import { recordedAdapterOf } from '../runtime/model-adapters/adapter-list.js';
@@ -229,7 +230,7 @@ export function pinnedBuildMismatch(model: InstanceManifest['model'], facts: Rea
 export function pinnedModelAdvice(input: Pick<InstanceInput, 'runDir'> & { readonly manifest: Pick<InstanceManifest, 'model'> }): string {
   const m = input.manifest.model;
   const dialect = m.structured_output?.dialect ?? 'none';
-  const served = recordedAdapterOf(m.adapter)?.answeredByServer === true ? ` (running, listing the model id ${JSON.stringify(m.model_id)} — llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
+  const served = recordedAdapterOf(m.adapter)?.answeredByServer === true ? ` (its server running, serving the model id ${JSON.stringify(m.model_id)} — for a llama.cpp server, llama-server --alias ${m.model_id} — and honouring dialect ${dialect})` : '';
   return `The signed manifest of ${input.runDir} pins the model (${m.adapter} ${m.model_id}, dialect ${dialect}${m.config_sha256 === null ? '' : `, configuration ${m.config_sha256.slice(0, 19)}…`}): a resume runs it as pinned. Make the model available as pinned${served}, then continue with npm run experiment -- --resume ${input.runDir}; to run another model, id or dialect, start a new run folder (a new --out) with the corrected value`;
 }
 

@@ -9,12 +9,16 @@
 //           other and against this code's versions (no configuration drift after start), the
 //           isolation as the instance started.
 // Either refusal leaves the folder as it was. Then instance.ts runs it.
+import { schemaSubsetPolicyOf } from '../schema/model-call-policy.js';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildExperimentPlan, ExperimentPlan } from '../design/experiment-plan.js';
-import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptDriftOf, RUNTIME_VERSION, type ModelInfo } from '../design/manifest.js';
+import { buildInstanceManifest, checkSignedManifest, GROUP_CAPABILITIES, promptDriftOf, RUNTIME_VERSION, type InstanceManifest, type ModelInfo } from '../design/manifest.js';
 import { copyModelConfig, ModelChoice, modelConfigBytes, readModelChoice, resolveModel } from '../design/model-choice.js';
-import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, schemaSubsetPolicyOf, PreRegistration, readLockedPrereg } from '../design/prereg.js';
+import { requirePricesForCap, type CostCapRaise } from '../design/cost-cap.js';
+import { checkCostCapBeforeResume } from './cost-cap-resume.js';
+import { lockFileOf, MODEL_CALLS_MISSING_MESSAGE, modelCallRulesOf, PreRegistration, readLockedPrereg, type ModelCallRules } from '../design/prereg.js';
+import { SchemaSubsetError } from '../runtime/schema-subsets/schema-to-send.js';
 import { scenarioOfRun, type RunScenarioInput } from '../design/run-scenario.js';
 import { loadPreregisteredScenario } from '../design/scenario-folder.js';
 import { runScenarioText, ScenarioError, type Scenario } from '../design/scenario.js';
@@ -75,6 +79,7 @@ export async function runNewInstance(options: NewInstanceOptions): Promise<Insta
   // The answer schema held to its dialect's subset (issue 36): refused here, nothing is written.
   const model = resolveModel(choice, rules.transport_retry, schemaSubsetPolicyOf(rules));
   for (const line of model.subsetLines) options.log(line);
+  requirePricesForCap(rules.cost_cap_usd_per_instance, model.info.prices, 'run');
   // Checked before anything is written: a configuration file changed since it was read refuses the start with the folder untouched.
   const modelConfig = modelConfigBytes(choice);
   // The model against the plan (issue 31 item 3): refused here, nothing is written.
@@ -172,12 +177,43 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
   const scenario = resumedScenario({ runDir, scenariosDir: options.scenariosDir, scenarioId: prereg.scenario.id, planHash: plan.scenario_hash, manifest });
   const rules = modelCallRulesOf(prereg);
   if (rules === null) throw new InstanceError('resume', `refusing to resume: ${RUN_FILES.prereg} predates the pre-registered model-call rules (${MODEL_CALLS_MISSING_MESSAGE})`);
-  const model = resolveModel(readModelChoice(runDir), rules.transport_retry, schemaSubsetPolicyOf(rules));
-  if (canonicalJson(model.info) !== canonicalJson(manifest.model)) {
+  const model = resolvedForResume(runDir, rules, manifest, () => isolation.cleanup());
+  let costCapRaise: CostCapRaise | null;
+  try {
+    costCapRaise = checkCostCapBeforeResume({ runDir, storeFile: need(RUN_FILES.store), rules, prices: manifest.model.prices, raise: options.costCapRaise ?? null });
+  } catch (error) {
     isolation.cleanup();
-    throw new InstanceError('resume', `${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
+    throw error;
   }
   // The hash of the body as signed (what StoreOpened carries), not of the parsed manifest (which may fill defaults).
-  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules });
+  const instance = new Instance({ options, runDir, key, plan, manifest, manifestHash: signed.sha256, prereg, isolation, scenario, model: model.runtime, protocol: model.protocol, rules, costCapRaise });
   return instance.run('open');
+}
+
+/**
+ * The model a resume goes on with, held to the signed manifest's. An instance started before
+ * issue 36 sent its answer schema whole (its manifest has no sent_schema_sha256): it goes on only
+ * where this build sends the very same schema (the dialect's subset holds it, nothing left out);
+ * otherwise its calls would change constraint halfway, so the resume is refused, saying why.
+ */
+function resolvedForResume(runDir: string, rules: ModelCallRules, manifest: InstanceManifest, cleanup: () => void): ReturnType<typeof resolveModel> {
+  const recorded = manifest.model.structured_output;
+  const beforeSubsets = recorded !== null && recorded.sent_schema_sha256 === null;
+  const refuse = (why: string): never => {
+    cleanup();
+    throw new InstanceError('resume', why);
+  };
+  let model: ReturnType<typeof resolveModel>;
+  try {
+    model = resolveModel(readModelChoice(runDir), rules.transport_retry, schemaSubsetPolicyOf(rules));
+  } catch (error) {
+    if (!beforeSubsets || !(error instanceof SchemaSubsetError)) throw error;
+    return refuse(`this instance started before answer schemas were held to their dialect's subset (issue 36) and sent its schema whole; this build would refuse that schema in dialect ${recorded.dialect} (${error.message}), so its calls cannot go on under the same constraint: finish it with the build that started it`);
+  }
+  const info = model.info.structured_output;
+  const sameAsBefore = beforeSubsets && info !== null && (info.subset?.removed.length ?? 0) === 0;
+  const comparable = sameAsBefore ? { ...model.info, structured_output: { ...info, sent_schema_sha256: null, subset: null } } : model.info;
+  if (beforeSubsets && !sameAsBefore) return refuse(`this instance started before answer schemas were held to their dialect's subset (issue 36) and sent its schema whole; this build would leave keywords out of it in dialect ${recorded.dialect}, so its calls cannot go on under the same constraint: finish it with the build that started it`);
+  if (canonicalJson(comparable) !== canonicalJson(manifest.model)) return refuse(`${RUN_FILES.model} no longer resolves to the signed manifest's model (${manifest.model.adapter} ${manifest.model.model_id}): configuration drift after start`);
+  return model;
 }

@@ -14,6 +14,7 @@ import { CONTROLLER_KEYS } from '../design/run-contract.js';
 import type { ChainHead } from '../schema/chain-head.js';
 import type { AppendResult, EventDraft, Head } from '../writer/protocol.js';
 import { emergencyStoppedDraft, resumedDraft, subjectInitializedDraft } from './controller-events.js';
+import { raisedResumeReason } from '../design/cost-cap.js';
 import { START_TURN_INDEX } from '../design/block-turn-order.js';
 import { CrashDrills } from './crash-drills.js';
 import { InstanceEnding, type RunPhase } from './instance-ending.js';
@@ -191,7 +192,9 @@ export class Instance {
         await record([emergencyStoppedDraft(this.clock.now(), 'controller', 'found on resume: the previous controller ended without recording a stop (killed, or ended where its stop could not be recorded: the writer gone, the disk full)')]);
         this.note('the previous controller ended without recording a stop; recorded one now');
       }
-      await record([resumedDraft(this.clock.now(), this.input.options.operator, `--resume ${this.input.runDir}`)]);
+      const raise = this.input.costCapRaise ?? null;
+      await record([resumedDraft(this.clock.now(), this.input.options.operator, raise === null ? `--resume ${this.input.runDir}` : raisedResumeReason(this.input.runDir, raise), raise?.usd ?? null)]);
+      if (raise !== null) this.note(`the cost cap of this instance raised to $${raise.usd} from this resume on (a departure from the pre-registration, recorded in its Resumed): ${raise.reason}`);
     }
     const next = wakes.findIndex((w) => !progress.byKey.has(CONTROLLER_KEYS.wakeStarted(w.wake_id)));
     if (mode === 'open') this.log(`resuming at ${next === -1 ? 'the end (every wake ran)' : wakes[next]!.wake_id} from seq ${progress.head.seq}`);

@@ -111,7 +111,7 @@ export const ModelConfigFile = z.discriminatedUnion('adapter', [
 ]);
 export type ModelConfigFile = z.infer<typeof ModelConfigFile>;
 
-const PRE_REGISTERED_KEYS = ['retry', 'transport_retry', 'pause', 'pause_after_consecutive_transport_failures', 'max_attempts', 'backoff_ms', 'schema_subset'];
+const PRE_REGISTERED_KEYS = ['retry', 'transport_retry', 'pause', 'pause_after_consecutive_transport_failures', 'max_attempts', 'backoff_ms', 'schema_subset', 'cost_cap', 'cost_cap_usd_per_instance'];
 
 /** The name a local model goes by when none is given: its file's name without `.gguf`. */
 export function localModelIdOf(modelFile: string): string {
@@ -137,7 +137,7 @@ export function readModelConfigFile(file: string): ModelChoice {
   }
   if (json !== null && typeof json === 'object') {
     const preRegistered = Object.keys(json).filter((k) => PRE_REGISTERED_KEYS.includes(k));
-    if (preRegistered.length > 0) throw new ModelConfigError(`${absolute}: ${preRegistered.join(', ')}: transport retries, the pause rule and the schema subset policy are pre-registered (the pre-registration's model_calls block, identical for every group), not part of a model configuration: remove them from this file (set model_calls.schema_subset in a copy of the pre-registration, locked)`);
+    if (preRegistered.length > 0) throw new ModelConfigError(`${absolute}: ${preRegistered.join(', ')}: transport retries, the pause rule, the schema subset policy and the cost cap are pre-registered (the pre-registration's model_calls block, identical for every group), not part of a model configuration: remove them from this file (set model_calls.schema_subset in a copy of the pre-registration, locked)`);
   }
   const parsed = ModelConfigFile.safeParse(json);
   if (!parsed.success) throw new ModelConfigError(`${absolute} is not a valid model configuration: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);

@@ -3,7 +3,7 @@
 // sequence for a plain wake and by the crash drills inside a crash wake; what comes back is either
 // the report or the stop to record — a failure of the runtime is thrown (RuntimeWakeError).
 import type { ScheduledWake } from '../design/wake-schedule.js';
-import type { WakeDone } from '../runtime/protocol.js';
+import type { WakeCostCap, WakeDone } from '../runtime/protocol.js';
 import type { RuntimeProcess } from '../runtime/spawn.js';
 
 /** A stop to record: why, and who (null: the operator of the command). */
@@ -31,6 +31,8 @@ export interface RuntimeWakeCall {
   /** Steps with nothing between them share one append (runtime/protocol.ts RuntimeWake steps_share_appends): only on a wake with no planned crash. */
   readonly stepsShareAppends: boolean;
   readonly timeoutMs: number;
+  /** The cost cap in force and what was spent before this wake (runtime/protocol.ts RuntimeWake cost_cap); null: no cap. */
+  readonly costCap: WakeCostCap | null;
   readonly signal: AbortSignal;
   readonly log: (line: string) => void;
 }
@@ -43,7 +45,7 @@ export async function wakeRuntime(call: RuntimeWakeCall): Promise<RuntimeAnswer>
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
   });
-  const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: call.visibleToSeq, budget: wake.budget, hold_at_each_append: call.holdAtEachAppend, steps_share_appends: call.stepsShareAppends }, call.timeoutMs);
+  const waking = runtime.wake({ wake_id: wake.wake_id, wake_at: wake.wake_at, visible_to_seq: call.visibleToSeq, budget: wake.budget, hold_at_each_append: call.holdAtEachAppend, steps_share_appends: call.stepsShareAppends, cost_cap: call.costCap }, call.timeoutMs);
   // When the stop wins the race, the wake's promise must not become an unhandled rejection (it ends later).
   waking.catch(() => undefined);
   try {

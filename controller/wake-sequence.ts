@@ -19,12 +19,14 @@ import { wakeAnswerTimeoutMsOf } from '../design/prereg.js';
 import type { Intervention } from '../design/intervention-plan.js';
 import { wakeScriptOf, type WakeOutcome, type WakeScript } from '../design/run-contract.js';
 import type { ScheduledWake } from '../design/wake-schedule.js';
-import type { WakeDone } from '../runtime/protocol.js';
+import type { WakeCostCap, WakeDone } from '../runtime/protocol.js';
+import { COST_CAP_STOP_WORDS, CostAccount, raiseCommandOf, requirePricesForCap } from '../design/cost-cap.js';
 import { WriterUnavailableError, type WriterClient } from '../writer/client.js';
 import { WRITER_LIMITS } from '../writer/protocol.js';
 import { RuntimeWakeError } from '../runtime/spawn.js';
 import type { EventEnvelope } from '../schema/envelope.js';
 import { eventIs, eventIsOneOf } from '../schema/typed-event.js';
+import { callWasMade } from '../schema/events/model-output-events.js';
 import { describeFailures, failureKindOf, NO_ANSWER_KINDS, noFailures } from '../schema/usable-data.js';
 import { checkpointDraft, deliveredDraft, interventionDrafts, ledgerDraft, wakeEndedDraft, wakeStartedDraft } from './controller-events.js';
 import type { CrashDrills } from './crash-drills.js';
@@ -41,6 +43,8 @@ import type { WrittenInterventions } from './written-interventions.js';
 
 /** Who records a pause of the pre-registered transport rule: the controller itself, not a person. */
 const PAUSE_RULE_OPERATOR = 'controller (pre-registered pause rule)';
+/** Who records a stop at the pre-registered cost cap. */
+const COST_CAP_OPERATOR = 'controller (pre-registered cost cap)';
 
 export interface WakeSequenceContext {
   readonly input: InstanceInput;
@@ -76,10 +80,14 @@ export class WakeSequence {
     return this.ctx.input.options.block ?? NO_BLOCK;
   }
 
+  /** What the instance has spent against its cost cap, counted from the store (design/cost-cap.ts); null: no cap. */
+  private costAccount: CostAccount | null = null;
+
   /** Runs the wakes from index `first` on (bounded by the schedule). */
   async runFrom(first: number): Promise<SequenceEnd> {
     const total = this.scripts.length;
     let wakesRun = 0;
+    await this.openCostAccount();
     for (let index = first; index < total; index += 1) {
       // Between two wakes (or before the first of a resume): nothing of the next one is written yet.
       const atWakeEnd = this.ctx.input.options.stopAtWakeEnd;
@@ -90,11 +98,57 @@ export class WakeSequence {
       if ((index + 1) % this.ctx.input.prereg.chain_head_signing_period_wakes === 0) await this.signPeriodic();
       const order = this.ctx.input.options.stopAfterWake?.(ran.events) ?? null;
       if (order !== null) return { wakesRun, stop: order };
+      // After the last wake no call is left to hold back: the run is sealed, its held-back call recorded.
+      const capped = index + 1 < total ? this.costCapStop(ran.events, this.scripts[index]!.wake.wake_id) : null;
+      if (capped !== null) return { wakesRun, stop: capped };
       // After the last wake no schedule is left to protect: the run is sealed, not paused.
       const pause = index + 1 < total ? this.pauseRule(ran.calls) : null;
       if (pause !== null) return { wakesRun, stop: pause };
     }
     return { wakesRun, stop: null };
+  }
+
+  /**
+   * The spent so far, counted once from the whole store (a resume's included, with any raise its
+   * Resumed recorded), then wake by wake from each wake's own events as they are read back. The
+   * controller counts rather than the runtime: it holds the pre-registration and the manifest's
+   * prices, reads every event the runtime may not see, and the count is the store's, never a
+   * process's own account of itself (like the budget ledger).
+   */
+  private async openCostAccount(): Promise<void> {
+    const capUsd = this.ctx.input.rules.cost_cap_usd_per_instance;
+    if (capUsd === undefined) return;
+    const prices = this.ctx.input.manifest.model.prices;
+    requirePricesForCap(capUsd, prices, 'run the instance');
+    const account = new CostAccount(capUsd, prices!);
+    const client = this.ctx.processes.connected();
+    const head = await client.head();
+    for (const event of await client.readRange(1, head.seq)) account.visit(event);
+    this.costAccount = account;
+  }
+
+  /** What the next wake is told of the cap: the cap in force and what was spent. */
+  private costCapOfWake(): WakeCostCap | null {
+    const standing = this.costAccount?.standing ?? null;
+    return standing === null ? null : { cap_nano_usd: standing.cap_nano_usd, spent_nano_usd: standing.spent_nano_usd };
+  }
+
+  /**
+   * The stop at the cost cap (issue 36 item 4): the wake's events counted into the spent, and when
+   * the runtime held its call back (ModelCallFailed cost_cap) the instance stops, recorded and
+   * resumable — with a raised cap, since under the same one it would stop again at once.
+   */
+  private costCapStop(events: readonly EventEnvelope[], wakeId: string): StopOrder | null {
+    const account = this.costAccount;
+    if (account === null) return null;
+    for (const event of events) account.visit(event);
+    const held = events.find((e) => e.correlation_id === wakeId && eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure === 'cost_cap');
+    if (held === undefined || !eventIs(held, 'ModelOutputEvent.ModelCallFailed')) return null;
+    const standing = account.standing;
+    return {
+      reason: `${COST_CAP_STOP_WORDS}: the model call of ${wakeId} was ${held.payload.detail} (model_calls.cost_cap_usd_per_instance, the same for every group); continue with a raised cap for this instance: ${raiseCommandOf(this.ctx.input.runDir, standing)}`,
+      operator: COST_CAP_OPERATOR,
+    };
   }
 
   /** The emergency stop, when the signal asks for one. */
@@ -148,7 +202,7 @@ export class WakeSequence {
     // A wake waits for its model call: never time the wake out before the call could (model.call_timeout_ms).
     const timeoutMs = wakeAnswerTimeoutMsOf(this.ctx.input.prereg) + modelCallBudgetMs(this.ctx.input);
     const wakeTheRuntime = (holdAtEachAppend: boolean): Promise<RuntimeAnswer> =>
-      wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, stepsShareAppends: crash === null, timeoutMs, signal: this.ctx.input.options.signal, log: this.ctx.log });
+      wakeRuntime({ runtime: processes.runtime(), wake, visibleToSeq: head.seq, holdAtEachAppend, stepsShareAppends: crash === null, timeoutMs, costCap: this.costCapOfWake(), signal: this.ctx.input.options.signal, log: this.ctx.log });
     // In a block, the runtime's part waits for this member's turn (controller/lockstep-block.ts).
     const turn = await this.seat.takeTurn(index, wake.wake_id, this.ctx.input.options.signal);
     // A stop asked while waiting: the wake stays open for the instance's one ending to end it.
@@ -273,7 +327,7 @@ type ModelCallTally = { readonly made: number } & Readonly<Record<NoAnswerKind, 
 
 function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): ModelCallTally {
   const ofWake = events.filter((e) => e.correlation_id === wakeId);
-  const calls = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered') || (eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted'));
+  const calls = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered') || (eventIs(e, 'ModelOutputEvent.ModelCallFailed') && callWasMade(e.payload.failure)));
   // The kinds as the usable-data tally names them (schema/usable-data.ts), so the pause line and the summary count alike.
   const ofKind = (kind: NoAnswerKind): number => calls.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && failureKindOf(e.payload.failure) === kind).length;
   return { made: calls.length, transport: ofKind('transport'), stream_broken: ofKind('stream_broken') };
@@ -287,7 +341,7 @@ function modelCallTallyOf(events: readonly EventEnvelope[], wakeId: string): Mod
 export function outcomeWordOf(events: readonly EventEnvelope[], wakeId: string, outcome: WakeOutcome): string {
   const ofWake = events.filter((e) => e.correlation_id === wakeId);
   const answered = ofWake.some((e) => eventIs(e, 'ModelOutputEvent.ModelAnswered'));
-  const failed = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && e.payload.failure !== 'budget_exhausted');
+  const failed = ofWake.filter((e) => eventIs(e, 'ModelOutputEvent.ModelCallFailed') && callWasMade(e.payload.failure));
   const lastCut = failed.at(-1)?.payload['failure'] === 'length';
   return outcome === 'completed' && !answered && lastCut ? 'cut off (its answer reached the token cap; recorded completed, as planned)' : outcome;
 }

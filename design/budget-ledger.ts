@@ -3,6 +3,7 @@
 // must come from the record, never from a process's own account of itself.
 import type { EventEnvelope } from '../schema/envelope.js';
 import { eventIs } from '../schema/typed-event.js';
+import { callWasMade } from '../schema/events/model-output-events.js';
 
 /** What a wake used, as its ledger records it. */
 export interface LedgerUse {
@@ -35,7 +36,7 @@ export function ledgerOf(wakeEvents: readonly EventEnvelope[]): LedgerUse {
       const callCost = event.payload['cost_nano_usd'];
       if (typeof callCost === 'number') cost = (cost ?? 0) + callCost;
     }
-    if (eventIs(event, 'ModelOutputEvent.ModelAnswered') || (eventIs(event, 'ModelOutputEvent.ModelCallFailed') && event.payload.failure !== 'budget_exhausted')) {
+    if (eventIs(event, 'ModelOutputEvent.ModelAnswered') || (eventIs(event, 'ModelOutputEvent.ModelCallFailed') && callWasMade(event.payload.failure))) {
       modelCalls += 1;
       // A stored call of an earlier version (not upcast here) may lack usage or attempts: both are checked.
       const usage = event.payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;

@@ -13,7 +13,7 @@ import type { Capabilities } from '../schema/capabilities.js';
 import { parsePublicKeyHex } from '../schema/ed25519-keys.js';
 import { RUN_FILES } from '../schema/run-files.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
-import { STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubsetPolicy, type TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { ANTHROPIC_DIALECTS, GEMINI_DIALECTS, STRUCTURED_OUTPUT_DIALECTS, type AnswerSchemaDialect, type SchemaSubsetPolicy, type TransportRetryPolicy } from '../schema/model-call-policy.js';
 import { subsetBeforeStart, type SubsetChoice } from '../runtime/schema-subsets/schema-to-send.js';
 import { answerSchemaHash } from '../runtime/answer-schema.js';
 import { MODEL_PROTOCOL, type ModelProtocol } from '../runtime/model-protocol.js';
@@ -197,10 +197,14 @@ export interface ResolvedModel {
   readonly subsetChoice: SubsetChoice;
 }
 
+/** The dialects of each adapter that sends a schema over HTTP: one adapter takes every dialect of its family. */
+const DIALECT_FAMILIES: readonly (readonly AnswerSchemaDialect[])[] = [STRUCTURED_OUTPUT_DIALECTS, ANTHROPIC_DIALECTS, GEMINI_DIALECTS];
+
 /** The dialects a choice's model could be asked in: what a subset refusal may advise instead. */
 function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[] {
-  // A choice in one of OpenAI's dialects may switch to another of them (the openai adapter takes every one); the hosted APIs' own dialects are advised by their adapters.
-  return 'dialect' in choice && (STRUCTURED_OUTPUT_DIALECTS as readonly string[]).includes(choice.dialect) ? STRUCTURED_OUTPUT_DIALECTS : [];
+  // A choice may switch to another dialect of its own family: the adapter that takes one takes them all.
+  if (!('dialect' in choice)) return [];
+  return DIALECT_FAMILIES.find((family) => (family as readonly string[]).includes(choice.dialect)) ?? [];
 }
 
 /**
@@ -212,9 +216,10 @@ function alternativeDialects(choice: ModelChoice): readonly AnswerSchemaDialect[
 export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, subsetPolicy: SchemaSubsetPolicy): ResolvedModel {
   let subsetLines: readonly string[] = [];
   let subsetChoice: SubsetChoice = { dialect: 'none', policy: subsetPolicy };
-  const structured = (dialect: AnswerSchemaDialect, protocol: ModelProtocol = MODEL_PROTOCOL) => {
+  // `alternatives`: the dialects the same model could be asked in, which a subset refusal may advise instead.
+  const structured = (dialect: AnswerSchemaDialect, protocol: ModelProtocol = MODEL_PROTOCOL, alternatives: readonly AnswerSchemaDialect[] = []) => {
     subsetChoice = { dialect, policy: subsetPolicy };
-    const decision = subsetBeforeStart(subsetChoice, protocol, alternativeDialects(choice));
+    const decision = subsetBeforeStart(subsetChoice, protocol, alternatives);
     subsetLines = decision.lines;
     return { protocol, dialect, schema_sha256: answerSchemaHash(protocol), sent_schema_sha256: decision.sent_schema_sha256, subset: decision.subset };
   };
@@ -234,7 +239,7 @@ export function resolveModel(choice: ModelChoice, retry: TransportRetryPolicy, s
       const { config_file: _file, config_sha256, parallel_slots: _slots, ...runtime } = choice;
       return {
         runtime: { ...runtime, retry },
-        info: { adapter: choice.adapter, model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
+        info: { adapter: choice.adapter, model_id: choice.model_id, build: null, params: choice.params, call_timeout_ms: choice.timeout_ms, structured_output: structured(choice.dialect, MODEL_PROTOCOL, alternativeDialects(choice)), config_sha256, context_size: choice.context_size, prices: choice.prices ?? null },
         protocol: MODEL_PROTOCOL,
         subsetLines,
         subsetChoice,

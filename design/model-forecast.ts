@@ -195,8 +195,19 @@ function typicalPromptTokens(firstTokens: number, sendable: number): number {
  * largest sendable prompt with the whole answer cap. Per call: a study multiplies it by its calls.
  */
 export function predictedCallTokens(forecast: ModelForecast): { readonly low: number; readonly high: number } {
+  const { low, high } = predictedCallParts(forecast);
+  return { low: low.prompt + low.answer, high: high.prompt + high.answer };
+}
+
+/** The same call's tokens kept apart as prompt and answer, by the same rules: what a price per kind of token is applied to (study/plan-cost.ts). */
+export function predictedCallParts(forecast: ModelForecast): { readonly low: CallTokens; readonly high: CallTokens } {
   const sendable = sendablePromptTokens(forecast.largest_prompt_tokens, forecast.context_size, forecast.answer_cap_tokens);
-  return { low: Math.round(typicalPromptTokens(forecast.first_wake_prompt_tokens, sendable) + forecast.speed.measured_generated_tokens), high: sendable + forecast.answer_cap_tokens };
+  return { low: { prompt: Math.round(typicalPromptTokens(forecast.first_wake_prompt_tokens, sendable)), answer: forecast.speed.measured_generated_tokens }, high: { prompt: sendable, answer: forecast.answer_cap_tokens } };
+}
+
+export interface CallTokens {
+  readonly prompt: number;
+  readonly answer: number;
 }
 
 function round1(x: number): number {

@@ -20,6 +20,7 @@ import { DsseEnvelope, signDsse, verifyDsse } from '../schema/dsse.js';
 import { keyIdOf, type Ed25519KeyPair } from '../schema/ed25519-keys.js';
 import { hashCanonical, HashString } from '../schema/hash.js';
 import { DEFAULT_SCHEMA_SUBSET_POLICY, SchemaSubsetPolicy, TransportRetryPolicy } from '../schema/model-call-policy.js';
+import { CostCapUsd } from '../schema/model-prices.js';
 import { FAILURE_KINDS, type FailureKind } from '../schema/usable-data.js';
 import { RetrievalPolicy } from '../schema/retrieval-policy.js';
 import { RUN_FILES } from '../schema/run-files.js';
@@ -181,23 +182,21 @@ export const ModelCallRules = z.strictObject(
      * and the report says so.
      */
     load_confound_tolerance: LoadConfoundTolerance.optional(),
-    /**
-     * What a start does with answer-schema keywords outside its dialect's documented subset
-     * (issue 36, schema/model-call-policy.ts SchemaSubsetPolicy, runtime/schema-subsets/):
-     * `refuse` them, or `strip` them from what is sent (the runtime still checks every answer
-     * against the full schema; the manifest lists what was left out). Absent: refuse — every
-     * pre-registration locked before issue 36 stays valid and refuses.
-     */
+    /** Answer-schema keywords outside the dialect's subset: refuse the start, or strip them (issue 36, schema/model-call-policy.ts SchemaSubsetPolicy); absent: refuse. */
     schema_subset: SchemaSubsetPolicy.optional(),
+    /**
+     * The most one instance may spend on model calls, in US dollars (issue 36 item 4), the same for
+     * every group: before each call the runtime adds the most the call could cost (its prompt and
+     * answer cap at the model's prices, runtime/call-cost.ts worstCallCostNanoUsd) to what the
+     * instance has spent, and a call that could take it over is not made (ModelCallFailed
+     * `cost_cap`); the controller then stops the instance, recorded and resumable
+     * (design/cost-cap.ts). Needs prices in the model configuration. Absent: no cap.
+     */
+    cost_cap_usd_per_instance: CostCapUsd.optional(),
   },
   { error: (issue) => (issue.input === undefined ? MODEL_CALLS_MISSING_MESSAGE : undefined) },
 );
 export type ModelCallRules = z.infer<typeof ModelCallRules>;
-
-/** The pre-registered schema subset policy; absent (every pre-registration locked before issue 36): refuse. */
-export function schemaSubsetPolicyOf(rules: ModelCallRules): SchemaSubsetPolicy {
-  return rules.schema_subset ?? DEFAULT_SCHEMA_SUBSET_POLICY;
-}
 
 /**
  * A pre-registration as recorded: what every reader of a run folder parses (verify, replay,

@@ -49,11 +49,3 @@ export function worstCallCostNanoUsd(promptTokens: number, maxAnswerTokens: numb
   return callCostNanoUsd({ prompt_tokens: promptTokens, completion_tokens: maxAnswerTokens, cache_read_tokens: 0, cache_write_tokens: 0 }, { ...prices, input: dearestInput });
 }
 
-/**
- * The prices a runtime configuration states, or null when its calls are not priced (a model
- * without prices, the reference policy, a replay). The one place the wake loop, and the cost cap
- * for the worst case of the next call, read them from.
- */
-export function pricesOf(config: RuntimeModelConfig): ModelPrices | null {
-  return 'prices' in config ? (config.prices ?? null) : null;
-}

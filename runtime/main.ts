@@ -24,8 +24,8 @@ import type { ModelAdapter } from './model-adapter.js';
 import { callTimeoutMsOf, modelAdapterFor } from './model-adapters/adapter-list.js';
 import { specialisedAnswerSchema } from './answer-schema.js';
 import { answerSchemaToSend } from './schema-subsets/schema-to-send.js';
-import { pricesOf } from './call-cost.js';
 import { MODEL_CALL_TIMEOUT_MS, runWake, WakeNotOpenError, WakeStoppedError } from './wake-loop.js';
+import { configuredPricesOf } from './configured-prices.js';
 import {
   RuntimeParentMessage,
   type RuntimeChildMessage,
@@ -150,7 +150,7 @@ async function wakeOnce(start: RuntimeStartConfig, wake: RuntimeWake, slot: { cl
       protocol: start.protocol,
       schemaSubset: start.schema_subset,
       modelTimeoutMs: modelTimeoutOf(start),
-      prices: pricesOf(start.model),
+      prices: configuredPricesOf(start.model),
       onProgress: (counts) => reportProgress(wake, counts),
       onModelCallStarted: (callNumber) => new Promise<void>((resolve) => tell({ type: 'model_call_started', wake_id: wake.wake_id, call_number: callNumber }, resolve)),
       faults,

@@ -257,6 +257,10 @@ export const RuntimeStartConfig = z.strictObject({
 });
 export type RuntimeStartConfig = z.infer<typeof RuntimeStartConfig>;
 
+/** What a wake is told of the cost cap: the cap in force and the spent, in nano-USD. */
+export const WakeCostCap = z.strictObject({ cap_nano_usd: z.number().int().min(1), spent_nano_usd: z.number().int().min(0) });
+export type WakeCostCap = z.infer<typeof WakeCostCap>;
+
 export const RuntimeWake = z.strictObject({
   type: z.literal('wake'),
   wake_id: Identifier,
@@ -278,6 +282,12 @@ export const RuntimeWake = z.strictObject({
    * step (controller/crash-drills.ts). The same events in the same order either way. Absent: false.
    */
   steps_share_appends: z.boolean().default(false),
+  /**
+   * The cost cap in force and what the instance has spent before this wake, counted by the
+   * controller from the store (design/cost-cap.ts): the runtime holds a call back that could take
+   * the spent over the cap (runtime/cost-cap-hold.ts). Null or absent: no cap.
+   */
+  cost_cap: WakeCostCap.nullable().default(null),
 });
 export type RuntimeWake = z.infer<typeof RuntimeWake>;
 

@@ -55,8 +55,8 @@ export function recordedProtocolOf(envelopes: readonly EventEnvelope[]): ModelPr
  *   made and answered, and the wake loop must fail the same text the same way. Its usage is the
  *   recorded one; an old event kept none, so then the estimate (prompt unknown to the recording:
  *   0; completion ceil(chars / 4)) with usage_source "estimate".
- * - ModelCallFailed budget_exhausted → skipped: that call was never made, and a replayed
- *   wake with the same budget does not make it either.
+ * - ModelCallFailed budget_exhausted / cost_cap → skipped: that call was never made, and a
+ *   replayed wake with the same budget does not make it either (a replay has no prices, so no cap).
  * Transport attempts (ModelCallAttemptFailed) are not replayed: a replay opens no connection.
  * Any other event is ignored. A model event whose payload fails its schema throws
  * ReplayRecordingError: a replay of a record it cannot read would not be a replay.
@@ -84,6 +84,7 @@ export function recordedCallsFromEvents(envelopes: readonly EventEnvelope[]): Re
     const p = current.failed;
     switch (p.failure) {
       case 'budget_exhausted':
+      case 'cost_cap':
         break;
       case 'schema_violation':
       case 'length':

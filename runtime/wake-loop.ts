@@ -38,8 +38,9 @@ import { adapterOf } from './model-adapters/adapter-list.js';
 import { parseModelOutput, type ModelAction, type ModelProtocol, type ShownEvents, type SubjectAnswer } from './model-protocol.js';
 import { actionArgs, decidePermission, fingerprintOfAction } from './permission-gate.js';
 import { renderPrompt } from './prompt.js';
-import { requestedAnswerCap } from './answer-cap.js';
+import { requestedAnswerCap, sentAnswerCap } from './answer-cap.js';
 import { callCostNanoUsd } from './call-cost.js';
+import { costCapHold } from './cost-cap-hold.js';
 import type { ModelPrices } from '../schema/model-prices.js';
 import type { RuntimeWake, WakeCheckpoint, WakeCounts } from './protocol.js';
 
@@ -71,7 +72,7 @@ export interface WakeInput {
   readonly workspaceRoot: string;
   /** How long the model call may take before it is recorded as a timeout. */
   readonly modelTimeoutMs: number;
-  /** The configured prices (runtime/call-cost.ts pricesOf); null: calls are not priced and record no cost. */
+  /** The configured prices (runtime/configured-prices.ts): each call's cost, and the cost cap's hold on each call; null: not priced, no cost recorded. */
   readonly prices: ModelPrices | null;
   /** True once the runtime is asked to stop: the wake ends at its next step boundary. */
   readonly shouldStop: () => boolean;
@@ -257,6 +258,13 @@ class Wake {
     }
     const shown: ShownEvents = new Map(w.events.map((e) => [e.seq, e.event_id]));
     const maxTokens = requestedAnswerCap(wake.budget.tokens, prompt.system, prompt.user);
+    const held = costCapHold(wake.cost_cap, this.input.prices, prompt, sentAnswerCap(maxTokens, adapter.params.max_tokens));
+    if (held !== null) {
+      // Recorded like a call never made (no usage, nothing spent); the controller stops the instance after this wake.
+      await this.recordAndReport(this.draft('ModelOutputEvent.ModelCallFailed', 'model', { ...this.callFields(0), ...this.recordFields(NO_CALL_FACTS), context: this.context, failure: 'cost_cap', detail: held.slice(0, 2_000), raw_output: null, usage: null, usage_source: null }));
+      this.notes.push(`model call held back by the cost cap: ${held}`);
+      return null;
+    }
     let abandoned = false;
     const onTransportFailure = async (f: TransportFailure): Promise<void> => {
       // A call given up as timed out (the fault harness's model_timeout) records nothing after its ModelCallFailed.

@@ -26,18 +26,21 @@ export const EARLIER_CATALOGUES: EarlierCatalogues = {
     'ModelOutputEvent.ModelCallFailed': '1.1.0',
     'ModelOutputEvent.ModelCallAttemptFailed': null,
     'ExperimentEvent.BudgetLedgerRecorded': '1.0.0',
+    'SystemEvent.Resumed': '1.0.0',
   },
   // Before issue 34: the call records without prompt_reuse.
   '1.1.0': {
     'ModelOutputEvent.ModelAnswered': '1.3.0',
     'ModelOutputEvent.ModelCallFailed': '1.2.0',
     'ExperimentEvent.BudgetLedgerRecorded': '1.0.0',
+    'SystemEvent.Resumed': '1.0.0',
   },
-  // Before issue 36: the call records without the provider's finish reason, cache counts and cost; the ledger without the wake's cost.
+  // Before issue 36: the call records without the provider's finish reason, cache counts and cost; the ledger without the wake's cost; resumes without a raised cost cap.
   '1.2.0': {
     'ModelOutputEvent.ModelAnswered': '1.4.0',
     'ModelOutputEvent.ModelCallFailed': '1.3.0',
     'ExperimentEvent.BudgetLedgerRecorded': '1.0.0',
+    'SystemEvent.Resumed': '1.0.0',
   },
 } satisfies Readonly<Record<string, CatalogueChanges>>;
 

@@ -53,6 +53,11 @@ export type SchemaSubsetPolicy = z.infer<typeof SchemaSubsetPolicy>;
 /** A pre-registration without the key (every one locked before issue 36) refuses. */
 export const DEFAULT_SCHEMA_SUBSET_POLICY: SchemaSubsetPolicy = 'refuse';
 
+/** The pre-registered policy of a pre-registration's model_calls block (design/prereg.ts ModelCallRules). */
+export function schemaSubsetPolicyOf(rules: { readonly schema_subset?: SchemaSubsetPolicy | undefined }): SchemaSubsetPolicy {
+  return rules.schema_subset ?? DEFAULT_SCHEMA_SUBSET_POLICY;
+}
+
 /** The most keywords a subset record lists (the answer schema has a few hundred nodes). */
 export const MAX_REMOVED_KEYWORDS = 2_000;
 

@@ -32,3 +32,16 @@ export const PRICE_KINDS = ModelPrices.keyof().options;
 
 /** A cost as recorded: billionths of a US dollar, an integer, so sums never drift with the order they are added in. */
 export const NANO_USD_PER_USD = 1_000_000_000;
+
+/** A cost cap in US dollars (the pre-registration's model_calls.cost_cap_usd_per_instance, or a resume's raise of it): above 0, at most a million. */
+export const CostCapUsd = z.number().gt(0).max(1_000_000);
+
+/** `usd` in nano-USD, the unit costs are recorded and summed in. */
+export function nanoUsdOf(usd: number): number {
+  return Math.round(usd * NANO_USD_PER_USD);
+}
+
+/** A nano-USD amount as dollars for people: "$0.001234". */
+export function usdText(nanoUsd: number): string {
+  return `$${(nanoUsd / NANO_USD_PER_USD).toFixed(6)}`;
+}

@@ -5,6 +5,7 @@
 import type { EventEnvelope } from './envelope.js';
 import { ModelAnswered, ModelCallFailed } from './events/model-output-events.js';
 import { BudgetLedgerRecorded } from './events/experiment-events.js';
+import { Resumed } from './events/system-events.js';
 
 /** The event as it reads one schema version later (or at the catalogue's version). */
 export interface Upcast {
@@ -68,4 +69,6 @@ export const BUILT_IN_UPCASTERS: UpcasterRegistry = new Map<string, Upcaster>([
       return { schema_version: '1.1.0', payload: { ...payload, used: { ...(payload['used'] as Record<string, unknown>), cost_nano_usd: null } } };
     },
   ],
+  // Catalogue 1.3.0 (issue 36): no resume before it raised a cost cap (there was none).
+  [upcasterKey(Resumed.type, '1.0.0'), (event) => ({ schema_version: '1.1.0', payload: { ...(event.payload as Record<string, unknown>), cost_cap_raised_to_usd: null } })],
 ]);

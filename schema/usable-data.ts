@@ -70,6 +70,8 @@ const KIND_OF_FAILURE: Readonly<Record<ModelCallFailure, FailureKind | null>> = 
   http_error: 'other',
   refusal: 'other',
   budget_exhausted: null,
+  // Held back by the pre-registered cost cap before it was sent: not a call, like a wake that granted none; the instance stops there (a recorded stop, docs/oracle.md).
+  cost_cap: null,
 };
 
 const Count = z.number().int().min(0);
@@ -100,7 +102,7 @@ export const UsableData = z.strictObject({
   share: Share.nullable(),
   /** The n − k failed calls by kind (they sum to calls − accepted). */
   by_failure: ByFailure,
-  /** ModelCallFailed `budget_exhausted`: wakes that granted no call. Not calls; said beside them. */
+  /** ModelCallFailed `budget_exhausted` (wakes that granted no call) and `cost_cap` (calls the cost cap held back). Not calls; said beside them. */
   not_made: Count,
   /** Failed calls whose `failure` this build does not know, counted under `other` and named in `reason`. */
   unrecognised_failures: Count,
@@ -213,6 +215,7 @@ function substanceReason(count: SubstanceCount, rule: SubstantiveRule, minAccept
 export function judgeUsableData(events: readonly ModelCallEventLike[], minAcceptedShare: number | null, noRuleReason: string = NO_RULE_REASON, substantive: SubstantiveRule | null = null): UsableData {
   let accepted = 0;
   let notMade = 0;
+  let heldBack = 0;
   const byFailure = noFailures();
   const unknown = new Map<string, number>();
   for (const event of events) {
@@ -223,7 +226,10 @@ export function judgeUsableData(events: readonly ModelCallEventLike[], minAccept
     if (event.event_type !== MODEL_CALL_FAILED) continue;
     const failure = failureOf(event.payload);
     const kind = kindOf(failure);
-    if (kind === null) notMade += 1;
+    if (kind === null) {
+      notMade += 1;
+      if (failure === 'cost_cap') heldBack += 1;
+    }
     else if (kind === 'unknown') {
       // A call that failed in a way this build cannot name still counts as a failed call.
       byFailure.other += 1;
@@ -240,7 +246,8 @@ export function judgeUsableData(events: readonly ModelCallEventLike[], minAccept
   const substantiveOk = substantive === null || (substantiveShare !== null && minAcceptedShare !== null && substantiveShare >= minAcceptedShare);
   const usable = share !== null && minAcceptedShare !== null && share >= minAcceptedShare && substantiveOk;
 
-  const notMadeText = notMade === 0 ? '' : `; ${notMade} wake(s) granted no call (budget_exhausted, not counted as calls)`;
+  const granted = notMade - heldBack;
+  const notMadeText = `${granted === 0 ? '' : `; ${granted} wake(s) granted no call (budget_exhausted, not counted as calls)`}${heldBack === 0 ? '' : `; ${heldBack} call(s) held back by the cost cap (cost_cap, not counted as calls)`}`;
   const named = [...unknown.entries()].slice(0, MAX_NAMED_UNKNOWN).map(([label, n]) => `${n}× ${label}`);
   const unknownText = unrecognised === 0 ? '' : `; ${unrecognised} failure(s) of a kind this build does not know, counted as other: ${named.join(', ')}${unknown.size > MAX_NAMED_UNKNOWN ? `, +${unknown.size - MAX_NAMED_UNKNOWN} more kind(s)` : ''}`;
   let reason: string;

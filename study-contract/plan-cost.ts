@@ -4,6 +4,7 @@
 // time and tokens from the check's measured speed (design/model-forecast.ts). Made by
 // study/plan-cost.ts; said on screen at plan time and in --plan-only's --json.
 import { z } from 'zod';
+import { ModelPrices } from '../schema/model-prices.js';
 
 const Count = z.number().int().min(0);
 const Range = z.strictObject({ low: Count, high: Count });
@@ -32,6 +33,17 @@ export const PlanCost = z.strictObject({
       tokens_per_call: Range,
       tokens_per_instance: Range,
       tokens_round_1: Range,
+      /**
+       * Issue 36: the expected cost in nano-USD, a forecast from the preflight's token figures
+       * (tokens_per_call, prompt and answer apart) at the configured `prices`: low, every prompt
+       * token at the input price; high, the largest prompt at the dearer of the input and
+       * cache-write prices with the whole answer cap. Null: the model states no prices.
+       * Absent: a plan made before costs.
+       */
+      cost: z
+        .strictObject({ prices: ModelPrices, per_call_nano_usd: Range, per_instance_nano_usd: Range, round_1_nano_usd: Range, at_most_nano_usd: Range })
+        .nullable()
+        .optional(),
     })
     .nullable(),
   not_predicted: z.string().max(1_000).nullable(),

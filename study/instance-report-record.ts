@@ -4,6 +4,7 @@
 // the report of thousands of instances never holds the events of more than one. Its home is here
 // and only here: a figure the report needs from an instance's events is added to this schema and
 // to instanceReportRecordOf, and nowhere else.
+import { costCapNotesOf } from '../design/cost-cap.js';
 import { z } from 'zod';
 import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
 import { InstanceScore, WakeScore } from '../oracle/continuity-score.js';
@@ -73,7 +74,8 @@ export function instanceReportRecordOf(evaluation: InstanceEvaluation, rule: Usa
       per_wake: score.per_wake.map((w) => ({ wake_id: w.wake_id, at_minute: w.at_minute, value: w.value, value_unrounded: w.value_unrounded })),
     },
     hardFailures: evaluation.hardFailures.map((h) => ({ id: h.id, seq: h.seq, detail: h.detail })),
-    notes: [...evaluation.notes],
+    // The cost cap's stops and raises (a raise departs from the pre-registration): said with the instance, in the report's notes.
+    notes: [...evaluation.notes, ...costCapNotesOf(record.events, record.prereg.model_calls?.cost_cap_usd_per_instance, record.manifest?.model.prices ?? null)],
     events: record.events.length,
     usable: judgeUsableData(record.events, rule.min_accepted_share, undefined, rule.substantive),
     usable_rule: rule,

@@ -11,6 +11,8 @@ import { BATCH_STUDY_VERSION, MAX_STUDY_INSTANCES, STUDY_VERSION, StudyError, St
 import { GROUPS } from '../design/groups.js';
 import { hashCanonical } from '../schema/hash.js';
 import { checkedExploratory } from './plan-validity.js';
+import { requirePricesForCap } from '../design/cost-cap.js';
+import { configuredPricesOf } from '../runtime/configured-prices.js';
 
 /** What a new study's plan is made of, a one-machine study's or a batch plan's (--plan-only). */
 export interface NewPlanInput {
@@ -40,6 +42,8 @@ export function checkedNewStudyPlan(input: NewPlanInput): { readonly plan: Study
   const locked = readLockedPrereg(input.preregFile, key.keys.publicKey);
   if (!locked.ok) throw new StudyError('prereg_refused', `refusing to start the study: ${locked.check.failures.map((f) => f.message).join('; ')}`);
   const { prereg } = locked;
+  // A cost cap no price can hold would refuse every instance: refused here, before the study is written.
+  requirePricesForCap(prereg.model_calls?.cost_cap_usd_per_instance, configuredPricesOf(input.model), 'start the study');
   const rule = prereg.expansion_rule;
   const nInitial = input.n ?? rule.initial_n_per_group;
   const nExpanded = Math.max(rule.expanded_n_per_group, nInitial);

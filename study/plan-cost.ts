@@ -3,7 +3,11 @@
 // schedule every instance of that replicate gets: design/wake-schedule.ts), one model call per
 // wake — and, where the model's server was checked before hour 0, its time and tokens predicted
 // at the measured speed (design/model-forecast.ts). Said on screen and kept in study.json.
-import { durationText, predictedCallTokens } from '../design/model-forecast.js';
+import { durationText, predictedCallParts, predictedCallTokens, type CallTokens } from '../design/model-forecast.js';
+import { callCostNanoUsd, worstCallCostNanoUsd } from '../runtime/call-cost.js';
+import { configuredPricesOf } from '../runtime/configured-prices.js';
+import { usdText } from '../schema/cost-summary.js';
+import type { ModelPrices } from '../schema/model-prices.js';
 import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
 import { seededRandom } from '../design/seeded-random.js';
 import { buildWakeSchedule } from '../design/wake-schedule.js';
@@ -33,7 +37,7 @@ export function planCostOf(plan: StudyPlan, prereg: PreRegistration, prediction:
   const callsUpTo = (n: number): number => GROUPS.length * wakes.slice(0, n).reduce((sum, w) => sum + w, 0);
   const roundOneCalls = callsUpTo(plan.n_initial);
   const forecast = typeof prediction === 'string' ? null : prediction.check.forecast;
-  const predicted = typeof prediction === 'string' ? null : predictionOf(prediction, plan, roundOneCalls);
+  const predicted = typeof prediction === 'string' ? null : predictionOf(prediction, plan, roundOneCalls, callsUpTo(plan.n_expanded));
   return PlanCost.parse({
     instances: { round_1: GROUPS.length * plan.n_initial, at_most: GROUPS.length * plan.n_expanded },
     wakes_per_instance: { min: Math.min(...wakes), max: Math.max(...wakes) },
@@ -44,7 +48,7 @@ export function planCostOf(plan: StudyPlan, prereg: PreRegistration, prediction:
   });
 }
 
-function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls: number): NonNullable<PlanCost['predicted']> {
+function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls: number, mostCalls: number): NonNullable<PlanCost['predicted']> {
   const { forecast } = prediction.check;
   const study = predictedStudyOf(prediction.check, plan, prediction.concurrency);
   const perCall = predictedCallTokens(forecast);
@@ -58,7 +62,22 @@ function predictionOf(prediction: CostPrediction, plan: StudyPlan, roundOneCalls
     tokens_per_call: perCall,
     tokens_per_instance: { low: perCall.low * forecast.wakes, high: perCall.high * forecast.wakes },
     tokens_round_1: { low: perCall.low * roundOneCalls, high: perCall.high * roundOneCalls },
+    cost: expectedCostOf(predictedCallParts(forecast), configuredPricesOf(plan.model), forecast.wakes, roundOneCalls, mostCalls),
   };
+}
+
+/**
+ * The expected cost (issue 36): the forecast's tokens per call at the configured prices — low, a
+ * typical prompt all at the input price with the speed call's answer; high, the worst a call can
+ * cost (runtime/call-cost.ts worstCallCostNanoUsd: the largest prompt, the whole answer cap) —
+ * times the calls of an instance, of round 1 and of every group expanded. Null: not priced.
+ */
+function expectedCostOf(parts: { readonly low: CallTokens; readonly high: CallTokens }, prices: ModelPrices | null, wakes: number, roundOneCalls: number, mostCalls: number): NonNullable<PlanCost['predicted']>['cost'] {
+  if (prices === null) return null;
+  const low = callCostNanoUsd({ prompt_tokens: parts.low.prompt, completion_tokens: parts.low.answer, cache_read_tokens: 0, cache_write_tokens: 0 }, prices);
+  const high = worstCallCostNanoUsd(parts.high.prompt, parts.high.answer, prices);
+  const times = (n: number) => ({ low: low * n, high: high * n });
+  return { prices, per_call_nano_usd: times(1), per_instance_nano_usd: times(wakes), round_1_nano_usd: times(roundOneCalls), at_most_nano_usd: times(mostCalls) };
 }
 
 /** Why a plan predicts no time or tokens: its model calls no server, or (a pre-registration without model-call rules) none was checked. */
@@ -81,8 +100,20 @@ export function costLines(cost: PlanCost): string[] {
   else {
     lines.push(`  predicted at ${p.speed}: an instance ${durationText(p.instance_ms.low)} to ${durationText(p.instance_ms.high)}, ${count(p.tokens_per_instance.low)} to ${count(p.tokens_per_instance.high)} tokens (prompt and answer; ${count(p.tokens_per_call.low)} to ${count(p.tokens_per_call.high)} a call)`);
     lines.push(`  round 1: ${durationText(p.round_1_ms.low)} to ${durationText(p.round_1_ms.high)} at ${p.blocks_at_once} block(s) at once (${p.blocks_at_once_source}) on one server taking ${p.calls_at_once} call(s) at once, ${count(p.tokens_round_1.low)} to ${count(p.tokens_round_1.high)} tokens${expands ? '; more if the rule expands' : ''}`);
+    lines.push(...expectedCostLines(p.cost));
   }
   return lines;
+}
+
+/** The expected cost on screen: a forecast, said to be one, or that the model is not priced. */
+function expectedCostLines(cost: NonNullable<PlanCost['predicted']>['cost']): string[] {
+  if (cost === undefined) return [];
+  if (cost === null) return ['  expected cost: not stated (the model configuration states no prices; add "prices", or --prices, to have it)'];
+  const range = (r: { low: number; high: number }): string => `${usdText(r.low)} to ${usdText(r.high)}`;
+  const p = cost.prices;
+  return [
+    `  expected cost: a forecast from the preflight's token figures at the configured prices (US dollars per million tokens: input ${p.input}, output ${p.output}, cache read ${p.cache_read}, cache write ${p.cache_write}), not a measurement: an instance ${range(cost.per_instance_nano_usd)}, round 1 ${range(cost.round_1_nano_usd)}, at most ${range(cost.at_most_nano_usd)} if every group expands (${range(cost.per_call_nano_usd)} a call; low: a typical prompt at the input price, high: the largest prompt with the whole answer cap)`,
+  ];
 }
 
 /**

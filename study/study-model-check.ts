@@ -2,11 +2,12 @@
 // controller/model-check.ts on replicate 1's plan, and the study's predicted duration said from
 // its forecast (design/model-forecast.ts predictedStudyMs: the calls of every instance on one
 // server taking the declared parallel slots at once, at most three per block at once).
+import { schemaSubsetPolicyOf } from '../schema/model-call-policy.js';
 import { checkModelBeforeStart, type ModelCheck } from '../controller/instance-runner.js';
 import { buildExperimentPlan } from '../design/experiment-plan.js';
 import { blockSlotsOf, resolveModel } from '../design/model-choice.js';
 import { durationText, predictedStudyMs } from '../design/model-forecast.js';
-import { modelCallRulesOf, schemaSubsetPolicyOf, type PreRegistration } from '../design/prereg.js';
+import { modelCallRulesOf, type PreRegistration } from '../design/prereg.js';
 import type { Scenario } from '../design/scenario.js';
 import type { StudyPlan } from '../study-contract/study-folder.js';
 import { replicateSeed } from '../study-contract/study-replicates.js';

@@ -81,7 +81,7 @@ const STOP_STYLES = {
 
 const failureStyle = (failure: (typeof MODEL_CALL_FAILURES)[number], letter: string): MarkStyle => ({ meaning: `model call failed: ${failure}`, shape: 'cross', colour: '#D55E00', letter });
 const FAILURE_LETTERS: Readonly<Record<(typeof MODEL_CALL_FAILURES)[number], string>> = {
-  timeout: 'T', transport: 'N', http_error: 'H', refusal: 'R', truncated_prompt: 'P', stream_broken: 'B', schema_violation: 'S', length: 'L', budget_exhausted: '$',
+  timeout: 'T', transport: 'N', http_error: 'H', refusal: 'R', truncated_prompt: 'P', stream_broken: 'B', schema_violation: 'S', length: 'L', budget_exhausted: '$', cost_cap: 'C',
 };
 const FAILURE_STYLES = Object.fromEntries(MODEL_CALL_FAILURES.map((f) => [f, failureStyle(f, FAILURE_LETTERS[f])])) as Record<(typeof MODEL_CALL_FAILURES)[number], MarkStyle>;
 

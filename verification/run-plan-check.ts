@@ -14,6 +14,9 @@ import { emptyCounts, Findings, type PlanConformanceReport } from './plan-findin
 import { checkManifest, checkPlanHashes, checkPrereg, readPlan, rebuildPlan } from './run-files-check.js';
 import { checkStore } from './store-walk.js';
 import { checkCallCosts } from './call-cost-check.js';
+import { CostAccount } from '../design/cost-cap.js';
+import type { InstanceManifest } from '../design/manifest.js';
+import type { PreRegistration } from '../design/prereg.js';
 
 export interface PlanConformanceOptions {
   /**
@@ -50,7 +53,22 @@ export function checkRunFollowsPlan(runDir: string, publicKey: Uint8Array, optio
   if (!scenario) out.note(RUN_FILES.store, null, 'SubjectInitialized payload not compared: no scenario was loaded (it comes from prereg.json)');
   const subjectInitialized = scenario ? subjectInitializedPayload(scenario.definition, plan.schedule.start_at) : null;
   const verified = options.verifiedEvents?.get(path.join(runDir, RUN_FILES.store))?.events ?? null;
-  checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts, verified);
+  checkStore(runDir, plan, subjectInitialized, signed?.sha256 ?? null, out, counts, verified, costAccountOf(prereg, signed?.manifest ?? null, out));
   checkCallCosts(runDir, signed?.manifest ?? null, out);
   return report();
+}
+
+/**
+ * The cost cap's account for the walk (issue 36 item 4): the pre-registered cap at the manifest's
+ * prices; null without a cap. A cap without prices is a failure: the start refuses it, so a run
+ * holding one was not started by this controller, and nothing could have held its calls.
+ */
+function costAccountOf(prereg: PreRegistration | null, manifest: InstanceManifest | null, out: Findings): CostAccount | null {
+  const capUsd = prereg?.model_calls?.cost_cap_usd_per_instance;
+  if (capUsd === undefined || manifest === null) return null;
+  if (manifest.model.prices === null) {
+    out.fail(RUN_FILES.manifest, null, `the pre-registration caps each instance's cost at $${capUsd} but the manifest's model has no prices: no call's cost could be counted against the cap`);
+    return null;
+  }
+  return new CostAccount(capUsd, manifest.model.prices);
 }

@@ -25,6 +25,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ledgerOf } from '../design/budget-ledger.js';
+import type { CostAccount } from '../design/cost-cap.js';
 import type { ExperimentPlan } from '../design/experiment-plan.js';
 import { CONTROLLER_KEYS, isDeliveredByEvent, parseInterventionEventKey } from '../design/run-contract.js';
 import type { SubjectInitializedPayload } from '../design/scenario.js';
@@ -358,9 +359,14 @@ class StoreWalk {
  * Walks the run's events.db against the plan. `subjectInitialized` is the scenario's payload
  * (null: not compared); `manifestSha256` is what StoreOpened must name (null: not compared).
  */
-export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts, verified: readonly EventEnvelope[] | null = null): void {
+/**
+ * `cost`: the pre-registered cost cap's account (design/cost-cap.ts), fed every event in seq
+ * order; what it finds wrong (a made call that took the spent over the cap in force, a wake
+ * after a held-back call without a stop) is a failure at that seq. Null: no cap.
+ */
+export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts, verified: readonly EventEnvelope[] | null = null, cost: CostAccount | null = null): void {
   const storeFile = path.join(runDir, RUN_FILES.store);
-  if (verified !== null) return walkEvents(verified, plan, subjectInitialized, manifestSha256, out, counts);
+  if (verified !== null) return walkEvents(verified, plan, subjectInitialized, manifestSha256, out, counts, cost);
   if (!existsSync(storeFile)) return out.fail(RUN_FILES.store, null, `no ${RUN_FILES.store}: nothing to check against the plan`);
   let reader: StoreReader;
   try {
@@ -384,7 +390,7 @@ export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitiali
         out.fail(RUN_FILES.store, row.seq, 'the stored envelope is unreadable, so it was not compared with the plan');
         continue;
       }
-      visitOne(walk, env, row.seq, manifestSha256, out);
+      visitOne(walk, env, row.seq, manifestSha256, out, cost);
     }
     walk.finish(lastSeq);
   } catch (error) {
@@ -397,7 +403,9 @@ export function checkStore(runDir: string, plan: ExperimentPlan, subjectInitiali
 }
 
 /** One envelope of the store, in seq order: StoreOpened held to the manifest, then the walk. */
-function visitOne(walk: StoreWalk, env: EventEnvelope, storedSeq: number, manifestSha256: string | null, out: Findings): void {
+function visitOne(walk: StoreWalk, env: EventEnvelope, storedSeq: number, manifestSha256: string | null, out: Findings, cost: CostAccount | null): void {
+  const overCap = cost?.visit(env) ?? null;
+  if (overCap !== null) out.fail(RUN_FILES.store, storedSeq, overCap);
   if (storedSeq === 1 && env.event_type === StoreOpened.type && manifestSha256 !== null && env.payload.manifest_sha256 !== manifestSha256) {
     out.fail(RUN_FILES.store, 1, `StoreOpened names manifest ${String(env.payload.manifest_sha256)}, ${RUN_FILES.manifest} hashes to ${manifestSha256}: the store was not written under this manifest`);
   }
@@ -405,11 +413,11 @@ function visitOne(walk: StoreWalk, env: EventEnvelope, storedSeq: number, manife
 }
 
 /** The walk over the events a verify of the store just read, seq 1 to the head without a gap (writer/verified-events.ts): nothing read again. */
-function walkEvents(events: readonly EventEnvelope[], plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts): void {
+function walkEvents(events: readonly EventEnvelope[], plan: ExperimentPlan, subjectInitialized: SubjectInitializedPayload | null, manifestSha256: string | null, out: Findings, counts: PlanConformanceCounts, cost: CostAccount | null): void {
   const walk = new StoreWalk(plan, subjectInitialized, out, counts);
   for (const env of events) {
     counts.events_read += 1;
-    visitOne(walk, env, env.seq, manifestSha256, out);
+    visitOne(walk, env, env.seq, manifestSha256, out, cost);
   }
   walk.finish(events.length);
 }

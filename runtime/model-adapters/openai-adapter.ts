@@ -426,8 +426,7 @@ export class OpenAiAdapter implements ModelAdapter {
       ...usageOf(state?.usage, state?.content ?? ''),
       attempts,
       ...timingsField(state?.timings),
-      prompt_reuse: promptReuseOf(state?.usage, state?.timings),
-      cache_read_tokens: cachedTokensOf(state?.usage),
+      prompt_reuse: promptReuseOf(state?.usage, state?.timings), cache_read_tokens: cachedTokensOf(state?.usage),
     });
 
     switch (reply.kind) {
@@ -462,8 +461,7 @@ export class OpenAiAdapter implements ModelAdapter {
           response_model: this.redactNullable(facts.response_model),
           attempts,
           ...timingsField(reply.timings),
-          prompt_reuse: facts.prompt_reuse,
-          cache_read_tokens: facts.cache_read_tokens,
+          prompt_reuse: facts.prompt_reuse, cache_read_tokens: facts.cache_read_tokens,
           ...counted,
         };
       }

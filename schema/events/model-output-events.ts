@@ -133,8 +133,25 @@ export const MODEL_CALL_FAILURES = [
   'length',
   /** The wake grants no model call: none was made. */
   'budget_exhausted',
+  /**
+   * 1.4.0 (issue 36): the call was not made — what the instance has spent plus the most the call
+   * could cost would exceed the pre-registered cost cap (model_calls.cost_cap_usd_per_instance);
+   * the controller then stops the instance, recorded and resumable.
+   */
+  'cost_cap',
 ] as const;
 export const ModelCallFailure = z.enum(MODEL_CALL_FAILURES);
+/**
+ * The failures that record a call the runtime did not make — the wake granted none, or the cost
+ * cap held it back: nothing was asked, nothing spent, and no count of calls counts them.
+ */
+export const CALLS_NOT_MADE = ['budget_exhausted', 'cost_cap'] as const satisfies readonly (typeof MODEL_CALL_FAILURES)[number][];
+/** Whether a recorded failure stands for a call that was made (of any version: `failure` as stored). */
+export function callWasMade(failure: unknown): boolean {
+  return !(CALLS_NOT_MADE as readonly unknown[]).includes(failure);
+}
+/** The kinds versions 1.3.0 and 1.2.0 knew: a cost_cap there is no record those versions wrote. */
+const ModelCallFailureBefore36 = z.enum(MODEL_CALL_FAILURES.filter((f) => f !== 'cost_cap') as [string, ...string[]]);
 
 /**
  * A model call that did not yield usable output: exactly one event per call, like answers.
@@ -159,8 +176,8 @@ export const ModelCallFailed = defineEvent(
   z.strictObject({ ...ModelCall, ...CallRecord, ...FailedFields }),
   undefined,
   {
-    '1.3.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore36, ...FailedFields }),
-    '1.2.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore34, ...FailedFields }),
+    '1.3.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore36, ...FailedFields, failure: ModelCallFailureBefore36 }),
+    '1.2.0': z.strictObject({ ...ModelCallBefore36, ...CallRecordBefore34, ...FailedFields, failure: ModelCallFailureBefore36 }),
     '1.1.0': z.strictObject({
       ...ModelCallBefore15,
       context: ContextCounts.nullable(),

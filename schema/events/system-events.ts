@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ChainHead } from '../chain-head.js';
 import { DsseEnvelope } from '../dsse.js';
 import { HashString } from '../hash.js';
+import { CostCapUsd } from '../model-prices.js';
 import { defineEvent, Identifier, LongText, SemVer, ShortText, WriterRole } from '../event-definition.js';
 
 /** First event of every store: binds the chain to one experiment instance and manifest. */
@@ -75,7 +76,14 @@ export const SubjectInitialized = defineEvent('SystemEvent', 'SubjectInitialized
 
 /** An operator pause (spec §16.2): recorded, never an experimental effect. */
 export const Paused = defineEvent('SystemEvent', 'Paused', '1.0.0', z.strictObject({ operator: ShortText, reason: LongText }));
-export const Resumed = defineEvent('SystemEvent', 'Resumed', '1.0.0', z.strictObject({ operator: ShortText, reason: LongText }));
+/**
+ * 1.1.0 (issue 36): `cost_cap_raised_to_usd` — the cost cap this instance holds from this resume
+ * on, raised by the operator above the pre-registered one (a departure from the pre-registration,
+ * said by the study's report; design/cost-cap.ts); null: the cap stays as it was.
+ */
+export const Resumed = defineEvent('SystemEvent', 'Resumed', '1.1.0', z.strictObject({ operator: ShortText, reason: LongText, cost_cap_raised_to_usd: CostCapUsd.nullable() }), undefined, {
+  '1.0.0': z.strictObject({ operator: ShortText, reason: LongText }),
+});
 
 /** A periodic head signed by the controller, kept in the chain it attests. */
 export const ChainHeadSigned = defineEvent('SystemEvent', 'ChainHeadSigned', '1.0.0', z.strictObject({

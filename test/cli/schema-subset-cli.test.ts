@@ -45,6 +45,7 @@ describe('npm run experiment -- --structured-output json_schema: the subset chec
   let stripped: CliResult;
   let inVllm: CliResult;
   let callsAfterRefusal = -1;
+  let planRefused: CliResult;
   const model = (dialect: string): string[] => ['--model', 'openai', '--base-url', server.baseUrl, '--model-id', SCRIPTED_MODEL_ID, '--api-key-env', 'none', '--no-stream', '--model-timeout-ms', '30000', '--structured-output', dialect];
   const common = (s: ControllerSetup): string[] => ['--group', 'C', '--prereg', s.preregFile, '--key-dir', s.keyDir, '--same-uid', 'test run in one uid', '--json'];
 
@@ -57,7 +58,10 @@ describe('npm run experiment -- --structured-output json_schema: the subset chec
     });
     refuseShort = controllerSetupWith('prereg-short', SHORT);
     before = snapshot(bundled.dir);
-    refused = await runCli('experiment', [...model('json_schema'), ...common(bundled), '--out', path.join(bundled.dir, 'runs', 'refused')]);
+    [refused, planRefused] = await Promise.all([
+      runCli('experiment', [...model('json_schema'), ...common(bundled), '--out', path.join(bundled.dir, 'runs', 'refused')]),
+      runCli('study', ['--plan-only', '--seed', 'subset', '--prereg', bundled.preregFile, '--key-dir', bundled.keyDir, '--same-uid', 'test', ...model('json_schema'), '--out', path.join(bundled.dir, 'runs', 'study-plan')]),
+    ]);
     after = snapshot(bundled.dir);
     callsAfterRefusal = server.requests.length + server.probes.length;
     [stripped, inVllm] = await Promise.all([
@@ -81,6 +85,12 @@ describe('npm run experiment -- --structured-output json_schema: the subset chec
     expect(text).toContain('pre-register model_calls.schema_subset "strip" in a copy of the pre-registration, locked');
     expect(after).toEqual(before);
     expect(callsAfterRefusal).toBe(0);
+  });
+
+  it('a study plan (npm run study -- --plan-only) under the same pre-registration: refused before anything of the study is written', () => {
+    expect(planRefused.code, planRefused.stderr.slice(-2_000)).toBe(EXIT_CODES.failed);
+    expect(`${planRefused.stdout}\n${planRefused.stderr}`).toContain('outside the json_schema subset');
+    expect(after).toEqual(before);
   });
 
   it('advice followed — a copy with schema_subset "strip", locked: the run ends verified; every schema sent lacks the keywords; the manifest lists them and the sent hash', () => {

@@ -47,11 +47,11 @@ describe('the advice of a refused model in a folder that exists, by the adapter\
     const advice = pinnedModelAdvice({ runDir: '/runs/r1', manifest: { model: modelInfo(name) } });
     expect(advice).toContain(`The signed manifest of /runs/r1 pins the model (${name} the-model, dialect none)`);
     expect(advice).toContain('then continue with npm run experiment -- --resume /runs/r1');
-    expect(advice.includes('(running, listing the model id "the-model" — llama-server --alias the-model — and honouring dialect none)')).toBe(adapterOf(name).answeredByServer);
+    expect(advice.includes('(its server running, serving the model id "the-model" — for a llama.cpp server, llama-server --alias the-model — and honouring dialect none)')).toBe(adapterOf(name).answeredByServer);
   });
 
-  test('the openai adapter is the one served over HTTP today; no model (`none`) asks for no server', () => {
-    expect(MODEL_ADAPTER_NAMES.filter((n) => adapterOf(n).answeredByServer)).toEqual(['openai']);
+  test('the openai, anthropic and gemini adapters are served over HTTP today; no model (`none`) asks for no server', () => {
+    expect(MODEL_ADAPTER_NAMES.filter((n) => adapterOf(n).answeredByServer)).toEqual(['openai', 'anthropic', 'gemini']);
     expect(pinnedModelAdvice({ runDir: '/runs/r1', manifest: { model: modelInfo('none') } })).not.toContain('llama-server');
   });
 });

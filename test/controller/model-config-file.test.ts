@@ -167,7 +167,7 @@ describe('readModelConfigFile: a zod-validated file, read once, its bytes pinned
       ['schema_subset', 'strip'],
     ] as const) {
       const error = refusal(dir, `${key}.json`, { ...openaiConfig('http://127.0.0.1:8080/v1'), [key]: value });
-      expect(error.message, key).toContain(`${key}: transport retries, the pause rule and the schema subset policy are pre-registered`);
+      expect(error.message, key).toContain(`${key}: transport retries, the pause rule, the schema subset policy and the cost cap are pre-registered`);
       expect(error.message, key).toContain("the pre-registration's model_calls block");
     }
   });
@@ -213,7 +213,7 @@ describe('modelChoiceOf: --model-config and the flags', () => {
 
   it('turns a bad file into a flag error (exit 2), its reason kept', () => {
     const file = writeConfig(dir, 'bad.json', { ...openaiConfig('http://127.0.0.1:8080/v1'), transport_retry: { max_attempts: 2, backoff_ms: [1] } });
-    expect(flagRefusal({ 'model-config': file }).message).toContain('transport_retry: transport retries, the pause rule and the schema subset policy are pre-registered');
+    expect(flagRefusal({ 'model-config': file }).message).toContain('transport_retry: transport retries, the pause rule, the schema subset policy and the cost cap are pre-registered');
   });
 
   it('refuses a configuration whose API-key variable is not set', () => {
@@ -427,7 +427,7 @@ describe('through the real command line: npm run experiment -- --model-config F'
   it('a file with a retry policy: exit 2 with the pre-registration reason; the empty run folder stays empty', () => {
     const r = refused['retry key']!;
     expect(r.result.code, r.result.stderr).toBe(2);
-    expect(r.result.stderr).toContain('retry: transport retries, the pause rule and the schema subset policy are pre-registered');
+    expect(r.result.stderr).toContain('retry: transport retries, the pause rule, the schema subset policy and the cost cap are pre-registered');
     expect(r.after).toEqual(r.before);
   });
 

@@ -410,7 +410,7 @@ describe('stall_recorded', () => {
   function stoppedAndResumed(reason: string): string {
     const dir = copies.copy();
     const anchor = events.filter((e) => e.event_type === 'ExperimentEvent.WakeEnded')[4]!;
-    rewriteEvents(dir, (list) => insertAfter(list, anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason }, anchor, 'experiment'), newEvent('SystemEvent.Resumed', { operator: 'test', reason: '--resume' }, anchor, 'experiment')));
+    rewriteEvents(dir, (list) => insertAfter(list, anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason }, anchor, 'experiment'), newEvent('SystemEvent.Resumed', { operator: 'test', reason: '--resume', cost_cap_raised_to_usd: null }, anchor, 'experiment')));
     return dir;
   }
 
@@ -433,7 +433,7 @@ describe('stall_recorded', () => {
     const anchor = events.filter((e) => e.event_type === 'ExperimentEvent.WakeEnded')[4]!;
     const outcome = find((e) => e.event_type === 'ActionEvent.ToolSucceeded', 'a tool outcome');
     const stored = rewriteEvents(dir, (list) =>
-      insertAfter(list, anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason: `the runtime failed (timeout: ds-runtime did not answer wake wake-0005 ${unansweredWithin(30_000)})` }, anchor, 'experiment'), { ...structuredClone(outcome), event_id: randomUUID(), idempotency_key: null }, newEvent('SystemEvent.Resumed', { operator: 'test', reason: '--resume' }, anchor, 'experiment')),
+      insertAfter(list, anchor, newEvent('SystemEvent.EmergencyStopped', { operator: 'controller', reason: `the runtime failed (timeout: ds-runtime did not answer wake wake-0005 ${unansweredWithin(30_000)})` }, anchor, 'experiment'), { ...structuredClone(outcome), event_id: randomUUID(), idempotency_key: null }, newEvent('SystemEvent.Resumed', { operator: 'test', reason: '--resume', cost_cap_raised_to_usd: null }, anchor, 'experiment')),
     );
     const stop = find((e) => e.event_type === 'SystemEvent.EmergencyStopped', 'the forged stop', stored);
     expect(failures(check(dir, { reached: stalled }), 'stall_recorded')).toEqual([`ActionEvent.ToolSucceeded (actor tool) at seq ${stop.seq + 1} after the stop at seq ${stop.seq}, before the resume at seq ${stop.seq + 2}`]);

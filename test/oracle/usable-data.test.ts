@@ -56,13 +56,14 @@ describe('judgeUsableData: k accepted of n calls made, the rest by kind', () => 
     http_error: 'other',
     refusal: 'other',
     budget_exhausted: null,
+    cost_cap: null,
   };
   it.each(MODEL_CALL_FAILURES.map((f) => [f, KIND[f]] as const))('%s is counted as %s', (failure, kind) => {
     const u = judgeUsableData([...times(9, answered), failed(failure), ...NOISE], MIN);
     if (kind === null) {
       expect(u).toMatchObject({ accepted: 9, calls: 9, share: 1, not_made: 1, usable: true });
       expect(Object.values(u.by_failure).every((n) => n === 0)).toBe(true);
-      expect(u.reason).toContain('1 wake(s) granted no call (budget_exhausted, not counted as calls)');
+      expect(u.reason).toContain(failure === 'cost_cap' ? '1 call(s) held back by the cost cap (cost_cap, not counted as calls)' : '1 wake(s) granted no call (budget_exhausted, not counted as calls)');
       return;
     }
     expect(u).toMatchObject({ accepted: 9, calls: 10, share: 0.9, not_made: 0, unrecognised_failures: 0, usable: true });

@@ -4,7 +4,7 @@
 // llama.cpp-like server on loopback that keeps its last prompt records what it reused.
 import { afterEach, describe, expect, test } from 'vitest';
 import { OpenAiAdapter } from '../../runtime/model-adapters/openai-adapter.js';
-import { promptReuseOf } from '../../runtime/model-adapters/prompt-reuse.js';
+import { cachedTokensOf, promptReuseOf } from '../../runtime/model-adapters/prompt-reuse.js';
 import { answerJsonSchema } from '../../runtime/answer-schema.js';
 import { MODEL_PROTOCOL_V2 } from '../../runtime/model-protocol.js';
 import { startLlamaLikeServer, TEMPLATE_TOKENS, TOKEN_CHARS, type LlamaLikeServer } from '../support/llamacpp-like-server.js';
@@ -32,6 +32,16 @@ describe('promptReuseOf', () => {
     expect(promptReuseOf({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: -1 } }, undefined)).toBeNull();
     expect(promptReuseOf({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: 1.5 } }, undefined)).toBeNull();
     expect(promptReuseOf({ prompt_tokens: 100 }, timings())).toBeNull();
+  });
+});
+
+describe('cachedTokensOf: what a provider bills at its cache-read price (issue 36)', () => {
+  test('OpenAI / vLLM usage.prompt_tokens_details.cached_tokens; none, or a forged count, gives null', () => {
+    expect(cachedTokensOf({ prompt_tokens: 2_048, completion_tokens: 9, prompt_tokens_details: { cached_tokens: 1_920 } })).toBe(1_920);
+    expect(cachedTokensOf({ prompt_tokens: 2_048, completion_tokens: 9 })).toBeNull();
+    expect(cachedTokensOf({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: 101 } })).toBeNull();
+    expect(cachedTokensOf({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: -1 } })).toBeNull();
+    expect(cachedTokensOf(undefined)).toBeNull();
   });
 });
 

@@ -205,6 +205,10 @@ describe('report.json carries its rounding, and every rounded figure follows its
     // Nor had it the prompt reuse of 2.3.0 (issue 34).
     for (const i of old.instances) delete i['prompt_reuse'];
     for (const g of Object.values(old['groups'] as Record<string, Record<string, unknown>>)) delete g['prompt_reuse'];
+    // Nor the cost of 2.4.0 (issue 36).
+    delete old['cost'];
+    for (const i of old.instances) delete i['cost'];
+    for (const g of Object.values(old['groups'] as Record<string, Record<string, unknown>>)) delete g['cost'];
     expect(StudyReport.safeParse(old).success).toBe(true);
     const oldText = `${JSON.stringify(old, null, 2)}\n`;
     const file = path.join(studyDir, STUDY_FILES.json);

@@ -249,7 +249,7 @@ export class PlanFollower {
   }
 
   async resume(occurredAt: string): Promise<void> {
-    await this.append(controllerDraft('SystemEvent.Resumed', occurredAt, null, null, { operator: 'test operator', reason: 'the test goes on' }));
+    await this.append(controllerDraft('SystemEvent.Resumed', occurredAt, null, null, { operator: 'test operator', reason: 'the test goes on', cost_cap_raised_to_usd: null }));
   }
 
   /** Some of a wake's first steps (a, b, c), for runs that leave a wake half done. */

@@ -95,7 +95,7 @@ export const d = {
       journal_first_page: { entry_id: o.journalEntryId ?? 'entry-0', text: 'Day one.' },
     }),
   paused: () => draft('SystemEvent.Paused', { operator: 'op', reason: 'inspection' }),
-  resumed: () => draft('SystemEvent.Resumed', { operator: 'op', reason: 'inspection done' }),
+  resumed: () => draft('SystemEvent.Resumed', { operator: 'op', reason: 'inspection done', cost_cap_raised_to_usd: null }),
   emergencyStopped: () => draft('SystemEvent.EmergencyStopped', { operator: 'op', reason: 'stop button' }),
   operatorResolved: (intentEventId: string, resolution: 'happened' | 'did_not_happen' = 'happened') =>
     draft('SystemEvent.OperatorResolved', { operator: 'op', intent_event_id: intentEventId, resolution, note: 'checked the file by hand' }),

@@ -21,7 +21,7 @@ const plan = {
   interventions: [{ intervention_id: 'iv-goal', kind: 'goal_change' }],
 } as unknown as ExperimentPlan;
 
-const VERSIONS: Record<string, string> = { ModelCallFailed: '1.4.0', ExecutionIntentRecorded: '1.1.0', ToolSucceeded: '1.1.0' };
+const VERSIONS: Record<string, string> = { ModelCallFailed: '1.4.0', ExecutionIntentRecorded: '1.1.0', ToolSucceeded: '1.1.0', Resumed: '1.1.0' };
 let nextSeq = 1;
 function event(type: string, hours: number, payload: Record<string, unknown>): EventEnvelope {
   const seq = nextSeq++;
@@ -48,7 +48,7 @@ function sampleEvents(): EventEnvelope[] {
     event('SystemEvent.ProcessRestarted', 2, { process: 'runtime', reason: 'planned crash', previous_exit: { code: null, signal: 'SIGKILL' } }),
     event('ExperimentEvent.WakeEnded', 2, { wake_id: 'wake-0002', outcome: 'crashed' }),
     event('SystemEvent.EmergencyStopped', 2.5, { operator: 'op', reason: 'stop' }),
-    event('SystemEvent.Resumed', 2.6, { operator: 'op', reason: 'go on' }),
+    event('SystemEvent.Resumed', 2.6, { operator: 'op', reason: 'go on', cost_cap_raised_to_usd: null }),
     event('ExperimentEvent.WakeStarted', 3, { wake_id: 'wake-0003', visible_to_seq: 3, budget }),
   ];
 }

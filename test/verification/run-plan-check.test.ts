@@ -592,7 +592,7 @@ describe('forged stores are caught, with the seq named', () => {
           seqs[name] = (await experiment.append([draft])).events[0]!.seq;
         };
         await add('paused', experimentDraft('SystemEvent.Paused', null, { operator: 'test', reason: 'not in the contract' }));
-        await add('resumed', experimentDraft('SystemEvent.Resumed', null, { operator: 'test', reason: 'nothing was stopped' }));
+        await add('resumed', experimentDraft('SystemEvent.Resumed', null, { operator: 'test', reason: 'nothing was stopped', cost_cap_raised_to_usd: null }));
         await add('unknownIv', experimentDraft('WorldEvent.MessageReceived', 'intervention:iv-nope:0', { from: 'x', subject: 's', body: 'b', in_reply_to: null }));
         await add('noKey', experimentDraft('WorldEvent.MessageReceived', null, { from: 'x', subject: 's', body: 'b', in_reply_to: null }));
         await add('extraIndex', experimentDraft('WorldEvent.MessageReceived', 'intervention:iv-denied-request:5', { from: 'x', subject: 's', body: 'b', in_reply_to: null }));

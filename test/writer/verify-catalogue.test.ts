@@ -170,6 +170,7 @@ describe('the table of catalogues', () => {
       'catalogue 1.0.0 lists ModelOutputEvent.ModelCallFailed at its current version 1.4.0: list only versions that differ',
       'catalogue 1.0.0 names ModelOutputEvent.ModelThought, which is not in the event catalogue',
       'catalogue 1.3.0 is the current one: list only earlier ones',
+      'SystemEvent.Resumed 1.0.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelAnswered 1.4.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelAnswered 1.3.0 has a schema in the catalogue but no earlier catalogue holds it',
       'ModelOutputEvent.ModelAnswered 1.2.0 has a schema in the catalogue but no earlier catalogue holds it',
