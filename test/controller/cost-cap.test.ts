@@ -101,7 +101,7 @@ describe('a cost cap without prices cannot be held', () => {
     writeFileSync(withCap, JSON.stringify({ ...JSON.parse(readFileSync(priced, 'utf8')), cost_cap_usd_per_instance: 5 }));
     const r = await start(path.join(setup.dir, 'runs', 'cap-in-config'), withCap);
     expect(r.code).toBe(2);
-    expect((jsonOf(r) as { error: { code: string; message: string } }).error.message).toMatch(/cost_cap_usd_per_instance: transport retries, the pause rule and the cost cap are pre-registered/);
+    expect((jsonOf(r) as { error: { code: string; message: string } }).error.message).toMatch(/cost_cap_usd_per_instance: transport retries, the pause rule, the schema subset policy and the cost cap are pre-registered/);
   }, 60_000);
 });
 
