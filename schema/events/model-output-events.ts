@@ -71,10 +71,11 @@ const CallRecord = {
   /** 1.4.0 / 1.3.0 (issue 34): what of the prompt a cache served; null where nobody reported it (and in records before). */
   prompt_reuse: PromptReuse.nullable(),
   /**
-   * 1.5.0 / 1.4.0 (issue 36): the provider's own word for why the answer ended, kept whenever
-   * `finish_reason` is the house's mapping of it (Anthropic's `stop_reason` end_turn → stop,
-   * max_tokens → length; Gemini's `finishReason` STOP, MAX_TOKENS, SAFETY); null where the two
-   * are the same word or nobody said.
+   * 1.5.0 / 1.4.0 (issue 36): the provider's own word for why the answer ended, as it said it,
+   * from an adapter whose `finish_reason` is the house's mapping of it (Anthropic's `stop_reason`
+   * end_turn → stop, max_tokens → length; Gemini's `finishReason` STOP, MAX_TOKENS, SAFETY); null
+   * where the adapter maps nothing (an OpenAI-compatible server's finish_reason is its own word)
+   * or nobody said.
    */
   provider_finish_reason: z.string().min(1).max(64).nullable(),
   /** Prompt tokens read from a provider's prompt cache (Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount, OpenAI cached_tokens), billed at the cache-read price; null: not reported. Part of usage.prompt_tokens. */

@@ -267,7 +267,8 @@ describe('docs/model-protocol.md', () => {
   const doc = readFileSync(fileURLToPath(new URL('../../docs/model-protocol.md', import.meta.url)), 'utf8');
 
   test('its example answer parses, in the protocol it names', () => {
-    const block = /```json\n([\s\S]*?)\n```/.exec(doc);
+    // The block under "## Example" (other sections show request bodies in json blocks of their own).
+    const block = /\n## Example\n[\s\S]*?```json\n([\s\S]*?)\n```/.exec(doc);
     expect(block).not.toBeNull();
     const example = JSON.parse(block![1]!) as { protocol: string };
     const protocol = ModelProtocol.parse(example.protocol);
