@@ -196,7 +196,7 @@ export async function resumeInstance(options: ResumeOptions): Promise<InstanceRe
  * where this build sends the very same schema (the dialect's subset holds it, nothing left out);
  * otherwise its calls would change constraint halfway, so the resume is refused, saying why.
  */
-function resolvedForResume(runDir: string, rules: ModelCallRules, manifest: InstanceManifest, cleanup: () => void): ReturnType<typeof resolveModel> {
+export function resolvedForResume(runDir: string, rules: ModelCallRules, manifest: InstanceManifest, cleanup: () => void): ReturnType<typeof resolveModel> {
   const recorded = manifest.model.structured_output;
   const beforeSubsets = recorded !== null && recorded.sent_schema_sha256 === null;
   const refuse = (why: string): never => {
