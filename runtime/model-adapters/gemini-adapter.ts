@@ -22,7 +22,7 @@
 // The key is read from the environment by the caller and only ever sent in its header; every
 // detail and text of an outcome or a preflight passes through `redact`.
 import type { GeminiDialect, TransportRetryPolicy } from '../../schema/model-call-policy.js';
-import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
+import { MAX_ANSWER_TOKENS, sentAnswerCap } from '../answer-cap.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TransportFailure } from '../model-adapter.js';
 import { estimateTokens } from '../prompt.js';
 import { ApiKeyRedactor } from './api-key-redaction.js';
@@ -107,7 +107,7 @@ export class GeminiAdapter implements ModelAdapter {
   async call(request: ModelRequest, timeoutMs: number): Promise<ModelCallOutcome> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new GeminiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     if (!Number.isSafeInteger(request.max_tokens) || request.max_tokens < 1) throw new GeminiAdapterConfigError(`request.max_tokens must be a positive integer, got ${request.max_tokens}`);
-    const maxTokens = this.params.max_tokens === null ? request.max_tokens : Math.min(this.params.max_tokens, request.max_tokens);
+    const maxTokens = sentAnswerCap(request.max_tokens, this.params.max_tokens);
     return this.complete(request.system, request.user, request.answer_schema, maxTokens, timeoutMs, request.onTransportFailure);
   }
 

@@ -29,6 +29,7 @@
 // Setup errors (the file missing, unreadable, not GGUF, the engine not installed, a schema
 // the grammar cannot enforce) are typed errors: `preflight` reports them as a refusal before
 // hour 0, `call` throws them. Everything a call itself can meet is an outcome.
+import { sentAnswerCap } from '../answer-cap.js';
 import { assertNever } from '../../foundation/assert-never.js';
 import { basename } from 'node:path';
 import { z } from 'zod';
@@ -183,7 +184,7 @@ export class LocalAdapter implements ModelAdapter {
     if (!Number.isSafeInteger(request.max_tokens) || request.max_tokens < 1) throw new LocalAdapterConfigError(`request.max_tokens must be a positive integer, got ${request.max_tokens}`);
     // Loading is not part of the call (preflight normally did it); its errors are setup errors.
     await this.open();
-    const cap = this.params.max_tokens === null ? request.max_tokens : Math.min(this.params.max_tokens, request.max_tokens);
+    const cap = sentAnswerCap(request.max_tokens, this.params.max_tokens);
     // The call's clock starts here, before waiting for an earlier call to end: timeoutMs bounds what the caller waits.
     const clock = startClock(timeoutMs);
     return this.serialised(() => this.generate(request.system, request.user, request.answer_schema, cap, clock));

@@ -50,7 +50,7 @@ import { ApiKeyRedactor } from './api-key-redaction.js';
 import { OPENAI_ADAPTER_LIMITS, OpenAiAdapterConfigError, OpenAiAdapterOptions } from './openai-options.js';
 import { NO_TOKENS_RECORDED, noUsageReason, type CallFacts, type ModelAdapter, type ModelAdapterDefinition, type ModelCallOutcome, type ModelMeasurement, type ModelParams, type ModelRequest, type PreflightResult, type PromptSample, type SpeedSampleOf, type TokenUsage, type TransportFailure } from '../model-adapter.js';
 import { measureWith } from './measured-speed.js';
-import { MAX_ANSWER_TOKENS } from '../answer-cap.js';
+import { MAX_ANSWER_TOKENS, sentAnswerCap } from '../answer-cap.js';
 import { estimateTokens } from '../prompt.js';
 import { describeError, quoteBody } from './bounded-http.js';
 import { emptyChatStreamState, readChatStream, type ChatStreamState } from './chat-stream.js';
@@ -128,7 +128,7 @@ export class OpenAiAdapter implements ModelAdapter {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new OpenAiAdapterConfigError(`timeoutMs must be a positive integer, got ${timeoutMs}`);
     if (!Number.isSafeInteger(request.max_tokens) || request.max_tokens < 1) throw new OpenAiAdapterConfigError(`request.max_tokens must be a positive integer, got ${request.max_tokens}`);
     // The wake's remaining budget caps the answer even when the configured cap is higher.
-    const maxTokens = this.params.max_tokens === null ? request.max_tokens : Math.min(this.params.max_tokens, request.max_tokens);
+    const maxTokens = sentAnswerCap(request.max_tokens, this.params.max_tokens);
     return this.complete(request.system, request.user, request.answer_schema, maxTokens, timeoutMs, request.onTransportFailure);
   }
 
