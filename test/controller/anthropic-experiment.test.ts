@@ -25,6 +25,8 @@ import { startAnthropicLikeServer, type AnthropicLikeServer } from '../support/a
 const KEY_ENV = 'DS_TEST_ANTHROPIC_EXPERIMENT_KEY';
 const KEY = 'sk-ant-e2e-DO-NOT-WRITE-91c3e7';
 const MODEL = 'claude-loopback-1';
+/** Example prices, US dollars per million input, output, cache-read and cache-write tokens: every call's cost is held to them. */
+const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 
 /** Every file under `dir` (the run folder: store, manifest, logs, model configuration). */
 function filesUnder(dir: string): string[] {
@@ -55,8 +57,8 @@ describe('npm run experiment -- --group C --model anthropic against the loopback
       runs[name] = { dir, result: await runCli('experiment', [...common(s), '--out', dir, ...extra]) };
     };
     await Promise.all([
-      run('json', setup, ['--base-url', server.baseUrl, '--count-tokens']),
-      run('tool', setup, ['--base-url', server.baseUrl, '--structured-output', 'anthropic_tool', '--no-stream']),
+      run('json', setup, ['--base-url', server.baseUrl, '--count-tokens', '--prices', '3,15,0.3,3.75']),
+      run('tool', setup, ['--base-url', server.baseUrl, '--structured-output', 'anthropic_tool', '--no-stream', '--prices', '3,15,0.3,3.75']),
       run('subset', refusing, ['--base-url', untouched.baseUrl]),
     ]);
   }, 240_000);
@@ -83,12 +85,17 @@ describe('npm run experiment -- --group C --model anthropic against the loopback
       expect(p['cache_write_tokens']).toEqual(expect.any(Number));
       expect((p['cache_read_tokens'] as number) + (p['cache_write_tokens'] as number)).toBeGreaterThan(0);
       expect(p.usage.prompt_tokens).toBeGreaterThan((p['cache_read_tokens'] as number) + (p['cache_write_tokens'] as number));
+      // Its cost: its own counts at the prices given, each kind at its price.
+      const fresh = p.usage.prompt_tokens - (p['cache_read_tokens'] as number) - (p['cache_write_tokens'] as number);
+      const expectedNanoUsd = Math.round(fresh * PRICES.input * 1_000 + (p['cache_read_tokens'] as number) * PRICES.cache_read * 1_000 + (p['cache_write_tokens'] as number) * PRICES.cache_write * 1_000 + p.usage.completion_tokens * PRICES.output * 1_000);
+      expect(p['cost_nano_usd']).toBe(expectedNanoUsd);
+      expect(p['cost_nano_usd']).toBeGreaterThan(0);
     }
     // The simulated cache: the system prompt written once, read by the calls after it.
     expect(answered.some((e) => (e.payload as { cache_read_tokens: number }).cache_read_tokens > 0)).toBe(true);
     const checked = checkSignedManifest(JSON.parse(readFileSync(path.join(dir, RUN_FILES.manifest), 'utf8')), setup.key.keys.publicKey);
     if (!checked.ok) throw new Error(checked.reason);
-    expect(checked.manifest.model).toMatchObject({ adapter: 'anthropic', model_id: MODEL, structured_output: { dialect: name === 'tool' ? 'anthropic_tool' : 'anthropic_json' }, params: { seed: null } });
+    expect(checked.manifest.model).toMatchObject({ adapter: 'anthropic', model_id: MODEL, structured_output: { dialect: name === 'tool' ? 'anthropic_tool' : 'anthropic_json' }, params: { seed: null }, prices: PRICES });
   });
 
   it('sent every request with the key in x-api-key and anthropic-version 2023-06-01, never a seed', () => {
